@@ -1,0 +1,97 @@
+/* Log lines go to stderr with a level prefix; under launchd or a
+ * supervisor stderr is the log file, so one format serves both. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/time.h>
+
+#include "log.h"
+
+static int log_verbose;
+static int log_foreground = 1;
+
+void
+log_init(int foreground, int verbose)
+{
+	log_foreground = foreground;
+	log_verbose = verbose;
+}
+
+void
+log_setverbose(int verbose)
+{
+	log_verbose = verbose;
+}
+
+static void
+vlog(const char *level, const char *fmt, va_list ap, const char *err)
+{
+	char ts[32];
+	struct timeval tv;
+	struct tm tm;
+
+	gettimeofday(&tv, NULL);
+	localtime_r(&tv.tv_sec, &tm);
+	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	flockfile(stderr);
+	if (log_foreground)
+		fprintf(stderr, "%s.%03ld ", ts, (long)(tv.tv_usec / 1000));
+	fprintf(stderr, "stageloadd[%s]: ", level);
+	vfprintf(stderr, fmt, ap);
+	if (err != NULL)
+		fprintf(stderr, ": %s", err);
+	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+#define LOGFN(name, level, witherr)                                     \
+	void name(const char *fmt, ...)                                 \
+	{                                                               \
+		int saved = errno;                                      \
+		va_list ap;                                             \
+		va_start(ap, fmt);                                      \
+		vlog(level, fmt, ap, witherr ? strerror(saved) : NULL); \
+		va_end(ap);                                             \
+		errno = saved;                                          \
+	}
+
+LOGFN(log_warn, "warn", 1)
+LOGFN(log_warnx, "warn", 0)
+LOGFN(log_info, "info", 0)
+
+void
+log_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!log_verbose)
+		return;
+	va_start(ap, fmt);
+	vlog("debug", fmt, ap, NULL);
+	va_end(ap);
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog("fatal", fmt, ap, strerror(saved));
+	va_end(ap);
+	exit(1);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog("fatal", fmt, ap, NULL);
+	va_end(ap);
+	exit(1);
+}

@@ -1,0 +1,86 @@
+/*
+ * The operating-system boundary. One file per OS implements it
+ * (platform-linux.c, platform-darwin.c), chosen by CMake; no other daemon
+ * file may test for an OS. Functions return 0 or a negative errno; where a
+ * cause is taken, a readable reason is written to it on failure.
+ */
+#ifndef SL_PLATFORM_H
+#define SL_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum pressure_level {
+	PRESSURE_UNKNOWN = 0,
+	PRESSURE_NORMAL = 1,
+	PRESSURE_WARN = 2,
+	PRESSURE_CRITICAL = 4,
+};
+
+/* One system-wide sample; docs/metrics.md says where each field comes from. */
+struct sys_sample {
+	int64_t ts_ms; /* wall clock, ms since the epoch */
+	uint64_t total_bytes;
+	uint64_t available_bytes;
+	double free_pct; /* 0-100 */
+	uint64_t swap_total_bytes;
+	uint64_t swap_used_bytes;
+	enum pressure_level pressure;
+	double psi_some_avg10; /* Linux PSI; -1 when not available */
+	uint64_t compressed_bytes; /* macOS compressor; 0 elsewhere */
+	uint64_t wired_bytes;      /* macOS; 0 elsewhere */
+};
+
+/* One process, as needed to follow and measure a job's tree. */
+struct proc_info {
+	pid_t pid;
+	pid_t ppid;
+	pid_t pgid;
+	uid_t uid;                /* real uid */
+	uint64_t start_time;      /* opaque, stable for the life of the pid */
+	uint64_t footprint_bytes; /* Linux RssAnon+RssShmem; macOS phys_footprint */
+	uint64_t swap_bytes;      /* Linux VmSwap; 0 on macOS */
+};
+
+struct platform_config {
+	const char *proc_root; /* Linux: where meminfo and pressure/memory are
+				  read; NULL for /proc. Must be NULL elsewhere. */
+	double psi_warn;       /* PSI some avg10 thresholds, default 10 and 40 */
+	double psi_critical;
+};
+
+int platform_init(const struct platform_config *cfg, char *cause,
+    size_t causelen);
+void platform_shutdown(void);
+
+/* Fill s from the system (ts_ms is set by the caller). */
+int platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen);
+
+/* Information about one live process; -ESRCH when it does not exist. Never
+ * reads proc_root: jobs are always real processes. */
+int platform_proc_info(pid_t pid, struct proc_info *pi);
+
+/* Only the start time (cheaper); used to tell a live pid from a recycled one. */
+int platform_proc_start_time(pid_t pid, uint64_t *start_time);
+
+/*
+ * Every live process whose parent is in parents[0..nparents) or whose
+ * process group is pgid (pgid <= 0: ignored). Writes at most max pids to
+ * out and returns how many it found (possibly > max), or a negative errno.
+ */
+int platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
+    pid_t *out, size_t max);
+
+/* The connected peer of a Unix socket. pid is 0 when unknown. */
+int platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
+
+/* Supplementary groups of user name (with primary gid): malloc'd array. */
+int platform_user_groups(const char *user, gid_t gid, gid_t **groups,
+    int *ngroups);
+
+/* Default paths for this OS: system (root) or per-user. */
+int platform_default_socket(int system, char *buf, size_t len);
+int platform_default_db(int system, char *buf, size_t len);
+
+#endif

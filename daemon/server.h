@@ -1,0 +1,40 @@
+/*
+ * The control socket: accepts clients, frames lines, checks peers and
+ * limits, and hands well-formed requests to control.c. Clients are known to
+ * other modules only by their 64-bit id, so a reply to a client that has
+ * gone is simply dropped.
+ */
+#ifndef SL_SERVER_H
+#define SL_SERVER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+struct daemon;
+
+struct peer {
+	uint64_t client_id;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+};
+
+int server_start(struct daemon *d, char *cause, size_t causelen);
+void server_stop(struct daemon *d); /* closes every client, removes socket */
+
+/* Send to one client; ownership of result/params passes. Return -ENOENT
+ * when the client is gone. */
+int server_reply(struct daemon *d, uint64_t client_id, const cJSON *id,
+    cJSON *result);
+int server_reply_error(struct daemon *d, uint64_t client_id, const cJSON *id,
+    int code, const char *message);
+int server_notify(struct daemon *d, uint64_t client_id, const char *method,
+    cJSON *params);
+
+/* Called when a client closes, so modules can drop what they hold for it. */
+typedef void (*server_gone_cb)(struct daemon *d, uint64_t client_id);
+void server_on_gone(struct daemon *d, server_gone_cb cb);
+
+#endif

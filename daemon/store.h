@@ -1,0 +1,110 @@
+/*
+ * Storage: one sqlite database in WAL mode. Samples are buffered and
+ * committed in small batches (store_flush); job state and events are
+ * committed at once, before the daemon announces them. docs/storage.md
+ * describes the schema, tiers and retention. Every function returns 0 or a
+ * negative errno-style code and writes a readable cause; the daemon must
+ * keep running (and enforcing) when they fail.
+ */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
+#include "platform.h"
+
+struct store;
+
+struct store_retention {
+	int64_t raw_ms;  /* full-rate samples; default 2 days */
+	int64_t t10s_ms; /* 10 s rollup; default 14 days */
+	int64_t t1m_ms;  /* 1 min rollup; default 90 days */
+	int64_t t10m_ms; /* 10 min rollup; default 2 years */
+	int64_t jobs_ms; /* ended jobs, their samples and events; default 90 days */
+};
+void store_retention_defaults(struct store_retention *r);
+
+int store_open(struct store **sp, const char *path, char *cause,
+    size_t causelen);
+void store_close(struct store *s);
+
+/* Buffer one system sample (no I/O). */
+void store_add_sample(struct store *s, const struct sys_sample *ss);
+/* Buffer one per-job sample (no I/O). */
+void store_add_job_sample(struct store *s, int64_t job_id, int64_t ts_ms,
+    uint64_t footprint_bytes, uint64_t swap_bytes);
+/* Commit buffered samples and update rollups in one transaction. On failure
+ * the buffer is kept (bounded) and retried on the next call. */
+int store_flush(struct store *s, char *cause, size_t causelen);
+/* Passive WAL checkpoint. */
+int store_checkpoint(struct store *s);
+/* Drop data older than the retention. */
+int store_prune(struct store *s, int64_t now_ms,
+    const struct store_retention *r, char *cause, size_t causelen);
+
+/* A gap marker ("start", "stop") so history shows a gap, not a line. */
+int store_mark(struct store *s, int64_t ts_ms, const char *kind,
+    char *cause, size_t causelen);
+
+/* History: buckets of step_ms between since and until, from the coarsest
+ * tier whose resolution is <= step_ms. */
+struct history_bucket {
+	int64_t ts_ms; /* bucket start */
+	int64_t n;     /* samples in the bucket */
+	double free_pct_min, free_pct_avg, free_pct_max;
+	double swap_used_min, swap_used_avg, swap_used_max; /* bytes */
+	double available_min, available_avg, available_max; /* bytes */
+	int pressure_max;
+	int gap_before; /* a start marker falls in or just before this bucket */
+};
+int store_history(struct store *s, int64_t since_ms, int64_t until_ms,
+    int64_t step_ms, const char **tier, struct history_bucket **out,
+    size_t *n, char *cause, size_t causelen);
+/* A job's samples between since and until, bucketed at step_ms (0: raw). */
+struct job_bucket {
+	int64_t ts_ms;
+	double footprint_min, footprint_avg, footprint_max;
+	double swap_min, swap_avg, swap_max;
+};
+int store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
+    struct job_bucket **out, size_t *n, char *cause, size_t causelen);
+/* Most recent system sample, 1 when there is none. */
+int store_latest(struct store *s, struct sys_sample *out);
+
+/* Jobs. insert assigns j->id (and j->queue_seq when 0). update writes every
+ * field. Both commit before returning. */
+int store_job_insert(struct store *s, struct job *j, char *cause,
+    size_t causelen);
+int store_job_update(struct store *s, const struct job *j, char *cause,
+    size_t causelen);
+/* Load one job (malloc'd, free with job_free), 1 when absent. */
+int store_job_get(struct store *s, int64_t id, struct job **out);
+/* Call cb for every job not ended, in queue order (priority desc,
+ * queue_seq asc) — used at start-up to rebuild the queue. */
+int store_jobs_unended(struct store *s,
+    int (*cb)(void *arg, struct job *j /* ownership passes */), void *arg);
+/* Ended jobs, newest first, at most limit. */
+int store_jobs_ended(struct store *s, int64_t limit,
+    int (*cb)(void *arg, struct job *j), void *arg);
+
+/* Events: submitted, admitted, started, breach, killed, exited, failed,
+ * cancelled, lost, requeued, daemon_start, daemon_stop. */
+struct store_event {
+	int64_t id;
+	int64_t ts_ms;
+	int64_t job_id; /* 0 for daemon events */
+	uid_t uid;      /* job owner; 0 for daemon events */
+	const char *kind;
+	const char *detail; /* JSON object text */
+};
+int store_event_add(struct store *s, struct store_event *e, char *cause,
+    size_t causelen);
+int store_events(struct store *s, int64_t after_id, int64_t limit,
+    int (*cb)(void *arg, const struct store_event *e), void *arg);
+
+/* Size of the database file(s) in bytes, for info and benchmarks. */
+int64_t store_size_bytes(struct store *s);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * Wire protocol shared by stageloadd and libstageload: newline-delimited
+ * JSON-RPC 2.0 over a Unix stream socket. proto/PROTOCOL.md is the
+ * specification; this file only implements it.
+ */
+#ifndef SL_PROTO_H
+#define SL_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define PROTO_VERSION 1
+#define PROTO_MAX_LINE_DEFAULT (4u << 20) /* bytes, newline excluded */
+#define PROTO_MAX_SAFE_INT 9007199254740992.0 /* 2^53 */
+
+/* JSON-RPC error codes; the meaning of each is in PROTOCOL.md. */
+enum proto_error {
+	PROTO_E_PARSE = -32700,
+	PROTO_E_INVALID_REQUEST = -32600,
+	PROTO_E_METHOD = -32601,
+	PROTO_E_PARAMS = -32602,
+	PROTO_E_INTERNAL = -32603,
+	PROTO_E_HELLO = -32000,   /* hello required first, or sent twice */
+	PROTO_E_VERSION = -32001, /* protocol version not supported */
+	PROTO_E_PERM = -32002,    /* peer may not do this */
+	PROTO_E_NOJOB = -32003,   /* no such job */
+	PROTO_E_LIMIT = -32004,   /* a per-uid or global limit was reached */
+	PROTO_E_STATE = -32005,   /* job is in the wrong state for this */
+	PROTO_E_STORAGE = -32006, /* the database failed; try again */
+	PROTO_E_NOPROC = -32007,  /* no such process */
+};
+
+/*
+ * Line framing. Bytes go in with proto_reader_feed(); every complete line
+ * (newline stripped, NUL-terminated in place) is passed to the callback.
+ * A line longer than max_line bytes is a framing violation: feed returns
+ * PROTO_FRAME_TOO_LONG and the connection must be closed. Invalid UTF-8 is
+ * also a framing violation (PROTO_FRAME_UTF8). The callback returns 0 to go
+ * on, or non-zero to stop feeding (that value is returned).
+ */
+#define PROTO_FRAME_TOO_LONG (-1001)
+#define PROTO_FRAME_UTF8 (-1002)
+
+struct proto_reader {
+	char *buf;
+	size_t len;
+	size_t cap;
+	size_t max_line;
+};
+
+typedef int (*proto_line_cb)(void *arg, char *line, size_t len);
+
+void proto_reader_init(struct proto_reader *r, size_t max_line);
+void proto_reader_free(struct proto_reader *r);
+int proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
+    proto_line_cb cb, void *arg);
+
+/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
+int proto_utf8_valid(const char *s, size_t len);
+
+/*
+ * A parsed JSON-RPC message. proto_parse() classifies a line; on failure it
+ * returns a JSON-RPC error code (PROTO_E_PARSE or PROTO_E_INVALID_REQUEST),
+ * sets *cause to a static readable string, and m->id to the request id when
+ * one could be read (so the error reply can carry it).
+ */
+enum proto_kind {
+	PROTO_REQUEST,
+	PROTO_NOTIFICATION,
+	PROTO_RESPONSE,
+};
+
+struct proto_msg {
+	cJSON *root;        /* owned */
+	enum proto_kind kind;
+	const cJSON *id;    /* request/response id, NULL for notifications */
+	const char *method; /* requests and notifications */
+	const cJSON *params; /* object, or NULL when absent */
+	const cJSON *result; /* responses */
+	const cJSON *error;  /* responses */
+};
+
+int proto_parse(const char *line, size_t len, struct proto_msg *m,
+    const char **cause);
+void proto_msg_free(struct proto_msg *m);
+
+/*
+ * Encoders return a malloc'd, newline-terminated line and its length in
+ * *len, or NULL when out of memory. They take ownership of the cJSON they
+ * are given (result, params), even on failure.
+ */
+char *proto_encode_request(int64_t id, const char *method, cJSON *params,
+    size_t *len);
+char *proto_encode_result(const cJSON *id, cJSON *result, size_t *len);
+char *proto_encode_error(const cJSON *id, int code, const char *message,
+    size_t *len);
+char *proto_encode_notification(const char *method, cJSON *params,
+    size_t *len);
+
+/*
+ * Typed parameter access with the rules of PROTOCOL.md: integers are read
+ * from valuedouble and must be integral, inside [min, max] and at most 2^53;
+ * strings must be valid UTF-8 without NUL and at most max_len bytes. Each
+ * returns 0 when found and valid, 1 when absent and not required (the
+ * output is left untouched, so set defaults first), or PROTO_E_PARAMS with a
+ * readable message written to cause.
+ */
+int proto_param_int(const cJSON *params, const char *name, int required,
+    int64_t min, int64_t max, int64_t *out, char *cause, size_t causelen);
+int proto_param_double(const cJSON *params, const char *name, int required,
+    double min, double max, double *out, char *cause, size_t causelen);
+int proto_param_bool(const cJSON *params, const char *name, int required,
+    int *out, char *cause, size_t causelen);
+int proto_param_string(const cJSON *params, const char *name, int required,
+    size_t max_len, const char **out, char *cause, size_t causelen);
+/* An array of strings; *out is a malloc'd NULL-terminated vector of
+ * pointers into the cJSON tree (free only the vector). total_max bounds the
+ * sum of the string lengths. */
+int proto_param_strv(const cJSON *params, const char *name, int required,
+    size_t max_items, size_t total_max, const char ***out, char *cause,
+    size_t causelen);
+/* PROTO_E_PARAMS when params holds a member not in known (NULL-terminated),
+ * or is not an object. NULL params are fine. */
+int proto_params_check(const cJSON *params, const char *const *known,
+    char *cause, size_t causelen);
+
+/* Add an integer member (bytes, milliseconds, ids) exactly. */
+cJSON *proto_add_int(cJSON *obj, const char *name, int64_t v);
+
+#endif
