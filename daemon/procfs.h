@@ -1,0 +1,93 @@
+/*
+ * Parsers for the few Linux /proc files stageload reads. Pure text parsing:
+ * no Linux headers, so this compiles and is unit-tested anywhere. Every
+ * parser takes a buffer and its length (no NUL terminator needed) and never
+ * reads past it; the procfs_read_* variants take the directory that plays
+ * the role of /proc, so tests point them at fixture files.
+ *
+ * All functions return 0 or a negative errno: -EINVAL for malformed or
+ * truncated text, -ERANGE for a value that does not fit, and for the
+ * readers whatever open/read failed with (-ENOENT, -ESRCH, ...).
+ * docs/metrics.md says which kernel field each value comes from.
+ */
+#ifndef SL_PROCFS_H
+#define SL_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * <dir>/meminfo. MemTotal and MemAvailable are required (MemAvailable
+ * exists since Linux 3.14); a missing SwapTotal or SwapFree reads as 0
+ * (no swap). Values must carry the "kB" unit, so a line cut short by a
+ * truncated file is rejected rather than read as a smaller number.
+ */
+struct procfs_meminfo {
+	uint64_t mem_total_bytes;
+	uint64_t mem_available_bytes;
+	uint64_t swap_total_bytes;
+	uint64_t swap_free_bytes;
+};
+
+int procfs_parse_meminfo(const char *buf, size_t len,
+                         struct procfs_meminfo *mi);
+int procfs_read_meminfo(const char *dir, struct procfs_meminfo *mi);
+
+/*
+ * <dir>/pressure/memory: the avg10 value of the "some" line, a percentage
+ * 0-100. The number must be followed by a blank or a newline (the kernel
+ * always prints avg60 after it), so a truncated file is -EINVAL.
+ */
+int procfs_parse_psi_some_avg10(const char *buf, size_t len, double *avg10);
+int procfs_read_psi_some_avg10(const char *dir, double *avg10);
+
+/* Which optional fields procfs_parse_status found. */
+#define PROCFS_STATUS_RSS_ANON 0x1
+#define PROCFS_STATUS_RSS_SHMEM 0x2
+#define PROCFS_STATUS_VM_SWAP 0x4
+
+/*
+ * <dir>/<pid>/status. PPid and Uid (the real uid, first of the four) are
+ * required. RssAnon, RssShmem and VmSwap are absent for kernel threads and
+ * zombies (no address space): they then read as 0 and their bit in
+ * `present` is clear.
+ */
+struct procfs_status {
+	pid_t ppid;
+	uid_t uid;
+	uint64_t rss_anon_bytes;
+	uint64_t rss_shmem_bytes;
+	uint64_t swap_bytes;
+	unsigned present; /* PROCFS_STATUS_* */
+};
+
+int procfs_parse_status(const char *buf, size_t len, struct procfs_status *st);
+int procfs_read_status(const char *dir, pid_t pid, struct procfs_status *st);
+
+/*
+ * <dir>/<pid>/stat. The command name (field 2) may hold blanks and
+ * parentheses, so fields are counted from the last ')' in the text.
+ * start_time is field 22, in clock ticks since boot: with the pid it
+ * names one process for the life of the system.
+ */
+struct procfs_stat {
+	pid_t pid;
+	char state; /* R, S, D, Z, ... */
+	pid_t ppid;
+	pid_t pgrp;
+	pid_t session;
+	uint64_t start_time;
+};
+
+int procfs_parse_stat(const char *buf, size_t len, struct procfs_stat *st);
+int procfs_read_stat(const char *dir, pid_t pid, struct procfs_stat *st);
+
+/*
+ * Read a whole small file at dirfd-relative or absolute path into buf
+ * (at most len - 1 bytes, NUL-terminated). Returns the length or a
+ * negative errno. Shared by the readers above and platform-linux.c.
+ */
+ssize_t procfs_read_file(const char *path, char *buf, size_t len);
+
+#endif
