@@ -41,6 +41,10 @@ struct config {
 
 	int verbose;
 	int foreground;
+
+	int system;              /* root daemon: world-connectable socket */
+	char config_path[1024];  /* --config FILE, "" when none */
+	size_t max_unread_bytes; /* output queued for one client, 16 MiB */
 };
 
 void config_defaults(struct config *cfg, int system);
@@ -48,6 +52,11 @@ void config_defaults(struct config *cfg, int system);
  * printed --help or --version, -EINVAL with cause on bad input. */
 int config_parse(struct config *cfg, int argc, char **argv, char *cause,
     size_t causelen);
+/* SIGHUP: parse argv and the config file again into a fresh config and copy
+ * what can change at run time into cfg; *restart_needed is set when an
+ * option that only takes effect at start-up changed. */
+int config_reload(struct config *cfg, int argc, char **argv,
+    int *restart_needed, char *cause, size_t causelen);
 
 struct server;
 struct sampler;
