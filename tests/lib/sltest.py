@@ -1,0 +1,231 @@
+"""Test helpers: start a private stageloadd and talk the wire protocol.
+
+Everything here talks to the real daemon binary over its real socket; the only
+thing faked is the system memory it reads, through a fixture proc root.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def ci():
+    return os.environ.get("CI") == "true"
+
+
+def skip(why, root_only=False):
+    """Skip the test, or fail under CI=true when the skip is root-only."""
+    if root_only and ci():
+        print("FAIL (CI=true forbids this skip): " + why, file=sys.stderr)
+        sys.exit(1)
+    print("SKIP: " + why, file=sys.stderr)
+    sys.exit(SKIP)
+
+
+def poll(cond, timeout=10.0, step=0.02, what="condition"):
+    """Return cond()'s first truthy value, or raise after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(step)
+
+
+def write_meminfo(root, total_kb=16 << 20, avail_kb=8 << 20, swap_total_kb=4 << 20,
+                  swap_free_kb=4 << 20):
+    """Write a fixture meminfo atomically (rename), as the kernel would show it."""
+    text = ("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\n"
+            "Buffers:             0 kB\nCached:              0 kB\n"
+            "SwapTotal:      %d kB\nSwapFree:       %d kB\n") % (
+                total_kb, avail_kb, avail_kb, swap_total_kb, swap_free_kb)
+    tmp = os.path.join(root, ".meminfo.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, os.path.join(root, "meminfo"))
+
+
+def write_psi(root, some_avg10=0.0):
+    os.makedirs(os.path.join(root, "pressure"), exist_ok=True)
+    tmp = os.path.join(root, "pressure", ".memory.tmp")
+    with open(tmp, "w") as f:
+        f.write("some avg10=%.2f avg60=0.00 avg300=0.00 total=0\n"
+                "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" % some_avg10)
+    os.rename(tmp, os.path.join(root, "pressure", "memory"))
+
+
+class Daemon:
+    """A stageloadd on a private socket, database and fixture proc root."""
+
+    def __init__(self, extra=(), interval="0.1", config=None):
+        self.bin = os.environ.get("SL_BIN", "build/bin")
+        self.dir = tempfile.mkdtemp(prefix="sltest-")
+        self.proc_root = os.path.join(self.dir, "proc")
+        os.makedirs(self.proc_root)
+        write_meminfo(self.proc_root)
+        write_psi(self.proc_root)
+        self.socket = os.path.join(self.dir, "sl.sock")
+        self.db = os.path.join(self.dir, "sl.db")
+        self.log = os.path.join(self.dir, "daemon.log")
+        self.args = [os.path.join(self.bin, "stageloadd"), "--socket", self.socket,
+                     "--db", self.db, "--proc-root", self.proc_root,
+                     "--interval", interval]
+        if config:
+            path = os.path.join(self.dir, "stageload.conf")
+            with open(path, "w") as f:
+                f.write(config)
+            self.args += ["--config", path]
+        self.args += list(extra)
+        self.proc = None
+
+    def start(self):
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=logf, stderr=logf,
+                                     stdin=subprocess.DEVNULL)
+        logf.close()
+        poll(self._ready, timeout=10, what="daemon to answer on " + self.socket)
+        return self
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("daemon exited with %s:\n%s" % (self.proc.returncode,
+                                                                 self.log_text()))
+        try:
+            c = Client(self.socket)
+            c.close()
+            return True
+        except OSError:
+            return False
+
+    def log_text(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("daemon ignored signal %d" % sig)
+
+    def integrity(self):
+        out = subprocess.run(["sqlite3", "-readonly", self.db, "PRAGMA integrity_check;"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip()
+
+    def cleanup(self):
+        try:
+            if self.alive():
+                self.proc.kill()
+                self.proc.wait()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            sys.stderr.write("--- daemon log ---\n" + self.log_text()[-8000:])
+        self.cleanup()
+
+
+class RpcError(Exception):
+    def __init__(self, code, message):
+        super().__init__("%d %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+class Client:
+    """A line-framed JSON-RPC connection; notifications are queued."""
+
+    def __init__(self, path, hello=True, timeout=10.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+        self.next_id = 1
+        self.notes = []
+        if hello:
+            self.call("hello", {"version": 1, "client": "sltest"})
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def read_msg(self, timeout=None):
+        """Next message, or None on EOF."""
+        if timeout is not None:
+            self.sock.settimeout(timeout)
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def response(self, want_id, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no response to id %r" % (want_id,))
+            m = self.read_msg(timeout=left)
+            if m is None:
+                raise ConnectionError("connection closed by the daemon")
+            if "id" not in m:
+                self.notes.append(m)
+                continue
+            if m["id"] == want_id:
+                return m
+
+    def call(self, method, params=None, timeout=10.0):
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+        m = self.response(rid, timeout)
+        if "error" in m:
+            raise RpcError(m["error"]["code"], m["error"].get("message", ""))
+        return m["result"]
+
+    def notification(self, method=None, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, n in enumerate(self.notes):
+                if method is None or n.get("method") == method:
+                    return self.notes.pop(i)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %s notification" % (method or "any"))
+            m = self.read_msg(timeout=left)
+            if m is None:
+                raise ConnectionError("connection closed by the daemon")
+            if "id" not in m:
+                self.notes.append(m)
