@@ -1,0 +1,121 @@
+/*
+ * Starting detached jobs and following them across daemon restarts.
+ *
+ * spawn_detached() forks a short-lived intermediate that forks the per-job
+ * monitor and exits at once, so the monitor is re-parented away from the
+ * daemon (it never has to be reaped by it) and keeps running when the daemon
+ * stops or crashes. The monitor calls setsid() (its own session), closes
+ * every descriptor it inherited, creates the job's log, then forks the job:
+ * a new process group, stdin from /dev/null, stdout and stderr to the log,
+ * the submitter's supplementary groups, gid and uid (never more privilege
+ * than the submitter), chdir to the job's cwd as that user, the environment
+ * exactly j->env plus STAGELOAD_JOB_ID, and execvp. The monitor waits for
+ * the job, writes its status to <state_dir>/jobs/<id>.status (temp file then
+ * rename), reports it to the daemon if the daemon is still listening, and
+ * exits.
+ *
+ * The daemon learns what happens through a pipe: spawn_detached() returns
+ * its read end (non-blocking, close-on-exec) and the monitor's pid at once;
+ * the job's pid, process group and start time follow as SPAWN_EV_STARTED
+ * (or SPAWN_EV_FAILED when it could not be started, with the reason), and
+ * its end as SPAWN_EV_ENDED. Watch the fd with a uv_poll_t (UV_READABLE)
+ * and call spawn_read_event() until it returns 0. uv_spawn() cannot be used
+ * here: it makes the job the daemon's child (so the job dies with, or must
+ * be reaped by, the daemon) and has no notion of a monitor.
+ *
+ * After a daemon restart the pipe is gone: spawn_check() classifies a job
+ * record as running, ended (with the status the monitor recorded) or lost,
+ * and the daemon calls it at every sample for re-adopted jobs to learn when
+ * they end.
+ */
+#ifndef SL_SPAWN_H
+#define SL_SPAWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "job.h"
+
+/* How a job ended, as the monitor recorded it. */
+struct spawn_status {
+	int failed;      /* 1: the job could not be started (cause says why) */
+	int exit_code;   /* valid when !failed and term_signal == 0 */
+	int term_signal; /* signal that ended the job, 0 if none */
+	int64_t ended_ms;
+	char cause[256]; /* when failed: readable reason, with errno text */
+};
+
+/* A monitor just started; fd is the read end of its report pipe. */
+struct spawn_child {
+	pid_t monitor_pid;
+	int fd; /* non-blocking, close-on-exec; the caller closes it */
+};
+
+enum spawn_event_kind {
+	SPAWN_EV_STARTED = 1, /* the job exec'd: pid, pgid, start_time */
+	SPAWN_EV_FAILED,      /* it could not be started: status.cause */
+	SPAWN_EV_ENDED,       /* it ended: status */
+};
+
+struct spawn_event {
+	enum spawn_event_kind kind;
+	pid_t monitor_pid;
+	pid_t pid;                  /* STARTED, ENDED */
+	pid_t pgid;                 /* STARTED */
+	uint64_t start_time;        /* STARTED: platform_proc_start_time(pid) */
+	int64_t started_ms;         /* STARTED */
+	struct spawn_status status; /* FAILED, ENDED */
+};
+
+/*
+ * Start job j (uses id, argv, env, cwd, uid, gid, user) as described above.
+ * When the daemon is not root, j->uid must be the daemon's uid (-EPERM
+ * otherwise). Returns 0 once the monitor exists, or a negative errno with a
+ * cause; a job whose chdir or exec fails is reported later as
+ * SPAWN_EV_FAILED, not here.
+ */
+int spawn_detached(const char *state_dir, const struct job *j,
+                   struct spawn_child *child, char *cause, size_t causelen);
+
+/*
+ * Read one report from a monitor's pipe. Returns 1 with ev filled, 0 when
+ * nothing is pending, -EPIPE when the monitor closed the pipe (it exited, or
+ * died: then spawn_check() tells what became of the job), or another
+ * negative errno.
+ */
+int spawn_read_event(int fd, struct spawn_event *ev);
+
+/* Like spawn_read_event() but waits up to timeout_ms (-1: forever) for a
+ * report; 0 on timeout. For tests and tools, not the event loop. */
+int spawn_wait_event(int fd, struct spawn_event *ev, int timeout_ms);
+
+enum spawn_fate {
+	SPAWN_RUNNING = 0, /* pid alive with the recorded start time */
+	SPAWN_ENDED = 1,   /* the monitor recorded its status: st */
+	SPAWN_LOST = 2,    /* no such process and no status: cause says why */
+};
+
+/*
+ * What became of job j (uses id, pid, start_time, monitor_pid) since it was
+ * last seen: returns an enum spawn_fate, or a negative errno. A pid whose
+ * start time differs is a recycled pid: never taken for the job. Cheap (a
+ * stat and a start-time lookup): call it at every sample for jobs that have
+ * no monitor pipe, e.g. after a daemon restart.
+ */
+int spawn_check(const char *state_dir, const struct job *j,
+                struct spawn_status *st, char *cause, size_t causelen);
+
+/*
+ * Send sig to process group pgid (when > 1) and to each of pids[0..npids)
+ * (entries <= 1 are skipped). Processes already gone are not an error.
+ * Returns how many kill() calls reached a process, or a negative errno when
+ * one failed for another reason (e.g. -EPERM).
+ */
+int spawn_signal_tree(pid_t pgid, const pid_t *pids, size_t npids, int sig);
+
+/* <state_dir>/jobs/<id>.log and .status; -ENAMETOOLONG if they do not fit. */
+int spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len);
+int spawn_status_path(const char *state_dir, int64_t id, char *buf, size_t len);
+
+#endif
