@@ -1,0 +1,437 @@
+/* Admission decisions against every rule of docs/jobs.md "Admission". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "admit.h"
+
+#define GIB (1024ull * 1024 * 1024)
+#define TOTAL (48 * GIB)
+
+struct fixture {
+	struct admit_queued q[8];
+	struct admit_running r[8];
+	enum admit_wait waits[8];
+	struct admit_input in;
+	struct admit_result res;
+};
+
+static void
+fx_init(struct fixture *f, double free_pct)
+{
+	memset(f, 0, sizeof(*f));
+	f->in.queued = f->q;
+	f->in.running = f->r;
+	f->in.have_sample = 1;
+	f->in.free_pct = free_pct;
+	f->in.total_bytes = TOTAL;
+	f->in.now_ms = 1000000;
+	f->in.cfg.settle_ms = 30000;
+	f->in.cfg.settle_growth_pct = 1;
+	f->in.cfg.settle_samples = 3;
+	f->in.cfg.max_running = 0;
+}
+
+static void
+fx_queue(struct fixture *f, int64_t id, double wait_free, int exclusive)
+{
+	struct admit_queued *q = &f->q[f->in.nqueued++];
+
+	q->job_id = id;
+	q->wait_free_pct = wait_free;
+	q->exclusive = exclusive;
+}
+
+static struct admit_running *
+fx_run(struct fixture *f, int64_t id, int64_t admitted_ms, uint64_t footprint,
+       uint64_t expect)
+{
+	struct admit_running *r = &f->r[f->in.nrunning++];
+
+	r->job_id = id;
+	r->admitted_ms = admitted_ms;
+	r->footprint_bytes = footprint;
+	r->expect_bytes = expect;
+	return r;
+}
+
+static void
+fx_decide(struct fixture *f)
+{
+	for (size_t i = 0; i < 8; i++)
+		f->waits[i] = (enum admit_wait)99;
+	admit_decide(&f->in, f->waits, &f->res);
+}
+
+static void
+test_empty_queue(void **state)
+{
+	struct fixture f;
+
+	fx_init(&f, 50);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_true(f.res.free_pct == 50);
+}
+
+static void
+test_wait_free(void **state)
+{
+	struct fixture f;
+
+	fx_init(&f, 39.9);
+	fx_queue(&f, 1, 40, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_FREE);
+
+	f.in.free_pct = 40; /* >= is enough */
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_NONE);
+}
+
+static void
+test_no_sample_holds(void **state)
+{
+	struct fixture f;
+
+	fx_init(&f, 90);
+	f.in.have_sample = 0;
+	fx_queue(&f, 1, 0, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_FREE);
+}
+
+static void
+test_strict_head_of_line(void **state)
+{
+	struct fixture f;
+
+	/* The second job would fit, but the head waits, so it waits too. */
+	fx_init(&f, 30);
+	fx_queue(&f, 1, 40, 0);
+	fx_queue(&f, 2, 10, 0);
+	fx_queue(&f, 3, 0, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_FREE);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_HEAD);
+}
+
+static void
+test_only_head_admitted(void **state)
+{
+	struct fixture f;
+
+	/* The caller orders the queue (priority, then FIFO); the decision
+	 * admits its first entry and only that one. */
+	fx_init(&f, 90);
+	fx_queue(&f, 7, 0, 0);
+	fx_queue(&f, 3, 0, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_NONE);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+}
+
+static void
+test_settle_window(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t growing[] = {1 * GIB, 2 * GIB, 3 * GIB};
+	uint64_t flat[] = {3 * GIB, 3 * GIB + GIB / 200, 3 * GIB + GIB / 150};
+	uint64_t one_pct[] = {100 * 1000000ull, 100 * 1000000ull,
+	                      101 * 1000000ull};
+	uint64_t short_window[] = {1 * GIB, 1 * GIB};
+
+	fx_init(&f, 90);
+	fx_queue(&f, 2, 0, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 2000, 3 * GIB, 0);
+
+	r->recent_footprints = growing;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+
+	/* Grew 0.67 % over the window: settled. */
+	r->recent_footprints = flat;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+
+	/* Exactly 1 % is not "less than 1 %". */
+	r->recent_footprints = one_pct;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+
+	/* Fewer samples than the window: not shown to be settled. */
+	r->recent_footprints = short_window;
+	r->nrecent = 2;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+
+	/* No samples at all (not started yet) either. */
+	r->recent_footprints = NULL;
+	r->nrecent = 0;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+}
+
+static void
+test_settle_uses_last_window(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	/* Grew a lot early, flat over the last three samples. */
+	uint64_t fp[] = {GIB, 5 * GIB, 9 * GIB, 9 * GIB, 9 * GIB};
+	/* Shrinking counts as settled. */
+	uint64_t shrinking[] = {9 * GIB, 8 * GIB, 7 * GIB};
+
+	fx_init(&f, 90);
+	fx_queue(&f, 2, 0, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 3000, 9 * GIB, 0);
+	r->recent_footprints = fp;
+	r->nrecent = 5;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+
+	r->recent_footprints = shrinking;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+}
+
+static void
+test_settle_time_passes(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t growing[] = {1 * GIB, 2 * GIB, 3 * GIB};
+
+	fx_init(&f, 90);
+	fx_queue(&f, 2, 0, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 29999, 3 * GIB, 0);
+	r->recent_footprints = growing;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+
+	r->admitted_ms = f.in.now_ms - 30000;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+
+	/* settle_ms 0: no settle wait at all. */
+	r->admitted_ms = f.in.now_ms;
+	f.in.cfg.settle_ms = 0;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+}
+
+static void
+test_settle_only_latest_admitted(void **state)
+{
+	struct fixture f;
+	struct admit_running *old, *young;
+	uint64_t growing[] = {1 * GIB, 2 * GIB, 3 * GIB};
+	uint64_t flat[] = {3 * GIB, 3 * GIB, 3 * GIB};
+
+	fx_init(&f, 90);
+	fx_queue(&f, 3, 0, 0);
+	old = fx_run(&f, 1, f.in.now_ms - 5000, 3 * GIB, 0);
+	young = fx_run(&f, 2, f.in.now_ms - 2000, 3 * GIB, 0);
+	/* The older job still grows; only the previous admission counts. */
+	old->recent_footprints = growing;
+	old->nrecent = 3;
+	young->recent_footprints = flat;
+	young->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+
+	old->recent_footprints = flat;
+	young->recent_footprints = growing;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+}
+
+static void
+test_expect_reservation(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t flat[] = {4 * GIB, 4 * GIB, 4 * GIB};
+
+	/* 48G total, 50 % free = 24G available. Job 1 expects 16G and has
+	 * 4G: 12G promised, so effective free = (24 - 12) / 48 = 25 %. */
+	fx_init(&f, 50);
+	fx_queue(&f, 2, 30, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 1000, 4 * GIB, 16 * GIB);
+	r->recent_footprints = flat;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_EXPECT);
+	assert_true(f.res.reserved_bytes == 12 * GIB);
+	assert_true(f.res.effective_free_pct > 24.999 &&
+	            f.res.effective_free_pct < 25.001);
+
+	/* Lower wait_free: 25 % effective is enough. */
+	f.q[0].wait_free_pct = 25;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+
+	/* Once the footprint reached expect, nothing is reserved. */
+	f.q[0].wait_free_pct = 30;
+	r->footprint_bytes = 17 * GIB;
+	fx_decide(&f);
+	assert_true(f.res.reserved_bytes == 0);
+	assert_int_equal(f.res.admit, 0);
+}
+
+static void
+test_expect_sums_and_clamps(void **state)
+{
+	struct fixture f;
+
+	/* Two jobs not started (footprint 0): their whole expects count;
+	 * reservations beyond what is free clamp the effective at 0. */
+	fx_init(&f, 25);
+	f.in.cfg.settle_ms = 0;
+	fx_queue(&f, 3, 0, 0);
+	fx_run(&f, 1, f.in.now_ms, 0, 10 * GIB);
+	fx_run(&f, 2, f.in.now_ms, 0, 10 * GIB);
+	fx_decide(&f);
+	assert_true(f.res.reserved_bytes == 20 * GIB);
+	assert_true(f.res.effective_free_pct == 0);
+	/* wait_free 0 still admits at effective 0 %. */
+	assert_int_equal(f.res.admit, 0);
+
+	f.q[0].wait_free_pct = 1;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_EXPECT);
+}
+
+static void
+test_exclusive_head(void **state)
+{
+	struct fixture f;
+
+	fx_init(&f, 90);
+	f.in.cfg.settle_ms = 0;
+	fx_queue(&f, 2, 0, 1);
+	fx_run(&f, 1, f.in.now_ms - 100000, GIB, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_EXCLUSIVE);
+
+	f.in.nrunning = 0;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+}
+
+static void
+test_exclusive_running(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+
+	/* While an exclusive job runs nothing else starts. */
+	fx_init(&f, 90);
+	f.in.cfg.settle_ms = 0;
+	fx_queue(&f, 2, 0, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 100000, GIB, 0);
+	r->exclusive = 1;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_EXCLUSIVE);
+	assert_int_equal(f.waits[1], 99); /* only nqueued entries written */
+}
+
+static void
+test_max_running(void **state)
+{
+	struct fixture f;
+
+	fx_init(&f, 90);
+	f.in.cfg.settle_ms = 0;
+	f.in.cfg.max_running = 2;
+	fx_queue(&f, 3, 0, 0);
+	fx_queue(&f, 4, 0, 0);
+	fx_run(&f, 1, f.in.now_ms - 10000, GIB, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+
+	fx_run(&f, 2, f.in.now_ms - 5000, GIB, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_MAX_RUNNING);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+
+	f.in.cfg.max_running = 0; /* no limit */
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+}
+
+static void
+test_reason_order(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t growing[] = {1 * GIB, 2 * GIB, 3 * GIB};
+
+	/* Free too low and the previous job unsettled: free is shown. */
+	fx_init(&f, 10);
+	fx_queue(&f, 2, 40, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 1000, 3 * GIB, 0);
+	r->recent_footprints = growing;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_FREE);
+	/* Enough free: now it is the settle wait. */
+	f.in.free_pct = 60;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+}
+
+static void
+test_wait_names(void **state)
+{
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_FREE), "free");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_SETTLE), "settle");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_EXPECT), "expect");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_EXCLUSIVE), "exclusive");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_MAX_RUNNING),
+	                    "max_running");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_HEAD), "head");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_empty_queue),
+	    cmocka_unit_test(test_wait_free),
+	    cmocka_unit_test(test_no_sample_holds),
+	    cmocka_unit_test(test_strict_head_of_line),
+	    cmocka_unit_test(test_only_head_admitted),
+	    cmocka_unit_test(test_settle_window),
+	    cmocka_unit_test(test_settle_uses_last_window),
+	    cmocka_unit_test(test_settle_time_passes),
+	    cmocka_unit_test(test_settle_only_latest_admitted),
+	    cmocka_unit_test(test_expect_reservation),
+	    cmocka_unit_test(test_expect_sums_and_clamps),
+	    cmocka_unit_test(test_exclusive_head),
+	    cmocka_unit_test(test_exclusive_running),
+	    cmocka_unit_test(test_max_running),
+	    cmocka_unit_test(test_reason_order),
+	    cmocka_unit_test(test_wait_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
