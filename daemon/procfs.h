@@ -19,9 +19,10 @@
 
 /*
  * <dir>/meminfo. MemTotal and MemAvailable are required (MemAvailable
- * exists since Linux 3.14); a missing SwapTotal or SwapFree reads as 0
- * (no swap). Values must carry the "kB" unit, so a line cut short by a
- * truncated file is rejected rather than read as a smaller number.
+ * exists since Linux 3.14); SwapTotal and SwapFree both missing read as
+ * 0 (no swap), one without the other is -EINVAL. Values must carry the "kB"
+ * unit, so a line cut short by a truncated file is rejected rather than read as
+ * a smaller number.
  */
 struct procfs_meminfo {
 	uint64_t mem_total_bytes;
@@ -84,7 +85,7 @@ int procfs_parse_stat(const char *buf, size_t len, struct procfs_stat *st);
 int procfs_read_stat(const char *dir, pid_t pid, struct procfs_stat *st);
 
 /*
- * Read a whole small file at dirfd-relative or absolute path into buf
+ * Read a whole small file at path into buf
  * (at most len - 1 bytes, NUL-terminated). Returns the length or a
  * negative errno. Shared by the readers above and platform-linux.c.
  */
