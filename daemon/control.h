@@ -30,7 +30,8 @@ int control_dispatch(struct daemon *d, const struct peer *p,
     const char *method, const cJSON *req_id, const cJSON *params,
     cJSON **result, char *cause, size_t causelen);
 
-/* Job method handlers, in jobs.c (see PROTOCOL.md for each). */
+/* Job method handlers, in jobs.c (see PROTOCOL.md for each). The method
+ * names are those of PROTOCOL.md; jobs_ctl_attach answers job_pid. */
 int jobs_ctl_submit(struct daemon *, const struct peer *, const cJSON *,
     const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_attach(struct daemon *, const struct peer *, const cJSON *,
@@ -49,5 +50,9 @@ int jobs_ctl_events(struct daemon *, const struct peer *, const cJSON *,
     const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_job_history(struct daemon *, const struct peer *,
     const cJSON *, const cJSON *, cJSON **, char *, size_t);
+int jobs_ctl_job_exit(struct daemon *, const struct peer *, const cJSON *,
+    const cJSON *, cJSON **, char *, size_t);
+int jobs_ctl_resume(struct daemon *, const struct peer *, const cJSON *,
+    const cJSON *, cJSON **, char *, size_t);
 
 #endif
