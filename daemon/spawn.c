@@ -1,1 +1,952 @@
-/* placeholder: replaced by its module */
+/*
+ * Detached jobs: the monitor process, the privilege drop, the report pipe
+ * and re-adoption. spawn.h describes the process layout; this file is
+ * portable POSIX (it must build on macOS too).
+ *
+ * Everything a child needs (paths, environment, groups) is prepared before
+ * fork(), so the children do little more than system calls between fork()
+ * and exec() or _exit(): the daemon may have other threads.
+ */
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "platform.h"
+#include "spawn.h"
+
+extern char **environ;
+
+#define SPAWN_MAGIC 0x534c4d4eU /* "SLMN" */
+#define SPAWN_STATUS_HEADER "stageload-status 1\n"
+
+/* Internal report: the monitor says who it is before anything else. */
+#define SPAWN_MSG_MONITOR 0x100
+
+/*
+ * One report on the pipe. It is smaller than PIPE_BUF (512 on every POSIX
+ * system), so each write is atomic and a read returns whole messages.
+ */
+struct spawn_msg {
+	uint32_t magic;
+	uint32_t kind;
+	int32_t monitor_pid;
+	int32_t pid;
+	int32_t pgid;
+	int32_t failed;
+	int32_t exit_code;
+	int32_t term_signal;
+	int32_t err; /* SPAWN_MSG_MONITOR: errno when the monitor failed */
+	uint32_t pad;
+	uint64_t start_time;
+	int64_t started_ms;
+	int64_t ended_ms;
+	char cause[256];
+};
+
+_Static_assert(sizeof(struct spawn_msg) <= 512, "report must be atomic");
+
+/* What the job child reports through its close-on-exec pipe on failure. */
+enum spawn_stage {
+	STAGE_STDIO = 1,
+	STAGE_SETGROUPS,
+	STAGE_SETGID,
+	STAGE_SETUID,
+	STAGE_VERIFY,
+	STAGE_CHDIR,
+	STAGE_EXEC,
+};
+
+struct spawn_failure {
+	int32_t stage;
+	int32_t err;
+};
+
+/* Everything the monitor and the job need, built before fork(). */
+struct spawn_plan {
+	int64_t id;
+	char *const *argv;
+	char **envp;
+	const char *cwd;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	int ngroups;
+	int drop; /* the daemon is root: switch to uid/gid/groups */
+	char log_path[1024];
+	char status_path[1024];
+	char status_tmp[1040];
+	int report_fd;
+};
+
+int
+spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len)
+{
+	int n;
+
+	n = snprintf(buf, len, "%s/jobs/%lld.log", state_dir, (long long)id);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+spawn_status_path(const char *state_dir, int64_t id, char *buf, size_t len)
+{
+	int n;
+
+	n = snprintf(buf, len, "%s/jobs/%lld.status", state_dir, (long long)id);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int
+spawn_set_cloexec(int fd)
+{
+	int flags;
+
+	flags = fcntl(fd, F_GETFD);
+	if (flags == -1 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) == -1)
+		return -errno;
+	return 0;
+}
+
+static int
+spawn_set_nonblock(int fd, int on)
+{
+	int flags;
+
+	flags = fcntl(fd, F_GETFL);
+	if (flags == -1)
+		return -errno;
+	flags = on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK);
+	if (fcntl(fd, F_SETFL, flags) == -1)
+		return -errno;
+	return 0;
+}
+
+/* pipe() then close-on-exec: macOS has no pipe2(). */
+static int
+spawn_pipe(int fds[2])
+{
+	int rc;
+
+	if (pipe(fds) == -1)
+		return -errno;
+	if ((rc = spawn_set_cloexec(fds[0])) < 0 ||
+	    (rc = spawn_set_cloexec(fds[1])) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return rc;
+	}
+	return 0;
+}
+
+static ssize_t
+spawn_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = write(fd, p + done, len - done);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* The daemon's handlers and ignored signals must not leak into children:
+ * a handler inherited by fork() could write into a reused descriptor, and
+ * an ignored signal stays ignored across exec(). */
+static void
+spawn_reset_signals(void)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Close every descriptor above 2 except keep. /dev/fd lists the open ones
+ * on Linux and macOS; when it cannot be read, walk up to a bound. */
+static void
+spawn_close_fds(int keep)
+{
+	int fds[256];
+	struct dirent *de;
+	size_t n, i;
+	long max;
+	DIR *d;
+	int fd;
+
+	for (;;) {
+		d = opendir("/dev/fd");
+		if (d == NULL)
+			break;
+		n = 0;
+		while ((de = readdir(d)) != NULL &&
+		       n < sizeof(fds) / sizeof(*fds)) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			fd = atoi(de->d_name);
+			if (fd > 2 && fd != keep && fd != dirfd(d))
+				fds[n++] = fd;
+		}
+		closedir(d);
+		for (i = 0; i < n; i++)
+			close(fds[i]);
+		if (n < sizeof(fds) / sizeof(*fds))
+			return;
+	}
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (fd = 3; fd < max; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
+static void
+spawn_send(int fd, struct spawn_msg *m)
+{
+	m->magic = SPAWN_MAGIC;
+	/* EPIPE when the daemon is gone: the status file is what counts. */
+	(void)spawn_write_all(fd, m, sizeof(*m));
+}
+
+static const char *
+spawn_stage_text(int stage)
+{
+	switch (stage) {
+	case STAGE_STDIO:
+		return "cannot set up stdin/stdout/stderr";
+	case STAGE_SETGROUPS:
+		return "cannot set supplementary groups";
+	case STAGE_SETGID:
+		return "cannot switch group";
+	case STAGE_SETUID:
+		return "cannot switch user";
+	case STAGE_VERIFY:
+		return "privileges could be regained after the switch";
+	case STAGE_CHDIR:
+		return "cannot change to working directory";
+	case STAGE_EXEC:
+		return "cannot run";
+	}
+	return "cannot start";
+}
+
+/*
+ * Write the status file: a temp file then rename(), so a reader sees the
+ * old state or the whole new one. Text, one "key value" per line, so an
+ * operator can read it too.
+ */
+static int
+spawn_write_status(const struct spawn_plan *p, pid_t pid, uint64_t start_time,
+                   int64_t started_ms, const struct spawn_status *st)
+{
+	char buf[1024];
+	int fd, n;
+
+	n = snprintf(buf, sizeof(buf),
+	             SPAWN_STATUS_HEADER
+	             "pid %d\nstart_time %llu\nstarted_ms %lld\n"
+	             "failed %d\nexit_code %d\nsignal %d\n"
+	             "ended_ms %lld\ncause %s\n",
+	             (int)pid, (unsigned long long)start_time,
+	             (long long)started_ms, st->failed, st->exit_code,
+	             st->term_signal, (long long)st->ended_ms, st->cause);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = (int)strlen(buf);
+	fd = open(p->status_tmp,
+	          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -errno;
+	if (spawn_write_all(fd, buf, (size_t)n) < 0 || fsync(fd) == -1) {
+		n = -errno;
+		close(fd);
+		unlink(p->status_tmp);
+		return n;
+	}
+	close(fd);
+	if (rename(p->status_tmp, p->status_path) == -1) {
+		n = -errno;
+		unlink(p->status_tmp);
+		return n;
+	}
+	return 0;
+}
+
+/* The job's log: never through a link, a regular file with one name,
+ * owned by the job's user and readable by nobody else. */
+static int
+spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
+{
+	struct stat sb;
+	int fd, err;
+
+	fd = open(p->log_path,
+	          O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+	              O_NONBLOCK,
+	          0600);
+	if (fd == -1) {
+		err = errno;
+		snprintf(cause, causelen, "cannot open log %s: %s", p->log_path,
+		         strerror(err));
+		return -err;
+	}
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
+		snprintf(cause, causelen,
+		         "log %s is not a plain file with one link",
+		         p->log_path);
+		close(fd);
+		return -EPERM;
+	}
+	if ((p->drop && fchown(fd, p->uid, p->gid) == -1) ||
+	    fchmod(fd, 0600) == -1 || spawn_set_nonblock(fd, 0) < 0) {
+		err = errno;
+		snprintf(cause, causelen, "cannot prepare log %s: %s",
+		         p->log_path, strerror(err));
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* The job itself, between fork() and exec(). Never returns. */
+static void __attribute__((noreturn))
+spawn_job_child(const struct spawn_plan *p, int logfd, int gofd, int errfd)
+{
+	struct spawn_failure f = {0, 0};
+	char c;
+
+	(void)setpgid(0, 0);
+	/* Wait until the monitor has noted our start time. */
+	while (read(gofd, &c, 1) == -1 && errno == EINTR)
+		;
+	close(gofd);
+
+	f.stage = STAGE_STDIO;
+	if (dup2(logfd, STDOUT_FILENO) == -1 ||
+	    dup2(logfd, STDERR_FILENO) == -1)
+		goto fail;
+	close(logfd);
+
+	if (p->drop) {
+		f.stage = STAGE_SETGROUPS;
+		if (setgroups(p->ngroups, p->groups) == -1)
+			goto fail;
+		f.stage = STAGE_SETGID;
+		if (setgid(p->gid) == -1)
+			goto fail;
+		f.stage = STAGE_SETUID;
+		if (setuid(p->uid) == -1)
+			goto fail;
+		f.stage = STAGE_VERIFY;
+		errno = EPERM;
+		if (getuid() != p->uid || geteuid() != p->uid ||
+		    getgid() != p->gid || getegid() != p->gid)
+			goto fail;
+		if (p->uid != 0 && (setuid(0) != -1 || seteuid(0) != -1 ||
+		                    (p->gid != 0 && setgid(0) != -1))) {
+			errno = EPERM;
+			goto fail;
+		}
+	}
+
+	/* As the user, so the directory's permissions apply to them. */
+	f.stage = STAGE_CHDIR;
+	if (chdir(p->cwd) == -1)
+		goto fail;
+
+	spawn_reset_signals();
+	environ = p->envp; /* execvp searches the job's own PATH */
+	f.stage = STAGE_EXEC;
+	execvp(p->argv[0], p->argv);
+fail:
+	f.err = errno;
+	(void)spawn_write_all(errfd, &f, sizeof(f));
+	_exit(127);
+}
+
+static void
+spawn_fail_report(const struct spawn_plan *p, struct spawn_msg *m,
+                  const char *cause)
+{
+	struct spawn_status st;
+
+	memset(&st, 0, sizeof(st));
+	st.failed = 1;
+	st.exit_code = 127;
+	st.ended_ms = now_ms();
+	snprintf(st.cause, sizeof(st.cause), "%s", cause);
+	(void)spawn_write_status(p, m->pid, m->start_time, 0, &st);
+	m->kind = SPAWN_EV_FAILED;
+	m->failed = 1;
+	m->exit_code = 127;
+	m->ended_ms = st.ended_ms;
+	snprintf(m->cause, sizeof(m->cause), "%s", cause);
+	spawn_send(p->report_fd, m);
+}
+
+/* Block until pid ends and fill st, leaving pid a zombie where the system
+ * allows it, so that its start time stays visible until the status file is
+ * written (spawn_check relies on one or the other being there). */
+static void
+spawn_wait_job(pid_t pid, struct spawn_status *st)
+{
+	siginfo_t si;
+	int status, rc;
+
+	memset(&si, 0, sizeof(si));
+	do
+		rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+	while (rc == -1 && errno == EINTR);
+	if (rc == 0 && si.si_pid == pid && si.si_code == CLD_EXITED) {
+		st->exit_code = si.si_status;
+	} else if (rc == 0 && si.si_pid == pid &&
+	           (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
+		st->term_signal = si.si_status;
+	} else {
+		/* waitid() told us nothing usable: reap to learn the status. */
+		do
+			rc = waitpid(pid, &status, 0);
+		while (rc == -1 && errno == EINTR);
+		if (rc == pid && WIFEXITED(status))
+			st->exit_code = WEXITSTATUS(status);
+		else if (rc == pid && WIFSIGNALED(status))
+			st->term_signal = WTERMSIG(status);
+		else
+			snprintf(st->cause, sizeof(st->cause),
+			         "monitor could not collect the exit status");
+	}
+	st->ended_ms = now_ms();
+}
+
+static void
+spawn_reap(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+}
+
+/* The per-job monitor. Never returns. */
+static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
+{
+	struct spawn_failure f;
+	struct spawn_status st;
+	struct spawn_msg m;
+	struct sigaction sa;
+	char cause[256];
+	int logfd, nullfd, gofds[2], errfds[2];
+	ssize_t n;
+	pid_t pid;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = SPAWN_MSG_MONITOR;
+	m.monitor_pid = (int32_t)getpid();
+	if (setsid() == -1)
+		m.err = errno;
+	spawn_send(p->report_fd, &m);
+	if (m.err != 0)
+		_exit(1);
+	m.err = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGPIPE, &sa, NULL);
+	(void)sigaction(SIGHUP, &sa, NULL);
+
+	/* Hold nothing of the daemon's: not its terminal, socket or db. */
+	nullfd = open("/dev/null", O_RDWR);
+	if (nullfd != -1) {
+		(void)dup2(nullfd, STDIN_FILENO);
+		(void)dup2(nullfd, STDOUT_FILENO);
+		(void)dup2(nullfd, STDERR_FILENO);
+		if (nullfd > 2)
+			close(nullfd);
+	}
+	spawn_close_fds(p->report_fd);
+
+	if ((logfd = spawn_open_log(p, cause, sizeof(cause))) < 0) {
+		spawn_fail_report(p, &m, cause);
+		_exit(1);
+	}
+	if (spawn_pipe(gofds) < 0 || spawn_pipe(errfds) < 0) {
+		snprintf(cause, sizeof(cause), "cannot create pipe: %s",
+		         strerror(errno));
+		spawn_fail_report(p, &m, cause);
+		_exit(1);
+	}
+
+	pid = fork();
+	if (pid == -1) {
+		snprintf(cause, sizeof(cause), "cannot fork the job: %s",
+		         strerror(errno));
+		spawn_fail_report(p, &m, cause);
+		_exit(1);
+	}
+	if (pid == 0) {
+		close(gofds[1]);
+		close(errfds[0]);
+		spawn_job_child(p, logfd, gofds[0], errfds[1]);
+	}
+	close(logfd);
+	close(gofds[0]);
+	close(errfds[1]);
+	(void)setpgid(pid, pid); /* also in the child: whoever runs first */
+
+	m.pid = (int32_t)pid;
+	m.pgid = (int32_t)pid;
+	if (platform_proc_start_time(pid, &m.start_time) < 0)
+		m.start_time = 0;
+	close(gofds[1]);
+
+	/* EOF: exec succeeded (the pipe is close-on-exec); data: it failed. */
+	do
+		n = read(errfds[0], &f, sizeof(f));
+	while (n == -1 && errno == EINTR);
+	close(errfds[0]);
+	if (n == (ssize_t)sizeof(f)) {
+		spawn_reap(pid);
+		if (f.stage == STAGE_CHDIR)
+			snprintf(cause, sizeof(cause), "%s %s: %s",
+			         spawn_stage_text(f.stage), p->cwd,
+			         strerror(f.err));
+		else if (f.stage == STAGE_EXEC)
+			snprintf(cause, sizeof(cause), "%s '%s': %s",
+			         spawn_stage_text(f.stage), p->argv[0],
+			         strerror(f.err));
+		else
+			snprintf(cause, sizeof(cause), "%s (uid %u gid %u): %s",
+			         spawn_stage_text(f.stage), (unsigned)p->uid,
+			         (unsigned)p->gid, strerror(f.err));
+		spawn_fail_report(p, &m, cause);
+		_exit(1);
+	}
+
+	m.kind = SPAWN_EV_STARTED;
+	m.started_ms = now_ms();
+	spawn_send(p->report_fd, &m);
+
+	memset(&st, 0, sizeof(st));
+	spawn_wait_job(pid, &st);
+	/* The file first: it must survive the daemon; the pipe is a courtesy.
+	 */
+	(void)spawn_write_status(p, pid, m.start_time, m.started_ms, &st);
+	spawn_reap(pid);
+	m.kind = SPAWN_EV_ENDED;
+	m.exit_code = st.exit_code;
+	m.term_signal = st.term_signal;
+	m.ended_ms = st.ended_ms;
+	snprintf(m.cause, sizeof(m.cause), "%s", st.cause);
+	spawn_send(p->report_fd, &m);
+	_exit(0);
+}
+
+/* The job's environment: exactly env, with STAGELOAD_JOB_ID set. */
+static char **
+spawn_build_env(char *const *env, const char *idvar)
+{
+	size_t n = 0, i, k = 0;
+	char **out;
+
+	while (env != NULL && env[n] != NULL)
+		n++;
+	out = calloc(n + 2, sizeof(*out));
+	if (out == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (strncmp(env[i], "STAGELOAD_JOB_ID=", 17) != 0)
+			out[k++] = env[i];
+	out[k++] = (char *)idvar;
+	out[k] = NULL;
+	return out;
+}
+
+static int
+spawn_mkdir(const char *path)
+{
+	if (mkdir(path, 0700) == -1 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int
+spawn_detached(const char *state_dir, const struct job *j,
+               struct spawn_child *child, char *cause, size_t causelen)
+{
+	struct spawn_plan p;
+	struct spawn_msg m;
+	struct pollfd pfd;
+	char idvar[48], dir[1024];
+	int rc, status, fds[2];
+	gid_t *groups = NULL;
+	ssize_t n;
+	long max;
+	pid_t mid;
+
+	child->monitor_pid = -1;
+	child->fd = -1;
+	if (j->argv == NULL || j->argv[0] == NULL || j->cwd == NULL ||
+	    j->id <= 0) {
+		snprintf(cause, causelen, "job has no command or directory");
+		return -EINVAL;
+	}
+	memset(&p, 0, sizeof(p));
+	p.id = j->id;
+	p.argv = j->argv;
+	p.cwd = j->cwd;
+	p.drop = geteuid() == 0;
+	if (p.drop) {
+		p.uid = j->uid;
+		p.gid = j->gid;
+	} else {
+		/* Without root the job can only be the daemon's own user. */
+		if (j->uid != geteuid()) {
+			snprintf(
+			    cause, causelen,
+			    "the daemon runs as uid %u and cannot start a job "
+			    "as uid %u",
+			    (unsigned)geteuid(), (unsigned)j->uid);
+			return -EPERM;
+		}
+		p.uid = geteuid();
+		p.gid = getegid();
+	}
+
+	if (snprintf(dir, sizeof(dir), "%s/jobs", state_dir) >=
+	        (int)sizeof(dir) ||
+	    spawn_log_path(state_dir, j->id, p.log_path, sizeof(p.log_path)) <
+	        0 ||
+	    spawn_status_path(state_dir, j->id, p.status_path,
+	                      sizeof(p.status_path)) < 0) {
+		snprintf(cause, causelen, "state directory path too long");
+		return -ENAMETOOLONG;
+	}
+	snprintf(p.status_tmp, sizeof(p.status_tmp), "%s.tmp", p.status_path);
+	if ((rc = spawn_mkdir(state_dir)) < 0 || (rc = spawn_mkdir(dir)) < 0) {
+		snprintf(cause, causelen, "cannot create %s: %s", dir,
+		         strerror(-rc));
+		return rc;
+	}
+	/* A status left by an earlier attempt must not be taken for this one.
+	 */
+	if (unlink(p.status_path) == -1 && errno != ENOENT) {
+		rc = -errno;
+		snprintf(cause, causelen, "cannot remove old %s: %s",
+		         p.status_path, strerror(-rc));
+		return rc;
+	}
+
+	if (p.drop) {
+		if (j->user != NULL)
+			rc = platform_user_groups(j->user, j->gid, &groups,
+			                          &p.ngroups);
+		else if ((groups = malloc(sizeof(*groups))) != NULL) {
+			groups[0] = j->gid;
+			p.ngroups = 1;
+			rc = 0;
+		} else
+			rc = -ENOMEM;
+		if (rc < 0) {
+			snprintf(cause, causelen,
+			         "cannot find the groups of user %s: %s",
+			         j->user ? j->user : "?", strerror(-rc));
+			return rc;
+		}
+		p.groups = groups;
+		/* Some systems (macOS: 16) take fewer groups than a user can
+		 * have; dropping the excess only ever takes privilege away. */
+		max = sysconf(_SC_NGROUPS_MAX);
+		if (max > 0 && p.ngroups > max)
+			p.ngroups = (int)max;
+	}
+	snprintf(idvar, sizeof(idvar), "STAGELOAD_JOB_ID=%lld",
+	         (long long)j->id);
+	if ((p.envp = spawn_build_env(j->env, idvar)) == NULL) {
+		free(groups);
+		snprintf(cause, causelen, "out of memory");
+		return -ENOMEM;
+	}
+	if ((rc = spawn_pipe(fds)) < 0) {
+		snprintf(cause, causelen, "cannot create pipe: %s",
+		         strerror(-rc));
+		goto out;
+	}
+	p.report_fd = fds[1];
+
+	/*
+	 * Fork an intermediate that forks the monitor and exits, so the
+	 * monitor is re-parented away from the daemon: it survives the
+	 * daemon and the daemon never has to reap it.
+	 */
+	mid = fork();
+	if (mid == -1) {
+		rc = -errno;
+		snprintf(cause, causelen, "cannot fork: %s", strerror(-rc));
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
+	if (mid == 0) {
+		spawn_reset_signals();
+		close(fds[0]);
+		mid = fork();
+		if (mid == 0)
+			spawn_monitor(&p);
+		if (mid == -1) {
+			memset(&m, 0, sizeof(m));
+			m.kind = SPAWN_MSG_MONITOR;
+			m.err = errno;
+			spawn_send(fds[1], &m);
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	while (waitpid(mid, &status, 0) == -1 && errno == EINTR)
+		;
+
+	/* The monitor's first report, written right after it was forked. */
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	do
+		rc = poll(&pfd, 1, 5000);
+	while (rc == -1 && errno == EINTR);
+	n = rc > 0 ? read(fds[0], &m, sizeof(m)) : -1;
+	if (n != (ssize_t)sizeof(m) || m.magic != SPAWN_MAGIC ||
+	    m.kind != SPAWN_MSG_MONITOR || m.err != 0 || m.monitor_pid <= 0) {
+		rc = n == (ssize_t)sizeof(m) && m.err != 0 ? -m.err : -EIO;
+		snprintf(cause, causelen, "cannot start the job's monitor: %s",
+		         strerror(-rc));
+		close(fds[0]);
+		goto out;
+	}
+	if ((rc = spawn_set_nonblock(fds[0], 1)) < 0) {
+		/* The monitor goes on; the caller can still follow it by
+		 * polling spawn_check(), so only the pipe is lost. */
+		snprintf(cause, causelen, "cannot set up the report pipe: %s",
+		         strerror(-rc));
+		close(fds[0]);
+		child->monitor_pid = m.monitor_pid;
+		goto out;
+	}
+	child->monitor_pid = m.monitor_pid;
+	child->fd = fds[0];
+	rc = 0;
+out:
+	free(p.envp);
+	free(groups);
+	return rc;
+}
+
+static void
+spawn_msg_to_event(const struct spawn_msg *m, struct spawn_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = (enum spawn_event_kind)m->kind;
+	ev->monitor_pid = m->monitor_pid;
+	ev->pid = m->pid;
+	ev->pgid = m->pgid;
+	ev->start_time = m->start_time;
+	ev->started_ms = m->started_ms;
+	ev->status.failed = m->failed;
+	ev->status.exit_code = m->exit_code;
+	ev->status.term_signal = m->term_signal;
+	ev->status.ended_ms = m->ended_ms;
+	memcpy(ev->status.cause, m->cause, sizeof(ev->status.cause));
+	ev->status.cause[sizeof(ev->status.cause) - 1] = '\0';
+}
+
+int
+spawn_read_event(int fd, struct spawn_event *ev)
+{
+	struct spawn_msg m;
+	ssize_t n;
+
+	do
+		n = read(fd, &m, sizeof(m));
+	while (n == -1 && errno == EINTR);
+	if (n == 0)
+		return -EPIPE;
+	if (n == -1)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	if (n != (ssize_t)sizeof(m) || m.magic != SPAWN_MAGIC)
+		return -EPROTO;
+	if (m.kind != SPAWN_EV_STARTED && m.kind != SPAWN_EV_FAILED &&
+	    m.kind != SPAWN_EV_ENDED)
+		return -EPROTO;
+	spawn_msg_to_event(&m, ev);
+	return 1;
+}
+
+int
+spawn_wait_event(int fd, struct spawn_event *ev, int timeout_ms)
+{
+	struct pollfd pfd;
+	int rc;
+
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	do
+		rc = poll(&pfd, 1, timeout_ms);
+	while (rc == -1 && errno == EINTR);
+	if (rc < 0)
+		return -errno;
+	if (rc == 0)
+		return 0;
+	return spawn_read_event(fd, ev);
+}
+
+/* Parse a status file. -ENOENT when there is none. */
+static int
+spawn_read_status(const char *path, pid_t *pid, struct spawn_status *st)
+{
+	char buf[2048], *line, *next, *val;
+	long long v;
+	ssize_t n;
+	int fd, seen = 0;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (strncmp(buf, SPAWN_STATUS_HEADER, strlen(SPAWN_STATUS_HEADER)) != 0)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	*pid = 0;
+	for (line = buf + strlen(SPAWN_STATUS_HEADER); *line != '\0';
+	     line = next) {
+		next = strchr(line, '\n');
+		if (next == NULL)
+			return -EINVAL; /* every line ends with a newline */
+		*next++ = '\0';
+		val = strchr(line, ' ');
+		if (val == NULL)
+			continue;
+		*val++ = '\0';
+		if (strcmp(line, "cause") == 0) {
+			snprintf(st->cause, sizeof(st->cause), "%s", val);
+			seen |= 1;
+			continue;
+		}
+		v = strtoll(val, NULL, 10);
+		if (strcmp(line, "pid") == 0)
+			*pid = (pid_t)v;
+		else if (strcmp(line, "failed") == 0)
+			st->failed = (int)v;
+		else if (strcmp(line, "exit_code") == 0)
+			st->exit_code = (int)v;
+		else if (strcmp(line, "signal") == 0)
+			st->term_signal = (int)v;
+		else if (strcmp(line, "ended_ms") == 0)
+			st->ended_ms = v;
+	}
+	return (seen & 1) ? 0 : -EINVAL;
+}
+
+/* 1 when the recorded status belongs to job j (same pid or never ran). */
+static int
+spawn_status_for(const char *path, const struct job *j, struct spawn_status *st)
+{
+	pid_t pid;
+
+	if (spawn_read_status(path, &pid, st) < 0)
+		return 0;
+	return pid == j->pid || (st->failed && pid <= 0);
+}
+
+int
+spawn_check(const char *state_dir, const struct job *j, struct spawn_status *st,
+            char *cause, size_t causelen)
+{
+	char path[1024];
+	uint64_t t, mt;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = spawn_status_path(state_dir, j->id, path, sizeof(path))) <
+	    0) {
+		snprintf(cause, causelen, "state directory path too long");
+		return rc;
+	}
+	if (j->pid > 1 && platform_proc_start_time(j->pid, &t) == 0 &&
+	    t == j->start_time && j->start_time != 0)
+		return SPAWN_RUNNING;
+	if (spawn_status_for(path, j, st))
+		return SPAWN_ENDED;
+	/*
+	 * Where the system hides zombies (macOS), the job may be gone while
+	 * its monitor is still writing the status. A monitor started before
+	 * the job is the real one: a recycled pid started later.
+	 */
+	if (j->monitor_pid > 1 && j->start_time != 0 &&
+	    platform_proc_start_time(j->monitor_pid, &mt) == 0 &&
+	    mt <= j->start_time)
+		return SPAWN_RUNNING;
+	/* The monitor may have finished between the two looks above. */
+	if (spawn_status_for(path, j, st))
+		return SPAWN_ENDED;
+	memset(st, 0, sizeof(*st));
+	snprintf(
+	    cause, causelen,
+	    "process %d (started %llu) is gone and its monitor left no status",
+	    (int)j->pid, (unsigned long long)j->start_time);
+	return SPAWN_LOST;
+}
+
+int
+spawn_signal_tree(pid_t pgid, const pid_t *pids, size_t npids, int sig)
+{
+	int reached = 0, err = 0;
+	size_t i;
+
+	/* pgid 0 or 1 would mean our own group or every process. */
+	if (pgid > 1) {
+		if (kill(-pgid, sig) == 0)
+			reached++;
+		else if (errno != ESRCH)
+			err = -errno;
+	}
+	for (i = 0; i < npids; i++) {
+		if (pids[i] <= 1)
+			continue;
+		if (kill(pids[i], sig) == 0)
+			reached++;
+		else if (errno != ESRCH && err == 0)
+			err = -errno;
+	}
+	return err < 0 ? err : reached;
+}
