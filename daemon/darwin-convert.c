@@ -1,1 +1,266 @@
-/* placeholder: replaced by its module */
+/*
+ * Raw macOS kernel values to stageload samples. Nothing here calls the
+ * kernel, so every rule below is unit-tested on Linux; see darwin-convert.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "darwin-convert.h"
+
+enum pressure_level
+darwin_pressure_level(int raw)
+{
+	/* xnu's kVMPressureNormal/Warning/Critical; 0 and anything else (a
+	 * future level, or "urgent" 8 on some releases) is not guessed at. */
+	switch (raw) {
+	case 1:
+		return PRESSURE_NORMAL;
+	case 2:
+		return PRESSURE_WARN;
+	case 4:
+		return PRESSURE_CRITICAL;
+	default:
+		return PRESSURE_UNKNOWN;
+	}
+}
+
+static int
+pages_to_bytes(uint64_t pages, uint64_t page_size, uint64_t *bytes)
+{
+	if (__builtin_mul_overflow(pages, page_size, bytes))
+		return -EOVERFLOW;
+	return 0;
+}
+
+int
+darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
+                   char *cause, size_t causelen)
+{
+	uint64_t free_bytes, wired, compressed, sum;
+	uint64_t level;
+
+	if (raw->memsize == 0) {
+		snprintf(cause, causelen, "hw.memsize is 0");
+		return -EINVAL;
+	}
+	if (raw->memorystatus_level < 0 || raw->memorystatus_level > 100) {
+		snprintf(cause, causelen,
+		         "kern.memorystatus_level %d is outside 0-100",
+		         raw->memorystatus_level);
+		return -ERANGE;
+	}
+	if (raw->page_size == 0 ||
+	    (raw->page_size & (raw->page_size - 1)) != 0) {
+		snprintf(cause, causelen, "page size %llu is not a power of 2",
+		         (unsigned long long)raw->page_size);
+		return -EINVAL;
+	}
+	if (pages_to_bytes(raw->free_count, raw->page_size, &free_bytes) < 0 ||
+	    pages_to_bytes(raw->wire_count, raw->page_size, &wired) < 0 ||
+	    pages_to_bytes(raw->compressor_page_count, raw->page_size,
+	                   &compressed) < 0 ||
+	    __builtin_add_overflow(free_bytes, wired, &sum) ||
+	    __builtin_add_overflow(sum, compressed, &sum) ||
+	    sum > raw->memsize) {
+		/* Free, wired and compressor pages are disjoint, so together
+		 * they fit in RAM; if not, the counts and the page size
+		 * disagree about the unit, and every byte figure is wrong. */
+		snprintf(
+		    cause, causelen,
+		    "host_statistics64 pages (free %llu, wired %llu, "
+		    "compressor %llu) at %llu bytes exceed hw.memsize %llu",
+		    (unsigned long long)raw->free_count,
+		    (unsigned long long)raw->wire_count,
+		    (unsigned long long)raw->compressor_page_count,
+		    (unsigned long long)raw->page_size,
+		    (unsigned long long)raw->memsize);
+		return -ERANGE;
+	}
+
+	memset(s, 0, sizeof *s);
+	s->total_bytes = raw->memsize;
+	s->free_pct = raw->memorystatus_level;
+	/*
+	 * macOS has no MemAvailable. memorystatus_level is the kernel's own
+	 * "available" share (the one its memory-status machinery acts on),
+	 * so available bytes are that share of RAM: free % and available
+	 * bytes then never disagree, and admission's effective free % is
+	 * consistent with the plain one. The cost is 1 % granularity (about
+	 * 480 MiB on a 48 GiB machine). free_count would be far too low: the
+	 * kernel keeps few pages free and fills the rest with reclaimable
+	 * cache. Split to keep memsize * level from overflowing.
+	 */
+	level = (uint64_t)raw->memorystatus_level;
+	s->available_bytes =
+	    raw->memsize / 100 * level + raw->memsize % 100 * level / 100;
+	/*
+	 * vm.swapusage grows xsu_total as the dynamic pager adds swap files;
+	 * used cannot exceed total in one reading, but if a file is being
+	 * added or removed across the two fields, trust used (it is what
+	 * budgets are measured by) and widen total to match.
+	 */
+	s->swap_used_bytes = raw->swap_used;
+	s->swap_total_bytes =
+	    raw->swap_total < raw->swap_used ? raw->swap_used : raw->swap_total;
+	s->pressure = darwin_pressure_level(raw->vm_pressure_level);
+	s->psi_some_avg10 = -1;
+	s->compressed_bytes = compressed;
+	s->wired_bytes = wired;
+	return 0;
+}
+
+uint64_t
+darwin_start_time(uint64_t tvsec, uint64_t tvusec)
+{
+	return tvsec * 1000000 + tvusec;
+}
+
+/* A failed libproc call's errno as our negative errno. libproc returns 0
+ * with no errno for a pid that has just gone, so that too is -ESRCH. */
+static int
+proc_errno(int err)
+{
+	if (err == 0 || err == ESRCH)
+		return -ESRCH;
+	return -err;
+}
+
+int
+darwin_proc_convert(const struct darwin_proc_raw *raw, struct proc_info *pi)
+{
+	if (raw->info_ret <= 0)
+		return proc_errno(raw->info_errno);
+	if ((size_t)raw->info_ret < raw->info_size)
+		return -EIO;
+	/* The process may exit between the two calls: the second one then
+	 * fails, and the pid is as gone as if the first had. */
+	if (raw->rusage_ret != 0)
+		return proc_errno(raw->rusage_errno);
+
+	memset(pi, 0, sizeof *pi);
+	pi->pid = (pid_t)raw->pbi_pid;
+	pi->ppid = (pid_t)raw->pbi_ppid;
+	pi->pgid = (pid_t)raw->pbi_pgid;
+	pi->uid = (uid_t)raw->pbi_ruid;
+	pi->start_time =
+	    darwin_start_time(raw->pbi_start_tvsec, raw->pbi_start_tvusec);
+	pi->footprint_bytes = raw->ri_phys_footprint;
+	/* macOS does not attribute swap to processes (docs/macos.md). */
+	pi->swap_bytes = 0;
+	return 0;
+}
+
+int
+darwin_list_result(int ret, int err)
+{
+	if (ret >= 0)
+		return ret;
+	if (err == ESRCH)
+		return 0;
+	return err != 0 ? -err : -EIO;
+}
+
+void
+darwin_list_merge(const pid_t *pids, size_t n, pid_t *out, size_t max,
+                  size_t *found)
+{
+	size_t i, j, seen;
+
+	for (i = 0; i < n; i++) {
+		if (pids[i] <= 0)
+			continue; /* libproc pads with 0; the kernel is pid 0 */
+		/* Only the stored pids can be compared; once out is full a
+		 * duplicate may be counted twice, which only makes the
+		 * caller's retry buffer larger. */
+		seen = *found < max ? *found : max;
+		for (j = 0; j < seen; j++)
+			if (out[j] == pids[i])
+				break;
+		if (j < seen)
+			continue;
+		if (*found < max)
+			out[*found] = pids[i];
+		(*found)++;
+	}
+}
+
+int
+darwin_groups_convert(const int *in, int n, gid_t **out)
+{
+	int i;
+
+	if (n < 0)
+		return -EINVAL;
+	*out = malloc(sizeof **out * (size_t)(n > 0 ? n : 1));
+	if (*out == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		(*out)[i] = (gid_t)in[i];
+	return 0;
+}
+
+static int
+path_fmt(char *buf, size_t len, const char *fmt, const char *a, unsigned long b)
+{
+	int n;
+
+	if (a != NULL)
+		n = snprintf(buf, len, fmt, a);
+	else
+		n = snprintf(buf, len, fmt, b);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+darwin_default_socket(int system, uid_t uid, const char *tmpdir, char *buf,
+                      size_t len)
+{
+	char path[DARWIN_SUN_PATH_MAX + 64];
+	size_t dirlen;
+
+	if (system)
+		return path_fmt(buf, len, "%s", "/var/run/stageload.sock", 0);
+	if (tmpdir != NULL && tmpdir[0] == '/') {
+		/* $TMPDIR is usually /var/folders/xx/yyyy/T/; drop the
+		 * trailing slashes but never the root itself. */
+		dirlen = strlen(tmpdir);
+		while (dirlen > 1 && tmpdir[dirlen - 1] == '/')
+			dirlen--;
+		if (dirlen < sizeof path - sizeof "/stageload.sock") {
+			memcpy(path, tmpdir, dirlen);
+			snprintf(path + dirlen, sizeof path - dirlen, "%s",
+			         dirlen == 1 ? "stageload.sock"
+			                     : "/stageload.sock");
+			if (strlen(path) < DARWIN_SUN_PATH_MAX)
+				return path_fmt(buf, len, "%s", path, 0);
+		}
+	}
+	return path_fmt(buf, len, "/tmp/stageload-%lu/stageload.sock", NULL,
+	                (unsigned long)uid);
+}
+
+int
+darwin_default_db(int system, const char *home, char *buf, size_t len)
+{
+	size_t homelen;
+	int n;
+
+	if (system)
+		return path_fmt(buf, len, "%s",
+		                "/var/db/stageload/stageload.db", 0);
+	if (home == NULL || home[0] != '/')
+		return -ENOENT;
+	homelen = strlen(home);
+	while (homelen > 0 && home[homelen - 1] == '/')
+		homelen--;
+	n = snprintf(buf, len,
+	             "%.*s/Library/Application Support/stageload/stageload.db",
+	             (int)homelen, home);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

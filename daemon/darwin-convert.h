@@ -1,0 +1,93 @@
+/*
+ * The portable half of the macOS backend: raw values exactly as the macOS
+ * kernel hands them over go in, our structs come out. platform-darwin.c only
+ * makes the system calls; everything that can be wrong about units, ranges
+ * and error codes lives here, where it is compiled and unit-tested on every
+ * OS (tests/test_darwin_convert.c). docs/macos.md says where each raw value
+ * comes from.
+ */
+#ifndef SL_DARWIN_CONVERT_H
+#define SL_DARWIN_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "platform.h"
+
+/* The system-wide values read for one sample. */
+struct darwin_vm_raw {
+	uint64_t memsize;       /* sysctl hw.memsize, bytes */
+	int memorystatus_level; /* sysctl kern.memorystatus_level, 0-100 */
+	int vm_pressure_level;  /* sysctl kern.memorystatus_vm_pressure_level */
+	uint64_t swap_total;    /* sysctl vm.swapusage xsu_total, bytes */
+	uint64_t swap_used;     /* sysctl vm.swapusage xsu_used, bytes */
+	uint64_t page_size;     /* host_page_size(), bytes (16384 on arm64) */
+	uint64_t free_count;    /* host_statistics64 HOST_VM_INFO64, pages */
+	uint64_t wire_count;    /* idem, pages */
+	uint64_t compressor_page_count; /* idem, pages held by the compressor */
+};
+
+/* The per-process values read for one pid, with the result of each call. */
+struct darwin_proc_raw {
+	int info_ret;   /* proc_pidinfo(PROC_PIDTBSDINFO) return value, bytes */
+	int info_errno; /* errno after it, when info_ret is not the size */
+	size_t info_size; /* sizeof(struct proc_bsdinfo) the call expected */
+	uint32_t pbi_pid;
+	uint32_t pbi_ppid;
+	uint32_t pbi_pgid;
+	uint32_t pbi_ruid;
+	uint64_t pbi_start_tvsec;
+	uint64_t pbi_start_tvusec;
+	int rusage_ret;   /* proc_pid_rusage(RUSAGE_INFO_V4) return, 0 is ok */
+	int rusage_errno; /* errno after it when it failed */
+	uint64_t ri_phys_footprint;
+};
+
+/* kern.memorystatus_vm_pressure_level (1, 2, 4) to our level. */
+enum pressure_level darwin_pressure_level(int raw);
+
+/* A system sample from raw values; ts_ms is left to the caller. */
+int darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
+                       char *cause, size_t causelen);
+
+/* A process from raw values; -ESRCH when it had exited by then. */
+int darwin_proc_convert(const struct darwin_proc_raw *raw,
+                        struct proc_info *pi);
+
+/* pbi_start_tvsec/usec as one opaque, ordered 64-bit start time. */
+uint64_t darwin_start_time(uint64_t tvsec, uint64_t tvusec);
+
+/*
+ * The result of a proc_listchildpids/proc_listpgrppids call (a count of
+ * pids, or -1 with errno) as a count or a negative errno. A process that
+ * has gone (ESRCH) simply has no children: 0.
+ */
+int darwin_list_result(int ret, int err);
+
+/*
+ * Append pids[0..n) to out[0..*found) without duplicates and without
+ * pid 0; *found may grow past max (platform_list_tree's contract), but no
+ * more than max pids are written.
+ */
+void darwin_list_merge(const pid_t *pids, size_t n, pid_t *out, size_t max,
+                       size_t *found);
+
+/* getgrouplist's int array to a malloc'd gid_t array (macOS takes int *). */
+int darwin_groups_convert(const int *in, int n, gid_t **out);
+
+/*
+ * Default paths. System: /var/run/stageload.sock and
+ * /var/db/stageload/stageload.db. Per user: tmpdir/stageload.sock (macOS
+ * gives each user a private $TMPDIR), else /tmp/stageload-UID/stageload.sock
+ * when tmpdir is unset, relative or too long for sun_path; and
+ * home/Library/Application Support/stageload/stageload.db.
+ */
+int darwin_default_socket(int system, uid_t uid, const char *tmpdir, char *buf,
+                          size_t len);
+int darwin_default_db(int system, const char *home, char *buf, size_t len);
+
+/* macOS's sun_path holds 104 bytes including the terminating NUL. */
+#define DARWIN_SUN_PATH_MAX 104
+
+#endif

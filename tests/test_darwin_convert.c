@@ -1,0 +1,541 @@
+/*
+ * The macOS conversion rules, run on any OS with the values a 48 GiB Apple
+ * Silicon machine reports (16 KiB pages, swap files added as swap grows).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "darwin-convert.h"
+
+#define KiB 1024ULL
+#define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
+#define PAGE_16K (16 * KiB)
+
+/* What a 48 GiB M-series Mac reports mid-afternoon. */
+static struct darwin_vm_raw
+mac48(void)
+{
+	struct darwin_vm_raw raw = {
+	    .memsize = 48 * GiB,
+	    .memorystatus_level = 42,
+	    .vm_pressure_level = 1,
+	    .swap_total = 2 * GiB,
+	    .swap_used = 512 * MiB,
+	    .page_size = PAGE_16K,
+	    .free_count = 20311,
+	    .wire_count = 211456,
+	    .compressor_page_count = 301234,
+	};
+	return raw;
+}
+
+static void
+test_mac48_sample(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+	uint64_t expect_avail;
+
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.total_bytes, 51539607552ULL);
+	assert_true(s.free_pct == 42.0);
+	/* 42 % of 48 GiB, rounded down: 21646635171.84 bytes. */
+	expect_avail = (uint64_t)((unsigned __int128)raw.memsize * 42 / 100);
+	assert_int_equal(expect_avail, 21646635171ULL);
+	assert_int_equal(s.available_bytes, expect_avail);
+	assert_int_equal(s.swap_total_bytes, 2 * GiB);
+	assert_int_equal(s.swap_used_bytes, 512 * MiB);
+	assert_int_equal(s.pressure, PRESSURE_NORMAL);
+	assert_true(s.psi_some_avg10 < 0);
+	/* Page counts scale by the page size read at run time. */
+	assert_int_equal(s.wired_bytes, 211456ULL * 16384);
+	assert_int_equal(s.compressed_bytes, 301234ULL * 16384);
+	assert_int_equal(s.ts_ms, 0); /* left to the caller */
+}
+
+static void
+test_page_size_is_not_assumed(void **state)
+{
+	/* The same RAM on an Intel Mac: 4 KiB pages, four times the count. */
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s16, s4;
+	char cause[256];
+
+	assert_int_equal(darwin_sys_convert(&raw, &s16, cause, sizeof cause),
+	                 0);
+	raw.page_size = 4 * KiB;
+	raw.free_count *= 4;
+	raw.wire_count *= 4;
+	raw.compressor_page_count *= 4;
+	assert_int_equal(darwin_sys_convert(&raw, &s4, cause, sizeof cause), 0);
+	assert_int_equal(s4.wired_bytes, s16.wired_bytes);
+	assert_int_equal(s4.compressed_bytes, s16.compressed_bytes);
+}
+
+static void
+test_page_counts_that_overflow_ram(void **state)
+{
+	/* Counts in one unit read with a page size in another would claim
+	 * more memory than exists; refused rather than reported. */
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+
+	raw.compressor_page_count = 48 * GiB / (4 * KiB);
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -ERANGE);
+	assert_non_null(strstr(cause, "hw.memsize"));
+
+	raw = mac48();
+	raw.wire_count = UINT64_MAX / 2;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -ERANGE);
+}
+
+static void
+test_bad_page_size(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+
+	raw.page_size = 0;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "page size"));
+	raw.page_size = 12288;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -EINVAL);
+}
+
+static void
+test_level_range(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+
+	raw.memorystatus_level = 100;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.available_bytes, raw.memsize);
+	raw.memorystatus_level = 0;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.available_bytes, 0);
+	assert_true(s.free_pct == 0.0);
+
+	raw.memorystatus_level = 101;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -ERANGE);
+	assert_non_null(strstr(cause, "kern.memorystatus_level 101"));
+	raw.memorystatus_level = -1;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -ERANGE);
+
+	raw = mac48();
+	raw.memsize = 0;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "hw.memsize"));
+}
+
+static void
+test_available_does_not_overflow(void **state)
+{
+	/* memsize * level would overflow 64 bits here; the split does not. */
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256];
+
+	raw.memsize = UINT64_MAX - 7;
+	raw.memorystatus_level = 99;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.available_bytes,
+	                 (uint64_t)((unsigned __int128)raw.memsize * 99 / 100));
+}
+
+static void
+test_swap_grows_as_files_are_added(void **state)
+{
+	/*
+	 * The dynamic pager adds 1 GiB swap files as swap fills: xsu_total
+	 * steps up while xsu_used climbs 8 GiB, as in a VAE decode that
+	 * spills. Budgets are measured on used, so it must come through
+	 * exactly at every step, whatever total does.
+	 */
+	static const struct {
+		uint64_t total, used;
+	} steps[] = {
+	    {0, 0},
+	    {1 * GiB, 700 * MiB},
+	    {2 * GiB, 1 * GiB + 900 * MiB},
+	    {3 * GiB, 3 * GiB},
+	    {5 * GiB, 4 * GiB + 100 * MiB},
+	    {7 * GiB, 6 * GiB + 512 * MiB},
+	    {9 * GiB, 8 * GiB},
+	};
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256];
+	uint64_t first_used = 0, prev_total = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		raw.swap_total = steps[i].total;
+		raw.swap_used = steps[i].used;
+		raw.memorystatus_level = 40 - (int)i * 5;
+		raw.vm_pressure_level = i < 3 ? 1 : i < 6 ? 2 : 4;
+		assert_int_equal(
+		    darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+		assert_int_equal(s.swap_used_bytes, steps[i].used);
+		assert_int_equal(s.swap_total_bytes, steps[i].total);
+		assert_true(s.swap_total_bytes >= prev_total);
+		assert_true(s.swap_used_bytes <= s.swap_total_bytes);
+		prev_total = s.swap_total_bytes;
+		if (i == 0)
+			first_used = s.swap_used_bytes;
+	}
+	assert_int_equal(s.swap_used_bytes - first_used, 8 * GiB);
+	assert_int_equal(s.pressure, PRESSURE_CRITICAL);
+	assert_true(s.free_pct == 10.0);
+}
+
+static void
+test_swap_used_read_across_a_new_file(void **state)
+{
+	/* used from after a swap file was added, total from before: used is
+	 * kept, total widened, so used <= total always holds for readers. */
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256];
+
+	raw.swap_total = 3 * GiB;
+	raw.swap_used = 3 * GiB + 16 * MiB;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.swap_used_bytes, 3 * GiB + 16 * MiB);
+	assert_int_equal(s.swap_total_bytes, 3 * GiB + 16 * MiB);
+}
+
+static void
+test_no_swap(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256];
+
+	raw.swap_total = 0;
+	raw.swap_used = 0;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.swap_total_bytes, 0);
+	assert_int_equal(s.swap_used_bytes, 0);
+}
+
+static void
+test_pressure_levels(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256];
+	static const int unknown[] = {0, 3, 8, 16, -1, 1000};
+	size_t i;
+
+	assert_int_equal(darwin_pressure_level(1), PRESSURE_NORMAL);
+	assert_int_equal(darwin_pressure_level(2), PRESSURE_WARN);
+	assert_int_equal(darwin_pressure_level(4), PRESSURE_CRITICAL);
+	for (i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+		assert_int_equal(darwin_pressure_level(unknown[i]),
+		                 PRESSURE_UNKNOWN);
+		/* An unknown level is reported as such, not an error. */
+		raw.vm_pressure_level = unknown[i];
+		assert_int_equal(
+		    darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+		assert_int_equal(s.pressure, PRESSURE_UNKNOWN);
+	}
+}
+
+#define BSDINFO_SIZE 136 /* sizeof(struct proc_bsdinfo) on macOS */
+
+static struct darwin_proc_raw
+python_proc(uint32_t pid, uint32_t ppid, uint64_t footprint)
+{
+	struct darwin_proc_raw raw = {
+	    .info_ret = BSDINFO_SIZE,
+	    .info_size = BSDINFO_SIZE,
+	    .pbi_pid = pid,
+	    .pbi_ppid = ppid,
+	    .pbi_pgid = 7100,
+	    .pbi_ruid = 501,
+	    .pbi_start_tvsec = 1764480000,
+	    .pbi_start_tvusec = 250000 + pid,
+	    .rusage_ret = 0,
+	    .ri_phys_footprint = footprint,
+	};
+	return raw;
+}
+
+static void
+test_proc_convert(void **state)
+{
+	struct darwin_proc_raw raw = python_proc(7100, 1, 32 * GiB + MiB);
+	struct proc_info pi;
+
+	assert_int_equal(darwin_proc_convert(&raw, &pi), 0);
+	assert_int_equal(pi.pid, 7100);
+	assert_int_equal(pi.ppid, 1);
+	assert_int_equal(pi.pgid, 7100);
+	assert_int_equal(pi.uid, 501);
+	assert_int_equal(pi.footprint_bytes, 32 * GiB + MiB);
+	assert_int_equal(pi.swap_bytes, 0);
+	assert_int_equal(pi.start_time, 1764480000ULL * 1000000 + 257100);
+}
+
+static void
+test_start_time_tells_recycled_pids_apart(void **state)
+{
+	/* A pid reused within the same second still gets a new start time,
+	 * and later processes compare greater. */
+	assert_true(darwin_start_time(1764480000, 1) !=
+	            darwin_start_time(1764480000, 2));
+	assert_true(darwin_start_time(1764480000, 999999) <
+	            darwin_start_time(1764480001, 0));
+}
+
+static void
+test_proc_errors(void **state)
+{
+	struct darwin_proc_raw raw;
+	struct proc_info pi;
+
+	/* Gone before proc_pidinfo: 0 with ESRCH, or 0 with no errno. */
+	raw = python_proc(7101, 7100, 0);
+	raw.info_ret = 0;
+	raw.info_errno = ESRCH;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -ESRCH);
+	raw.info_errno = 0;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -ESRCH);
+	raw.info_ret = -1;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -ESRCH);
+
+	/* Gone between proc_pidinfo and proc_pid_rusage. */
+	raw = python_proc(7101, 7100, 0);
+	raw.rusage_ret = -1;
+	raw.rusage_errno = ESRCH;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -ESRCH);
+
+	/* Another user's process seen by a non-root daemon. */
+	raw.rusage_errno = EPERM;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -EPERM);
+	raw = python_proc(7101, 7100, 0);
+	raw.info_ret = 0;
+	raw.info_errno = EPERM;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -EPERM);
+
+	/* A short answer is not a process. */
+	raw = python_proc(7101, 7100, 0);
+	raw.info_ret = BSDINFO_SIZE - 8;
+	assert_int_equal(darwin_proc_convert(&raw, &pi), -EIO);
+}
+
+static void
+test_process_exits_between_listing_and_sampling(void **state)
+{
+	/*
+	 * A job's tree: children of 7100 are 7101 and 7102, its group adds
+	 * 7103 and 7100 itself. 7102 exits after the listing; sampling it
+	 * gives -ESRCH, which platform.h callers skip, so the tree's
+	 * footprint is the three that remain.
+	 */
+	static const pid_t children[] = {7101, 7102, 0};
+	static const pid_t group[] = {7100, 7101, 7103};
+	struct darwin_proc_raw procs[] = {
+	    python_proc(7100, 1, 2 * GiB),
+	    python_proc(7101, 7100, 9 * GiB),
+	    python_proc(7102, 7100, 4 * GiB),
+	    python_proc(7103, 7100, 1 * GiB),
+	};
+	pid_t out[8];
+	size_t found = 0, i, j;
+	uint64_t footprint = 0;
+	struct proc_info pi;
+	int rc, skipped = 0;
+
+	darwin_list_merge(children, 3, out, 8, &found);
+	darwin_list_merge(group, 3, out, 8, &found);
+	assert_int_equal(found, 4);
+
+	procs[2].info_ret = 0;
+	procs[2].info_errno = ESRCH;
+	for (i = 0; i < found; i++) {
+		for (j = 0; j < 4; j++)
+			if ((pid_t)procs[j].pbi_pid == out[i])
+				break;
+		assert_true(j < 4);
+		rc = darwin_proc_convert(&procs[j], &pi);
+		if (rc == -ESRCH) {
+			skipped++;
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		footprint += pi.footprint_bytes;
+	}
+	assert_int_equal(skipped, 1);
+	assert_int_equal(footprint, 12 * GiB);
+}
+
+static void
+test_list_result(void **state)
+{
+	assert_int_equal(darwin_list_result(3, 0), 3);
+	assert_int_equal(darwin_list_result(0, ESRCH), 0);
+	assert_int_equal(darwin_list_result(-1, ESRCH), 0);
+	assert_int_equal(darwin_list_result(-1, EPERM), -EPERM);
+	assert_int_equal(darwin_list_result(-1, 0), -EIO);
+}
+
+static void
+test_list_merge_bounds(void **state)
+{
+	static const pid_t a[] = {10, 11, 12, 11, 0, 13};
+	static const pid_t b[] = {13, 14, 10};
+	pid_t out[3] = {-1, -1, -1};
+	size_t found = 0;
+
+	darwin_list_merge(a, 6, out, 2, &found);
+	/* 10 and 11 stored; 12 and 13 counted so the caller can grow. */
+	assert_int_equal(out[0], 10);
+	assert_int_equal(out[1], 11);
+	assert_int_equal(out[2], -1);
+	assert_int_equal(found, 4);
+
+	found = 0;
+	darwin_list_merge(a, 6, out, 3, &found);
+	darwin_list_merge(b, 3, out, 3, &found);
+	assert_int_equal(out[0], 10);
+	assert_int_equal(out[1], 11);
+	assert_int_equal(out[2], 12);
+	assert_true(found >= 5);
+}
+
+static void
+test_groups_convert(void **state)
+{
+	static const int in[] = {20, 12, 61, 79, 80, 81, 98, 701, 33, 100};
+	gid_t *out;
+	int i;
+
+	assert_int_equal(darwin_groups_convert(in, 10, &out), 0);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(out[i], (gid_t)in[i]);
+	free(out);
+	assert_int_equal(darwin_groups_convert(in, 0, &out), 0);
+	free(out);
+	assert_int_equal(darwin_groups_convert(in, -1, &out), -EINVAL);
+}
+
+static void
+test_default_socket(void **state)
+{
+	char buf[256], longdir[200];
+
+	assert_int_equal(darwin_default_socket(1, 0, "/tmp", buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/var/run/stageload.sock");
+
+	assert_int_equal(
+	    darwin_default_socket(
+	        0, 501, "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/",
+	        buf, sizeof buf),
+	    0);
+	assert_string_equal(buf,
+	                    "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000"
+	                    "/T/stageload.sock");
+
+	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
+	assert_int_equal(
+	    darwin_default_socket(0, 501, "relative/T", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
+	assert_int_equal(darwin_default_socket(0, 501, "/", buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/stageload.sock");
+
+	/* Too long for macOS's 104-byte sun_path: the short fallback. */
+	memset(longdir, 'x', sizeof longdir - 1);
+	longdir[0] = '/';
+	longdir[sizeof longdir - 1] = '\0';
+	assert_int_equal(
+	    darwin_default_socket(0, 502, longdir, buf, sizeof buf), 0);
+	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
+	longdir[DARWIN_SUN_PATH_MAX - (int)strlen("/stageload.sock")] = '\0';
+	assert_int_equal(
+	    darwin_default_socket(0, 502, longdir, buf, sizeof buf), 0);
+	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
+	longdir[DARWIN_SUN_PATH_MAX - 1 - (int)strlen("/stageload.sock")] =
+	    '\0';
+	assert_int_equal(
+	    darwin_default_socket(0, 502, longdir, buf, sizeof buf), 0);
+	assert_int_equal(strlen(buf), DARWIN_SUN_PATH_MAX - 1);
+
+	assert_int_equal(darwin_default_socket(1, 0, NULL, buf, 8),
+	                 -ENAMETOOLONG);
+}
+
+static void
+test_default_db(void **state)
+{
+	char buf[256];
+
+	assert_int_equal(darwin_default_db(1, "/var/root", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/var/db/stageload/stageload.db");
+	assert_int_equal(darwin_default_db(0, "/Users/ana", buf, sizeof buf),
+	                 0);
+	assert_string_equal(
+	    buf,
+	    "/Users/ana/Library/Application Support/stageload/stageload.db");
+	assert_int_equal(darwin_default_db(0, "/Users/ana/", buf, sizeof buf),
+	                 0);
+	assert_string_equal(
+	    buf,
+	    "/Users/ana/Library/Application Support/stageload/stageload.db");
+	assert_int_equal(darwin_default_db(0, NULL, buf, sizeof buf), -ENOENT);
+	assert_int_equal(darwin_default_db(0, "ana", buf, sizeof buf), -ENOENT);
+	assert_int_equal(darwin_default_db(0, "/Users/ana", buf, 20),
+	                 -ENAMETOOLONG);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_mac48_sample),
+	    cmocka_unit_test(test_page_size_is_not_assumed),
+	    cmocka_unit_test(test_page_counts_that_overflow_ram),
+	    cmocka_unit_test(test_bad_page_size),
+	    cmocka_unit_test(test_level_range),
+	    cmocka_unit_test(test_available_does_not_overflow),
+	    cmocka_unit_test(test_swap_grows_as_files_are_added),
+	    cmocka_unit_test(test_swap_used_read_across_a_new_file),
+	    cmocka_unit_test(test_no_swap),
+	    cmocka_unit_test(test_pressure_levels),
+	    cmocka_unit_test(test_proc_convert),
+	    cmocka_unit_test(test_start_time_tells_recycled_pids_apart),
+	    cmocka_unit_test(test_proc_errors),
+	    cmocka_unit_test(test_process_exits_between_listing_and_sampling),
+	    cmocka_unit_test(test_list_result),
+	    cmocka_unit_test(test_list_merge_bounds),
+	    cmocka_unit_test(test_groups_convert),
+	    cmocka_unit_test(test_default_socket),
+	    cmocka_unit_test(test_default_db),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
