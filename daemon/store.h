@@ -22,34 +22,45 @@ struct store_retention {
 	int64_t t10s_ms; /* 10 s rollup; default 14 days */
 	int64_t t1m_ms;  /* 1 min rollup; default 90 days */
 	int64_t t10m_ms; /* 10 min rollup; default 2 years */
-	int64_t jobs_ms; /* ended jobs, their samples and events; default 90 days */
+	int64_t
+	    jobs_ms; /* ended jobs, their samples and events; default 90 days */
 };
 void store_retention_defaults(struct store_retention *r);
 
 int store_open(struct store **sp, const char *path, char *cause,
-    size_t causelen);
+               size_t causelen);
 void store_close(struct store *s);
 
-/* Buffer one system sample (no I/O). */
+/* Buffer one system sample (no I/O, no allocation). The buffer holds an
+ * hour at 0.5 s; when storage keeps failing the oldest samples are dropped
+ * and counted (store_dropped). */
 void store_add_sample(struct store *s, const struct sys_sample *ss);
 /* Buffer one per-job sample (no I/O). */
 void store_add_job_sample(struct store *s, int64_t job_id, int64_t ts_ms,
-    uint64_t footprint_bytes, uint64_t swap_bytes);
+                          uint64_t footprint_bytes, uint64_t swap_bytes);
 /* Commit buffered samples and update rollups in one transaction. On failure
  * the buffer is kept (bounded) and retried on the next call. */
 int store_flush(struct store *s, char *cause, size_t causelen);
+/* Samples buffered and not yet committed. */
+size_t store_pending(struct store *s);
+/* Samples (system and job) dropped because the buffer was full. */
+uint64_t store_dropped(struct store *s);
 /* Passive WAL checkpoint. */
 int store_checkpoint(struct store *s);
-/* Drop data older than the retention. */
+/* Drop data older than the retention; a member <= 0 keeps that data
+ * forever. */
 int store_prune(struct store *s, int64_t now_ms,
-    const struct store_retention *r, char *cause, size_t causelen);
+                const struct store_retention *r, char *cause, size_t causelen);
 
 /* A gap marker ("start", "stop") so history shows a gap, not a line. */
-int store_mark(struct store *s, int64_t ts_ms, const char *kind,
-    char *cause, size_t causelen);
+int store_mark(struct store *s, int64_t ts_ms, const char *kind, char *cause,
+               size_t causelen);
 
 /* History: buckets of step_ms between since and until, from the coarsest
- * tier whose resolution is <= step_ms. */
+ * tier whose resolution is <= step_ms. Buckets start at multiples of
+ * step_ms; empty buckets are omitted; *out is malloc'd (free it). Only
+ * committed samples are seen. -E2BIG beyond STORE_HISTORY_MAX buckets. */
+#define STORE_HISTORY_MAX 100000
 struct history_bucket {
 	int64_t ts_ms; /* bucket start */
 	int64_t n;     /* samples in the bucket */
@@ -60,34 +71,46 @@ struct history_bucket {
 	int gap_before; /* a start marker falls in or just before this bucket */
 };
 int store_history(struct store *s, int64_t since_ms, int64_t until_ms,
-    int64_t step_ms, const char **tier, struct history_bucket **out,
-    size_t *n, char *cause, size_t causelen);
-/* A job's samples between since and until, bucketed at step_ms (0: raw). */
+                  int64_t step_ms, const char **tier,
+                  struct history_bucket **out, size_t *n, char *cause,
+                  size_t causelen);
+/* The tier store_history uses for step_ms ("raw", "10s", "1m", "10m") and
+ * its resolution (0 for raw). */
+const char *store_tier_for_step(int64_t step_ms, int64_t *res_ms);
+/* All of a job's samples, bucketed at step_ms (0: every sample). *out is
+ * malloc'd. */
 struct job_bucket {
 	int64_t ts_ms;
 	double footprint_min, footprint_avg, footprint_max;
 	double swap_min, swap_avg, swap_max;
 };
 int store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
-    struct job_bucket **out, size_t *n, char *cause, size_t causelen);
-/* Most recent system sample, 1 when there is none. */
+                      struct job_bucket **out, size_t *n, char *cause,
+                      size_t causelen);
+/* Most recent system sample (buffered or committed), 1 when there is
+ * none. */
 int store_latest(struct store *s, struct sys_sample *out);
 
 /* Jobs. insert assigns j->id (and j->queue_seq when 0). update writes every
  * field. Both commit before returning. */
 int store_job_insert(struct store *s, struct job *j, char *cause,
-    size_t causelen);
+                     size_t causelen);
 int store_job_update(struct store *s, const struct job *j, char *cause,
-    size_t causelen);
+                     size_t causelen);
 /* Load one job (malloc'd, free with job_free), 1 when absent. */
 int store_job_get(struct store *s, int64_t id, struct job **out);
 /* Call cb for every job not ended, in queue order (priority desc,
- * queue_seq asc) — used at start-up to rebuild the queue. */
+ * queue_seq asc) — used at start-up to rebuild the queue. The callback may
+ * call store functions. A non-zero return from cb stops the walk (the jobs
+ * not yet passed are freed) and is returned. */
 int store_jobs_unended(struct store *s,
-    int (*cb)(void *arg, struct job *j /* ownership passes */), void *arg);
-/* Ended jobs, newest first, at most limit. */
+                       int (*cb)(void *arg,
+                                 struct job *j /* ownership passes */),
+                       void *arg);
+/* Ended jobs, newest ended first, at most limit (<= 0: all); ownership of
+ * each job passes to cb as for store_jobs_unended. */
 int store_jobs_ended(struct store *s, int64_t limit,
-    int (*cb)(void *arg, struct job *j), void *arg);
+                     int (*cb)(void *arg, struct job *j), void *arg);
 
 /* Events: submitted, admitted, started, breach, killed, exited, failed,
  * cancelled, lost, requeued, daemon_start, daemon_stop. */
@@ -99,10 +122,14 @@ struct store_event {
 	const char *kind;
 	const char *detail; /* JSON object text */
 };
+/* Commits the event and sets e->id. */
 int store_event_add(struct store *s, struct store_event *e, char *cause,
-    size_t causelen);
+                    size_t causelen);
+/* Events with id > after_id, oldest first, at most limit (<= 0: all). The
+ * event's strings are valid only during the callback; a non-zero return
+ * stops the walk and is returned. */
 int store_events(struct store *s, int64_t after_id, int64_t limit,
-    int (*cb)(void *arg, const struct store_event *e), void *arg);
+                 int (*cb)(void *arg, const struct store_event *e), void *arg);
 
 /* Size of the database file(s) in bytes, for info and benchmarks. */
 int64_t store_size_bytes(struct store *s);
