@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #define PROTO_VERSION 1
-#define PROTO_MAX_LINE_DEFAULT (4u << 20) /* bytes, newline excluded */
+#define PROTO_MAX_LINE_DEFAULT (4u << 20)     /* bytes, newline excluded */
 #define PROTO_MAX_SAFE_INT 9007199254740992.0 /* 2^53 */
 
 /* JSON-RPC error codes; the meaning of each is in PROTOCOL.md. */
@@ -39,6 +39,14 @@ enum proto_error {
  * PROTO_FRAME_TOO_LONG and the connection must be closed. Invalid UTF-8 is
  * also a framing violation (PROTO_FRAME_UTF8). The callback returns 0 to go
  * on, or non-zero to stop feeding (that value is returned).
+ *
+ * Details: the limit counts every byte before the '\n', a '\r' included,
+ * and is enforced before the newline arrives; the buffer never exceeds
+ * max_line + 1 bytes. A '\r' before the '\n' is dropped; empty lines are
+ * skipped. After a framing violation every later feed returns the same
+ * error. Bytes after a line whose callback stopped the feed are discarded
+ * (stopping is meant for closing the connection). -ENOMEM when the buffer
+ * cannot grow. max_line 0 means PROTO_MAX_LINE_DEFAULT.
  */
 #define PROTO_FRAME_TOO_LONG (-1001)
 #define PROTO_FRAME_UTF8 (-1002)
@@ -48,6 +56,7 @@ struct proto_reader {
 	size_t len;
 	size_t cap;
 	size_t max_line;
+	int err; /* sticky framing error */
 };
 
 typedef int (*proto_line_cb)(void *arg, char *line, size_t len);
@@ -55,16 +64,30 @@ typedef int (*proto_line_cb)(void *arg, char *line, size_t len);
 void proto_reader_init(struct proto_reader *r, size_t max_line);
 void proto_reader_free(struct proto_reader *r);
 int proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
-    proto_line_cb cb, void *arg);
+                      proto_line_cb cb, void *arg);
 
-/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
+/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates,
+ * nothing above U+10FFFF, no truncated sequence). NUL bytes are valid. */
 int proto_utf8_valid(const char *s, size_t len);
+/* A malloc'd NUL-terminated copy of s[0..len) where every byte that does
+ * not start a well-formed sequence is replaced by U+FFFD (for log data and
+ * messages quoting the peer); *outlen (may be NULL) gets its length. */
+char *proto_utf8_sanitize(const char *s, size_t len, size_t *outlen);
 
 /*
  * A parsed JSON-RPC message. proto_parse() classifies a line; on failure it
  * returns a JSON-RPC error code (PROTO_E_PARSE or PROTO_E_INVALID_REQUEST),
  * sets *cause to a static readable string, and m->id to the request id when
- * one could be read (so the error reply can carry it).
+ * one could be read (so the error reply can carry it). PROTO_E_INTERNAL
+ * when out of memory. Call proto_msg_free() whatever it returned.
+ *
+ * An id is an integral number within +-2^53, a string, or null (then the
+ * message is still a request, answered with id null). A request (id and
+ * method) may hold only jsonrpc, id, method and params; other messages may
+ * carry members we do not know. Duplicate jsonrpc/id/method/params/result/
+ * error members are an invalid request. A "\u0000" escape does not end a
+ * string early: the parameter getters reject such a string, and a method or
+ * id holding one is an invalid request.
  */
 enum proto_kind {
 	PROTO_REQUEST,
@@ -73,17 +96,17 @@ enum proto_kind {
 };
 
 struct proto_msg {
-	cJSON *root;        /* owned */
+	cJSON *root; /* owned */
 	enum proto_kind kind;
-	const cJSON *id;    /* request/response id, NULL for notifications */
-	const char *method; /* requests and notifications */
+	const cJSON *id;     /* request/response id, NULL for notifications */
+	const char *method;  /* requests and notifications */
 	const cJSON *params; /* object, or NULL when absent */
 	const cJSON *result; /* responses */
 	const cJSON *error;  /* responses */
 };
 
 int proto_parse(const char *line, size_t len, struct proto_msg *m,
-    const char **cause);
+                const char **cause);
 void proto_msg_free(struct proto_msg *m);
 
 /*
@@ -92,12 +115,15 @@ void proto_msg_free(struct proto_msg *m);
  * are given (result, params), even on failure.
  */
 char *proto_encode_request(int64_t id, const char *method, cJSON *params,
-    size_t *len);
+                           size_t *len);
 char *proto_encode_result(const cJSON *id, cJSON *result, size_t *len);
 char *proto_encode_error(const cJSON *id, int code, const char *message,
-    size_t *len);
-char *proto_encode_notification(const char *method, cJSON *params,
-    size_t *len);
+                         size_t *len);
+/* The same with an error "data" member (owned, may be NULL). The message is
+ * made valid UTF-8 (proto_utf8_sanitize) before it is encoded. */
+char *proto_encode_error_data(const cJSON *id, int code, const char *message,
+                              cJSON *data, size_t *len);
+char *proto_encode_notification(const char *method, cJSON *params, size_t *len);
 
 /*
  * Typed parameter access with the rules of PROTOCOL.md: integers are read
@@ -106,27 +132,42 @@ char *proto_encode_notification(const char *method, cJSON *params,
  * returns 0 when found and valid, 1 when absent and not required (the
  * output is left untouched, so set defaults first), or PROTO_E_PARAMS with a
  * readable message written to cause.
+ *
+ * A member whose value is JSON null counts as absent. A max_len, max_items
+ * or total_max of 0 means no limit. Note: cJSON reads numbers with strtod,
+ * so 2^53 + 1 arrives as 2^53 and is accepted as that.
  */
 int proto_param_int(const cJSON *params, const char *name, int required,
-    int64_t min, int64_t max, int64_t *out, char *cause, size_t causelen);
+                    int64_t min, int64_t max, int64_t *out, char *cause,
+                    size_t causelen);
 int proto_param_double(const cJSON *params, const char *name, int required,
-    double min, double max, double *out, char *cause, size_t causelen);
+                       double min, double max, double *out, char *cause,
+                       size_t causelen);
 int proto_param_bool(const cJSON *params, const char *name, int required,
-    int *out, char *cause, size_t causelen);
+                     int *out, char *cause, size_t causelen);
 int proto_param_string(const cJSON *params, const char *name, int required,
-    size_t max_len, const char **out, char *cause, size_t causelen);
+                       size_t max_len, const char **out, char *cause,
+                       size_t causelen);
 /* An array of strings; *out is a malloc'd NULL-terminated vector of
  * pointers into the cJSON tree (free only the vector). total_max bounds the
  * sum of the string lengths. */
 int proto_param_strv(const cJSON *params, const char *name, int required,
-    size_t max_items, size_t total_max, const char ***out, char *cause,
-    size_t causelen);
+                     size_t max_items, size_t total_max, const char ***out,
+                     char *cause, size_t causelen);
 /* PROTO_E_PARAMS when params holds a member not in known (NULL-terminated),
  * or is not an object. NULL params are fine. */
 int proto_params_check(const cJSON *params, const char *const *known,
-    char *cause, size_t causelen);
+                       char *cause, size_t causelen);
 
-/* Add an integer member (bytes, milliseconds, ids) exactly. */
+/*
+ * Add an integer member (bytes, milliseconds, ids) exactly; returns the new
+ * item or NULL. cJSON prints 2^53 as 9.00719925474099e+15 (off by 2), so
+ * from 10^15 on the item is a cJSON raw node holding the decimal digits:
+ * it prints exactly, but cJSON_IsNumber() is false on it. Keep values
+ * within +-2^53 (PROTOCOL.md).
+ */
 cJSON *proto_add_int(cJSON *obj, const char *name, int64_t v);
+/* The same item, unattached (for arrays). */
+cJSON *proto_int_create(int64_t v);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * Human units shared by the daemon's options and the CLI. Sizes use powers
- * of 1024 (8G = 8589934592 bytes); see docs/cli.md for the accepted forms.
+ * of 1024 (8G = 8589934592 bytes); see docs/units.md for the accepted forms.
  */
 #ifndef SL_UNITS_H
 #define SL_UNITS_H
@@ -15,8 +15,9 @@ int units_parse_size(const char *s, uint64_t *bytes);
  * "1h30m": milliseconds. Returns 0, -EINVAL or -ERANGE. */
 int units_parse_duration_ms(const char *s, int64_t *ms);
 /* A point in time for --since/--until: a duration means that long before
- * now_ms ("1h"), "now", an epoch in ms or s (digits only, >= 1e12 is ms),
- * or local ISO 8601 "2026-11-30T05:00[:SS]" / "2026-11-30 05:00". */
+ * now_ms ("1h", "-1h"), "now", an epoch in ms or s (digits only, >= 1e12
+ * is ms), or ISO 8601 "2026-11-30", "2026-11-30T05:00[:SS[.mmm]]" /
+ * "2026-11-30 05:00", local time unless it ends in "Z" or "+01:00". */
 int units_parse_time_ms(const char *s, int64_t now_ms, int64_t *ms);
 /* "8.0G", "512M", "0B": at most 3 significant digits, into buf. */
 char *units_format_size(uint64_t bytes, char *buf, size_t len);
