@@ -1,0 +1,400 @@
+/* The Linux backend: system samples through a fixture proc root (files
+ * rewritten in place, replaced by rename, removed), the real /proc, and
+ * the process, credential and path functions. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "platform.h"
+#include "procfs.h"
+
+static char root[256];
+static char cause[256];
+
+static void
+put_file(const char *rel, const char *text, int by_rename)
+{
+	char path[512], tmp[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	f = fopen(by_rename ? tmp : path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	if (by_rename)
+		assert_int_equal(rename(tmp, path), 0);
+}
+
+static void
+remove_root(void)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/meminfo", root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/pressure/memory", root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/pressure", root);
+	rmdir(path);
+	rmdir(root);
+}
+
+static int
+setup_root(void **state)
+{
+	char path[512];
+
+	snprintf(root, sizeof(root), "/tmp/sl-platform-XXXXXX");
+	if (mkdtemp(root) == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "%s/pressure", root);
+	if (mkdir(path, 0700) != 0)
+		return -1;
+	return 0;
+}
+
+static int
+teardown_root(void **state)
+{
+	platform_shutdown();
+	remove_root();
+	return 0;
+}
+
+static const char meminfo_a[] = "MemTotal:       16384000 kB\n"
+                                "MemFree:         1000000 kB\n"
+                                "MemAvailable:    4096000 kB\n"
+                                "SwapTotal:       2097152 kB\n"
+                                "SwapFree:        1572864 kB\n";
+static const char meminfo_b[] = "MemTotal:       16384000 kB\n"
+                                "MemAvailable:    8192000 kB\n"
+                                "SwapTotal:       2097152 kB\n"
+                                "SwapFree:         524288 kB\n";
+
+static void
+sample_ok(struct sys_sample *s)
+{
+	memset(s, 0xa5, sizeof(*s));
+	cause[0] = '\0';
+	assert_int_equal(platform_sys_sample(s, cause, sizeof(cause)), 0);
+}
+
+static void
+test_fixture_root(void **state)
+{
+	struct platform_config cfg = {.proc_root = root};
+	struct sys_sample s;
+
+	put_file("meminfo", meminfo_a, 0);
+	put_file("pressure/memory",
+	         "some avg10=12.34 avg60=0 avg300=0 total=1\n"
+	         "full avg10=0 avg60=0 avg300=0 total=0\n",
+	         0);
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), 0);
+	sample_ok(&s);
+	assert_true(s.total_bytes == 16384000ULL * 1024);
+	assert_true(s.available_bytes == 4096000ULL * 1024);
+	assert_true(s.free_pct == 25.0);
+	assert_true(s.swap_total_bytes == 2097152ULL * 1024);
+	assert_true(s.swap_used_bytes == 524288ULL * 1024);
+	assert_int_equal(s.pressure, PRESSURE_WARN);
+	assert_true(s.psi_some_avg10 > 12.33 && s.psi_some_avg10 < 12.35);
+	assert_true(s.compressed_bytes == 0 && s.wired_bytes == 0);
+
+	/* Rewritten in place: the kept descriptor sees the new text. */
+	put_file("meminfo", meminfo_b, 0);
+	put_file("pressure/memory", "some avg10=45.00 avg60=0\n", 0);
+	sample_ok(&s);
+	assert_true(s.free_pct == 50.0);
+	assert_true(s.swap_used_bytes == 1572864ULL * 1024);
+	assert_int_equal(s.pressure, PRESSURE_CRITICAL);
+
+	/* Replaced by rename: reopened. */
+	put_file("meminfo", meminfo_a, 1);
+	put_file("pressure/memory", "some avg10=1.00 avg60=0\n", 1);
+	sample_ok(&s);
+	assert_true(s.free_pct == 25.0);
+	assert_int_equal(s.pressure, PRESSURE_NORMAL);
+
+	/* No PSI: unknown, not an error. */
+	{
+		char path[512];
+		snprintf(path, sizeof(path), "%s/pressure/memory", root);
+		assert_int_equal(unlink(path), 0);
+	}
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_UNKNOWN);
+	assert_true(s.psi_some_avg10 == -1);
+	assert_true(s.free_pct == 25.0);
+
+	/* ... and back again. */
+	put_file("pressure/memory", "some avg10=9.99 avg60=0\n", 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_NORMAL);
+
+	/* Malformed PSI: unknown too; the memory figures still count. */
+	put_file("pressure/memory", "some avg10=", 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_UNKNOWN);
+
+	/* Truncated meminfo is an error with a cause. */
+	put_file("meminfo", "MemTotal: 16384000 kB\nMemAvailable: 40", 0);
+	assert_int_equal(platform_sys_sample(&s, cause, sizeof(cause)),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "meminfo"));
+
+	/* MemAvailable above MemTotal is capped at 100 %. */
+	put_file("meminfo", "MemTotal: 100 kB\nMemAvailable: 150 kB\n", 0);
+	sample_ok(&s);
+	assert_true(s.free_pct == 100.0);
+	assert_true(s.swap_total_bytes == 0 && s.swap_used_bytes == 0);
+}
+
+static void
+test_thresholds(void **state)
+{
+	struct platform_config cfg = {
+	    .proc_root = root, .psi_warn = 20, .psi_critical = 30};
+	struct sys_sample s;
+
+	put_file("meminfo", meminfo_a, 0);
+	put_file("pressure/memory", "some avg10=12.34 avg60=0\n", 0);
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_NORMAL);
+	put_file("pressure/memory", "some avg10=20.00 avg60=0\n", 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_WARN);
+	put_file("pressure/memory", "some avg10=30.00 avg60=0\n", 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_CRITICAL);
+
+	cfg.psi_warn = 50;
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), -EINVAL);
+	assert_true(cause[0] != '\0');
+	cfg.psi_warn = 0;
+	cfg.proc_root = "/nonexistent/stageload";
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), -ENOENT);
+	assert_non_null(strstr(cause, "/nonexistent/stageload"));
+}
+
+/* The kept /proc/meminfo descriptor, re-read from offset 0, follows the
+ * kernel: every sample parses and agrees with a fresh read. */
+static void
+test_real_proc(void **state)
+{
+	struct procfs_meminfo mi;
+	struct sys_sample s;
+	int i;
+
+	if (access("/proc/meminfo", R_OK) != 0)
+		skip();
+	assert_int_equal(platform_init(NULL, cause, sizeof(cause)), 0);
+	for (i = 0; i < 200; i++) {
+		sample_ok(&s);
+		assert_true(s.free_pct > 0 && s.free_pct <= 100);
+	}
+	assert_int_equal(procfs_read_meminfo("/proc", &mi), 0);
+	assert_true(s.total_bytes == mi.mem_total_bytes);
+	assert_true(s.swap_total_bytes == mi.swap_total_bytes);
+	if (access("/proc/pressure/memory", R_OK) == 0) {
+		double v;
+		if (procfs_read_psi_some_avg10("/proc", &v) == 0)
+			assert_true(s.psi_some_avg10 >= 0 &&
+			            s.pressure != PRESSURE_UNKNOWN);
+	}
+	platform_shutdown();
+}
+
+static void
+test_proc_info(void **state)
+{
+	struct proc_info pi;
+	uint64_t st;
+	char *block;
+	const size_t big = 32 << 20;
+	pid_t child;
+
+	assert_int_equal(platform_init(NULL, cause, sizeof(cause)), 0);
+	assert_int_equal(platform_proc_info(getpid(), &pi), 0);
+	assert_int_equal(pi.pid, getpid());
+	assert_int_equal(pi.ppid, getppid());
+	assert_int_equal(pi.pgid, getpgrp());
+	assert_int_equal(pi.uid, getuid());
+	assert_int_equal(platform_proc_start_time(getpid(), &st), 0);
+	assert_true(st == pi.start_time && st > 0);
+
+	/* Touched anonymous memory shows in the footprint. */
+	block = malloc(big);
+	assert_non_null(block);
+	{
+		uint64_t before = pi.footprint_bytes;
+		memset(block, 1, big);
+		assert_int_equal(platform_proc_info(getpid(), &pi), 0);
+		assert_true(pi.footprint_bytes >= before + big / 2);
+	}
+	free(block);
+
+	/* A reaped child is gone. */
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(platform_proc_info(child, &pi), -ESRCH);
+	assert_int_equal(platform_proc_start_time(child, &st), -ESRCH);
+	assert_int_equal(platform_proc_info(0, &pi), -EINVAL);
+	platform_shutdown();
+}
+
+static void
+test_list_tree(void **state)
+{
+	pid_t kids[2], out[64], self = getpid();
+	int n, i, j, found;
+
+	assert_int_equal(platform_init(NULL, cause, sizeof(cause)), 0);
+	for (i = 0; i < 2; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0) {
+			if (i == 1)
+				setpgid(0, 0); /* leaves our group */
+			pause();
+			_exit(0);
+		}
+		if (i == 1) /* also here, so the scan cannot race it */
+			setpgid(kids[1], kids[1]);
+	}
+	n = platform_list_tree(&self, 1, 0, out, 64);
+	assert_true(n >= 2);
+	for (i = 0; i < 2; i++) {
+		for (found = 0, j = 0; j < n && j < 64; j++)
+			found |= out[j] == kids[i];
+		assert_true(found);
+	}
+	/* By group only: ourselves, not the child that left the group. */
+	n = platform_list_tree(NULL, 0, getpgrp(), out, 64);
+	assert_true(n >= 1);
+	for (found = 0, j = 0; j < n && j < 64; j++) {
+		found |= (out[j] == self) * 1;
+		found |= (out[j] == kids[1]) * 2;
+	}
+	assert_int_equal(found, 1);
+	/* A short buffer still counts everything. */
+	assert_true(platform_list_tree(&self, 1, 0, out, 1) >= 2);
+	for (i = 0; i < 2; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	platform_shutdown();
+}
+
+static void
+test_peer_cred(void **state)
+{
+	int sv[2];
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(platform_peer_cred(sv[0], &uid, &gid, &pid), 0);
+	assert_int_equal(uid, getuid());
+	assert_int_equal(gid, getgid());
+	assert_int_equal(pid, getpid());
+	close(sv[0]);
+	close(sv[1]);
+	assert_true(platform_peer_cred(-1, &uid, &gid, &pid) < 0);
+}
+
+static void
+test_user_groups(void **state)
+{
+	gid_t *groups = NULL;
+	int n = 0, i, found = 0;
+
+	assert_int_equal(platform_user_groups("root", 0, &groups, &n), 0);
+	assert_true(n >= 1);
+	for (i = 0; i < n; i++)
+		found |= groups[i] == 0;
+	assert_true(found);
+	free(groups);
+}
+
+static void
+test_default_paths(void **state)
+{
+	char buf[512], want[512];
+	char *old_rt = getenv("XDG_RUNTIME_DIR"), *old_st;
+	char *save_rt = old_rt ? strdup(old_rt) : NULL, *save_st;
+
+	old_st = getenv("XDG_STATE_HOME");
+	save_st = old_st ? strdup(old_st) : NULL;
+
+	assert_int_equal(platform_default_socket(1, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/var/run/stageload.sock");
+	assert_int_equal(platform_default_db(1, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/var/lib/stageload/stageload.db");
+
+	setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
+	assert_int_equal(platform_default_socket(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/run/user/1234/stageload.sock");
+	setenv("XDG_RUNTIME_DIR", "relative/ignored", 1);
+	assert_int_equal(platform_default_socket(0, buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want), "/tmp/stageload-%u/stageload.sock",
+	         (unsigned)getuid());
+	assert_string_equal(buf, want);
+	unsetenv("XDG_RUNTIME_DIR");
+	assert_int_equal(platform_default_socket(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, want);
+
+	setenv("XDG_STATE_HOME", "/home/u/state", 1);
+	assert_int_equal(platform_default_db(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/home/u/state/stageload/stageload.db");
+	unsetenv("XDG_STATE_HOME");
+	setenv("HOME", "/home/u", 1);
+	assert_int_equal(platform_default_db(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/home/u/.local/state/stageload/stageload.db");
+	assert_int_equal(platform_default_db(0, buf, 10), -ENAMETOOLONG);
+
+	if (save_rt)
+		setenv("XDG_RUNTIME_DIR", save_rt, 1);
+	if (save_st)
+		setenv("XDG_STATE_HOME", save_st, 1);
+	free(save_rt);
+	free(save_st);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_fixture_root, setup_root,
+	                                    teardown_root),
+	    cmocka_unit_test_setup_teardown(test_thresholds, setup_root,
+	                                    teardown_root),
+	    cmocka_unit_test(test_real_proc),
+	    cmocka_unit_test(test_proc_info),
+	    cmocka_unit_test(test_list_tree),
+	    cmocka_unit_test(test_peer_cred),
+	    cmocka_unit_test(test_user_groups),
+	    cmocka_unit_test(test_default_paths),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
