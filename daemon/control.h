@@ -22,37 +22,37 @@ struct daemon;
 #define CONTROL_DEFERRED 1
 
 typedef int (*control_handler)(struct daemon *d, const struct peer *p,
-    const cJSON *req_id, const cJSON *params, cJSON **result, char *cause,
-    size_t causelen);
+                               const cJSON *req_id, const cJSON *params,
+                               cJSON **result, char *cause, size_t causelen);
 
 /* Returns what the handler returned; on error the caller sends cause. */
-int control_dispatch(struct daemon *d, const struct peer *p,
-    const char *method, const cJSON *req_id, const cJSON *params,
-    cJSON **result, char *cause, size_t causelen);
+int control_dispatch(struct daemon *d, const struct peer *p, const char *method,
+                     const cJSON *req_id, const cJSON *params, cJSON **result,
+                     char *cause, size_t causelen);
 
 /* Job method handlers, in jobs.c (see PROTOCOL.md for each). The method
  * names are those of PROTOCOL.md; jobs_ctl_attach answers job_pid. */
 int jobs_ctl_submit(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                    const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_attach(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                    const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_status(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                    const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_show(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                  const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_cancel(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                    const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_wait(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                  const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_logs(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                  const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_events(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_job_history(struct daemon *, const struct peer *,
-    const cJSON *, const cJSON *, cJSON **, char *, size_t);
+                    const cJSON *, cJSON **, char *, size_t);
+int jobs_ctl_job_history(struct daemon *, const struct peer *, const cJSON *,
+                         const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_job_exit(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                      const cJSON *, cJSON **, char *, size_t);
 int jobs_ctl_resume(struct daemon *, const struct peer *, const cJSON *,
-    const cJSON *, cJSON **, char *, size_t);
+                    const cJSON *, cJSON **, char *, size_t);
 
 #endif

@@ -1,1 +1,408 @@
-/* placeholder: replaced by its module */
+/*
+ * The sample tick. Order matters: the sample is buffered for the store
+ * (no I/O), then jobs enforce budgets and admit, then subscribers are
+ * told; only after that is the store flushed, in small batches every few
+ * seconds, so enforcement never waits on the disk. A storage failure is
+ * logged once, shown in `info`, and sampling goes on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "log.h"
+#include "proctree.h"
+#include "proto.h"
+#include "sampler.h"
+#include "server.h"
+#include "version.h"
+
+#define FLUSH_EVERY_MS 2000
+#define CHECKPOINT_EVERY_MS 30000
+#define PRUNE_EVERY_MS (3600 * 1000)
+#define PRUNE_FIRST_MS 60000 /* first prune a minute after start */
+
+struct sub {
+	uint64_t client_id; /* 0: removed while publishing */
+	int samples;
+	int events;
+	pid_t pid; /* metered tree, 0 when none */
+	struct proctree *tree;
+};
+
+struct sampler {
+	uv_timer_t timer;
+	struct daemon *d;
+	struct sub *subs;
+	size_t nsubs, cap;
+	int publishing;
+	uint64_t last_flush, last_checkpoint, last_prune; /* loop time */
+	int sample_failing;
+};
+
+const char *
+sampler_pressure_name(enum pressure_level p)
+{
+	switch (p) {
+	case PRESSURE_NORMAL:
+		return "normal";
+	case PRESSURE_WARN:
+		return "warn";
+	case PRESSURE_CRITICAL:
+		return "critical";
+	default:
+		return "unknown";
+	}
+}
+
+cJSON *
+sampler_sample_json(const struct sys_sample *s)
+{
+	cJSON *o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	proto_add_int(o, "sampled_at_ms", s->ts_ms);
+	proto_add_int(o, "total_bytes", (int64_t)s->total_bytes);
+	proto_add_int(o, "available_bytes", (int64_t)s->available_bytes);
+	cJSON_AddNumberToObject(o, "free_pct", s->free_pct);
+	proto_add_int(o, "swap_total_bytes", (int64_t)s->swap_total_bytes);
+	proto_add_int(o, "swap_used_bytes", (int64_t)s->swap_used_bytes);
+	cJSON_AddStringToObject(o, "pressure",
+	                        sampler_pressure_name(s->pressure));
+	if (s->psi_some_avg10 >= 0)
+		cJSON_AddNumberToObject(o, "psi_some_avg10", s->psi_some_avg10);
+	else
+		cJSON_AddNullToObject(o, "psi_some_avg10");
+	proto_add_int(o, "compressed_bytes", (int64_t)s->compressed_bytes);
+	proto_add_int(o, "wired_bytes", (int64_t)s->wired_bytes);
+	return o;
+}
+
+static struct sub *
+sub_find(struct sampler *sm, uint64_t client_id)
+{
+	size_t i;
+
+	for (i = 0; i < sm->nsubs; i++)
+		if (sm->subs[i].client_id == client_id)
+			return &sm->subs[i];
+	return NULL;
+}
+
+static void
+sub_clear_pid(struct sub *s)
+{
+	proctree_free(s->tree);
+	s->tree = NULL;
+	s->pid = 0;
+}
+
+/* Drop removed entries once nobody is iterating over the array. */
+static void
+subs_compact(struct sampler *sm)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < sm->nsubs; i++)
+		if (sm->subs[i].client_id != 0)
+			sm->subs[j++] = sm->subs[i];
+	sm->nsubs = j;
+}
+
+void
+sampler_unsubscribe(struct daemon *d, uint64_t client_id)
+{
+	struct sampler *sm = d->sampler;
+	struct sub *s;
+
+	if (sm == NULL || (s = sub_find(sm, client_id)) == NULL)
+		return;
+	sub_clear_pid(s);
+	s->client_id = 0;
+	if (!sm->publishing)
+		subs_compact(sm);
+}
+
+static void
+sampler_gone(struct daemon *d, uint64_t client_id)
+{
+	sampler_unsubscribe(d, client_id);
+}
+
+int
+sampler_subscribe(struct daemon *d, uint64_t client_id, int samples, int events,
+                  pid_t pid, uint64_t start_time, char *cause, size_t causelen)
+{
+	struct sampler *sm = d->sampler;
+	struct proctree *tree = NULL;
+	struct sub *s, *ns;
+
+	if (sm == NULL) {
+		snprintf(cause, causelen, "the sampler is not running");
+		return -ESRCH;
+	}
+	if (pid > 0 && (tree = proctree_new(pid, 0, start_time)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return -ENOMEM;
+	}
+	if ((s = sub_find(sm, client_id)) == NULL) {
+		if (sm->nsubs == sm->cap) {
+			size_t cap = sm->cap ? sm->cap * 2 : 16;
+			if ((ns = realloc(sm->subs, cap * sizeof *ns)) ==
+			    NULL) {
+				proctree_free(tree);
+				snprintf(cause, causelen, "out of memory");
+				return -ENOMEM;
+			}
+			sm->subs = ns;
+			sm->cap = cap;
+		}
+		s = &sm->subs[sm->nsubs++];
+		memset(s, 0, sizeof *s);
+		s->client_id = client_id;
+	}
+	sub_clear_pid(s);
+	/* Metering a pid only makes sense with samples to carry it. */
+	s->samples = samples || pid > 0;
+	s->events = events;
+	s->pid = pid;
+	s->tree = tree;
+	if (tree != NULL)
+		proctree_set_scan_interval(tree, d->cfg.interval_ms);
+	return 0;
+}
+
+static char *
+encode_note(const char *method, cJSON *params, size_t *len)
+{
+	if (params == NULL)
+		return NULL;
+	return proto_encode_notification(method, params, len);
+}
+
+/* A sample for a subscriber metering a pid, or NULL when the tree is gone
+ * (process_gone is then sent and the subscription falls back to plain
+ * samples). */
+static cJSON *
+sampler_meter_json(struct daemon *d, struct sub *s, const struct sys_sample *ss)
+{
+	uint64_t footprint = 0, swap = 0;
+	size_t nprocs = 0;
+	cJSON *o, *gone;
+
+	proctree_sample(s->tree, (int64_t)uv_now(d->loop), &footprint, &swap,
+	                &nprocs);
+	if (nprocs == 0) {
+		gone = cJSON_CreateObject();
+		proto_add_int(gone, "pid", s->pid);
+		server_notify(d, s->client_id, "process_gone", gone);
+		sub_clear_pid(s);
+		return NULL;
+	}
+	if ((o = sampler_sample_json(ss)) == NULL)
+		return NULL;
+	proto_add_int(o, "pid", s->pid);
+	proto_add_int(o, "footprint_bytes", (int64_t)footprint);
+	/* Swap is attributable per process only on Linux. */
+	if (strcmp(STAGELOAD_OS, "linux") == 0)
+		proto_add_int(o, "swap_bytes", (int64_t)swap);
+	else
+		cJSON_AddNullToObject(o, "swap_bytes");
+	proto_add_int(o, "nprocs", (int64_t)nprocs);
+	return o;
+}
+
+static void
+sampler_publish(struct daemon *d, struct sampler *sm,
+                const struct sys_sample *ss)
+{
+	char *plain = NULL, *line;
+	size_t plain_len = 0, len, i;
+	cJSON *o;
+
+	sm->publishing = 1;
+	for (i = 0; i < sm->nsubs; i++) {
+		struct sub *s = &sm->subs[i];
+
+		if (s->client_id == 0 || !s->samples)
+			continue;
+		if (s->tree != NULL &&
+		    (o = sampler_meter_json(d, s, ss)) != NULL) {
+			if ((line = encode_note("sample", o, &len)) != NULL) {
+				server_send_line(d, s->client_id, line, len);
+				free(line);
+			}
+			continue;
+		}
+		if (s->client_id == 0)
+			continue;
+		/* Encoded once for every plain subscriber. */
+		if (plain == NULL &&
+		    (plain = encode_note("sample", sampler_sample_json(ss),
+		                         &plain_len)) == NULL)
+			continue;
+		server_send_line(d, s->client_id, plain, plain_len);
+	}
+	free(plain);
+	sm->publishing = 0;
+	subs_compact(sm);
+}
+
+void
+sampler_publish_event(struct daemon *d, const cJSON *event)
+{
+	struct sampler *sm = d->sampler;
+	char *line = NULL;
+	size_t len = 0, i;
+
+	if (sm == NULL)
+		return;
+	sm->publishing = 1;
+	for (i = 0; i < sm->nsubs; i++) {
+		if (sm->subs[i].client_id == 0 || !sm->subs[i].events)
+			continue;
+		if (line == NULL &&
+		    (line = encode_note("event", cJSON_Duplicate(event, 1),
+		                        &len)) == NULL)
+			break;
+		server_send_line(d, sm->subs[i].client_id, line, len);
+	}
+	free(line);
+	sm->publishing = 0;
+	subs_compact(sm);
+}
+
+static void
+sampler_storage_result(struct daemon *d, int rc, const char *cause)
+{
+	if (rc != 0) {
+		if (d->storage_error[0] == '\0')
+			log_warnx("storage: %s (sampling goes on; samples are "
+			          "kept in memory and retried)",
+			          cause);
+		snprintf(d->storage_error, sizeof d->storage_error, "%s",
+		         cause);
+	} else if (d->storage_error[0] != '\0') {
+		log_info("storage works again");
+		d->storage_error[0] = '\0';
+	}
+}
+
+static void
+sampler_housekeeping(struct daemon *d, struct sampler *sm)
+{
+	uint64_t now = uv_now(d->loop);
+	char cause[256];
+	int rc;
+
+	if (d->store == NULL)
+		return;
+	if (now - sm->last_flush >= FLUSH_EVERY_MS) {
+		sm->last_flush = now;
+		cause[0] = '\0';
+		rc = store_flush(d->store, cause, sizeof cause);
+		sampler_storage_result(d, rc, cause);
+	}
+	if (now - sm->last_checkpoint >= CHECKPOINT_EVERY_MS) {
+		sm->last_checkpoint = now;
+		store_checkpoint(d->store);
+	}
+	if (now - sm->last_prune >= PRUNE_EVERY_MS) {
+		sm->last_prune = now;
+		if (store_prune(d->store, now_ms(), &d->cfg.retention, cause,
+		                sizeof cause) != 0)
+			log_warnx("prune: %s", cause);
+	}
+}
+
+static void
+sampler_tick(uv_timer_t *t)
+{
+	struct sampler *sm = t->data;
+	struct daemon *d = sm->d;
+	struct sys_sample s;
+	char cause[256];
+
+	memset(&s, 0, sizeof s);
+	s.psi_some_avg10 = -1;
+	cause[0] = '\0';
+	if (platform_sys_sample(&s, cause, sizeof cause) != 0) {
+		if (!sm->sample_failing)
+			log_warnx("cannot sample system memory: %s", cause);
+		sm->sample_failing = 1;
+		sampler_housekeeping(d, sm);
+		return;
+	}
+	if (sm->sample_failing)
+		log_info("sampling system memory works again");
+	sm->sample_failing = 0;
+	s.ts_ms = now_ms();
+	d->last = s;
+	d->have_last = 1;
+
+	if (d->store != NULL)
+		store_add_sample(d->store, &s);
+	jobs_on_sample(d, &s);
+	if (sm->nsubs > 0)
+		sampler_publish(d, sm, &s);
+	sampler_housekeeping(d, sm);
+}
+
+int
+sampler_start(struct daemon *d, char *cause, size_t causelen)
+{
+	struct sampler *sm;
+	uint64_t now;
+
+	if ((sm = calloc(1, sizeof *sm)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return -ENOMEM;
+	}
+	sm->d = d;
+	uv_timer_init(d->loop, &sm->timer);
+	sm->timer.data = sm;
+	now = uv_now(d->loop);
+	sm->last_flush = now;
+	sm->last_checkpoint = now;
+	sm->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
+	d->sampler = sm;
+	server_on_gone(d, sampler_gone);
+	/* The first sample at once, so `info` has one right away. */
+	uv_timer_start(&sm->timer, sampler_tick, 0,
+	               (uint64_t)d->cfg.interval_ms);
+	return 0;
+}
+
+static void
+sampler_closed_cb(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void
+sampler_stop(struct daemon *d)
+{
+	struct sampler *sm = d->sampler;
+	char cause[256];
+	size_t i;
+	int rc;
+
+	if (sm == NULL)
+		return;
+	uv_timer_stop(&sm->timer);
+	for (i = 0; i < sm->nsubs; i++)
+		sub_clear_pid(&sm->subs[i]);
+	free(sm->subs);
+	sm->subs = NULL;
+	sm->nsubs = sm->cap = 0;
+	d->sampler = NULL;
+	if (d->store != NULL) {
+		cause[0] = '\0';
+		rc = store_flush(d->store, cause, sizeof cause);
+		if (rc != 0)
+			log_warnx("last flush: %s", cause);
+	}
+	uv_close((uv_handle_t *)&sm->timer, sampler_closed_cb);
+}

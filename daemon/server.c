@@ -1,1 +1,750 @@
-/* placeholder: replaced by its module */
+/*
+ * The control socket. Each client is a uv_pipe_t plus a timer (the hello
+ * deadline, then the linger deadline while its last replies drain). A
+ * client object is freed only in the close callback of its last handle;
+ * everything else refers to it by id, so late replies to a closed client
+ * are dropped instead of touching freed memory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "daemon.h"
+#include "log.h"
+#include "proto.h"
+#include "server.h"
+
+#define SERVER_BACKLOG 1024
+#define SERVER_LINGER_MS 5000 /* most time a closing client gets to read */
+#define SERVER_MAX_GONE 8
+
+struct client {
+	uv_pipe_t pipe; /* first member: the handle's data is the client */
+	uv_timer_t timer;
+	struct server *srv;
+	uint64_t id;
+	struct peer peer;
+	struct proto_reader reader;
+	size_t unwritten; /* bytes handed to uv_write, not yet written */
+	int handles;      /* handles still open; freed when it reaches 0 */
+	unsigned hello : 1;
+	unsigned closing : 1;  /* uv_close called */
+	unsigned draining : 1; /* no more input; close once output is out */
+};
+
+struct server {
+	struct daemon *d;
+	uv_pipe_t listener;
+	int listening;
+	/* Sorted by id: ids only grow, so adding is an append. */
+	struct client **clients;
+	size_t nclients, cap;
+	uint64_t next_id;
+	char path[1024];
+	dev_t sock_dev;
+	ino_t sock_ino;
+};
+
+struct wreq {
+	uv_write_t req;
+	struct client *c;
+	size_t len;
+	char *buf; /* owned; may point into data[] */
+	char data[];
+};
+
+static server_gone_cb gone_cbs[SERVER_MAX_GONE];
+static int ngone;
+
+/* One read buffer serves every client: lines are copied by the reader
+ * before the next read can happen. */
+static char read_buf[64 * 1024];
+
+static void client_close(struct client *c);
+static void client_drain(struct client *c);
+
+void
+server_on_gone(struct daemon *d, server_gone_cb cb)
+{
+	(void)d;
+	if (ngone < SERVER_MAX_GONE)
+		gone_cbs[ngone++] = cb;
+	else
+		log_warnx("server: too many close callbacks");
+}
+
+static struct client *
+client_find(struct server *srv, uint64_t id)
+{
+	size_t lo = 0, hi;
+
+	if (srv == NULL)
+		return NULL;
+	hi = srv->nclients;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (srv->clients[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < srv->nclients && srv->clients[lo]->id == id)
+		return srv->clients[lo];
+	return NULL;
+}
+
+static void
+client_unlink(struct server *srv, struct client *c)
+{
+	size_t i;
+
+	for (i = 0; i < srv->nclients; i++) {
+		if (srv->clients[i] == c) {
+			memmove(&srv->clients[i], &srv->clients[i + 1],
+			        (srv->nclients - i - 1) *
+			            sizeof srv->clients[0]);
+			srv->nclients--;
+			return;
+		}
+	}
+}
+
+static void
+client_closed_cb(uv_handle_t *h)
+{
+	struct client *c = h->data;
+
+	if (--c->handles > 0)
+		return;
+	proto_reader_free(&c->reader);
+	free(c);
+}
+
+/* Close now, dropping anything not yet written. */
+static void
+client_close(struct client *c)
+{
+	struct server *srv = c->srv;
+	int i;
+
+	if (c->closing)
+		return;
+	c->closing = 1;
+	client_unlink(srv, c);
+	log_debug("client %llu (uid %u) closed", (unsigned long long)c->id,
+	          (unsigned)c->peer.uid);
+	for (i = 0; i < ngone; i++)
+		gone_cbs[i](srv->d, c->id);
+	uv_read_stop((uv_stream_t *)&c->pipe);
+	uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
+	uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+}
+
+static void
+client_timer_cb(uv_timer_t *t)
+{
+	struct client *c = t->data;
+
+	if (!c->draining && !c->hello)
+		log_debug("client %llu sent no hello in time",
+		          (unsigned long long)c->id);
+	client_close(c);
+}
+
+/* Stop reading and close once what is queued has been written, or after a
+ * short linger for a client that does not read. */
+static void
+client_drain(struct client *c)
+{
+	if (c->closing || c->draining)
+		return;
+	c->draining = 1;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+	if (c->unwritten == 0) {
+		client_close(c);
+		return;
+	}
+	uv_timer_stop(&c->timer);
+	uv_timer_start(&c->timer, client_timer_cb, SERVER_LINGER_MS, 0);
+}
+
+static void
+client_write_cb(uv_write_t *req, int status)
+{
+	struct wreq *w = (struct wreq *)req;
+	struct client *c = w->c;
+
+	c->unwritten -= w->len;
+	if (w->buf != w->data)
+		free(w->buf);
+	free(w);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		log_debug("client %llu: write: %s", (unsigned long long)c->id,
+		          uv_strerror(status));
+		client_close(c);
+	} else if (c->draining && c->unwritten == 0)
+		client_close(c);
+}
+
+/*
+ * Queue bytes for a client. The common case is written at once without
+ * allocating; only what the socket cannot take now is queued, and a client
+ * whose queue would pass the limit is closed: one that never reads must
+ * not make the daemon grow. With owned, buf is a malloc'd buffer that this
+ * function frees.
+ */
+static int
+client_write(struct client *c, char *buf, size_t len, int owned)
+{
+	struct wreq *w;
+	uv_buf_t b;
+	size_t off = 0, rest;
+	int n;
+
+	if (c->closing) {
+		if (owned)
+			free(buf);
+		return -ENOENT;
+	}
+	if (c->unwritten == 0) {
+		b = uv_buf_init(buf, (unsigned)len);
+		n = uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
+		if (n >= 0)
+			off = (size_t)n;
+		else if (n != UV_EAGAIN) {
+			if (owned)
+				free(buf);
+			client_close(c);
+			return -EPIPE;
+		}
+	}
+	if (off == len) {
+		if (owned)
+			free(buf);
+		return 0;
+	}
+	rest = len - off;
+	if (c->unwritten + rest > c->srv->d->cfg.max_unread_bytes) {
+		log_info("client %llu (uid %u) does not read its replies "
+		         "(%zu bytes queued); closing it",
+		         (unsigned long long)c->id, (unsigned)c->peer.uid,
+		         c->unwritten + rest);
+		if (owned)
+			free(buf);
+		client_close(c);
+		return -ENOBUFS;
+	}
+	if (owned && off == 0) {
+		if ((w = malloc(sizeof *w)) == NULL) {
+			free(buf);
+			client_close(c);
+			return -ENOMEM;
+		}
+		w->buf = buf;
+	} else {
+		if ((w = malloc(sizeof *w + rest)) == NULL) {
+			if (owned)
+				free(buf);
+			client_close(c);
+			return -ENOMEM;
+		}
+		memcpy(w->data, buf + off, rest);
+		w->buf = w->data;
+		if (owned)
+			free(buf);
+	}
+	w->c = c;
+	w->len = rest;
+	b = uv_buf_init(w->buf, (unsigned)rest);
+	if ((n = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
+	                  client_write_cb)) != 0) {
+		if (w->buf != w->data)
+			free(w->buf);
+		free(w);
+		client_close(c);
+		return -EPIPE;
+	}
+	c->unwritten += rest;
+	return 0;
+}
+
+static int
+client_send_error(struct client *c, const cJSON *id, int code,
+                  const char *message)
+{
+	char *line;
+	size_t len;
+
+	if ((line = proto_encode_error(id, code, message, &len)) == NULL)
+		return -ENOMEM;
+	return client_write(c, line, len, 1);
+}
+
+int
+server_reply(struct daemon *d, uint64_t client_id, const cJSON *id,
+             cJSON *result)
+{
+	struct client *c = client_find(d->server, client_id);
+	char *line;
+	size_t len;
+
+	if (c == NULL) {
+		cJSON_Delete(result);
+		return -ENOENT;
+	}
+	if (result == NULL)
+		result = cJSON_CreateObject();
+	if ((line = proto_encode_result(id, result, &len)) == NULL)
+		return -ENOMEM;
+	return client_write(c, line, len, 1);
+}
+
+int
+server_reply_error(struct daemon *d, uint64_t client_id, const cJSON *id,
+                   int code, const char *message)
+{
+	struct client *c = client_find(d->server, client_id);
+
+	if (c == NULL)
+		return -ENOENT;
+	return client_send_error(c, id, code, message);
+}
+
+int
+server_notify(struct daemon *d, uint64_t client_id, const char *method,
+              cJSON *params)
+{
+	struct client *c = client_find(d->server, client_id);
+	char *line;
+	size_t len;
+
+	if (c == NULL) {
+		cJSON_Delete(params);
+		return -ENOENT;
+	}
+	if ((line = proto_encode_notification(method, params, &len)) == NULL)
+		return -ENOMEM;
+	return client_write(c, line, len, 1);
+}
+
+int
+server_send_line(struct daemon *d, uint64_t client_id, const char *line,
+                 size_t len)
+{
+	struct client *c = client_find(d->server, client_id);
+
+	if (c == NULL)
+		return -ENOENT;
+	return client_write(c, (char *)line, len, 0);
+}
+
+void
+server_close_client(struct daemon *d, uint64_t client_id)
+{
+	struct client *c = client_find(d->server, client_id);
+
+	if (c != NULL)
+		client_drain(c);
+}
+
+size_t
+server_client_count(struct daemon *d)
+{
+	return d->server != NULL ? d->server->nclients : 0;
+}
+
+/* Connections of one uid; a scan is cheap next to the hello it guards. */
+static int
+server_uid_count(struct server *srv, uid_t uid)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < srv->nclients; i++)
+		if (srv->clients[i]->peer.uid == uid)
+			n++;
+	return n;
+}
+
+static void
+client_request(struct client *c, struct proto_msg *m)
+{
+	struct daemon *d = c->srv->d;
+	const struct config *cfg = &d->cfg;
+	char cause[512];
+	cJSON *result = NULL;
+	int is_hello, rc;
+
+	is_hello = strcmp(m->method, "hello") == 0;
+	if (!c->hello && !is_hello) {
+		client_send_error(c, m->id, PROTO_E_HELLO, "call hello first");
+		return;
+	}
+	if (c->hello && is_hello) {
+		client_send_error(
+		    c, m->id, PROTO_E_HELLO,
+		    "hello was already called on this connection");
+		return;
+	}
+	if (is_hello && c->peer.uid != 0 &&
+	    server_uid_count(c->srv, c->peer.uid) > cfg->max_clients_per_uid) {
+		snprintf(cause, sizeof cause,
+		         "too many connections for uid %u (limit %d)",
+		         (unsigned)c->peer.uid, cfg->max_clients_per_uid);
+		client_send_error(c, m->id, PROTO_E_LIMIT, cause);
+		client_drain(c);
+		return;
+	}
+
+	cause[0] = '\0';
+	rc = control_dispatch(d, &c->peer, m->method, m->id, m->params, &result,
+	                      cause, sizeof cause);
+	if (rc == 0) {
+		if (is_hello && !c->closing) {
+			c->hello = 1;
+			uv_timer_stop(&c->timer);
+		}
+		server_reply(d, c->id, m->id, result);
+	} else if (rc == CONTROL_DEFERRED) {
+		cJSON_Delete(result);
+	} else {
+		cJSON_Delete(result);
+		if (rc > 0 || cause[0] == '\0')
+			snprintf(cause, sizeof cause, "%s failed", m->method);
+		client_send_error(c, m->id, rc < 0 ? rc : PROTO_E_INTERNAL,
+		                  cause);
+	}
+}
+
+static int
+client_line_cb(void *arg, char *line, size_t len)
+{
+	struct client *c = arg;
+	struct proto_msg m;
+	const char *cause = NULL;
+	int rc;
+
+	if (c->closing || c->draining)
+		return 1;
+	memset(&m, 0, sizeof m);
+	rc = proto_parse(line, len, &m, &cause);
+	if (rc != 0)
+		client_send_error(c, m.id, rc,
+		                  cause != NULL ? cause : "bad request");
+	else if (m.kind == PROTO_REQUEST)
+		client_request(c, &m);
+	/* Notifications and responses from clients are ignored. */
+	proto_msg_free(&m);
+	return c->closing || c->draining ? 1 : 0;
+}
+
+static void
+client_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	(void)h;
+	(void)suggested;
+	*buf = uv_buf_init(read_buf, sizeof read_buf);
+}
+
+static void
+client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct client *c = s->data;
+	char msg[128];
+	int rc;
+
+	if (nread == 0 || c->closing)
+		return;
+	if (nread < 0) {
+		/* EOF: the peer may have half-closed after its last
+		 * request; answer what was asked, then close. */
+		if (nread == UV_EOF)
+			client_drain(c);
+		else
+			client_close(c);
+		return;
+	}
+	rc = proto_reader_feed(&c->reader, buf->base, (size_t)nread,
+	                       client_line_cb, c);
+	if (rc == PROTO_FRAME_TOO_LONG) {
+		snprintf(msg, sizeof msg, "line longer than %zu bytes",
+		         c->reader.max_line);
+		log_info("client %llu (uid %u): %s; closing it",
+		         (unsigned long long)c->id, (unsigned)c->peer.uid, msg);
+		client_send_error(c, NULL, PROTO_E_INVALID_REQUEST, msg);
+		client_drain(c);
+	} else if (rc == PROTO_FRAME_UTF8) {
+		log_info("client %llu (uid %u): invalid UTF-8; closing it",
+		         (unsigned long long)c->id, (unsigned)c->peer.uid);
+		client_send_error(c, NULL, PROTO_E_PARSE,
+		                  "line is not valid UTF-8");
+		client_drain(c);
+	}
+}
+
+static void
+reject_closed_cb(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* Over the global cap: accept, say why, close. */
+static void
+server_reject(struct server *srv)
+{
+	uv_pipe_t *p;
+	char *line;
+	size_t len;
+	uv_buf_t b;
+
+	if ((p = malloc(sizeof *p)) == NULL)
+		return;
+	uv_pipe_init(srv->d->loop, p, 0);
+	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)p) == 0) {
+		line = proto_encode_error(NULL, PROTO_E_LIMIT,
+		                          "too many connections", &len);
+		if (line != NULL) {
+			b = uv_buf_init(line, (unsigned)len);
+			uv_try_write((uv_stream_t *)p, &b, 1);
+			free(line);
+		}
+	}
+	uv_close((uv_handle_t *)p, reject_closed_cb);
+}
+
+static void
+server_connection_cb(uv_stream_t *ls, int status)
+{
+	struct server *srv = ls->data;
+	struct daemon *d = srv->d;
+	struct client *c, **nc;
+	uv_os_fd_t fd;
+	int rc;
+
+	if (status < 0) {
+		log_warnx("accept: %s", uv_strerror(status));
+		return;
+	}
+	if ((int)srv->nclients >= d->cfg.max_clients) {
+		log_info("connection refused: %zu clients (limit %d)",
+		         srv->nclients, d->cfg.max_clients);
+		server_reject(srv);
+		return;
+	}
+	if (srv->nclients == srv->cap) {
+		size_t cap = srv->cap ? srv->cap * 2 : 64;
+		if ((nc = realloc(srv->clients, cap * sizeof *nc)) == NULL) {
+			server_reject(srv);
+			return;
+		}
+		srv->clients = nc;
+		srv->cap = cap;
+	}
+	if ((c = calloc(1, sizeof *c)) == NULL) {
+		server_reject(srv);
+		return;
+	}
+	c->srv = srv;
+	uv_pipe_init(d->loop, &c->pipe, 0);
+	uv_timer_init(d->loop, &c->timer);
+	c->pipe.data = c;
+	c->timer.data = c;
+	c->handles = 2;
+	proto_reader_init(&c->reader, d->cfg.max_line_bytes);
+
+	if ((rc = uv_accept(ls, (uv_stream_t *)&c->pipe)) != 0 ||
+	    (rc = uv_fileno((uv_handle_t *)&c->pipe, &fd)) != 0 ||
+	    (rc = platform_peer_cred(fd, &c->peer.uid, &c->peer.gid,
+	                             &c->peer.pid)) != 0) {
+		log_warnx("accept: cannot read peer credentials: %s",
+		          rc < 0 ? strerror(-rc) : "unknown error");
+		c->closing = 1;
+		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
+		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+		return;
+	}
+	c->id = ++srv->next_id;
+	c->peer.client_id = c->id;
+	srv->clients[srv->nclients++] = c;
+	log_debug("client %llu connected: uid %u pid %d",
+	          (unsigned long long)c->id, (unsigned)c->peer.uid,
+	          (int)c->peer.pid);
+	uv_timer_start(&c->timer, client_timer_cb,
+	               (uint64_t)d->cfg.hello_timeout_ms, 0);
+	if ((rc = uv_read_start((uv_stream_t *)&c->pipe, client_alloc_cb,
+	                        client_read_cb)) != 0)
+		client_close(c);
+}
+
+/*
+ * Make room for our socket: refuse when a daemon answers on it, remove it
+ * when nobody does (a crash left it behind), and never remove anything
+ * that is not a socket.
+ */
+static int
+server_probe(const char *path, char *cause, size_t causelen)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	int fd, rc, err;
+
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(cause, causelen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(cause, causelen,
+		         "%s exists and is not a socket; "
+		         "refusing to replace it",
+		         path);
+		return -EEXIST;
+	}
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0) {
+		snprintf(cause, causelen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof sun);
+	err = errno;
+	close(fd);
+	if (rc == 0) {
+		snprintf(cause, causelen,
+		         "another stageloadd is already "
+		         "running on %s",
+		         path);
+		return -EADDRINUSE;
+	}
+	if (err != ECONNREFUSED) {
+		snprintf(cause, causelen, "%s: %s", path, strerror(err));
+		return -err;
+	}
+	if (unlink(path) != 0 && errno != ENOENT) {
+		snprintf(cause, causelen, "cannot remove stale socket %s: %s",
+		         path, strerror(errno));
+		return -errno;
+	}
+	log_info("removed stale socket %s", path);
+	return 0;
+}
+
+/* A per-user daemon keeps its socket in a directory only its user can
+ * enter; create it when missing. */
+static int
+server_mkdir(const char *path, int system, char *cause, size_t causelen)
+{
+	char dir[1024], *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof dir, "%s", path);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (stat(dir, &st) == 0)
+		return 0;
+	if (errno != ENOENT || mkdir(dir, system ? 0755 : 0700) != 0) {
+		snprintf(cause, causelen, "socket directory %s: %s", dir,
+		         strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static void
+listener_closed_cb(uv_handle_t *h)
+{
+	struct server *srv = h->data;
+
+	free(srv->clients);
+	free(srv);
+}
+
+int
+server_start(struct daemon *d, char *cause, size_t causelen)
+{
+	struct sockaddr_un sun;
+	struct server *srv;
+	const char *path = d->cfg.socket_path;
+	struct stat st;
+	mode_t old, mode;
+	int rc;
+
+	if (strlen(path) >= sizeof sun.sun_path) {
+		snprintf(cause, causelen,
+		         "socket path %s is too long (at most "
+		         "%zu bytes)",
+		         path, sizeof sun.sun_path - 1);
+		return -ENAMETOOLONG;
+	}
+	if ((rc = server_mkdir(path, d->cfg.system, cause, causelen)) != 0)
+		return rc;
+	if ((rc = server_probe(path, cause, causelen)) != 0)
+		return rc;
+	if ((srv = calloc(1, sizeof *srv)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return -ENOMEM;
+	}
+	srv->d = d;
+	snprintf(srv->path, sizeof srv->path, "%s", path);
+	uv_pipe_init(d->loop, &srv->listener, 0);
+	srv->listener.data = srv;
+
+	/*
+	 * Every request is authorised by the peer's credentials, so the
+	 * system socket is world-connectable; a per-user one is private
+	 * from the moment it exists (umask), not only after chmod.
+	 */
+	mode = d->cfg.system ? 0666 : 0600;
+	old = umask(d->cfg.system ? 0111 : 0177);
+	rc = uv_pipe_bind(&srv->listener, path);
+	umask(old);
+	if (rc == 0 && chmod(path, mode) != 0)
+		rc = uv_translate_sys_error(errno);
+	if (rc == 0 && stat(path, &st) == 0) {
+		srv->sock_dev = st.st_dev;
+		srv->sock_ino = st.st_ino;
+	}
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&srv->listener, SERVER_BACKLOG,
+		               server_connection_cb);
+	if (rc != 0) {
+		snprintf(cause, causelen, "cannot listen on %s: %s", path,
+		         uv_strerror(rc));
+		uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+		return rc;
+	}
+	srv->listening = 1;
+	d->server = srv;
+	log_info("listening on %s (mode %04o)", path, (unsigned)mode);
+	return 0;
+}
+
+void
+server_stop(struct daemon *d)
+{
+	struct server *srv = d->server;
+	struct stat st;
+
+	if (srv == NULL)
+		return;
+	while (srv->nclients > 0)
+		client_close(srv->clients[srv->nclients - 1]);
+	/* Remove the socket only if it is still ours: a second daemon
+	 * started by mistake must not unlink the first one's. */
+	if (stat(srv->path, &st) == 0 && st.st_dev == srv->sock_dev &&
+	    st.st_ino == srv->sock_ino)
+		unlink(srv->path);
+	d->server = NULL;
+	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+}

@@ -7,6 +7,7 @@
 #ifndef SL_SERVER_H
 #define SL_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -27,13 +28,22 @@ void server_stop(struct daemon *d); /* closes every client, removes socket */
 /* Send to one client; ownership of result/params passes. Return -ENOENT
  * when the client is gone. */
 int server_reply(struct daemon *d, uint64_t client_id, const cJSON *id,
-    cJSON *result);
+                 cJSON *result);
 int server_reply_error(struct daemon *d, uint64_t client_id, const cJSON *id,
-    int code, const char *message);
+                       int code, const char *message);
 int server_notify(struct daemon *d, uint64_t client_id, const char *method,
-    cJSON *params);
+                  cJSON *params);
+/* Send an already encoded, newline-terminated line (copied as needed), so
+ * one notification can be encoded once for many clients. */
+int server_send_line(struct daemon *d, uint64_t client_id, const char *line,
+                     size_t len);
+/* Close a client after what is queued for it has been written. */
+void server_close_client(struct daemon *d, uint64_t client_id);
+/* Number of open client connections. */
+size_t server_client_count(struct daemon *d);
 
-/* Called when a client closes, so modules can drop what they hold for it. */
+/* Called when a client closes, so modules can drop what they hold for it.
+ * Several modules may register (up to 8). */
 typedef void (*server_gone_cb)(struct daemon *d, uint64_t client_id);
 void server_on_gone(struct daemon *d, server_gone_cb cb);
 

@@ -1,1 +1,224 @@
-/* placeholder: replaced by its module */
+/*
+ * stageloadd: start-up, signals and shutdown. The modules do the work;
+ * this file only puts them together in order. Exit codes: 0 after a clean
+ * stop (or --help/--version), 1 when the daemon cannot start, 2 for a bad
+ * command line or config file.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "jobs.h"
+#include "log.h"
+#include "sampler.h"
+#include "server.h"
+#include "version.h"
+
+static struct daemon daemon_state;
+static uv_signal_t sig_term, sig_int, sig_hup;
+static int saved_argc;
+static char **saved_argv;
+
+/* mkdir -p: the database and state directories of a fresh install. */
+static int
+mkdirs(const char *path, mode_t mode)
+{
+	char buf[1024], *p;
+
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+		return -ENAMETOOLONG;
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int
+parent_dir(const char *path, char *buf, size_t len)
+{
+	char *slash;
+
+	if (snprintf(buf, len, "%s", path) >= (int)len)
+		return -ENAMETOOLONG;
+	if ((slash = strrchr(buf, '/')) == NULL)
+		snprintf(buf, len, ".");
+	else if (slash == buf)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return 0;
+}
+
+static void
+signal_close_cb(uv_handle_t *h)
+{
+	(void)h;
+}
+
+/* Stop in the order that loses nothing: no new requests, last samples
+ * written, a stop marker so history shows the gap, then the database. */
+static void
+daemon_stop(struct daemon *d)
+{
+	char cause[256];
+
+	if (d->stopping)
+		return;
+	d->stopping = 1;
+	log_info("stopping; running jobs are left to their monitors");
+	server_stop(d);
+	sampler_stop(d);
+	jobs_shutdown(d);
+	if (d->store != NULL) {
+		if (store_mark(d->store, now_ms(), "stop", cause,
+		               sizeof cause) != 0)
+			log_warnx("cannot write the stop marker: %s", cause);
+		store_close(d->store);
+		d->store = NULL;
+	}
+	uv_close((uv_handle_t *)&sig_term, signal_close_cb);
+	uv_close((uv_handle_t *)&sig_int, signal_close_cb);
+	uv_close((uv_handle_t *)&sig_hup, signal_close_cb);
+}
+
+static void
+signal_cb(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+	char cause[512];
+	int restart = 0;
+
+	if (signum != SIGHUP) {
+		log_info("got signal %d", signum);
+		daemon_stop(d);
+		/* Handles another module left open must not keep us up. */
+		uv_stop(d->loop);
+		return;
+	}
+	if (d->cfg.config_path[0] == '\0') {
+		log_info("SIGHUP: no config file to re-read");
+		return;
+	}
+	if (config_reload(&d->cfg, saved_argc, saved_argv, &restart, cause,
+	                  sizeof cause) != 0) {
+		log_warnx("SIGHUP: config not reloaded: %s", cause);
+		return;
+	}
+	log_setverbose(d->cfg.verbose);
+	log_info("SIGHUP: re-read %s%s", d->cfg.config_path,
+	         restart
+	             ? "; socket, db, state-dir, proc-root, interval and psi "
+	               "changes need a restart"
+	             : "");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct daemon *d = &daemon_state;
+	struct platform_config pc;
+	char cause[512], dir[1024];
+	int rc;
+
+	saved_argc = argc;
+	saved_argv = argv;
+	/* A client that goes away mid-write must cost us an EPIPE, not our
+	 * life. */
+	signal(SIGPIPE, SIG_IGN);
+
+	config_defaults(&d->cfg, geteuid() == 0);
+	rc = config_parse(&d->cfg, argc, argv, cause, sizeof cause);
+	if (rc == 1)
+		return 0;
+	if (rc != 0) {
+		fprintf(stderr, "stageloadd: %s\n(try stageloadd --help)\n",
+		        cause);
+		return 2;
+	}
+	log_init(d->cfg.foreground, d->cfg.verbose);
+
+	d->loop = uv_default_loop();
+	d->started_ms = now_ms();
+
+	memset(&pc, 0, sizeof pc);
+	pc.proc_root = d->cfg.proc_root[0] != '\0' ? d->cfg.proc_root : NULL;
+	pc.psi_warn = d->cfg.psi_warn;
+	pc.psi_critical = d->cfg.psi_critical;
+	if (platform_init(&pc, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
+
+	/* Claim the socket first: a second daemon must stop before it
+	 * touches the first one's database. */
+	if (server_start(d, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
+
+	if (parent_dir(d->cfg.db_path, dir, sizeof dir) != 0 ||
+	    (rc = mkdirs(dir, d->cfg.system ? 0755 : 0700)) != 0) {
+		server_stop(d);
+		fatalx("cannot create the database directory %s: %s", dir,
+		       strerror(-rc));
+	}
+	if ((rc = mkdirs(d->cfg.state_dir, d->cfg.system ? 0755 : 0700)) != 0) {
+		server_stop(d);
+		fatalx("cannot create the state directory %s: %s",
+		       d->cfg.state_dir, strerror(-rc));
+	}
+	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {
+		server_stop(d);
+		fatalx("cannot open the database %s: %s", d->cfg.db_path,
+		       cause);
+	}
+	if (store_mark(d->store, d->started_ms, "start", cause, sizeof cause) !=
+	    0) {
+		log_warnx("cannot write the start marker: %s", cause);
+		snprintf(d->storage_error, sizeof d->storage_error, "%s",
+		         cause);
+	}
+	if (jobs_init(d, cause, sizeof cause) != 0) {
+		server_stop(d);
+		store_close(d->store);
+		fatalx("cannot load jobs: %s", cause);
+	}
+	if (sampler_start(d, cause, sizeof cause) != 0) {
+		server_stop(d);
+		store_close(d->store);
+		fatalx("%s", cause);
+	}
+
+	uv_signal_init(d->loop, &sig_term);
+	uv_signal_init(d->loop, &sig_int);
+	uv_signal_init(d->loop, &sig_hup);
+	sig_term.data = sig_int.data = sig_hup.data = d;
+	uv_signal_start(&sig_term, signal_cb, SIGTERM);
+	uv_signal_start(&sig_int, signal_cb, SIGINT);
+	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
+
+	log_info("stageloadd %s started: socket %s, database %s, every %lld ms",
+	         STAGELOAD_VERSION, d->cfg.socket_path, d->cfg.db_path,
+	         (long long)d->cfg.interval_ms);
+
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	if (!d->stopping)
+		daemon_stop(d);
+	/* Let close callbacks run (clients, timers) before the loop goes;
+	 * each iteration runs the ones due. */
+	for (rc = 0; rc < 4; rc++)
+		uv_run(d->loop, UV_RUN_NOWAIT);
+	if (uv_loop_close(d->loop) != 0)
+		log_debug("loop closed with handles still open");
+	platform_shutdown();
+	log_info("stopped");
+	return 0;
+}
