@@ -365,9 +365,9 @@ ctl_subscribe(struct daemon *d, const struct peer *p, const cJSON *req_id,
 			return PROTO_E_PERM;
 		}
 	}
-	if ((rc =
-	         sampler_subscribe(d, p->client_id, samples, events, (pid_t)pid,
-	                           pi.start_time, cause, causelen)) != 0)
+	if ((rc = sampler_subscribe(d, p->client_id, p->uid, samples, events,
+	                            (pid_t)pid, pi.start_time, cause,
+	                            causelen)) != 0)
 		return PROTO_E_INTERNAL;
 	*result = cJSON_CreateObject();
 	proto_add_int(*result, "interval_ms", d->cfg.interval_ms);

@@ -25,6 +25,7 @@
 
 struct sub {
 	uint64_t client_id; /* 0: removed while publishing */
+	uid_t uid;
 	int samples;
 	int events;
 	pid_t pid; /* metered tree, 0 when none */
@@ -132,8 +133,9 @@ sampler_gone(struct daemon *d, uint64_t client_id)
 }
 
 int
-sampler_subscribe(struct daemon *d, uint64_t client_id, int samples, int events,
-                  pid_t pid, uint64_t start_time, char *cause, size_t causelen)
+sampler_subscribe(struct daemon *d, uint64_t client_id, uid_t uid, int samples,
+                  int events, pid_t pid, uint64_t start_time, char *cause,
+                  size_t causelen)
 {
 	struct sampler *sm = d->sampler;
 	struct proctree *tree = NULL;
@@ -163,6 +165,7 @@ sampler_subscribe(struct daemon *d, uint64_t client_id, int samples, int events,
 		memset(s, 0, sizeof *s);
 		s->client_id = client_id;
 	}
+	s->uid = uid;
 	sub_clear_pid(s);
 	/* Metering a pid only makes sense with samples to carry it. */
 	s->samples = samples || pid > 0;
@@ -250,12 +253,13 @@ sampler_publish(struct daemon *d, struct sampler *sm,
 	subs_compact(sm);
 }
 
-void
-sampler_publish_event(struct daemon *d, const cJSON *event)
+/* Every committed job event goes to the subscribers that asked for
+ * events, each seeing what its uid may see. */
+static void
+sampler_on_event(struct daemon *d, const struct store_event *e)
 {
 	struct sampler *sm = d->sampler;
-	char *line = NULL;
-	size_t len = 0, i;
+	size_t i;
 
 	if (sm == NULL)
 		return;
@@ -263,13 +267,9 @@ sampler_publish_event(struct daemon *d, const cJSON *event)
 	for (i = 0; i < sm->nsubs; i++) {
 		if (sm->subs[i].client_id == 0 || !sm->subs[i].events)
 			continue;
-		if (line == NULL &&
-		    (line = encode_note("event", cJSON_Duplicate(event, 1),
-		                        &len)) == NULL)
-			break;
-		server_send_line(d, sm->subs[i].client_id, line, len);
+		server_notify(d, sm->subs[i].client_id, "event",
+		              jobs_event_json(e, sm->subs[i].uid));
 	}
-	free(line);
 	sm->publishing = 0;
 	subs_compact(sm);
 }
@@ -369,6 +369,7 @@ sampler_start(struct daemon *d, char *cause, size_t causelen)
 	sm->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
 	d->sampler = sm;
 	server_on_gone(d, sampler_gone);
+	jobs_on_event(d, sampler_on_event);
 	/* The first sample at once, so `info` has one right away. */
 	uv_timer_start(&sm->timer, sampler_tick, 0,
 	               (uint64_t)d->cfg.interval_ms);

@@ -19,14 +19,12 @@ cJSON *sampler_sample_json(const struct sys_sample *s);
  * A client's subscription (PROTOCOL.md, subscribe); a new one replaces the
  * previous. pid > 0 meters that process tree: the caller has checked that
  * the peer may (owner or root) and passes the start time it saw, so a
- * recycled pid is never metered. Dropped when the client closes.
+ * recycled pid is never metered. uid is the peer's, for what events it may
+ * see. Dropped when the client closes.
  */
-int sampler_subscribe(struct daemon *d, uint64_t client_id, int samples,
-                      int events, pid_t pid, uint64_t start_time, char *cause,
-                      size_t causelen);
+int sampler_subscribe(struct daemon *d, uint64_t client_id, uid_t uid,
+                      int samples, int events, pid_t pid, uint64_t start_time,
+                      char *cause, size_t causelen);
 void sampler_unsubscribe(struct daemon *d, uint64_t client_id);
-/* Send an `event` notification (params: the Event object, not consumed) to
- * every subscriber that asked for events. */
-void sampler_publish_event(struct daemon *d, const cJSON *event);
 
 #endif
