@@ -341,6 +341,10 @@ platform_proc_info(pid_t pid, struct proc_info *pi)
 
 	if ((rc = read_stat(pid, &st)) != 0)
 		return rc;
+	/* Exited but not yet reaped: no memory, and nothing left to
+	 * measure or follow. Its start time still reads, for re-adoption. */
+	if (st.state == 'Z' || st.state == 'X')
+		return -ESRCH;
 	if ((n = read_pid_file(pid, "status", buf, sizeof(buf))) < 0)
 		return (int)n;
 	if ((rc = procfs_parse_status(buf, (size_t)n, &ss)) != 0)

@@ -58,7 +58,8 @@ void platform_shutdown(void);
 int platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen);
 
 /* Information about one live process; -ESRCH when it does not exist. Never
- * reads proc_root: jobs are always real processes. */
+ * reads proc_root: jobs are always real processes. A zombie (exited, not
+ * yet reaped) is -ESRCH here, though its start time still reads. */
 int platform_proc_info(pid_t pid, struct proc_info *pi);
 
 /* Only the start time (cheaper); used to tell a live pid from a recycled one. */
