@@ -192,10 +192,21 @@ spawn_reset_signals(void)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* Close every descriptor above 2 except keep. /dev/fd lists the open ones
- * on Linux and macOS; when it cannot be read, walk up to a bound. */
+static int
+spawn_fd_kept(int fd, const int *keep, size_t nkeep)
+{
+	size_t i;
+
+	for (i = 0; i < nkeep; i++)
+		if (keep[i] == fd)
+			return 1;
+	return 0;
+}
+
+/* Close every descriptor above 2 except those in keep. /dev/fd lists the
+ * open ones on Linux and macOS; when it cannot be read, walk up to a bound. */
 static void
-spawn_close_fds(int keep)
+spawn_close_fds(const int *keep, size_t nkeep)
 {
 	int fds[256];
 	struct dirent *de;
@@ -214,7 +225,8 @@ spawn_close_fds(int keep)
 			if (de->d_name[0] < '0' || de->d_name[0] > '9')
 				continue;
 			fd = atoi(de->d_name);
-			if (fd > 2 && fd != keep && fd != dirfd(d))
+			if (fd > 2 && fd != dirfd(d) &&
+			    !spawn_fd_kept(fd, keep, nkeep))
 				fds[n++] = fd;
 		}
 		closedir(d);
@@ -227,7 +239,7 @@ spawn_close_fds(int keep)
 	if (max < 0 || max > 65536)
 		max = 65536;
 	for (fd = 3; fd < max; fd++)
-		if (fd != keep)
+		if (!spawn_fd_kept(fd, keep, nkeep))
 			close(fd);
 }
 
@@ -343,9 +355,14 @@ static void __attribute__((noreturn))
 spawn_job_child(const struct spawn_plan *p, int logfd, int gofd, int errfd)
 {
 	struct spawn_failure f = {0, 0};
+	int keep[3];
 	char c;
 
 	(void)setpgid(0, 0);
+	keep[0] = logfd;
+	keep[1] = gofd;
+	keep[2] = errfd;
+	spawn_close_fds(keep, 3);
 	/* Wait until the monitor has noted our start time. */
 	while (read(gofd, &c, 1) == -1 && errno == EINTR)
 		;
@@ -465,7 +482,7 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	struct spawn_msg m;
 	struct sigaction sa;
 	char cause[256];
-	int logfd, nullfd, gofds[2], errfds[2];
+	int logfd, nullfd, gofds[2], errfds[2], keep[2];
 	ssize_t n;
 	pid_t pid;
 
@@ -485,7 +502,6 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	(void)sigaction(SIGPIPE, &sa, NULL);
 	(void)sigaction(SIGHUP, &sa, NULL);
 
-	/* Hold nothing of the daemon's: not its terminal, socket or db. */
 	nullfd = open("/dev/null", O_RDWR);
 	if (nullfd != -1) {
 		(void)dup2(nullfd, STDIN_FILENO);
@@ -494,15 +510,15 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 		if (nullfd > 2)
 			close(nullfd);
 	}
-	spawn_close_fds(p->report_fd);
-
 	if ((logfd = spawn_open_log(p, cause, sizeof(cause))) < 0) {
+		spawn_close_fds(&p->report_fd, 1);
 		spawn_fail_report(p, &m, cause);
 		_exit(1);
 	}
 	if (spawn_pipe(gofds) < 0 || spawn_pipe(errfds) < 0) {
 		snprintf(cause, sizeof(cause), "cannot create pipe: %s",
 		         strerror(errno));
+		spawn_close_fds(&p->report_fd, 1);
 		spawn_fail_report(p, &m, cause);
 		_exit(1);
 	}
@@ -511,6 +527,7 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	if (pid == -1) {
 		snprintf(cause, sizeof(cause), "cannot fork the job: %s",
 		         strerror(errno));
+		spawn_close_fds(&p->report_fd, 1);
 		spawn_fail_report(p, &m, cause);
 		_exit(1);
 	}
@@ -524,11 +541,18 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	close(errfds[1]);
 	(void)setpgid(pid, pid); /* also in the child: whoever runs first */
 
+	/* While the platform layer's descriptors (e.g. /proc) are still open;
+	 * the job waits on the go pipe, so it cannot have exited yet. */
 	m.pid = (int32_t)pid;
 	m.pgid = (int32_t)pid;
 	if (platform_proc_start_time(pid, &m.start_time) < 0)
 		m.start_time = 0;
 	close(gofds[1]);
+
+	/* Hold nothing of the daemon's: not its terminal, socket or db. */
+	keep[0] = p->report_fd;
+	keep[1] = errfds[0];
+	spawn_close_fds(keep, 2);
 
 	/* EOF: exec succeeded (the pipe is close-on-exec); data: it failed. */
 	do
