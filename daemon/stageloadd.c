@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +60,23 @@ parent_dir(const char *path, char *buf, size_t len)
 	else
 		*slash = '\0';
 	return 0;
+}
+
+/* Every client is a descriptor: make room for the connection cap when the
+ * hard limit allows, instead of failing accept() far below it. */
+static void
+raise_fd_limit(int max_clients)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)max_clients + 256;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
+	                  ? want
+	                  : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn("setrlimit(RLIMIT_NOFILE)");
 }
 
 static void
@@ -149,6 +167,7 @@ main(int argc, char **argv)
 	}
 	log_init(d->cfg.foreground, d->cfg.verbose);
 
+	raise_fd_limit(d->cfg.max_clients);
 	d->loop = uv_default_loop();
 	d->started_ms = now_ms();
 
