@@ -33,6 +33,12 @@
 #define EVENT_TIMEOUT_MS 10000
 
 static char state_dir[256];
+/* Every job group started, so teardown can kill what a failed test left. */
+static struct {
+	pid_t pgid;
+	uint64_t start_time;
+} started_jobs[64];
+static size_t nstarted;
 static char work_dir[256];
 static int64_t next_id = 1;
 
@@ -145,6 +151,16 @@ setup_all(void **state)
 static int
 teardown_all(void **state)
 {
+	size_t i;
+
+	uint64_t t;
+
+	/* Only groups whose leader is still the job: never a recycled pid. */
+	for (i = 0; i < nstarted; i++)
+		if (platform_proc_start_time(started_jobs[i].pgid, &t) == 0 &&
+		    t == started_jobs[i].start_time)
+			(void)spawn_signal_tree(started_jobs[i].pgid, NULL, 0,
+			                        SIGKILL);
 	remove_other_user();
 	rm_rf(state_dir);
 	rm_rf(work_dir);
@@ -202,6 +218,11 @@ start(struct job *j, struct spawn_event *started)
 		j->pid = started->pid;
 		j->pgid = started->pgid;
 		j->start_time = started->start_time;
+		if (nstarted < sizeof(started_jobs) / sizeof(*started_jobs)) {
+			started_jobs[nstarted].pgid = started->pgid;
+			started_jobs[nstarted++].start_time =
+			    started->start_time;
+		}
 	}
 	return c.fd;
 }
