@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -721,6 +720,13 @@ store_dropped(struct store *s)
 	return s->dropped;
 }
 
+/* Round a non-negative measure to an integer (no libm needed). */
+static int64_t
+round_pos(double v)
+{
+	return (int64_t)(v + 0.5);
+}
+
 static int64_t
 store_free_bp(double free_pct)
 {
@@ -728,7 +734,7 @@ store_free_bp(double free_pct)
 		return 0;
 	if (free_pct >= 100)
 		return 10000;
-	return llround(free_pct * 100);
+	return round_pos(free_pct * 100);
 }
 
 static void
@@ -809,7 +815,7 @@ store_insert_sample(struct store *s, const struct sys_sample *ss,
 	sqlite3_bind_int64(st, 4, clamp_u64(ss->swap_used_bytes));
 	sqlite3_bind_int(st, 5, (int)ss->pressure);
 	if (ss->psi_some_avg10 >= 0)
-		sqlite3_bind_int64(st, 6, llround(ss->psi_some_avg10 * 100));
+		sqlite3_bind_int64(st, 6, round_pos(ss->psi_some_avg10 * 100));
 	else
 		sqlite3_bind_null(st, 6);
 	if (with_totals) {
@@ -1056,9 +1062,8 @@ store_history(struct store *s, int64_t since_ms, int64_t until_ms,
 	for (t = 0; t < NTIERS; t++)
 		if (store_tiers[t].res_ms == res_ms)
 			st = s->hist[t];
-	/* A rollup row covers [ts, ts + res): include the one holding since. */
-	if (res_ms > 0)
-		lower = floor_to(since_ms, res_ms);
+	/* Whole buckets only: the first one starts at since rounded down. */
+	lower = floor_to(since_ms, step_ms);
 	est = (until_ms - lower) / step_ms + 2;
 	if (est > STORE_HISTORY_MAX + 2) {
 		store_cause(

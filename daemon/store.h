@@ -58,8 +58,10 @@ int store_mark(struct store *s, int64_t ts_ms, const char *kind, char *cause,
 
 /* History: buckets of step_ms between since and until, from the coarsest
  * tier whose resolution is <= step_ms. Buckets start at multiples of
- * step_ms; empty buckets are omitted; *out is malloc'd (free it). Only
- * committed samples are seen. -E2BIG beyond STORE_HISTORY_MAX buckets. */
+ * step_ms (the first at since rounded down); a rollup row counts in the
+ * bucket holding its start; empty buckets are omitted; *out is malloc'd (free
+ * it). Only committed samples are seen. -E2BIG beyond STORE_HISTORY_MAX
+ * buckets. */
 #define STORE_HISTORY_MAX 100000
 struct history_bucket {
 	int64_t ts_ms; /* bucket start */

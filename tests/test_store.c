@@ -1,0 +1,1152 @@
+/* The store: schema and migration, samples to history at every tier,
+ * gaps, pruning, jobs, events, and behaviour when writes fail. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+#define T0 1764480000000LL /* a multiple of 10 minutes */
+#define APP_ID 0x53544c44
+
+struct fixture {
+	char dir[256];
+	char path[300];
+	struct store *s;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+	const char *tmp = getenv("TMPDIR");
+	char cause[256] = "";
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof f->dir, "%s/sl-store-XXXXXX",
+	         tmp != NULL ? tmp : "/tmp");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof f->path, "%s/stageload.db", f->dir);
+	if (store_open(&f->s, f->path, cause, sizeof cause) != 0)
+		fail_msg("store_open: %s", cause);
+	*state = f;
+	return 0;
+}
+
+static sqlite3 *
+raw_open(const char *path)
+{
+	sqlite3 *db = NULL;
+
+	assert_int_equal(
+	    sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 1000);
+	return db;
+}
+
+static int64_t
+raw_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void
+raw_text(sqlite3 *db, const char *sql, char *buf, size_t len)
+{
+	sqlite3_stmt *st;
+
+	buf[0] = '\0';
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_text(st, 0) != NULL)
+		snprintf(buf, len, "%s", sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
+static void
+raw_exec(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err);
+}
+
+static void
+remove_db_files(const char *path)
+{
+	char p[512];
+
+	unlink(path);
+	snprintf(p, sizeof p, "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof p, "%s-shm", path);
+	unlink(p);
+}
+
+/* Every test ends with the database intact. */
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	char ok[64];
+	sqlite3 *db;
+
+	store_close(f->s);
+	db = raw_open(f->path);
+	raw_text(db, "PRAGMA integrity_check", ok, sizeof ok);
+	sqlite3_close(db);
+	remove_db_files(f->path);
+	chmod(f->dir, 0700);
+	rmdir(f->dir);
+	free(f);
+	assert_string_equal(ok, "ok");
+	return 0;
+}
+
+/* Deterministic, irregular sample number i, every 500 ms from T0. */
+static void
+sample_at(int64_t i, struct sys_sample *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	ss->ts_ms = T0 + i * 500;
+	ss->total_bytes = 48ULL << 30;
+	ss->free_pct = (1000 + (i * 7919) % 8000) / 100.0;
+	ss->available_bytes =
+	    1000000000ULL + (uint64_t)((i * 13) % 977) * 1000000ULL;
+	ss->swap_total_bytes = 4ULL << 30;
+	ss->swap_used_bytes = (uint64_t)((i * i) % 1000) * 4096;
+	ss->pressure = i % 50 == 0  ? PRESSURE_CRITICAL
+	               : i % 7 == 0 ? PRESSURE_WARN
+	                            : PRESSURE_NORMAL;
+	ss->psi_some_avg10 = i % 3 == 0 ? -1 : (double)(i % 100) / 4;
+}
+
+static void
+flush_ok(struct store *s)
+{
+	char cause[256] = "";
+
+	if (store_flush(s, cause, sizeof cause) != 0)
+		fail_msg("store_flush: %s", cause);
+}
+
+/* Feed samples [from, to) in uneven batches so buckets span flushes. */
+static void
+feed(struct store *s, int64_t from, int64_t to)
+{
+	struct sys_sample ss;
+	int64_t i;
+
+	for (i = from; i < to; i++) {
+		sample_at(i, &ss);
+		store_add_sample(s, &ss);
+		if (i % 7 == 3)
+			flush_ok(s);
+	}
+	flush_ok(s);
+}
+
+static void
+test_fresh_database(void **state)
+{
+	struct fixture *f = *state;
+	char mode[32];
+	struct stat sb;
+	sqlite3 *db;
+
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
+	assert_string_equal(mode, "wal");
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
+	                             "WHERE type = 'table' AND name IN "
+	                             "('samples', 'rollup_10s', 'rollup_1m',"
+	                             " 'rollup_10m', 'markers', 'jobs',"
+	                             " 'job_samples', 'events')"),
+	                 8);
+	/* Rollups need their primary key for the upsert. */
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
+	                             "'rollup_1m') WHERE pk = 1 AND name = "
+	                             "'ts_ms'"),
+	                 1);
+	sqlite3_close(db);
+	/* It holds argv and environments: private. */
+	assert_int_equal(stat(f->path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+}
+
+static void
+test_reopen_keeps_data(void **state)
+{
+	struct fixture *f = *state;
+	struct history_bucket *b;
+	struct sys_sample latest, want;
+	char cause[256] = "";
+	const char *tier;
+	struct job j, *got;
+	size_t n;
+
+	feed(f->s, 0, 40);
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_history(f->s, T0, T0 + 20000, 1000, &tier, &b,
+	                               &n, cause, sizeof cause),
+	                 0);
+	assert_string_equal(tier, "raw");
+	assert_int_equal(n, 20);
+	free(b);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->state, JOB_QUEUED);
+	job_free(got);
+
+	/* Nothing buffered after a reopen: the latest comes from disk,
+	 * totals included although only some rows carry them. */
+	sample_at(39, &want);
+	assert_int_equal(store_latest(f->s, &latest), 0);
+	assert_int_equal(latest.ts_ms, want.ts_ms);
+	assert_true(latest.free_pct == want.free_pct);
+	assert_int_equal(latest.total_bytes, want.total_bytes);
+	assert_int_equal(latest.swap_total_bytes, want.swap_total_bytes);
+	assert_int_equal(latest.swap_used_bytes, want.swap_used_bytes);
+	assert_int_equal(latest.available_bytes, want.available_bytes);
+	assert_int_equal(latest.pressure, want.pressure);
+	assert_true(latest.psi_some_avg10 == want.psi_some_avg10);
+}
+
+static void
+test_latest_empty(void **state)
+{
+	struct fixture *f = *state;
+	struct sys_sample ss, got;
+
+	assert_int_equal(store_latest(f->s, &got), 1);
+	sample_at(5, &ss);
+	store_add_sample(f->s, &ss);
+	/* Buffered counts: it is what the daemon last measured. */
+	assert_int_equal(store_latest(f->s, &got), 0);
+	assert_int_equal(got.ts_ms, ss.ts_ms);
+}
+
+static void
+test_refuse_foreign(void **state)
+{
+	struct fixture *f = *state;
+	char path[400], cause[256] = "", mode[32];
+	struct store *s = NULL;
+	sqlite3 *db;
+	FILE *fp;
+
+	/* Another application's database is left untouched. */
+	snprintf(path, sizeof path, "%s/other.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	raw_exec(db, "CREATE TABLE notes (x TEXT)");
+	sqlite3_close(db);
+	assert_int_equal(store_open(&s, path, cause, sizeof cause), -EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(cause, "not a stageload database"));
+	db = raw_open(path);
+	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
+	assert_string_equal(mode, "delete");
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 0);
+	sqlite3_close(db);
+	remove_db_files(path);
+
+	/* Not sqlite at all. */
+	assert_non_null(fp = fopen(path, "w"));
+	fputs(
+	    "this is a text file, long enough to have a header...........\n"
+	    "................................................................",
+	    fp);
+	fclose(fp);
+	cause[0] = '\0';
+	assert_true(store_open(&s, path, cause, sizeof cause) < 0);
+	assert_null(s);
+	assert_true(strlen(cause) > 0);
+	remove_db_files(path);
+
+	/* A database from a newer stageload. */
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_exec(db, "PRAGMA user_version = 99");
+	sqlite3_close(db);
+	cause[0] = '\0';
+	assert_int_equal(store_open(&s, f->path, cause, sizeof cause),
+	                 -EPROTONOSUPPORT);
+	assert_non_null(strstr(cause, "newer"));
+	db = raw_open(f->path);
+	raw_exec(db, "PRAGMA user_version = 1");
+	sqlite3_close(db);
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+}
+
+struct expect {
+	int64_t n;
+	int64_t free_min, free_max, free_sum; /* basis points */
+	int64_t swap_min, swap_max, swap_sum;
+	int64_t avail_min, avail_max, avail_sum;
+	int pressure_max;
+};
+
+/* The answer computed from the input, independently of the store. */
+static void
+expect_bucket(int64_t from, int64_t to, int64_t bstart, int64_t step,
+              struct expect *e)
+{
+	struct sys_sample ss;
+	int64_t i;
+
+	memset(e, 0, sizeof *e);
+	for (i = from; i < to; i++) {
+		int64_t bp, sw, av;
+
+		sample_at(i, &ss);
+		if (ss.ts_ms < bstart || ss.ts_ms >= bstart + step)
+			continue;
+		bp = (int64_t)(ss.free_pct * 100 + 0.5);
+		sw = (int64_t)ss.swap_used_bytes;
+		av = (int64_t)ss.available_bytes;
+		if (e->n == 0) {
+			e->free_min = e->free_max = bp;
+			e->swap_min = e->swap_max = sw;
+			e->avail_min = e->avail_max = av;
+		}
+		e->n++;
+		e->free_min = bp < e->free_min ? bp : e->free_min;
+		e->free_max = bp > e->free_max ? bp : e->free_max;
+		e->swap_min = sw < e->swap_min ? sw : e->swap_min;
+		e->swap_max = sw > e->swap_max ? sw : e->swap_max;
+		e->avail_min = av < e->avail_min ? av : e->avail_min;
+		e->avail_max = av > e->avail_max ? av : e->avail_max;
+		e->free_sum += bp;
+		e->swap_sum += sw;
+		e->avail_sum += av;
+		if ((int)ss.pressure > e->pressure_max)
+			e->pressure_max = (int)ss.pressure;
+	}
+}
+
+static void
+check_history(struct store *s, int64_t from, int64_t to, int64_t since,
+              int64_t until, int64_t step, const char *want_tier)
+{
+	struct history_bucket *b;
+	struct expect e;
+	char cause[256] = "";
+	const char *tier = NULL;
+	size_t n, i, want_n;
+	int64_t bs;
+
+	if (store_history(s, since, until, step, &tier, &b, &n, cause,
+	                  sizeof cause) != 0)
+		fail_msg("store_history: %s", cause);
+	assert_string_equal(tier, want_tier);
+	want_n = 0;
+	for (bs = since - since % step; bs < until; bs += step) {
+		expect_bucket(from, to, bs, step, &e);
+		if (e.n > 0)
+			want_n++;
+	}
+	assert_int_equal(n, want_n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(b[i].ts_ms % step, 0);
+		expect_bucket(from, to, b[i].ts_ms, step, &e);
+		assert_int_equal(b[i].n, e.n);
+		assert_true(b[i].free_pct_min == e.free_min / 100.0);
+		assert_true(b[i].free_pct_max == e.free_max / 100.0);
+		assert_float_equal(b[i].free_pct_avg,
+		                   (double)e.free_sum / e.n / 100.0, 1e-9);
+		assert_true(b[i].swap_used_min == (double)e.swap_min);
+		assert_true(b[i].swap_used_max == (double)e.swap_max);
+		assert_float_equal(b[i].swap_used_avg, (double)e.swap_sum / e.n,
+		                   1e-3);
+		assert_true(b[i].available_min == (double)e.avail_min);
+		assert_true(b[i].available_max == (double)e.avail_max);
+		assert_float_equal(b[i].available_avg,
+		                   (double)e.avail_sum / e.n, 1e-3);
+		assert_int_equal(b[i].pressure_max, e.pressure_max);
+		assert_int_equal(b[i].gap_before, 0);
+	}
+	free(b);
+}
+
+static void
+test_history_tiers(void **state)
+{
+	struct fixture *f = *state;
+	const int64_t count = 2 * 3600 * 2; /* two hours at 0.5 s */
+	const int64_t end = T0 + count * 500;
+
+	feed(f->s, 0, count);
+	check_history(f->s, 0, count, T0, end, 500, "raw");
+	check_history(f->s, 0, count, T0 + 1234, T0 + 60000, 3000, "raw");
+	check_history(f->s, 0, count, T0, end, 10000, "10s");
+	check_history(f->s, 0, count, T0, end, 30000, "10s");
+	check_history(f->s, 0, count, T0, end, 60000, "1m");
+	check_history(f->s, 0, count, T0 + 3600000, end, 300000, "1m");
+	check_history(f->s, 0, count, T0, end, 600000, "10m");
+	check_history(f->s, 0, count, T0, end, 3600000, "10m");
+	check_history(f->s, 0, count, T0 - 86400000, end + 86400000, 86400000,
+	              "10m");
+}
+
+static void
+test_history_rejects(void **state)
+{
+	struct fixture *f = *state;
+	struct history_bucket *b;
+	char cause[256] = "";
+	size_t n;
+
+	assert_int_equal(store_history(f->s, T0, T0 + 1000, 0, NULL, &b, &n,
+	                               cause, sizeof cause),
+	                 -EINVAL);
+	assert_true(strlen(cause) > 0);
+	assert_int_equal(store_history(f->s, T0 + 1000, T0, 1000, NULL, &b, &n,
+	                               cause, sizeof cause),
+	                 -EINVAL);
+	assert_int_equal(store_history(f->s, T0, T0 + 86400000LL * 30, 1000,
+	                               NULL, &b, &n, cause, sizeof cause),
+	                 -E2BIG);
+	assert_int_equal(store_history(f->s, T0, T0, 1000, NULL, &b, &n, cause,
+	                               sizeof cause),
+	                 0);
+	assert_int_equal(n, 0);
+	free(b);
+}
+
+static void
+test_gap_marker(void **state)
+{
+	struct fixture *f = *state;
+	struct history_bucket *b;
+	char cause[256] = "";
+	const char *tier;
+	size_t n, i;
+
+	/* Sampling from 0 to 60 s, a restart, sampling again from 125 s. */
+	assert_int_equal(store_mark(f->s, T0, "start", cause, sizeof cause), 0);
+	feed(f->s, 0, 120);
+	assert_int_equal(
+	    store_mark(f->s, T0 + 60000, "stop", cause, sizeof cause), 0);
+	assert_int_equal(
+	    store_mark(f->s, T0 + 125000, "start", cause, sizeof cause), 0);
+	feed(f->s, 250, 400);
+
+	assert_int_equal(store_history(f->s, T0 + 10000, T0 + 200000, 10000,
+	                               &tier, &b, &n, cause, sizeof cause),
+	                 0);
+	assert_string_equal(tier, "10s");
+	assert_int_equal(n, 5 + 8); /* 10..60 s and 120..200 s */
+	for (i = 0; i < n; i++)
+		assert_int_equal(b[i].gap_before, b[i].ts_ms == T0 + 120000);
+	free(b);
+
+	/* The start at T0 marks the first bucket when it is in range. */
+	assert_int_equal(store_history(f->s, T0, T0 + 200000, 60000, &tier, &b,
+	                               &n, cause, sizeof cause),
+	                 0);
+	assert_string_equal(tier, "1m");
+	/* 0, 2 and 3 min; the minute between is empty and omitted */
+	assert_int_equal(n, 3);
+	free(b);
+	assert_int_equal(store_history(f->s, T0 + 1, T0 + 200000, 60000, &tier,
+	                               &b, &n, cause, sizeof cause),
+	                 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(b[i].gap_before,
+		                 b[i].ts_ms == T0 || b[i].ts_ms == T0 + 120000);
+	free(b);
+}
+
+static int
+count_rows(const char *path, const char *sql)
+{
+	sqlite3 *db = raw_open(path);
+	int64_t v = raw_int(db, sql);
+
+	sqlite3_close(db);
+	return (int)v;
+}
+
+static void
+fill_job(struct job *j, int priority, enum job_state st, int64_t ended)
+{
+	memset(j, 0, sizeof *j);
+	j->priority = priority;
+	j->state = st;
+	j->attempt = 1;
+	j->ended_ms = ended;
+}
+
+static void
+test_prune(void **state)
+{
+	struct fixture *f = *state;
+	struct store_retention r;
+	struct store_event ev;
+	struct job old, recent, live, *got;
+	char cause[256] = "";
+	const int64_t day = 86400000LL;
+	int64_t now = T0 + 3 * day;
+	int64_t i;
+
+	store_retention_defaults(&r);
+	assert_int_equal(r.raw_ms, 2 * day);
+	assert_int_equal(r.t10s_ms, 14 * day);
+	assert_int_equal(r.t1m_ms, 90 * day);
+	assert_int_equal(r.t10m_ms, 730 * day);
+	assert_int_equal(r.jobs_ms, 90 * day);
+
+	/* One sample an hour for three days (batch of 72). */
+	for (i = 0; i < 72; i++) {
+		struct sys_sample ss;
+
+		sample_at(i * 7200, &ss);
+		store_add_sample(f->s, &ss);
+		store_add_job_sample(f->s, 1, ss.ts_ms, 100, 0);
+	}
+	flush_ok(f->s);
+	fill_job(&old, 0, JOB_EXITED, now - 100 * day);
+	fill_job(&recent, 0, JOB_KILLED, now - day);
+	fill_job(&live, 0, JOB_RUNNING, 0);
+	assert_int_equal(store_job_insert(f->s, &old, cause, sizeof cause), 0);
+	assert_int_equal(store_job_insert(f->s, &recent, cause, sizeof cause),
+	                 0);
+	assert_int_equal(store_job_insert(f->s, &live, cause, sizeof cause), 0);
+	assert_int_equal(old.id, 1);
+	memset(&ev, 0, sizeof ev);
+	ev.kind = "exited";
+	ev.job_id = old.id;
+	ev.ts_ms = now - 100 * day;
+	assert_int_equal(store_event_add(f->s, &ev, cause, sizeof cause), 0);
+	ev.job_id = recent.id;
+	assert_int_equal(store_event_add(f->s, &ev, cause, sizeof cause), 0);
+	assert_int_equal(store_mark(f->s, T0, "start", cause, sizeof cause), 0);
+
+	r.t10s_ms = day + day / 2;
+	if (store_prune(f->s, now, &r, cause, sizeof cause) != 0)
+		fail_msg("store_prune: %s", cause);
+	/* raw keeps the last 2 days: hours 24..71 */
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM samples"),
+	                 48);
+	assert_int_equal(count_rows(f->path, "SELECT min(ts_ms) - "
+	                                     "1764480000000 FROM samples"),
+	                 (int)day);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM rollup_10s"),
+	                 36);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM rollup_1m"),
+	                 72);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM rollup_10m"),
+	                 72);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM markers"),
+	                 1);
+	/* The old ended job goes with its samples and events. */
+	assert_int_equal(store_job_get(f->s, old.id, &got), 1);
+	assert_int_equal(store_job_get(f->s, recent.id, &got), 0);
+	job_free(got);
+	assert_int_equal(store_job_get(f->s, live.id, &got), 0);
+	job_free(got);
+	assert_int_equal(
+	    count_rows(f->path, "SELECT count(*) FROM job_samples"), 0);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 1);
+
+	/* Ids are never reused after a prune. */
+	fill_job(&old, 0, JOB_QUEUED, 0);
+	assert_int_equal(store_job_insert(f->s, &old, cause, sizeof cause), 0);
+	assert_int_equal(old.id, 4);
+}
+
+static char *
+xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	assert_non_null(d);
+	return d;
+}
+
+static char **
+strv(const char *a, const char *b, const char *c)
+{
+	char **v = calloc(4, sizeof *v);
+
+	assert_non_null(v);
+	v[0] = xstrdup(a);
+	if (b != NULL)
+		v[1] = xstrdup(b);
+	if (b != NULL && c != NULL)
+		v[2] = xstrdup(c);
+	return v;
+}
+
+static void
+assert_strv_equal(char **a, char **b)
+{
+	size_t i;
+
+	if (a == NULL || b == NULL) {
+		assert_ptr_equal(a, b);
+		return;
+	}
+	for (i = 0; a[i] != NULL || b[i] != NULL; i++) {
+		assert_non_null(a[i]);
+		assert_non_null(b[i]);
+		assert_string_equal(a[i], b[i]);
+	}
+}
+
+static void
+assert_job_equal(const struct job *a, const struct job *b)
+{
+	assert_int_equal(a->id, b->id);
+	assert_int_equal(a->queue_seq, b->queue_seq);
+	assert_int_equal(a->uid, b->uid);
+	assert_int_equal(a->gid, b->gid);
+	assert_string_equal(a->user, b->user);
+	assert_string_equal(a->name, b->name);
+	assert_strv_equal(a->argv, b->argv);
+	assert_string_equal(a->cwd, b->cwd);
+	assert_strv_equal(a->env, b->env);
+	assert_int_equal(a->attached, b->attached);
+	assert_int_equal(a->priority, b->priority);
+	assert_true(a->wait_free_pct == b->wait_free_pct);
+	assert_int_equal(a->swap_budget_bytes, b->swap_budget_bytes);
+	assert_int_equal(a->expect_bytes, b->expect_bytes);
+	assert_int_equal(a->exclusive, b->exclusive);
+	assert_int_equal(a->retry_on_breach, b->retry_on_breach);
+	assert_int_equal(a->attempt, b->attempt);
+	assert_int_equal(a->state, b->state);
+	assert_int_equal(a->submitted_ms, b->submitted_ms);
+	assert_int_equal(a->admitted_ms, b->admitted_ms);
+	assert_int_equal(a->started_ms, b->started_ms);
+	assert_int_equal(a->ended_ms, b->ended_ms);
+	assert_int_equal(a->pid, b->pid);
+	assert_int_equal(a->pgid, b->pgid);
+	assert_int_equal(a->start_time, b->start_time);
+	assert_int_equal(a->monitor_pid, b->monitor_pid);
+	assert_int_equal(a->exit_code, b->exit_code);
+	assert_int_equal(a->term_signal, b->term_signal);
+	if (a->end_reason == NULL || b->end_reason == NULL)
+		assert_ptr_equal(a->end_reason, b->end_reason);
+	else
+		assert_string_equal(a->end_reason, b->end_reason);
+	if (a->end_detail == NULL || b->end_detail == NULL)
+		assert_ptr_equal(a->end_detail, b->end_detail);
+	else
+		assert_string_equal(a->end_detail, b->end_detail);
+	assert_int_equal(a->swap_base_bytes, b->swap_base_bytes);
+	assert_int_equal(a->footprint_bytes, b->footprint_bytes);
+	assert_int_equal(a->footprint_peak_bytes, b->footprint_peak_bytes);
+	assert_int_equal(a->swap_growth_peak_bytes, b->swap_growth_peak_bytes);
+	assert_int_equal(a->job_swap_bytes, b->job_swap_bytes);
+}
+
+static void
+test_job_roundtrip(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	struct job *j, *got;
+
+	assert_non_null(j = calloc(1, sizeof *j));
+	j->uid = 501;
+	j->gid = 20;
+	j->user = xstrdup("ana");
+	j->name = xstrdup("qwen-1024");
+	j->argv =
+	    strv("python3", "generate.py", "--prompt=\"a \\ cat\"\n\xc3\xa9");
+	j->cwd = xstrdup("/Users/ana/work");
+	j->env = strv("PATH=/usr/bin", "EMPTY=", "TAB=\t");
+	j->priority = -7;
+	j->wait_free_pct = 40.5;
+	j->swap_budget_bytes = 8ULL << 30;
+	j->expect_bytes = 20ULL << 30;
+	j->exclusive = 1;
+	j->retry_on_breach = 3;
+	j->attempt = 2;
+	j->state = JOB_QUEUED;
+	j->submitted_ms = T0;
+	assert_int_equal(store_job_insert(f->s, j, cause, sizeof cause), 0);
+	assert_int_equal(j->id, 1);
+	assert_int_equal(j->queue_seq, 1);
+	assert_int_equal(store_job_get(f->s, j->id, &got), 0);
+	assert_job_equal(j, got);
+	job_free(got);
+
+	/* Every field changes and comes back. */
+	j->queue_seq = 99;
+	j->uid = 0;
+	j->gid = 0;
+	free(j->name);
+	j->name = xstrdup("renamed");
+	j->attached = 1;
+	/* attached jobs have no environment */
+	for (char **p = j->env; *p != NULL; p++)
+		free(*p);
+	free(j->env);
+	j->env = NULL;
+	j->priority = 1000;
+	j->wait_free_pct = 0;
+	j->swap_budget_bytes = UINT64_MAX - 1;
+	j->expect_bytes = 1;
+	j->exclusive = 0;
+	j->retry_on_breach = 0;
+	j->attempt = 4;
+	j->state = JOB_KILLED;
+	j->admitted_ms = T0 + 1;
+	j->started_ms = T0 + 2;
+	j->ended_ms = T0 + 3;
+	j->pid = 4242;
+	j->pgid = 4242;
+	j->start_time = 0xfedcba9876543210ULL;
+	j->monitor_pid = 4241;
+	j->exit_code = 3;
+	j->term_signal = 9;
+	j->end_reason = xstrdup("swap_budget");
+	j->end_detail = xstrdup("swap grew 8.1 GiB (budget 8 GiB) at ...");
+	j->swap_base_bytes = 1ULL << 30;
+	j->footprint_bytes = 30ULL << 30;
+	j->footprint_peak_bytes = 31ULL << 30;
+	j->swap_growth_peak_bytes = 9ULL << 30;
+	j->job_swap_bytes = 5ULL << 30;
+	assert_int_equal(store_job_update(f->s, j, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j->id, &got), 0);
+	assert_job_equal(j, got);
+	job_free(got);
+
+	assert_int_equal(store_job_get(f->s, 77, &got), 1);
+	assert_null(got);
+	j->id = 77;
+	assert_int_equal(store_job_update(f->s, j, cause, sizeof cause),
+	                 -ENOENT);
+	job_free(j);
+}
+
+struct collected {
+	int64_t ids[16];
+	int n;
+	int stop_after;
+};
+
+static int
+collect_job(void *arg, struct job *j)
+{
+	struct collected *c = arg;
+
+	c->ids[c->n++] = j->id;
+	job_free(j);
+	return c->stop_after > 0 && c->n == c->stop_after ? 42 : 0;
+}
+
+struct relabel {
+	struct store *s;
+	int n;
+};
+
+/* A callback that writes to the jobs being listed. */
+static int
+end_each_job(void *arg, struct job *j)
+{
+	struct relabel *r = arg;
+	char cause[128];
+
+	j->state = JOB_LOST;
+	j->ended_ms = T0;
+	assert_int_equal(store_job_update(r->s, j, cause, sizeof cause), 0);
+	r->n++;
+	job_free(j);
+	return 0;
+}
+
+static void
+test_unended_order(void **state)
+{
+	struct fixture *f = *state;
+	static const struct {
+		int priority;
+		enum job_state st;
+		int64_t ended;
+	} spec[] = {
+	    {0, JOB_QUEUED, 0},          /* 1 */
+	    {5, JOB_QUEUED, 0},          /* 2 */
+	    {0, JOB_EXITED, T0 + 10},    /* 3 */
+	    {0, JOB_RUNNING, 0},         /* 4 */
+	    {5, JOB_ADMITTED, 0},        /* 5 */
+	    {-3, JOB_QUEUED, 0},         /* 6 */
+	    {9, JOB_CANCELLED, T0 + 30}, /* 7 */
+	    {0, JOB_LOST, T0 + 20},      /* 8 */
+	};
+	/* job 9 is requeued with priority 5 and an early queue_seq */
+	static const int64_t want_unended[] = {9, 2, 5, 1, 4, 6};
+	static const int64_t want_ended[] = {7, 8, 3};
+	struct collected c;
+	struct relabel rl;
+	char cause[256] = "";
+	struct job j;
+	size_t i;
+
+	for (i = 0; i < sizeof spec / sizeof spec[0]; i++) {
+		fill_job(&j, spec[i].priority, spec[i].st, spec[i].ended);
+		assert_int_equal(
+		    store_job_insert(f->s, &j, cause, sizeof cause), 0);
+		assert_int_equal(j.id, (int64_t)i + 1);
+	}
+	/* A requeued job keeps its place: an explicit, early queue_seq. */
+	fill_job(&j, 0, JOB_QUEUED, 0);
+	j.queue_seq = 0;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	j.queue_seq = -1;
+	j.priority = 5;
+	assert_int_equal(store_job_update(f->s, &j, cause, sizeof cause), 0);
+
+	memset(&c, 0, sizeof c);
+	assert_int_equal(store_jobs_unended(f->s, collect_job, &c), 0);
+	assert_int_equal(c.n, 6);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(c.ids[i], want_unended[i]);
+	memset(&c, 0, sizeof c);
+	assert_int_equal(store_jobs_ended(f->s, 0, collect_job, &c), 0);
+	assert_int_equal(c.n, 3);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(c.ids[i], want_ended[i]);
+	memset(&c, 0, sizeof c);
+	assert_int_equal(store_jobs_ended(f->s, 2, collect_job, &c), 0);
+	assert_int_equal(c.n, 2);
+
+	/* A non-zero return stops the walk and the rest is freed. */
+	memset(&c, 0, sizeof c);
+	c.stop_after = 2;
+	assert_int_equal(store_jobs_unended(f->s, collect_job, &c), 42);
+	assert_int_equal(c.n, 2);
+
+	/* The start-up walk may end the jobs it is given. */
+	rl.s = f->s;
+	rl.n = 0;
+	assert_int_equal(store_jobs_unended(f->s, end_each_job, &rl), 0);
+	assert_int_equal(rl.n, 6);
+	memset(&c, 0, sizeof c);
+	assert_int_equal(store_jobs_unended(f->s, collect_job, &c), 0);
+	assert_int_equal(c.n, 0);
+}
+
+struct evlist {
+	int64_t ids[16];
+	char kinds[16][32];
+	char details[16][64];
+	int n;
+};
+
+static int
+collect_event(void *arg, const struct store_event *e)
+{
+	struct evlist *l = arg;
+
+	l->ids[l->n] = e->id;
+	snprintf(l->kinds[l->n], sizeof l->kinds[0], "%s", e->kind);
+	snprintf(l->details[l->n], sizeof l->details[0], "%s",
+	         e->detail != NULL ? e->detail : "(null)");
+	l->n++;
+	return 0;
+}
+
+static void
+test_events(void **state)
+{
+	struct fixture *f = *state;
+	static const char *kinds[] = {"daemon_start", "submitted", "admitted",
+	                              "started", "exited"};
+	struct store_event e;
+	struct evlist l;
+	char cause[256] = "", detail[64];
+	size_t i;
+
+	for (i = 0; i < 5; i++) {
+		memset(&e, 0, sizeof e);
+		e.ts_ms = T0 + (int64_t)i;
+		e.job_id = i == 0 ? 0 : 12;
+		e.uid = i == 0 ? 0 : 501;
+		e.kind = kinds[i];
+		snprintf(detail, sizeof detail, "{\"n\":%zu}", i);
+		e.detail = i == 4 ? NULL : detail;
+		assert_int_equal(store_event_add(f->s, &e, cause, sizeof cause),
+		                 0);
+		assert_int_equal(e.id, (int64_t)i + 1);
+	}
+	memset(&l, 0, sizeof l);
+	assert_int_equal(store_events(f->s, 0, 0, collect_event, &l), 0);
+	assert_int_equal(l.n, 5);
+	assert_string_equal(l.kinds[0], "daemon_start");
+	assert_string_equal(l.details[1], "{\"n\":1}");
+	assert_string_equal(l.details[4], "(null)");
+	memset(&l, 0, sizeof l);
+	assert_int_equal(store_events(f->s, 2, 2, collect_event, &l), 0);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.ids[0], 3);
+	assert_int_equal(l.ids[1], 4);
+	assert_string_equal(l.kinds[1], "started");
+}
+
+static void
+test_job_samples(void **state)
+{
+	struct fixture *f = *state;
+	struct job_bucket *b;
+	char cause[256] = "";
+	size_t n;
+	int64_t i;
+
+	for (i = 0; i < 40; i++) {
+		store_add_job_sample(f->s, 7, T0 + i * 500,
+		                     (uint64_t)(1000 + i), (uint64_t)(i % 4));
+		store_add_job_sample(f->s, 8, T0 + i * 500, 5, 5);
+	}
+	flush_ok(f->s);
+	assert_int_equal(
+	    store_job_history(f->s, 7, 0, &b, &n, cause, sizeof cause), 0);
+	assert_int_equal(n, 40);
+	assert_true(b[39].footprint_max == 1039);
+	assert_true(b[39].swap_avg == 3);
+	free(b);
+	assert_int_equal(
+	    store_job_history(f->s, 7, 10000, &b, &n, cause, sizeof cause), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(b[1].ts_ms, T0 + 10000);
+	assert_true(b[1].footprint_min == 1020);
+	assert_true(b[1].footprint_max == 1039);
+	assert_float_equal(b[1].footprint_avg, 1029.5, 1e-9);
+	assert_true(b[1].swap_min == 0);
+	assert_true(b[1].swap_max == 3);
+	assert_float_equal(b[1].swap_avg, 1.5, 1e-9);
+	free(b);
+}
+
+/* A writer elsewhere holds the lock: the flush fails, keeps everything,
+ * and the next one after the lock is gone commits it all. */
+static void
+test_flush_busy(void **state)
+{
+	struct fixture *f = *state;
+	struct sys_sample ss;
+	char cause[256] = "";
+	sqlite3 *db;
+	int64_t i;
+
+	db = raw_open(f->path);
+	raw_exec(db, "BEGIN EXCLUSIVE");
+	raw_exec(db, "INSERT INTO markers (ts_ms, kind) VALUES (1, 'x')");
+	for (i = 0; i < 30; i++) {
+		sample_at(i, &ss);
+		store_add_sample(f->s, &ss);
+		store_add_job_sample(f->s, 3, ss.ts_ms, 1, 2);
+	}
+	assert_int_equal(store_flush(f->s, cause, sizeof cause), -EBUSY);
+	assert_non_null(strstr(cause, "locked"));
+	assert_int_equal(store_pending(f->s), 60);
+	raw_exec(db, "ROLLBACK");
+	sqlite3_close(db);
+
+	feed(f->s, 30, 60);
+	assert_int_equal(store_pending(f->s), 0);
+	assert_int_equal(store_dropped(f->s), 0);
+	check_history(f->s, 0, 60, T0, T0 + 60000, 1000, "raw");
+	check_history(f->s, 0, 60, T0, T0 + 60000, 10000, "10s");
+	assert_int_equal(
+	    count_rows(f->path, "SELECT count(*) FROM job_samples"), 30);
+}
+
+/* A failure in the middle of the transaction rolls back the raw rows as
+ * well as the rollups, so a retry never counts a sample twice. */
+static void
+test_flush_fails_midway(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	struct sys_sample ss;
+	sqlite3 *db;
+	int64_t i;
+
+	feed(f->s, 0, 10);
+	db = raw_open(f->path);
+	raw_exec(db, "CREATE TRIGGER no_room BEFORE INSERT ON rollup_1m "
+	             "BEGIN SELECT RAISE(ABORT, 'disk said no'); END");
+	for (i = 10; i < 200; i++) {
+		sample_at(i, &ss);
+		store_add_sample(f->s, &ss);
+	}
+	assert_true(store_flush(f->s, cause, sizeof cause) < 0);
+	assert_non_null(strstr(cause, "disk said no"));
+	assert_int_equal(store_pending(f->s), 190);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM samples"),
+	                 10);
+	/* Still failing: still kept. */
+	assert_true(store_flush(f->s, cause, sizeof cause) < 0);
+	assert_int_equal(store_pending(f->s), 190);
+	raw_exec(db, "DROP TRIGGER no_room");
+	sqlite3_close(db);
+
+	flush_ok(f->s);
+	assert_int_equal(store_pending(f->s), 0);
+	check_history(f->s, 0, 200, T0, T0 + 100000, 500, "raw");
+	check_history(f->s, 0, 200, T0, T0 + 100000, 10000, "10s");
+	check_history(f->s, 0, 200, T0, T0 + 100000, 60000, "1m");
+	check_history(f->s, 0, 200, T0, T0 + 100000, 600000, "10m");
+}
+
+/* The directory becomes read-only and the database files vanish from
+ * it; writes through the open handle must not pretend to succeed
+ * forever. Skipped as root, whom permissions do not stop. */
+static void
+test_flush_readonly(void **state)
+{
+	struct fixture *f = *state;
+	struct store *ro;
+	struct sys_sample ss;
+	char cause[256] = "";
+	int rc;
+
+	if (geteuid() == 0)
+		skip();
+	feed(f->s, 0, 4);
+	store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(chmod(f->path, 0400), 0);
+	rc = store_open(&ro, f->path, cause, sizeof cause);
+	if (rc == 0) {
+		/* Opened (reads work); the first write must fail. */
+		sample_at(10, &ss);
+		store_add_sample(ro, &ss);
+		assert_true(store_flush(ro, cause, sizeof cause) < 0);
+		assert_true(strlen(cause) > 0);
+		assert_int_equal(store_pending(ro), 1);
+		store_close(ro);
+	} else {
+		assert_true(strlen(cause) > 0);
+	}
+	assert_int_equal(chmod(f->path, 0600), 0);
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+}
+
+static void
+test_buffer_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct history_bucket *b;
+	char cause[256] = "";
+	struct sys_sample ss;
+	const int64_t over = 100;
+	size_t n, cap;
+	int64_t i;
+
+	for (i = 0; i < 8000; i++) {
+		sample_at(i, &ss);
+		store_add_sample(f->s, &ss);
+	}
+	cap = store_pending(f->s);
+	assert_true(cap > 0 && cap < 8000);
+	assert_int_equal(store_dropped(f->s), 8000 - cap);
+	for (i = 8000; i < 8000 + over; i++) {
+		sample_at(i, &ss);
+		store_add_sample(f->s, &ss);
+	}
+	assert_int_equal(store_pending(f->s), cap);
+	assert_int_equal(store_dropped(f->s), 8000 + over - cap);
+	flush_ok(f->s);
+	/* The newest are the ones kept. */
+	assert_int_equal(store_history(f->s, T0, T0 + 86400000LL, 3600000, NULL,
+	                               &b, &n, cause, sizeof cause),
+	                 0);
+	assert_true(n >= 1);
+	free(b);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM samples"),
+	                 (int)cap);
+	assert_int_equal(count_rows(f->path, "SELECT max(ts_ms) - "
+	                                     "min(ts_ms) FROM samples"),
+	                 (int)((cap - 1) * 500));
+	assert_int_equal(count_rows(f->path, "SELECT sum(n) FROM rollup_10s"),
+	                 (int)cap);
+}
+
+static void
+test_duplicate_timestamp(void **state)
+{
+	struct fixture *f = *state;
+	struct sys_sample ss;
+
+	sample_at(3, &ss);
+	store_add_sample(f->s, &ss);
+	flush_ok(f->s);
+	store_add_sample(f->s, &ss); /* the clock did not move */
+	flush_ok(f->s);
+	assert_int_equal(count_rows(f->path, "SELECT sum(n) FROM rollup_1m"),
+	                 1);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM samples"),
+	                 1);
+}
+
+static void
+test_checkpoint_and_size(void **state)
+{
+	struct fixture *f = *state;
+	int64_t before;
+
+	before = store_size_bytes(f->s);
+	assert_true(before > 0);
+	feed(f->s, 0, 2000);
+	assert_true(store_size_bytes(f->s) > before);
+	assert_int_equal(store_checkpoint(f->s), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	    T(test_fresh_database),
+	    T(test_reopen_keeps_data),
+	    T(test_latest_empty),
+	    T(test_refuse_foreign),
+	    T(test_history_tiers),
+	    T(test_history_rejects),
+	    T(test_gap_marker),
+	    T(test_prune),
+	    T(test_job_roundtrip),
+	    T(test_unended_order),
+	    T(test_events),
+	    T(test_job_samples),
+	    T(test_flush_busy),
+	    T(test_flush_fails_midway),
+	    T(test_flush_readonly),
+	    T(test_buffer_bounded),
+	    T(test_duplicate_timestamp),
+	    T(test_checkpoint_and_size),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
