@@ -1,0 +1,317 @@
+"""stageloadd under bad clients: a well-framed bad request gets its documented
+JSON-RPC error and the connection stays usable; only framing violations close
+it; limits answer clearly; other clients are served throughout.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from sltest import Client, Daemon, RpcError, poll  # noqa: E402
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def expect_error(c, line, code, what):
+    c.send_raw(line)
+    m = c.read_msg(timeout=10)
+    assert m is not None, "%s: connection closed" % what
+    assert "error" in m, "%s: no error: %r" % (what, m)
+    assert m["error"]["code"] == code, "%s: wanted %d, got %r" % (what, code, m["error"])
+    assert isinstance(m["error"]["message"], str) and m["error"]["message"], what
+    return m
+
+
+def still_usable(c, what):
+    info = c.call("info")
+    assert info["sample"] is not None or "sample" in info, what
+
+
+def read_to_eof(sock, timeout=10.0):
+    """All bytes until the daemon closes (a reset counts as closed)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def check_errors(d):
+    c = Client(d.socket, hello=False)
+    m = expect_error(c, b'{"jsonrpc":"2.0","id":1,"method":"info"}\n', -32000,
+                     "request before hello")
+    assert m["id"] == 1, m
+    expect_error(c, b'{"jsonrpc":"2.0","id":2,"method":"hello","params":{"version":"1"}}\n',
+                 -32602, "hello with a string version")
+    m = expect_error(c, b'{"jsonrpc":"2.0","id":3,"method":"hello","params":{"version":2}}\n',
+                     -32001, "hello with version 2")
+    assert m["error"]["data"]["versions"] == [1], m
+    c.call("hello", {"version": 1})
+    expect_error(c, b'{"jsonrpc":"2.0","id":4,"method":"hello","params":{"version":1}}\n',
+                 -32000, "second hello")
+
+    cases = [
+        (b"this is not json\n", -32700, "garbage"),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"info\"\n", -32700, "unterminated"),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":5,\x00\"method\":\"info\"}\n", -32700, "NUL byte"),
+        (b"[1,2,3]\n", -32600, "array"),
+        (b'{"jsonrpc":"1.0","id":6,"method":"info"}\n', -32600, "jsonrpc 1.0"),
+        (b'{"jsonrpc":"2.0","id":7,"method":42}\n', -32600, "numeric method"),
+        (b'{"jsonrpc":"2.0","id":8,"method":"nope"}\n', -32601, "unknown method"),
+        (b'{"jsonrpc":"2.0","id":9,"method":"info","params":{"x":1}}\n', -32602,
+         "unknown param"),
+        (b'{"jsonrpc":"2.0","id":10,"method":"info","params":[1]}\n', -32600,
+         "params not an object"),
+        (b'{"jsonrpc":"2.0","id":11,"method":"history","params":{"since_ms":"x"}}\n',
+         -32602, "string for a time"),
+        (b'{"jsonrpc":"2.0","id":12,"method":"history","params":{"since_ms":1e300}}\n',
+         -32602, "huge number"),
+        (b'{"jsonrpc":"2.0","id":13,"method":"history","params":{"since_ms":1.5}}\n',
+         -32602, "fraction"),
+        (b'{"jsonrpc":"2.0","id":14,"method":"subscribe","params":{"pid":-1}}\n',
+         -32602, "negative pid"),
+        (b'{"jsonrpc":"2.0","id":15,"method":"subscribe","params":{"events":"yes"}}\n',
+         -32602, "string for a bool"),
+    ]
+    for line, code, what in cases:
+        m = expect_error(c, line, code, what)
+        still_usable(c, what)
+    m = expect_error(c, b'{"jsonrpc":"2.0","id":"abc","method":"nope"}\n', -32601,
+                     "string id")
+    assert m["id"] == "abc" and "nope" in m["error"]["message"], m
+
+    # Notifications from a client are never answered.
+    c.send_raw(b'{"jsonrpc":"2.0","method":"info"}\n')
+    still_usable(c, "after a notification")
+    assert not c.notes, c.notes
+
+    # Several requests in one write, split requests: answered in order.
+    c.send_raw(b'{"jsonrpc":"2.0","id":100,"method":"info"}\n'
+               b'{"jsonrpc":"2.0","id":101,"method":"nope"}\n{"jsonrpc":"2.0",')
+    c.send_raw(b'"id":102,"method":"info"}\n')
+    ids = [c.read_msg(timeout=10)["id"] for _ in range(3)]
+    assert ids == [100, 101, 102], ids
+    c.close()
+
+
+def check_long_line(d):
+    """A 10 MB line closes that connection; another client is served
+    throughout and the daemon's memory stays bounded."""
+    other = Client(d.socket)
+    bad = Client(d.socket)
+    chunk = b"x" * (1 << 20)
+    served = 0
+    closed = False
+    try:
+        for _ in range(10):
+            bad.send_raw(chunk)
+            still_usable(other, "during a long line")
+            served += 1
+    except (BrokenPipeError, ConnectionResetError):
+        closed = True
+    data = read_to_eof(bad.sock)
+    for line in data.split(b"\n"):
+        if line:
+            m = json.loads(line)
+            assert m.get("id") is None and "error" in m, m
+    assert closed or data is not None
+    still_usable(other, "after a long line")
+    assert rss_kb(d.proc.pid) < 64 * 1024, rss_kb(d.proc.pid)
+    other.close()
+    bad.close()
+
+    # Invalid UTF-8 is a framing violation too.
+    bad = Client(d.socket)
+    bad.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"info","x":"\xc0\xaf"}\n')
+    data = read_to_eof(bad.sock)
+    assert all("error" in json.loads(l) for l in data.split(b"\n") if l), data
+    bad.close()
+
+
+def check_hello_timeout(d):
+    """The config sets hello_timeout = 300ms. A silent client is closed;
+    one that said hello may idle."""
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(d.socket)
+    greeted = Client(d.socket)
+    t0 = time.monotonic()
+    assert read_to_eof(silent, timeout=10) == b""
+    waited = time.monotonic() - t0
+    assert 0.2 <= waited < 5, waited
+    # The greeted client has now idled past the hello timeout.
+    still_usable(greeted, "idle after hello")
+    silent.close()
+    greeted.close()
+
+
+def check_half_close(d):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(d.socket)
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}\n'
+              b'{"jsonrpc":"2.0","id":2,"method":"info"}\n')
+    s.shutdown(socket.SHUT_WR)
+    lines = [json.loads(l) for l in read_to_eof(s).split(b"\n") if l]
+    assert [m["id"] for m in lines] == [1, 2], lines
+    assert "result" in lines[1], lines
+    s.close()
+
+
+def check_many_clients(d, n=500):
+    """n clients at once, each pipelining hello and info: all answered."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect(d.socket)
+        socks.append(s)
+    for s in socks:
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}\n'
+                  b'{"jsonrpc":"2.0","id":2,"method":"info"}\n')
+    answered = 0
+    for s in socks:
+        buf = b""
+        while buf.count(b"\n") < 2:
+            chunk = s.recv(65536)
+            assert chunk, "a client was closed"
+            buf += chunk
+        msgs = [json.loads(l) for l in buf.split(b"\n") if l]
+        assert [m["id"] for m in msgs] == [1, 2] and "result" in msgs[1], msgs
+        answered += 1
+    for s in socks:
+        s.close()
+    assert answered == n
+    print("%d clients answered" % n)
+
+
+def check_never_reads(d):
+    """A client that floods requests and never reads its replies is closed
+    once its unread output passes the limit (max_unread = 1M here); others
+    are served and the daemon does not grow."""
+    other = Client(d.socket)
+    greedy = Client(d.socket)
+    req = b'{"jsonrpc":"2.0","id":1,"method":"info"}\n' * 1000
+    stop = threading.Event()
+    errors = []
+
+    def flood():
+        try:
+            while not stop.is_set():
+                greedy.sock.sendall(req)
+        except OSError:
+            pass  # closed by the daemon: expected
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+    greedy.sock.settimeout(30)
+    t = threading.Thread(target=flood)
+    t.start()
+    try:
+        poll(lambda: "does not read its replies" in d.log_text(), timeout=30,
+             what="the daemon to close a client that does not read")
+        still_usable(other, "while a client does not read")
+    finally:
+        stop.set()
+        greedy.sock.shutdown(socket.SHUT_RDWR)
+        t.join(30)
+    assert not errors, errors
+    assert rss_kb(d.proc.pid) < 64 * 1024, rss_kb(d.proc.pid)
+    other.close()
+    greedy.close()
+
+
+def check_uid_cap(d):
+    """Per-uid cap (max_clients_per_uid = 3 here; root is exempt): the
+    fourth connection of one user gets -32004 to hello and is closed."""
+    if os.geteuid() != 0:
+        print("note: not root, skipping the per-uid cap check")
+        return
+    os.chmod(d.dir, 0o755)
+    prog = (
+        "import json, socket\n"
+        "def conn():\n"
+        "    s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(%r)\n"
+        "    s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{\"version\":1}}\\n')\n"
+        "    return s, json.loads(s.makefile('rb').readline())\n"
+        "keep = [conn() for _ in range(3)]\n"
+        "assert all('result' in r for _, r in keep), keep\n"
+        "s, r = conn()\n"
+        "print(r['error']['code'])\n"
+        "print(s.recv(100) == b'')\n"
+    ) % d.socket
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    try:
+        out = subprocess.run([python, "-c", prog], capture_output=True, text=True, timeout=30,
+                             cwd="/", preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
+    finally:
+        os.chmod(d.dir, 0o700)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["-32004", "True"], out.stdout + out.stderr
+    # Root is exempt: more than 3 root connections are fine.
+    cs = [Client(d.socket) for _ in range(5)]
+    for c in cs:
+        still_usable(c, "root over the per-uid cap")
+        c.close()
+
+
+def check_global_cap():
+    with Daemon(interval="0.5", config="max_clients = 4\n") as d:
+        cs = [Client(d.socket) for _ in range(4)]
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(d.socket)
+        data = read_to_eof(s)
+        m = json.loads(data.split(b"\n")[0])
+        assert m["error"]["code"] == -32004, m
+        for c in cs:
+            still_usable(c, "at the global cap")
+            c.close()
+        # Room again once clients left.
+        poll(lambda: _try_client(d.socket), timeout=5, what="a free slot")
+        assert d.stop() == 0
+
+
+def _try_client(path):
+    try:
+        c = Client(path)
+        c.call("info")
+        c.close()
+        return True
+    except (OSError, AssertionError, ConnectionError):
+        return False
+
+
+def main():
+    conf = ("hello_timeout = 300ms\nmax_unread = 1M\nmax_clients_per_uid = 3\n")
+    with Daemon(interval="0.1", config=conf) as d:
+        check_errors(d)
+        check_long_line(d)
+        check_hello_timeout(d)
+        check_half_close(d)
+        check_many_clients(d)
+        check_never_reads(d)
+        check_uid_cap(d)
+        assert d.alive()
+        rc = d.stop()
+        assert rc == 0, rc
+        assert not os.path.exists(d.socket)
+        assert d.integrity() == "ok", d.integrity()
+    check_global_cap()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
