@@ -282,7 +282,9 @@ number_is_int(const cJSON *item)
 	if (!cJSON_IsNumber(item))
 		return 0;
 	d = item->valuedouble;
-	return isfinite(d) && d == floor(d) && fabs(d) <= PROTO_MAX_SAFE_INT;
+	/* The cast is defined only in range, so the range comes first. */
+	return d >= -PROTO_MAX_SAFE_INT && d <= PROTO_MAX_SAFE_INT &&
+	       d == (double)(int64_t)d;
 }
 
 static const char *const request_members[] = {"jsonrpc", "id", "method",
@@ -721,7 +723,7 @@ proto_param_int(const cJSON *params, const char *name, int required,
 		return param_error(cause, causelen, name, "must be an integer");
 	/* valueint saturates at INT_MAX; the double is the value sent. */
 	d = v->valuedouble;
-	if (!isfinite(d) || d != floor(d))
+	if (!isfinite(d))
 		return param_error(cause, causelen, name, "must be an integer");
 	if (d < (double)min || d > (double)max || d > PROTO_MAX_SAFE_INT ||
 	    d < -PROTO_MAX_SAFE_INT) {
@@ -733,6 +735,9 @@ proto_param_int(const cJSON *params, const char *name, int required,
 		         "must be between %" PRId64 " and %" PRId64, min, max);
 		return param_error(cause, causelen, name, what);
 	}
+	/* In range now, so the cast is defined. */
+	if (d != (double)(int64_t)d)
+		return param_error(cause, causelen, name, "must be an integer");
 	*out = (int64_t)d;
 	return 0;
 }

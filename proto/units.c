@@ -110,7 +110,7 @@ decimal_scale(const struct decimal *d, uint64_t mult, uint64_t *out)
 int
 units_parse_size(const char *s, uint64_t *bytes)
 {
-	static const char units[] = "kmgt";
+	static const char units[] = "kmgtpe";
 	struct decimal d;
 	const char *u;
 	uint64_t mult = 1;

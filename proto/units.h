@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* "8G", "512M", "1.5G", "100K", "4096", "8GiB", "8gb": bytes. Returns 0 or
- * -EINVAL (bad syntax) / -ERANGE (above 2^53). */
+/* "8G", "512M", "1.5G", "100K", "4096", "8GiB", "8gb" (K M G T P E): bytes.
+ * Returns 0 or -EINVAL (bad syntax) / -ERANGE (above 2^53). */
 int units_parse_size(const char *s, uint64_t *bytes);
 /* "500ms", "30s", "1m", "1h", "2d", "1w", "0.5" (plain number = seconds),
  * "1h30m": milliseconds. Returns 0, -EINVAL or -ERANGE. */

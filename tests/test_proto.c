@@ -1,0 +1,1178 @@
+/* Framing, UTF-8, JSON-RPC classification, encoders and parameter getters
+ * against proto/PROTOCOL.md. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proto.h"
+
+#define MAX_LINES 64
+
+/* Lines delivered by the reader, copied out. */
+struct sink {
+	char *lines[MAX_LINES];
+	size_t lens[MAX_LINES];
+	int n;
+	int stop_at; /* return 7 from the callback on this line (1-based) */
+};
+
+static int
+sink_cb(void *arg, char *line, size_t len)
+{
+	struct sink *s = arg;
+
+	assert_true(s->n < MAX_LINES);
+	/* The line is NUL-terminated in place. */
+	assert_int_equal(line[len], '\0');
+	s->lines[s->n] = malloc(len + 1);
+	assert_non_null(s->lines[s->n]);
+	memcpy(s->lines[s->n], line, len + 1);
+	s->lens[s->n] = len;
+	s->n++;
+	if (s->stop_at == s->n)
+		return 7;
+	return 0;
+}
+
+static void
+sink_free(struct sink *s)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->lines[i]);
+	memset(s, 0, sizeof *s);
+}
+
+static void
+test_frame_split_everywhere(void **state)
+{
+	static const char in[] = "{\"a\":1}\n\nBB\r\n\r\n\xc3\xa9t\xc3\xa9\n"
+	                         "\xf0\x9d\x84\x9e\ntail";
+	static const char *const want[] = {
+	    "{\"a\":1}", "BB", "\xc3\xa9t\xc3\xa9", "\xf0\x9d\x84\x9e"};
+	size_t n = sizeof in - 1, i, j;
+	struct proto_reader r;
+	struct sink s;
+
+	for (i = 0; i <= n; i++) {
+		memset(&s, 0, sizeof s);
+		proto_reader_init(&r, 64);
+		assert_int_equal(proto_reader_feed(&r, in, i, sink_cb, &s), 0);
+		assert_int_equal(
+		    proto_reader_feed(&r, in + i, n - i, sink_cb, &s), 0);
+		assert_int_equal(s.n, 4);
+		for (j = 0; j < 4; j++) {
+			assert_string_equal(s.lines[j], want[j]);
+			assert_int_equal(s.lens[j], strlen(want[j]));
+		}
+		/* "tail" waits for its newline. */
+		assert_int_equal(r.len, 4);
+		assert_int_equal(proto_reader_feed(&r, "\n", 1, sink_cb, &s),
+		                 0);
+		assert_int_equal(s.n, 5);
+		assert_string_equal(s.lines[4], "tail");
+		proto_reader_free(&r);
+		sink_free(&s);
+	}
+
+	/* One byte at a time. */
+	memset(&s, 0, sizeof s);
+	proto_reader_init(&r, 64);
+	for (i = 0; i < n; i++)
+		assert_int_equal(proto_reader_feed(&r, in + i, 1, sink_cb, &s),
+		                 0);
+	assert_int_equal(s.n, 4);
+	for (j = 0; j < 4; j++)
+		assert_string_equal(s.lines[j], want[j]);
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+static void
+test_frame_many_in_one_feed(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	char buf[40 * 16];
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < 40; i++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len,
+		                        "{\"i\":%d}\n", i);
+	proto_reader_init(&r, 0);
+	assert_int_equal(r.max_line, PROTO_MAX_LINE_DEFAULT);
+	assert_int_equal(proto_reader_feed(&r, buf, len, sink_cb, &s), 0);
+	assert_int_equal(s.n, 40);
+	for (i = 0; i < 40; i++) {
+		char want[16];
+
+		snprintf(want, sizeof want, "{\"i\":%d}", i);
+		assert_string_equal(s.lines[i], want);
+	}
+	assert_int_equal(r.len, 0);
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+static void
+test_frame_too_long(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	size_t i;
+
+	/* Exactly max_line bytes is fine; the newline is not counted. */
+	proto_reader_init(&r, 8);
+	assert_int_equal(proto_reader_feed(&r, "12345678\n", 9, sink_cb, &s),
+	                 0);
+	assert_int_equal(s.n, 1);
+	assert_true(r.cap <= 9);
+	/* One more byte fails before any newline has arrived. */
+	assert_int_equal(proto_reader_feed(&r, "123456789", 9, sink_cb, &s),
+	                 PROTO_FRAME_TOO_LONG);
+	/* and stays failed. */
+	assert_int_equal(proto_reader_feed(&r, "\n{}\n", 4, sink_cb, &s),
+	                 PROTO_FRAME_TOO_LONG);
+	assert_int_equal(s.n, 1);
+	proto_reader_free(&r);
+
+	/* A byte at a time: the 9th byte is the violation. */
+	proto_reader_init(&r, 8);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(proto_reader_feed(&r, "x", 1, sink_cb, &s), 0);
+		assert_true(r.cap <= 9);
+	}
+	assert_int_equal(proto_reader_feed(&r, "x", 1, sink_cb, &s),
+	                 PROTO_FRAME_TOO_LONG);
+	assert_true(r.cap <= 9);
+	proto_reader_free(&r);
+
+	/* The '\r' counts toward the limit. */
+	proto_reader_init(&r, 8);
+	assert_int_equal(proto_reader_feed(&r, "1234567\r\n", 9, sink_cb, &s),
+	                 0);
+	assert_int_equal(proto_reader_feed(&r, "12345678\r\n", 10, sink_cb, &s),
+	                 PROTO_FRAME_TOO_LONG);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.lines[1], "1234567");
+	proto_reader_free(&r);
+
+	/* A good line before the long one in the same feed is delivered. */
+	proto_reader_init(&r, 4);
+	assert_int_equal(proto_reader_feed(&r, "ok\nlonger\n", 10, sink_cb, &s),
+	                 PROTO_FRAME_TOO_LONG);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.lines[2], "ok");
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+static void
+test_frame_buffer_bounded(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	size_t max = 300000, i;
+	char *big = malloc(max + 1);
+
+	assert_non_null(big);
+	memset(big, 'a', max);
+	big[max] = '\n';
+	proto_reader_init(&r, max);
+	/* Arrives in chunks of odd sizes; the buffer never passes max+1. */
+	for (i = 0; i < max + 1; i += 7777) {
+		size_t n = max + 1 - i < 7777 ? max + 1 - i : 7777;
+
+		assert_int_equal(proto_reader_feed(&r, big + i, n, sink_cb, &s),
+		                 0);
+		assert_true(r.cap <= max + 1);
+	}
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.lens[0], max);
+	/* An idle connection does not keep the big buffer. */
+	assert_int_equal(r.cap, 0);
+	assert_int_equal(proto_reader_feed(&r, "{}\n", 3, sink_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	proto_reader_free(&r);
+	sink_free(&s);
+	free(big);
+}
+
+static void
+test_frame_crlf_and_empty(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	static const char in[] = "\n\r\n\n a\rb \r\n\r\r\n";
+
+	proto_reader_init(&r, 64);
+	assert_int_equal(proto_reader_feed(&r, in, sizeof in - 1, sink_cb, &s),
+	                 0);
+	/* Empty lines are skipped; only the last '\r' of a line goes. */
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.lines[0], " a\rb ");
+	assert_string_equal(s.lines[1], "\r");
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+static void
+test_frame_bad_utf8(void **state)
+{
+	static const char *const bad[] = {
+	    "\xff{}",               /* at the start */
+	    "{\"a\":\"\xc0\xaf\"}", /* overlong '/' in the middle */
+	    "{}\xed\xa0\x80",       /* a surrogate at the end */
+	    "{}\xe2\x82",           /* truncated before the newline */
+	};
+	struct proto_reader r;
+	struct sink s = {0};
+	size_t i, j, n;
+	char line[64];
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		n = (size_t)snprintf(line, sizeof line, "%s\n", bad[i]);
+		/* Split at every position: the verdict does not depend on
+		 * how the bytes arrive. */
+		for (j = 0; j <= n; j++) {
+			int rc;
+
+			proto_reader_init(&r, 64);
+			rc = proto_reader_feed(&r, line, j, sink_cb, &s);
+			if (rc == 0)
+				rc = proto_reader_feed(&r, line + j, n - j,
+				                       sink_cb, &s);
+			assert_int_equal(rc, PROTO_FRAME_UTF8);
+			assert_int_equal(s.n, 0);
+			/* Sticky. */
+			assert_int_equal(
+			    proto_reader_feed(&r, "{}\n", 3, sink_cb, &s),
+			    PROTO_FRAME_UTF8);
+			proto_reader_free(&r);
+		}
+	}
+	/* A multi-byte character split across feeds is fine. */
+	proto_reader_init(&r, 64);
+	assert_int_equal(proto_reader_feed(&r, "\xe2", 1, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, "\x82", 1, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, "\xac\n", 2, sink_cb, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.lines[0], "\xe2\x82\xac");
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+static void
+test_frame_nul_and_stop(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	struct proto_msg m;
+	const char *cause;
+
+	/* A NUL is valid UTF-8: framing passes it with its length, and
+	 * proto_parse makes it a parse error. */
+	proto_reader_init(&r, 64);
+	assert_int_equal(proto_reader_feed(&r, "{\"a\0\":1}\n", 9, sink_cb, &s),
+	                 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.lens[0], 8);
+	assert_int_equal(proto_parse(s.lines[0], s.lens[0], &m, &cause),
+	                 PROTO_E_PARSE);
+	assert_null(m.root);
+	proto_msg_free(&m);
+
+	/* The callback's non-zero value stops the feed and is returned. */
+	s.stop_at = 2;
+	assert_int_equal(proto_reader_feed(&r, "a\nb\nc\n", 6, sink_cb, &s), 7);
+	assert_int_equal(s.n, 2);
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+/* A reference: decode one sequence by its bit pattern, then apply the
+ * rules (shortest form, no surrogates, at most U+10FFFF). */
+static int
+ref_valid(const unsigned char *p, size_t len)
+{
+	size_t i = 0, n, k;
+	uint32_t cp;
+
+	while (i < len) {
+		unsigned char c = p[i];
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xE0) == 0xC0) {
+			n = 2;
+			cp = c & 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			n = 3;
+			cp = c & 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			n = 4;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (i + n > len)
+			return 0;
+		for (k = 1; k < n; k++) {
+			if ((p[i + k] & 0xC0) != 0x80)
+				return 0;
+			cp = cp << 6 | (p[i + k] & 0x3F);
+		}
+		if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+		    (n == 4 && cp < 0x10000))
+			return 0;
+		if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
+static void
+test_utf8_table(void **state)
+{
+	static const struct {
+		const char *s;
+		int valid;
+	} cases[] = {
+	    {"", 1},
+	    {"plain ascii", 1},
+	    {"\xc3\xa9", 1},
+	    {"\xe2\x82\xac", 1},
+	    {"\xf0\x9d\x84\x9e", 1},
+	    {"\xf4\x8f\xbf\xbf", 1}, /* U+10FFFF */
+	    {"\xed\x9f\xbf", 1},     /* U+D7FF */
+	    {"\xee\x80\x80", 1},     /* U+E000 */
+	    {"\xef\xbf\xbf", 1},     /* U+FFFF is a noncharacter, not bad */
+	    {"\xc0\x80", 0},         /* overlong NUL */
+	    {"\xc1\xbf", 0},
+	    {"\xe0\x80\x80", 0},
+	    {"\xe0\x9f\xbf", 0},
+	    {"\xf0\x80\x80\x80", 0},
+	    {"\xf0\x8f\xbf\xbf", 0},
+	    {"\xed\xa0\x80", 0},             /* U+D800 */
+	    {"\xed\xbf\xbf", 0},             /* U+DFFF */
+	    {"\xed\xa0\xbd\xed\xb2\xa9", 0}, /* CESU-8 pair */
+	    {"\xf4\x90\x80\x80", 0},         /* U+110000 */
+	    {"\xf5\x80\x80\x80", 0},
+	    {"\xf8\x88\x80\x80\x80", 0},
+	    {"\xff", 0},
+	    {"\xfe", 0},
+	    {"\x80", 0},
+	    {"a\xbf", 0},
+	    {"\xc3", 0},
+	    {"\xe2\x82", 0},
+	    {"\xf0\x9d\x84", 0},
+	    {"\xc3(", 0},
+	    {"\xe2\x28\xa1", 0},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (proto_utf8_valid(cases[i].s, strlen(cases[i].s)) !=
+		    cases[i].valid)
+			fail_msg("case %zu", i);
+	}
+	/* Embedded NUL is valid UTF-8 (U+0000); parse rejects it. */
+	assert_true(proto_utf8_valid("a\0b", 3));
+}
+
+static void
+test_utf8_exhaustive(void **state)
+{
+	unsigned char b[4];
+	uint32_t x;
+
+	/* Every string of 1, 2 and 3 bytes. */
+	for (x = 0; x < 0x100; x++) {
+		b[0] = (unsigned char)x;
+		assert_int_equal(proto_utf8_valid((char *)b, 1),
+		                 ref_valid(b, 1));
+	}
+	for (x = 0; x < 0x10000; x++) {
+		b[0] = (unsigned char)(x >> 8);
+		b[1] = (unsigned char)x;
+		assert_int_equal(proto_utf8_valid((char *)b, 2),
+		                 ref_valid(b, 2));
+	}
+	for (x = 0; x < 0x1000000; x++) {
+		b[0] = (unsigned char)(x >> 16);
+		b[1] = (unsigned char)(x >> 8);
+		b[2] = (unsigned char)x;
+		if (proto_utf8_valid((char *)b, 3) != ref_valid(b, 3))
+			fail_msg("3 bytes %06x", (unsigned)x);
+	}
+	/* 4 bytes: every lead byte from 0xF0 with every second byte, and
+	 * fixed continuation bytes. */
+	for (x = 0; x < 0x10000; x++) {
+		b[0] = (unsigned char)(0xF0 + (x >> 12));
+		b[1] = (unsigned char)(x >> 4);
+		b[2] = (unsigned char)(0x80 | (x & 3) << 4);
+		b[3] = (unsigned char)((x & 4) ? 0xBF : 0x7F);
+		if (proto_utf8_valid((char *)b, 4) != ref_valid(b, 4))
+			fail_msg("4 bytes %02x%02x%02x%02x", b[0], b[1], b[2],
+			         b[3]);
+	}
+}
+
+static void
+test_utf8_sanitize(void **state)
+{
+	size_t n;
+	char *s = proto_utf8_sanitize("a\xff"
+	                              "b\xe2\x82\xac\xc3",
+	                              7, &n);
+
+	assert_non_null(s);
+	assert_string_equal(s, "a\xef\xbf\xbd"
+	                       "b\xe2\x82\xac\xef\xbf\xbd");
+	assert_int_equal(n, strlen(s));
+	assert_true(proto_utf8_valid(s, n));
+	free(s);
+}
+
+/* Parse a line given as a C string; returns the code. */
+static int
+parse(const char *line, struct proto_msg *m, const char **cause)
+{
+	*cause = NULL;
+	return proto_parse(line, strlen(line), m, cause);
+}
+
+static void
+test_parse_valid(void **state)
+{
+	struct proto_msg m;
+	const char *cause;
+
+	assert_int_equal(parse(" {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	                       "\"hello\",\"params\":{\"version\":1}} \r\n",
+	                       &m, &cause),
+	                 0);
+	assert_int_equal(m.kind, PROTO_REQUEST);
+	assert_string_equal(m.method, "hello");
+	assert_true(cJSON_IsObject(m.params));
+	assert_int_equal(m.id->valuedouble, 1);
+	proto_msg_free(&m);
+	assert_null(m.root);
+
+	assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":\"a\xc3\xa9\","
+	                       "\"method\":\"info\"}",
+	                       &m, &cause),
+	                 0);
+	assert_int_equal(m.kind, PROTO_REQUEST);
+	assert_string_equal(m.id->valuestring, "a\xc3\xa9");
+	assert_null(m.params);
+	proto_msg_free(&m);
+
+	/* id null is a request (answered with id null). */
+	assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":"
+	                       "\"info\"}",
+	                       &m, &cause),
+	                 0);
+	assert_int_equal(m.kind, PROTO_REQUEST);
+	assert_true(cJSON_IsNull(m.id));
+	proto_msg_free(&m);
+
+	/* Largest ids. */
+	assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":-9007199254740992,"
+	                       "\"method\":\"info\"}",
+	                       &m, &cause),
+	                 0);
+	proto_msg_free(&m);
+
+	assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"sample\","
+	                       "\"params\":{\"free_pct\":40}}",
+	                       &m, &cause),
+	                 0);
+	assert_int_equal(m.kind, PROTO_NOTIFICATION);
+	assert_null(m.id);
+	assert_string_equal(m.method, "sample");
+	proto_msg_free(&m);
+
+	assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{},"
+	                       "\"extra\":1}",
+	                       &m, &cause),
+	                 0);
+	assert_int_equal(m.kind, PROTO_RESPONSE);
+	assert_non_null(m.result);
+	assert_null(m.error);
+	proto_msg_free(&m);
+
+	assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{"
+	                       "\"code\":-32700,\"message\":\"x\",\"data\":"
+	                       "[1]}}",
+	                       &m, &cause),
+	                 0);
+	assert_int_equal(m.kind, PROTO_RESPONSE);
+	assert_non_null(m.error);
+	proto_msg_free(&m);
+}
+
+struct bad_case {
+	const char *line;
+	int code;
+	int has_id; /* m.id must be set so the error can carry it */
+};
+
+static void
+test_parse_invalid(void **state)
+{
+	static const struct bad_case cases[] = {
+	    /* Not JSON. */
+	    {"", PROTO_E_PARSE, 0},
+	    {"{", PROTO_E_PARSE, 0},
+	    {"nope", PROTO_E_PARSE, 0},
+	    {"{} {}", PROTO_E_PARSE, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\"} x",
+	     PROTO_E_PARSE, 0},
+	    {"{\"a\":\"\\ud800\"}", PROTO_E_PARSE, 0},
+	    {"{\"a\":\"\xc3(\"}", PROTO_E_PARSE, 0},
+	    /* Not an object. */
+	    {"[]", PROTO_E_INVALID_REQUEST, 0},
+	    {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\"}]",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"1", PROTO_E_INVALID_REQUEST, 0},
+	    {"\"s\"", PROTO_E_INVALID_REQUEST, 0},
+	    {"null", PROTO_E_INVALID_REQUEST, 0},
+	    {"true", PROTO_E_INVALID_REQUEST, 0},
+	    {"{}", PROTO_E_INVALID_REQUEST, 0},
+	    /* jsonrpc. */
+	    {"{\"id\":1,\"method\":\"info\"}", PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":2.0,\"id\":1,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0 \",\"id\":1,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"JSONRPC\":\"2.0\",\"id\":1,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    /* id. */
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1e300,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":9007199254740994,\"method\":"
+	     "\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    /* method. */
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":1}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":null}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":[\"info\"]}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"in\\u0000fo\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"Method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\",\"method\":\"b\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    /* params. */
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\",\"params\":[]}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\",\"params\":1}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\",\"params\":"
+	     "\"x\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\",\"params\":"
+	     "null}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\",\"param\":{}}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"method\":\"info\",\"params\":true}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    /* Responses. */
+	    {"{\"jsonrpc\":\"2.0\",\"result\":{}}", PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{\"code\":"
+	     "1,\"message\":\"m\"}}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"bad\"}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"message\":\"m\"}}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1.5,"
+	     "\"message\":\"m\"}}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1}}",
+	     PROTO_E_INVALID_REQUEST, 1},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1}", PROTO_E_INVALID_REQUEST, 1},
+	};
+	struct proto_msg m;
+	const char *cause;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		rc = parse(cases[i].line, &m, &cause);
+		if (rc != cases[i].code)
+			fail_msg("case %zu (%s): got %d", i, cases[i].line, rc);
+		if ((m.id != NULL) != cases[i].has_id)
+			fail_msg("case %zu (%s): id %s", i, cases[i].line,
+			         m.id != NULL ? "set" : "unset");
+		assert_non_null(cause);
+		assert_true(proto_utf8_valid(cause, strlen(cause)));
+		/* Nothing but the id survives a failure. */
+		assert_null(m.method);
+		assert_null(m.params);
+		assert_null(m.result);
+		assert_null(m.error);
+		proto_msg_free(&m);
+	}
+}
+
+static void
+test_parse_nul(void **state)
+{
+	static const char line[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	                           "\"info\"}";
+	char buf[sizeof line];
+	struct proto_msg m;
+	const char *cause;
+	size_t i;
+
+	/* A NUL byte anywhere is a parse error, even after the object. */
+	for (i = 0; i < sizeof line - 1; i++) {
+		memcpy(buf, line, sizeof line);
+		buf[i] = '\0';
+		assert_int_equal(proto_parse(buf, sizeof line - 1, &m, &cause),
+		                 PROTO_E_PARSE);
+		proto_msg_free(&m);
+	}
+	assert_int_equal(proto_parse(line, sizeof line, &m, &cause),
+	                 PROTO_E_PARSE);
+	proto_msg_free(&m);
+	assert_int_equal(proto_parse(line, sizeof line - 1, &m, &cause), 0);
+	proto_msg_free(&m);
+}
+
+/* Encode, then parse the line back (without its newline). */
+static void
+reparse(char *line, size_t len, struct proto_msg *m)
+{
+	const char *cause;
+
+	assert_non_null(line);
+	assert_true(len > 0);
+	assert_int_equal(strlen(line), len);
+	assert_int_equal(line[len - 1], '\n');
+	/* One line: the only newline is the last byte. */
+	assert_ptr_equal(strchr(line, '\n'), line + len - 1);
+	assert_int_equal(proto_parse(line, len - 1, m, &cause), 0);
+	free(line);
+}
+
+static void
+test_encode_roundtrip(void **state)
+{
+	struct proto_msg m;
+	cJSON *p = cJSON_CreateObject(), *id;
+	size_t len;
+	char *line;
+
+	cJSON_AddStringToObject(p, "s", "line\nbreak \"q\" \xc3\xa9");
+	line = proto_encode_request(42, "submit", p, &len);
+	assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":"
+	                          "\"submit\",\"params\":{\"s\":\"line\\nbreak "
+	                          "\\\"q\\\" \xc3\xa9\"}}\n");
+	reparse(line, len, &m);
+	assert_int_equal(m.kind, PROTO_REQUEST);
+	assert_string_equal(m.method, "submit");
+	assert_string_equal(
+	    cJSON_GetObjectItemCaseSensitive(m.params, "s")->valuestring,
+	    "line\nbreak \"q\" \xc3\xa9");
+	proto_msg_free(&m);
+
+	line = proto_encode_request(1, "info", NULL, &len);
+	assert_string_equal(
+	    line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\"}\n");
+	free(line);
+
+	/* Results echo the id unchanged, whatever its type. */
+	id = cJSON_CreateString("req-\xe2\x82\xac");
+	line = proto_encode_result(id, NULL, &len);
+	assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":\"req-\xe2\x82"
+	                          "\xac\",\"result\":{}}\n");
+	reparse(line, len, &m);
+	assert_int_equal(m.kind, PROTO_RESPONSE);
+	proto_msg_free(&m);
+	cJSON_Delete(id);
+
+	line = proto_encode_error(NULL, PROTO_E_PARSE, "bad \xff line", &len);
+	assert_string_equal(
+	    line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
+	          "\"message\":\"bad \xef\xbf\xbd line\"}}\n");
+	reparse(line, len, &m);
+	assert_non_null(m.error);
+	proto_msg_free(&m);
+
+	p = cJSON_CreateObject();
+	cJSON_AddItemToObject(p, "versions", cJSON_CreateArray());
+	cJSON_AddItemToArray(cJSON_GetObjectItem(p, "versions"),
+	                     proto_int_create(1));
+	id = cJSON_CreateNumber(7);
+	line = proto_encode_error_data(id, PROTO_E_VERSION, "no", p, &len);
+	assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{"
+	                          "\"code\":-32001,\"message\":\"no\",\"data\":"
+	                          "{\"versions\":[1]}}}\n");
+	free(line);
+	cJSON_Delete(id);
+
+	p = cJSON_CreateObject();
+	proto_add_int(p, "pid", 4242);
+	line = proto_encode_notification("process_gone", p, &len);
+	assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"method\":"
+	                          "\"process_gone\",\"params\":{\"pid\":4242}}"
+	                          "\n");
+	reparse(line, len, &m);
+	assert_int_equal(m.kind, PROTO_NOTIFICATION);
+	proto_msg_free(&m);
+}
+
+static void
+test_encode_big_ints(void **state)
+{
+	static const struct {
+		int64_t v;
+		const char *text;
+	} cases[] = {
+	    {0, "0"},
+	    {-1, "-1"},
+	    {2147483647, "2147483647"},
+	    {2147483648LL, "2147483648"},
+	    {8589934592LL, "8589934592"},
+	    {1764480000000LL, "1764480000000"},
+	    {999999999999999LL, "999999999999999"},
+	    {1000000000000000LL, "1000000000000000"},
+	    {9007199254740990LL, "9007199254740990"},
+	    {9007199254740991LL, "9007199254740991"},
+	    {9007199254740992LL, "9007199254740992"},
+	    {-9007199254740992LL, "-9007199254740992"},
+	};
+	struct proto_msg m;
+	const cJSON *v;
+	char want[128];
+	size_t i, len;
+	char *line;
+	int64_t got;
+	char cause[128];
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cJSON *r = cJSON_CreateObject();
+
+		assert_non_null(proto_add_int(r, "n", cases[i].v));
+		line = proto_encode_result(NULL, r, &len);
+		snprintf(
+		    want, sizeof want,
+		    "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{\"n\":%s}}\n",
+		    cases[i].text);
+		assert_string_equal(line, want);
+		reparse(line, len, &m);
+		v = cJSON_GetObjectItemCaseSensitive(m.result, "n");
+		assert_true(v->valuedouble == (double)cases[i].v);
+		got = 0;
+		assert_int_equal(proto_param_int(m.result, "n", 1,
+		                                 -9007199254740992LL,
+		                                 9007199254740992LL, &got,
+		                                 cause, sizeof cause),
+		                 0);
+		assert_true(got == cases[i].v);
+		proto_msg_free(&m);
+	}
+	/* Request ids go through the same path. */
+	line = proto_encode_request(9007199254740992LL, "info", NULL, &len);
+	assert_string_equal(line,
+	                    "{\"jsonrpc\":\"2.0\",\"id\":9007199254740992,"
+	                    "\"method\":\"info\"}\n");
+	free(line);
+}
+
+/* Parse a params object from JSON text, through proto_parse so that the
+ * "\u0000" handling applies. */
+static struct proto_msg
+params_of(const char *json)
+{
+	struct proto_msg m;
+	const char *cause;
+	char line[512];
+
+	snprintf(
+	    line, sizeof line,
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":%s}",
+	    json);
+	if (proto_parse(line, strlen(line), &m, &cause) != 0)
+		fail_msg("params %s: %s", json, cause);
+	return m;
+}
+
+static void
+test_param_int(void **state)
+{
+	struct proto_msg m = params_of(
+	    "{\"a\":1.5,\"b\":-1,\"c\":1e300,\"d\":9007199254740994,"
+	    "\"e\":9007199254740992,\"f\":\"5\",\"g\":true,\"h\":null,"
+	    "\"i\":-0,\"j\":100,\"k\":1e400,\"l\":8589934592,\"m\":2e0}");
+	char cause[256];
+	int64_t v;
+
+	v = 99;
+	assert_int_equal(proto_param_int(m.params, "a", 1, 0, INT64_MAX, &v,
+	                                 cause, sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "'a'"));
+	assert_int_equal(v, 99);
+	assert_int_equal(proto_param_int(m.params, "b", 1, 0, INT64_MAX, &v,
+	                                 cause, sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "'b'"));
+	assert_int_equal(
+	    proto_param_int(m.params, "b", 1, -5, 5, &v, cause, sizeof cause),
+	    0);
+	assert_int_equal(v, -1);
+	assert_int_equal(proto_param_int(m.params, "c", 1, 0, INT64_MAX, &v,
+	                                 cause, sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(proto_param_int(m.params, "d", 1, 0, INT64_MAX, &v,
+	                                 cause, sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(proto_param_int(m.params, "e", 1, 0, INT64_MAX, &v,
+	                                 cause, sizeof cause),
+	                 0);
+	assert_true(v == 9007199254740992LL);
+	assert_int_equal(
+	    proto_param_int(m.params, "f", 1, 0, 10, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_int(m.params, "g", 1, 0, 10, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	/* null and absent are the same: 1 when optional, error when
+	 * required, and the output is untouched. */
+	v = 77;
+	assert_int_equal(
+	    proto_param_int(m.params, "h", 0, 0, 10, &v, cause, sizeof cause),
+	    1);
+	assert_int_equal(proto_param_int(m.params, "nope", 0, 0, 10, &v, cause,
+	                                 sizeof cause),
+	                 1);
+	assert_int_equal(v, 77);
+	assert_int_equal(
+	    proto_param_int(m.params, "h", 1, 0, 10, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "required"));
+	assert_int_equal(
+	    proto_param_int(NULL, "x", 0, 0, 10, &v, cause, sizeof cause), 1);
+	assert_int_equal(
+	    proto_param_int(NULL, "x", 1, 0, 10, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_int(m.params, "i", 1, 0, 10, &v, cause, sizeof cause),
+	    0);
+	assert_int_equal(v, 0);
+	assert_int_equal(
+	    proto_param_int(m.params, "j", 1, 0, 99, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "between 0 and 99"));
+	assert_int_equal(proto_param_int(m.params, "j", 1, 100, 100, &v, cause,
+	                                 sizeof cause),
+	                 0);
+	assert_int_equal(proto_param_int(m.params, "k", 1, INT64_MIN, INT64_MAX,
+	                                 &v, cause, sizeof cause),
+	                 PROTO_E_PARAMS);
+	/* Past INT_MAX, where cJSON's valueint would saturate. */
+	assert_int_equal(proto_param_int(m.params, "l", 1, 0, INT64_MAX, &v,
+	                                 cause, sizeof cause),
+	                 0);
+	assert_true(v == 8589934592LL);
+	assert_int_equal(
+	    proto_param_int(m.params, "m", 1, 0, 10, &v, cause, sizeof cause),
+	    0);
+	assert_int_equal(v, 2);
+	/* Wrong kind of params. */
+	{
+		cJSON *arr = cJSON_CreateArray();
+
+		assert_int_equal(
+		    proto_param_int(arr, "a", 0, 0, 1, &v, cause, sizeof cause),
+		    PROTO_E_PARAMS);
+		cJSON_Delete(arr);
+	}
+	/* A NULL cause buffer is allowed. */
+	assert_int_equal(proto_param_int(m.params, "a", 1, 0, 10, &v, NULL, 0),
+	                 PROTO_E_PARAMS);
+	proto_msg_free(&m);
+}
+
+static void
+test_param_double_bool(void **state)
+{
+	struct proto_msg m = params_of(
+	    "{\"p\":40.5,\"q\":101,\"r\":1e400,\"s\":\"1\",\"t\":true,"
+	    "\"u\":false,\"v\":1}");
+	char cause[256];
+	double d = -1;
+	int b = -1;
+
+	assert_int_equal(proto_param_double(m.params, "p", 1, 0, 100, &d, cause,
+	                                    sizeof cause),
+	                 0);
+	assert_true(d == 40.5);
+	assert_int_equal(proto_param_double(m.params, "q", 1, 0, 100, &d, cause,
+	                                    sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(proto_param_double(m.params, "r", 1, 0, 1e308, &d,
+	                                    cause, sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(proto_param_double(m.params, "s", 1, 0, 100, &d, cause,
+	                                    sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(proto_param_double(m.params, "zz", 0, 0, 100, &d,
+	                                    cause, sizeof cause),
+	                 1);
+	assert_int_equal(
+	    proto_param_bool(m.params, "t", 1, &b, cause, sizeof cause), 0);
+	assert_int_equal(b, 1);
+	assert_int_equal(
+	    proto_param_bool(m.params, "u", 1, &b, cause, sizeof cause), 0);
+	assert_int_equal(b, 0);
+	/* 1 is not a boolean. */
+	assert_int_equal(
+	    proto_param_bool(m.params, "v", 1, &b, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_bool(m.params, "zz", 0, &b, cause, sizeof cause), 1);
+	proto_msg_free(&m);
+}
+
+static void
+test_param_string(void **state)
+{
+	struct proto_msg m =
+	    params_of("{\"a\":\"ok \xc3\xa9\",\"b\":\"x\\u0000y\",\"c\":1,"
+	              "\"d\":\"0123456789\",\"e\":\"\",\"f\":\"\\\\u0000\","
+	              "\"g\":\"\\ud834\\udd1e\"}");
+	char cause[256];
+	const char *s = NULL;
+	cJSON *raw;
+
+	assert_int_equal(
+	    proto_param_string(m.params, "a", 1, 0, &s, cause, sizeof cause),
+	    0);
+	assert_string_equal(s, "ok \xc3\xa9");
+	/* cJSON would cut "x\u0000y" to "x"; it is rejected instead. */
+	assert_int_equal(
+	    proto_param_string(m.params, "b", 1, 0, &s, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "NUL"));
+	assert_true(proto_utf8_valid(cause, strlen(cause)));
+	assert_int_equal(
+	    proto_param_string(m.params, "c", 1, 0, &s, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_string(m.params, "d", 1, 10, &s, cause, sizeof cause),
+	    0);
+	assert_int_equal(
+	    proto_param_string(m.params, "d", 1, 9, &s, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_string(m.params, "e", 1, 0, &s, cause, sizeof cause),
+	    0);
+	assert_string_equal(s, "");
+	/* An escaped backslash followed by "u0000" is just text. */
+	assert_int_equal(
+	    proto_param_string(m.params, "f", 1, 0, &s, cause, sizeof cause),
+	    0);
+	assert_string_equal(s, "\\u0000");
+	assert_int_equal(
+	    proto_param_string(m.params, "g", 1, 0, &s, cause, sizeof cause),
+	    0);
+	assert_string_equal(s, "\xf0\x9d\x84\x9e");
+	proto_msg_free(&m);
+
+	/* Trees built in memory are checked as well. */
+	raw = cJSON_CreateObject();
+	cJSON_AddStringToObject(raw, "bad", "a\xc3(b");
+	cJSON_AddStringToObject(raw, "sur", "\xed\xa0\x80");
+	assert_int_equal(
+	    proto_param_string(raw, "bad", 1, 0, &s, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "UTF-8"));
+	assert_int_equal(
+	    proto_param_string(raw, "sur", 1, 0, &s, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	cJSON_Delete(raw);
+}
+
+static void
+test_param_strv(void **state)
+{
+	struct proto_msg m = params_of(
+	    "{\"argv\":[\"python\",\"gen.py\",\"\xc3\xa9\"],\"e\":[],"
+	    "\"n\":[\"a\",1],\"z\":[\"a\",\"b\\u0000\"],\"s\":\"a\"}");
+	char cause[256];
+	const char **v = NULL;
+
+	assert_int_equal(proto_param_strv(m.params, "argv", 1, 0, 0, &v, cause,
+	                                  sizeof cause),
+	                 0);
+	assert_string_equal(v[0], "python");
+	assert_string_equal(v[2], "\xc3\xa9");
+	assert_null(v[3]);
+	free(v);
+	assert_int_equal(proto_param_strv(m.params, "argv", 1, 3, 14, &v, cause,
+	                                  sizeof cause),
+	                 0);
+	free(v);
+	assert_int_equal(proto_param_strv(m.params, "argv", 1, 3, 13, &v, cause,
+	                                  sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(proto_param_strv(m.params, "argv", 1, 2, 0, &v, cause,
+	                                  sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "items"));
+	assert_int_equal(proto_param_strv(m.params, "argv", 1, 0, 10, &v, cause,
+	                                  sizeof cause),
+	                 PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_strv(m.params, "e", 1, 0, 0, &v, cause, sizeof cause),
+	    0);
+	assert_null(v[0]);
+	free(v);
+	assert_int_equal(
+	    proto_param_strv(m.params, "n", 1, 0, 0, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_strv(m.params, "z", 1, 0, 0, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(
+	    proto_param_strv(m.params, "s", 1, 0, 0, &v, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_int_equal(proto_param_strv(m.params, "missing", 0, 0, 0, &v,
+	                                  cause, sizeof cause),
+	                 1);
+	proto_msg_free(&m);
+}
+
+static void
+test_params_check(void **state)
+{
+	static const char *const known[] = {"argv", "cwd", "env", NULL};
+	struct proto_msg m;
+	char cause[256];
+
+	assert_int_equal(proto_params_check(NULL, known, cause, sizeof cause),
+	                 0);
+	m = params_of("{\"argv\":[],\"cwd\":\"/\"}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause), 0);
+	proto_msg_free(&m);
+	m = params_of("{}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause), 0);
+	proto_msg_free(&m);
+
+	m = params_of("{\"argv\":[],\"cwdd\":\"/\"}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "'cwdd'"));
+	proto_msg_free(&m);
+
+	/* Names are case-sensitive. */
+	m = params_of("{\"Argv\":[]}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	proto_msg_free(&m);
+
+	m = params_of("{\"cwd\":\"/\",\"cwd\":\"/tmp\"}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_non_null(strstr(cause, "twice"));
+	proto_msg_free(&m);
+
+	/* A name holding NUL, or a very long one, still gives a UTF-8
+	 * message of bounded size. */
+	m = params_of("{\"cw\\u0000d\":1}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_true(proto_utf8_valid(cause, strlen(cause)));
+	assert_non_null(strstr(cause, "cw?d"));
+	proto_msg_free(&m);
+	m = params_of("{\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\":1}");
+	assert_int_equal(
+	    proto_params_check(m.params, known, cause, sizeof cause),
+	    PROTO_E_PARAMS);
+	assert_true(proto_utf8_valid(cause, strlen(cause)));
+	assert_true(strlen(cause) < 120);
+	proto_msg_free(&m);
+	/* Even into a tiny buffer. */
+	m = params_of("{\"\xc3\xa9\xc3\xa9\xc3\xa9\":1}");
+	assert_int_equal(proto_params_check(m.params, known, cause, 5),
+	                 PROTO_E_PARAMS);
+	assert_true(strlen(cause) < 5);
+	proto_msg_free(&m);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_frame_split_everywhere),
+	    cmocka_unit_test(test_frame_many_in_one_feed),
+	    cmocka_unit_test(test_frame_too_long),
+	    cmocka_unit_test(test_frame_buffer_bounded),
+	    cmocka_unit_test(test_frame_crlf_and_empty),
+	    cmocka_unit_test(test_frame_bad_utf8),
+	    cmocka_unit_test(test_frame_nul_and_stop),
+	    cmocka_unit_test(test_utf8_table),
+	    cmocka_unit_test(test_utf8_exhaustive),
+	    cmocka_unit_test(test_utf8_sanitize),
+	    cmocka_unit_test(test_parse_valid),
+	    cmocka_unit_test(test_parse_invalid),
+	    cmocka_unit_test(test_parse_nul),
+	    cmocka_unit_test(test_encode_roundtrip),
+	    cmocka_unit_test(test_encode_big_ints),
+	    cmocka_unit_test(test_param_int),
+	    cmocka_unit_test(test_param_double_bool),
+	    cmocka_unit_test(test_param_string),
+	    cmocka_unit_test(test_param_strv),
+	    cmocka_unit_test(test_params_check),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
