@@ -651,8 +651,22 @@ server_mkdir(const char *path, int system, char *cause, size_t causelen)
 	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (stat(dir, &st) == 0)
+	if (stat(dir, &st) == 0) {
+		/* Someone else's directory (a pre-created /tmp/stageload-UID)
+		 * could swap our socket for theirs: refuse it unless it is
+		 * root's or a sticky shared directory such as /tmp. */
+		if (!system && ((st.st_uid != geteuid() && st.st_uid != 0) ||
+		                ((st.st_mode & 022) != 0 &&
+		                 (st.st_mode & S_ISVTX) == 0))) {
+			snprintf(cause, causelen,
+			         "socket directory %s is not private to this "
+			         "user (owner %u, mode %04o)",
+			         dir, (unsigned)st.st_uid,
+			         (unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
 		return 0;
+	}
 	if (errno != ENOENT || mkdir(dir, system ? 0755 : 0700) != 0) {
 		snprintf(cause, causelen, "socket directory %s: %s", dir,
 		         strerror(errno));
