@@ -1,1 +1,213 @@
-/* placeholder: replaced by its module */
+/* stageloadctl history: memory over time, from the daemon's rollups. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "units.h"
+
+enum format { FMT_TABLE, FMT_JSON, FMT_CSV };
+
+static void
+print_table(const struct sl_history *h)
+{
+	static const char *const sys_head[] = {
+	    "TIME", "N",   "FREE% MIN", "AVG",      "MAX", "SWAP MIN",
+	    "AVG",  "MAX", "AVAIL",     "PRESSURE", ""};
+	static const int sys_right[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+	static const char *const job_head[] = {"TIME", "N",   "FOOTPRINT MIN",
+	                                       "AVG",  "MAX", "SWAP MIN",
+	                                       "AVG",  "MAX"};
+	static const int job_right[] = {0, 1, 1, 1, 1, 1, 1, 1};
+	struct cli_table t;
+	char c[11][32];
+	const char *cells[11];
+	size_t i, k;
+
+	if (h->job_id > 0)
+		cli_table_init(&t, 8, job_head, job_right);
+	else
+		cli_table_init(&t, 11, sys_head, sys_right);
+	for (k = 0; k < 11; k++)
+		cells[k] = c[k];
+	for (i = 0; i < h->nbuckets; i++) {
+		const struct sl_bucket *b = &h->buckets[i];
+		cli_time(b->ts_ms, 0, c[0], sizeof c[0]);
+		snprintf(c[1], sizeof c[1], "%" PRId64, b->n);
+		if (h->job_id > 0) {
+			cli_size((uint64_t)b->footprint_bytes.min, c[2], 32);
+			cli_size((uint64_t)b->footprint_bytes.avg, c[3], 32);
+			cli_size((uint64_t)b->footprint_bytes.max, c[4], 32);
+			cli_size((uint64_t)b->swap_bytes.min, c[5], 32);
+			cli_size((uint64_t)b->swap_bytes.avg, c[6], 32);
+			cli_size((uint64_t)b->swap_bytes.max, c[7], 32);
+		} else {
+			snprintf(c[2], 32, "%.1f", b->free_pct.min);
+			snprintf(c[3], 32, "%.1f", b->free_pct.avg);
+			snprintf(c[4], 32, "%.1f", b->free_pct.max);
+			cli_size((uint64_t)b->swap_used_bytes.min, c[5], 32);
+			cli_size((uint64_t)b->swap_used_bytes.avg, c[6], 32);
+			cli_size((uint64_t)b->swap_used_bytes.max, c[7], 32);
+			cli_size((uint64_t)b->available_bytes.avg, c[8], 32);
+			snprintf(c[9], 32, "%s", b->pressure_max);
+			snprintf(c[10], 32, "%s", b->gap ? "(gap before)" : "");
+		}
+		cli_table_add(&t, cells);
+	}
+	cli_table_print(&t, stdout);
+	cli_table_free(&t);
+	if (h->nbuckets == 0)
+		printf("(no samples in this span)\n");
+}
+
+static void
+print_csv(const struct sl_history *h)
+{
+	size_t i;
+
+	if (h->job_id > 0)
+		printf("ts_ms,n,footprint_min_bytes,footprint_avg_bytes,"
+		       "footprint_max_bytes,swap_min_bytes,swap_avg_bytes,"
+		       "swap_max_bytes\n");
+	else
+		printf("ts_ms,n,free_pct_min,free_pct_avg,free_pct_max,"
+		       "swap_used_min_bytes,swap_used_avg_bytes,"
+		       "swap_used_max_bytes,available_min_bytes,"
+		       "available_avg_bytes,available_max_bytes,pressure_max,"
+		       "gap\n");
+	for (i = 0; i < h->nbuckets; i++) {
+		const struct sl_bucket *b = &h->buckets[i];
+		if (h->job_id > 0)
+			printf("%" PRId64 ",%" PRId64 ",%.0f,%.0f,%.0f,%.0f,"
+			       "%.0f,%.0f\n",
+			       b->ts_ms, b->n, b->footprint_bytes.min,
+			       b->footprint_bytes.avg, b->footprint_bytes.max,
+			       b->swap_bytes.min, b->swap_bytes.avg,
+			       b->swap_bytes.max);
+		else
+			printf("%" PRId64 ",%" PRId64 ",%.2f,%.2f,%.2f,%.0f,"
+			       "%.0f,%.0f,%.0f,%.0f,%.0f,%s,%d\n",
+			       b->ts_ms, b->n, b->free_pct.min, b->free_pct.avg,
+			       b->free_pct.max, b->swap_used_bytes.min,
+			       b->swap_used_bytes.avg, b->swap_used_bytes.max,
+			       b->available_bytes.min, b->available_bytes.avg,
+			       b->available_bytes.max, b->pressure_max, b->gap);
+	}
+}
+
+int
+cmd_history(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"since", required_argument, NULL, 's'},
+	    {"until", required_argument, NULL, 'u'},
+	    {"step", required_argument, NULL, 't'},
+	    {"format", required_argument, NULL, 'f'},
+	    {"job", required_argument, NULL, 'J'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *since = "1h", *until = NULL;
+	int64_t now = cli_now_ms(), since_ms, until_ms = 0, step_ms = 0;
+	int64_t job_id = 0;
+	enum format fmt = cli->json ? FMT_JSON : FMT_TABLE;
+	struct sl_history *h;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			since = optarg;
+			break;
+		case 'u':
+			until = optarg;
+			break;
+		case 't':
+			if (units_parse_duration_ms(optarg, &step_ms) < 0 ||
+			    step_ms <= 0) {
+				cli_error("bad --step '%s' (e.g. 10s, 1m)",
+				          optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			if (strcmp(optarg, "table") == 0)
+				fmt = FMT_TABLE;
+			else if (strcmp(optarg, "json") == 0)
+				fmt = FMT_JSON;
+			else if (strcmp(optarg, "csv") == 0)
+				fmt = FMT_CSV;
+			else {
+				cli_error("bad --format '%s' (table, json or "
+				          "csv)",
+				          optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'J':
+			if (cli_parse_id(optarg, &job_id) < 0) {
+				cli_error("bad job id '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			fmt = FMT_JSON;
+			break;
+		case 'h':
+			return cli_help("history");
+		default:
+			return cli_usage("history");
+		}
+	}
+	if (optind != argc)
+		return cli_usage("history");
+	if (units_parse_time_ms(since, now, &since_ms) < 0) {
+		cli_error("bad --since '%s' (e.g. 1h, 2026-11-30 05:00, an "
+		          "epoch)",
+		          since);
+		return EXIT_USAGE;
+	}
+	if (until != NULL && units_parse_time_ms(until, now, &until_ms) < 0) {
+		cli_error("bad --until '%s'", until);
+		return EXIT_USAGE;
+	}
+	if (until_ms > 0 && until_ms <= since_ms) {
+		cli_error("--until must be after --since");
+		return EXIT_USAGE;
+	}
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+
+	if (fmt == FMT_JSON) {
+		char params[256], *out = NULL;
+		int n = snprintf(params, sizeof params,
+		                 "{\"since_ms\":%" PRId64, since_ms);
+		if (until_ms > 0)
+			n += snprintf(params + n, sizeof params - (size_t)n,
+			              ",\"until_ms\":%" PRId64, until_ms);
+		if (step_ms > 0)
+			n += snprintf(params + n, sizeof params - (size_t)n,
+			              ",\"step_ms\":%" PRId64, step_ms);
+		if (job_id > 0)
+			n += snprintf(params + n, sizeof params - (size_t)n,
+			              ",\"job_id\":%" PRId64, job_id);
+		snprintf(params + n, sizeof params - (size_t)n, "}");
+		if (sl_call(cli->client, "history", params, &out) < 0)
+			return cli_fail(cli);
+		printf("%s\n", out);
+		sl_free(out);
+		return EXIT_OK;
+	}
+	if (sl_history(cli->client, since_ms, until_ms, step_ms, job_id, &h) <
+	    0)
+		return cli_fail(cli);
+	if (fmt == FMT_CSV)
+		print_csv(h);
+	else
+		print_table(h);
+	sl_history_free(h);
+	return EXIT_OK;
+}

@@ -1,1 +1,118 @@
-/* placeholder: replaced by its module */
+/* stageloadctl info: the daemon and its latest sample. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+/* --json prints the daemon's answer with the sample's fields also at the
+ * top level, so `jq .free_pct` works without knowing the nesting. */
+static int
+info_json(struct cli *cli)
+{
+	cJSON *r, *sample, *item;
+	char *text = NULL, *out;
+	int rc;
+
+	rc = sl_call(cli->client, "info", NULL, &text);
+	if (rc < 0)
+		return cli_fail(cli);
+	r = cJSON_Parse(text);
+	sl_free(text);
+	if (r == NULL) {
+		cli_error("cannot parse the daemon's answer");
+		return EXIT_ERR;
+	}
+	sample = cJSON_GetObjectItemCaseSensitive(r, "sample");
+	if (cJSON_IsObject(sample)) {
+		cJSON_ArrayForEach(item, sample)
+		{
+			if (cJSON_GetObjectItemCaseSensitive(r, item->string) ==
+			    NULL)
+				cJSON_AddItemToObject(r, item->string,
+				                      cJSON_Duplicate(item, 1));
+		}
+	}
+	out = cJSON_Print(r);
+	cJSON_Delete(r);
+	if (out == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	printf("%s\n", out);
+	free(out);
+	return EXIT_OK;
+}
+
+int
+cmd_info(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sl_info in;
+	const struct sl_sample *s = &in.sample;
+	char a[32], b[32], t[64];
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			cli->json = 1;
+			break;
+		case 'h':
+			return cli_help("info");
+		default:
+			return cli_usage("info");
+		}
+	}
+	if (optind != argc)
+		return cli_usage("info");
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (cli->json)
+		return info_json(cli);
+	if (sl_info(cli->client, &in) < 0)
+		return cli_fail(cli);
+
+	printf("daemon     stageloadd %s (%s), protocol %d\n",
+	       in.daemon_version, in.os, in.version);
+	printf("socket     %s\n",
+	       in.socket[0] ? in.socket : sl_path(cli->client));
+	printf("database   %s (%s)\n", in.db_path,
+	       cli_size(in.db_bytes, a, sizeof a));
+	if (in.storage_error[0] != '\0')
+		printf("STORAGE    %s\n", in.storage_error);
+	printf("interval   %s\n", cli_duration(in.interval_ms, a, sizeof a));
+	if (in.started_at_ms > 0)
+		printf("up since   %s\n",
+		       cli_time(in.started_at_ms, 0, t, sizeof t));
+	printf("jobs       %d running, %d queued\n", in.jobs_running,
+	       in.jobs_queued);
+	if (!in.has_sample) {
+		printf("sample     none yet\n");
+		return EXIT_OK;
+	}
+	printf("sampled    %s\n", cli_time(s->sampled_at_ms, 1, t, sizeof t));
+	printf("free       %.1f%% (%s available of %s)\n", s->free_pct,
+	       cli_size(s->available_bytes, a, sizeof a),
+	       cli_size(s->total_bytes, b, sizeof b));
+	printf("swap       %s used of %s\n",
+	       cli_size(s->swap_used_bytes, a, sizeof a),
+	       cli_size(s->swap_total_bytes, b, sizeof b));
+	if (s->has_psi)
+		printf("pressure   %s (PSI some avg10 %.2f)\n", s->pressure,
+		       s->psi_some_avg10);
+	else
+		printf("pressure   %s\n", s->pressure);
+	if (s->compressed_bytes > 0 || s->wired_bytes > 0)
+		printf("compressed %s, wired %s\n",
+		       cli_size(s->compressed_bytes, a, sizeof a),
+		       cli_size(s->wired_bytes, b, sizeof b));
+	return EXIT_OK;
+}

@@ -1,1 +1,528 @@
-/* placeholder: replaced by its module */
+/*
+ * stageloadctl commands about detached jobs and the queue: submit,
+ * status (ps), show, cancel, wait, logs, events. Attached jobs (run,
+ * guard) are in cmd-run.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+/* Options of commands that take only flags; returns the exit code to
+ * return, or -1 to go on. */
+static int
+simple_options(struct cli *cli, const char *cmd, int argc, char **argv,
+               const char *shortopts, const struct option *longopts,
+               int (*each)(int ch, void *arg), void *arg)
+{
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
+	       -1) {
+		if (ch == 'j') {
+			cli->json = 1;
+			continue;
+		}
+		if (ch == 'h')
+			return cli_help(cmd);
+		if (ch == '?' || each == NULL || each(ch, arg) != 0)
+			return cli_usage(cmd);
+	}
+	return -1;
+}
+
+/* Print a JSON-text result from sl_call() as it came. */
+static int
+raw_call(struct cli *cli, const char *method, const char *params)
+{
+	char *out = NULL;
+
+	if (sl_call(cli->client, method, params, &out) < 0)
+		return cli_fail(cli);
+	printf("%s\n", out);
+	sl_free(out);
+	return EXIT_OK;
+}
+
+/* ---- submit ---- */
+
+int
+cmd_submit(struct cli *cli, int argc, char **argv)
+{
+	struct sl_job_spec spec;
+	struct sl_submitted sub;
+	char cause[256];
+	int first, rc;
+
+	sl_job_spec_init(&spec);
+	first = cli_parse_job_args(argc, argv, &spec, NULL, &cli->json, cause,
+	                           sizeof cause);
+	if (first == CLI_ARGS_HELP)
+		return cli_help("submit");
+	if (first < 0) {
+		cli_error("%s", cause);
+		return cli_usage("submit");
+	}
+	spec.argv = (const char *const *)&argv[first];
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (sl_submit(cli->client, &spec, &sub) < 0)
+		return cli_fail(cli);
+	if (cli->json)
+		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",
+		       sub.id, sub.position, sub.queued);
+	else
+		printf("%" PRId64 "\n", sub.id);
+	return EXIT_OK;
+}
+
+/* ---- status ---- */
+
+struct status_opts {
+	int all;
+	long limit;
+};
+
+static int
+status_option(int ch, void *arg)
+{
+	struct status_opts *o = arg;
+
+	switch (ch) {
+	case 'a':
+		o->all = 1;
+		return 0;
+	case 'l':
+		return cli_parse_int(optarg, 1, 100000, &o->limit) < 0;
+	}
+	return 1;
+}
+
+int
+cmd_status(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"all", no_argument, NULL, 'a'},
+	    {"limit", required_argument, NULL, 'l'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const char *const head[] = {"ID",        "USER",       "STATE",
+	                                   "NAME",      "WAITED",     "RAN",
+	                                   "FOOTPRINT", "SWAP/BUDGET"};
+	static const int right[] = {1, 0, 0, 0, 1, 1, 1, 1};
+	struct status_opts o = {0, 0};
+	struct sl_job *jobs;
+	struct cli_table t;
+	size_t n, i;
+	int64_t now = cli_now_ms();
+	int rc;
+
+	rc = simple_options(cli, "status", argc, argv, "+ahl:", longopts,
+	                    status_option, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind != argc)
+		return cli_usage("status");
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (cli->json) {
+		char params[64];
+		if (o.limit > 0)
+			snprintf(params, sizeof params,
+			         "{\"all\":%s,\"limit\":%ld}",
+			         o.all ? "true" : "false", o.limit);
+		else
+			snprintf(params, sizeof params, "{\"all\":%s}",
+			         o.all ? "true" : "false");
+		return raw_call(cli, "status", params);
+	}
+	if (sl_status(cli->client, o.all, (int)o.limit, &jobs, &n) < 0)
+		return cli_fail(cli);
+	if (n == 0) {
+		printf(o.all ? "no jobs\n" : "no jobs queued or running\n");
+		sl_jobs_free(jobs, n);
+		return EXIT_OK;
+	}
+	cli_table_init(&t, 8, head, right);
+	for (i = 0; i < n; i++) {
+		const struct sl_job *j = &jobs[i];
+		char c[8][64];
+		const char *cells[8] = {c[0], c[1], c[2], c[3],
+		                        c[4], c[5], c[6], c[7]};
+		snprintf(c[0], 64, "%" PRId64, j->id);
+		snprintf(c[1], 64, "%s", j->user);
+		cli_job_state(j, c[2], 64);
+		snprintf(c[3], 64, "%.48s%s", j->name,
+		         j->attached ? " (att)" : "");
+		cli_job_waited(j, now, c[4], 64);
+		cli_job_ran(j, now, c[5], 64);
+		if (j->started_at_ms <= 0)
+			snprintf(c[6], 64, "-");
+		else
+			cli_size(sl_job_ended(j) ? j->footprint_peak_bytes
+			                         : j->footprint_bytes,
+			         c[6], 64);
+		cli_job_swap(j, c[7], 64);
+		cli_table_add(&t, cells);
+	}
+	cli_table_print(&t, stdout);
+	cli_table_free(&t);
+	sl_jobs_free(jobs, n);
+	return EXIT_OK;
+}
+
+/* ---- show ---- */
+
+static int
+show_option(int ch, void *arg)
+{
+	if (ch != 'e')
+		return 1;
+	*(int *)arg = 1;
+	return 0;
+}
+
+int
+cmd_show(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"env", no_argument, NULL, 'e'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sl_job j;
+	int64_t id;
+	int env = 0, rc;
+	char *text;
+	size_t i;
+
+	rc = simple_options(cli, "show", argc, argv, "+h", longopts,
+	                    show_option, &env);
+	if (rc >= 0)
+		return rc;
+	if (optind + 1 != argc)
+		return cli_usage("show");
+	if (cli_parse_id(argv[optind], &id) < 0) {
+		cli_error("bad job id '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (cli->json) {
+		char params[96];
+		snprintf(params, sizeof params, "{\"id\":%" PRId64 "%s}", id,
+		         env ? ",\"env\":true" : "");
+		return raw_call(cli, "show", params);
+	}
+	if (sl_show(cli->client, id, env, &j) < 0)
+		return cli_fail(cli);
+	text = cli_job_paragraph(&j, cli_now_ms());
+	if (text != NULL)
+		fputs(text, stdout);
+	free(text);
+	if (env && j.env != NULL) {
+		printf("Environment:\n");
+		for (i = 0; j.env[i] != NULL; i++)
+			printf("  %s\n", j.env[i]);
+	}
+	sl_job_clear(&j);
+	return EXIT_OK;
+}
+
+/* ---- cancel and wait ---- */
+
+/* Parse the job ids that are the remaining arguments. */
+static int
+job_ids(const char *cmd, int argc, char **argv, int64_t **ids, int *n)
+{
+	int i;
+
+	*n = argc - optind;
+	if (*n <= 0)
+		return cli_usage(cmd);
+	*ids = calloc((size_t)*n, sizeof **ids);
+	if (*ids == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	for (i = 0; i < *n; i++) {
+		if (cli_parse_id(argv[optind + i], &(*ids)[i]) < 0) {
+			cli_error("bad job id '%s'", argv[optind + i]);
+			free(*ids);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+int
+cmd_cancel(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sl_job j;
+	int64_t *ids;
+	int n, i, rc, status = EXIT_OK;
+
+	rc = simple_options(cli, "cancel", argc, argv, "+h", longopts, NULL,
+	                    NULL);
+	if (rc >= 0)
+		return rc;
+	if ((rc = job_ids("cancel", argc, argv, &ids, &n)) >= 0)
+		return rc;
+	if ((rc = cli_connect(cli)) != 0) {
+		free(ids);
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		if (sl_cancel(cli->client, ids[i], &j) < 0) {
+			int code = sl_errcode(cli->client);
+			cli_error("job %" PRId64 ": %s", ids[i],
+			          sl_errmsg(cli->client));
+			status = cli_exit_for_error(code);
+			if (sl_error_is_connection(code))
+				break;
+			continue;
+		}
+		if (strcmp(j.state, "cancelled") == 0)
+			printf("job %" PRId64 ": cancelled\n", ids[i]);
+		else if (sl_job_ended(&j))
+			printf("job %" PRId64 ": %s\n", ids[i], j.state);
+		else
+			printf("job %" PRId64 ": terminating (SIGTERM, then "
+			       "SIGKILL after the grace period)\n",
+			       ids[i]);
+		sl_job_clear(&j);
+	}
+	free(ids);
+	return status;
+}
+
+int
+cmd_wait(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sl_job j;
+	char state[64], params[64], *out;
+	int64_t *ids;
+	int n, i, rc, s, status = EXIT_OK;
+
+	rc =
+	    simple_options(cli, "wait", argc, argv, "+h", longopts, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	if ((rc = job_ids("wait", argc, argv, &ids, &n)) >= 0)
+		return rc;
+	if ((rc = cli_connect(cli)) != 0) {
+		free(ids);
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		if (cli->json) {
+			snprintf(params, sizeof params, "{\"id\":%" PRId64 "}",
+			         ids[i]);
+			sl_set_timeout(cli->client, -1);
+			if (sl_call(cli->client, "wait", params, &out) < 0) {
+				status = cli_fail(cli);
+				break;
+			}
+			printf("%s\n", out);
+			fflush(stdout);
+			/* the status comes from the same answer, typed */
+			sl_free(out);
+		}
+		if (sl_wait(cli->client, ids[i], &j) < 0) {
+			status = cli_fail(cli);
+			break;
+		}
+		s = cli_job_status(&j);
+		if (!cli->json) {
+			cli_job_state(&j, state, sizeof state);
+			printf("job %" PRId64 ": %s\n", ids[i], state);
+			fflush(stdout);
+		}
+		if (s != 0)
+			status = s;
+		sl_job_clear(&j);
+	}
+	free(ids);
+	return status;
+}
+
+/* ---- logs ---- */
+
+static int
+write_log(void *arg, int64_t offset, const char *data, size_t len)
+{
+	if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+		return -EPIPE;
+	return 0;
+}
+
+static int
+logs_option(int ch, void *arg)
+{
+	if (ch != 'f')
+		return 1;
+	*(int *)arg = 1;
+	return 0;
+}
+
+int
+cmd_logs(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"follow", no_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int64_t id;
+	int follow = 0, rc;
+
+	rc = simple_options(cli, "logs", argc, argv, "+fh", longopts,
+	                    logs_option, &follow);
+	if (rc >= 0)
+		return rc;
+	if (optind + 1 != argc)
+		return cli_usage("logs");
+	if (cli_parse_id(argv[optind], &id) < 0) {
+		cli_error("bad job id '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	rc = sl_logs(cli->client, id, 0, follow, write_log, NULL, NULL);
+	if (rc == -EPIPE && !sl_is_connected(cli->client))
+		return EXIT_ERR; /* our stdout went away */
+	if (rc < 0)
+		return cli_fail(cli);
+	return EXIT_OK;
+}
+
+/* ---- events ---- */
+
+static void
+print_event(const struct sl_event *e, int json)
+{
+	char t[64], job[32];
+
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		char *text;
+		if (o == NULL)
+			return;
+		cJSON_AddNumberToObject(o, "id", (double)e->id);
+		cJSON_AddNumberToObject(o, "ts_ms", (double)e->ts_ms);
+		if (e->job_id > 0)
+			cJSON_AddNumberToObject(o, "job_id", (double)e->job_id);
+		else
+			cJSON_AddNullToObject(o, "job_id");
+		cJSON_AddStringToObject(o, "user", e->user);
+		cJSON_AddStringToObject(o, "kind", e->kind);
+		if (e->detail != NULL)
+			cJSON_AddStringToObject(o, "detail", e->detail);
+		else
+			cJSON_AddNullToObject(o, "detail");
+		text = cJSON_PrintUnformatted(o);
+		if (text != NULL)
+			printf("%s\n", text);
+		free(text);
+		cJSON_Delete(o);
+	} else {
+		if (e->job_id > 0)
+			snprintf(job, sizeof job, "job %" PRId64, e->job_id);
+		else
+			snprintf(job, sizeof job, "-");
+		printf("%s  %-8s %-10s %-10s %s\n",
+		       cli_time(e->ts_ms, 0, t, sizeof t), job,
+		       e->user[0] ? e->user : "-", e->kind,
+		       e->detail != NULL ? e->detail : "");
+	}
+	fflush(stdout);
+}
+
+struct events_opts {
+	int follow;
+	int64_t after;
+	long limit;
+};
+
+static int
+events_option(int ch, void *arg)
+{
+	struct events_opts *o = arg;
+	long v;
+
+	switch (ch) {
+	case 'f':
+		o->follow = 1;
+		return 0;
+	case 'a':
+		if (cli_parse_int(optarg, 0, 0x7fffffffL, &v) < 0)
+			return 1;
+		o->after = v;
+		return 0;
+	case 'l':
+		return cli_parse_int(optarg, 1, 10000, &o->limit) < 0;
+	}
+	return 1;
+}
+
+int
+cmd_events(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"follow", no_argument, NULL, 'f'},
+	    {"after", required_argument, NULL, 'a'},
+	    {"limit", required_argument, NULL, 'l'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct events_opts o = {0, 0, 0};
+	struct sl_notification n;
+	struct sl_event *ev;
+	size_t nev, i;
+	int rc;
+
+	rc = simple_options(cli, "events", argc, argv, "+fh", longopts,
+	                    events_option, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind != argc)
+		return cli_usage("events");
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (sl_events(cli->client, o.after, (int)o.limit, o.follow, &ev, &nev) <
+	    0)
+		return cli_fail(cli);
+	for (i = 0; i < nev; i++)
+		print_event(&ev[i], cli->json);
+	sl_events_free(ev, nev);
+	while (o.follow) {
+		rc = sl_next_notification(cli->client, -1, &n);
+		if (rc == -EINTR)
+			continue;
+		if (rc < 0)
+			return cli_fail(cli);
+		if (n.kind == SL_N_EVENT)
+			print_event(&n.event, cli->json);
+		sl_notification_clear(&n);
+	}
+	return EXIT_OK;
+}

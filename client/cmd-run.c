@@ -1,1 +1,623 @@
-/* placeholder: replaced by its module */
+/*
+ * stageloadctl run (alias guard): an attached job. Register with the
+ * daemon, wait for admission while showing the queue position, run the
+ * command here in its own process group, tell the daemon its pid and its
+ * end, and exit with its status. The daemon enforces the swap budget
+ * meanwhile; if the daemon goes away the command keeps running and we
+ * reconnect and resume. docs/cli.md has the exit codes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+/* How long to keep trying to report the command's end to a daemon that
+ * has gone away before giving up and exiting with its status anyway. */
+#define REPORT_GIVE_UP_MS 60000
+
+static int sigpipe_fds[2] = {-1, -1};
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+
+	/* Only note it: the loop below does the work. */
+	(void)!write(sigpipe_fds[1], &c, 1);
+	errno = saved;
+}
+
+struct run {
+	struct cli *cli;
+	sl_client *c;
+	char path[1024];
+	int64_t id;
+	char *const *argv;
+	int quiet;
+	int tty;       /* stderr is a terminal: update the line in place */
+	int line_open; /* a queue line is shown and not ended */
+	char last_line[256];
+	int64_t queued_since_ms;
+
+	int admitted; /* an admitted notification is waiting */
+	int attempt;
+	pid_t pid; /* the command, also its process group */
+	int pid_reported;
+	int fg_tty; /* we gave the terminal to the command's group */
+	int wstatus;
+	int done; /* the command has ended */
+
+	int breach; /* a breach notification came for this attempt */
+	int requeued;
+	uint64_t growth_bytes, budget_bytes;
+	char ended_state[32]; /* the daemon ended the job behind our back */
+	char ended_reason[32];
+
+	int64_t backoff_ms;
+	int64_t reconnect_at_ms;
+	int abandoned; /* the daemon no longer knows the job: just finish */
+};
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+line_end(struct run *r)
+{
+	if (r->line_open && r->tty)
+		fputs("\r\033[K", stderr);
+	r->line_open = 0;
+	r->last_line[0] = '\0';
+}
+
+static void
+line_show(struct run *r, const char *text)
+{
+	if (r->quiet || strcmp(text, r->last_line) == 0)
+		return;
+	snprintf(r->last_line, sizeof r->last_line, "%s", text);
+	if (r->tty) {
+		fprintf(stderr, "\r\033[K%s", text);
+		r->line_open = 1;
+	} else {
+		fprintf(stderr, "%s\n", text);
+	}
+	fflush(stderr);
+}
+
+/* A message of our own on stderr, on a fresh line. */
+static void say(struct run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+say(struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	line_end(r);
+	fputs("stageloadctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static int
+setup_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+	struct sigaction sa;
+	size_t i;
+
+	if (pipe(sigpipe_fds) == -1)
+		return -errno;
+	for (i = 0; i < 2; i++) {
+		fcntl(sigpipe_fds[i], F_SETFD, FD_CLOEXEC);
+		fcntl(sigpipe_fds[i], F_SETFL,
+		      fcntl(sigpipe_fds[i], F_GETFL) | O_NONBLOCK);
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		if (sigaction(sigs[i], &sa, NULL) == -1)
+			return -errno;
+	return 0;
+}
+
+/* The next signal noted by the handler, or 0. */
+static int
+next_signal(void)
+{
+	unsigned char c;
+
+	if (read(sigpipe_fds[0], &c, 1) == 1)
+		return c;
+	return 0;
+}
+
+/*
+ * Wait until the daemon's socket or the signal pipe is readable, or
+ * timeout_ms passes.
+ */
+static void
+wait_input(struct run *r, int timeout_ms)
+{
+	struct pollfd pfd[2];
+	int n = 0;
+
+	pfd[n].fd = sigpipe_fds[0];
+	pfd[n++].events = POLLIN;
+	if (sl_fd(r->c) != -1) {
+		pfd[n].fd = sl_fd(r->c);
+		pfd[n++].events = POLLIN;
+	}
+	if (sl_pending(r->c) > 0)
+		timeout_ms = 0;
+	(void)poll(pfd, (nfds_t)n, timeout_ms);
+}
+
+static void
+reap(struct run *r)
+{
+	int st;
+	pid_t p;
+
+	if (r->pid <= 0 || r->done)
+		return;
+	while ((p = waitpid(r->pid, &st, WNOHANG)) == -1 && errno == EINTR)
+		;
+	if (p == r->pid) {
+		r->wstatus = st;
+		r->done = 1;
+	}
+}
+
+/* Milliseconds to sleep before the next reconnect attempt (at most 1 s,
+ * so signals and the child are looked at regularly anyway). */
+static int
+until_reconnect(const struct run *r)
+{
+	int64_t left = r->reconnect_at_ms - mono_ms();
+
+	if (left < 0)
+		return 0;
+	return left > 1000 ? 1000 : (int)left;
+}
+
+/* Handle the notifications that have arrived. */
+static void
+drain(struct run *r)
+{
+	struct sl_notification n;
+	char line[256], a[16], b[16];
+
+	if (sl_fd(r->c) != -1)
+		(void)sl_process_input(r->c);
+	while (sl_next_notification(r->c, 0, &n) == 1) {
+		switch (n.kind) {
+		case SL_N_QUEUE:
+			if (n.queue.id != r->id)
+				break;
+			cli_queue_line(n.queue.position, n.queue.of,
+			               n.queue.free_pct, n.queue.wait_free_pct,
+			               n.queue.waiting_for, line, sizeof line);
+			line_show(r, line);
+			break;
+		case SL_N_ADMITTED:
+			if (n.admitted.id != r->id)
+				break;
+			r->admitted = 1;
+			r->attempt = n.admitted.attempt;
+			break;
+		case SL_N_BREACH:
+			if (n.breach.id != r->id)
+				break;
+			r->breach = 1;
+			r->requeued = n.breach.requeued;
+			r->growth_bytes = n.breach.swap_growth_bytes;
+			r->budget_bytes = n.breach.swap_budget_bytes;
+			say(r,
+			    "job %" PRId64 ": swap grew by %s, past its budget "
+			    "of %s; the daemon is stopping it%s",
+			    r->id, cli_size(r->growth_bytes, a, sizeof a),
+			    cli_size(r->budget_bytes, b, sizeof b),
+			    r->requeued ? " and will run it again" : "");
+			break;
+		case SL_N_EVENT:
+			/* Ends we are not told about otherwise: a cancel
+			 * while queued, or a kill while running. */
+			if (n.event.job_id != r->id)
+				break;
+			if (strcmp(n.event.kind, "cancelled") == 0 ||
+			    strcmp(n.event.kind, "lost") == 0 ||
+			    strcmp(n.event.kind, "failed") == 0 ||
+			    strcmp(n.event.kind, "killed") == 0)
+				snprintf(r->ended_state, sizeof r->ended_state,
+				         "%s", n.event.kind);
+			break;
+		default:
+			break;
+		}
+		sl_notification_clear(&n);
+	}
+}
+
+/*
+ * Try to reconnect when the time has come. Returns 1 when connected (and
+ * the job resumed), 0 when not yet, or an exit code when the job cannot be
+ * resumed.
+ */
+static int
+reconnect(struct run *r)
+{
+	struct sl_job j;
+	int rc;
+
+	if (sl_is_connected(r->c))
+		return 1;
+	if (r->abandoned || mono_ms() < r->reconnect_at_ms)
+		return 0;
+	if (sl_connect(r->c, r->path) < 0 ||
+	    sl_subscribe(r->c, 0, 1, 0, NULL) < 0) {
+		sl_close(r->c);
+		r->backoff_ms = r->backoff_ms < BACKOFF_MIN_MS
+		                    ? BACKOFF_MIN_MS
+		                    : r->backoff_ms * 2;
+		if (r->backoff_ms > BACKOFF_MAX_MS)
+			r->backoff_ms = BACKOFF_MAX_MS;
+		r->reconnect_at_ms = mono_ms() + r->backoff_ms;
+		return 0;
+	}
+	rc = sl_resume(r->c, r->id, &j);
+	if (rc < 0) {
+		if (sl_error_is_connection(rc))
+			return 0;
+		say(r, "job %" PRId64 ": cannot resume: %s", r->id,
+		    sl_errmsg(r->c));
+		return EXIT_JOB_NOTRUN;
+	}
+	r->backoff_ms = 0;
+	say(r, "reconnected to the daemon; job %" PRId64 " is %s", r->id,
+	    j.state);
+	if (strcmp(j.state, "admitted") == 0 && r->pid <= 0)
+		r->admitted = 1;
+	if (strcmp(j.state, "queued") == 0 && r->pid > 0 && !r->requeued &&
+	    r->done) {
+		/* requeued while we were away */
+		r->breach = r->requeued = 1;
+	}
+	if (sl_job_ended(&j))
+		snprintf(r->ended_state, sizeof r->ended_state, "%s", j.state);
+	sl_job_clear(&j);
+	return 1;
+}
+
+static void
+connection_lost(struct run *r)
+{
+	if (!sl_is_connected(r->c) && r->reconnect_at_ms == 0) {
+		say(r, "lost the daemon (%s); %s", sl_errmsg(r->c),
+		    r->pid > 0 && !r->done ? "the command keeps running, "
+		                             "reconnecting"
+		                           : "reconnecting");
+		r->backoff_ms = BACKOFF_MIN_MS;
+		r->reconnect_at_ms = mono_ms() + r->backoff_ms;
+	}
+}
+
+/* Wait for admission. Returns 0 when admitted, or an exit code. */
+static int
+wait_admission(struct run *r)
+{
+	char d[32];
+	int sig, rc;
+
+	while (!r->admitted) {
+		drain(r);
+		if (r->admitted)
+			break;
+		if (r->ended_state[0] != '\0') {
+			say(r, "job %" PRId64 " was %s before it started",
+			    r->id, r->ended_state);
+			return EXIT_JOB_NOTRUN;
+		}
+		while ((sig = next_signal()) != 0) {
+			if (sig == SIGCHLD)
+				continue;
+			line_end(r);
+			if (sl_is_connected(r->c) &&
+			    sl_cancel(r->c, r->id, NULL) == 0)
+				say(r, "job %" PRId64 " cancelled", r->id);
+			return 128 + sig;
+		}
+		if (!sl_is_connected(r->c)) {
+			connection_lost(r);
+			rc = reconnect(r);
+			if (rc > 1)
+				return rc;
+			if (rc == 0) {
+				wait_input(r, until_reconnect(r));
+				continue;
+			}
+			r->reconnect_at_ms = 0;
+			continue;
+		}
+		wait_input(r, -1);
+	}
+	if (r->line_open || r->last_line[0] != '\0') {
+		line_end(r);
+		if (!r->quiet)
+			say(r, "job %" PRId64 " admitted after %s", r->id,
+			    cli_duration(cli_now_ms() - r->queued_since_ms, d,
+			                 sizeof d));
+	}
+	r->admitted = 0;
+	return 0;
+}
+
+/* Fork the command in its own process group. */
+static int
+start_command(struct run *r)
+{
+	int fg;
+	pid_t pid;
+
+	fg = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	pid = fork();
+	if (pid == -1) {
+		say(r, "cannot fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,
+		                           SIGCHLD, SIGTTOU, SIGPIPE};
+		size_t i;
+		int e;
+
+		setpgid(0, 0);
+		for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+			signal(sigs[i], SIG_DFL);
+		execvp(r->argv[0], r->argv);
+		e = errno;
+		fprintf(stderr, "stageloadctl: cannot run %s: %s\n", r->argv[0],
+		        strerror(e));
+		_exit(e == ENOENT ? EXIT_JOB_NOTFOUND : EXIT_JOB_CANNOTRUN);
+	}
+	/* Both sides set the group, so it is set before job_pid whichever
+	 * runs first. */
+	setpgid(pid, pid);
+	r->pid = pid;
+	r->done = 0;
+	r->pid_reported = 0;
+	if (fg) {
+		/* Let the command own the terminal (Ctrl-C, reading stdin),
+		 * as a shell does for a foreground job. */
+		signal(SIGTTOU, SIG_IGN);
+		r->fg_tty = tcsetpgrp(STDIN_FILENO, pid) == 0;
+	}
+	return 0;
+}
+
+static void
+take_back_tty(struct run *r)
+{
+	if (r->fg_tty) {
+		tcsetpgrp(STDIN_FILENO, getpgrp());
+		r->fg_tty = 0;
+	}
+}
+
+/* Supervise until the command has ended. */
+static void
+supervise(struct run *r)
+{
+	int sig, rc;
+
+	while (!r->done) {
+		if (sl_is_connected(r->c) && !r->pid_reported) {
+			rc = sl_job_pid(r->c, r->id, r->pid);
+			if (rc == 0) {
+				r->pid_reported = 1;
+			} else if (!sl_error_is_connection(rc)) {
+				say(r,
+				    "job %" PRId64 ": the daemon refused pid "
+				    "%ld (%s); stopping the command",
+				    r->id, (long)r->pid, sl_errmsg(r->c));
+				kill(-r->pid, SIGTERM);
+				r->pid_reported = -1;
+			}
+		}
+		drain(r);
+		while ((sig = next_signal()) != 0) {
+			if (sig == SIGCHLD)
+				reap(r);
+			else
+				kill(-r->pid, sig);
+		}
+		reap(r);
+		if (r->done)
+			break;
+		if (!sl_is_connected(r->c)) {
+			connection_lost(r);
+			rc = reconnect(r);
+			if (rc == 1)
+				r->reconnect_at_ms = 0;
+			if (rc > 1) {
+				/* Nobody to report to: let the command finish
+				 * and exit with its status. */
+				r->abandoned = 1;
+				r->pid_reported = 0;
+				r->reconnect_at_ms = INT64_MAX;
+			}
+			if (rc != 1) {
+				wait_input(r, until_reconnect(r));
+				continue;
+			}
+			continue;
+		}
+		wait_input(r, -1);
+	}
+	take_back_tty(r);
+}
+
+/* The command's own status, as a shell reports it. */
+static int
+local_status(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return EXIT_ERR;
+}
+
+/*
+ * Tell the daemon how the command ended. Returns the exit code, or -1
+ * when the job was requeued and must run again.
+ */
+static int
+report_end(struct run *r)
+{
+	int code = -1, sig = 0, status = local_status(r->wstatus);
+	int64_t give_up = mono_ms() + REPORT_GIVE_UP_MS;
+	struct sl_job j;
+	char a[16], b[16];
+	int rc = -ENOTCONN;
+
+	if (WIFSIGNALED(r->wstatus))
+		sig = WTERMSIG(r->wstatus);
+	else
+		code = WEXITSTATUS(r->wstatus);
+
+	memset(&j, 0, sizeof j);
+	while (mono_ms() < give_up && !r->abandoned) {
+		if (!sl_is_connected(r->c)) {
+			connection_lost(r);
+			if (reconnect(r) != 1) {
+				wait_input(r, until_reconnect(r));
+				while (next_signal() != 0)
+					;
+				continue;
+			}
+			r->reconnect_at_ms = 0;
+		}
+		if (r->pid_reported <= 0)
+			break; /* the daemon never knew this pid */
+		rc = sl_job_exit(r->c, r->id, code, sig, &j);
+		if (rc == 0 || !sl_error_is_connection(rc))
+			break;
+	}
+	/* Responses come in order, so a breach sent before the answer has
+	 * arrived by now. */
+	drain(r);
+	if (r->requeued ||
+	    (rc == SL_E_STATE && sl_show(r->c, r->id, 0, &j) == 0 &&
+	     strcmp(j.state, "queued") == 0)) {
+		sl_job_clear(&j);
+		return -1;
+	}
+	if (rc == 0 && strcmp(j.state, "killed") == 0 &&
+	    strcmp(j.end_reason, "swap_budget") == 0)
+		r->breach = 1;
+	if (rc < 0 && rc != SL_E_STATE && r->pid_reported > 0)
+		say(r,
+		    "job %" PRId64 ": could not report the end to the "
+		    "daemon: %s",
+		    r->id, sl_errmsg(r->c));
+	sl_job_clear(&j);
+	if (r->breach) {
+		say(r,
+		    "job %" PRId64 " killed: swap grew by %s, past its "
+		    "budget of %s",
+		    r->id, cli_size(r->growth_bytes, a, sizeof a),
+		    cli_size(r->budget_bytes, b, sizeof b));
+		return EXIT_JOB_BUDGET;
+	}
+	if (r->pid_reported < 0)
+		return EXIT_JOB_NOTRUN;
+	return status;
+}
+
+int
+cmd_run(struct cli *cli, int argc, char **argv)
+{
+	struct sl_job_spec spec;
+	struct sl_submitted sub;
+	struct run r;
+	char cause[256];
+	int first, rc;
+
+	sl_job_spec_init(&spec);
+	memset(&r, 0, sizeof r);
+	first = cli_parse_job_args(argc, argv, &spec, &r.quiet, NULL, cause,
+	                           sizeof cause);
+	if (first == CLI_ARGS_HELP)
+		return cli_help("run");
+	if (first < 0) {
+		cli_error("%s", cause);
+		return cli_usage("run");
+	}
+	spec.argv = (const char *const *)&argv[first];
+	spec.attached = 1;
+	r.cli = cli;
+	r.argv = &argv[first];
+	r.tty = isatty(STDERR_FILENO);
+	if (setup_signals() < 0) {
+		cli_error("cannot set up signals: %s", strerror(errno));
+		return EXIT_ERR;
+	}
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	r.c = cli->client;
+	snprintf(r.path, sizeof r.path, "%s", sl_path(r.c));
+	/* Events tell us when someone cancels the job while it waits. */
+	if (sl_subscribe(r.c, 0, 1, 0, NULL) < 0)
+		return cli_fail(cli);
+	if (sl_submit(r.c, &spec, &sub) < 0)
+		return cli_fail(cli);
+	r.id = sub.id;
+	r.queued_since_ms = cli_now_ms();
+
+	for (;;) {
+		rc = wait_admission(&r);
+		if (rc != 0)
+			return rc;
+		r.breach = r.requeued = 0;
+		if (start_command(&r) < 0) {
+			if (sl_is_connected(r.c))
+				sl_cancel(r.c, r.id, NULL);
+			return EXIT_JOB_CANNOTRUN;
+		}
+		supervise(&r);
+		rc = report_end(&r);
+		if (rc >= 0)
+			return rc;
+		say(&r, "job %" PRId64 " requeued; waiting to run it again",
+		    r.id);
+		r.pid = 0;
+		r.queued_since_ms = cli_now_ms();
+	}
+}

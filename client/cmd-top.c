@@ -1,1 +1,440 @@
-/* placeholder: replaced by its module */
+/*
+ * stageloadctl top: a live view. On a terminal it redraws in place (free
+ * %, swap, pressure, sparklines of the last minutes from history plus live
+ * samples, the job table) until q or Ctrl-C; otherwise it prints one plain
+ * line per sample.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define JOBS_REFRESH_MS 2000
+#define MAX_JOB_ROWS 15
+
+struct point {
+	int64_t ts_ms;
+	double free_pct;
+	double swap_used;
+};
+
+struct top {
+	struct cli *cli;
+	int64_t span_ms;
+	int color;
+	struct point *pts;
+	size_t npts, cap;
+	struct sl_sample last;
+	int have_last;
+	struct sl_job *jobs;
+	size_t njobs;
+	int64_t jobs_at_ms;
+	int jobs_dirty;
+};
+
+static struct termios saved_tio;
+static int tio_saved;
+static int sig_fds[2] = {-1, -1};
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+
+	(void)!write(sig_fds[1], &c, 1);
+	errno = saved;
+}
+
+/* Leave the terminal as we found it, whatever way we exit. */
+static void
+restore_terminal(void)
+{
+	if (!tio_saved)
+		return;
+	tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+	fputs("\033[?25h\033[?1049l", stdout);
+	fflush(stdout);
+	tio_saved = 0;
+}
+
+static int
+setup_terminal(void)
+{
+	struct termios tio;
+
+	if (tcgetattr(STDIN_FILENO, &saved_tio) == -1)
+		return -errno;
+	tio = saved_tio;
+	/* Keys one at a time without echo; ISIG stays so Ctrl-C still
+	 * raises SIGINT, which we turn into a clean exit. */
+	tio.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	tio.c_cc[VMIN] = 0;
+	tio.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &tio) == -1)
+		return -errno;
+	tio_saved = 1;
+	atexit(restore_terminal);
+	fputs("\033[?1049h\033[?25l", stdout);
+	return 0;
+}
+
+static int
+setup_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
+	struct sigaction sa;
+	size_t i;
+
+	if (pipe(sig_fds) == -1)
+		return -errno;
+	for (i = 0; i < 2; i++) {
+		fcntl(sig_fds[i], F_SETFD, FD_CLOEXEC);
+		fcntl(sig_fds[i], F_SETFL,
+		      fcntl(sig_fds[i], F_GETFL) | O_NONBLOCK);
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+	return 0;
+}
+
+static void
+add_point(struct top *t, int64_t ts, double free_pct, double swap)
+{
+	size_t i, keep = 0;
+
+	if (t->npts == t->cap) {
+		/* drop what has scrolled out before growing */
+		int64_t horizon = ts - t->span_ms;
+		for (i = 0; i < t->npts; i++)
+			if (t->pts[i].ts_ms >= horizon)
+				t->pts[keep++] = t->pts[i];
+		t->npts = keep;
+	}
+	if (t->npts == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct point *p = realloc(t->pts, cap * sizeof *p);
+		if (p == NULL)
+			return;
+		t->pts = p;
+		t->cap = cap;
+	}
+	t->pts[t->npts].ts_ms = ts;
+	t->pts[t->npts].free_pct = free_pct;
+	t->pts[t->npts].swap_used = swap;
+	t->npts++;
+}
+
+static int
+terminal_width(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		return ws.ws_col;
+	return 80;
+}
+
+/* Average the points into ncols columns ending now. */
+static void
+columns(const struct top *t, int64_t now, size_t ncols, double *free_col,
+        double *swap_col)
+{
+	double *nf = calloc(ncols, sizeof *nf);
+	int64_t start = now - t->span_ms;
+	size_t i, k;
+
+	for (k = 0; k < ncols; k++)
+		free_col[k] = swap_col[k] = 0;
+	for (i = 0; nf != NULL && i < t->npts; i++) {
+		const struct point *p = &t->pts[i];
+		if (p->ts_ms < start || p->ts_ms > now)
+			continue;
+		k = (size_t)((p->ts_ms - start) * (int64_t)ncols / t->span_ms);
+		if (k >= ncols)
+			k = ncols - 1;
+		free_col[k] += p->free_pct;
+		swap_col[k] += p->swap_used;
+		nf[k]++;
+	}
+	for (k = 0; k < ncols; k++) {
+		if (nf == NULL || nf[k] == 0) {
+			free_col[k] = swap_col[k] = NAN;
+		} else {
+			free_col[k] /= nf[k];
+			swap_col[k] /= nf[k];
+		}
+	}
+	free(nf);
+}
+
+static const char *
+pressure_color(const struct top *t, const char *p)
+{
+	if (!t->color)
+		return "";
+	if (strcmp(p, "normal") == 0)
+		return "\033[32m";
+	if (strcmp(p, "warn") == 0)
+		return "\033[33m";
+	if (strcmp(p, "critical") == 0)
+		return "\033[31;1m";
+	return "";
+}
+
+static void
+refresh_jobs(struct top *t)
+{
+	struct sl_job *jobs;
+	size_t n;
+
+	if (sl_status(t->cli->client, 0, 0, &jobs, &n) < 0)
+		return;
+	sl_jobs_free(t->jobs, t->njobs);
+	t->jobs = jobs;
+	t->njobs = n;
+	t->jobs_at_ms = cli_now_ms();
+	t->jobs_dirty = 0;
+}
+
+static void
+draw(struct top *t)
+{
+	const struct sl_sample *s = &t->last;
+	const char *reset = t->color ? "\033[0m" : "";
+	const char *spark = t->color ? "\033[36m" : "";
+	int64_t now = cli_now_ms();
+	int width = terminal_width();
+	size_t ncols = (size_t)(width > 30 ? width - 12 : 18), i;
+	double *fc = calloc(ncols, sizeof *fc), *sc = calloc(ncols, sizeof *sc);
+	double swap_max = 1;
+	char *line = malloc(ncols * 3 + 1);
+	char a[32], b[32], c[32], tm[64];
+
+	if (fc == NULL || sc == NULL || line == NULL)
+		goto out;
+	fputs("\033[H", stdout);
+	printf("stageload  %s  (q quits)\033[K\n",
+	       cli_time(s->sampled_at_ms, 0, tm, sizeof tm));
+	printf("\033[K\n");
+	printf("free      %5.1f%%   %s available of %s\033[K\n", s->free_pct,
+	       cli_size(s->available_bytes, a, sizeof a),
+	       cli_size(s->total_bytes, b, sizeof b));
+	printf("swap      %s used of %s\033[K\n",
+	       cli_size(s->swap_used_bytes, a, sizeof a),
+	       cli_size(s->swap_total_bytes, b, sizeof b));
+	printf("pressure  %s%s%s", pressure_color(t, s->pressure), s->pressure,
+	       reset);
+	if (s->has_psi)
+		printf("   (PSI some avg10 %.2f)", s->psi_some_avg10);
+	printf("\033[K\n\033[K\n");
+
+	columns(t, now, ncols, fc, sc);
+	for (i = 0; i < ncols; i++)
+		if (!isnan(sc[i]) && sc[i] > swap_max)
+			swap_max = sc[i];
+	if ((double)s->swap_total_bytes > swap_max)
+		swap_max = (double)s->swap_total_bytes;
+	printf("free %%    %s%s%s\033[K\n", spark,
+	       cli_sparkline(fc, ncols, 0, 100, line, ncols * 3 + 1), reset);
+	printf("swap      %s%s%s\033[K\n", spark,
+	       cli_sparkline(sc, ncols, 0, swap_max, line, ncols * 3 + 1),
+	       reset);
+	printf("          last %s, 0..100%% and 0..%s\033[K\n",
+	       cli_duration(t->span_ms, a, sizeof a),
+	       cli_size((uint64_t)swap_max, b, sizeof b));
+	printf("\033[K\n");
+
+	if (t->njobs == 0) {
+		printf("no jobs queued or running\033[K\n");
+	} else {
+		printf("%6s  %-10s %-12s %-18s %8s %9s %s\033[K\n", "ID",
+		       "USER", "STATE", "NAME", "RAN", "FOOTPRINT",
+		       "SWAP/BUDGET");
+		for (i = 0; i < t->njobs && i < MAX_JOB_ROWS; i++) {
+			const struct sl_job *j = &t->jobs[i];
+			char st[32], ran[32], sw[40];
+			cli_job_state(j, st, sizeof st);
+			cli_job_ran(j, now, ran, sizeof ran);
+			cli_job_swap(j, sw, sizeof sw);
+			printf("%6" PRId64 "  %-10.10s %-12.12s %-18.18s %8s "
+			       "%9s %s\033[K\n",
+			       j->id, j->user, st, j->name, ran,
+			       j->started_at_ms > 0
+			           ? cli_size(j->footprint_bytes, c, sizeof c)
+			           : "-",
+			       sw);
+		}
+		if (t->njobs > MAX_JOB_ROWS)
+			printf("... and %zu more\033[K\n",
+			       t->njobs - MAX_JOB_ROWS);
+	}
+	fputs("\033[J", stdout);
+	fflush(stdout);
+out:
+	free(fc);
+	free(sc);
+	free(line);
+}
+
+static void
+plain_line(const struct sl_sample *s)
+{
+	char a[32], b[32], c[32], tm[64];
+
+	printf("%s free %.1f%% available %s swap %s/%s pressure %s\n",
+	       cli_time(s->sampled_at_ms, 0, tm, sizeof tm), s->free_pct,
+	       cli_size(s->available_bytes, a, sizeof a),
+	       cli_size(s->swap_used_bytes, b, sizeof b),
+	       cli_size(s->swap_total_bytes, c, sizeof c), s->pressure);
+	fflush(stdout);
+}
+
+/* Seed the sparkline with what the daemon remembers. */
+static void
+load_history(struct top *t, size_t ncols)
+{
+	struct sl_history *h;
+	int64_t now = cli_now_ms(), step = t->span_ms / (int64_t)ncols;
+	size_t i;
+
+	if (step < 1000)
+		step = 1000;
+	if (sl_history(t->cli->client, now - t->span_ms, 0, step, 0, &h) < 0)
+		return;
+	for (i = 0; i < h->nbuckets; i++)
+		add_point(t, h->buckets[i].ts_ms, h->buckets[i].free_pct.avg,
+		          h->buckets[i].swap_used_bytes.avg);
+	sl_history_free(h);
+}
+
+int
+cmd_top(struct cli *cli, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"minutes", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct top t;
+	struct sl_notification n;
+	struct pollfd pfd[3];
+	long minutes = 10;
+	int ch, rc, tty, status = EXIT_OK, quit = 0;
+
+	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'm':
+			if (cli_parse_int(optarg, 1, 7 * 24 * 60, &minutes) <
+			    0) {
+				cli_error("bad --minutes '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			return cli_help("top");
+		default:
+			return cli_usage("top");
+		}
+	}
+	if (optind != argc)
+		return cli_usage("top");
+	memset(&t, 0, sizeof t);
+	t.cli = cli;
+	t.span_ms = minutes * 60000;
+	tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	t.color = cli_use_color(STDOUT_FILENO);
+
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (setup_signals() < 0) {
+		cli_error("cannot set up signals: %s", strerror(errno));
+		return EXIT_ERR;
+	}
+	if (tty) {
+		load_history(&t, (size_t)(terminal_width() - 12));
+		refresh_jobs(&t);
+	}
+	if (sl_subscribe(cli->client, 1, tty, 0, NULL) < 0)
+		return cli_fail(cli);
+	if (tty && setup_terminal() < 0)
+		tty = 0;
+
+	while (!quit) {
+		int nfds = 0;
+		memset(pfd, 0, sizeof pfd);
+		pfd[nfds].fd = sig_fds[0];
+		pfd[nfds++].events = POLLIN;
+		pfd[nfds].fd = sl_fd(cli->client);
+		pfd[nfds++].events = POLLIN;
+		if (tty) {
+			pfd[nfds].fd = STDIN_FILENO;
+			pfd[nfds++].events = POLLIN;
+		}
+		if (sl_pending(cli->client) == 0 &&
+		    poll(pfd, (nfds_t)nfds, JOBS_REFRESH_MS) < 0 &&
+		    errno != EINTR)
+			break;
+		{
+			unsigned char sig;
+			while (read(sig_fds[0], &sig, 1) == 1) {
+				if (sig == SIGWINCH && tty && t.have_last)
+					draw(&t);
+				else if (sig != SIGWINCH)
+					quit = 1;
+			}
+		}
+		if (tty && (pfd[2].revents & POLLIN)) {
+			char key;
+			while (read(STDIN_FILENO, &key, 1) == 1)
+				if (key == 'q' || key == 'Q')
+					quit = 1;
+		}
+		if (quit)
+			break;
+		if (sl_process_input(cli->client) < 0) {
+			restore_terminal();
+			status = cli_fail(cli);
+			break;
+		}
+		while (sl_next_notification(cli->client, 0, &n) == 1) {
+			if (n.kind == SL_N_SAMPLE) {
+				t.last = n.sample;
+				t.have_last = 1;
+				add_point(&t, n.sample.sampled_at_ms,
+				          n.sample.free_pct,
+				          (double)n.sample.swap_used_bytes);
+				if (!tty)
+					plain_line(&n.sample);
+			} else if (n.kind == SL_N_EVENT) {
+				t.jobs_dirty = 1;
+			}
+			sl_notification_clear(&n);
+		}
+		if (tty) {
+			if (t.jobs_dirty ||
+			    cli_now_ms() - t.jobs_at_ms >= JOBS_REFRESH_MS)
+				refresh_jobs(&t);
+			if (t.have_last)
+				draw(&t);
+		}
+	}
+	restore_terminal();
+	sl_jobs_free(t.jobs, t.njobs);
+	free(t.pts);
+	return status;
+}

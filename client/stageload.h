@@ -1,0 +1,390 @@
+/*
+ * libstageload: the C client of stageloadd.
+ *
+ * Every call goes over the daemon's Unix socket with the protocol of
+ * proto/PROTOCOL.md; docs/client.md has a tour with examples. The library
+ * never prints and never exits: each function returns 0 (or a documented
+ * non-negative value) on success and a negative code on failure, and the
+ * client keeps a readable message for the last failure (sl_errmsg()).
+ *
+ * Error codes are either a negative errno (-ENOENT, -ECONNREFUSED,
+ * -ETIMEDOUT, -EPIPE, -ENOMEM, -EPROTO, ...) or a JSON-RPC error code
+ * answered by the daemon (SL_E_NOJOB = -32003, ...). The two ranges never
+ * overlap.
+ *
+ * Threads: an sl_client is not thread-safe. Use one client per thread, or
+ * serialise every call on a client yourself. Different clients are
+ * independent.
+ *
+ * Calls block until the daemon answers or the client's timeout passes
+ * (sl_set_timeout(); 30 s by default, never for sl_wait() and followed
+ * logs). Notifications (samples, queue updates, ...) that arrive while a
+ * call waits for its answer are buffered and handed out in order by
+ * sl_next_notification(). To drive a client from your own event loop,
+ * watch sl_fd() for reading and call sl_process_input(), then drain
+ * sl_next_notification() with a zero timeout.
+ */
+#ifndef STAGELOAD_H
+#define STAGELOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_PROTOCOL_VERSION 1
+
+/* JSON-RPC errors the daemon answers with; PROTOCOL.md explains each. */
+#define SL_E_PARSE (-32700)
+#define SL_E_INVALID_REQUEST (-32600)
+#define SL_E_METHOD (-32601)
+#define SL_E_PARAMS (-32602)
+#define SL_E_INTERNAL (-32603)
+#define SL_E_HELLO (-32000)
+#define SL_E_VERSION (-32001)
+#define SL_E_PERM (-32002)
+#define SL_E_NOJOB (-32003)
+#define SL_E_LIMIT (-32004)
+#define SL_E_STATE (-32005)
+#define SL_E_STORAGE (-32006)
+#define SL_E_NOPROC (-32007)
+
+/* 1 when code is an errno-style failure of the connection itself (the
+ * daemon is not running, went away, or timed out), as opposed to an error
+ * the daemon answered. */
+int sl_error_is_connection(int code);
+
+/* A short static description of a code ("no such job", "connection
+ * refused"). The client's sl_errmsg() is more specific. */
+const char *sl_strerror(int code);
+
+typedef struct sl_client sl_client;
+
+/* NULL when out of memory. The client starts disconnected. */
+sl_client *sl_client_new(void);
+/* Closes the connection and frees everything. NULL is fine. */
+void sl_client_free(sl_client *c);
+
+/*
+ * The socket the library would connect to without an explicit path: the
+ * first of $STAGELOAD_SOCKET (when set and not empty), the system socket
+ * /var/run/stageload.sock if it exists, then the per-user socket
+ * $XDG_RUNTIME_DIR/stageload.sock or /tmp/stageload-$UID/stageload.sock.
+ * An explicit non-NULL, non-empty path wins over all of them. Returns 0, or
+ * -ENAMETOOLONG when buf is too small.
+ */
+int sl_socket_path(const char *explicit_path, char *buf, size_t len);
+
+/*
+ * Connect to path (NULL or "" resolves it as sl_socket_path() does) and
+ * say hello. A connected client is closed first, so this also reconnects.
+ * When the daemon does not run: -ENOENT or -ECONNREFUSED with the message
+ * "daemon not running at PATH (start it with: stageloadd)".
+ */
+int sl_connect(sl_client *c, const char *path);
+/* Drop the connection; buffered notifications are discarded. */
+void sl_close(sl_client *c);
+int sl_is_connected(const sl_client *c);
+/* The path of the last connect attempt ("" before any). */
+const char *sl_path(const sl_client *c);
+
+/* The last failure on this client: code and readable message. */
+int sl_errcode(const sl_client *c);
+const char *sl_errmsg(const sl_client *c);
+
+/* Milliseconds a call waits for its answer; -1 waits forever. Default
+ * 30000. Returns the previous value. */
+int sl_set_timeout(sl_client *c, int timeout_ms);
+
+/* What the daemon said to hello. */
+struct sl_hello {
+	int version;
+	char daemon_version[64];
+	char os[32];
+	int64_t interval_ms;
+	int64_t uid; /* the peer uid the daemon sees */
+};
+const struct sl_hello *sl_hello_info(const sl_client *c);
+
+/*
+ * The generic call: method and params as JSON text (an object, or NULL
+ * for none); on success *result_json is the result as malloc'd JSON text,
+ * freed with sl_free(). result_json may be NULL when the caller does not
+ * need the result.
+ */
+int sl_call(sl_client *c, const char *method, const char *params_json,
+            char **result_json);
+void sl_free(void *p);
+
+/* ---- samples ---- */
+
+struct sl_sample {
+	int64_t sampled_at_ms;
+	uint64_t total_bytes;
+	uint64_t available_bytes;
+	double free_pct;
+	uint64_t swap_total_bytes;
+	uint64_t swap_used_bytes;
+	char pressure[16]; /* normal, warn, critical, unknown */
+	int has_psi;
+	double psi_some_avg10;
+	uint64_t compressed_bytes;
+	uint64_t wired_bytes;
+	/* set in samples of a subscription with a pid */
+	int has_pid;
+	int64_t pid;
+	uint64_t footprint_bytes;
+	int has_swap_bytes; /* per-process swap is known (Linux) */
+	uint64_t swap_bytes;
+	int nprocs;
+};
+
+struct sl_info {
+	char daemon_version[64];
+	int version;
+	char os[32];
+	int64_t interval_ms;
+	int64_t started_at_ms;
+	char socket[1024];
+	char db_path[1024];
+	uint64_t db_bytes;
+	char storage_error[256]; /* "" while storage works */
+	int has_sample;          /* 0 before the daemon's first sample */
+	struct sl_sample sample;
+	int jobs_queued;
+	int jobs_running;
+};
+int sl_info(sl_client *c, struct sl_info *info);
+
+/* ---- history ---- */
+
+struct sl_stat {
+	double min, avg, max;
+};
+
+struct sl_bucket {
+	int64_t ts_ms;
+	int64_t n;
+	/* system history */
+	struct sl_stat free_pct;
+	struct sl_stat swap_used_bytes;
+	struct sl_stat available_bytes;
+	char pressure_max[16];
+	int gap;
+	/* job history */
+	struct sl_stat footprint_bytes;
+	struct sl_stat swap_bytes;
+};
+
+struct sl_history {
+	char tier[8];   /* raw, 10s, 1m, 10m; "" for job history */
+	int64_t job_id; /* 0 for system history */
+	int64_t step_ms;
+	int64_t since_ms;
+	int64_t until_ms;
+	size_t nbuckets;
+	struct sl_bucket *buckets;
+};
+
+/* until_ms and step_ms 0 mean the daemon's defaults; job_id 0 asks for
+ * system history. Free *out with sl_history_free(). */
+int sl_history(sl_client *c, int64_t since_ms, int64_t until_ms,
+               int64_t step_ms, int64_t job_id, struct sl_history **out);
+void sl_history_free(struct sl_history *h);
+
+/* ---- subscriptions and notifications ---- */
+
+/* pid 0: system samples only. *interval_ms (may be NULL) gets the
+ * daemon's sample interval. */
+int sl_subscribe(sl_client *c, int samples, int events, int64_t pid,
+                 int64_t *interval_ms);
+int sl_unsubscribe(sl_client *c);
+
+struct sl_event {
+	int64_t id;
+	int64_t ts_ms;
+	int64_t job_id; /* 0 when the event is not about a job */
+	char user[64];
+	char kind[32];
+	char *detail; /* malloc'd, may be NULL */
+};
+
+enum sl_notification_kind {
+	SL_N_OTHER = 0, /* a notification this library does not know */
+	SL_N_SAMPLE,
+	SL_N_PROCESS_GONE,
+	SL_N_EVENT,
+	SL_N_QUEUE,
+	SL_N_ADMITTED,
+	SL_N_BREACH,
+	SL_N_LOG,
+};
+
+struct sl_notification {
+	enum sl_notification_kind kind;
+	char method[32];
+	char *params_json;       /* always set; malloc'd */
+	struct sl_sample sample; /* SL_N_SAMPLE */
+	struct sl_event event;   /* SL_N_EVENT */
+	int64_t pid;             /* SL_N_PROCESS_GONE */
+	struct {
+		int64_t id;
+		int position, of;
+		double free_pct, wait_free_pct;
+		char waiting_for[32];
+	} queue; /* SL_N_QUEUE */
+	struct {
+		int64_t id;
+		int attempt;
+	} admitted; /* SL_N_ADMITTED */
+	struct {
+		int64_t id;
+		uint64_t swap_growth_bytes, swap_budget_bytes;
+		int requeued;
+	} breach; /* SL_N_BREACH */
+	struct {
+		int64_t id, offset;
+		char *data; /* malloc'd, NUL-terminated */
+		size_t len;
+	} log; /* SL_N_LOG */
+};
+
+/*
+ * Hand out the next notification, waiting up to timeout_ms (0: only what
+ * has already arrived or is readable now; -1: forever). Returns 1 with *n
+ * filled (release it with sl_notification_clear()), 0 on timeout, -EINTR
+ * when a signal interrupted the wait (so a program with signal handlers
+ * can look at its flags), or another negative code (the connection
+ * dropped). Calls, by contrast, carry on through signals.
+ */
+int sl_next_notification(sl_client *c, int timeout_ms,
+                         struct sl_notification *n);
+void sl_notification_clear(struct sl_notification *n);
+
+/*
+ * The next `sample` notification, discarding others on the way. Returns 1
+ * with *s filled, SL_GONE when a `process_gone` arrived instead (s->pid is
+ * set), 0 on timeout, or a negative code.
+ */
+#define SL_GONE 2
+int sl_next_sample(sl_client *c, int timeout_ms, struct sl_sample *s);
+
+/* For your own event loop: the connection's descriptor (-1 when not
+ * connected), and a non-blocking read of whatever is available. Returns
+ * the number of notifications now buffered, or a negative code when the
+ * connection dropped. */
+int sl_fd(const sl_client *c);
+int sl_process_input(sl_client *c);
+/* Notifications buffered and not yet handed out. */
+size_t sl_pending(const sl_client *c);
+
+/* ---- jobs ---- */
+
+/* What to submit. Initialise with sl_job_spec_init(), which selects the
+ * daemon's defaults, then set what you need. */
+struct sl_job_spec {
+	const char *const *argv; /* NULL-terminated, required */
+	const char *cwd;         /* NULL: the current directory */
+	const char *const *env;  /* NULL-terminated; NULL: the caller's
+	                            environment (detached jobs) */
+	int attached;
+	const char *name;          /* NULL: the daemon names it */
+	int priority;              /* -1000..1000 */
+	double wait_free_pct;      /* < 0: the daemon's default */
+	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
+	uint64_t expect_bytes;     /* 0: none */
+	int exclusive;
+	int retry_on_breach; /* 0..100 */
+};
+void sl_job_spec_init(struct sl_job_spec *spec);
+
+struct sl_submitted {
+	int64_t id;
+	int position; /* 1-based place in the queue */
+	int queued;   /* jobs queued in all */
+};
+int sl_submit(sl_client *c, const struct sl_job_spec *spec,
+              struct sl_submitted *out);
+
+/*
+ * A job as the daemon reports it. Times are 0 and has_* flags 0 where
+ * the protocol says null. Strings that a caller may not see are NULL.
+ * Release with sl_job_clear().
+ */
+struct sl_job {
+	int64_t id;
+	char user[64];
+	int64_t uid;
+	char name[256];
+	char state[16]; /* queued admitted running exited killed failed
+	                   cancelled lost */
+	int attached;
+	int priority;
+	double wait_free_pct;
+	uint64_t swap_budget_bytes;
+	uint64_t expect_bytes;
+	int exclusive;
+	int retry_on_breach;
+	int attempt;
+	int position; /* 0 unless queued */
+	int64_t submitted_at_ms, admitted_at_ms, started_at_ms, ended_at_ms;
+	int64_t pid; /* 0 when none */
+	uint64_t footprint_bytes, footprint_peak_bytes;
+	uint64_t swap_growth_bytes, swap_growth_peak_bytes;
+	uint64_t job_swap_bytes;
+	int has_exit_code;
+	int exit_code;
+	int signal;          /* 0 when none */
+	char end_reason[32]; /* "" when none */
+	char *end_detail;    /* malloc'd or NULL */
+	char **argv;         /* malloc'd NULL-terminated, or NULL */
+	char *cwd;
+	char **env;
+};
+void sl_job_clear(struct sl_job *j);
+/* 1 when state is exited, killed, failed, cancelled or lost. */
+int sl_job_ended(const struct sl_job *j);
+
+/* all: include ended jobs (at most limit of them; limit 0 = the daemon's
+ * default). Free with sl_jobs_free(). */
+int sl_status(sl_client *c, int all, int limit, struct sl_job **jobs,
+              size_t *njobs);
+void sl_jobs_free(struct sl_job *jobs, size_t njobs);
+int sl_show(sl_client *c, int64_t id, int env, struct sl_job *out);
+/* out may be NULL. */
+int sl_cancel(sl_client *c, int64_t id, struct sl_job *out);
+/* Blocks until the job has ended, whatever the client's timeout. */
+int sl_wait(sl_client *c, int64_t id, struct sl_job *out);
+int sl_resume(sl_client *c, int64_t id, struct sl_job *out);
+/* Attached jobs: report the command's pid, then its end (exit_code >= 0,
+ * or signal > 0 with exit_code -1). out may be NULL. */
+int sl_job_pid(sl_client *c, int64_t id, int64_t pid);
+int sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
+                struct sl_job *out);
+
+/*
+ * Stream a job's log from offset: cb gets every chunk as it arrives
+ * (return non-zero from it to stop early: sl_logs then returns that value
+ * after closing the connection, since the daemon cannot be told to stop).
+ * With follow the call returns only once the job has ended and its whole
+ * log was sent. *end_offset (may be NULL) gets the offset after the last
+ * byte.
+ */
+typedef int (*sl_log_cb)(void *arg, int64_t offset, const char *data,
+                         size_t len);
+int sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
+            void *arg, int64_t *end_offset);
+
+/* Events after after_id, oldest first. With follow, later events arrive
+ * as SL_N_EVENT notifications. Free with sl_events_free(). */
+int sl_events(sl_client *c, int64_t after_id, int limit, int follow,
+              struct sl_event **events, size_t *nevents);
+void sl_events_free(struct sl_event *events, size_t nevents);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,649 @@
+/*
+ * stageloadctl helpers that do not talk to the daemon: exit statuses,
+ * parsing of arguments, and formatting of sizes, times, jobs, tables and
+ * sparklines. Kept apart from the commands so they are unit-tested.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "units.h"
+
+int
+cli_exit_for_error(int code)
+{
+	if (sl_error_is_connection(code))
+		return EXIT_UNAVAILABLE;
+	switch (code) {
+	case SL_E_PERM:
+		return EXIT_NOPERM;
+	case SL_E_VERSION:
+	case SL_E_HELLO:
+		return EXIT_PROTOCOL;
+	}
+	return EXIT_ERR;
+}
+
+int
+cli_job_status(const struct sl_job *j)
+{
+	if (strcmp(j->state, "exited") == 0) {
+		if (j->signal > 0)
+			return 128 + j->signal;
+		return j->has_exit_code ? (j->exit_code & 0xff) : EXIT_ERR;
+	}
+	if (strcmp(j->state, "killed") == 0) {
+		if (strcmp(j->end_reason, "swap_budget") == 0)
+			return EXIT_JOB_BUDGET;
+		return 128 + (j->signal > 0 ? j->signal : SIGTERM);
+	}
+	if (strcmp(j->state, "cancelled") == 0)
+		return EXIT_JOB_NOTRUN;
+	if (strcmp(j->state, "failed") == 0)
+		return EXIT_JOB_CANNOTRUN;
+	if (strcmp(j->state, "lost") == 0)
+		return EXIT_JOB_LOST;
+	return EXIT_ERR; /* not ended: the caller should not ask */
+}
+
+int
+cli_parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (s == NULL || *s == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int
+cli_parse_id(const char *s, int64_t *id)
+{
+	long v;
+	int rc;
+
+	if (s != NULL && s[0] == '#')
+		s++;
+	rc = cli_parse_int(s, 1, 0x7fffffffL, &v);
+	if (rc == 0)
+		*id = v;
+	return rc;
+}
+
+int
+cli_parse_pct(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || (*end != '\0' && strcmp(end, "%") != 0))
+		return -EINVAL;
+	if (errno == ERANGE || isnan(v) || v < 0 || v > 100)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+const char *
+cli_size(uint64_t bytes, char *buf, size_t len)
+{
+	return units_format_size(bytes, buf, len);
+}
+
+const char *
+cli_duration(int64_t ms, char *buf, size_t len)
+{
+	if (ms < 0)
+		ms = 0;
+	return units_format_duration(ms, buf, len);
+}
+
+const char *
+cli_time(int64_t ms, int with_ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	if (ms <= 0 || localtime_r(&t, &tm) == NULL) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	n = strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+	if (with_ms && n > 0 && n < len)
+		snprintf(buf + n, len - n, ".%03d", (int)(ms % 1000));
+	return buf;
+}
+
+int64_t
+cli_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+cli_job_waited(const struct sl_job *j, int64_t now, char *buf, size_t len)
+{
+	int64_t end;
+
+	if (j->submitted_at_ms <= 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (j->admitted_at_ms > 0)
+		end = j->admitted_at_ms;
+	else if (j->ended_at_ms > 0)
+		end = j->ended_at_ms; /* cancelled while queued */
+	else
+		end = now;
+	cli_duration(end - j->submitted_at_ms, buf, len);
+}
+
+void
+cli_job_ran(const struct sl_job *j, int64_t now, char *buf, size_t len)
+{
+	int64_t end = j->ended_at_ms > 0 ? j->ended_at_ms : now;
+
+	if (j->started_at_ms <= 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	cli_duration(end - j->started_at_ms, buf, len);
+}
+
+void
+cli_job_swap(const struct sl_job *j, char *buf, size_t len)
+{
+	char a[16], b[16];
+	uint64_t growth =
+	    sl_job_ended(j) ? j->swap_growth_peak_bytes : j->swap_growth_bytes;
+
+	cli_size(growth, a, sizeof a);
+	if (j->swap_budget_bytes > 0)
+		cli_size(j->swap_budget_bytes, b, sizeof b);
+	else
+		snprintf(b, sizeof b, "-");
+	snprintf(buf, len, "%s/%s", a, b);
+}
+
+void
+cli_job_state(const struct sl_job *j, char *buf, size_t len)
+{
+	if (strcmp(j->state, "queued") == 0 && j->position > 0)
+		snprintf(buf, len, "queued #%d", j->position);
+	else if (strcmp(j->state, "exited") == 0 && j->signal > 0)
+		snprintf(buf, len, "exited sig %d", j->signal);
+	else if (strcmp(j->state, "exited") == 0)
+		snprintf(buf, len, "exited %d", j->exit_code);
+	else if (j->end_reason[0] != '\0' && strcmp(j->state, "killed") == 0)
+		snprintf(buf, len, "killed (%s)", j->end_reason);
+	else
+		snprintf(buf, len, "%s", j->state);
+}
+
+/* A growable string for the paragraph. */
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	int oom;
+};
+
+static void sb_add(struct sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+sb_add(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		n = vsnprintf(b->s != NULL ? b->s + b->len : NULL, room, fmt,
+		              ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = 1;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = (b->cap + (size_t)n + 1) * 2;
+		char *p = realloc(b->s, cap);
+		if (p == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->s = p;
+		b->cap = cap;
+	}
+}
+
+static const char *
+reason_text(const char *reason)
+{
+	static const struct {
+		const char *reason, *text;
+	} texts[] = {
+	    {"swap_budget", "it grew swap past its budget"},
+	    {"cancel", "it was cancelled"},
+	    {"client_gone", "the stageloadctl that ran it went away"},
+	    {"spawn", "it could not be started"},
+	    {"lost", "the daemon lost track of it"},
+	    {"daemon", "the daemon ended it"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof texts / sizeof texts[0]; i++)
+		if (strcmp(reason, texts[i].reason) == 0)
+			return texts[i].text;
+	return reason;
+}
+
+char *
+cli_job_paragraph(const struct sl_job *j, int64_t now)
+{
+	struct sbuf b = {0};
+	char t[64], d[32], s1[16], s2[16];
+	size_t i;
+
+	sb_add(&b, "Job %lld \"%s\" of %s", (long long)j->id, j->name,
+	       j->user[0] != '\0' ? j->user : "?");
+	if (j->attached)
+		sb_add(&b, " (attached)");
+	sb_add(&b, " is %s", j->state);
+	if (strcmp(j->state, "queued") == 0 && j->position > 0)
+		sb_add(&b, " at position %d", j->position);
+	if (j->attempt > 1)
+		sb_add(&b, ", attempt %d of %d", j->attempt,
+		       j->retry_on_breach + 1);
+	sb_add(&b, ".\n");
+
+	if (j->argv != NULL) {
+		sb_add(&b, "Command:");
+		for (i = 0; j->argv[i] != NULL; i++)
+			sb_add(&b, " %s", j->argv[i]);
+		sb_add(&b, "\n");
+	}
+	if (j->cwd != NULL)
+		sb_add(&b, "Directory: %s\n", j->cwd);
+
+	sb_add(&b, "Submitted %s",
+	       cli_time(j->submitted_at_ms, 0, t, sizeof t));
+	sb_add(&b, "; waits for %g%% free", j->wait_free_pct);
+	if (j->swap_budget_bytes > 0)
+		sb_add(&b, ", swap budget %s",
+		       cli_size(j->swap_budget_bytes, s1, sizeof s1));
+	else
+		sb_add(&b, ", no swap budget");
+	if (j->expect_bytes > 0)
+		sb_add(&b, ", expects %s",
+		       cli_size(j->expect_bytes, s1, sizeof s1));
+	if (j->priority != 0)
+		sb_add(&b, ", priority %d", j->priority);
+	if (j->exclusive)
+		sb_add(&b, ", exclusive");
+	if (j->retry_on_breach > 0)
+		sb_add(&b, ", %d retries on breach", j->retry_on_breach);
+	sb_add(&b, ".\n");
+
+	if (j->admitted_at_ms > 0) {
+		cli_job_waited(j, now, d, sizeof d);
+		sb_add(&b, "Admitted %s after waiting %s",
+		       cli_time(j->admitted_at_ms, 0, t, sizeof t), d);
+		if (j->started_at_ms > 0) {
+			cli_job_ran(j, now, d, sizeof d);
+			sb_add(&b, "; started as pid %lld and %s %s",
+			       (long long)j->pid,
+			       j->ended_at_ms > 0 ? "ran for" : "has run for",
+			       d);
+		}
+		sb_add(&b, ".\n");
+	} else if (!sl_job_ended(j)) {
+		cli_job_waited(j, now, d, sizeof d);
+		sb_add(&b, "Waiting for %s so far.\n", d);
+	}
+	if (j->started_at_ms > 0)
+		sb_add(&b,
+		       "Memory: footprint %s (peak %s), swap growth %s (peak "
+		       "%s)%s.\n",
+		       cli_size(j->footprint_bytes, s1, sizeof s1),
+		       cli_size(j->footprint_peak_bytes, s2, sizeof s2),
+		       cli_size(j->swap_growth_bytes, t, sizeof t),
+		       cli_size(j->swap_growth_peak_bytes, d, sizeof d),
+		       j->job_swap_bytes > 0 ? ", some of it swapped out" : "");
+
+	if (sl_job_ended(j)) {
+		sb_add(&b,
+		       "Ended %s: ", cli_time(j->ended_at_ms, 0, t, sizeof t));
+		if (strcmp(j->state, "exited") == 0 && j->signal > 0)
+			sb_add(&b, "killed by signal %d", j->signal);
+		else if (strcmp(j->state, "exited") == 0)
+			sb_add(&b, "exited with code %d", j->exit_code);
+		else if (j->end_reason[0] != '\0')
+			sb_add(&b, "%s because %s", j->state,
+			       reason_text(j->end_reason));
+		else
+			sb_add(&b, "%s", j->state);
+		if (strcmp(j->state, "killed") == 0 && j->signal > 0)
+			sb_add(&b, " (signal %d)", j->signal);
+		sb_add(&b, "; stageloadctl wait gives %d.\n",
+		       cli_job_status(j));
+		if (j->end_detail != NULL && j->end_detail[0] != '\0')
+			sb_add(&b, "%s\n", j->end_detail);
+	}
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+void
+cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
+               const char *waiting_for, char *buf, size_t len)
+{
+	const char *why = waiting_for != NULL ? waiting_for : "";
+	int n;
+
+	n = snprintf(buf, len, "queued: position %d of %d", position, of);
+	if (n < 0 || (size_t)n >= len)
+		return;
+	buf += n;
+	len -= (size_t)n;
+	if (strcmp(why, "settle") == 0)
+		snprintf(buf, len,
+		         ", free %.0f%%, waiting for the last job "
+		         "to settle",
+		         free_pct);
+	else if (strcmp(why, "expect") == 0)
+		snprintf(buf, len,
+		         ", free %.0f%% < %.0f%% after memory "
+		         "promised to running jobs",
+		         free_pct, wait_free_pct);
+	else if (strcmp(why, "exclusive") == 0)
+		snprintf(buf, len, ", free %.0f%%, waiting to run alone",
+		         free_pct);
+	else if (strcmp(why, "max_running") == 0)
+		snprintf(buf, len, ", free %.0f%%, too many jobs running",
+		         free_pct);
+	else if (strcmp(why, "head") == 0)
+		snprintf(buf, len, ", free %.0f%%, waiting for the jobs ahead",
+		         free_pct);
+	else
+		snprintf(buf, len, ", free %.0f%% < %.0f%%", free_pct,
+		         wait_free_pct);
+}
+
+char *
+cli_sparkline(const double *values, size_t n, double lo, double hi, char *buf,
+              size_t len)
+{
+	/* U+2581 .. U+2588: the eight heights of a block */
+	static const char *const blocks[] = {
+	    "\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+	    "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88"};
+	size_t i, out = 0;
+
+	if (len == 0)
+		return buf;
+	for (i = 0; i < n; i++) {
+		const char *cell = " ";
+		size_t w;
+
+		if (!isnan(values[i])) {
+			double f = hi > lo ? (values[i] - lo) / (hi - lo) : 0.5;
+			int k;
+			if (f < 0)
+				f = 0;
+			if (f > 1)
+				f = 1;
+			k = (int)(f * 7 + 0.5);
+			cell = blocks[k];
+		}
+		w = strlen(cell);
+		if (out + w >= len)
+			break;
+		memcpy(buf + out, cell, w);
+		out += w;
+	}
+	buf[out] = '\0';
+	return buf;
+}
+
+int
+cli_meter_due(int64_t last_ms, int64_t ts_ms, int64_t interval_ms,
+              int64_t daemon_interval_ms)
+{
+	if (last_ms < 0 || interval_ms <= daemon_interval_ms)
+		return 1;
+	return ts_ms - last_ms >= interval_ms - daemon_interval_ms / 2;
+}
+
+int
+cli_table_init(struct cli_table *t, size_t ncols, const char *const *head,
+               const int *right)
+{
+	memset(t, 0, sizeof *t);
+	t->ncols = ncols;
+	t->right = calloc(ncols, sizeof *t->right);
+	if (t->right == NULL)
+		return -ENOMEM;
+	if (right != NULL)
+		memcpy(t->right, right, ncols * sizeof *right);
+	return head != NULL ? cli_table_add(t, head) : 0;
+}
+
+int
+cli_table_add(struct cli_table *t, const char *const *cells)
+{
+	char ***rows = realloc(t->rows, (t->nrows + 1) * sizeof *rows);
+	size_t c;
+
+	if (rows == NULL)
+		return -ENOMEM;
+	t->rows = rows;
+	rows[t->nrows] = calloc(t->ncols, sizeof **rows);
+	if (rows[t->nrows] == NULL)
+		return -ENOMEM;
+	for (c = 0; c < t->ncols; c++) {
+		rows[t->nrows][c] = strdup(cells[c] != NULL ? cells[c] : "");
+		if (rows[t->nrows][c] == NULL) {
+			t->nrows++; /* so cli_table_free releases it */
+			return -ENOMEM;
+		}
+	}
+	t->nrows++;
+	return 0;
+}
+
+/* Display width of UTF-8 text: count code points, not bytes. */
+static size_t
+text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s != '\0'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+void
+cli_table_print(const struct cli_table *t, FILE *f)
+{
+	size_t *width = calloc(t->ncols, sizeof *width);
+	size_t r, c, w, pad;
+
+	if (width == NULL)
+		return;
+	for (r = 0; r < t->nrows; r++)
+		for (c = 0; c < t->ncols; c++)
+			if ((w = text_width(t->rows[r][c])) > width[c])
+				width[c] = w;
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			const char *cell = t->rows[r][c];
+			pad = width[c] - text_width(cell);
+			if (c > 0)
+				fputs("  ", f);
+			if (t->right[c])
+				fprintf(f, "%*s%s", (int)pad, "", cell);
+			else if (c + 1 < t->ncols)
+				fprintf(f, "%s%*s", cell, (int)pad, "");
+			else
+				fputs(cell, f);
+		}
+		fputc('\n', f);
+	}
+	free(width);
+}
+
+void
+cli_table_free(struct cli_table *t)
+{
+	size_t r, c;
+
+	for (r = 0; r < t->nrows; r++) {
+		if (t->rows[r] == NULL)
+			continue;
+		for (c = 0; c < t->ncols; c++)
+			free(t->rows[r][c]);
+		free(t->rows[r]);
+	}
+	free(t->rows);
+	free(t->right);
+	memset(t, 0, sizeof *t);
+}
+
+int
+cli_use_color(int fd)
+{
+	const char *no = getenv("NO_COLOR");
+
+	if (no != NULL && no[0] != '\0')
+		return 0;
+	return isatty(fd);
+}
+
+int
+cli_parse_job_args(int argc, char **argv, struct sl_job_spec *spec, int *quiet,
+                   int *json, char *cause, size_t causelen)
+{
+	static const struct option longopts[] = {
+	    {"wait-free", required_argument, NULL, 'w'},
+	    {"swap-budget", required_argument, NULL, 'b'},
+	    {"expect", required_argument, NULL, 'e'},
+	    {"priority", required_argument, NULL, 'p'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"exclusive", no_argument, NULL, 'x'},
+	    {"retry-on-breach", required_argument, NULL, 'r'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	uint64_t bytes;
+	long v;
+	int ch, idx = 0;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+hq", longopts, &idx)) != -1) {
+		switch (ch) {
+		case 'w':
+			if (cli_parse_pct(optarg, &spec->wait_free_pct) < 0)
+				goto bad;
+			break;
+		case 'b':
+			if (units_parse_size(optarg, &bytes) < 0)
+				goto bad;
+			spec->swap_budget_bytes = (int64_t)bytes;
+			break;
+		case 'e':
+			if (units_parse_size(optarg, &bytes) < 0)
+				goto bad;
+			spec->expect_bytes = bytes;
+			break;
+		case 'p':
+			if (cli_parse_int(optarg, -1000, 1000, &v) < 0)
+				goto bad;
+			spec->priority = (int)v;
+			break;
+		case 'n':
+			spec->name = optarg;
+			break;
+		case 'x':
+			spec->exclusive = 1;
+			break;
+		case 'r':
+			if (cli_parse_int(optarg, 0, 100, &v) < 0)
+				goto bad;
+			spec->retry_on_breach = (int)v;
+			break;
+		case 'q':
+			if (quiet == NULL)
+				goto unknown;
+			*quiet = 1;
+			break;
+		case 'j':
+			if (json == NULL)
+				goto unknown;
+			*json = 1;
+			break;
+		case 'h':
+			opterr = 1;
+			return CLI_ARGS_HELP;
+		default:
+			goto unknown;
+		}
+	}
+	opterr = 1;
+	if (optind >= argc) {
+		snprintf(cause, causelen, "no command given (put it after --)");
+		return -EINVAL;
+	}
+	return optind;
+
+bad:
+	opterr = 1;
+	snprintf(cause, causelen, "bad value '%s' for --%s", optarg,
+	         longopts[idx].name);
+	return -EINVAL;
+unknown:
+	opterr = 1;
+	if (optopt != 0 && optopt != '?')
+		snprintf(cause, causelen, "unknown or incomplete option '-%c'",
+		         optopt);
+	else
+		snprintf(cause, causelen, "unknown or incomplete option '%s'",
+		         argv[optind - 1]);
+	return -EINVAL;
+}
