@@ -726,6 +726,15 @@ spawn_detached(const char *state_dir, const struct job *j,
 		         strerror(-rc));
 		goto out;
 	}
+	/* Non-blocking before any child exists, so nothing can fail once
+	 * a monitor runs. */
+	if ((rc = spawn_set_nonblock(fds[0], 1)) < 0) {
+		snprintf(cause, causelen, "cannot set up the report pipe: %s",
+		         strerror(-rc));
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
 	p.report_fd = fds[1];
 
 	/*
@@ -772,15 +781,6 @@ spawn_detached(const char *state_dir, const struct job *j,
 		snprintf(cause, causelen, "cannot start the job's monitor: %s",
 		         strerror(-rc));
 		close(fds[0]);
-		goto out;
-	}
-	if ((rc = spawn_set_nonblock(fds[0], 1)) < 0) {
-		/* The monitor goes on; the caller can still follow it by
-		 * polling spawn_check(), so only the pipe is lost. */
-		snprintf(cause, causelen, "cannot set up the report pipe: %s",
-		         strerror(-rc));
-		close(fds[0]);
-		child->monitor_pid = m.monitor_pid;
 		goto out;
 	}
 	child->monitor_pid = m.monitor_pid;

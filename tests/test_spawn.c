@@ -525,6 +525,32 @@ test_chdir_failure(void **state)
 	assert_non_null(strstr(ev.status.cause, strerror(ENOENT)));
 }
 
+/* The log is never opened through a link: a planted symlink makes the
+ * start fail and its target stays untouched. */
+static void
+test_log_symlink_refused(void **state)
+{
+	char *argv[] = {"sh", "-c", "echo leaked", NULL};
+	char path[512], target[512];
+	struct spawn_event ev;
+	struct stat sb;
+	struct job j;
+	int fd;
+
+	job_init(&j, argv, plain_env);
+	snprintf(target, sizeof(target), "%s/target", work_dir);
+	assert_int_equal(spawn_log_path(state_dir, j.id, path, sizeof(path)),
+	                 0);
+	assert_int_equal(symlink(target, path), 0);
+	fd = start(&j, NULL);
+	expect_end(fd, SPAWN_EV_FAILED, &ev);
+	print_message("cause: %s\n", ev.status.cause);
+	assert_non_null(strstr(ev.status.cause, "log"));
+	assert_int_equal(lstat(target, &sb), -1);
+	assert_int_equal(errno, ENOENT);
+	unlink(path);
+}
+
 static void
 test_bad_request(void **state)
 {
@@ -908,6 +934,7 @@ main(void)
 	    cmocka_unit_test(test_stdin_null),
 	    cmocka_unit_test(test_exec_failure),
 	    cmocka_unit_test(test_chdir_failure),
+	    cmocka_unit_test(test_log_symlink_refused),
 	    cmocka_unit_test(test_bad_request),
 	    cmocka_unit_test(test_status_survives_daemon),
 	    cmocka_unit_test(test_no_inherited_fds),
