@@ -40,6 +40,7 @@ struct sampler {
 	int publishing;
 	uint64_t last_flush, last_checkpoint, last_prune; /* loop time */
 	int sample_failing;
+	int storage_failing;
 };
 
 const char *
@@ -274,19 +275,33 @@ sampler_on_event(struct daemon *d, const struct store_event *e)
 	subs_compact(sm);
 }
 
+/*
+ * d->storage_error is shared with jobs.c, which holds admissions while it
+ * is set and clears only what it set. The sampler does the same: it sets
+ * the message while flushes fail and clears it only when the message is
+ * still its own, so a sample flush that works never hides a failing job
+ * write.
+ */
 static void
-sampler_storage_result(struct daemon *d, int rc, const char *cause)
+sampler_storage_result(struct daemon *d, struct sampler *sm, int rc,
+                       const char *cause)
 {
 	if (rc != 0) {
-		if (d->storage_error[0] == '\0')
+		if (!sm->storage_failing)
 			log_warnx("storage: %s (sampling goes on; samples are "
 			          "kept in memory and retried)",
 			          cause);
-		snprintf(d->storage_error, sizeof d->storage_error, "%s",
-		         cause);
-	} else if (d->storage_error[0] != '\0') {
-		log_info("storage works again");
-		d->storage_error[0] = '\0';
+		sm->storage_failing = 1;
+		if (d->storage_error[0] == '\0' ||
+		    strncmp(d->storage_error, "samples: ", 9) == 0)
+			snprintf(d->storage_error, sizeof d->storage_error,
+			         "samples: %.*s",
+			         (int)sizeof d->storage_error - 10, cause);
+	} else if (sm->storage_failing) {
+		sm->storage_failing = 0;
+		log_info("storage works again: samples written");
+		if (strncmp(d->storage_error, "samples: ", 9) == 0)
+			d->storage_error[0] = '\0';
 	}
 }
 
@@ -303,7 +318,7 @@ sampler_housekeeping(struct daemon *d, struct sampler *sm)
 		sm->last_flush = now;
 		cause[0] = '\0';
 		rc = store_flush(d->store, cause, sizeof cause);
-		sampler_storage_result(d, rc, cause);
+		sampler_storage_result(d, sm, rc, cause);
 	}
 	if (now - sm->last_checkpoint >= CHECKPOINT_EVERY_MS) {
 		sm->last_checkpoint = now;
