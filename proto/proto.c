@@ -478,6 +478,18 @@ encode_line(cJSON *msg, size_t *len)
 	if (text == NULL)
 		return NULL;
 	n = strlen(text);
+	/*
+	 * cJSON copies string bytes as they are. Should a string that was
+	 * never validated reach an encoder, the peer would see a framing
+	 * violation; replacing the bad bytes (they can only be inside string
+	 * literals) keeps the line valid JSON and valid UTF-8.
+	 */
+	if (!proto_utf8_valid(text, n)) {
+		line = proto_utf8_sanitize(text, n, &n);
+		free(text);
+		if ((text = line) == NULL)
+			return NULL;
+	}
 	if ((line = realloc(text, n + 2)) == NULL) {
 		free(text);
 		return NULL;

@@ -758,6 +758,25 @@ test_encode_roundtrip(void **state)
 }
 
 static void
+test_encode_never_bad_utf8(void **state)
+{
+	cJSON *r = cJSON_CreateObject();
+	size_t len;
+	char *line;
+
+	/* A string that skipped validation still gives a valid line. */
+	cJSON_AddStringToObject(r, "s", "a\xff\xed\xa0\x80z");
+	line = proto_encode_result(NULL, r, &len);
+	assert_non_null(line);
+	assert_true(proto_utf8_valid(line, len));
+	assert_string_equal(
+	    line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{\"s\":\"a"
+	          "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz\"}}\n");
+	assert_int_equal(len, strlen(line));
+	free(line);
+}
+
+static void
 test_encode_big_ints(void **state)
 {
 	static const struct {
@@ -1166,6 +1185,7 @@ main(void)
 	    cmocka_unit_test(test_parse_invalid),
 	    cmocka_unit_test(test_parse_nul),
 	    cmocka_unit_test(test_encode_roundtrip),
+	    cmocka_unit_test(test_encode_never_bad_utf8),
 	    cmocka_unit_test(test_encode_big_ints),
 	    cmocka_unit_test(test_param_int),
 	    cmocka_unit_test(test_param_double_bool),
