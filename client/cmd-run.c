@@ -55,7 +55,8 @@ struct run {
 
 	int admitted; /* an admitted notification is waiting */
 	int attempt;
-	pid_t pid; /* the command, also its process group */
+	pid_t pid;   /* the command, also its process group */
+	int gate_fd; /* write end: the child execs once it reads "g" */
 	int pid_reported;
 	int fg_tty; /* we gave the terminal to the command's group */
 	int wstatus;
@@ -378,38 +379,60 @@ wait_admission(struct run *r)
 	return 0;
 }
 
-/* Fork the command in its own process group. */
+/*
+ * Fork the command in its own process group. The child waits at a gate
+ * (a pipe) until the daemon has accepted its pid, so the daemon watches it
+ * from its first instruction and never sees an exited pid.
+ */
 static int
 start_command(struct run *r)
 {
-	int fg;
+	int fg, gate[2];
 	pid_t pid;
 
+	if (pipe(gate) == -1) {
+		say(r, "cannot create a pipe: %s", strerror(errno));
+		return -1;
+	}
+	fcntl(gate[0], F_SETFD, FD_CLOEXEC);
+	fcntl(gate[1], F_SETFD, FD_CLOEXEC);
 	fg = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 	pid = fork();
 	if (pid == -1) {
 		say(r, "cannot fork: %s", strerror(errno));
+		close(gate[0]);
+		close(gate[1]);
 		return -1;
 	}
 	if (pid == 0) {
 		static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,
 		                           SIGCHLD, SIGTTOU, SIGPIPE};
 		size_t i;
+		char go = 0;
+		ssize_t n;
 		int e;
 
 		setpgid(0, 0);
 		for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 			signal(sigs[i], SIG_DFL);
+		close(gate[1]);
+		while ((n = read(gate[0], &go, 1)) == -1 && errno == EINTR)
+			;
+		if (n != 1 || go != 'g')
+			_exit(EXIT_JOB_NOTRUN);
+		close(gate[0]);
 		execvp(r->argv[0], r->argv);
 		e = errno;
 		fprintf(stderr, "stageloadctl: cannot run %s: %s\n", r->argv[0],
 		        strerror(e));
 		_exit(e == ENOENT ? EXIT_JOB_NOTFOUND : EXIT_JOB_CANNOTRUN);
 	}
+	close(gate[0]);
 	/* Both sides set the group, so it is set before job_pid whichever
 	 * runs first. */
 	setpgid(pid, pid);
 	r->pid = pid;
+	r->gate_fd = gate[1];
 	r->done = 0;
 	r->pid_reported = 0;
 	if (fg) {
@@ -419,6 +442,18 @@ start_command(struct run *r)
 		r->fg_tty = tcsetpgrp(STDIN_FILENO, pid) == 0;
 	}
 	return 0;
+}
+
+/* Let the command run (go) or make it exit unrun. */
+static void
+open_gate(struct run *r, int go)
+{
+	if (r->gate_fd < 0)
+		return;
+	if (go)
+		(void)!write(r->gate_fd, "g", 1);
+	close(r->gate_fd);
+	r->gate_fd = -1;
 }
 
 static void
@@ -441,14 +476,21 @@ supervise(struct run *r)
 			rc = sl_job_pid(r->c, r->id, r->pid);
 			if (rc == 0) {
 				r->pid_reported = 1;
+				open_gate(r, 1);
 			} else if (!sl_error_is_connection(rc)) {
 				say(r,
 				    "job %" PRId64 ": the daemon refused pid "
-				    "%ld (%s); stopping the command",
+				    "%ld (%s); not running the command",
 				    r->id, (long)r->pid, sl_errmsg(r->c));
-				kill(-r->pid, SIGTERM);
 				r->pid_reported = -1;
+				open_gate(r, 0);
 			}
+		}
+		if (!sl_is_connected(r->c)) {
+			/* Without a daemon nobody would enforce the budget
+			 * before we reconnect, but holding the command back
+			 * forever is worse: run it, report the pid later. */
+			open_gate(r, 1);
 		}
 		drain(r);
 		while ((sig = next_signal()) != 0) {
@@ -583,6 +625,7 @@ cmd_run(struct cli *cli, int argc, char **argv)
 	spec.argv = (const char *const *)&argv[first];
 	spec.attached = 1;
 	r.cli = cli;
+	r.gate_fd = -1;
 	r.argv = &argv[first];
 	r.tty = isatty(STDERR_FILENO);
 	if (setup_signals() < 0) {
