@@ -1012,6 +1012,10 @@ sl_next_notification(sl_client *c, int timeout_ms, struct sl_notification *n)
 			return rc;
 	}
 	while (c->head == NULL) {
+		/* Keep the message of the failure that dropped the
+		 * connection: it says more than "not connected". */
+		if (c->fd == -1 && c->errcode < 0)
+			return c->errcode;
 		if (c->fd == -1)
 			return set_error(c, -ENOTCONN,
 			                 "not connected to the daemon");
