@@ -1,0 +1,587 @@
+"""Job scenarios through the fixture proc root: the daemon reads system
+memory (free %, swap used) from files this test writes, while the jobs are
+real processes it starts, measures and signals. docs/jobs.md states the
+rules checked here.
+
+Run one scenario with: jobs-scenarios.py NAME...
+"""
+
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
+
+GIB_KB = 1 << 20
+TOTAL_KB = 16 * GIB_KB
+SWAP_TOTAL_KB = 64 * GIB_KB
+INTERVAL_MS = 100
+GRACE_MS = 1000
+# A transition must follow the fixture change within one interval; the
+# slack covers scheduling of this test, the daemon and the job on a busy
+# machine.
+SLACK_MS = 400
+
+
+class Memory:
+    """The fixture: free % and swap used as the daemon will read them."""
+
+    def __init__(self, d):
+        self.d = d
+        self.free_pct = 80.0
+        self.swap_used_kb = 0
+
+    def set(self, free_pct=None, swap_used_gib=None, sync=True):
+        """Write the fixture; with sync, return once the daemon has
+        sampled it (so what follows is decided on it), else at once with
+        the time of the write."""
+        if free_pct is not None:
+            self.free_pct = free_pct
+        if swap_used_gib is not None:
+            self.swap_used_kb = int(swap_used_gib * GIB_KB)
+        write_meminfo(self.d.proc_root, total_kb=TOTAL_KB,
+                      avail_kb=int(TOTAL_KB * self.free_pct / 100),
+                      swap_total_kb=SWAP_TOTAL_KB,
+                      swap_free_kb=SWAP_TOTAL_KB - self.swap_used_kb)
+        t = int(time.time() * 1000)
+        if sync:
+            c = Client(self.d.socket)
+
+            def seen():
+                s = c.call("info")["sample"]
+                return (s is not None and s["sampled_at_ms"] > t and
+                        s["swap_used_bytes"] == self.swap_used_kb * 1024 and
+                        abs(s["free_pct"] - self.free_pct) < 0.01)
+            poll(seen, what="the daemon to sample the fixture")
+            c.close()
+        return t
+
+
+def start_daemon(settle="0", extra_conf=""):
+    conf = "grace = %dms\nsettle = %s\n%s" % (GRACE_MS, settle, extra_conf)
+    d = Daemon(interval="%gs" % (INTERVAL_MS / 1000.0), config=conf)
+    return d
+
+
+def env_list(**extra):
+    env = dict(os.environ)
+    env.update(extra)
+    return ["%s=%s" % kv for kv in env.items()]
+
+
+def submit(c, d, script, **opts):
+    """A detached job running a bash script in the test dir."""
+    p = {"argv": ["bash", "-c", script], "cwd": d.dir, "env": env_list()}
+    p.update(opts)
+    return c.call("submit", p)["id"]
+
+
+def show(c, jid):
+    return c.call("show", {"id": jid})
+
+
+def state_is(c, jid, *states):
+    j = show(c, jid)
+    return j if j["state"] in states else None
+
+
+def wait_state(c, jid, *states, timeout=10.0):
+    return poll(lambda: state_is(c, jid, *states), timeout=timeout,
+                what="job %d to be %s" % (jid, "/".join(states)))
+
+
+def samples(d, n):
+    """Let n samples pass (a deterministic wait: the daemon's own ticks)."""
+    s = Client(d.socket)
+    s.call("subscribe", {"samples": True})
+    for _ in range(n):
+        s.notification("sample", timeout=5)
+    s.close()
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose.
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def events_of(c, jid):
+    evs = c.call("events", {"limit": 10000})["events"]
+    return [e for e in evs if e["job_id"] == jid]
+
+
+# ---- scenarios ----
+
+def sc_wait_free(d, m, c):
+    """Waits while free % < wait_free; starts within one interval after."""
+    m.set(free_pct=30)
+    samples(d, 2)
+    jid = submit(c, d, "echo started >> %s/wf.start; exec sleep 60" % d.dir,
+                 wait_free_pct=40)
+    samples(d, 5)
+    j = show(c, jid)
+    assert j["state"] == "queued", j
+    assert j["waiting_for"] == "free" and j["position"] == 1, j
+    t_rise = m.set(free_pct=45, sync=False)
+    j = wait_state(c, jid, "running")
+    lag = j["admitted_at_ms"] - t_rise
+    assert lag <= INTERVAL_MS + SLACK_MS, "admitted %d ms after free rose" % lag
+    poll(lambda: read(d.dir + "/wf.start"), what="the job to start")
+    c.call("cancel", {"id": jid})
+    wait_state(c, jid, "killed")
+    print("wait_free: admitted %d ms after free %% rose" % lag)
+
+
+def sc_order(d, m, c):
+    """Priority first, then FIFO; strict head of line."""
+    m.set(free_pct=20)
+    a = submit(c, d, "exec sleep 60", wait_free_pct=40, name="a")
+    b = submit(c, d, "exec sleep 60", wait_free_pct=10, name="b")
+    hi = submit(c, d, "exec sleep 60", wait_free_pct=40, priority=5, name="hi")
+    samples(d, 3)
+    st = c.call("status")["jobs"]
+    order = [j["id"] for j in st if j["state"] == "queued"]
+    assert order == [hi, a, b], (order, hi, a, b)
+    pos = {j["id"]: j["position"] for j in st}
+    assert pos[hi] == 1 and pos[a] == 2 and pos[b] == 3, pos
+    # b would fit (free 20 >= 10) but waits behind the head.
+    wb = [j for j in st if j["id"] == b][0]
+    assert wb["waiting_for"] == "head", wb
+    m.set(free_pct=60)
+    for jid in (hi, a, b):
+        wait_state(c, jid, "running")
+    adm = [e["job_id"] for e in c.call("events", {"limit": 10000})["events"]
+           if e["kind"] == "admitted"]
+    assert adm[-3:] == [hi, a, b], adm
+    for jid in (hi, a, b):
+        c.call("cancel", {"id": jid})
+    for jid in (hi, a, b):
+        wait_state(c, jid, "killed")
+
+
+def sc_settle(d, m, c):
+    """A growing first job holds back the second until it settles."""
+    m.set(free_pct=80)
+    grow = ("import time\nb=[]\nfor i in range(12):\n"
+            "    b.append(bytearray(8<<20)); b[-1][::4096]=b'x'*len(b[-1][::4096])\n"
+            "    time.sleep(0.1)\n"
+            "open('%s/grown','w').close()\ntime.sleep(60)\n") % d.dir
+    j1 = c.call("submit", {"argv": [sys.executable, "-c", grow], "cwd": d.dir,
+                           "env": env_list()})["id"]
+    wait_state(c, j1, "running")
+    j2 = submit(c, d, "exec sleep 60")
+    # While job 1 grows, job 2 waits for it to settle.
+    poll(lambda: (show(c, j2).get("waiting_for") == "settle") or None,
+         what="job 2 to wait for settle")
+    assert not read(d.dir + "/grown") or show(c, j2)["state"] == "queued"
+    j = wait_state(c, j2, "running", timeout=15)
+    g = os.stat(d.dir + "/grown").st_mtime * 1000
+    # Admitted only after job 1 stopped growing, well before settle time.
+    assert j["admitted_at_ms"] >= g - INTERVAL_MS, (j["admitted_at_ms"], g)
+    assert j["admitted_at_ms"] - g < 10000
+    for jid in (j1, j2):
+        c.call("cancel", {"id": jid})
+        wait_state(c, jid, "killed")
+
+
+def sc_expect(d, m, c):
+    """--expect reserves memory until the job's footprint reaches it."""
+    m.set(free_pct=60)
+    # 8G of 16G promised and barely used: effective free = 60 - 50 = 10 %.
+    j1 = submit(c, d, "exec sleep 60", expect_bytes=8 << 30)
+    wait_state(c, j1, "running")
+    j2 = submit(c, d, "exec sleep 60", wait_free_pct=40)
+    poll(lambda: (show(c, j2).get("waiting_for") == "expect") or None,
+         what="job 2 to wait for the reservation")
+    samples(d, 3)
+    assert show(c, j2)["state"] == "queued"
+    c.call("cancel", {"id": j1})
+    wait_state(c, j1, "killed")
+    wait_state(c, j2, "running")
+    c.call("cancel", {"id": j2})
+    wait_state(c, j2, "killed")
+
+
+def sc_exclusive(d, m, c):
+    m.set(free_pct=80)
+    j1 = submit(c, d, "exec sleep 60")
+    wait_state(c, j1, "running")
+    j2 = submit(c, d, "exec sleep 60", exclusive=True)
+    poll(lambda: (show(c, j2).get("waiting_for") == "exclusive") or None,
+         what="exclusive job to wait")
+    c.call("cancel", {"id": j1})
+    wait_state(c, j2, "running")
+    j3 = submit(c, d, "exec sleep 60")
+    poll(lambda: (show(c, j3).get("waiting_for") == "exclusive") or None,
+         what="job behind a running exclusive one to wait")
+    for jid in (j2, j3):
+        c.call("cancel", {"id": jid})
+    wait_state(c, j3, "cancelled")
+
+
+def sc_breach_term_kill(d, m, c):
+    """Past its budget a job is TERMed, and KILLed after the grace when it
+    ignores TERM; its record says why."""
+    m.set(free_pct=80, swap_used_gib=1)
+    mark = d.dir + "/bk.term"
+    jid = submit(c, d, "trap 'echo term >> %s' TERM; echo up > %s.up; "
+                 "while :; do sleep 0.05; done" % (mark, mark),
+                 swap_budget_bytes=1 << 30)
+    wait_state(c, jid, "running")
+    poll(lambda: read(mark + ".up"), what="the job to set its trap")
+    m.set(swap_used_gib=1.9)  # growth 0.9G: within
+    samples(d, 3)
+    assert show(c, jid)["state"] == "running"
+    t_breach = m.set(swap_used_gib=2.5, sync=False)
+    poll(lambda: read(mark), what="SIGTERM to reach the job")
+    t_term = os.stat(mark).st_mtime * 1000
+    assert t_term - t_breach <= INTERVAL_MS + SLACK_MS, t_term - t_breach
+    j = wait_state(c, jid, "killed", timeout=GRACE_MS / 1000 + 5)
+    assert j["end_reason"] == "swap_budget", j
+    assert j["signal"] == 9, j
+    assert j["ended_at_ms"] - t_term >= GRACE_MS - 150, j["ended_at_ms"] - t_term
+    det = j["end_detail"]
+    assert "swap grew 1.5G since admission (from 1.0G to 2.5G)" in det, det
+    assert "over its 1.0G budget" in det and "free 80%" in det, det
+    kinds = [e["kind"] for e in events_of(c, jid)]
+    assert kinds[-2:] == ["breach", "killed"], kinds
+    print("breach: SIGTERM %d ms after the fixture passed the budget" %
+          (t_term - t_breach))
+
+
+def sc_only_breaching_dies(d, m, c):
+    m.set(free_pct=80, swap_used_gib=0)
+    tight = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+    wait_state(c, tight, "running")
+    roomy = submit(c, d, "exec sleep 60", swap_budget_bytes=8 << 30)
+    wait_state(c, roomy, "running")
+    m.set(swap_used_gib=2, sync=False)
+    wait_state(c, tight, "killed")
+    samples(d, 3)
+    j = show(c, roomy)
+    # It saw the 2G growth; once the victim exited its growth restarted.
+    assert j["state"] == "running" and j["swap_growth_peak_bytes"] == 2 << 30, j
+    assert j["swap_growth_bytes"] == 0, j
+    c.call("cancel", {"id": roomy})
+    wait_state(c, roomy, "killed")
+
+
+def sc_growth_from_lowest(d, m, c):
+    m.set(free_pct=80, swap_used_gib=2)
+    jid = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+    wait_state(c, jid, "running")
+    m.set(swap_used_gib=0.5)
+    poll(lambda: show(c, jid)["swap_growth_bytes"] == 0 and
+         samples(d, 2) is None, what="swap to fall")
+    m.set(swap_used_gib=1.375)  # 0.875G above the lowest, below admission
+    samples(d, 3)
+    j = show(c, jid)
+    assert j["state"] == "running" and j["swap_growth_bytes"] == int(0.875 * (1 << 30)), j
+    m.set(swap_used_gib=1.625)  # 1.125G above the lowest
+    j = wait_state(c, jid, "killed")
+    assert "from 512M to 1.62G" in j["end_detail"] or "from 512M" in j["end_detail"], j
+
+
+def sc_survivors_restart(d, m, c):
+    m.set(free_pct=80, swap_used_gib=0)
+    old = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+    wait_state(c, old, "running")
+    young = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+    wait_state(c, young, "running")
+    m.set(swap_used_gib=1.5)  # both past 1G: the youngest goes
+    wait_state(c, young, "killed")
+    samples(d, 3)
+    j = show(c, old)
+    assert j["state"] == "running", j
+    assert j["swap_growth_bytes"] == 0, j  # restarted at 1.5G
+    m.set(swap_used_gib=2.25)
+    samples(d, 3)
+    assert show(c, old)["state"] == "running"
+    m.set(swap_used_gib=2.625)  # 1.125G past the restart point
+    j = wait_state(c, old, "killed")
+    assert "since its growth restarted" in j["end_detail"], j
+
+
+def sc_retry(d, m, c):
+    m.set(free_pct=80, swap_used_gib=0)
+    starts = d.dir + "/retry.start"
+    jid = submit(c, d, "echo go >> %s; exec sleep 60" % starts,
+                 swap_budget_bytes=1 << 30, retry_on_breach=1)
+    wait_state(c, jid, "running")
+    m.set(swap_used_gib=2)
+    # Requeued, then admitted again as attempt 2 (growth from 2G).
+    poll(lambda: show(c, jid)["attempt"] == 2, what="attempt 2")
+    j = wait_state(c, jid, "running")
+    poll(lambda: read(starts).count("go") == 2, what="second start")
+    kinds = [e["kind"] for e in events_of(c, jid)]
+    assert "requeued" in kinds, kinds
+    m.set(swap_used_gib=3.5)
+    j = wait_state(c, jid, "killed")
+    assert j["attempt"] == 2 and j["end_reason"] == "swap_budget", j
+    assert read(starts).count("go") == 2
+
+
+def sc_cancel(d, m, c):
+    m.set(free_pct=10)
+    q = submit(c, d, "echo ran > %s/cq.ran" % d.dir, wait_free_pct=50)
+    j = c.call("cancel", {"id": q})
+    assert j["state"] == "cancelled" and j["end_reason"] == "cancel", j
+    try:
+        c.call("cancel", {"id": q})
+        raise AssertionError("second cancel accepted")
+    except RpcError as e:
+        assert e.code == -32005, e
+    m.set(free_pct=80)
+    r = submit(c, d, "exec sleep 60")
+    j = wait_state(c, r, "running")
+    c.call("cancel", {"id": r})
+    j = wait_state(c, r, "killed")
+    assert j["end_reason"] == "cancel" and j["signal"] == 15, j
+    assert not pid_alive(j["pid"])
+    samples(d, 2)
+    assert not os.path.exists(d.dir + "/cq.ran")
+
+
+def sc_grandchild(d, m, c):
+    """A grandchild that left the process group dies with the job."""
+    m.set(free_pct=80, swap_used_gib=0)
+    gc = d.dir + "/gc.pid"
+    jid = submit(c, d, "setsid bash -c 'trap \"\" TERM; echo $$ > %s; "
+                 "while :; do sleep 0.1; done' & wait" % gc,
+                 swap_budget_bytes=1 << 30)
+    wait_state(c, jid, "running")
+    pid = int(poll(lambda: read(gc).strip(), what="grandchild pid"))
+    assert os.getpgid(pid) != show(c, jid)["pid"]
+    samples(d, 15)  # the tree is rescanned at most once a second
+    m.set(swap_used_gib=2)
+    wait_state(c, jid, "killed")
+    poll(lambda: not pid_alive(pid), timeout=GRACE_MS / 1000 + 5,
+         what="the grandchild to be killed")
+
+
+def sc_detached_env_logs(d, m, c):
+    m.set(free_pct=80)
+    sub = os.path.join(d.dir, "work")
+    os.mkdir(sub)
+    p = {"argv": ["bash", "-c", "pwd; echo \"v=$SL_TEST_VAR id=$STAGELOAD_JOB_ID\"; "
+                  "echo late >&2; sleep 0.5; echo bye; exit 3"],
+         "cwd": sub, "env": env_list(SL_TEST_VAR="hello")}
+    jid = c.call("submit", p)["id"]
+    f = Client(d.socket)
+    rid = f.next_id
+    f.next_id += 1
+    f.send_raw(('{"jsonrpc":"2.0","id":%d,"method":"logs","params":{"id":%d,"follow":true}}\n'
+                % (rid, jid)).encode())
+    res = f.response(rid, timeout=15)["result"]
+    data = "".join(n["params"]["data"] for n in f.notes if n["method"] == "log")
+    assert res["eof"] is True and res["offset"] == len(data.encode()), (res, data)
+    assert data.splitlines()[0] == sub, data
+    assert "v=hello id=%d" % jid in data and "late" in data and data.endswith("bye\n"), data
+    w = c.call("wait", {"id": jid}, timeout=15)
+    assert w["state"] == "exited" and w["exit_code"] == 3, w
+    f.close()
+
+
+def sc_wait_deferred(d, m, c):
+    m.set(free_pct=80)
+    jid = submit(c, d, "sleep 0.5; exit 0")
+    w = Client(d.socket)
+    t0 = time.monotonic()
+    j = w.call("wait", {"id": jid}, timeout=15)
+    assert j["state"] == "exited" and j["exit_code"] == 0, j
+    assert time.monotonic() - t0 >= 0.3
+    w.close()
+    try:
+        c.call("wait", {"id": 999999})
+        raise AssertionError("wait on a missing job accepted")
+    except RpcError as e:
+        assert e.code == -32003, e
+
+
+def sc_attached(d, m, c):
+    """Attached: the client runs the command; the record matches; a queued
+    attached job whose client goes is cancelled; a running one whose client
+    goes is enforced and ends lost(client_gone)."""
+    import subprocess
+    m.set(free_pct=80, swap_used_gib=0)
+    a = Client(d.socket)
+    jid = a.call("submit", {"argv": ["sh", "-c", "sleep 0.3; exit 7"],
+                            "cwd": d.dir, "attached": True})["id"]
+    n = a.notification("admitted", timeout=5)["params"]
+    assert n == {"id": jid, "attempt": 1}, n
+    p = subprocess.Popen(["sh", "-c", "sleep 0.3; exit 7"], start_new_session=True)
+    a.call("job_pid", {"id": jid, "pid": p.pid})
+    assert show(c, jid)["state"] == "running"
+    p.wait()
+    j = a.call("job_exit", {"id": jid, "exit_code": p.returncode})
+    assert j["state"] == "exited" and j["exit_code"] == 7, j
+    a.close()
+
+    # Queued, client goes: cancelled(client_gone).
+    m.set(free_pct=10)
+    b = Client(d.socket)
+    q = b.call("submit", {"argv": ["true"], "cwd": d.dir, "attached": True,
+                          "wait_free_pct": 50})["id"]
+    n = b.notification("queue", timeout=5)["params"]
+    assert n["id"] == q and n["position"] == 1 and n["waiting_for"] == "free", n
+    assert n["wait_free_pct"] == 50 and abs(n["free_pct"] - 10) < 0.5, n
+    b.close()
+    j = wait_state(c, q, "cancelled")
+    assert j["end_reason"] == "client_gone", j
+
+    # Running, client goes: still enforced, then lost(client_gone).
+    m.set(free_pct=80)
+    e = Client(d.socket)
+    r = e.call("submit", {"argv": ["sleep"], "cwd": d.dir, "attached": True,
+                          "swap_budget_bytes": 1 << 30})["id"]
+    e.notification("admitted", timeout=5)
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    e.call("job_pid", {"id": r, "pid": p.pid})
+    e.close()
+    samples(d, 3)
+    assert show(c, r)["state"] == "running"
+    m.set(swap_used_gib=2)
+    poll(lambda: p.poll() is not None, what="the orphaned job to be killed")
+    assert p.returncode == -signal.SIGTERM, p.returncode
+    j = wait_state(c, r, "killed", "lost")
+    assert j["end_reason"] in ("swap_budget", "client_gone"), j
+    m.set(swap_used_gib=0)
+
+    f = Client(d.socket)
+    r = f.call("submit", {"argv": ["sleep"], "cwd": d.dir, "attached": True})["id"]
+    f.notification("admitted", timeout=5)
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    f.call("job_pid", {"id": r, "pid": p.pid})
+    f.close()
+    samples(d, 2)
+    p.kill()
+    p.wait()
+    j = wait_state(c, r, "lost")
+    assert j["end_reason"] == "client_gone", j
+
+    # job_pid for a pid that does not exist.
+    g = Client(d.socket)
+    r = g.call("submit", {"argv": ["x"], "cwd": d.dir, "attached": True})["id"]
+    g.notification("admitted", timeout=5)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    try:
+        g.call("job_pid", {"id": r, "pid": dead.pid})
+        raise AssertionError("a dead pid was accepted")
+    except RpcError as e:
+        assert e.code == -32007, e
+    g.close()
+
+
+def sc_limits_and_auth(d, m, c):
+    m.set(free_pct=10)
+    for bad in ({"argv": [], "cwd": "/", "env": []},
+                {"argv": ["x"], "cwd": "relative", "env": []},
+                {"argv": ["x"], "cwd": "/"},
+                {"argv": ["x"], "cwd": "/", "env": ["=x"]},
+                {"argv": ["x"], "cwd": "/", "env": [], "priority": 1.5},
+                {"argv": ["x"], "cwd": "/", "env": [], "wait_free_pct": 101},
+                {"argv": ["x"], "cwd": "/", "env": [], "swap_budget_bytes": -1},
+                {"argv": ["x"], "cwd": "/", "env": [], "bogus": 1}):
+        try:
+            c.call("submit", bad)
+            raise AssertionError("submit %r accepted" % bad)
+        except RpcError as e:
+            assert e.code == -32602, (bad, e)
+    for method in ("show", "cancel", "wait", "logs"):
+        try:
+            c.call(method, {"id": 424242})
+            raise AssertionError(method + " of a missing job accepted")
+        except RpcError as e:
+            assert e.code == -32003, (method, e)
+
+
+SCENARIOS = [
+    ("wait_free", sc_wait_free, {}),
+    ("order", sc_order, {}),
+    ("settle", sc_settle, {"settle": "20s"}),
+    ("expect", sc_expect, {}),
+    ("exclusive", sc_exclusive, {}),
+    ("breach_term_kill", sc_breach_term_kill, {}),
+    ("only_breaching_dies", sc_only_breaching_dies, {}),
+    ("growth_from_lowest", sc_growth_from_lowest, {}),
+    ("survivors_restart", sc_survivors_restart, {}),
+    ("retry", sc_retry, {}),
+    ("cancel", sc_cancel, {}),
+    ("grandchild", sc_grandchild, {}),
+    ("detached_env_logs", sc_detached_env_logs, {}),
+    ("wait_deferred", sc_wait_deferred, {}),
+    ("attached", sc_attached, {}),
+    ("limits_and_auth", sc_limits_and_auth, {}),
+]
+
+
+def main():
+    want = set(sys.argv[1:])
+    failed = []
+    for name, fn, opts in SCENARIOS:
+        if want and name not in want:
+            continue
+        d = start_daemon(**opts)
+        m = Memory(d)
+        try:
+            d.start()
+            m.set()
+            c = Client(d.socket)
+            t0 = time.monotonic()
+            fn(d, m, c)
+            c.close()
+            print("ok   %s (%.1fs)" % (name, time.monotonic() - t0))
+        except Exception as e:  # report every scenario, then fail
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("--- daemon log (%s) ---\n%s\n" % (name, d.log_text()[-6000:]))
+            print("FAIL %s: %s" % (name, e))
+            failed.append(name)
+        finally:
+            d.stop(signal.SIGKILL) if d.alive() else None
+            kill_leftovers(d)
+            d.cleanup()
+    if failed:
+        print("failed: " + " ".join(failed))
+        sys.exit(1)
+
+
+def kill_leftovers(d):
+    """Jobs outlive a killed daemon by design: end every process whose
+    command line or cwd points into this test's directory."""
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
+            cwd = os.readlink("/proc/%s/cwd" % pid)
+        except OSError:
+            continue
+        if d.dir in cmd or cwd.startswith(d.dir):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    main()
