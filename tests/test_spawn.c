@@ -71,10 +71,36 @@ remove_other_user(void)
 {
 	if (!other.created)
 		return;
-	run_quiet("userdel %s", other.name);
+	/* -f: a finished job of the user may linger as a zombie where
+	 * nothing reaps orphans, and plain userdel refuses then. */
+	run_quiet("userdel -f %s", other.name);
 	run_quiet("groupdel %s", other.supp);
 	run_quiet("groupdel %s", other.group);
 	other.created = 0;
+}
+
+/* Users left by a run that was killed before its teardown (a ctest
+ * timeout): slsp<pid> whose test process is gone. */
+static void
+remove_stale_users(void)
+{
+	char names[16][64];
+	struct passwd *pw;
+	size_t n = 0, i;
+	int pid;
+	char end;
+
+	setpwent();
+	while ((pw = getpwent()) != NULL && n < 16)
+		if (sscanf(pw->pw_name, "slsp%d%c", &pid, &end) == 1 &&
+		    pid > 0 && kill(pid, 0) == -1 && errno == ESRCH)
+			snprintf(names[n++], sizeof(names[0]), "%d", pid);
+	endpwent();
+	for (i = 0; i < n; i++) {
+		run_quiet("userdel -f slsp%s", names[i]);
+		run_quiet("groupdel slsps%s", names[i]);
+		run_quiet("groupdel slspg%s", names[i]);
+	}
 }
 
 /* Create a user with its own primary group and one supplementary group, so
@@ -86,6 +112,7 @@ make_other_user(void)
 	struct group *gr;
 	int pid = (int)getpid();
 
+	remove_stale_users();
 	snprintf(other.name, sizeof(other.name), "slsp%d", pid);
 	snprintf(other.group, sizeof(other.group), "slspg%d", pid);
 	snprintf(other.supp, sizeof(other.supp), "slsps%d", pid);
