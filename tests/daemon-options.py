@@ -1,0 +1,95 @@
+"""stageloadd's command line and config file: --help, --version, errors with
+exit status 2, the config file read first and overridden by the command
+line, and the socket path refusals (exit 1).
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import shutil
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from sltest import Client, Daemon  # noqa: E402
+
+BIN = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadd")
+
+
+def run(args, timeout=30):
+    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def main():
+    out = run(["--help"])
+    assert out.returncode == 0, out
+    for word in ("--socket", "--db", "--interval", "--retention", "--proc-root",
+                 "--config", "Examples"):
+        assert word in out.stdout, word
+    out = run(["-h"])
+    assert out.returncode == 0 and "usage:" in out.stdout, out
+
+    out = run(["--version"])
+    assert out.returncode == 0 and out.stdout.startswith("stageloadd "), out
+
+    tmp = tempfile.mkdtemp(prefix="sltest-opt-")
+    try:
+        for args, words in (
+                (["--bogus"], "unknown option"),
+                (["-x"], "unknown option"),
+                (["stray"], "unexpected argument"),
+                (["--interval"], "needs a value"),
+                (["--interval", "0"], "out of range"),
+                (["--interval", "fast"], "not a duration"),
+                (["--retention", "raw=2d,5s=1d"], "unknown tier"),
+                (["--retention", "raw"], "TIER=DURATION"),
+                (["--grace", "-1s"], "grace"),
+                (["--verbose=3"], "takes no value"),
+                (["--config", os.path.join(tmp, "missing.conf")], "missing.conf"),
+        ):
+            out = run(args)
+            assert out.returncode == 2, (args, out)
+            assert words in out.stderr, (args, out.stderr)
+            assert "--help" in out.stderr, out.stderr
+
+        conf = os.path.join(tmp, "bad.conf")
+        with open(conf, "w") as f:
+            f.write("# comment\n\ninterval = 0.2\nno_such_key = 1\n")
+        out = run(["--config", conf])
+        assert out.returncode == 2 and "bad.conf:4:" in out.stderr, out.stderr
+        with open(conf, "w") as f:
+            f.write("interval 0.2\n")
+        out = run(["--config", conf])
+        assert out.returncode == 2 and "bad.conf:1:" in out.stderr, out.stderr
+
+        # Something that is not a socket is never replaced.
+        sock = os.path.join(tmp, "not-a-socket")
+        with open(sock, "w") as f:
+            f.write("precious\n")
+        out = run(["--socket", sock, "--db", os.path.join(tmp, "x.db"),
+                   "--proc-root", tmp])
+        assert out.returncode == 1 and "not a socket" in out.stderr, out
+        with open(sock) as f:
+            assert f.read() == "precious\n"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    # The config file is read first; the command line overrides it.
+    with Daemon(interval="0.3", config="interval = 0.2\nretention = raw=1d\n") as d:
+        c = Client(d.socket)
+        assert c.call("info")["interval_ms"] == 300
+        c.close()
+        assert d.stop() == 0
+    d = Daemon(config="interval = 250ms  # comment\n")
+    d.args.remove("--interval")
+    d.args.remove("0.1")
+    with d:
+        c = Client(d.socket)
+        assert c.call("info")["interval_ms"] == 250
+        c.close()
+        assert d.stop() == 0
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
