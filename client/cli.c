@@ -510,14 +510,19 @@ cli_table_print(const struct cli_table *t, FILE *f)
 			if ((w = text_width(t->rows[r][c])) > width[c])
 				width[c] = w;
 	for (r = 0; r < t->nrows; r++) {
-		for (c = 0; c < t->ncols; c++) {
+		size_t last = 0;
+		/* no padding after the last non-empty cell of a row */
+		for (c = 0; c < t->ncols; c++)
+			if (t->rows[r][c][0] != '\0')
+				last = c;
+		for (c = 0; c <= last; c++) {
 			const char *cell = t->rows[r][c];
 			pad = width[c] - text_width(cell);
 			if (c > 0)
 				fputs("  ", f);
 			if (t->right[c])
 				fprintf(f, "%*s%s", (int)pad, "", cell);
-			else if (c + 1 < t->ncols)
+			else if (c < last)
 				fprintf(f, "%s%*s", cell, (int)pad, "");
 			else
 				fputs(cell, f);

@@ -1,0 +1,382 @@
+/*
+ * stageloadctl helpers without a daemon: argument parsing, exit statuses,
+ * formatting of jobs, queue lines, tables, sparklines and meter
+ * decimation.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <getopt.h>
+
+#include "../client/cli.h"
+
+static int
+parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
+      size_t len)
+{
+	sl_job_spec_init(spec);
+	optind = 0;
+	return cli_parse_job_args(argc, argv, spec, quiet, NULL, cause, len);
+}
+
+static void
+test_job_args(void **state)
+{
+	char *argv[] = {"run",         "--wait-free",
+	                "40",          "--swap-budget",
+	                "8G",          "--expect=1.5G",
+	                "--priority",  "-5",
+	                "--name",      "qwen",
+	                "--exclusive", "--retry-on-breach",
+	                "2",           "-q",
+	                "--",          "python",
+	                "gen.py",      "--wait-free",
+	                NULL};
+	struct sl_job_spec spec;
+	char cause[128];
+	int quiet = 0, first;
+
+	first = parse(18, argv, &spec, &quiet, cause, sizeof cause);
+	assert_int_equal(first, 15);
+	assert_string_equal(argv[first], "python");
+	assert_true(fabs(spec.wait_free_pct - 40) < 1e-9);
+	assert_int_equal(spec.swap_budget_bytes, 8LL << 30);
+	assert_int_equal(spec.expect_bytes, 3ULL << 29);
+	assert_int_equal(spec.priority, -5);
+	assert_string_equal(spec.name, "qwen");
+	assert_int_equal(spec.exclusive, 1);
+	assert_int_equal(spec.retry_on_breach, 2);
+	assert_int_equal(quiet, 1);
+}
+
+static void
+test_job_args_defaults(void **state)
+{
+	char *argv[] = {"submit", "sleep", "1", NULL};
+	struct sl_job_spec spec;
+	char cause[128];
+
+	/* no "--": the command starts at the first non-option */
+	assert_int_equal(parse(3, argv, &spec, NULL, cause, sizeof cause), 1);
+	assert_true(spec.wait_free_pct < 0);
+	assert_true(spec.swap_budget_bytes < 0);
+	assert_int_equal(spec.priority, 0);
+	assert_null(spec.name);
+}
+
+static void
+test_job_args_errors(void **state)
+{
+	char *bad_size[] = {"run", "--swap-budget", "8X", "--", "x", NULL};
+	char *bad_pct[] = {"run", "--wait-free", "140", "--", "x", NULL};
+	char *bad_prio[] = {"run", "--priority", "2000", "--", "x", NULL};
+	char *no_cmd[] = {"run", "--wait-free", "40", "--", NULL};
+	char *unknown[] = {"run", "--bogus", "--", "x", NULL};
+	char *quiet_submit[] = {"submit", "-q", "--", "x", NULL};
+	char *help[] = {"run", "--help", NULL};
+	struct sl_job_spec spec;
+	char cause[128];
+
+	assert_int_equal(parse(5, bad_size, &spec, NULL, cause, sizeof cause),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "--swap-budget"));
+	assert_non_null(strstr(cause, "8X"));
+	assert_int_equal(parse(5, bad_pct, &spec, NULL, cause, sizeof cause),
+	                 -EINVAL);
+	assert_int_equal(parse(5, bad_prio, &spec, NULL, cause, sizeof cause),
+	                 -EINVAL);
+	assert_int_equal(parse(4, no_cmd, &spec, NULL, cause, sizeof cause),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "no command"));
+	assert_int_equal(parse(4, unknown, &spec, NULL, cause, sizeof cause),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "--bogus"));
+	/* -q belongs to run only */
+	assert_int_equal(
+	    parse(4, quiet_submit, &spec, NULL, cause, sizeof cause), -EINVAL);
+	assert_int_equal(parse(2, help, &spec, NULL, cause, sizeof cause),
+	                 CLI_ARGS_HELP);
+}
+
+static void
+test_parse_numbers(void **state)
+{
+	int64_t id;
+	double pct;
+	long v;
+
+	assert_int_equal(cli_parse_id("12", &id), 0);
+	assert_int_equal(id, 12);
+	assert_int_equal(cli_parse_id("#7", &id), 0);
+	assert_int_equal(id, 7);
+	assert_true(cli_parse_id("0", &id) < 0);
+	assert_true(cli_parse_id("12x", &id) < 0);
+	assert_true(cli_parse_id("", &id) < 0);
+	assert_int_equal(cli_parse_pct("40%", &pct), 0);
+	assert_true(fabs(pct - 40) < 1e-9);
+	assert_int_equal(cli_parse_pct("37.5", &pct), 0);
+	assert_true(fabs(pct - 37.5) < 1e-9);
+	assert_true(cli_parse_pct("101", &pct) < 0);
+	assert_true(cli_parse_pct("-1", &pct) < 0);
+	assert_true(cli_parse_pct("nan", &pct) < 0);
+	assert_true(cli_parse_pct("4o", &pct) < 0);
+	assert_int_equal(cli_parse_int("-1000", -1000, 1000, &v), 0);
+	assert_int_equal(cli_parse_int("1001", -1000, 1000, &v), -ERANGE);
+	assert_int_equal(cli_parse_int("99999999999999999999", 0, 10, &v),
+	                 -ERANGE);
+}
+
+static void
+job(struct sl_job *j, const char *state_name)
+{
+	memset(j, 0, sizeof *j);
+	j->id = 3;
+	snprintf(j->state, sizeof j->state, "%s", state_name);
+	snprintf(j->name, sizeof j->name, "qwen");
+	snprintf(j->user, sizeof j->user, "ana");
+}
+
+static void
+test_job_status(void **state)
+{
+	struct sl_job j;
+
+	job(&j, "exited");
+	j.has_exit_code = 1;
+	j.exit_code = 7;
+	assert_int_equal(cli_job_status(&j), 7);
+	j.exit_code = 0;
+	assert_int_equal(cli_job_status(&j), 0);
+	j.has_exit_code = 0;
+	j.signal = SIGINT;
+	assert_int_equal(cli_job_status(&j), 130);
+
+	job(&j, "killed");
+	snprintf(j.end_reason, sizeof j.end_reason, "swap_budget");
+	j.signal = SIGKILL;
+	assert_int_equal(cli_job_status(&j), EXIT_JOB_BUDGET);
+	snprintf(j.end_reason, sizeof j.end_reason, "cancel");
+	assert_int_equal(cli_job_status(&j), 128 + SIGKILL);
+	j.signal = 0;
+	assert_int_equal(cli_job_status(&j), 128 + SIGTERM);
+
+	job(&j, "cancelled");
+	assert_int_equal(cli_job_status(&j), EXIT_JOB_NOTRUN);
+	job(&j, "failed");
+	assert_int_equal(cli_job_status(&j), EXIT_JOB_CANNOTRUN);
+	job(&j, "lost");
+	assert_int_equal(cli_job_status(&j), EXIT_JOB_LOST);
+
+	/* the codes documented in docs/cli.md */
+	assert_int_equal(EXIT_JOB_BUDGET, 124);
+	assert_int_equal(EXIT_UNAVAILABLE, 69);
+	assert_int_equal(EXIT_USAGE, 2);
+}
+
+static void
+test_exit_for_error(void **state)
+{
+	assert_int_equal(cli_exit_for_error(-ECONNREFUSED), EXIT_UNAVAILABLE);
+	assert_int_equal(cli_exit_for_error(-ENOENT), EXIT_UNAVAILABLE);
+	assert_int_equal(cli_exit_for_error(-ETIMEDOUT), EXIT_UNAVAILABLE);
+	assert_int_equal(cli_exit_for_error(SL_E_PERM), EXIT_NOPERM);
+	assert_int_equal(cli_exit_for_error(SL_E_VERSION), EXIT_PROTOCOL);
+	assert_int_equal(cli_exit_for_error(SL_E_NOJOB), EXIT_ERR);
+	assert_int_equal(cli_exit_for_error(SL_E_PARAMS), EXIT_ERR);
+}
+
+static void
+test_job_columns(void **state)
+{
+	struct sl_job j;
+	char buf[64];
+
+	job(&j, "running");
+	j.submitted_at_ms = 1000;
+	j.admitted_at_ms = 61000;
+	j.started_at_ms = 61010;
+	j.swap_growth_bytes = 1ULL << 30;
+	j.swap_budget_bytes = 8ULL << 30;
+	cli_job_waited(&j, 500000, buf, sizeof buf);
+	assert_string_equal(buf, "1m00s");
+	cli_job_ran(&j, 61010 + 45000, buf, sizeof buf);
+	assert_string_equal(buf, "45s");
+	cli_job_swap(&j, buf, sizeof buf);
+	assert_string_equal(buf, "1.0G/8.0G");
+	cli_job_state(&j, buf, sizeof buf);
+	assert_string_equal(buf, "running");
+
+	job(&j, "queued");
+	j.position = 2;
+	j.submitted_at_ms = 1000;
+	cli_job_waited(&j, 11000, buf, sizeof buf);
+	assert_string_equal(buf, "10s");
+	cli_job_ran(&j, 11000, buf, sizeof buf);
+	assert_string_equal(buf, "-");
+	cli_job_swap(&j, buf, sizeof buf);
+	assert_string_equal(buf, "0B/-");
+	cli_job_state(&j, buf, sizeof buf);
+	assert_string_equal(buf, "queued #2");
+
+	job(&j, "killed");
+	snprintf(j.end_reason, sizeof j.end_reason, "swap_budget");
+	j.swap_growth_bytes = 0;
+	j.swap_growth_peak_bytes = 9ULL << 30;
+	j.swap_budget_bytes = 8ULL << 30;
+	cli_job_state(&j, buf, sizeof buf);
+	assert_string_equal(buf, "killed (swap_budget)");
+	/* an ended job shows the growth that ended it */
+	cli_job_swap(&j, buf, sizeof buf);
+	assert_string_equal(buf, "9.0G/8.0G");
+}
+
+static void
+test_paragraph(void **state)
+{
+	struct sl_job j;
+	char *text;
+
+	job(&j, "killed");
+	snprintf(j.end_reason, sizeof j.end_reason, "swap_budget");
+	j.swap_budget_bytes = 8ULL << 30;
+	j.submitted_at_ms = 1764480000000;
+	j.admitted_at_ms = 1764480001000;
+	j.started_at_ms = 1764480001010;
+	j.ended_at_ms = 1764480061010;
+	j.pid = 4242;
+	j.signal = SIGTERM;
+	j.end_detail = "swap grew 9.0G since admission, over its 8.0G budget";
+	text = cli_job_paragraph(&j, 1764480100000);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana is killed."));
+	assert_non_null(strstr(text, "swap budget 8.0G"));
+	assert_non_null(strstr(text, "pid 4242"));
+	assert_non_null(strstr(text, "ran for 1m00s"));
+	assert_non_null(strstr(text, "grew swap past its budget"));
+	assert_non_null(strstr(text, "wait gives 124"));
+	assert_non_null(strstr(text, j.end_detail));
+	free(text);
+}
+
+static void
+test_queue_line(void **state)
+{
+	char buf[160];
+
+	cli_queue_line(2, 3, 34.2, 40, "free", buf, sizeof buf);
+	assert_string_equal(buf, "queued: position 2 of 3, free 34% < 40%");
+	cli_queue_line(1, 1, 55, 40, "settle", buf, sizeof buf);
+	assert_string_equal(buf, "queued: position 1 of 1, free 55%, waiting "
+	                         "for the last job to settle");
+	cli_queue_line(1, 2, 45, 40, "exclusive", buf, sizeof buf);
+	assert_non_null(strstr(buf, "alone"));
+	/* a small buffer truncates, never overflows */
+	cli_queue_line(2, 3, 34, 40, "free", buf, 10);
+	assert_string_equal(buf, "queued: p");
+}
+
+static void
+test_sparkline(void **state)
+{
+	double v[] = {0, 50, 100, NAN, 150, -5};
+	char buf[64];
+
+	cli_sparkline(v, 6, 0, 100, buf, sizeof buf);
+	assert_string_equal(buf, "\xe2\x96\x81\xe2\x96\x85\xe2\x96\x88 "
+	                         "\xe2\x96\x88\xe2\x96\x81");
+	/* a flat series sits in the middle */
+	cli_sparkline(v, 1, 5, 5, buf, sizeof buf);
+	assert_string_equal(buf, "\xe2\x96\x85");
+	/* room for one block only: never a partial character */
+	cli_sparkline(v, 6, 0, 100, buf, 5);
+	assert_string_equal(buf, "\xe2\x96\x81");
+	cli_sparkline(v, 0, 0, 100, buf, sizeof buf);
+	assert_string_equal(buf, "");
+}
+
+static void
+test_meter_due(void **state)
+{
+	int64_t ts, last = -1;
+	int n = 0;
+
+	/* every sample when the interval is the daemon's or finer */
+	assert_true(cli_meter_due(1000, 1500, 500, 500));
+	assert_true(cli_meter_due(1000, 1500, 0, 500));
+	assert_true(cli_meter_due(-1, 1500, 2000, 500));
+	/* 2 s over 0.5 s samples with jitter: every 4th sample */
+	for (ts = 0; ts < 20000; ts += 500) {
+		int64_t jittered = ts + ((ts / 500) % 3) * 20;
+		if (cli_meter_due(last, jittered, 2000, 500)) {
+			if (last >= 0)
+				assert_in_range(jittered - last, 1750, 2250);
+			last = jittered;
+			n++;
+		}
+	}
+	assert_int_equal(n, 10);
+}
+
+static void
+test_table(void **state)
+{
+	static const char *const head[] = {"ID", "NAME", "SIZE"};
+	static const char *const r1[] = {"7", "qwen", "8.0G"};
+	static const char *const r2[] = {"12", "fl\xc3\xbcx", "512M"};
+	static const int right[] = {1, 0, 1};
+	struct cli_table t;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(f);
+	assert_int_equal(cli_table_init(&t, 3, head, right), 0);
+	assert_int_equal(cli_table_add(&t, r1), 0);
+	assert_int_equal(cli_table_add(&t, r2), 0);
+	cli_table_print(&t, f);
+	fclose(f);
+	/* widths count characters, not bytes (ü is two bytes) */
+	assert_string_equal(out, "ID  NAME  SIZE\n"
+	                         " 7  qwen  8.0G\n"
+	                         "12  fl\xc3\xbcx  512M\n");
+	free(out);
+	cli_table_free(&t);
+}
+
+static void
+test_no_color(void **state)
+{
+	setenv("NO_COLOR", "1", 1);
+	assert_int_equal(cli_use_color(0), 0);
+	unsetenv("NO_COLOR");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_job_args),
+	    cmocka_unit_test(test_job_args_defaults),
+	    cmocka_unit_test(test_job_args_errors),
+	    cmocka_unit_test(test_parse_numbers),
+	    cmocka_unit_test(test_job_status),
+	    cmocka_unit_test(test_exit_for_error),
+	    cmocka_unit_test(test_job_columns),
+	    cmocka_unit_test(test_paragraph),
+	    cmocka_unit_test(test_queue_line),
+	    cmocka_unit_test(test_sparkline),
+	    cmocka_unit_test(test_meter_due),
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_no_color),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,499 @@
+/*
+ * libstageload against a scripted fake daemon on a private socket: socket
+ * path resolution, hello, typed calls, notifications buffered while a
+ * call waits, lines split across writes, error answers, a daemon that is
+ * not running and one that goes away.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../client/client-internal.h"
+#include "../client/stageload.h"
+
+static char tmpdir[256];
+static char sockpath[300];
+
+/* ---- the fake daemon: one connection, a script of steps ---- */
+
+struct step {
+	const char *expect; /* substring the next request must hold, or NULL
+	                       to send without reading */
+	const char *send;   /* lines to send ("%ID%" becomes the request's
+	                       id); NULL to close the connection */
+};
+
+struct fake {
+	int lfd;
+	const struct step *steps;
+	char failure[256];
+	pthread_t thread;
+};
+
+static int
+read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+	char ch;
+
+	while (n + 1 < len) {
+		ssize_t r = read(fd, &ch, 1);
+		if (r <= 0)
+			return -1;
+		if (ch == '\n')
+			break;
+		buf[n++] = ch;
+	}
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* The id of a request line, as text. */
+static void
+request_id(const char *line, char *id, size_t len)
+{
+	const char *p = strstr(line, "\"id\":");
+	size_t n = 0;
+
+	id[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 5;
+	while (*p == ' ')
+		p++;
+	while (p[n] != ',' && p[n] != '}' && p[n] != '\0' && n + 1 < len)
+		n++;
+	memcpy(id, p, n);
+	id[n] = '\0';
+}
+
+static void
+send_text(int fd, const char *tmpl, const char *id)
+{
+	char out[8192];
+	const char *p = tmpl;
+	size_t n = 0;
+
+	while (*p != '\0' && n + 32 < sizeof out) {
+		if (strncmp(p, "%ID%", 4) == 0) {
+			n +=
+			    (size_t)snprintf(out + n, sizeof out - n, "%s", id);
+			p += 4;
+		} else if (strncmp(p, "%SPLIT%", 7) == 0) {
+			/* flush what we have: the client must join the
+			 * halves of one line */
+			(void)!write(fd, out, n);
+			n = 0;
+			usleep(20000);
+			p += 7;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	(void)!write(fd, out, n);
+}
+
+static void *
+fake_main(void *arg)
+{
+	struct fake *f = arg;
+	char line[8192], id[64] = "";
+	const struct step *s;
+	int fd = accept(f->lfd, NULL, NULL);
+
+	if (fd < 0) {
+		snprintf(f->failure, sizeof f->failure, "accept failed");
+		return NULL;
+	}
+	for (s = f->steps; s->expect != NULL || s->send != NULL; s++) {
+		if (s->expect != NULL && strcmp(s->expect, "<eof>") == 0) {
+			while (read_line(fd, line, sizeof line) >= 0)
+				;
+			break;
+		}
+		if (s->expect != NULL) {
+			if (read_line(fd, line, sizeof line) < 0) {
+				snprintf(f->failure, sizeof f->failure,
+				         "client closed before sending '%s'",
+				         s->expect);
+				break;
+			}
+			if (strstr(line, s->expect) == NULL) {
+				snprintf(f->failure, sizeof f->failure,
+				         "expected '%s' in '%.160s'", s->expect,
+				         line);
+				break;
+			}
+			request_id(line, id, sizeof id);
+		}
+		if (s->send == NULL)
+			break;
+		send_text(fd, s->send, id);
+	}
+	close(fd);
+	return NULL;
+}
+
+static void
+fake_start(struct fake *f, const struct step *steps)
+{
+	struct sockaddr_un sun;
+
+	memset(f, 0, sizeof *f);
+	f->steps = steps;
+	unlink(sockpath);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(f->lfd >= 0);
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	assert_true(strlen(sockpath) < sizeof sun.sun_path);
+	memcpy(sun.sun_path, sockpath, strlen(sockpath) + 1);
+	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sun, sizeof sun), 0);
+	assert_int_equal(listen(f->lfd, 4), 0);
+	assert_int_equal(pthread_create(&f->thread, NULL, fake_main, f), 0);
+}
+
+static void
+fake_finish(struct fake *f)
+{
+	pthread_join(f->thread, NULL);
+	close(f->lfd);
+	unlink(sockpath);
+	if (f->failure[0] != '\0')
+		fail_msg("fake daemon: %s", f->failure);
+}
+
+#define HELLO_STEP                                                             \
+	{                                                                      \
+		"\"method\":\"hello\"", "{\"jsonrpc\":\"2.0\",\"id\":%ID%,"    \
+		                        "\"result\":{\"version\":1,"           \
+		                        "\"daemon_version\":\"9.9\",\"os\":"   \
+		                        "\"linux\",\"interval_ms\":500,"       \
+		                        "\"uid\":1000,\"methods\":[]}}\n"      \
+	}
+
+/* ---- tests ---- */
+
+static void
+test_path_order(void **state)
+{
+	char buf[512], sys[300];
+	FILE *f;
+
+	/* explicit wins over everything */
+	assert_int_equal(client_socket_path_resolve("/x.sock", "/env.sock",
+	                                            NULL, "/run/u", 1000, buf,
+	                                            sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/x.sock");
+	/* then $STAGELOAD_SOCKET */
+	assert_int_equal(client_socket_path_resolve("", "/env.sock", NULL,
+	                                            "/run/u", 1000, buf,
+	                                            sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/env.sock");
+	/* a system socket that does not exist is skipped */
+	snprintf(sys, sizeof sys, "%s/system.sock", tmpdir);
+	unlink(sys);
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "/run/u",
+	                                            1000, buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/run/u/stageload.sock");
+	/* and used when it exists */
+	f = fopen(sys, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(client_socket_path_resolve(NULL, "", sys, "/run/u",
+	                                            1000, buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, sys);
+	unlink(sys);
+	/* no XDG_RUNTIME_DIR: the private directory under /tmp */
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", 1000,
+	                                            buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
+	assert_int_equal(
+	    client_socket_path_resolve("/x.sock", NULL, NULL, NULL, 0, buf, 4),
+	    -ENAMETOOLONG);
+}
+
+static void
+test_path_env(void **state)
+{
+	char buf[512];
+
+	setenv("STAGELOAD_SOCKET", "/from/env.sock", 1);
+	assert_int_equal(sl_socket_path(NULL, buf, sizeof buf), 0);
+	assert_string_equal(buf, "/from/env.sock");
+	assert_int_equal(sl_socket_path("/explicit.sock", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/explicit.sock");
+	unsetenv("STAGELOAD_SOCKET");
+}
+
+static void
+test_not_running(void **state)
+{
+	sl_client *c = sl_client_new();
+	int rc;
+
+	assert_non_null(c);
+	unlink(sockpath);
+	rc = sl_connect(c, sockpath);
+	assert_int_equal(rc, -ENOENT);
+	assert_true(sl_error_is_connection(rc));
+	assert_non_null(strstr(sl_errmsg(c), "daemon not running at"));
+	assert_non_null(strstr(sl_errmsg(c), sockpath));
+	assert_non_null(strstr(sl_errmsg(c), "stageloadd"));
+	assert_int_equal(sl_is_connected(c), 0);
+	assert_int_equal(sl_fd(c), -1);
+	/* calls on a closed client fail cleanly */
+	assert_int_equal(sl_call(c, "info", NULL, NULL), -ENOTCONN);
+	sl_client_free(c);
+}
+
+static void
+test_calls_and_notifications(void **state)
+{
+	static const struct step steps[] = {
+	    HELLO_STEP,
+	    /* a sample and a stale answer arrive before the real one, which
+	     * is split in the middle */
+	    {"\"method\":\"info\"",
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"sample\",\"params\":{"
+	     "\"sampled_at_ms\":1764480000000,\"total_bytes\":"
+	     "51539607552,\"available_bytes\":20615843020,\"free_pct\":40,"
+	     "\"swap_total_bytes\":2147483648,\"swap_used_bytes\":"
+	     "104857600,\"pressure\":\"warn\",\"psi_some_avg10\":null}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"daemon_version\""
+	     ":\"9.9\",\"version\":1,\"interval_ms\":500,%SPLIT%"
+	     "\"storage_error\":null,\"sample\":{\"free_pct\":41.5,"
+	     "\"swap_used_bytes\":9007199254740992,\"pressure\":\"normal\""
+	     "},\"jobs\":{\"queued\":2,\"running\":1},\"future\":[1]}}\r\n"},
+	    {"\"method\":\"show\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"error\":{\"code\":-32003,"
+	     "\"message\":\"no job 77\"}}\n"},
+	    {"\"method\":\"submit\"",
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"queue\",\"params\":{\"id\":"
+	     "5,\"position\":2,\"of\":3,\"free_pct\":34,\"wait_free_pct\":"
+	     "40,\"waiting_for\":\"free\"}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"id\":5,"
+	     "\"position\":2,\"queued\":3}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"breach\",\"params\":{\"id\":"
+	     "5,\"swap_growth_bytes\":9663676416,\"swap_budget_bytes\":"
+	     "8589934592,\"requeued\":true}}\n"},
+	    {"\"method\":\"wait\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"id\":5,"
+	     "\"user\":\"ana\",\"state\":\"killed\",\"end_reason\":"
+	     "\"swap_budget\",\"signal\":15,\"exit_code\":null,\"argv\":["
+	     "\"python\",\"gen.py\"],\"end_detail\":\"over budget\","
+	     "\"footprint_peak_bytes\":34896609280}}\n"},
+	    {NULL, NULL},
+	};
+	struct fake f;
+	struct sl_info in;
+	struct sl_notification n;
+	struct sl_job j;
+	struct sl_submitted sub;
+	struct sl_job_spec spec;
+	const char *argv[] = {"python", "gen.py", NULL};
+	const char *env[] = {"A=1", NULL};
+	sl_client *c = sl_client_new();
+
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	assert_string_equal(sl_path(c), sockpath);
+	assert_string_equal(sl_hello_info(c)->daemon_version, "9.9");
+	assert_int_equal(sl_hello_info(c)->interval_ms, 500);
+	assert_int_equal(sl_hello_info(c)->uid, 1000);
+
+	assert_int_equal(sl_info(c, &in), 0);
+	assert_int_equal(in.has_sample, 1);
+	assert_true(in.sample.free_pct > 41.4 && in.sample.free_pct < 41.6);
+	assert_int_equal(in.sample.swap_used_bytes, 9007199254740992ULL);
+	assert_string_equal(in.sample.pressure, "normal");
+	assert_int_equal(in.jobs_queued, 2);
+	assert_int_equal(in.jobs_running, 1);
+	assert_string_equal(in.storage_error, "");
+
+	/* the sample that came first waits in the buffer */
+	assert_int_equal(sl_pending(c), 1);
+	assert_int_equal(sl_next_notification(c, 0, &n), 1);
+	assert_int_equal(n.kind, SL_N_SAMPLE);
+	assert_string_equal(n.method, "sample");
+	assert_int_equal(n.sample.total_bytes, 51539607552ULL);
+	assert_int_equal(n.sample.has_psi, 0);
+	assert_string_equal(n.sample.pressure, "warn");
+	assert_non_null(n.params_json);
+	sl_notification_clear(&n);
+	assert_int_equal(sl_next_notification(c, 0, &n), 0);
+
+	/* an error answer: its code and the daemon's words */
+	assert_int_equal(sl_show(c, 77, 0, &j), SL_E_NOJOB);
+	assert_int_equal(sl_errcode(c), SL_E_NOJOB);
+	assert_string_equal(sl_errmsg(c), "no job 77");
+	assert_false(sl_error_is_connection(SL_E_NOJOB));
+	assert_true(sl_is_connected(c));
+
+	sl_job_spec_init(&spec);
+	spec.argv = argv;
+	spec.env = env;
+	spec.cwd = "/";
+	assert_int_equal(sl_submit(c, &spec, &sub), 0);
+	assert_int_equal(sub.id, 5);
+	assert_int_equal(sub.position, 2);
+	assert_int_equal(sub.queued, 3);
+
+	assert_int_equal(sl_wait(c, 5, &j), 0);
+	assert_string_equal(j.state, "killed");
+	assert_string_equal(j.end_reason, "swap_budget");
+	assert_int_equal(j.signal, 15);
+	assert_int_equal(j.has_exit_code, 0);
+	assert_int_equal(sl_job_ended(&j), 1);
+	assert_non_null(j.argv);
+	assert_string_equal(j.argv[1], "gen.py");
+	assert_null(j.argv[2]);
+	assert_null(j.cwd);
+	assert_string_equal(j.end_detail, "over budget");
+	assert_int_equal(j.footprint_peak_bytes, 34896609280ULL);
+	sl_job_clear(&j);
+
+	/* queue (before submit's answer) and breach (after), in order */
+	assert_int_equal(sl_next_notification(c, 1000, &n), 1);
+	assert_int_equal(n.kind, SL_N_QUEUE);
+	assert_int_equal(n.queue.position, 2);
+	assert_int_equal(n.queue.of, 3);
+	assert_string_equal(n.queue.waiting_for, "free");
+	sl_notification_clear(&n);
+	assert_int_equal(sl_next_notification(c, 1000, &n), 1);
+	assert_int_equal(n.kind, SL_N_BREACH);
+	assert_int_equal(n.breach.swap_budget_bytes, 8ULL << 30);
+	assert_int_equal(n.breach.requeued, 1);
+	sl_notification_clear(&n);
+
+	/* the fake daemon closes: the next wait reports a dropped link */
+	fake_finish(&f);
+	assert_true(sl_next_notification(c, 2000, &n) < 0);
+	assert_true(sl_error_is_connection(sl_errcode(c)));
+	assert_int_equal(sl_is_connected(c), 0);
+	sl_client_free(c);
+}
+
+static void
+test_version_refused(void **state)
+{
+	static const struct step steps[] = {
+	    {"\"version\":1",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"error\":{\"code\":-32001,"
+	     "\"message\":\"version 1 not supported\",\"data\":{"
+	     "\"versions\":[2]}}}\n"},
+	    {NULL, NULL},
+	};
+	struct fake f;
+	sl_client *c = sl_client_new();
+
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), SL_E_VERSION);
+	assert_non_null(strstr(sl_errmsg(c), "protocol version 1"));
+	assert_int_equal(sl_is_connected(c), 0);
+	fake_finish(&f);
+	sl_client_free(c);
+}
+
+static int
+collect_log(void *arg, int64_t offset, const char *data, size_t len)
+{
+	strncat(arg, data, len);
+	return 0;
+}
+
+static void
+test_logs_and_timeout(void **state)
+{
+	static const struct step steps[] = {
+	    HELLO_STEP,
+	    {"\"follow\":true",
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"log\",\"params\":{\"id\":3,"
+	     "\"offset\":0,\"data\":\"hello \"}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"log\",\"params\":{\"id\":4,"
+	     "\"offset\":0,\"data\":\"other job\"}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"method\":\"log\",\"params\":{\"id\":3,"
+	     "\"offset\":6,\"data\":\"world\\n\"}}\n"
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"id\":3,"
+	     "\"offset\":12,\"eof\":true}}\n"},
+	    /* never answered: the call times out */
+	    {"\"method\":\"status\"", ""},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	struct fake f;
+	char text[128] = "";
+	int64_t end = 0;
+	struct sl_job *jobs;
+	size_t njobs;
+	sl_client *c = sl_client_new();
+
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	assert_int_equal(sl_logs(c, 3, 0, 1, collect_log, text, &end), 0);
+	assert_string_equal(text, "hello world\n");
+	assert_int_equal(end, 12);
+	/* another job's log is not ours: kept as a notification */
+	assert_int_equal(sl_pending(c), 1);
+
+	sl_set_timeout(c, 200);
+	assert_int_equal(sl_status(c, 0, 0, &jobs, &njobs), -ETIMEDOUT);
+	assert_non_null(strstr(sl_errmsg(c), "did not answer"));
+	sl_close(c);
+	fake_finish(&f);
+	sl_client_free(c);
+}
+
+static int
+setup(void **state)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/sl-client-test-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		return -1;
+	snprintf(sockpath, sizeof sockpath, "%s/fake.sock", tmpdir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	char p[400];
+
+	unlink(sockpath);
+	snprintf(p, sizeof p, "%s/system.sock", tmpdir);
+	unlink(p);
+	rmdir(tmpdir);
+	return 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_path_order),
+	    cmocka_unit_test(test_path_env),
+	    cmocka_unit_test(test_not_running),
+	    cmocka_unit_test(test_calls_and_notifications),
+	    cmocka_unit_test(test_version_refused),
+	    cmocka_unit_test(test_logs_and_timeout),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
