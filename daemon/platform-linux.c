@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform.h"
@@ -43,6 +44,37 @@ struct sysfile {
 	ino_t ino;
 };
 
+/*
+ * A process as the last table scan saw it. The inode number of its /proc
+ * entry changes when the pid is reused (a new process gets a new inode),
+ * so an entry whose inode is unchanged need not be read again; it is
+ * re-read anyway after SCAN_STALE_MS (spread over pids so the re-reads do
+ * not all fall in one scan), which bounds how long a changed parent or
+ * group (setpgid by a stranger, a subreaper) can go unseen.
+ */
+struct scan_entry {
+	pid_t pid, ppid, pgrp;
+	ino_t ino;
+	int64_t read_ms;
+};
+#define SCAN_STALE_MS 10000
+
+/*
+ * An open /proc/PID/status of a followed process, re-read with pread()
+ * each sample. The descriptor is tied to that very process, not to its
+ * number: once it exits, reads fail with ESRCH even if the pid is reused,
+ * so the start time read when it was opened stays valid for as long as
+ * reads succeed. Descriptors unused for STATUS_IDLE_MS are closed.
+ */
+struct status_fd {
+	pid_t pid;
+	int fd;
+	uint64_t start_time;
+	int64_t used_ms;
+};
+#define STATUS_FDS 256
+#define STATUS_IDLE_MS 5000
+
 static struct {
 	int initialised;
 	int fixture_root; /* proc_root is not the real /proc */
@@ -52,12 +84,19 @@ static struct {
 	struct sysfile psi;
 	int proc_fd;   /* the real /proc, for per-process openat() */
 	DIR *proc_dir; /* the real /proc, rescanned by platform_list_tree */
-	/* Scratch table for platform_list_tree, kept across calls. */
-	struct tree_entry {
-		pid_t pid, ppid, pgrp;
-	} * table;
-	size_t table_cap;
-} P = {.proc_fd = -1, .meminfo = {.fd = -1}, .psi = {.fd = -1}};
+	/* What platform_list_tree learnt of each pid at its last scan
+	 * (sorted by pid), and the table being built by the current one. */
+	struct scan_entry *scan, *scan_next;
+	size_t nscan, scan_cap;
+	int loadavg_fd;      /* /proc/loadavg, for the last pid created */
+	pid_t scan_last_pid; /* as read just before the last listing */
+	int64_t scan_listed_ms;
+	/* Open /proc/PID/status files of the processes being followed. */
+	struct status_fd status[STATUS_FDS];
+	size_t nstatus;
+	int64_t status_swept_ms;
+} P = {
+    .proc_fd = -1, .loadavg_fd = -1, .meminfo = {.fd = -1}, .psi = {.fd = -1}};
 
 static void
 sysfile_close(struct sysfile *f)
@@ -184,6 +223,8 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 		platform_shutdown();
 		return rc;
 	}
+	P.loadavg_fd = openat(P.proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
+	P.scan_last_pid = -1;
 	if ((P.proc_dir = opendir("/proc")) == NULL) {
 		rc = -errno;
 		snprintf(cause, causelen, "/proc: %s", strerror(errno));
@@ -202,12 +243,18 @@ platform_shutdown(void)
 	if (P.proc_fd >= 0)
 		close(P.proc_fd);
 	P.proc_fd = -1;
+	if (P.loadavg_fd >= 0)
+		close(P.loadavg_fd);
+	P.loadavg_fd = -1;
 	if (P.proc_dir != NULL)
 		closedir(P.proc_dir);
 	P.proc_dir = NULL;
-	free(P.table);
-	P.table = NULL;
-	P.table_cap = 0;
+	free(P.scan);
+	free(P.scan_next);
+	P.scan = P.scan_next = NULL;
+	P.nscan = P.scan_cap = 0;
+	while (P.nstatus > 0)
+		close(P.status[--P.nstatus].fd);
 	P.initialised = 0;
 }
 
@@ -279,38 +326,67 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	return 0;
 }
 
-/* Reads /proc/<pid>/<name> through the kept /proc descriptor. */
-static ssize_t
-read_pid_file(pid_t pid, const char *name, char *buf, size_t len)
+static int64_t
+now_ms(void)
 {
-	char rel[64];
+	struct timespec ts;
+
+	/* The coarse clock is a vDSO read; tick resolution is plenty for
+	 * cache ages. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads an open file from offset 0 into buf, NUL-terminated. */
+static ssize_t
+pread_all(int fd, char *buf, size_t len)
+{
 	size_t off = 0;
 	ssize_t n;
-	int fd, saved;
+
+	while (off < len - 1) {
+		n = pread(fd, buf + off, len - 1 - off, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* A process that exited after the open. */
+			return errno == ESRCH || errno == ENOENT ? -ESRCH
+			                                         : -errno;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
+static int
+open_pid_file(pid_t pid, const char *name)
+{
+	char rel[64];
+	int fd;
 
 	if (P.proc_fd < 0)
 		return -EINVAL;
 	snprintf(rel, sizeof(rel), "%d/%s", (int)pid, name);
 	if ((fd = openat(P.proc_fd, rel, O_RDONLY | O_CLOEXEC)) < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	while (off < len - 1) {
-		n = read(fd, buf + off, len - 1 - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			saved = errno;
-			close(fd);
-			/* A process that exits between open and read. */
-			return saved == ESRCH || saved == ENOENT ? -ESRCH
-			                                         : -saved;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
+	return fd;
+}
+
+/* Reads /proc/<pid>/<name> through the kept /proc descriptor. */
+static ssize_t
+read_pid_file(pid_t pid, const char *name, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if ((fd = open_pid_file(pid, name)) < 0)
+		return fd;
+	n = pread_all(fd, buf, len);
 	close(fd);
-	buf[off] = '\0';
-	return (ssize_t)off;
+	return n;
 }
 
 static int
@@ -328,34 +404,124 @@ read_stat(pid_t pid, struct procfs_stat *st)
 	return procfs_parse_stat(buf, (size_t)n, st);
 }
 
+static void
+status_drop(size_t i)
+{
+	close(P.status[i].fd);
+	P.status[i] = P.status[--P.nstatus];
+}
+
+static struct status_fd *
+status_find(pid_t pid, int64_t now)
+{
+	size_t i;
+
+	/* Close what nobody asked for lately (a job ended, a tree was
+	 * freed); checked about once a second. */
+	if (now - P.status_swept_ms >= 1000) {
+		for (i = 0; i < P.nstatus;) {
+			if (now - P.status[i].used_ms >= STATUS_IDLE_MS)
+				status_drop(i);
+			else
+				i++;
+		}
+		P.status_swept_ms = now;
+	}
+	for (i = 0; i < P.nstatus; i++)
+		if (P.status[i].pid == pid)
+			return &P.status[i];
+	return NULL;
+}
+
+/*
+ * First sight of a process: open its status (which pins the process),
+ * then read its stat for the start time. If the status read that follows
+ * succeeds, the process was alive after the stat read, so both describe
+ * the same process and not a successor with the same number.
+ */
+static int
+status_open(pid_t pid, int64_t now, struct status_fd *spare,
+            struct status_fd **out)
+{
+	struct procfs_stat st;
+	int fd, rc;
+
+	if ((fd = open_pid_file(pid, "status")) < 0)
+		return fd;
+	if ((rc = read_stat(pid, &st)) != 0) {
+		close(fd);
+		return rc;
+	}
+	if (P.nstatus == STATUS_FDS) {
+		/* Following more processes than descriptors kept: this one
+		 * is read the slow way, opened and closed each time. */
+		*spare = (struct status_fd){pid, fd, st.start_time, now};
+		*out = spare;
+		return 0;
+	}
+	P.status[P.nstatus] = (struct status_fd){pid, fd, st.start_time, now};
+	*out = &P.status[P.nstatus++];
+	return 0;
+}
+
 int
 platform_proc_info(pid_t pid, struct proc_info *pi)
 {
-	/* status is about 1.5 KiB; the fields read come before Groups'
-	 * long tail of lines, and a cut line is rejected, not misread. */
+	/* status is about 1.5 KiB; the fields read come before its long
+	 * tail, and a cut line is rejected, not misread. */
 	char buf[4096];
-	struct procfs_stat st;
 	struct procfs_status ss;
+	struct status_fd *sf, spare = {.fd = -1};
+	struct procfs_stat st;
+	int64_t now = now_ms();
 	ssize_t n;
 	int rc;
 
-	if ((rc = read_stat(pid, &st)) != 0)
+	if (pid <= 0)
+		return -EINVAL;
+	sf = status_find(pid, now);
+	if (sf != NULL) {
+		n = pread_all(sf->fd, buf, sizeof(buf));
+		if (n <= 0) {
+			/* That process is gone; the number may already
+			 * name another one, so look again. */
+			status_drop((size_t)(sf - P.status));
+			sf = NULL;
+		}
+	}
+	if (sf == NULL) {
+		if ((rc = status_open(pid, now, &spare, &sf)) != 0)
+			return rc;
+		n = pread_all(sf->fd, buf, sizeof(buf));
+		if (spare.fd >= 0)
+			close(spare.fd);
+	}
+	sf->used_ms = now;
+	if (n <= 0 || procfs_parse_status(buf, (size_t)n, &ss) != 0 ||
+	    ss.state == 'Z' || ss.state == 'X') {
+		/* Gone, or exited but not yet reaped: nothing left to
+		 * measure or follow. Its start time still reads, for
+		 * re-adoption. A status that does not parse is treated
+		 * the same: the descriptor is not trusted again. */
+		rc = n < 0 && n != -ESRCH ? (int)n : -ESRCH;
+		if (sf != &spare)
+			status_drop((size_t)(sf - P.status));
 		return rc;
-	/* Exited but not yet reaped: no memory, and nothing left to
-	 * measure or follow. Its start time still reads, for re-adoption. */
-	if (st.state == 'Z' || st.state == 'X')
-		return -ESRCH;
-	if ((n = read_pid_file(pid, "status", buf, sizeof(buf))) < 0)
-		return (int)n;
-	if ((rc = procfs_parse_status(buf, (size_t)n, &ss)) != 0)
-		return n == 0 ? -ESRCH : rc;
+	}
 	pi->pid = pid;
-	pi->ppid = st.ppid;
-	pi->pgid = st.pgrp;
+	pi->ppid = ss.ppid;
 	pi->uid = ss.uid;
-	pi->start_time = st.start_time;
+	pi->start_time = sf->start_time;
 	pi->footprint_bytes = ss.rss_anon_bytes + ss.rss_shmem_bytes;
 	pi->swap_bytes = ss.swap_bytes;
+	if (ss.present & PROCFS_STATUS_NSPGID) {
+		pi->pgid = ss.nspgid;
+	} else {
+		/* Before Linux 4.1 status has no NSpgid. */
+		if ((rc = read_stat(pid, &st)) != 0)
+			return rc;
+		pi->pgid = st.pgrp;
+	}
 	return 0;
 }
 
@@ -382,11 +548,77 @@ pid_in(pid_t pid, const pid_t *set, size_t n)
 	return 0;
 }
 
+/* The previous scan's entry for pid, by binary search. */
+static const struct scan_entry *
+scan_find(pid_t pid)
+{
+	size_t lo = 0, hi = P.nscan;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (P.scan[mid].pid == pid)
+			return &P.scan[mid];
+		if (P.scan[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int
+scan_grow(void)
+{
+	size_t cap = P.scan_cap ? P.scan_cap * 2 : 512;
+	struct scan_entry *a, *b;
+
+	if ((a = realloc(P.scan, cap * sizeof(*a))) == NULL)
+		return -ENOMEM;
+	P.scan = a;
+	if ((b = realloc(P.scan_next, cap * sizeof(*b))) == NULL)
+		return -ENOMEM;
+	P.scan_next = b;
+	P.scan_cap = cap;
+	return 0;
+}
+
+/* The pid most recently created, or -1 when it cannot be read. */
+static pid_t
+last_pid(void)
+{
+	char buf[128];
+	ssize_t n;
+	pid_t pid;
+
+	if (P.loadavg_fd < 0 ||
+	    (n = pread_all(P.loadavg_fd, buf, sizeof(buf))) <= 0 ||
+	    procfs_parse_loadavg_last_pid(buf, (size_t)n, &pid) != 0)
+		return -1;
+	return pid;
+}
+
+static int
+tree_match(const struct scan_entry *e, const pid_t *parents, size_t nparents,
+           pid_t pgid)
+{
+	return (pgid > 0 && e->pgrp == pgid) ||
+	       pid_in(e->ppid, parents, nparents);
+}
+
 /*
- * This kernel may lack /proc/PID/task/TID/children (it needs
- * CONFIG_PROC_CHILDREN), so the process table is scanned: one stat read
- * per pid through the kept /proc descriptor, nothing allocated unless the
- * table grew.
+ * The kernel here may lack /proc/PID/task/TID/children (it needs
+ * CONFIG_PROC_CHILDREN), so the process table is scanned. Reading every
+ * stat would cost about 5 us per process per scan; the table of the
+ * previous scan (see struct scan_entry) limits reads to new processes.
+ * /proc lists pids in increasing order, which keeps the table sorted.
+ *
+ * Listing /proc itself costs about 0.3 us per process, paid by every
+ * followed job every scan interval. When no pid was created since the
+ * last listing (the last field of /proc/loadavg is unchanged) and that
+ * listing is recent, the table is answered from as it is: no new process
+ * can be in the tree. It may then name a process that has exited since;
+ * callers check each pid anyway (platform_proc_info).
  */
 int
 platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
@@ -394,16 +626,31 @@ platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
 {
 	char buf[1024];
 	struct dirent *de;
-	size_t found = 0;
+	size_t found = 0, n = 0, i;
+	int64_t now = now_ms();
+	pid_t last = 0, cursor;
+	int sorted = 1, rc;
 
 	if (P.proc_dir == NULL)
 		return -EINVAL;
+	cursor = last_pid();
+	if (cursor > 0 && cursor == P.scan_last_pid &&
+	    now - P.scan_listed_ms < SCAN_STALE_MS) {
+		for (i = 0; i < P.nscan; i++) {
+			if (!tree_match(&P.scan[i], parents, nparents, pgid))
+				continue;
+			if (found < max)
+				out[found] = P.scan[i].pid;
+			found++;
+		}
+		return found > INT_MAX ? INT_MAX : (int)found;
+	}
 	rewinddir(P.proc_dir);
 	while ((de = readdir(P.proc_dir)) != NULL) {
-		struct procfs_stat st;
+		const struct scan_entry *old;
+		struct scan_entry e;
 		const char *c = de->d_name;
 		long pid = 0;
-		ssize_t n;
 
 		if (*c < '1' || *c > '9')
 			continue;
@@ -411,16 +658,45 @@ platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
 			pid = pid * 10 + (*c - '0');
 		if (*c != '\0' || pid > INT_MAX)
 			continue;
-		n = read_pid_file((pid_t)pid, "stat", buf, sizeof(buf));
-		if (n <= 0 || procfs_parse_stat(buf, (size_t)n, &st) != 0)
-			continue; /* exited meanwhile */
-		if (!((pgid > 0 && st.pgrp == pgid) ||
-		      pid_in(st.ppid, parents, nparents)))
+		old = scan_find((pid_t)pid);
+		if (old != NULL && old->ino == de->d_ino &&
+		    now - old->read_ms < SCAN_STALE_MS + (pid & 1023) * 10) {
+			e = *old;
+		} else {
+			struct procfs_stat st;
+			ssize_t len;
+
+			len =
+			    read_pid_file((pid_t)pid, "stat", buf, sizeof(buf));
+			if (len <= 0 ||
+			    procfs_parse_stat(buf, (size_t)len, &st) != 0)
+				continue; /* exited meanwhile */
+			e = (struct scan_entry){(pid_t)pid, st.ppid, st.pgrp,
+			                        de->d_ino, now};
+		}
+		if (n == P.scan_cap && (rc = scan_grow()) != 0)
+			return rc;
+		sorted &= e.pid > last;
+		last = e.pid;
+		P.scan_next[n++] = e;
+		if (!tree_match(&e, parents, nparents, pgid))
 			continue;
 		if (found < max)
-			out[found] = (pid_t)pid;
+			out[found] = e.pid;
 		found++;
 	}
+	/* The new table becomes the reference; an unsorted listing (not
+	 * seen on Linux) only costs the cache, never correctness. */
+	{
+		struct scan_entry *t = P.scan;
+		P.scan = P.scan_next;
+		P.scan_next = t;
+		P.nscan = sorted ? n : 0;
+	}
+	/* Read before the listing: a process created during it moves the
+	 * cursor, and the next call lists again. */
+	P.scan_last_pid = P.nscan > 0 ? cursor : -1;
+	P.scan_listed_ms = now;
 	return found > INT_MAX ? INT_MAX : (int)found;
 }
 

@@ -247,6 +247,22 @@ procfs_parse_status(const char *buf, size_t len, struct procfs_status *st)
 				return -EINVAL;
 			st->uid = (uid_t)id;
 			have_uid = 1;
+		} else if (has_key(p, eol, "State:")) {
+			p = skip_blanks(p + 6, eol);
+			if (p == eol)
+				return -EINVAL;
+			st->state = *p;
+			st->present |= PROCFS_STATUS_STATE;
+		} else if (has_key(p, eol, "NSpgid:")) {
+			/* One value per nested pid namespace, outermost
+			 * (the one /proc belongs to) first. */
+			p = skip_blanks(p + 7, eol);
+			if ((rc = parse_id(&p, eol, &id)) != 0)
+				return rc;
+			if (p != eol && !is_blank(*p))
+				return -EINVAL;
+			st->nspgid = (pid_t)id;
+			st->present |= PROCFS_STATUS_NSPGID;
 		} else if (has_key(p, eol, "RssAnon:")) {
 			rc = parse_kb_value(p + 8, eol, &st->rss_anon_bytes);
 			if (rc != 0)
@@ -336,6 +352,31 @@ procfs_parse_stat(const char *buf, size_t len, struct procfs_stat *st)
 	if (p == end || *p != ' ')
 		return -EINVAL; /* the kernel prints 30 more fields */
 	st->start_time = start;
+	return 0;
+}
+
+int
+procfs_parse_loadavg_last_pid(const char *buf, size_t len, pid_t *pid)
+{
+	const char *end = buf + len, *p;
+	long long id;
+	int rc;
+
+	if (buf == NULL || pid == NULL)
+		return -EINVAL;
+	/* "0.00 0.01 0.05 1/123 4567\n": the field after the "a/b" one. */
+	while (end > buf && (end[-1] == '\n' || is_blank(end[-1])))
+		end--;
+	p = end;
+	while (p > buf && !is_blank(p[-1]))
+		p--;
+	if (p == buf || p == end || memchr(buf, '/', (size_t)(p - buf)) == NULL)
+		return -EINVAL;
+	if ((rc = parse_id(&p, end, &id)) != 0)
+		return rc;
+	if (p != end)
+		return -EINVAL;
+	*pid = (pid_t)id;
 	return 0;
 }
 

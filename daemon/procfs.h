@@ -47,6 +47,8 @@ int procfs_read_psi_some_avg10(const char *dir, double *avg10);
 #define PROCFS_STATUS_RSS_ANON 0x1
 #define PROCFS_STATUS_RSS_SHMEM 0x2
 #define PROCFS_STATUS_VM_SWAP 0x4
+#define PROCFS_STATUS_STATE 0x8
+#define PROCFS_STATUS_NSPGID 0x10
 
 /*
  * <dir>/<pid>/status. PPid and Uid (the real uid, first of the four) are
@@ -60,6 +62,9 @@ struct procfs_status {
 	uint64_t rss_anon_bytes;
 	uint64_t rss_shmem_bytes;
 	uint64_t swap_bytes;
+	char state;       /* State: R, S, D, Z, ...; 0 when absent */
+	pid_t nspgid;     /* NSpgid, first value (Linux 4.1+): the process
+	                     group as /proc's namespace sees it; 0 when absent */
 	unsigned present; /* PROCFS_STATUS_* */
 };
 
@@ -83,6 +88,13 @@ struct procfs_stat {
 
 int procfs_parse_stat(const char *buf, size_t len, struct procfs_stat *st);
 int procfs_read_stat(const char *dir, pid_t pid, struct procfs_stat *st);
+
+/*
+ * <dir>/loadavg: the last field, the pid most recently allocated in the
+ * reader's pid namespace. It moves whenever a process or thread is
+ * created, so an unchanged value means no new process since it was read.
+ */
+int procfs_parse_loadavg_last_pid(const char *buf, size_t len, pid_t *pid);
 
 /*
  * Read a whole small file at path into buf

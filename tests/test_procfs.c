@@ -270,19 +270,26 @@ test_status_files(void **state)
 	assert_true(st.rss_anon_bytes == 524288ULL * 1024);
 	assert_true(st.rss_shmem_bytes == 4096ULL * 1024);
 	assert_true(st.swap_bytes == 65536ULL * 1024);
-	assert_int_equal(st.present, PROCFS_STATUS_RSS_ANON |
-	                                 PROCFS_STATUS_RSS_SHMEM |
-	                                 PROCFS_STATUS_VM_SWAP);
+	assert_int_equal(st.present,
+	                 PROCFS_STATUS_RSS_ANON | PROCFS_STATUS_RSS_SHMEM |
+	                     PROCFS_STATUS_VM_SWAP | PROCFS_STATUS_STATE |
+	                     PROCFS_STATUS_NSPGID);
+	assert_int_equal(st.state, 'R');
+	assert_int_equal(st.nspgid, 4242);
 
 	/* A kernel thread has no memory lines: zero, and said so. */
 	assert_int_equal(procfs_read_status(fx("full"), 2, &st), 0);
 	assert_int_equal(st.ppid, 0);
-	assert_int_equal(st.present, 0);
+	assert_int_equal(
+	    st.present & ~(PROCFS_STATUS_STATE | PROCFS_STATUS_NSPGID), 0);
 	assert_true(st.rss_anon_bytes == 0 && st.swap_bytes == 0);
 
 	assert_int_equal(procfs_read_status(fx("tricky"), 4243, &st), 0);
 	assert_int_equal(st.ppid, 4200);
-	assert_int_equal(st.present, 0);
+	assert_int_equal(st.present &
+	                     (PROCFS_STATUS_RSS_ANON | PROCFS_STATUS_RSS_SHMEM |
+	                      PROCFS_STATUS_VM_SWAP),
+	                 0);
 
 	assert_int_equal(procfs_read_status(fx("truncated"), 4245, &st),
 	                 -EINVAL);
@@ -299,6 +306,15 @@ test_status_buffers(void **state)
 	assert_int_equal(status_str("PPid:\t1\nUid:\t5\t6\t7\t8\n", &st), 0);
 	assert_int_equal(st.uid, 5);
 	assert_int_equal(status_str("Uid:\t5\t6\t7\t8\n", &st), -EINVAL);
+	assert_int_equal(
+	    status_str("State:\tZ (zombie)\nPPid:\t1\nNSpgid:\t7\t1"
+	               "\nUid:\t5\t5\n",
+	               &st),
+	    0);
+	assert_int_equal(st.state, 'Z');
+	assert_int_equal(st.nspgid, 7);
+	assert_int_equal(status_str("State:\nPPid:\t1\nUid:\t5\t5\n", &st),
+	                 -EINVAL);
 	assert_int_equal(status_str("PPid:\t1\nUid:\t5", &st), -EINVAL);
 	assert_int_equal(status_str("PPid:\t1x\nUid:\t5\t5\n", &st), -EINVAL);
 	assert_int_equal(
@@ -390,6 +406,25 @@ test_stat_every_prefix(void **state)
 	free(full);
 }
 
+static void
+test_loadavg(void **state)
+{
+	const char *ok = "0.52 0.58 0.59 2/467 12345\n";
+	pid_t pid = 0;
+	char *b;
+
+	b = dup_exact(ok, strlen(ok));
+	assert_int_equal(procfs_parse_loadavg_last_pid(b, strlen(ok), &pid), 0);
+	assert_int_equal(pid, 12345);
+	/* The last field must follow the "running/total" one. */
+	assert_int_equal(procfs_parse_loadavg_last_pid(b, 20, &pid), -EINVAL);
+	assert_int_equal(procfs_parse_loadavg_last_pid(b, 0, &pid), -EINVAL);
+	free(b);
+	b = dup_exact("1 2 3 4/5 x1\n", 13);
+	assert_int_equal(procfs_parse_loadavg_last_pid(b, 13, &pid), -EINVAL);
+	free(b);
+}
+
 /* Random text made of the characters the parsers care about: no crash,
  * no over-read (under ASan), only 0 or a documented error. */
 static void
@@ -416,6 +451,7 @@ test_random_garbage(void **state)
 		rc[1] = procfs_parse_psi_some_avg10(b, len, &v);
 		rc[2] = procfs_parse_status(b, len, &ss);
 		rc[3] = procfs_parse_stat(b, len, &st);
+		(void)procfs_parse_loadavg_last_pid(b, len, &st.pid);
 		for (j = 0; j < 4; j++)
 			assert_true(rc[j] == 0 || rc[j] == -EINVAL ||
 			            rc[j] == -ERANGE);
@@ -462,6 +498,7 @@ main(void)
 	    cmocka_unit_test(test_stat_files),
 	    cmocka_unit_test(test_stat_buffers),
 	    cmocka_unit_test(test_stat_every_prefix),
+	    cmocka_unit_test(test_loadavg),
 	    cmocka_unit_test(test_random_garbage),
 	    cmocka_unit_test(test_real_proc),
 	};
