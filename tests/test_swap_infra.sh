@@ -43,6 +43,10 @@ swap_cgroup_create "sl-swapinfra-$$" $LIMIT_MIB || { echo "FAIL: cannot create a
 cg=$SWAP_CGROUP
 swapfile=$SWAP_FILE
 
+# A watcher notes when growth first passes 32 MiB, as a budget test would.
+started=$(swap_now_ms)
+swap_watch "$base" $((32 * 1024 * 1024)) "$tmp/passed"
+
 # Grow to HOG_MIB and hold it long enough for the test to watch.
 swap_cgroup_run "$HOG" -s 16 -i 20 -H 60000 -t "$tmp/term" -r "$tmp/ready" $HOG_MIB
 hog=$SWAP_PID
@@ -62,6 +66,14 @@ echo "swap growth: $((peak / 1048576)) MiB (hog $HOG_MIB MiB, limit $LIMIT_MIB M
 [ -f "$tmp/ready" ] && ok "swaphog allocated $HOG_MIB MiB" || bad "swaphog did not finish allocating"
 [ $peak -ge $want ] && ok "SwapTotal-SwapFree grew by $((peak / 1048576)) MiB" ||
 	bad "swap grew only $((peak / 1048576)) MiB, wanted >= $((want / 1048576)) MiB"
+
+seen=$(swap_now_ms)
+passed_ms=$(cat "$tmp/passed" 2>/dev/null)
+if [ -n "$passed_ms" ] && [ "$passed_ms" -ge "$started" ] && [ "$passed_ms" -le "$seen" ]; then
+	ok "swap_watch saw 32 MiB of growth $((passed_ms - started)) ms after the start"
+else
+	bad "swap_watch time '${passed_ms}' not within [$started, $seen]"
+fi
 
 grep -qx "$hog" "$cg/cgroup.procs" && ok "swaphog runs in the cgroup" || bad "swaphog not in $cg"
 vmswap=$(awk '/^VmSwap:/ { print $2 }' "/proc/$hog/status" 2>/dev/null)

@@ -11,6 +11,11 @@
 #   swap_cgroup_run CMD ARGS...   start CMD inside it, in the background
 #                                 (SWAP_PID: its pid)
 #   swap_used_bytes               SwapTotal - SwapFree, in bytes
+#   swap_watch BASE BYTES FILE    in the background, poll every 10 ms and
+#                                 write to FILE the wall-clock ms at which
+#                                 SwapTotal-SwapFree - BASE first exceeded
+#                                 BYTES (SWAP_WATCH_PID; stopped at cleanup)
+#   swap_now_ms                   wall clock in ms, without forking
 #   swap_on_exit CMD              also run CMD at cleanup (before the rest)
 #   swap_cleanup                  remove everything now (also the trap)
 
@@ -18,6 +23,7 @@ SWAP_FILE=
 SWAP_CGROUP=
 SWAP_CG_VERSION=
 SWAP_PID=
+SWAP_WATCH_PID=
 _swap_exit_cmds=()
 
 swap_log() {
@@ -50,6 +56,41 @@ swap_on_exit() {
 swap_used_bytes() {
 	awk '/^SwapTotal:/ { t = $2 } /^SwapFree:/ { f = $2 }
 	     END { printf "%d\n", (t - f) * 1024 }' /proc/meminfo
+}
+
+swap_now_ms() {
+	local t=${EPOCHREALTIME/[.,]/}
+
+	echo $((t / 1000))
+}
+
+# Builtins only, so a 10 ms poll costs little: sets _swap_used.
+_swap_read_used() {
+	local k v u t=0 f=0
+
+	while read -r k v u; do
+		case $k in
+		SwapTotal:) t=$v ;;
+		SwapFree:) f=$v ;;
+		esac
+	done </proc/meminfo
+	_swap_used=$(((t - f) * 1024))
+}
+
+swap_watch() {
+	local base=$1 limit=$2 file=$3
+
+	(
+		while :; do
+			_swap_read_used
+			if [ $((_swap_used - base)) -gt "$limit" ]; then
+				swap_now_ms >"$file.tmp" && mv "$file.tmp" "$file"
+				exit 0
+			fi
+			sleep 0.01
+		done
+	) &
+	SWAP_WATCH_PID=$!
 }
 
 # The file goes where swap files work (not tmpfs): SL_SWAP_DIR or /var/tmp.
@@ -134,6 +175,11 @@ swap_cleanup() {
 	local cmd pids deadline
 
 	trap - EXIT INT TERM
+	if [ -n "$SWAP_WATCH_PID" ]; then
+		kill "$SWAP_WATCH_PID" 2>/dev/null
+		wait "$SWAP_WATCH_PID" 2>/dev/null
+		SWAP_WATCH_PID=
+	fi
 	for cmd in "${_swap_exit_cmds[@]}"; do
 		eval "$cmd" || true
 	done
