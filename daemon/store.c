@@ -358,6 +358,10 @@ store_migrate(struct store *s, char *cause, size_t causelen)
 	int64_t version;
 	int rc;
 
+	/* Up to date: no write lock needed to open. */
+	rc = store_pragma_int(s->db, "PRAGMA user_version", &version);
+	if (rc == SQLITE_OK && version == STORE_SCHEMA_VERSION)
+		return 0;
 	rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "starting the migration", cause,
@@ -628,6 +632,17 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 	sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
 	if ((rc = store_check_identity(s, cause, causelen)) != 0)
 		goto fail;
+	/* sqlite quietly opens a write-protected file read-only; every
+	 * later write would fail, so say it now. */
+	if (sqlite3_db_readonly(s->db, "main") == 1) {
+		store_cause(
+		    cause, causelen,
+		    "%s is read-only for this user; the daemon needs to write "
+		    "it (and its -wal and -shm files)",
+		    path);
+		rc = -EROFS;
+		goto fail;
+	}
 
 	if ((rc = store_wal(s, cause, causelen)) != 0)
 		goto fail;
