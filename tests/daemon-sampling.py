@@ -150,6 +150,22 @@ def check_subscribe(d):
     c.close()
 
 
+def check_event_subscription(d):
+    """subscribe with events: job events arrive as `event` notifications."""
+    c = Client(d.socket)
+    c.call("subscribe", {"samples": False, "events": True})
+    job = c.call("submit", {"argv": ["true"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+                            "name": "evt"})
+    kinds = []
+    while "exited" not in kinds and "failed" not in kinds:
+        e = c.notification("event", timeout=10)["params"]
+        if e["job_id"] == job["id"]:
+            kinds.append(e["kind"])
+    assert kinds[0] == "submitted" and kinds[-1] == "exited", kinds
+    assert not [n for n in c.notes if n.get("method") == "sample"], c.notes
+    c.close()
+
+
 def check_meter_permission(d):
     """Another user may not meter our process (needs root to become one)."""
     if os.geteuid() != 0:
@@ -244,6 +260,7 @@ def main():
         check_info(d)
         check_history(d, t0_ms)
         check_subscribe(d)
+        check_event_subscription(d)
         check_meter_permission(d)
         check_second_daemon(d)
         check_sighup(d)
