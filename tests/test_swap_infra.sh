@@ -3,6 +3,9 @@
 # cgroup limited below its size, pushes SwapTotal-SwapFree up by at least
 # the excess; its SIGTERM trap records the arrival time; and everything the
 # test made (swapfile, cgroup) is gone afterwards.
+# ok and bad always succeed, so "A && ok || bad" is an if-else here;
+# cleanup commands are quoted to expand when they run.
+# shellcheck disable=SC2015,SC2016
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # SWAP_* are read by the scripts that source this
 # Real-kernel swap for tests (Linux, root): a small swapfile and a memory
 # cgroup whose limit is below a job's size, so the job really swaps.
 # Source it from bash; everything it creates is removed on exit (trap),
@@ -66,9 +68,9 @@ swap_now_ms() {
 
 # Builtins only, so a 10 ms poll costs little: sets _swap_used.
 _swap_read_used() {
-	local k v u t=0 f=0
+	local k v _ t=0 f=0
 
-	while read -r k v u; do
+	while read -r k v _; do
 		case $k in
 		SwapTotal:) t=$v ;;
 		SwapFree:) f=$v ;;
@@ -190,6 +192,7 @@ swap_cleanup() {
 		deadline=$((SECONDS + 20))
 		while pids=$(_swap_cgroup_pids) && [ -n "$pids" ] &&
 			[ $SECONDS -lt $deadline ]; do
+			# shellcheck disable=SC2086 # one pid per word
 			kill -KILL $pids 2>/dev/null
 			sleep 0.1
 		done
