@@ -1873,15 +1873,10 @@ jobs_ctl_attach(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen, "job %" PRId64 " has ended", id);
 		return PROTO_E_STATE;
 	}
+	/* Authorisation first: whose job, whose process. */
 	if (p->uid != r->j->uid) {
 		snprintf(cause, causelen, "job %" PRId64 " is not yours", id);
 		return PROTO_E_PERM;
-	}
-	if (!r->j->attached || r->j->state != JOB_ADMITTED) {
-		snprintf(cause, causelen,
-		         "job %" PRId64 " is %s, not an admitted attached job",
-		         id, job_state_name(r->j->state));
-		return PROTO_E_STATE;
 	}
 	if (platform_proc_info((pid_t)pid, &pi) != 0) {
 		snprintf(cause, causelen, "no process %" PRId64, pid);
@@ -1891,6 +1886,12 @@ jobs_ctl_attach(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen,
 		         "process %" PRId64 " belongs to another user", pid);
 		return PROTO_E_PERM;
+	}
+	if (!r->j->attached || r->j->state != JOB_ADMITTED) {
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is %s, not an admitted attached job",
+		         id, job_state_name(r->j->state));
+		return PROTO_E_STATE;
 	}
 	r->client_id = p->client_id;
 	r->orphan_since_ms = 0;

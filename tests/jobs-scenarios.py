@@ -513,6 +513,103 @@ def sc_limits_and_auth(d, m, c):
             assert e.code == -32003, (method, e)
 
 
+OTHER_PROG = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+f = s.makefile('rwb')
+n = [0]
+def call(m, p=None):
+    n[0] += 1
+    msg = {'jsonrpc': '2.0', 'id': n[0], 'method': m}
+    if p is not None:
+        msg['params'] = p
+    f.write(json.dumps(msg).encode() + b'\n'); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if r.get('id') == n[0]:
+            return r
+call('hello', {'version': 1})
+out = []
+last = None
+for line in sys.stdin:
+    m, p = json.loads(line)
+    if p and p.get('id') == '$last_id':
+        p['id'] = last
+    out.append(call(m, p))
+    last = out[-1].get('result', {}).get('id', last)
+print(json.dumps(out))
+"""
+
+
+def as_other(d, calls, uid=65534):
+    """Run calls [(method, params)] on one connection as another user;
+    return the responses."""
+    import json
+    import subprocess
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    out = subprocess.run([python, "-c", OTHER_PROG, d.socket], cwd="/",
+                         input="".join(json.dumps(c) + "\n" for c in calls),
+                         capture_output=True, text=True, timeout=30,
+                         preexec_fn=lambda: (os.setgid(uid), os.setuid(uid)))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def sc_other_user(d, m, c):
+    """Anyone sees the queue; only the owner or root sees argv, cwd,
+    end_detail and logs, or cancels; per-uid queue cap, root exempt."""
+    if os.geteuid() != 0:
+        print("note: not root, the other-user checks need a second uid")
+        return
+    os.chmod(d.dir, 0o755)
+    m.set(free_pct=10)
+    mine = submit(c, d, "exit 0", wait_free_pct=99)
+    r = as_other(d, [
+        ("show", {"id": mine}),
+        ("status", {}),
+        ("cancel", {"id": mine}),
+        ("logs", {"id": mine}),
+        ("events", {}),
+        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 99}),
+        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 99}),
+        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 99}),
+        ("submit", {"argv": ["sleep"], "cwd": "/", "attached": True}),
+    ])
+    show_r, status_r, cancel_r, logs_r, events_r, s1, s2, s3, s4 = r
+    j = show_r["result"]
+    assert j["id"] == mine and j["user"] == "root" and j["state"] == "queued", j
+    assert "argv" not in j and "cwd" not in j and "end_detail" not in j, j
+    st = [x for x in status_r["result"]["jobs"] if x["id"] == mine][0]
+    assert "argv" not in st and st["position"] == 1, st
+    assert cancel_r["error"]["code"] == -32002, cancel_r
+    assert logs_r["error"]["code"] == -32002, logs_r
+    ev = [e for e in events_r["result"]["events"] if e["job_id"] == mine]
+    assert ev and all(e["detail"] is None for e in ev), ev
+    assert "result" in s1 and "result" in s2, (s1, s2)
+    assert s3["error"]["code"] == -32004 and "2" in s3["error"]["message"], s3
+    assert s4["error"]["code"] == -32004, s4
+    theirs = s1["result"]["id"]
+    # Root sees everything and may cancel anyone's job; root is not capped.
+    j = show(c, theirs)
+    assert j["user"] != "root" and j["argv"] == ["true"] and j["cwd"] == "/", j
+    for _ in range(3):
+        submit(c, d, "exit 0", wait_free_pct=99)
+    assert c.call("cancel", {"id": theirs})["state"] == "cancelled"
+    # The other user may cancel its own job, and may not attach a pid it
+    # does not own.
+    r = as_other(d, [("cancel", {"id": s2["result"]["id"]})])
+    assert r[0]["result"]["state"] == "cancelled", r
+    c.call("cancel", {"id": mine})
+    m.set(free_pct=80)
+    # The other user may not report a pid it does not own (ours).
+    r = as_other(d, [
+        ("submit", {"argv": ["x"], "cwd": "/", "attached": True}),
+        ("job_pid", {"id": "$last_id", "pid": os.getpid()}),
+    ])
+    assert r[1]["error"]["code"] == -32002, r
+    os.chmod(d.dir, 0o700)
+
+
 SCENARIOS = [
     ("wait_free", sc_wait_free, {}),
     ("order", sc_order, {}),
@@ -530,6 +627,7 @@ SCENARIOS = [
     ("wait_deferred", sc_wait_deferred, {}),
     ("attached", sc_attached, {}),
     ("limits_and_auth", sc_limits_and_auth, {}),
+    ("other_user", sc_other_user, {"extra_conf": "max_queued_per_uid = 2\n"}),
 ]
 
 
