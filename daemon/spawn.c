@@ -482,7 +482,7 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	struct spawn_msg m;
 	struct sigaction sa;
 	char cause[256];
-	int logfd, nullfd, gofds[2], errfds[2], keep[2];
+	int logfd, nullfd, gofds[2], errfds[2], keep[3];
 	ssize_t n;
 	pid_t pid;
 
@@ -536,7 +536,6 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 		close(errfds[0]);
 		spawn_job_child(p, logfd, gofds[0], errfds[1]);
 	}
-	close(logfd);
 	close(gofds[0]);
 	close(errfds[1]);
 	(void)setpgid(pid, pid); /* also in the child: whoever runs first */
@@ -552,7 +551,8 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	/* Hold nothing of the daemon's: not its terminal, socket or db. */
 	keep[0] = p->report_fd;
 	keep[1] = errfds[0];
-	spawn_close_fds(keep, 2);
+	keep[2] = logfd;
+	spawn_close_fds(keep, 3);
 
 	/* EOF: exec succeeded (the pipe is close-on-exec); data: it failed. */
 	do
@@ -573,9 +573,14 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 			snprintf(cause, sizeof(cause), "%s (uid %u gid %u): %s",
 			         spawn_stage_text(f.stage), (unsigned)p->uid,
 			         (unsigned)p->gid, strerror(f.err));
+		/* In the log too, where the user looks first. */
+		(void)spawn_write_all(logfd, "stageload: ", 11);
+		(void)spawn_write_all(logfd, cause, strlen(cause));
+		(void)spawn_write_all(logfd, "\n", 1);
 		spawn_fail_report(p, &m, cause);
 		_exit(1);
 	}
+	close(logfd);
 
 	m.kind = SPAWN_EV_STARTED;
 	m.started_ms = now_ms();

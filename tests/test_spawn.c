@@ -522,6 +522,8 @@ test_exec_failure(void **state)
 	print_message("cause: %s\n", ev.status.cause);
 	assert_non_null(strstr(ev.status.cause, "sl-no-such-command-here"));
 	assert_non_null(strstr(ev.status.cause, strerror(ENOENT)));
+	/* The user sees why in the job's log. */
+	assert_non_null(strstr(read_log(&j), ev.status.cause));
 	/* The failure is on disk too. */
 	j.pid = ev.pid;
 	assert_int_equal(check_until(&j, SPAWN_ENDED, &st), SPAWN_ENDED);
