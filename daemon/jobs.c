@@ -261,13 +261,18 @@ jobs_storage_failed(struct daemon *d, const char *what, const char *cause)
 	d->jobs->storage_failed = 1;
 }
 
+/* Clear the error only when it is this module's: the sampler manages
+ * its own (prefixed "samples: "). */
 static void
 jobs_storage_ok(struct daemon *d)
 {
-	if (d->jobs->storage_failed) {
-		d->jobs->storage_failed = 0;
-		if (d->storage_error[0] != '\0')
-			log_info("jobs: storage works again");
+	const char *e = d->storage_error;
+
+	if (!d->jobs->storage_failed)
+		return;
+	d->jobs->storage_failed = 0;
+	if (strncmp(e, "job ", 4) == 0 || strncmp(e, "event: ", 7) == 0) {
+		log_info("jobs: storage works again");
 		d->storage_error[0] = '\0';
 	}
 }
@@ -449,13 +454,11 @@ job_json(const struct job *j, const struct jrec *r, uid_t viewer, int with_env)
 	proto_add_int(o, "swap_growth_peak_bytes",
 	              (int64_t)j->swap_growth_peak_bytes);
 	proto_add_int(o, "job_swap_bytes", (int64_t)j->job_swap_bytes);
+	/* A killed job may have ended with a code of its own (a TERM
+	 * handler's exit), which is worth showing too. */
 	add_opt_int(o, "exit_code", j->exit_code,
-	            ended && j->term_signal == 0 &&
-	                (j->state == JOB_EXITED || j->state == JOB_KILLED) &&
-	                j->started_ms > 0 && j->end_reason == NULL);
-	if (ended && j->state == JOB_KILLED && j->term_signal == 0 &&
-	    j->exit_code != 0)
-		proto_add_int(o, "exit_code", j->exit_code);
+	            ended && j->term_signal == 0 && j->started_ms > 0 &&
+	                (j->state == JOB_EXITED || j->state == JOB_KILLED));
 	add_opt_int(o, "signal", j->term_signal, ended && j->term_signal > 0);
 	if (ended && j->end_reason != NULL)
 		cJSON_AddStringToObject(o, "end_reason", j->end_reason);
