@@ -1,0 +1,117 @@
+#!/bin/sh
+# Install stageloadd as a macOS LaunchDaemon and start it.
+#
+#   sudo launchd/install.sh [--prefix DIR] [--dry-run]
+#
+# --prefix DIR  where stageloadd is installed (DIR/bin/stageloadd);
+#               default /usr/local, Homebrew on Apple Silicon: /opt/homebrew
+# --dry-run     print each command it would run, one per line prefixed
+#               with "+ ", and change nothing
+#
+# Safe to run again: a loaded daemon is booted out and bootstrapped with
+# the new plist; directories and data already there are kept.
+# Plain POSIX sh: macOS's /bin/sh is bash 3.2 in sh mode.
+set -eu
+
+LABEL=org.stageload.stageloadd
+PLIST_DIR=/Library/LaunchDaemons
+DB_DIR=/var/db/stageload
+LOG_DIR=/var/log/stageload
+DEFAULT_PREFIX=/usr/local
+
+here=$(cd "$(dirname "$0")" && pwd)
+prefix=$DEFAULT_PREFIX
+dry_run=0
+
+usage() {
+	echo "usage: $0 [--prefix DIR] [--dry-run]" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--prefix)
+		[ $# -ge 2 ] || usage
+		prefix=$2
+		shift 2
+		;;
+	--prefix=*)
+		prefix=${1#--prefix=}
+		shift
+		;;
+	--dry-run | -n)
+		dry_run=1
+		shift
+		;;
+	-h | --help) usage ;;
+	*)
+		echo "$0: unknown argument: $1" >&2
+		usage
+		;;
+	esac
+done
+case $prefix in
+/*) prefix=${prefix%/} ;;
+*)
+	echo "$0: --prefix must be an absolute path" >&2
+	exit 2
+	;;
+esac
+
+# Print a command the way a shell would read it back.
+show() {
+	line="+"
+	for arg in "$@"; do
+		case $arg in
+		*[!A-Za-z0-9_./:=@%+,-]* | "")
+			arg="'$(printf '%s' "$arg" | sed "s/'/'\\\\''/g")'"
+			;;
+		esac
+		line="$line $arg"
+	done
+	printf '%s\n' "$line"
+}
+
+run() {
+	show "$@"
+	[ "$dry_run" -eq 1 ] || "$@"
+}
+
+# Read-only: is the daemon loaded in the system domain? Without launchctl
+# (a dry run on another OS) it cannot be, as far as anyone can tell.
+loaded() {
+	command -v launchctl >/dev/null 2>&1 &&
+		launchctl print "system/$LABEL" >/dev/null 2>&1
+}
+
+bin=$prefix/bin/stageloadd
+src=$here/$LABEL.plist
+dst=$PLIST_DIR/$LABEL.plist
+
+[ -f "$src" ] || {
+	echo "$0: $src is missing" >&2
+	exit 1
+}
+if [ ! -x "$bin" ]; then
+	if [ "$dry_run" -eq 0 ]; then
+		echo "$0: $bin not found; install stageload first or pass --prefix" >&2
+		exit 1
+	fi
+	echo "note: $bin does not exist yet" >&2
+fi
+if [ "$dry_run" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
+	echo "$0: must run as root (sudo $0)" >&2
+	exit 1
+fi
+
+run install -d -m 0755 -o root -g wheel "$DB_DIR"
+run install -d -m 0755 -o root -g wheel "$LOG_DIR"
+run install -m 0644 -o root -g wheel "$src" "$dst"
+if [ "$bin" != "$DEFAULT_PREFIX/bin/stageloadd" ]; then
+	run plutil -replace ProgramArguments.0 -string "$bin" "$dst"
+fi
+run plutil -lint "$dst"
+if loaded; then
+	run launchctl bootout "system/$LABEL"
+fi
+run launchctl bootstrap system "$dst"

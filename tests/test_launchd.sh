@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# The LaunchDaemon files, checked on any OS: the plist parses and has the
+# keys launchd needs with the right types, its paths agree with
+# install.sh/uninstall.sh, the scripts pass shellcheck, and their dry runs
+# print exactly the expected commands while running none of them.
+set -euo pipefail
+
+SRC=${SL_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+DIR=$SRC/launchd
+LABEL=org.stageload.stageloadd
+PLIST=$DIR/$LABEL.plist
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sl-launchd.XXXXXX")
+# shellcheck disable=SC2317 # called by the trap
+cleanup() { /bin/rm -rf "$TMP"; }
+trap cleanup EXIT
+
+failures=0
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+pass() { echo "ok: $*"; }
+
+# --- the plist ----------------------------------------------------------
+
+[ -f "$PLIST" ] || {
+	echo "FAIL: $PLIST missing" >&2
+	exit 1
+}
+
+# A variable as the script assigns it (NAME=value at the start of a line).
+script_var() {
+	sed -n "s/^$2=//p" "$DIR/$1" | head -n 1
+}
+
+if python3 - "$PLIST" "$LABEL" \
+	"$(script_var install.sh DEFAULT_PREFIX)" \
+	"$(script_var install.sh DB_DIR)" \
+	"$(script_var install.sh LOG_DIR)" <<'PY'; then
+import os, plistlib, sys
+
+path, label, prefix, db_dir, log_dir = sys.argv[1:]
+with open(path, "rb") as f:
+    p = plistlib.load(f)
+errors = []
+
+def want(key, types, check=None, why=""):
+    if key not in p:
+        errors.append("missing key %s" % key)
+        return
+    if not isinstance(p[key], types) or (isinstance(p[key], bool) and types is int):
+        errors.append("%s has type %s" % (key, type(p[key]).__name__))
+        return
+    if check is not None and not check(p[key]):
+        errors.append("%s = %r: %s" % (key, p[key], why))
+
+want("Label", str, lambda v: v == label, "must be " + label)
+want("ProgramArguments", list,
+     lambda v: v and all(isinstance(a, str) for a in v), "a list of strings")
+want("RunAtLoad", bool, lambda v: v is True, "must be true")
+want("KeepAlive", (bool, dict), lambda v: v not in (False, {}), "must keep it alive")
+want("ProcessType", str, lambda v: v in ("Interactive", "Standard"),
+     "Interactive or Standard")
+want("StandardErrorPath", str, lambda v: v.startswith("/"), "absolute")
+# Longer than the daemon's shutdown needs (batch commit, checkpoint).
+want("ExitTimeOut", int, lambda v: 20 <= v <= 300, "20-300 s")
+want("AbandonProcessGroup", bool, lambda v: v is True,
+     "stopping the daemon must not kill running jobs")
+if os.path.basename(path) != label + ".plist":
+    errors.append("file name must be the label: " + label + ".plist")
+
+args = p.get("ProgramArguments") or []
+if args:
+    if args[0] != prefix + "/bin/stageloadd":
+        errors.append("ProgramArguments[0] %s is not install.sh's %s/bin/stageloadd"
+                      % (args[0], prefix))
+    def opt(name):
+        return args[args.index(name) + 1] if name in args[:-1] else None
+    if opt("--socket") != "/var/run/stageload.sock":
+        errors.append("--socket must be /var/run/stageload.sock")
+    db = opt("--db")
+    if db is None or os.path.dirname(db) != db_dir:
+        errors.append("--db %s is not in install.sh's DB_DIR %s" % (db, db_dir))
+if os.path.dirname(p.get("StandardErrorPath", "")) != log_dir:
+    errors.append("StandardErrorPath is not in install.sh's LOG_DIR " + log_dir)
+
+for e in errors:
+    print("plist:", e, file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+	pass "plist keys, types and paths agree with install.sh"
+else
+	fail "plist check"
+fi
+
+for v in LABEL PLIST_DIR DB_DIR LOG_DIR; do
+	a=$(script_var install.sh "$v")
+	b=$(script_var uninstall.sh "$v")
+	if [ -n "$a" ] && [ "$a" = "$b" ]; then
+		pass "install.sh and uninstall.sh agree on $v=$a"
+	else
+		fail "$v: install.sh '$a', uninstall.sh '$b'"
+	fi
+done
+[ "$(script_var install.sh LABEL)" = "$LABEL" ] || fail "install.sh LABEL is not $LABEL"
+
+# --- shellcheck --------------------------------------------------------
+
+if command -v shellcheck >/dev/null; then
+	if shellcheck "$DIR/install.sh" "$DIR/uninstall.sh"; then
+		pass "shellcheck install.sh uninstall.sh"
+	else
+		fail "shellcheck"
+	fi
+else
+	echo "SKIP: shellcheck not installed (apt-get install shellcheck)" >&2
+	if [ "${CI:-}" = true ]; then
+		fail "shellcheck is required under CI=true"
+	else
+		exit 77
+	fi
+fi
+
+# --- dry runs ------------------------------------------------------------
+
+# Fakes for every command the scripts may run. launchctl answers "print"
+# (a read-only query) as told by FAKE_LOADED; any other call to a fake is
+# a command that was run for real, which a dry run must never do.
+FAKE=$TMP/bin
+mkdir -p "$FAKE"
+for cmd in launchctl install plutil rm chown mkdir cp; do
+	cat >"$FAKE/$cmd" <<EOF
+#!/bin/sh
+echo "$cmd \$*" >>"$TMP/calls"
+if [ "$cmd" = launchctl ] && [ "\$1" = print ]; then
+	[ "\${FAKE_LOADED:-0}" = 1 ] && exit 0
+	exit 113
+fi
+exit 1
+EOF
+	chmod +x "$FAKE/$cmd"
+done
+# uid 501 for the "must be root" checks.
+cat >"$FAKE/id" <<'EOF'
+#!/bin/sh
+[ "$1" = -u ] && { echo 501; exit 0; }
+exec /usr/bin/id "$@"
+EOF
+chmod +x "$FAKE/id"
+
+SH="sh" # the scripts are POSIX sh; Debian's sh is dash, which proves it
+# run_script NAME LOADED ARGS...: output in $TMP/out, status in $rc
+run_script() {
+	local name=$1 isloaded=$2
+	shift 2
+	: >"$TMP/calls"
+	rc=0
+	FAKE_LOADED=$isloaded PATH="$FAKE:$PATH" $SH "$DIR/$name" "$@" \
+		>"$TMP/out" 2>"$TMP/err" || rc=$?
+}
+
+# expect_dry NAME LOADED "ARGS" EXPECTED: exact stdout, no command run.
+expect_dry() {
+	local name=$1 isloaded=$2 args=$3 expected=$4 calls
+	# shellcheck disable=SC2086 # ARGS is a word list
+	run_script "$name" "$isloaded" $args
+	if [ "$rc" -ne 0 ]; then
+		fail "$name $args (loaded=$isloaded) exited $rc: $(cat "$TMP/err")"
+		return
+	fi
+	if [ "$(cat "$TMP/out")" != "$expected" ]; then
+		fail "$name $args (loaded=$isloaded) printed:
+$(cat "$TMP/out")
+expected:
+$expected"
+		return
+	fi
+	calls=$(grep -v "^launchctl print system/$LABEL\$" "$TMP/calls" || true)
+	if [ -n "$calls" ]; then
+		fail "$name $args ran commands in a dry run: $calls"
+		return
+	fi
+	pass "$name $args (loaded=$isloaded) prints exactly the expected commands"
+}
+
+P=/Library/LaunchDaemons/$LABEL.plist
+I_DIRS="+ install -d -m 0755 -o root -g wheel /var/db/stageload
++ install -d -m 0755 -o root -g wheel /var/log/stageload
++ install -m 0644 -o root -g wheel $DIR/$LABEL.plist $P"
+
+expect_dry install.sh 0 "--dry-run" "$I_DIRS
++ plutil -lint $P
++ launchctl bootstrap system $P"
+
+# Idempotent: a loaded daemon is booted out before the new plist goes in.
+expect_dry install.sh 1 "--dry-run" "$I_DIRS
++ plutil -lint $P
++ launchctl bootout system/$LABEL
++ launchctl bootstrap system $P"
+
+expect_dry install.sh 0 "--prefix /opt/homebrew --dry-run" "$I_DIRS
++ plutil -replace ProgramArguments.0 -string /opt/homebrew/bin/stageloadd $P
++ plutil -lint $P
++ launchctl bootstrap system $P"
+
+expect_dry install.sh 0 "-n --prefix=/opt/homebrew/" "$I_DIRS
++ plutil -replace ProgramArguments.0 -string /opt/homebrew/bin/stageloadd $P
++ plutil -lint $P
++ launchctl bootstrap system $P"
+
+expect_dry uninstall.sh 1 "--dry-run" "+ launchctl bootout system/$LABEL
++ rm -f $P"
+
+expect_dry uninstall.sh 0 "--dry-run" "+ rm -f $P"
+
+expect_dry uninstall.sh 1 "--dry-run --purge" "+ launchctl bootout system/$LABEL
++ rm -f $P
++ rm -rf /var/db/stageload /var/log/stageload"
+
+# A prefix with a space is printed so a shell reads it back as one word.
+run_script install.sh 0 --dry-run --prefix "/Volumes/My Tools"
+if grep -qxF "+ plutil -replace ProgramArguments.0 -string '/Volumes/My Tools/bin/stageloadd' $P" "$TMP/out"; then
+	pass "install.sh quotes a prefix with a space"
+else
+	fail "install.sh did not quote '/Volumes/My Tools': $(cat "$TMP/out")"
+fi
+
+# --- refusals ------------------------------------------------------------
+
+# expect_refusal NAME STATUS PATTERN ARGS...: exits STATUS, says PATTERN on
+# stderr, and runs nothing at all.
+expect_refusal() {
+	local name=$1 status=$2 pattern=$3
+	shift 3
+	run_script "$name" 1 "$@"
+	if [ "$rc" -ne "$status" ]; then
+		fail "$name $* exited $rc, expected $status"
+	elif ! grep -q -- "$pattern" "$TMP/err"; then
+		fail "$name $*: stderr lacks '$pattern': $(cat "$TMP/err")"
+	elif [ -s "$TMP/out" ] || grep -qv '^launchctl print' "$TMP/calls"; then
+		fail "$name $* acted before refusing: $(cat "$TMP/out" "$TMP/calls")"
+	else
+		pass "$name $* refuses ($status: $pattern)"
+	fi
+}
+
+mkdir -p "$TMP/prefix/bin"
+printf '#!/bin/sh\n' >"$TMP/prefix/bin/stageloadd"
+chmod +x "$TMP/prefix/bin/stageloadd"
+expect_refusal install.sh 1 "must run as root" --prefix "$TMP/prefix"
+expect_refusal uninstall.sh 1 "must run as root"
+expect_refusal install.sh 1 "not found" --prefix "$TMP/nowhere"
+expect_refusal install.sh 2 "absolute" --prefix relative/dir --dry-run
+expect_refusal install.sh 2 "unknown argument" --bogus
+expect_refusal uninstall.sh 2 "unknown argument" --bogus
+expect_refusal install.sh 2 "usage" --prefix
+
+if [ "$failures" -ne 0 ]; then
+	echo "$failures check(s) failed" >&2
+	exit 1
+fi
+echo "all launchd checks passed"
