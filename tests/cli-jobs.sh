@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Detached jobs through stageloadctl: submit, status/ps, show, logs -f,
+# wait (exit statuses), cancel of queued and running jobs, events and
+# history --job, against the real daemon with a fixture proc root.
+. "$(dirname "$0")/lib/cli.sh"
+sl_setup
+sl_start_daemon
+
+cd "$SL_TMP/work"
+
+# --- submit, logs -f, wait: cwd, environment, exit code ---
+id=$(SL_MARK=hello-env ctl submit --name envjob --swap-budget 1G -- \
+	sh -c 'echo "job=$STAGELOAD_JOB_ID mark=$SL_MARK cwd=$(pwd)"; echo $$ >>../pids; sleep 0.3; echo done; exit 3')
+case $id in '' | *[!0-9]*) fail "submit printed '$id', want a job id" ;; esac
+ctl logs -f "$id" >"$SL_TMP/log.txt"
+grep -qx "job=$id mark=hello-env cwd=$SL_TMP/work" "$SL_TMP/log.txt" || fail "job output: $(cat "$SL_TMP/log.txt")"
+tail -1 "$SL_TMP/log.txt" | grep -qx done || fail "logs -f stopped before the end"
+rc=0; out=$(ctl wait "$id") || rc=$?
+[ "$rc" = 3 ] || fail "wait exited $rc, want the job's 3"
+[ "$out" = "job $id: exited 3" ] || fail "wait said '$out'"
+ok "submit, logs -f, wait pass cwd, environment and exit code"
+
+# --- show and status --all ---
+ctl show "$id" >"$SL_TMP/show.txt"
+grep -q "^Job $id \"envjob\" of .* is exited\.$" "$SL_TMP/show.txt" || fail "show header: $(cat "$SL_TMP/show.txt")"
+grep -q "^Directory: $SL_TMP/work$" "$SL_TMP/show.txt" || fail "show directory"
+grep -q "swap budget 1.0G" "$SL_TMP/show.txt" || fail "show budget"
+grep -q "exited with code 3; stageloadctl wait gives 3" "$SL_TMP/show.txt" || fail "show end"
+j=$(ctl show --json "$id")
+[ "$(jget "$j" 'j["exit_code"]')" = 3 ] || fail "show --json exit_code"
+ctl status --all | grep -Eq "^ *$id +[^ ]+ +exited 3 +envjob " || fail "status --all row: $(ctl status --all)"
+ctl ps | grep -q "no jobs queued or running" || fail "ps with nothing running"
+ok "show and status"
+
+# --- a queued job waits for free memory; cancel removes it ---
+sl_meminfo 4194304 # 25% free
+below() { [ "$(jget "$(ctl info --json)" 'j["free_pct"]')" = 25 ]; }
+poll 5 below || fail "daemon did not see 25% free"
+q=$(ctl submit --wait-free 40 --name waiter -- sh -c 'echo $$ >>../pids; echo ran >ran.txt')
+ctl status | grep -Eq "^ *$q +[^ ]+ +queued #1 +waiter " || fail "queued row: $(ctl status)"
+[ "$(jget "$(ctl status --json)" "[x['state'] for x in j['jobs'] if x['id']==$q][0]")" = queued ] || fail "status --json"
+out=$(ctl cancel "$q")
+[ "$out" = "job $q: cancelled" ] || fail "cancel said '$out'"
+rc=0; ctl wait "$q" >/dev/null || rc=$?
+[ "$rc" = 125 ] || fail "wait on a cancelled job exited $rc, want 125"
+[ ! -e ran.txt ] || fail "a cancelled job ran"
+rc=0; ctl cancel "$q" 2>"$SL_TMP/err" || rc=$?
+[ "$rc" = 1 ] || fail "cancel of an ended job exited $rc, want 1"
+grep -q "job $q: " "$SL_TMP/err" || fail "cancel error names the job"
+ok "queued job waits, cancel removes it, wait gives 125"
+
+# --- a running job: cancel terminates it ---
+sl_meminfo 8388608 # 50% free again
+r=$(ctl submit --name sleeper -- sh -c 'echo $$ >>../pids; echo started; exec sleep 60')
+started() { ctl logs "$r" | grep -q started; }
+poll 5 started || fail "sleeper did not start"
+out=$(ctl cancel "$r")
+case $out in "job $r: terminating"*) ;; *) fail "cancel of running said '$out'" ;; esac
+rc=0; ctl wait "$r" >/dev/null || rc=$?
+[ "$rc" = 143 ] || [ "$rc" = 137 ] || fail "wait on a cancelled running job exited $rc, want 143 or 137"
+ctl show "$r" | grep -q "killed because it was cancelled" || fail "show of a cancelled run: $(ctl show "$r")"
+ok "cancel of a running job terminates it"
+
+# --- errors: unknown job, bad id ---
+rc=0; ctl show 99999 2>"$SL_TMP/err" || rc=$?
+[ "$rc" = 1 ] || fail "show of an unknown job exited $rc"
+rc=0; ctl wait abc 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "wait abc exited $rc, want 2"
+rc=0; ctl submit 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "submit without a command exited $rc, want 2"
+ok "errors"
+
+# --- events and history --job ---
+ctl events >"$SL_TMP/events.txt"
+grep -Eq "job $id +[^ ]+ +submitted" "$SL_TMP/events.txt" || fail "events: $(cat "$SL_TMP/events.txt")"
+grep -Eq "job $q +[^ ]+ +cancelled" "$SL_TMP/events.txt" || fail "cancelled event"
+ctl events --json | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin]
+assert ev and all(k in ev[0] for k in ("id", "ts_ms", "job_id", "user", "kind", "detail")), ev[:1]
+assert [e["id"] for e in ev] == sorted(e["id"] for e in ev)
+' || fail "events --json"
+last=$(jget "$(ctl events --json | tail -1)" 'j["id"]')
+"$SL_BIN/stageloadctl" --socket "$SOCK" events -f --after "$last" >"$SL_TMP/follow.txt" &
+follower=$!
+SL_KILL_PIDS+=("$follower")
+f=$(ctl submit --name followed -- true)
+seen() { grep -Eq "job $f +[^ ]+ +submitted" "$SL_TMP/follow.txt"; }
+poll 5 seen || fail "events -f did not show the new job"
+kill "$follower"
+ctl history --job "$r" --since 5m --json >"$SL_TMP/hj.json"
+[ "$(jget "$(cat "$SL_TMP/hj.json")" 'j["job_id"]')" = "$r" ] || fail "history --job: $(cat "$SL_TMP/hj.json")"
+ok "events, events -f and history --job"
+
+echo PASS
