@@ -646,6 +646,11 @@ def main():
             t0 = time.monotonic()
             fn(d, m, c)
             c.close()
+            # A clean stop (jobs are left running, see kill_leftovers); a
+            # sanitizer build reports errors and leaks here.
+            rc = d.stop(signal.SIGTERM)
+            log = d.log_text()
+            assert rc == 0 and "Sanitizer" not in log, (rc, log[-4000:])
             print("ok   %s (%.1fs)" % (name, time.monotonic() - t0))
         except Exception as e:  # report every scenario, then fail
             import traceback
