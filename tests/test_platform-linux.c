@@ -297,6 +297,28 @@ test_list_tree(void **state)
 	assert_int_equal(found, 1);
 	/* A short buffer still counts everything. */
 	assert_true(platform_list_tree(&self, 1, 0, out, 1) >= 2);
+
+	/* Asked again at once, the answer is the same (from the table of
+	 * the last listing when no pid was created meanwhile)... */
+	n = platform_list_tree(&self, 1, 0, out, 64);
+	assert_int_equal(platform_list_tree(&self, 1, 0, out, 64), n);
+	/* ... and a process created since is seen at the next call. */
+	{
+		pid_t late = fork(), more[64];
+		int m;
+
+		assert_true(late >= 0);
+		if (late == 0) {
+			pause();
+			_exit(0);
+		}
+		m = platform_list_tree(&self, 1, 0, more, 64);
+		for (found = 0, j = 0; j < m && j < 64; j++)
+			found |= more[j] == late;
+		kill(late, SIGKILL);
+		waitpid(late, NULL, 0);
+		assert_true(found);
+	}
 	for (i = 0; i < 2; i++) {
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
