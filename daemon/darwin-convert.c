@@ -216,29 +216,17 @@ path_fmt(char *buf, size_t len, const char *fmt, const char *a, unsigned long b)
 }
 
 int
-darwin_default_socket(int system, uid_t uid, const char *tmpdir, char *buf,
+darwin_default_socket(int system, uid_t uid, const char *runtime_dir, char *buf,
                       size_t len)
 {
-	char path[DARWIN_SUN_PATH_MAX + 64];
-	size_t dirlen;
-
 	if (system)
 		return path_fmt(buf, len, "%s", "/var/run/stageload.sock", 0);
-	if (tmpdir != NULL && tmpdir[0] == '/') {
-		/* $TMPDIR is usually /var/folders/xx/yyyy/T/; drop the
-		 * trailing slashes but never the root itself. */
-		dirlen = strlen(tmpdir);
-		while (dirlen > 1 && tmpdir[dirlen - 1] == '/')
-			dirlen--;
-		if (dirlen < sizeof path - sizeof "/stageload.sock") {
-			memcpy(path, tmpdir, dirlen);
-			snprintf(path + dirlen, sizeof path - dirlen, "%s",
-			         dirlen == 1 ? "stageload.sock"
-			                     : "/stageload.sock");
-			if (strlen(path) < DARWIN_SUN_PATH_MAX)
-				return path_fmt(buf, len, "%s", path, 0);
-		}
-	}
+	/* Exactly the client's fallback order, or the two would not meet.
+	 * macOS's per-user $TMPDIR would be more private, but the client
+	 * cannot know it without OS-specific code; /tmp/stageload-UID is a
+	 * directory the daemon creates with mode 0700. */
+	if (runtime_dir != NULL && runtime_dir[0] != '\0')
+		return path_fmt(buf, len, "%s/stageload.sock", runtime_dir, 0);
 	return path_fmt(buf, len, "/tmp/stageload-%lu/stageload.sock", NULL,
 	                (unsigned long)uid);
 }

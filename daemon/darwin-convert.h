@@ -78,16 +78,14 @@ int darwin_groups_convert(const int *in, int n, gid_t **out);
 
 /*
  * Default paths. System: /var/run/stageload.sock and
- * /var/db/stageload/stageload.db. Per user: tmpdir/stageload.sock (macOS
- * gives each user a private $TMPDIR), else /tmp/stageload-UID/stageload.sock
- * when tmpdir is unset, relative or too long for sun_path; and
+ * /var/db/stageload/stageload.db. Per user: the socket follows the client
+ * library's rule (client_socket_path_resolve), which has no OS-specific
+ * code: runtime_dir/stageload.sock when $XDG_RUNTIME_DIR is set, else
+ * /tmp/stageload-UID/stageload.sock; the database is
  * home/Library/Application Support/stageload/stageload.db.
  */
-int darwin_default_socket(int system, uid_t uid, const char *tmpdir, char *buf,
-                          size_t len);
+int darwin_default_socket(int system, uid_t uid, const char *runtime_dir,
+                          char *buf, size_t len);
 int darwin_default_db(int system, const char *home, char *buf, size_t len);
-
-/* macOS's sun_path holds 104 bytes including the terminating NUL. */
-#define DARWIN_SUN_PATH_MAX 104
 
 #endif

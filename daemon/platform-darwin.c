@@ -318,17 +318,8 @@ platform_user_groups(const char *user, gid_t gid, gid_t **groups, int *ngroups)
 int
 platform_default_socket(int system, char *buf, size_t len)
 {
-	char tmp[PATH_MAX];
-	const char *tmpdir = getenv("TMPDIR");
-	size_t n;
-
-	/* A daemon started by launchd as a user agent may lack $TMPDIR;
-	 * confstr gives the same per-user directory a shell would see. */
-	if (!system && (tmpdir == NULL || tmpdir[0] == '\0')) {
-		n = confstr(_CS_DARWIN_USER_TEMP_DIR, tmp, sizeof tmp);
-		tmpdir = n > 0 && n <= sizeof tmp ? tmp : NULL;
-	}
-	return darwin_default_socket(system, getuid(), tmpdir, buf, len);
+	return darwin_default_socket(system, getuid(),
+	                             getenv("XDG_RUNTIME_DIR"), buf, len);
 }
 
 int

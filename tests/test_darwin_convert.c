@@ -443,49 +443,26 @@ test_groups_convert(void **state)
 static void
 test_default_socket(void **state)
 {
-	char buf[256], longdir[200];
-
-	assert_int_equal(darwin_default_socket(1, 0, "/tmp", buf, sizeof buf),
-	                 0);
-	assert_string_equal(buf, "/var/run/stageload.sock");
+	char buf[256];
 
 	assert_int_equal(
-	    darwin_default_socket(
-	        0, 501, "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/",
-	        buf, sizeof buf),
-	    0);
-	assert_string_equal(buf,
-	                    "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000"
-	                    "/T/stageload.sock");
+	    darwin_default_socket(1, 0, "/run/user/0", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/var/run/stageload.sock");
 
+	/* The client library's order: $XDG_RUNTIME_DIR, else /tmp/-UID. */
+	assert_int_equal(
+	    darwin_default_socket(0, 501, "/Users/ana/.run", buf, sizeof buf),
+	    0);
+	assert_string_equal(buf, "/Users/ana/.run/stageload.sock");
 	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, sizeof buf),
 	                 0);
 	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
-	assert_int_equal(
-	    darwin_default_socket(0, 501, "relative/T", buf, sizeof buf), 0);
-	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
-	assert_int_equal(darwin_default_socket(0, 501, "/", buf, sizeof buf),
-	                 0);
-	assert_string_equal(buf, "/stageload.sock");
-
-	/* Too long for macOS's 104-byte sun_path: the short fallback. */
-	memset(longdir, 'x', sizeof longdir - 1);
-	longdir[0] = '/';
-	longdir[sizeof longdir - 1] = '\0';
-	assert_int_equal(
-	    darwin_default_socket(0, 502, longdir, buf, sizeof buf), 0);
+	assert_int_equal(darwin_default_socket(0, 502, "", buf, sizeof buf), 0);
 	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
-	longdir[DARWIN_SUN_PATH_MAX - (int)strlen("/stageload.sock")] = '\0';
-	assert_int_equal(
-	    darwin_default_socket(0, 502, longdir, buf, sizeof buf), 0);
-	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
-	longdir[DARWIN_SUN_PATH_MAX - 1 - (int)strlen("/stageload.sock")] =
-	    '\0';
-	assert_int_equal(
-	    darwin_default_socket(0, 502, longdir, buf, sizeof buf), 0);
-	assert_int_equal(strlen(buf), DARWIN_SUN_PATH_MAX - 1);
 
 	assert_int_equal(darwin_default_socket(1, 0, NULL, buf, 8),
+	                 -ENAMETOOLONG);
+	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, 20),
 	                 -ENAMETOOLONG);
 }
 
