@@ -267,8 +267,10 @@ proctree_sample(struct proctree *t, int64_t now_ms, uint64_t *footprint_bytes,
 	if (t == NULL)
 		return -EINVAL;
 	measure(t, &a);
-	if (t->n > 0 &&
-	    (!t->scanned || now_ms - t->last_scan_ms >= t->scan_interval_ms)) {
+	/* A clock that went back (a wall clock set back) rescans at once
+	 * rather than waiting for it to catch up. */
+	if (t->n > 0 && (!t->scanned || now_ms < t->last_scan_ms ||
+	                 now_ms - t->last_scan_ms >= t->scan_interval_ms)) {
 		rc = scan(t, &a);
 		t->last_scan_ms = now_ms;
 	}
