@@ -1,0 +1,108 @@
+"""Storage failure: with the database on a small tmpfs that this test fills
+up, the daemon must keep enforcing budgets from memory, hold admissions,
+refuse submits with -32006, and carry on once writes succeed again. Needs
+root (mount)."""
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from sltest import Client, RpcError, poll, skip  # noqa: E402
+
+import importlib.util  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
+scen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scen)
+
+
+def fill(path):
+    """Write until the file system is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    block = b"\0" * 65536
+    try:
+        while True:
+            try:
+                os.write(fd, block)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                if len(block) == 1:
+                    return
+                block = block[: len(block) // 2]
+    finally:
+        os.close(fd)
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("mounting a tmpfs for the database needs root", root_only=True)
+    d = scen.start_daemon()
+    mnt = os.path.join(d.dir, "db")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt]).returncode:
+        skip("cannot mount a tmpfs here", root_only=True)
+    try:
+        d.args[d.args.index("--db") + 1] = os.path.join(mnt, "sl.db")
+        m = scen.Memory(d)
+        d.start()
+        run(d, m, mnt)
+        assert d.stop(signal.SIGTERM) == 0
+        print("ok   storage")
+    except Exception:
+        sys.stderr.write("--- daemon log ---\n%s\n" % d.log_text()[-8000:])
+        raise
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
+        scen.kill_leftovers(d)
+        subprocess.run(["umount", "-l", mnt])
+        d.cleanup()
+
+
+def run(d, m, mnt):
+    m.set(free_pct=10, swap_used_gib=0)
+    c = Client(d.socket)
+    held = scen.submit(c, d, "echo ran >> %s/held.ran; exec sleep 60" % d.dir,
+                       wait_free_pct=50)
+    guarded = scen.submit(c, d, "exec sleep 60", wait_free_pct=5,
+                          swap_budget_bytes=1 << 30, priority=1)
+    j = scen.wait_state(c, guarded, "running")
+    filler = os.path.join(mnt, "filler")
+    fill(filler)
+
+    # Free memory appears, but nothing can be committed: nothing starts.
+    m.set(free_pct=80)
+    poll(lambda: c.call("info")["storage_error"], what="storage_error in info")
+    scen.samples(d, 5)
+    assert scen.show(c, held)["state"] == "queued"
+    assert not os.path.exists(d.dir + "/held.ran")
+    try:
+        scen.submit(c, d, "exit 0")
+        raise AssertionError("submit accepted while storage fails")
+    except RpcError as e:
+        assert e.code == -32006, e
+
+    # Enforcement goes on from memory.
+    m.set(swap_used_gib=2, sync=False)
+    poll(lambda: not scen.pid_alive(j["pid"]), what="the breaching job to be killed")
+    assert scen.show(c, guarded)["state"] == "killed"
+
+    os.unlink(filler)
+    poll(lambda: c.call("info")["storage_error"] is None, what="storage to recover")
+    scen.wait_state(c, held, "running")
+    assert open(d.dir + "/held.ran").read() == "ran\n"
+    kinds = [e["kind"] for e in c.call("events", {"limit": 10000})["events"]
+             if e["job_id"] == guarded]
+    assert kinds[-2:] == ["breach", "killed"], kinds
+    c.call("cancel", {"id": held})
+    scen.wait_state(c, held, "killed")
+    c.close()
+
+
+if __name__ == "__main__":
+    main()
