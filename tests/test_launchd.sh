@@ -105,6 +105,32 @@ for v in LABEL PLIST_DIR DB_DIR LOG_DIR; do
 done
 [ "$(script_var install.sh LABEL)" = "$LABEL" ] || fail "install.sh LABEL is not $LABEL"
 
+# --- the Homebrew formula -------------------------------------------------
+
+FORMULA=$SRC/packaging/stageload.rb
+if [ -f "$FORMULA" ]; then
+	# brew services must serve the same socket and database as the plist.
+	for want in 'require_root true' 'service do' '"/var/run/stageload.sock"' \
+		'"/var/db/stageload/stageload.db"' 'head '; do
+		if grep -qF -- "$want" "$FORMULA"; then
+			pass "formula has $want"
+		else
+			fail "formula lacks $want"
+		fi
+	done
+	if command -v ruby >/dev/null; then
+		if ruby -c "$FORMULA" >/dev/null; then
+			pass "formula is valid Ruby"
+		else
+			fail "ruby -c $FORMULA"
+		fi
+	else
+		echo "note: ruby not installed; formula syntax not checked"
+	fi
+else
+	fail "$FORMULA missing"
+fi
+
 # --- shellcheck --------------------------------------------------------
 
 if command -v shellcheck >/dev/null; then

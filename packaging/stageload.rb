@@ -1,0 +1,75 @@
+# Homebrew formula for stageload, built from the git repository (HEAD).
+#
+# From a clone, through a local tap (docs/macos.md has the details):
+#   brew tap-new "$USER/stageload"
+#   cp packaging/stageload.rb "$(brew --repository "$USER/stageload")/Formula/"
+#   HOMEBREW_STAGELOAD_GIT="file://$PWD" brew install --HEAD "$USER/stageload/stageload"
+#   sudo brew services start stageload
+#
+# HOMEBREW_STAGELOAD_GIT picks the repository to build (brew passes
+# HOMEBREW_* variables through to formulae); without it the formula builds
+# the URL below, which a published tap sets to the project's repository.
+class Stageload < Formula
+  desc "Memory-aware job queue and memory history daemon for shared Macs"
+  homepage "https://github.com/stageload/stageload"
+  head ENV.fetch("HOMEBREW_STAGELOAD_GIT", "https://github.com/stageload/stageload.git"),
+       branch: "main"
+
+  depends_on "cmake" => :build
+  depends_on "pkgconf" => :build
+  depends_on "cjson"
+  depends_on "libuv"
+  depends_on "sqlite"
+
+  def install
+    system "cmake", "-S", ".", "-B", "build", "-DSTAGELOAD_TESTS=OFF", *std_cmake_args
+    system "cmake", "--build", "build"
+    system "cmake", "--install", "build"
+    # The LaunchDaemon files, for an install outside brew services.
+    pkgshare.install "launchd"
+  end
+
+  # `sudo brew services start stageload` makes this a LaunchDaemon in the
+  # system domain. The daemon creates /var/db/stageload itself and binds
+  # /var/run/stageload.sock (mode 0666; every request is authorised by the
+  # peer's credentials), the same paths launchd/install.sh uses, so clients
+  # find it either way. Jobs run in their own sessions, so stopping the
+  # service does not take them down.
+  service do
+    run [opt_bin/"stageloadd", "--socket", "/var/run/stageload.sock",
+         "--db", "/var/db/stageload/stageload.db"]
+    require_root true
+    keep_alive true
+    process_type :interactive
+    error_log_path var/"log/stageloadd.log"
+    log_path var/"log/stageloadd.log"
+  end
+
+  def caveats
+    <<~EOS
+      stageloadd runs as root so it can run queued jobs as the users who
+      submitted them:
+        sudo brew services start stageload
+      Or install the LaunchDaemon directly (logs in /var/log/stageload):
+        sudo #{opt_pkgshare}/launchd/install.sh --prefix #{HOMEBREW_PREFIX}
+      Use one of the two, not both: they serve the same socket.
+    EOS
+  end
+
+  test do
+    assert_match "stageload", shell_output("#{bin}/stageloadd --version")
+    sock = testpath/"sl.sock"
+    pid = spawn bin/"stageloadd", "--socket", sock.to_s, "--db", (testpath/"sl.db").to_s
+    begin
+      100.times do
+        break if sock.exist?
+
+        sleep 0.1
+      end
+      assert_match "free_pct", shell_output("#{bin}/stageloadctl --socket #{sock} info --json")
+    ensure
+      Process.kill("TERM", pid)
+      Process.wait(pid)
+    end
+  end
+end
