@@ -1,0 +1,86 @@
+"""The database's filesystem fills up: the daemon keeps sampling, shows the
+error in `info`, logs it once, writes the samples it kept once space returns
+(and logs that once), and the database stays intact. Needs root for a small
+tmpfs.
+"""
+
+import errno
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from sltest import Client, Daemon, poll, skip  # noqa: E402
+
+
+def fill(path):
+    """Write zeros until the filesystem is full."""
+    block = b"\0" * 65536
+    with open(path, "wb") as f:
+        while True:
+            try:
+                f.write(block)
+                f.flush()
+            except OSError as e:
+                if e.errno == errno.ENOSPC:
+                    return
+                raise
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root to mount a small tmpfs for the database", root_only=True)
+    d = Daemon(interval="0.1")
+    mnt = os.path.join(d.dir, "dbfs")
+    os.makedirs(mnt)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        d.cleanup()
+        skip("cannot mount a tmpfs here: " + r.stderr.strip(), root_only=True)
+    try:
+        d.db = os.path.join(mnt, "sl.db")
+        d.args[d.args.index("--db") + 1] = d.db
+        with d:
+            c = Client(d.socket)
+            poll(lambda: c.call("info")["sample"], what="a first sample")
+            assert c.call("info")["storage_error"] is None
+
+            filler = os.path.join(mnt, "filler")
+            full_from = int(time.time() * 1000)
+            fill(filler)
+            err = poll(lambda: c.call("info")["storage_error"], timeout=15,
+                       what="info to report the storage error")
+            assert "full" in err, err
+            # Sampling goes on while storage fails.
+            a = c.call("info")["sample"]["sampled_at_ms"]
+            poll(lambda: c.call("info")["sample"]["sampled_at_ms"] > a, timeout=5,
+                 what="samples to go on while the disk is full")
+            assert d.alive()
+
+            os.unlink(filler)
+            full_until = int(time.time() * 1000)
+            poll(lambda: c.call("info")["storage_error"] is None, timeout=15,
+                 what="the storage error to clear once space returns")
+            log = d.log_text()
+            assert log.count("sampling goes on") == 1, log
+            assert log.count("storage works again") == 1, log
+
+            # The samples taken while the disk was full were kept and written.
+            h = c.call("history", {"since_ms": full_from, "until_ms": full_until,
+                                   "step_ms": 1000})
+            n = sum(b["n"] for b in h["buckets"])
+            span_s = (full_until - full_from) / 1000.0
+            assert n >= span_s * 10 * 0.5, (n, span_s, h["buckets"])
+            c.close()
+            assert d.stop() == 0
+            assert d.integrity() == "ok", d.integrity()
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+        d.cleanup()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
