@@ -55,6 +55,30 @@ check_reply(char *line, size_t len)
 	free(line);
 }
 
+/* Forwarding a message as a notification keeps method and params. */
+static void
+check_notification(const struct proto_msg *in)
+{
+	cJSON *copy =
+	    in->params != NULL ? cJSON_Duplicate(in->params, 1) : NULL;
+	struct proto_msg m;
+	const char *cause;
+	size_t len = 0;
+	char *line;
+
+	line = proto_encode_notification(in->method, copy, &len);
+	if (line == NULL)
+		return;
+	CHECK(len > 0 && line[len - 1] == '\n');
+	CHECK(proto_utf8_valid(line, len));
+	CHECK(proto_parse(line, len - 1, &m, &cause) == 0);
+	CHECK(m.kind == PROTO_NOTIFICATION);
+	CHECK(strcmp(m.method, in->method) == 0);
+	CHECK((m.params == NULL) == (in->params == NULL));
+	proto_msg_free(&m);
+	free(line);
+}
+
 static void
 check_units(const char *s)
 {
@@ -188,6 +212,8 @@ on_line(void *arg, char *line, size_t len)
 		out = proto_encode_error(m.id, PROTO_E_METHOD, m.method, &rlen);
 		check_reply(out, rlen);
 	}
+	if (m.kind != PROTO_RESPONSE)
+		check_notification(&m);
 	proto_msg_free(&m);
 	return 0;
 }
@@ -212,6 +238,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc_whole =
 	    proto_reader_feed(&r, (const char *)data, size, on_line, &whole);
 	CHECK(r.cap <= max_line + 1);
+	/* A framing error is final. */
+	if (rc_whole == PROTO_FRAME_TOO_LONG || rc_whole == PROTO_FRAME_UTF8)
+		CHECK(proto_reader_feed(&r, "{}\n", 3, on_line, &whole) ==
+		      rc_whole);
 	proto_reader_free(&r);
 
 	/* The same bytes in small pieces give the same lines and verdict. */

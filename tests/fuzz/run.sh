@@ -19,9 +19,13 @@ mkdir -p "$build/crashes"
 status=0
 for t in "${targets[@]}"; do
 	mkdir -p "$build/corpus-$t"
+	dict=()
+	if [ -f "$src/tests/fuzz/$t.dict" ]; then
+		dict=(-dict="$src/tests/fuzz/$t.dict")
+	fi
 	echo "== fuzz_$t for ${secs}s"
 	"$build/bin/fuzz_$t" -max_total_time="$secs" -max_len=4096 \
-		-timeout=10 -print_final_stats=1 \
+		-timeout=10 -print_final_stats=1 "${dict[@]}" \
 		-artifact_prefix="$build/crashes/$t-" \
 		"$build/corpus-$t" "$src/tests/fuzz/corpus/$t" || status=$?
 done
