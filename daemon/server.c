@@ -361,7 +361,9 @@ server_client_count(struct daemon *d)
 	return d->server != NULL ? d->server->nclients : 0;
 }
 
-/* Connections of one uid; a scan is cheap next to the hello it guards. */
+/* Connections of one uid that have completed hello; a scan is cheap next
+ * to the hello it guards. Counting only greeted ones means a burst of
+ * connections is admitted in hello order, up to the cap. */
 static int
 server_uid_count(struct server *srv, uid_t uid)
 {
@@ -369,7 +371,7 @@ server_uid_count(struct server *srv, uid_t uid)
 	int n = 0;
 
 	for (i = 0; i < srv->nclients; i++)
-		if (srv->clients[i]->peer.uid == uid)
+		if (srv->clients[i]->hello && srv->clients[i]->peer.uid == uid)
 			n++;
 	return n;
 }
@@ -395,7 +397,7 @@ client_request(struct client *c, struct proto_msg *m)
 		return;
 	}
 	if (is_hello && c->peer.uid != 0 &&
-	    server_uid_count(c->srv, c->peer.uid) > cfg->max_clients_per_uid) {
+	    server_uid_count(c->srv, c->peer.uid) >= cfg->max_clients_per_uid) {
 		snprintf(cause, sizeof cause,
 		         "too many connections for uid %u (limit %d)",
 		         (unsigned)c->peer.uid, cfg->max_clients_per_uid);
