@@ -3,9 +3,10 @@
  * the 24 h / 1 min history query over 30 days of data.
  *
  * Every sample goes through the real store API (store_add_sample, then
- * store_flush every --flush-every samples, store_prune every simulated
- * hour with the default retention), exactly as the daemon drives it; no
- * bulk insert shortcut. The samples are synthetic but vary like real ones
+ * store_flush every --flush-every samples, default 4 = every 2 s as the
+ * sampler does, store_prune and store_checkpoint every simulated hour with
+ * the default retention), as the daemon drives it; no bulk insert
+ * shortcut. The samples are synthetic but vary like real ones
  * (free % and available drift, swap steps, pressure changes).
  *
  * usage: bench_store [--days N] [--flush-every N] [--dir DIR] [--runs N]
@@ -217,7 +218,7 @@ time_query(struct store *s, int64_t until, int64_t span_ms, int64_t step_ms,
 int
 main(int argc, char **argv)
 {
-	int days = 30, flush_every = 20, runs = 100, i;
+	int days = 30, flush_every = 4, runs = 100, i;
 	const char *dir = NULL;
 	char tmpl[] = "/tmp/sl-bench-store-XXXXXX", path[512], cause[256];
 	struct store_retention ret;

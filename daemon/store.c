@@ -317,7 +317,7 @@ store_pragma_int(sqlite3 *db, const char *sql, int64_t *out)
 static int
 store_check_identity(struct store *s, char *cause, size_t causelen)
 {
-	int64_t app_id, version, nobjects;
+	int64_t app_id = 0, version = 0, nobjects = 0;
 	int rc;
 
 	if ((rc = store_pragma_int(s->db, "PRAGMA application_id", &app_id)) !=
@@ -355,7 +355,7 @@ static int
 store_migrate(struct store *s, char *cause, size_t causelen)
 {
 	char sql[64], what[64];
-	int64_t version;
+	int64_t version = 0;
 	int rc;
 
 	/* Up to date: no write lock needed to open. */
