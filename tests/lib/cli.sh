@@ -120,3 +120,10 @@ status_of() {
 	"$@" || rc=$?
 	echo "$rc"
 }
+
+# For `ctl_exec ARGS... &`: the background job is stageloadctl itself, so
+# $! is its pid and signals sent to it reach it (a function would leave a
+# subshell in between).
+ctl_exec() {
+	exec "$SL_BIN/stageloadctl" --socket "$SOCK" "$@"
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Attached jobs: stageloadctl run/guard against the real daemon with a
+# fixture proc root. Exit codes pass through (0, 7, a signal), the queue
+# line while waiting, admission when memory frees up, a swap-budget kill
+# (124), a requeue with --retry-on-breach, SIGINT reaching the command, and
+# a daemon killed and restarted under a running command.
+. "$(dirname "$0")/lib/cli.sh"
+sl_setup
+sl_start_daemon
+cd "$SL_TMP/work"
+
+# free_is PCT: the daemon has sampled that free %
+free_is() { [ "$(jget "$(ctl info --json)" 'j["free_pct"]')" = "$1" ]; }
+swap_used_is() { [ "$(jget "$(ctl info --json)" 'j["swap_used_bytes"]')" = "$1" ]; }
+# the state of job ID
+state_of() { jget "$(ctl show --json "$1")" 'j["state"]'; }
+last_id() { jget "$(ctl status --all --json)" 'max(x["id"] for x in j["jobs"])'; }
+
+# --- exit statuses pass through ---
+rc=0; ctl run -- sh -c 'exit 0' || rc=$?
+[ "$rc" = 0 ] || fail "run of exit 0 gave $rc"
+rc=0; ctl guard -- sh -c 'exit 7' || rc=$?
+[ "$rc" = 7 ] || fail "guard of exit 7 gave $rc"
+rc=0; ctl run -- sh -c 'kill -USR1 $$' || rc=$?
+[ "$rc" = 138 ] || fail "run of a command killed by SIGUSR1 gave $rc, want 138"
+id=$(last_id)
+j=$(ctl show --json "$id")
+[ "$(jget "$j" 'j["state"]')" = exited ] || fail "daemon state after a signal: $j"
+[ "$(jget "$j" 'j["signal"]')" = 10 ] || fail "daemon did not record SIGUSR1: $j"
+rc=0; ctl run -- ./no-such-command 2>/dev/null || rc=$?
+[ "$rc" = 127 ] || fail "run of a missing command gave $rc, want 127"
+out=$(ctl run -- sh -c 'echo "out $STAGELOAD_JOB_ID"; pwd')
+[ "$out" = "out
+$SL_TMP/work" ] || [ "$(echo "$out" | tail -1)" = "$SL_TMP/work" ] || fail "run output/cwd: $out"
+ok "exit statuses pass through and the daemon's record matches"
+
+# --- waiting: the queue line, then admission when free rises ---
+sl_meminfo 4194304 # 25%
+poll 5 free_is 25 || fail "25% not seen"
+ctl_exec run --wait-free 40 -- sh -c 'echo ran' >"$SL_TMP/run.out" 2>"$SL_TMP/run.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+queued_line() { grep -q "^queued: position 1 of 1, free 25% < 40%$" "$SL_TMP/run.err"; }
+poll 5 queued_line || fail "no queue line: $(cat "$SL_TMP/run.err")"
+[ ! -s "$SL_TMP/run.out" ] || fail "the command ran while free was below 40%"
+sl_meminfo 8388608 # 50%
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 0 ] || fail "admitted run exited $rc: $(cat "$SL_TMP/run.err")"
+[ "$(cat "$SL_TMP/run.out")" = ran ] || fail "the command did not run after admission"
+grep -q "admitted after" "$SL_TMP/run.err" || fail "no admission line: $(cat "$SL_TMP/run.err")"
+ok "waits with a queue line, runs once free is enough"
+
+# --- Ctrl-C while queued cancels the job ---
+sl_meminfo 4194304
+poll 5 free_is 25 || fail "25% not seen"
+ctl_exec run --wait-free 40 -- touch never >/dev/null 2>"$SL_TMP/int.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q "^queued:" "$SL_TMP/int.err" || fail "no queue line"
+q=$(last_id)
+kill -INT "$runner"
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 130 ] || fail "SIGINT while queued gave $rc, want 130"
+[ "$(state_of "$q")" = cancelled ] || fail "job $q not cancelled: $(state_of "$q")"
+[ ! -e never ] || fail "a cancelled command ran"
+sl_meminfo 8388608
+poll 5 free_is 50 || fail "50% not seen"
+ok "SIGINT while queued cancels"
+
+# --- SIGINT reaches the running command ---
+ctl_exec run -- sh -c 'trap "echo got-int; exit 5" INT; echo ready; while :; do sleep 0.05; done' \
+	>"$SL_TMP/sig.out" 2>&1 &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q ready "$SL_TMP/sig.out" || fail "command did not start"
+kill -INT "$runner"
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 5 ] || fail "command's trap exit 5 not passed through: $rc"
+grep -q got-int "$SL_TMP/sig.out" || fail "SIGINT did not reach the command"
+ok "SIGINT is forwarded to the command"
+
+# --- a swap-budget breach kills it: 124 ---
+sl_meminfo 8388608 4194304
+poll 5 swap_used_is 0 || fail "swap 0 not seen"
+ctl_exec guard --swap-budget 100M -- sh -c 'echo $$ >>../pids; echo ready; exec sleep 60' \
+	>"$SL_TMP/b.out" 2>"$SL_TMP/b.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q ready "$SL_TMP/b.out" || fail "command did not start"
+b=$(last_id)
+sl_meminfo 8388608 3989504 # swap used 200M
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 124 ] || fail "breach gave $rc, want 124: $(cat "$SL_TMP/b.err")"
+grep -q "swap grew by 200M, past its budget of 100M" "$SL_TMP/b.err" || fail "breach message: $(cat "$SL_TMP/b.err")"
+j=$(ctl show --json "$b")
+[ "$(jget "$j" 'j["state"]+"/"+str(j["end_reason"])')" = killed/swap_budget ] || fail "record: $j"
+ctl show "$b" | grep -q "stageloadctl wait gives 124" || fail "show of the breach"
+ok "swap-budget breach exits 124 and the record says why"
+
+# --- --retry-on-breach: requeued and run again ---
+sl_meminfo 8388608 4194304
+poll 5 swap_used_is 0 || fail "swap 0 not seen"
+ctl_exec guard --swap-budget 100M --retry-on-breach 1 -- \
+	sh -c 'echo start >>attempts; echo $$ >>../pids; n=$(wc -l <attempts); [ "$n" -ge 2 ] && exit 0; exec sleep 60' \
+	>/dev/null 2>"$SL_TMP/r.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+first_attempt() { [ -f attempts ] && [ "$(wc -l <attempts)" -ge 1 ]; }
+poll 5 first_attempt || fail "first attempt did not start"
+sl_meminfo 8388608 3989504
+poll 5 grep -q "requeued" "$SL_TMP/r.err" || fail "no requeue: $(cat "$SL_TMP/r.err")"
+sl_meminfo 8388608 4194304
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 0 ] || fail "retried run gave $rc: $(cat "$SL_TMP/r.err")"
+[ "$(wc -l <attempts)" = 2 ] || fail "attempts: $(wc -l <attempts)"
+ok "--retry-on-breach runs it again"
+
+# --- the daemon dies and comes back under a running command ---
+ctl_exec run -- sh -c 'echo ready; while [ ! -e go ]; do sleep 0.05; done; exit 4' \
+	>"$SL_TMP/d.out" 2>"$SL_TMP/d.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q ready "$SL_TMP/d.out" || fail "command did not start"
+d=$(last_id)
+kill -KILL "$SL_DPID"
+wait "$SL_DPID" 2>/dev/null || true
+poll 5 grep -q "lost the daemon" "$SL_TMP/d.err" || fail "CLI did not notice: $(cat "$SL_TMP/d.err")"
+kill -0 "$runner" || fail "the CLI gave up without a daemon"
+sl_start_daemon
+poll 15 grep -q "reconnected" "$SL_TMP/d.err" || fail "CLI did not reconnect: $(cat "$SL_TMP/d.err")"
+touch go
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 4 ] || fail "after a daemon restart the run gave $rc, want 4"
+j=$(ctl show --json "$d")
+[ "$(jget "$j" 'j["state"]+"/"+str(j["exit_code"])')" = exited/4 ] || fail "record after restart: $j"
+ok "survives a daemon restart and reports the exit"
+
+echo PASS
