@@ -107,7 +107,7 @@ print_table_sizes(const char *path)
 	if (sqlite3_prepare_v2(
 	        db,
 	        "SELECT name, sum(pgsize) FROM dbstat GROUP BY name "
-	        "ORDER BY 2 DESC",
+	        "HAVING sum(pgsize) > 65536 ORDER BY 2 DESC",
 	        -1, &st, NULL) != SQLITE_OK) {
 		printf("  (dbstat not available: no per-table sizes)\n");
 		sqlite3_close(db);

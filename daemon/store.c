@@ -26,6 +26,7 @@
 #define STORE_BUSY_TIMEOUT_MS 50
 #define STORE_SAMPLE_CAP 7200      /* one hour at 0.5 s */
 #define STORE_JOB_SAMPLE_CAP 16384 /* several jobs for a while */
+#define STORE_TOTALS_EVERY_MS (3600 * 1000)
 
 #ifndef SQLITE_OPEN_NOFOLLOW
 #define SQLITE_OPEN_NOFOLLOW 0
@@ -173,8 +174,8 @@ struct store {
 
 	struct sys_sample last; /* latest sample seen, committed or not */
 	int have_last;
-	/* totals of the last committed row that carried them */
-	int64_t written_total, written_swap_total;
+	/* totals of the last row that carried them, and its time */
+	int64_t written_total, written_swap_total, written_totals_ms;
 
 	sqlite3_stmt *begin, *commit, *rollback;
 	sqlite3_stmt *ins_sample, *ins_job_sample;
@@ -607,6 +608,7 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 	s->sbuf = calloc(s->scap, sizeof *s->sbuf);
 	s->jbuf = calloc(s->jcap, sizeof *s->jbuf);
 	s->written_total = s->written_swap_total = -1;
+	s->written_totals_ms = 0;
 	if (s->path == NULL || s->sbuf == NULL || s->jbuf == NULL) {
 		rc = -ENOMEM;
 		goto fail;
@@ -810,18 +812,19 @@ rollup_emit(struct store *s, int tier, struct rollup_acc *a)
 
 /* Insert one buffered sample; *inserted is 0 for a duplicate timestamp. */
 static int
-store_insert_sample(struct store *s, const struct sys_sample *ss,
-                    int force_totals, int *inserted)
+store_insert_sample(struct store *s, const struct sys_sample *ss, int *inserted)
 {
 	sqlite3_stmt *st = s->ins_sample;
 	int64_t total = clamp_u64(ss->total_bytes);
 	int64_t swap_total = clamp_u64(ss->swap_total_bytes);
 	int with_totals, rc;
 
-	/* Totals rarely change: store them only when they do, and once per
-	 * batch so the latest value is always close to the end. */
-	with_totals = force_totals || total != s->written_total ||
-	              swap_total != s->written_swap_total;
+	/* Totals rarely change: store them when they do, on the first row
+	 * after open, and hourly, so the latest value is never far back. */
+	with_totals = total != s->written_total ||
+	              swap_total != s->written_swap_total ||
+	              ss->ts_ms < s->written_totals_ms ||
+	              ss->ts_ms - s->written_totals_ms >= STORE_TOTALS_EVERY_MS;
 	sqlite3_bind_int64(st, 1, ss->ts_ms);
 	sqlite3_bind_int64(st, 2, store_free_bp(ss->free_pct));
 	sqlite3_bind_int64(st, 3, clamp_u64(ss->available_bytes));
@@ -845,6 +848,7 @@ store_insert_sample(struct store *s, const struct sys_sample *ss,
 	if (*inserted && with_totals) {
 		s->written_total = total;
 		s->written_swap_total = swap_total;
+		s->written_totals_ms = ss->ts_ms;
 	}
 	return rc;
 }
@@ -855,6 +859,7 @@ store_flush(struct store *s, char *cause, size_t causelen)
 	struct rollup_acc acc[NTIERS];
 	int64_t saved_total = s->written_total;
 	int64_t saved_swap_total = s->written_swap_total;
+	int64_t saved_totals_ms = s->written_totals_ms;
 	const char *what = "beginning the transaction";
 	size_t i;
 	int t, rc, inserted;
@@ -870,7 +875,7 @@ store_flush(struct store *s, char *cause, size_t causelen)
 		int64_t free_bp, swap, avail;
 
 		what = "inserting a sample";
-		rc = store_insert_sample(s, ss, i == 0, &inserted);
+		rc = store_insert_sample(s, ss, &inserted);
 		if (rc != SQLITE_OK)
 			goto fail;
 		if (!inserted)
@@ -918,6 +923,7 @@ fail:
 	/* The rows carrying totals were rolled back too. */
 	s->written_total = saved_total;
 	s->written_swap_total = saved_swap_total;
+	s->written_totals_ms = saved_totals_ms;
 	return rc;
 }
 

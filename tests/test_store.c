@@ -67,6 +67,16 @@ raw_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
+static int64_t
+count_rows(const char *path, const char *sql)
+{
+	sqlite3 *db = raw_open(path);
+	int64_t v = raw_int(db, sql);
+
+	sqlite3_close(db);
+	return v;
+}
+
 static void
 raw_text(sqlite3 *db, const char *sql, char *buf, size_t len)
 {
@@ -236,6 +246,36 @@ test_reopen_keeps_data(void **state)
 	assert_int_equal(latest.available_bytes, want.available_bytes);
 	assert_int_equal(latest.pressure, want.pressure);
 	assert_true(latest.psi_some_avg10 == want.psi_some_avg10);
+}
+
+/* Totals are stored only when they change (and hourly); the latest
+ * sample read back from disk still carries the right ones. */
+static void
+test_totals_sparse(void **state)
+{
+	struct fixture *f = *state;
+	struct sys_sample ss, got;
+	char cause[256] = "";
+	int64_t i;
+
+	for (i = 0; i < 30; i++) {
+		sample_at(i, &ss);
+		if (i >= 10)
+			ss.swap_total_bytes = 6ULL
+			                      << 30; /* a swap file added */
+		store_add_sample(f->s, &ss);
+	}
+	flush_ok(f->s);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM "
+	                                     "samples WHERE total_bytes "
+	                                     "IS NOT NULL"),
+	                 2);
+	store_close(f->s);
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_latest(f->s, &got), 0);
+	assert_int_equal(got.ts_ms, ss.ts_ms);
+	assert_int_equal(got.total_bytes, 48ULL << 30);
+	assert_int_equal(got.swap_total_bytes, 6ULL << 30);
 }
 
 static void
@@ -482,16 +522,6 @@ test_gap_marker(void **state)
 		assert_int_equal(b[i].gap_before,
 		                 b[i].ts_ms == T0 || b[i].ts_ms == T0 + 120000);
 	free(b);
-}
-
-static int
-count_rows(const char *path, const char *sql)
-{
-	sqlite3 *db = raw_open(path);
-	int64_t v = raw_int(db, sql);
-
-	sqlite3_close(db);
-	return (int)v;
 }
 
 static void
@@ -1121,6 +1151,7 @@ main(void)
 	    T(test_fresh_database),
 	    T(test_reopen_keeps_data),
 	    T(test_latest_empty),
+	    T(test_totals_sparse),
 	    T(test_refuse_foreign),
 	    T(test_history_tiers),
 	    T(test_history_rejects),
