@@ -993,6 +993,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 	cJSON_AddNumberToObject(det, "free_pct", d->last.free_pct);
 	cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
+	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
 	jobs_event(d, j, "admitted", det);
 
 	if (j->attached) {
