@@ -214,8 +214,10 @@ def sc_settle(d, m, c):
     assert not read(d.dir + "/grown") or show(c, j2)["state"] == "queued"
     j = wait_state(c, j2, "running", timeout=15)
     g = os.stat(d.dir + "/grown").st_mtime * 1000
-    # Admitted only after job 1 stopped growing, well before settle time.
-    assert j["admitted_at_ms"] >= g - INTERVAL_MS, (j["admitted_at_ms"], g)
+    # Admitted once job 1 stopped growing (a stall of job 1 on a loaded
+    # machine can look like a pause: hence the second of slack), and well
+    # before the 20 s settle time.
+    assert j["admitted_at_ms"] >= g - 1000, (j["admitted_at_ms"], g)
     assert j["admitted_at_ms"] - g < 10000
     for jid in (j1, j2):
         c.call("cancel", {"id": jid})
