@@ -12,6 +12,7 @@ SL_DPID=
 SL_KILL_PIDS=()
 
 fail() {
+	SL_FAILED=1
 	echo "FAIL: $*" >&2
 	if [ -n "$SL_TMP" ] && [ -f "$SL_TMP/daemon.log" ]; then
 		echo "--- daemon log (last 30 lines) ---" >&2
@@ -25,7 +26,12 @@ ok() {
 }
 
 sl_cleanup() {
-	local p
+	local rc=$? p
+	# set -e can end a test without fail(): show the daemon's side too
+	if [ "$rc" != 0 ] && [ -n "$SL_TMP" ] && [ -f "$SL_TMP/daemon.log" ] && [ -z "${SL_FAILED:-}" ]; then
+		echo "--- exit $rc; daemon log (last 30 lines) ---" >&2
+		tail -n 30 "$SL_TMP/daemon.log" >&2 || true
+	fi
 	for p in "${SL_KILL_PIDS[@]}"; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
@@ -39,7 +45,11 @@ sl_cleanup() {
 			kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
 		done <"$SL_TMP/pids"
 	fi
-	[ -n "$SL_TMP" ] && rm -rf "$SL_TMP"
+	if [ -n "$SL_TMP" ] && [ -n "${SL_KEEP:-}" ]; then
+		echo "kept $SL_TMP" >&2
+	elif [ -n "$SL_TMP" ]; then
+		rm -rf "$SL_TMP"
+	fi
 }
 
 # A memory picture: available and swap free in KiB, of 16 GiB RAM and
