@@ -10,6 +10,10 @@
  * (free % and available drift, swap steps, pressure changes).
  *
  * usage: bench_store [--days N] [--flush-every N] [--dir DIR] [--runs N]
+ *                    [--queries-only]
+ *
+ * --dir keeps the database; --queries-only then times the queries again
+ * on it without generating (same --days).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -208,63 +212,30 @@ time_query(struct store *s, int64_t until, int64_t span_ms, int64_t step_ms,
 	qsort(t, (size_t)runs, sizeof *t, cmp_double);
 	qsort(cpu, (size_t)runs, sizeof *cpu, cmp_double);
 	/* p99 of 100 runs is the 99th value (index 98). */
-	printf("| %-16s | %-3s | %6zu | %7.3f | %7.3f | %7.3f |\n", label, tier,
-	       n, t[runs / 2], t[(runs * 99 + 99) / 100 - 1], cpu[runs / 2]);
+	printf("| %-16s | %-3s | %6zu | %7.3f | %7.3f | %7.3f | %7.3f |\n",
+	       label, tier, n, t[runs / 2], t[(runs * 99 + 99) / 100 - 1],
+	       cpu[runs / 2], cpu[(runs * 99 + 99) / 100 - 1]);
 	free(t);
 	free(cpu);
 	return 0;
 }
 
-int
-main(int argc, char **argv)
+/* Feed days of samples through the store as the daemon would, and report
+ * CPU per sample, bytes per day and the size under the default
+ * retention. */
+static int
+generate(struct store *s, const char *path, int days, int flush_every,
+         int64_t start)
 {
-	int days = 30, flush_every = 4, runs = 100, i;
-	const char *dir = NULL;
-	char tmpl[] = "/tmp/sl-bench-store-XXXXXX", path[512], cause[256];
 	struct store_retention ret;
 	struct sys_sample ss;
 	struct synth m = {50, 0};
-	struct store *s;
-	int64_t start, ts, end, nsamples, day1_bytes = 0;
+	char cause[256];
+	int64_t ts, end = start + days * DAY_MS, nsamples, day1_bytes = 0;
 	double cpu0, cpu_add, cpu_prune = 0, cpu_other = 0, wall0, c;
 	int64_t prune_runs = 0;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--days") == 0 && i + 1 < argc)
-			days = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--flush-every") == 0 && i + 1 < argc)
-			flush_every = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-			runs = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-			dir = argv[++i];
-		else {
-			fprintf(
-			    stderr,
-			    "usage: bench_store [--days N] [--flush-every N] "
-			    "[--dir DIR] [--runs N]\n");
-			return 2;
-		}
-	}
-	if (days < 2 || flush_every < 1 || runs < 1) {
-		fprintf(stderr, "bench_store: need --days >= 2, --flush-every "
-		                ">= 1, --runs >= 1\n");
-		return 2;
-	}
-	if (dir == NULL && (dir = mkdtemp(tmpl)) == NULL) {
-		perror("mkdtemp");
-		return 1;
-	}
-	snprintf(path, sizeof path, "%s/bench.db", dir);
-	if (store_open(&s, path, cause, sizeof cause) != 0) {
-		fprintf(stderr, "store_open: %s\n", cause);
-		return 1;
-	}
 	store_retention_defaults(&ret);
-
-	/* Midnight UTC some day, so days line up with tiers. */
-	start = (1764480000000LL / DAY_MS) * DAY_MS;
-	end = start + days * DAY_MS;
 	nsamples = 0;
 	printf("generating %d days at %d ms through store_add_sample, "
 	       "store_flush every %d samples, store_prune hourly\n",
@@ -343,12 +314,67 @@ main(int argc, char **argv)
 	       (long long)count_rows(path, "rollup_1m"),
 	       (long long)count_rows(path, "rollup_10m"));
 	print_table_sizes(path);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int days = 30, flush_every = 4, runs = 100, queries_only = 0, i;
+	const char *dir = NULL;
+	char tmpl[] = "/tmp/sl-bench-store-XXXXXX", path[512], cause[256];
+	struct store *s;
+	int64_t start, end;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--days") == 0 && i + 1 < argc)
+			days = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--flush-every") == 0 && i + 1 < argc)
+			flush_every = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+			runs = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+			dir = argv[++i];
+		else if (strcmp(argv[i], "--queries-only") == 0)
+			queries_only = 1;
+		else {
+			fprintf(
+			    stderr,
+			    "usage: bench_store [--days N] [--flush-every N] "
+			    "[--dir DIR] [--runs N] [--queries-only]\n");
+			return 2;
+		}
+	}
+	if (days < 2 || flush_every < 1 || runs < 1) {
+		fprintf(stderr, "bench_store: need --days >= 2, --flush-every "
+		                ">= 1, --runs >= 1\n");
+		return 2;
+	}
+	if (queries_only && dir == NULL) {
+		fprintf(stderr, "bench_store: --queries-only needs --dir\n");
+		return 2;
+	}
+	if (dir == NULL && (dir = mkdtemp(tmpl)) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof path, "%s/bench.db", dir);
+	if (store_open(&s, path, cause, sizeof cause) != 0) {
+		fprintf(stderr, "store_open: %s\n", cause);
+		return 1;
+	}
+
+	/* Midnight UTC some day, so days line up with tiers. */
+	start = (1764480000000LL / DAY_MS) * DAY_MS;
+	end = start + days * DAY_MS;
+	if (!queries_only && generate(s, path, days, flush_every, start) != 0)
+		return 1;
 	printf("\nhistory queries, %d runs each, ending at the last sample "
 	       "(ms):\n\n",
 	       runs);
 	printf("| query            | tier | buckets | wall median | wall p99 "
-	       "| CPU median |\n");
-	printf("|---|---|---:|---:|---:|---:|\n");
+	       "| CPU median | CPU p99 |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|\n");
 	if (time_query(s, end, DAY_MS, 60000, runs, "24h / 1min") != 0 ||
 	    time_query(s, end, DAY_MS, 10000, runs, "24h / 10s") != 0 ||
 	    time_query(s, end, HOUR_MS, 1000, runs, "1h / 1s (raw)") != 0 ||

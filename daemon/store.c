@@ -646,13 +646,11 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 
 	if ((rc = store_wal(s, cause, causelen)) != 0)
 		goto fail;
-	rc = sqlite3_exec(
-	    s->db,
-	    "PRAGMA synchronous = NORMAL;"
-	    "PRAGMA journal_size_limit = " /* keep the WAL small after a
-	                                      checkpoint resets it */
-	    "4194304;",
-	    NULL, NULL, NULL);
+	/* The WAL shrinks back to 4 MiB after a checkpoint resets it. */
+	rc = sqlite3_exec(s->db,
+	                  "PRAGMA synchronous = NORMAL;"
+	                  "PRAGMA journal_size_limit = 4194304;",
+	                  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		rc = store_fail(s, rc, "setting pragmas", cause, causelen);
 		goto fail;

@@ -29,6 +29,7 @@ void store_retention_defaults(struct store_retention *r);
 
 int store_open(struct store **sp, const char *path, char *cause,
                size_t causelen);
+/* Closes without flushing: call store_flush first. */
 void store_close(struct store *s);
 
 /* Buffer one system sample (no I/O, no allocation). The buffer holds an
