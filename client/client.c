@@ -419,13 +419,21 @@ parse_sample(const cJSON *o, struct sl_sample *s)
 static void
 parse_event(const cJSON *o, struct sl_event *e)
 {
+	const cJSON *d;
+
 	memset(e, 0, sizeof *e);
 	e->id = get_i64(o, "id", 0);
 	e->ts_ms = get_i64(o, "ts_ms", 0);
 	e->job_id = get_i64(o, "job_id", 0);
 	get_str(o, "user", e->user, sizeof e->user);
 	get_str(o, "kind", e->kind, sizeof e->kind);
-	e->detail = dup_str(o, "detail");
+	/* The daemon sends an object (breach: the triggering sample); keep
+	 * it as compact JSON text so callers need no cJSON. */
+	d = member(o, "detail");
+	if (d != NULL && (cJSON_IsObject(d) || cJSON_IsArray(d)))
+		e->detail = cJSON_PrintUnformatted(d);
+	else
+		e->detail = dup_str(o, "detail");
 }
 
 static void

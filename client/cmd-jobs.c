@@ -422,7 +422,7 @@ print_event(const struct sl_event *e, int json)
 	char t[64], job[32];
 
 	if (json) {
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = cJSON_CreateObject(), *d;
 		char *text;
 		if (o == NULL)
 			return;
@@ -434,7 +434,10 @@ print_event(const struct sl_event *e, int json)
 			cJSON_AddNullToObject(o, "job_id");
 		cJSON_AddStringToObject(o, "user", e->user);
 		cJSON_AddStringToObject(o, "kind", e->kind);
-		if (e->detail != NULL)
+		/* The detail is the daemon's object: pass it on as one. */
+		if (e->detail != NULL && (d = cJSON_Parse(e->detail)) != NULL)
+			cJSON_AddItemToObject(o, "detail", d);
+		else if (e->detail != NULL)
 			cJSON_AddStringToObject(o, "detail", e->detail);
 		else
 			cJSON_AddNullToObject(o, "detail");

@@ -208,7 +208,7 @@ struct sl_event {
 	int64_t job_id; /* 0 when the event is not about a job */
 	char user[64];
 	char kind[32];
-	char *detail; /* malloc'd, may be NULL */
+	char *detail; /* malloc'd, may be NULL: the detail object as JSON */
 };
 
 enum sl_notification_kind {
