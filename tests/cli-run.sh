@@ -79,6 +79,46 @@ rc=0; wait "$runner" || rc=$?
 grep -q got-int "$SL_TMP/sig.out" || fail "SIGINT did not reach the command"
 ok "SIGINT is forwarded to the command"
 
+# --- on a terminal: the queue line is redrawn in place, and Ctrl-C typed
+# at the terminal reaches the command, which owns the terminal ---
+sl_meminfo 4194304 # 25%
+poll 5 free_is 25 || fail "25% not seen"
+python3 - "$SL_BIN/stageloadctl" "$SOCK" "$SL_TMP/proc" <<'EOF2' || fail "run on a terminal"
+import os, pty, select, sys, time
+ctl, sock, proc = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(ctl, [ctl, "--socket", sock, "run", "--wait-free", "40", "--",
+                   "sh", "-c", 'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; while :; do sleep 0.05; done'])
+buf = b""
+deadline = time.monotonic() + 15
+def read_until(marker):
+    global buf
+    while marker not in buf:
+        if time.monotonic() > deadline:
+            raise SystemExit("no %r in %r" % (marker, buf[-400:]))
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                buf += os.read(fd, 65536)
+            except OSError:
+                raise SystemExit("pty closed before %r: %r" % (marker, buf[-400:]))
+read_until(b"\r\x1b[Kqueued: position 1 of 1, free 25% < 40%")
+tmp = os.path.join(proc, ".meminfo.tmp")
+with open(tmp, "w") as f:
+    f.write("MemTotal: 16777216 kB\nMemFree: 8388608 kB\nMemAvailable: 8388608 kB\n"
+            "SwapTotal: 4194304 kB\nSwapFree: 4194304 kB\n")
+os.rename(tmp, os.path.join(proc, "meminfo"))
+read_until(b"ready")
+os.write(fd, b"hi\n")  # the command can read the terminal: it is in front
+read_until(b"read-hi")
+os.write(fd, b"\x03")  # Ctrl-C at the terminal
+read_until(b"got-int")
+_, st = os.waitpid(pid, 0)
+assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 5, st
+EOF2
+ok "on a terminal: queue line in place, the command reads it and gets Ctrl-C"
+
 # --- a swap-budget breach kills it: 124 ---
 sl_meminfo 8388608 4194304
 poll 5 swap_used_is 0 || fail "swap 0 not seen"
