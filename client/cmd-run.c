@@ -639,8 +639,12 @@ cmd_run(struct cli *cli, int argc, char **argv)
 	/* Events tell us when someone cancels the job while it waits. */
 	if (sl_subscribe(r.c, 0, 1, 0, NULL) < 0)
 		return cli_fail(cli);
-	if (sl_submit(r.c, &spec, &sub) < 0)
-		return cli_fail(cli);
+	if (sl_submit(r.c, &spec, &sub) < 0) {
+		/* Refused (a limit, a bad value): the command never ran, and
+		 * 1 could be mistaken for its own status. */
+		rc = cli_fail(cli);
+		return rc == EXIT_ERR ? EXIT_JOB_NOTRUN : rc;
+	}
 	r.id = sub.id;
 	r.queued_since_ms = cli_now_ms();
 

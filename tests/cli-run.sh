@@ -32,6 +32,13 @@ rc=0; ctl run -- ./no-such-command 2>/dev/null || rc=$?
 out=$(ctl run -- sh -c 'echo "out $STAGELOAD_JOB_ID"; pwd')
 [ "$out" = "out
 $SL_TMP/work" ] || [ "$(echo "$out" | tail -1)" = "$SL_TMP/work" ] || fail "run output/cwd: $out"
+# a job the daemon refuses (argv over 256 KiB in all) never runs: 125
+big=()
+for ((i = 0; i < 3000; i++)); do big+=("$(printf '%0100d' "$i")"); done
+rc=0; ctl run -- echo "${big[@]}" >"$SL_TMP/big.out" 2>"$SL_TMP/big.err" || rc=$?
+[ "$rc" = 125 ] || fail "refused run gave $rc, want 125: $(cat "$SL_TMP/big.err")"
+[ ! -s "$SL_TMP/big.out" ] || fail "a refused command ran"
+grep -q "argv" "$SL_TMP/big.err" || fail "refusal message: $(cat "$SL_TMP/big.err")"
 ok "exit statuses pass through and the daemon's record matches"
 
 # --- waiting: the queue line, then admission when free rises ---
