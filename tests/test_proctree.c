@@ -147,12 +147,17 @@ leader_with_setsid_grandchild(void *arg)
 		_exit(1);
 	g = fork();
 	if (g == 0) {
-		char *mem;
+		volatile char *mem;
+		size_t i;
 
 		setsid();
 		if ((mem = malloc(TOUCH_BYTES)) == NULL)
 			_exit(1);
-		memset(mem, 0x5a, TOUCH_BYTES);
+		/* Through a volatile pointer: an optimiser may drop a memset
+		 * of memory that is never read, and nothing would be touched.
+		 */
+		for (i = 0; i < TOUCH_BYTES; i += 4096)
+			mem[i] = 0x5a;
 		write_pid(p->ready[1], getpid());
 		for (;;)
 			pause();
