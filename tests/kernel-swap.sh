@@ -168,24 +168,48 @@ echo "cgroup v$SWAP_CG_VERSION at $SWAP_CGROUP, limit $LIMIT_MIB MiB; job $HOG_M
 
 budget=$((BUDGET_MIB * 1024 * 1024))
 
+# The id of the newest job (each daemon starts on a fresh database).
+newest_job() {
+	local js
+	js=$(ctl status --all --json) || return 1
+	jget "$js" 'j["jobs"][-1]["id"] if j["jobs"] else exit(1)'
+}
+
 # --- a tight budget: killed on the first sample past it ---
+# kill_run INTERVAL MODE: MODE detached (submit + wait) or attached (run).
 kill_run() {
-	local interval=$1 interval_ms base id js rc saw arrived delta lo hi ev
+	local interval=$1 mode=$2 interval_ms base id js rc saw arrived delta lo hi ev
+	local runpid
 
 	interval_ms=$(python3 -c "print(int(round($interval * 1000)))")
-	echo "== interval ${interval}s: budget $BUDGET_MIB MiB, job swaps ~$((HOG_MIB - LIMIT_MIB)) MiB"
+	echo "== interval ${interval}s, $mode: budget $BUDGET_MIB MiB, job swaps ~$((HOG_MIB - LIMIT_MIB)) MiB"
 	start_daemon "$interval"
 	rm -f "$tmp/term" "$tmp/ready" "$tmp/passed"
 	base=$(settled_swap)
 	swap_watch "$base" "$budget" "$tmp/passed"
 	# Held long enough that only a kill ends it within the test.
-	id=$(submit_hog "${BUDGET_MIB}M" 20000) || die "submit failed"
-	track_job "$id" || die "job $id never got a pid"
-
 	rc=0
-	ctl wait "$id" >/dev/null 2>&1 || rc=$?
-	[ $rc -eq 124 ] && ok "wait gives 124 (killed for its swap budget)" ||
-		bad "wait gave $rc, expected 124"
+	if [ "$mode" = detached ]; then
+		id=$(submit_hog "${BUDGET_MIB}M" 20000) || die "submit failed"
+		track_job "$id" || die "job $id never got a pid"
+		ctl wait "$id" >/dev/null 2>&1 || rc=$?
+		[ $rc -eq 124 ] && ok "wait gives 124 (killed for its swap budget)" ||
+			bad "wait gave $rc, expected 124"
+	else
+		"$BIN/stageloadctl" --socket "$tmp/sl.sock" run -q \
+			--swap-budget "${BUDGET_MIB}M" --wait-free 0 --name swaphog -- \
+			bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$SWAP_CGROUP" \
+			"$HOG" -s 16 -i 50 -H 20000 -t "$tmp/term" -r "$tmp/ready" $HOG_MIB \
+			>"$tmp/run.out" 2>&1 &
+		runpid=$!
+		swap_on_exit "kill -KILL $runpid 2>/dev/null"
+		poll 10 newest_job || die "the attached job never appeared"
+		id=$(newest_job)
+		track_job "$id" || die "job $id never got a pid"
+		wait "$runpid" || rc=$?
+		[ $rc -eq 124 ] && ok "run exits 124 (killed for its swap budget)" ||
+			bad "run exited $rc, expected 124: $(cat "$tmp/run.out")"
+	fi
 
 	saw=$(cat "$tmp/passed" 2>/dev/null)
 	arrived=$(cat "$tmp/term" 2>/dev/null)
@@ -283,8 +307,9 @@ generous_run() {
 	stop_daemon
 }
 
-kill_run 0.5
-kill_run 0.1
+kill_run 0.5 detached
+kill_run 0.1 detached
+kill_run 0.5 attached
 generous_run
 
 echo "$passed passed, $failed failed"
