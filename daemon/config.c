@@ -300,7 +300,7 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 		return set_int(&cfg->max_queued_per_uid, key, v, 1, 1000000,
 		               cause, causelen);
 	if (strcmp(k, "swap_budget") == 0) {
-		size_t b;
+		size_t b = 0;
 		if ((rc = set_size(&b, key, v, 0, UINT64_MAX, cause,
 		                   causelen)) != 0)
 			return rc;
