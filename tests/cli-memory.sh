@@ -82,7 +82,7 @@ import json, sys
 ts = [json.loads(l)["ts_ms"] for l in open(sys.argv[1])]
 assert len(ts) == 4, ts
 gaps = [b - a for a, b in zip(ts, ts[1:])]
-assert all(400 <= g <= 700 for g in gaps), gaps
+assert all(400 <= g <= 1500 for g in gaps), gaps  # never every sample; stalls under load allowed
 EOF
 kill "$hog"
 rc=0
