@@ -27,7 +27,8 @@
 struct client {
 	uv_pipe_t pipe; /* first member: the handle's data is the client */
 	uv_timer_t timer;
-	struct server *srv;
+	struct server *srv; /* NULL once closing: the server may go first */
+	struct daemon *d;
 	uint64_t id;
 	struct peer peer;
 	struct proto_reader reader;
@@ -115,13 +116,23 @@ client_unlink(struct server *srv, struct client *c)
 	}
 }
 
+/*
+ * Other modules hear that a client has gone only here, once its handles are
+ * closed, never from inside client_close(): a module may be walking its own
+ * list of clients when a write fails and closes one, and must not have that
+ * list changed under it. While the daemon stops nothing is announced.
+ */
 static void
 client_closed_cb(uv_handle_t *h)
 {
 	struct client *c = h->data;
+	int i;
 
 	if (--c->handles > 0)
 		return;
+	if (!c->d->stopping)
+		for (i = 0; i < ngone; i++)
+			gone_cbs[i](c->d, c->id);
 	proto_reader_free(&c->reader);
 	free(c);
 }
@@ -130,17 +141,13 @@ client_closed_cb(uv_handle_t *h)
 static void
 client_close(struct client *c)
 {
-	struct server *srv = c->srv;
-	int i;
-
 	if (c->closing)
 		return;
 	c->closing = 1;
-	client_unlink(srv, c);
+	client_unlink(c->srv, c);
+	c->srv = NULL;
 	log_debug("client %llu (uid %u) closed", (unsigned long long)c->id,
 	          (unsigned)c->peer.uid);
-	for (i = 0; i < ngone; i++)
-		gone_cbs[i](srv->d, c->id);
 	uv_read_stop((uv_stream_t *)&c->pipe);
 	uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
 	uv_close((uv_handle_t *)&c->timer, client_closed_cb);
@@ -232,7 +239,7 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		return 0;
 	}
 	rest = len - off;
-	if (c->unwritten + rest > c->srv->d->cfg.max_unread_bytes) {
+	if (c->unwritten + rest > c->d->cfg.max_unread_bytes) {
 		log_info("client %llu (uid %u) does not read its replies "
 		         "(%zu bytes queued); closing it",
 		         (unsigned long long)c->id, (unsigned)c->peer.uid,
@@ -379,7 +386,7 @@ server_uid_count(struct server *srv, uid_t uid)
 static void
 client_request(struct client *c, struct proto_msg *m)
 {
-	struct daemon *d = c->srv->d;
+	struct daemon *d = c->d;
 	const struct config *cfg = &d->cfg;
 	char cause[512];
 	cJSON *result = NULL;
@@ -555,6 +562,7 @@ server_connection_cb(uv_stream_t *ls, int status)
 		return;
 	}
 	c->srv = srv;
+	c->d = srv->d;
 	uv_pipe_init(d->loop, &c->pipe, 0);
 	uv_timer_init(d->loop, &c->timer);
 	c->pipe.data = c;
