@@ -2397,6 +2397,8 @@ load_cb(void *arg, struct job *j)
 	struct jrec *r;
 	char cause[256];
 	uint64_t start;
+	int64_t started_ms;
+	pid_t pid;
 	int fate;
 
 	r = jrec_new(d->jobs, j);
@@ -2436,6 +2438,15 @@ load_cb(void *arg, struct job *j)
 	}
 	if (j->state == JOB_QUEUED)
 		return 0;
+	/* The daemon stopped before it heard the job start: the monitor's
+	 * record says which process it is, so it is followed, not lost. */
+	if (j->pid <= 0 && spawn_started(d->cfg.state_dir, j, &pid, &start,
+	                                 &started_ms) == 0) {
+		j->pid = pid;
+		j->pgid = pid;
+		j->start_time = start;
+		j->started_ms = started_ms;
+	}
 	memset(&st, 0, sizeof st);
 	fate = spawn_check(d->cfg.state_dir, j, &st, cause, sizeof cause);
 	if (fate == SPAWN_RUNNING) {

@@ -31,6 +31,7 @@ extern char **environ;
 
 #define SPAWN_MAGIC 0x534c4d4eU /* "SLMN" */
 #define SPAWN_STATUS_HEADER "stageload-status 1\n"
+#define SPAWN_STARTED_HEADER "stageload-started 1\n"
 
 /* Internal report: the monitor says who it is before anything else. */
 #define SPAWN_MSG_MONITOR 0x100
@@ -77,6 +78,7 @@ struct spawn_failure {
 /* Everything the monitor and the job need, built before fork(). */
 struct spawn_plan {
 	int64_t id;
+	int attempt;
 	char *const *argv;
 	char **envp;
 	const char *cwd;
@@ -88,6 +90,8 @@ struct spawn_plan {
 	char log_path[1024];
 	char status_path[1024];
 	char status_tmp[1040];
+	char started_path[1024];
+	char started_tmp[1040];
 	int report_fd;
 };
 
@@ -108,6 +112,18 @@ spawn_status_path(const char *state_dir, int64_t id, char *buf, size_t len)
 	int n;
 
 	n = snprintf(buf, len, "%s/jobs/%lld.status", state_dir, (long long)id);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int
+spawn_started_path(const char *state_dir, int64_t id, char *buf, size_t len)
+{
+	int n;
+
+	n = snprintf(buf, len, "%s/jobs/%lld.started", state_dir,
+	             (long long)id);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
@@ -312,6 +328,40 @@ spawn_write_status(const struct spawn_plan *p, pid_t pid, uint64_t start_time,
 		return n;
 	}
 	return 0;
+}
+
+/*
+ * Record the job's pid and start time before it may run (it waits on the
+ * go pipe). The daemon commits them only when the monitor's STARTED report
+ * arrives; if the daemon dies before that, the next one finds the job here
+ * instead of calling it lost while it runs. No fsync: this guards against
+ * the daemon dying, and the job does not outlive the machine.
+ */
+static void
+spawn_write_started(const struct spawn_plan *p, pid_t pid, uint64_t start_time)
+{
+	char buf[256];
+	int fd, n;
+
+	n = snprintf(buf, sizeof(buf),
+	             SPAWN_STARTED_HEADER "attempt %d\npid %d\nstart_time "
+	                                  "%llu\nstarted_ms %lld\n",
+	             p->attempt, (int)pid, (unsigned long long)start_time,
+	             (long long)now_ms());
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return;
+	fd = open(p->started_tmp,
+	          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return;
+	if (spawn_write_all(fd, buf, (size_t)n) < 0) {
+		close(fd);
+		unlink(p->started_tmp);
+		return;
+	}
+	close(fd);
+	if (rename(p->started_tmp, p->started_path) == -1)
+		unlink(p->started_tmp);
 }
 
 /* The job's log: never through a link, a regular file with one name,
@@ -546,6 +596,7 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	m.pgid = (int32_t)pid;
 	if (platform_proc_start_time(pid, &m.start_time) < 0)
 		m.start_time = 0;
+	spawn_write_started(p, pid, m.start_time);
 	close(gofds[1]);
 
 	/* Hold nothing of the daemon's: not its terminal, socket or db. */
@@ -682,6 +733,14 @@ spawn_detached(const char *state_dir, const struct job *j,
 		return -ENAMETOOLONG;
 	}
 	snprintf(p.status_tmp, sizeof(p.status_tmp), "%s.tmp", p.status_path);
+	if (spawn_started_path(state_dir, j->id, p.started_path,
+	                       sizeof(p.started_path)) < 0) {
+		snprintf(cause, causelen, "state directory path too long");
+		return -ENAMETOOLONG;
+	}
+	snprintf(p.started_tmp, sizeof(p.started_tmp), "%s.tmp",
+	         p.started_path);
+	p.attempt = j->attempt;
 	if ((rc = spawn_mkdir(state_dir)) < 0 || (rc = spawn_mkdir(dir)) < 0) {
 		snprintf(cause, causelen, "cannot create %s: %s", dir,
 		         strerror(-rc));
@@ -693,6 +752,12 @@ spawn_detached(const char *state_dir, const struct job *j,
 		rc = -errno;
 		snprintf(cause, causelen, "cannot remove old %s: %s",
 		         p.status_path, strerror(-rc));
+		return rc;
+	}
+	if (unlink(p.started_path) == -1 && errno != ENOENT) {
+		rc = -errno;
+		snprintf(cause, causelen, "cannot remove old %s: %s",
+		         p.started_path, strerror(-rc));
 		return rc;
 	}
 
@@ -918,6 +983,71 @@ spawn_status_for(const char *path, const struct job *j, struct spawn_status *st)
 }
 
 int
+spawn_started(const char *state_dir, const struct job *j, pid_t *pid,
+              uint64_t *start_time, int64_t *started_ms)
+{
+	char path[1024], buf[256], *line, *next, *val;
+	long long v, attempt = -1, p = -1, t = -1, ms = 0;
+	ssize_t n;
+	int fd, rc;
+
+	if ((rc = spawn_started_path(state_dir, j->id, path, sizeof(path))) < 0)
+		return rc;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (strncmp(buf, SPAWN_STARTED_HEADER, strlen(SPAWN_STARTED_HEADER)) !=
+	    0)
+		return -EINVAL;
+	for (line = buf + strlen(SPAWN_STARTED_HEADER); *line != '\0';
+	     line = next) {
+		if ((next = strchr(line, '\n')) == NULL)
+			return -EINVAL;
+		*next++ = '\0';
+		if ((val = strchr(line, ' ')) == NULL)
+			continue;
+		*val++ = '\0';
+		v = strtoll(val, NULL, 10);
+		if (strcmp(line, "attempt") == 0)
+			attempt = v;
+		else if (strcmp(line, "pid") == 0)
+			p = v;
+		else if (strcmp(line, "start_time") == 0)
+			t = v;
+		else if (strcmp(line, "started_ms") == 0)
+			ms = v;
+	}
+	/* A record of an earlier attempt is not this one's. */
+	if (attempt != j->attempt)
+		return -ENOENT;
+	if (p <= 1 || t <= 0)
+		return -EINVAL;
+	*pid = (pid_t)p;
+	*start_time = (uint64_t)t;
+	*started_ms = ms;
+	return 0;
+}
+
+/* pid runs (not a zombie) with its start time in *t. Where init does not
+ * reap orphans (some containers), an ended job or monitor stays a zombie
+ * whose start time still reads: that must not pass for running. */
+static int
+spawn_proc_runs(pid_t pid, uint64_t *t)
+{
+	struct proc_info pi;
+
+	if (pid <= 1 || platform_proc_info(pid, &pi) != 0)
+		return 0;
+	*t = pi.start_time;
+	return 1;
+}
+
+int
 spawn_check(const char *state_dir, const struct job *j, struct spawn_status *st,
             char *cause, size_t causelen)
 {
@@ -931,8 +1061,8 @@ spawn_check(const char *state_dir, const struct job *j, struct spawn_status *st,
 		snprintf(cause, causelen, "state directory path too long");
 		return rc;
 	}
-	if (j->pid > 1 && platform_proc_start_time(j->pid, &t) == 0 &&
-	    t == j->start_time && j->start_time != 0)
+	if (spawn_proc_runs(j->pid, &t) && t == j->start_time &&
+	    j->start_time != 0)
 		return SPAWN_RUNNING;
 	if (spawn_status_for(path, j, st))
 		return SPAWN_ENDED;
@@ -941,8 +1071,7 @@ spawn_check(const char *state_dir, const struct job *j, struct spawn_status *st,
 	 * its monitor is still writing the status. A monitor started before
 	 * the job is the real one: a recycled pid started later.
 	 */
-	if (j->monitor_pid > 1 && j->start_time != 0 &&
-	    platform_proc_start_time(j->monitor_pid, &mt) == 0 &&
+	if (j->start_time != 0 && spawn_proc_runs(j->monitor_pid, &mt) &&
 	    mt <= j->start_time)
 		return SPAWN_RUNNING;
 	/* The monitor may have finished between the two looks above. */
