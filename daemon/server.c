@@ -73,7 +73,13 @@ static void client_drain(struct client *c);
 void
 server_on_gone(struct daemon *d, server_gone_cb cb)
 {
+	int i;
+
 	(void)d;
+	/* A module set up again (tests, the dispatch fuzzer) registers once. */
+	for (i = 0; i < ngone; i++)
+		if (gone_cbs[i] == cb)
+			return;
 	if (ngone < SERVER_MAX_GONE)
 		gone_cbs[ngone++] = cb;
 	else

@@ -43,7 +43,8 @@ void server_close_client(struct daemon *d, uint64_t client_id);
 size_t server_client_count(struct daemon *d);
 
 /* Called when a client closes, so modules can drop what they hold for it.
- * Several modules may register (up to 8). */
+ * Several modules may register (up to 8); registering the same callback
+ * again does nothing. */
 typedef void (*server_gone_cb)(struct daemon *d, uint64_t client_id);
 void server_on_gone(struct daemon *d, server_gone_cb cb);
 
