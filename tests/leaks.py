@@ -1,0 +1,239 @@
+"""Leaks: stageloadd under valgrind through a session that touches every
+path that allocates per client or per job, then SIGTERM. valgrind must find
+no error and no definite or indirect leak (it exits 99 otherwise).
+
+The session: hello/info/status/history, sample subscribers (one through
+`stageloadctl meter`), detached jobs (exit code, logs, logs -f, wait),
+cancels of a queued and of a running job, a breach kill, attached jobs
+(normal end; client gone while queued; client gone while running), clients
+that disconnect mid-line, mid-request, with deferred waits and log follows
+outstanding, bad requests, a spawn failure, events -f.
+
+Run by tests/leaks.sh; VALGRIND overrides the valgrind command.
+"""
+
+import glob
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
+
+GIB_KB = 1 << 20
+TOTAL_KB = 16 * GIB_KB
+SWAP_TOTAL_KB = 64 * GIB_KB
+
+
+class Mem:
+    def __init__(self, d):
+        self.d = d
+
+    def set(self, free_pct=80, swap_used_gib=0):
+        write_meminfo(self.d.proc_root, total_kb=TOTAL_KB,
+                      avail_kb=int(TOTAL_KB * free_pct / 100),
+                      swap_total_kb=SWAP_TOTAL_KB,
+                      swap_free_kb=SWAP_TOTAL_KB - swap_used_gib * GIB_KB)
+
+
+def env():
+    return ["PATH=" + os.environ.get("PATH", "/usr/bin:/bin")]
+
+
+def state(c, jid, *states, timeout=30):
+    return poll(lambda: (lambda j: j if j["state"] in states else None)(
+        c.call("show", {"id": jid}, timeout=20)), timeout=timeout, step=0.1,
+        what="job %d to be %s" % (jid, "/".join(states)))
+
+
+def session(d, m):
+    ctl = os.path.join(d.bin, "stageloadctl")
+    c = Client(d.socket, timeout=30)
+    poll(lambda: c.call("info")["sample"], timeout=30, step=0.1, what="a first sample")
+    c.call("status", {"all": True})
+    now = int(time.time() * 1000)
+    c.call("history", {"since_ms": now - 60000, "until_ms": now, "step_ms": 1000})
+
+    # Sample subscribers: one reads a few, one goes away unread.
+    s1 = Client(d.socket, timeout=30)
+    s1.call("subscribe", {"samples": True, "events": True})
+    for _ in range(3):
+        s1.notification("sample", timeout=30)
+    s2 = Client(d.socket, timeout=30)
+    s2.call("subscribe", {"samples": True})
+    s2.close()
+    subprocess.run([ctl, "--socket", d.socket, "meter", "--count", "3"], check=True,
+                   stdout=subprocess.DEVNULL, timeout=60)
+
+    # Detached: an exit code, its log, a wait.
+    j1 = c.call("submit", {"argv": ["sh", "-c", "echo out; echo err >&2; exit 3"],
+                           "cwd": d.dir, "env": env(), "name": "leak-exit"})["id"]
+    w = Client(d.socket, timeout=30)
+    r = w.call("wait", {"id": j1}, timeout=60)
+    assert r["state"] == "exited" and r["exit_code"] == 3, r
+    c.call("logs", {"id": j1})
+    c.call("logs", {"id": j1, "follow": True}, timeout=30)
+    w.close()
+    subprocess.run([ctl, "--socket", d.socket, "logs", str(j1)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=60)
+
+    # A spawn failure.
+    jf = c.call("submit", {"argv": ["/nonexistent/leak"], "cwd": d.dir, "env": env()})["id"]
+    state(c, jf, "failed")
+
+    # A running job followed and waited for by clients that then vanish.
+    j2 = c.call("submit", {"argv": ["sh", "-c", "while :; do echo tick; sleep 0.2; done"],
+                           "cwd": d.dir, "env": env()})["id"]
+    state(c, j2, "running")
+    f = Client(d.socket, timeout=30)
+    f.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"logs","params":{"id":%d,"follow":true}}\n'
+               % j2)
+    f.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"wait","params":{"id":%d}}\n' % j2)
+    f.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"events","params":{"follow":true}}\n')
+    f.read_msg(timeout=30)
+    f.close()
+    # Cancel a running job.
+    c.call("cancel", {"id": j2})
+    state(c, j2, "killed")
+
+    # Cancel a queued job.
+    jq = c.call("submit", {"argv": ["true"], "cwd": d.dir, "env": env(),
+                           "wait_free_pct": 99})["id"]
+    c.call("cancel", {"id": jq})
+    state(c, jq, "cancelled")
+
+    # A breach kill.
+    jb = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env(),
+                           "swap_budget_bytes": 1 << 30})["id"]
+    state(c, jb, "running")
+    m.set(swap_used_gib=2)
+    j = state(c, jb, "killed")
+    assert j["end_reason"] == "swap_budget", j
+    m.set(swap_used_gib=2)
+
+    # Attached: a normal end.
+    a = Client(d.socket, timeout=30)
+    ja = a.call("submit", {"argv": ["sleep", "0.2"], "cwd": d.dir, "attached": True})["id"]
+    a.notification("admitted", timeout=30)
+    p = subprocess.Popen(["sleep", "0.2"], start_new_session=True)
+    a.call("job_pid", {"id": ja, "pid": p.pid})
+    p.wait()
+    a.call("job_exit", {"id": ja, "exit_code": 0})
+    a.close()
+    # Attached, client gone while queued.
+    b = Client(d.socket, timeout=30)
+    jq2 = b.call("submit", {"argv": ["true"], "cwd": d.dir, "attached": True,
+                            "wait_free_pct": 99})["id"]
+    b.notification("queue", timeout=30)
+    b.close()
+    state(c, jq2, "cancelled")
+    # Attached, client gone while running: enforced, then lost.
+    e = Client(d.socket, timeout=30)
+    je = e.call("submit", {"argv": ["sleep"], "cwd": d.dir, "attached": True})["id"]
+    e.notification("admitted", timeout=30)
+    p = subprocess.Popen(["sleep", "1"], start_new_session=True)
+    e.call("job_pid", {"id": je, "pid": p.pid})
+    e.close()
+    p.wait()
+    state(c, je, "lost")
+
+    # The CLI's own attached run.
+    subprocess.run([ctl, "--socket", d.socket, "run", "--", "true"], check=True,
+                   timeout=60)
+
+    # Bad input and clients that leave mid-way.
+    for raw in (b'{"jsonrpc":"2.0","id":1,"method":"nope"}\n',
+                b'{"jsonrpc":"2.0","id":1,"method":"submit","params":{"argv":[1]}}\n',
+                b'not json\n',
+                b'{"jsonrpc":"2.0","id":1,"method":"sta',
+                b'\xff\xfe\n'):
+        x = Client(d.socket, timeout=30)
+        x.send_raw(raw)
+        if raw.endswith(b"\n"):
+            x.read_msg(timeout=30)
+        x.close()
+    y = Client(d.socket, hello=False, timeout=30)
+    y.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}\n'
+               b'{"jsonrpc":"2.0","id":2,"method":"status","params":{"all":true}}\n')
+    y.sock.shutdown(1)
+    y.close()
+    try:
+        c.call("show", {"id": 999999})
+    except RpcError as err:
+        assert err.code == -32003, err
+
+    # A job left running at SIGTERM belongs to its monitor; it is not a leak.
+    jr = c.call("submit", {"argv": ["sleep", "30"], "cwd": d.dir, "env": env()})["id"]
+    state(c, jr, "running")
+    s1.close()
+    c.close()
+    return jr
+
+
+def main():
+    vg = shlex.split(os.environ.get("VALGRIND", "valgrind"))
+    d = Daemon(interval="0.2s", config="grace = 500ms\nsettle = 0\n")
+    m = Mem(d)
+    m.set()
+    vlog = os.path.join(d.dir, "valgrind.%p.log")
+    d.args = vg + ["--leak-check=full", "--show-leak-kinds=definite,indirect",
+                   "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99",
+                   "--child-silent-after-fork=yes", "--track-fds=no",
+                   "--log-file=" + vlog] + d.args
+    ok = False
+    try:
+        logf = open(d.log, "ab")
+        d.proc = subprocess.Popen(d.args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
+        logf.close()
+        poll(d._ready, timeout=60, step=0.1, what="stageloadd under valgrind to answer")
+        t0 = time.monotonic()
+        jr = session(d, m)
+        rc = d.stop(signal.SIGTERM, timeout=120)
+        logs = [p for p in glob.glob(os.path.join(d.dir, "valgrind.*.log"))
+                if p.endswith(".%d.log" % d.proc.pid)]
+        text = open(logs[0]).read() if logs else ""
+        summary = [ln.split("==", 2)[-1].strip() for ln in text.splitlines()
+                   if "definitely lost:" in ln or "indirectly lost:" in ln or
+                   "ERROR SUMMARY" in ln]
+        print("session %.1fs under valgrind; %s" % (time.monotonic() - t0, "; ".join(summary)))
+        if rc != 0 or "ERROR SUMMARY: 0 errors" not in text:
+            sys.stderr.write(text[-20000:])
+            raise AssertionError("valgrind: exit %s (99: errors or leaks)" % rc)
+        # The daemon left the running job to its monitor.
+        assert jr > 0
+        ok = True
+    except BaseException:
+        sys.stderr.write("--- daemon log (tail) ---\n%s\n" % d.log_text()[-6000:])
+        raise
+    finally:
+        if d.alive():
+            d.proc.kill()
+            d.proc.wait()
+        kill_leftovers(d)
+        d.cleanup()
+    print("ok   no leaks" if ok else "FAIL")
+
+
+def kill_leftovers(d):
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
+            cwd = os.readlink("/proc/%s/cwd" % pid)
+        except OSError:
+            continue
+        if d.dir in cmd or cwd.startswith(d.dir):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    main()
