@@ -22,8 +22,8 @@ struct store_retention {
 	int64_t t10s_ms; /* 10 s rollup; default 14 days */
 	int64_t t1m_ms;  /* 1 min rollup; default 90 days */
 	int64_t t10m_ms; /* 10 min rollup; default 2 years */
-	int64_t
-	    jobs_ms; /* ended jobs, their samples and events; default 90 days */
+	/* ended jobs, their samples and events; default 90 days */
+	int64_t jobs_ms;
 };
 void store_retention_defaults(struct store_retention *r);
 
