@@ -1859,7 +1859,7 @@ jobs_ctl_attach(struct daemon *d, const struct peer *p, const cJSON *req_id,
                 size_t causelen)
 {
 	static const char *const known[] = {"id", "pid", NULL};
-	struct proc_info pi;
+	struct proc_info pi, leader;
 	struct jrec *r;
 	struct job *stored;
 	int64_t id, pid;
@@ -1889,6 +1889,18 @@ jobs_ctl_attach(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if (p->uid != 0 && pi.uid != p->uid) {
 		snprintf(cause, causelen,
 		         "process %" PRId64 " belongs to another user", pid);
+		return PROTO_E_PERM;
+	}
+	/* The job's whole process group is signalled, as root: a process of
+	 * the caller's inside another user's group (a root service's worker
+	 * running as this user) must not hand the caller that group. */
+	if (p->uid != 0 && pi.pgid != (pid_t)pid &&
+	    (platform_proc_info(pi.pgid, &leader) != 0 ||
+	     leader.uid != p->uid)) {
+		snprintf(cause, causelen,
+		         "process %" PRId64 " is in process group %d, which is "
+		         "not yours: start the command in a group of its own",
+		         pid, (int)pi.pgid);
 		return PROTO_E_PERM;
 	}
 	if (!r->j->attached || r->j->state != JOB_ADMITTED) {
