@@ -434,27 +434,46 @@ def check_root_manages_b(d, B, R):
 
 
 def check_runs_as_b(d, B, gx, R):
-    """A detached job of B runs as B: uid, gid and exactly B's groups."""
+    """A detached job of B runs as B: uid, gid and exactly B's groups, no
+    capabilities, nothing of the daemon's open, its directory entered as
+    B."""
     b = UserClient(d.socket, B)
-    script = "id -u; id -g; id -G; id -u > ids.txt"
+    script = ("id -u; id -g; id -G; id -u > ids.txt; "
+              "grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status; "
+              "ls -l /proc/$$/fd")
     jb = b.call("submit", {"argv": ["sh", "-c", script], "cwd": B.home,
                            "env": [PATH_ENV]})["id"]
     j = b.call("wait", {"id": jb})
     assert j["state"] == "exited" and j["exit_code"] == 0, j
-    lines = read_log(b, jb).split("\n")
+    logpath = os.path.join(d.dir, "jobs", "%d.log" % jb)
+    lines = read_log(b, jb).splitlines()
     uid, gid, groups = int(lines[0]), int(lines[1]), [int(g) for g in lines[2].split()]
     assert uid == B.uid and gid == B.gid, (lines, B.uid, B.gid)
     assert groups[0] == B.gid and sorted(groups) == sorted([B.gid, gx]), (groups, B.gid, gx)
+    caps = dict(x.split(":") for x in lines if x.startswith("Cap"))
+    assert len(caps) == 4 and all(int(v, 16) == 0 for v in caps.values()), caps
+    # The shell's own descriptors (ls is its child, with no pipe between).
+    fds = dict(x.split(" -> ")[0].split()[-1:] + x.split(" -> ")[1:]
+               for x in lines if " -> " in x)
+    assert fds == {"0": "/dev/null", "1": logpath, "2": logpath}, fds
     st = os.stat(os.path.join(B.home, "ids.txt"))
     assert st.st_uid == B.uid and st.st_gid == B.gid, st
     # Its log: B's, readable by nobody else.
-    st = os.lstat(os.path.join(d.dir, "jobs", "%d.log" % jb))
+    st = os.lstat(logpath)
     assert stat.S_ISREG(st.st_mode) and st.st_nlink == 1, st
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (B.uid, B.gid, 0o600), st
+    log("ok   B's job ran as uid %d gid %d groups %s, no capabilities, fds 0-2 only; "
+        "its log is %d:%d 0600" % (uid, gid, groups, B.uid, B.gid))
+    # The job enters its directory as B: root's private one is refused.
+    private = os.path.join(d.dir, "jobs")
+    assert stat.S_IMODE(os.stat(private).st_mode) & 0o007 == 0
+    jp = b.call("submit", {"argv": ["true"], "cwd": private, "env": [PATH_ENV]})["id"]
+    j = b.call("wait", {"id": jp})
+    assert j["state"] == "failed" and j["end_reason"] == "spawn", j
+    assert "Permission denied" in j["end_detail"], j
     b.close()
-    log("ok   B's job ran as uid %d gid %d groups %s; its log is %d:%d 0600"
-        % (uid, gid, groups, B.uid, B.gid))
-    return jb
+    log("ok   B's job in a directory B may not enter fails: %s" % j["end_detail"])
+    return jp
 
 
 def check_log_links(d, B, R, last_id):
