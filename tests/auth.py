@@ -578,6 +578,10 @@ def check_attached(d, A, B, R):
         n = b.notification("sample")["params"]
         assert n["pid"] == pb.pid and n["nprocs"] == 1, n
         b.call("unsubscribe")
+        rc, out, err = ctl(d, B, "meter", "--count", "1", "--pid", str(pa.pid))
+        assert rc == 77 and out == "", (rc, out, err)
+        rc, out, err = ctl(d, B, "meter", "--count", "1", "--pid", str(pb.pid))
+        assert rc == 0 and json.loads(out)["pid"] == pb.pid, (rc, out, err)
         R.call("subscribe", {"pid": pa.pid})
         n = R.notification("sample")["params"]
         assert n["pid"] == pa.pid, n
