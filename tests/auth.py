@@ -588,7 +588,10 @@ def check_attached(d, A, B, R):
         R.call("unsubscribe")
         R.notes.clear()
 
-        # Root cancels A's running attached job: A's process is ended.
+        # Root may resume A's attached job (and so see all of it), then
+        # cancels it: A's process is ended.
+        j = R.call("resume", {"id": ja})
+        assert j["id"] == ja and j["state"] == "running" and j["argv"] == ["sleep", "60"], j
         j = R.call("cancel", {"id": ja})
         poll(lambda: pa.poll() is not None, what="A's command to be signalled")
         assert pa.returncode == -signal.SIGTERM, pa.returncode
