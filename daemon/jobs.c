@@ -1576,8 +1576,10 @@ jobs_on_sample(struct daemon *d, const struct sys_sample *s)
 		jrec_sample(d, js->v[i], s);
 	jobs_follow_unpiped(d, s->ts_ms);
 	jobs_enforce(d, s);
-	if (js->pending != NULL || d->storage_error[0] != '\0')
-		jobs_retry_storage(d);
+	/* Always: one record's commit can succeed (and clear the error)
+	 * while another's failed, e.g. on a full disk with WAL space left,
+	 * and that one must still be written and its end announced. */
+	jobs_retry_storage(d);
 	jobs_pump_logs(d);
 	jobs_admit(d);
 }
@@ -2409,8 +2411,6 @@ load_cb(void *arg, struct job *j)
 	struct jrec *r;
 	char cause[256];
 	uint64_t start;
-	int64_t started_ms;
-	pid_t pid;
 	int fate;
 
 	r = jrec_new(d->jobs, j);
@@ -2452,13 +2452,8 @@ load_cb(void *arg, struct job *j)
 		return 0;
 	/* The daemon stopped before it heard the job start: the monitor's
 	 * record says which process it is, so it is followed, not lost. */
-	if (j->pid <= 0 && spawn_started(d->cfg.state_dir, j, &pid, &start,
-	                                 &started_ms) == 0) {
-		j->pid = pid;
-		j->pgid = pid;
-		j->start_time = start;
-		j->started_ms = started_ms;
-	}
+	if (j->pid <= 0)
+		(void)spawn_started(d->cfg.state_dir, j);
 	memset(&st, 0, sizeof st);
 	fate = spawn_check(d->cfg.state_dir, j, &st, cause, sizeof cause);
 	if (fate == SPAWN_RUNNING) {

@@ -345,9 +345,10 @@ spawn_write_started(const struct spawn_plan *p, pid_t pid, uint64_t start_time)
 
 	n = snprintf(buf, sizeof(buf),
 	             SPAWN_STARTED_HEADER "attempt %d\npid %d\nstart_time "
-	                                  "%llu\nstarted_ms %lld\n",
+	                                  "%llu\nstarted_ms %lld\nmonitor_pid "
+	                                  "%d\n",
 	             p->attempt, (int)pid, (unsigned long long)start_time,
-	             (long long)now_ms());
+	             (long long)now_ms(), (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return;
 	fd = open(p->started_tmp,
@@ -983,11 +984,10 @@ spawn_status_for(const char *path, const struct job *j, struct spawn_status *st)
 }
 
 int
-spawn_started(const char *state_dir, const struct job *j, pid_t *pid,
-              uint64_t *start_time, int64_t *started_ms)
+spawn_started(const char *state_dir, struct job *j)
 {
 	char path[1024], buf[256], *line, *next, *val;
-	long long v, attempt = -1, p = -1, t = -1, ms = 0;
+	long long v, attempt = -1, p = -1, t = -1, ms = 0, mp = 0;
 	ssize_t n;
 	int fd, rc;
 
@@ -1021,15 +1021,20 @@ spawn_started(const char *state_dir, const struct job *j, pid_t *pid,
 			t = v;
 		else if (strcmp(line, "started_ms") == 0)
 			ms = v;
+		else if (strcmp(line, "monitor_pid") == 0)
+			mp = v;
 	}
 	/* A record of an earlier attempt is not this one's. */
 	if (attempt != j->attempt)
 		return -ENOENT;
 	if (p <= 1 || t <= 0)
 		return -EINVAL;
-	*pid = (pid_t)p;
-	*start_time = (uint64_t)t;
-	*started_ms = ms;
+	j->pid = (pid_t)p;
+	j->pgid = (pid_t)p;
+	j->start_time = (uint64_t)t;
+	j->started_ms = ms;
+	if (j->monitor_pid <= 0)
+		j->monitor_pid = (pid_t)mp;
 	return 0;
 }
 

@@ -107,14 +107,13 @@ int spawn_check(const char *state_dir, const struct job *j,
                 struct spawn_status *st, char *cause, size_t causelen);
 
 /*
- * The pid and start time the monitor of job j (uses id, attempt) recorded
- * just before letting it run (<state_dir>/jobs/<id>.started): for a job the
- * daemon saw admitted but not started, because it stopped before the
- * monitor's STARTED report arrived. 0, or -ENOENT when there is no record
- * of this attempt.
+ * For a job the daemon saw admitted but not started (it stopped before the
+ * monitor's STARTED report arrived): fill j's pid, pgid, start_time,
+ * started_ms and, when unknown, monitor_pid from what its monitor recorded
+ * just before letting it run (<state_dir>/jobs/<id>.started; uses id and
+ * attempt). 0, or -ENOENT when there is no record of this attempt.
  */
-int spawn_started(const char *state_dir, const struct job *j, pid_t *pid,
-                  uint64_t *start_time, int64_t *started_ms);
+int spawn_started(const char *state_dir, struct job *j);
 
 /*
  * Send sig to process group pgid (when > 1) and to each of pids[0..npids)
