@@ -1,5 +1,7 @@
 """Leaks: stageloadd under valgrind through a session that touches every
-path that allocates per client or per job, then SIGTERM. valgrind must find
+path that allocates per client or per job, then SIGTERM. It starts on a
+database that a killed daemon left with jobs running, ended and queued, so
+re-adoption is covered too. valgrind must find
 no error and no definite or indirect leak (it exits 99 otherwise).
 
 The session: hello/info/status/history, sample subscribers (one through
@@ -174,23 +176,60 @@ def session(d, m):
     return jr
 
 
+def before(d):
+    """A plain daemon leaves jobs for the one under valgrind to load: one
+    running (re-adopted), one that ends while no daemon runs (its status
+    read back), one queued. Then it is killed."""
+    d.start()
+    c = Client(d.socket)
+    run = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env(),
+                            "swap_budget_bytes": 1 << 30})["id"]
+    end = c.call("submit", {"argv": ["sh", "-c", "sleep 0.3; exit 4"], "cwd": d.dir,
+                            "env": env()})["id"]
+    state(c, run, "running")
+    state(c, end, "running")
+    queued = c.call("submit", {"argv": ["true"], "cwd": d.dir, "env": env(),
+                               "wait_free_pct": 99})["id"]
+    c.close()
+    d.proc.kill()
+    d.proc.wait()
+    return run, end, queued
+
+
+def after(d, c, m, run, end, queued):
+    j = state(c, end, "exited")
+    assert j["exit_code"] == 4, j
+    m.set(swap_used_gib=4)
+    j = state(c, run, "killed")
+    assert j["end_reason"] == "swap_budget", j
+    c.call("cancel", {"id": queued})
+    state(c, queued, "cancelled")
+
+
 def main():
     vg = shlex.split(os.environ.get("VALGRIND", "valgrind"))
     d = Daemon(interval="0.2s", config="grace = 500ms\nsettle = 0\n")
     m = Mem(d)
     m.set()
     vlog = os.path.join(d.dir, "valgrind.%p.log")
-    d.args = vg + ["--leak-check=full", "--show-leak-kinds=definite,indirect",
+    plain = list(d.args)
+    vgargs = vg + ["--leak-check=full", "--show-leak-kinds=definite,indirect",
                    "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99",
                    "--child-silent-after-fork=yes", "--track-fds=no",
-                   "--log-file=" + vlog] + d.args
+                   "--log-file=" + vlog] + plain
     ok = False
     try:
+        left = before(d)
+        d.args = vgargs
         logf = open(d.log, "ab")
         d.proc = subprocess.Popen(d.args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
         logf.close()
         poll(d._ready, timeout=60, step=0.1, what="stageloadd under valgrind to answer")
         t0 = time.monotonic()
+        c = Client(d.socket, timeout=30)
+        after(d, c, m, *left)
+        c.close()
+        m.set()
         jr = session(d, m)
         rc = d.stop(signal.SIGTERM, timeout=120)
         logs = [p for p in glob.glob(os.path.join(d.dir, "valgrind.*.log"))
