@@ -6,6 +6,9 @@
  * and after the busy clients ran.
  *
  * usage: sl-load SOCKET [-c CLIENTS] [-n REQUESTS] [-i IDLE] [-m METHOD]
+ *                [-d SECONDS]
+ * With -d every client goes on past its REQUESTS until SECONDS have passed
+ * since the busy run started, so the load lasts at least that long.
  * Prints one JSON object with throughput and latency percentiles; exits 1
  * when any request failed, 2 on bad usage.
  */
@@ -45,6 +48,7 @@ static int connected_idle, done_clients, errors, connect_retries;
 static char first_error[256];
 static uint64_t *lat_ns;
 static size_t nlat, lat_cap;
+static uint64_t busy_until_ns; /* -d: keep going until then */
 static uv_loop_t *loop;
 
 static void start_connect(struct lclient *c);
@@ -151,10 +155,23 @@ on_line(void *arg, char *line, size_t len)
 			connected_idle++;
 			return 0;
 		}
-	} else if (nlat < lat_cap) {
-		lat_ns[nlat++] = uv_hrtime() - c->t_sent_ns;
+	} else {
+		uint64_t now = uv_hrtime();
+
+		if (nlat == lat_cap) {
+			uint64_t *nl =
+			    realloc(lat_ns, 2 * lat_cap * sizeof *nl);
+
+			if (nl == NULL)
+				abort();
+			lat_ns = nl;
+			lat_cap *= 2;
+		}
+		lat_ns[nlat++] = now - c->t_sent_ns;
+		if (c->sent >= c->nreq && !c->idle && now < busy_until_ns)
+			c->nreq++;
 	}
-	if (c->sent == c->nreq) {
+	if (c->sent >= c->nreq) {
 		finish(c);
 		return 1;
 	}
@@ -276,7 +293,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: sl-load SOCKET [-c CLIENTS] [-n REQUESTS] "
-	                "[-i IDLE] [-m METHOD]\n");
+	                "[-i IDLE] [-m METHOD] [-d SECONDS]\n");
 }
 
 int
@@ -286,8 +303,10 @@ main(int argc, char **argv)
 	uint64_t t0, t1;
 	double new_before = 0, new_after = 0;
 	int nclients = 200, nreq = 20, nidle = 0, opt, i;
+	double min_secs = 0;
+	size_t want;
 
-	while ((opt = getopt(argc, argv, "c:n:i:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:n:i:m:d:")) != -1) {
 		switch (opt) {
 		case 'c':
 			nclients = atoi(optarg);
@@ -301,18 +320,22 @@ main(int argc, char **argv)
 		case 'm':
 			method = optarg;
 			break;
+		case 'd':
+			min_secs = atof(optarg);
+			break;
 		default:
 			usage();
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || nclients < 1 || nreq < 1 || nidle < 0) {
+	if (optind != argc - 1 || nclients < 1 || nreq < 1 || nidle < 0 ||
+	    !(min_secs >= 0)) {
 		usage();
 		return 2;
 	}
 	sock_path = argv[optind];
 	loop = uv_default_loop();
-	lat_cap = (size_t)nclients * (size_t)nreq;
+	want = lat_cap = (size_t)nclients * (size_t)nreq;
 	lat_ns = calloc(lat_cap, sizeof *lat_ns);
 	busy = calloc((size_t)nclients, sizeof *busy);
 	/* the crowd, then two newcomers (before and after the busy run) */
@@ -329,6 +352,7 @@ main(int argc, char **argv)
 		new_before = newcomer_ms(&idle[nidle]);
 
 	t0 = uv_hrtime();
+	busy_until_ns = t0 + (uint64_t)(min_secs * 1e9);
 	done_clients = 0;
 	for (i = 0; i < nclients; i++)
 		start_client(&busy[i], 0, nreq);
@@ -376,5 +400,5 @@ main(int argc, char **argv)
 	free(busy);
 	free(idle);
 	free(lat_ns);
-	return errors != 0 || nlat != lat_cap;
+	return errors != 0 || nlat < want;
 }
