@@ -257,7 +257,7 @@ kill_run() {
 	# read in flight) and no later than the signal arrived.
 	ev=$(ctl events --json --limit 1000) || die "events failed"
 	if [ -n "$saw" ] && [ -n "$arrived" ]; then
-		python3 - "$ev" "$id" "$base" "$budget" "$saw" "$arrived" <<'EOF'
+		if python3 - "$ev" "$id" "$base" "$budget" "$saw" "$arrived" <<'EOF'
 import json, sys
 evs = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
 jid, base, budget, saw, arrived = map(int, sys.argv[2:])
@@ -274,8 +274,11 @@ print("breach sample: used %d MiB (base %d MiB), growth %d MiB, taken %d ms afte
 ok = growth > budget and used - base > budget and saw - 50 <= at <= arrived
 sys.exit(0 if ok else 1)
 EOF
-		[ $? -eq 0 ] && ok "the breach event holds the triggering sample" ||
+		then
+			ok "the breach event holds the triggering sample"
+		else
 			bad "the breach event's sample does not match what the test saw"
+		fi
 	fi
 	stop_daemon
 }
