@@ -30,7 +30,8 @@ int control_dispatch(struct daemon *d, const struct peer *p, const char *method,
                      const cJSON *req_id, const cJSON *params, cJSON **result,
                      char *cause, size_t causelen);
 
-/* Job method handlers, in jobs.c (see PROTOCOL.md for each). The method
+/* Job method handlers, in jobs-ctl.c, jobs-attached.c (job_pid, job_exit,
+ * resume) and jobs-logs.c (logs); see PROTOCOL.md for each. The method
  * names are those of PROTOCOL.md; jobs_ctl_attach answers job_pid. */
 int jobs_ctl_submit(struct daemon *, const struct peer *, const cJSON *,
                     const cJSON *, cJSON **, char *, size_t);

@@ -1,0 +1,157 @@
+/*
+ * Detached jobs: spawn.c starts each one under a monitor when it is
+ * admitted; the monitor reports its start and end through a pipe, watched
+ * here. A job re-adopted after a restart has no pipe: spawn_check() tells
+ * at every sample whether it still runs.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "jobs-internal.h"
+#include "spawn.h"
+
+struct monitor_poll {
+	struct jobs *js;
+	int64_t job_id;
+	int fd;
+};
+
+static void
+monitor_poll_closed(uv_handle_t *h)
+{
+	struct monitor_poll *mp = h->data;
+
+	close(mp->fd);
+	free(mp);
+	free(h);
+}
+
+void
+jobs_detached_unwatch(struct jrec *r)
+{
+	if (r->poll != NULL) {
+		uv_poll_stop(r->poll);
+		uv_close((uv_handle_t *)r->poll, monitor_poll_closed);
+		r->poll = NULL;
+	}
+}
+
+void
+jobs_detached_ended(struct daemon *d, struct jrec *r,
+                    const struct spawn_status *st)
+{
+	if (st->failed)
+		jrec_end(d, r, JOB_FAILED, "spawn", xstrdup(st->cause));
+	else
+		jrec_proc_exited(d, r, 1, st->exit_code, st->term_signal);
+}
+
+static void
+monitor_poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct monitor_poll *mp = h->data;
+	struct daemon *d = mp->js->d;
+	struct jrec *r = jobs_find(mp->js, mp->job_id);
+	struct spawn_event ev;
+	int rc;
+
+	if (r == NULL || r->poll != h) {
+		uv_poll_stop(h);
+		return;
+	}
+	for (;;) {
+		rc = spawn_read_event(mp->fd, &ev);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			/* The monitor is gone: from now on spawn_check
+			 * tells what became of the job. */
+			jobs_detached_unwatch(r);
+			if (!JOB_STATE_ENDED(r->j->state))
+				r->adopted = 1;
+			return;
+		}
+		switch (ev.kind) {
+		case SPAWN_EV_STARTED:
+			jrec_started(d, r, ev.pid, ev.pgid, ev.start_time,
+			             ev.started_ms);
+			break;
+		case SPAWN_EV_FAILED:
+			jobs_detached_unwatch(r);
+			jrec_end(d, r, JOB_FAILED, "spawn",
+			         xstrdup(ev.status.cause));
+			return;
+		case SPAWN_EV_ENDED:
+			jobs_detached_unwatch(r);
+			jobs_detached_ended(d, r, &ev.status);
+			return;
+		}
+	}
+}
+
+static void
+detached_watch(struct daemon *d, struct jrec *r, int fd)
+{
+	struct monitor_poll *mp = malloc(sizeof *mp);
+	uv_poll_t *h = malloc(sizeof *h);
+
+	if (mp == NULL || h == NULL || uv_poll_init(d->loop, h, fd) != 0) {
+		free(mp);
+		free(h);
+		close(fd);
+		r->adopted = 1;
+		return;
+	}
+	mp->js = d->jobs;
+	mp->job_id = r->j->id;
+	mp->fd = fd;
+	h->data = mp;
+	r->poll = h;
+	uv_poll_start(h, UV_READABLE | UV_DISCONNECT, monitor_poll_cb);
+}
+
+void
+jobs_detached_spawn(struct daemon *d, struct jrec *r)
+{
+	struct job *j = r->j;
+	struct spawn_child child;
+	char cause[256];
+
+	if (spawn_detached(d->cfg.state_dir, j, &child, cause, sizeof cause) !=
+	    0) {
+		jrec_end(d, r, JOB_FAILED, "spawn", xstrdup(cause));
+		return;
+	}
+	j->monitor_pid = child.monitor_pid;
+	jrec_commit(d, r);
+	detached_watch(d, r, child.fd);
+}
+
+void
+jobs_detached_check(struct daemon *d, struct jrec *r)
+{
+	struct job *j = r->j;
+	struct spawn_status st;
+	char cause[256];
+	int fate;
+
+	if (!r->adopted || j->attached ||
+	    (j->state != JOB_RUNNING && j->state != JOB_ADMITTED))
+		return;
+	memset(&st, 0, sizeof st);
+	fate = spawn_check(d->cfg.state_dir, j, &st, cause, sizeof cause);
+	if (fate == SPAWN_ENDED) {
+		jobs_detached_ended(d, r, &st);
+		return;
+	}
+	if (fate == SPAWN_LOST) {
+		if (r->breach_kill)
+			jobs_victim_gone(d, r);
+		jrec_end(d, r, JOB_LOST, "lost",
+		         jobs_fmt_detail("the daemon could not follow it: %s",
+		                         cause));
+	}
+}

@@ -1,0 +1,191 @@
+/*
+ * What the files of the jobs module share; not for other modules (their
+ * contract is jobs.h and the jobs_ctl_* handlers of control.h).
+ *
+ *   jobs.c          the job table, transitions (commit, then announce),
+ *                   admission and the per-sample tick with enforcement
+ *   jobs-kill.c     ending a job's process tree: TERM, grace, KILL
+ *   jobs-detached.c detached jobs: spawning, the monitor's pipe, following
+ *                   re-adopted jobs without one
+ *   jobs-attached.c attached jobs: job_pid, job_exit, resume, client gone
+ *   jobs-adopt.c    start-up: loading unended jobs, re-adoption
+ *   jobs-ctl.c      the other job methods, the wire Job and Event, who may
+ *                   see what, waiters and event followers
+ *   jobs-logs.c     the logs method and following a job's log
+ *
+ * The rules (state machine, admission, breach) are in docs/jobs.md.
+ */
+#ifndef SL_JOBS_INTERNAL_H
+#define SL_JOBS_INTERNAL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "admit.h"
+#include "daemon.h"
+#include "job.h"
+#include "jobs.h"
+#include "proctree.h"
+#include "spawn.h"
+
+#define JOBS_WINDOW 16 /* footprints kept for settle */
+
+/* A job that has not ended (or whose end is not yet committed). */
+struct jrec {
+	struct jobs *js;
+	struct job *j;
+	struct proctree *tree;
+	uint64_t
+	    fp[JOBS_WINDOW]; /* footprints since it started, oldest first */
+	size_t nfp;
+	uint64_t growth_bytes;
+	int64_t growth_restarted_ms; /* 0: growth counts from admission */
+	long position;               /* 1-based while queued */
+	enum admit_wait wait;
+
+	uint64_t client_id;      /* attached: the connection that owns it */
+	int64_t orphan_since_ms; /* attached, no client since (restart) */
+
+	const char *term_reason; /* being terminated: why (static string) */
+	char *term_detail;       /* the paragraph for end_detail */
+	int term_pending;        /* terminate as soon as there is a pid */
+	int breach_kill;         /* the current breach victim */
+	int requeue;             /* breach with retries left */
+	uv_timer_t *kill_timer;
+	int signalled_kill;
+
+	uv_poll_t *poll; /* detached: the monitor's report pipe */
+	int adopted;     /* detached without a pipe: spawn_check each sample */
+
+	int dirty;       /* the store is behind this record */
+	int end_pending; /* ended in memory; announce once committed */
+	int done;        /* ended and announced; kept while kill_timer runs */
+
+	long note_pos, note_of; /* last queue notification sent */
+	int note_free;
+	enum admit_wait note_wait;
+};
+
+struct waiter;         /* jobs-ctl.c */
+struct event_follower; /* jobs-ctl.c */
+struct log_reader;     /* jobs-logs.c */
+struct pending_event;  /* jobs.c */
+
+struct jobs {
+	struct daemon *d;
+	struct jrec **v;
+	size_t n, cap;
+	struct waiter *waiters;
+	struct log_reader *logs;
+	struct event_follower *followers;
+	struct pending_event *pending, **pending_tail;
+	jobs_event_cb event_cb;
+	uv_timer_t *admit_timer;
+	int storage_failed; /* d->storage_error was set by this module */
+};
+
+static inline char *
+xstrdup(const char *s)
+{
+	return s == NULL ? NULL : strdup(s);
+}
+
+static inline int
+jrec_is_live(const struct jrec *r)
+{
+	return !r->done && !r->end_pending;
+}
+
+static inline int
+jrec_holds_memory(const struct jrec *r)
+{
+	return jrec_is_live(r) &&
+	       (r->j->state == JOB_ADMITTED || r->j->state == JOB_RUNNING);
+}
+
+/* ---- jobs.c ---- */
+
+struct jrec *jobs_find(struct jobs *js, int64_t id);
+struct jrec *jrec_new(struct jobs *js, struct job *j);
+/* The queued records in queue order (malloc'd; NULL with *n 0 when none);
+ * also sets every queued record's position. */
+struct jrec **jobs_queue(struct jobs *js, size_t *n);
+void jobs_admit_soon(struct daemon *d);
+void jobs_storage_failed(struct daemon *d, const char *what, const char *cause);
+/* Write the record; on failure it is kept dirty and retried each sample. */
+int jrec_commit(struct daemon *d, struct jrec *r);
+/* Record an event (detail: JSON object, consumed); announced once it is
+ * committed. */
+void jobs_event(struct daemon *d, const struct job *j, const char *kind,
+                cJSON *detail);
+/* The job's process started (attached: job_pid; detached: the monitor). */
+void jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
+                  uint64_t start_time, int64_t started_ms);
+/* End the job in state s; detail is consumed. */
+void jrec_end(struct daemon *d, struct jrec *r, enum job_state s,
+              const char *reason, char *detail);
+void jrec_proc_exited(struct daemon *d, struct jrec *r, int known,
+                      int exit_code, int term_signal);
+void jobs_victim_gone(struct daemon *d, struct jrec *victim);
+char *jobs_fmt_detail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* HH:MM:SS local time; the number of ms when that fails (len >= 21). */
+void jobs_clock_hms(int64_t ms, char *buf, size_t len);
+
+/* ---- jobs-kill.c ---- */
+
+void jobs_kill_signal(struct jrec *r, int sig);
+/* SIGTERM to the tree now, SIGKILL after the grace period. */
+void jobs_kill_term(struct daemon *d, struct jrec *r);
+void jobs_kill_start(struct daemon *d, struct jrec *r, const char *reason,
+                     char *detail);
+void jobs_kill_stop_timer(struct jrec *r);
+
+/* ---- jobs-detached.c ---- */
+
+/* The job was admitted: start its monitor and follow its pipe. */
+void jobs_detached_spawn(struct daemon *d, struct jrec *r);
+/* A re-adopted job without a pipe: has it ended? (each sample) */
+void jobs_detached_check(struct daemon *d, struct jrec *r);
+/* The monitor recorded the job's end (or that it could not start). */
+void jobs_detached_ended(struct daemon *d, struct jrec *r,
+                         const struct spawn_status *st);
+void jobs_detached_unwatch(struct jrec *r);
+
+/* ---- jobs-attached.c ---- */
+
+/* Give up a job whose client did not come back after a restart. */
+void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
+
+/* ---- jobs-adopt.c ---- */
+
+/* Load the unended jobs of the store (*n: how many); < 0 when it fails. */
+int jobs_adopt_load(struct daemon *d, int *n);
+
+/* ---- jobs-ctl.c ---- */
+
+int jobs_ctl_may_see(uid_t viewer, const struct job *j);
+/* The wire Job; r is the live record when there is one. */
+cJSON *jobs_ctl_job_json(const struct job *j, const struct jrec *r,
+                         uid_t viewer, int with_env);
+int jobs_ctl_param_id(const cJSON *params, int64_t *id, char *cause,
+                      size_t causelen);
+int jobs_ctl_lookup(struct daemon *d, int64_t id, struct jrec **r,
+                    struct job **stored, char *cause, size_t causelen);
+void jobs_ctl_answer_waiters(struct daemon *d, struct jrec *r);
+void jobs_ctl_notify_followers(struct daemon *d, const struct store_event *e);
+/* Drop the waiters and event followers of client_id, or all of them. */
+void jobs_ctl_drop(struct jobs *js, uint64_t client_id, int all);
+
+/* ---- jobs-logs.c ---- */
+
+void jobs_logs_pump(struct daemon *d);
+/* Drop the log readers of client_id, or all of them. */
+void jobs_logs_drop(struct jobs *js, uint64_t client_id, int all);
+
+#endif
