@@ -95,38 +95,36 @@ struct spawn_plan {
 	int report_fd;
 };
 
-int
-spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len)
+/* <state_dir>/jobs/<id>.<ext> */
+static int
+spawn_job_path(const char *state_dir, int64_t id, const char *ext, char *buf,
+               size_t len)
 {
 	int n;
 
-	n = snprintf(buf, len, "%s/jobs/%lld.log", state_dir, (long long)id);
+	n = snprintf(buf, len, "%s/jobs/%lld.%s", state_dir, (long long)id,
+	             ext);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int
+spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len)
+{
+	return spawn_job_path(state_dir, id, "log", buf, len);
 }
 
 int
 spawn_status_path(const char *state_dir, int64_t id, char *buf, size_t len)
 {
-	int n;
-
-	n = snprintf(buf, len, "%s/jobs/%lld.status", state_dir, (long long)id);
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return 0;
+	return spawn_job_path(state_dir, id, "status", buf, len);
 }
 
 static int
 spawn_started_path(const char *state_dir, int64_t id, char *buf, size_t len)
 {
-	int n;
-
-	n = snprintf(buf, len, "%s/jobs/%lld.started", state_dir,
-	             (long long)id);
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return 0;
+	return spawn_job_path(state_dir, id, "started", buf, len);
 }
 
 static int
