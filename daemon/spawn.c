@@ -377,13 +377,13 @@ spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
 	          0600);
 	if (fd == -1) {
 		err = errno;
-		snprintf(cause, causelen, "cannot open log %s: %s", p->log_path,
+		snprintf(cause, causelen, "cannot open log %.160s: %s", p->log_path,
 		         strerror(err));
 		return -err;
 	}
 	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
 		snprintf(cause, causelen,
-		         "log %s is not a plain file with one link",
+		         "log %.160s is not a plain file with one link",
 		         p->log_path);
 		close(fd);
 		return -EPERM;
@@ -391,7 +391,7 @@ spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
 	if ((p->drop && fchown(fd, p->uid, p->gid) == -1) ||
 	    fchmod(fd, 0600) == -1 || spawn_set_nonblock(fd, 0) < 0) {
 		err = errno;
-		snprintf(cause, causelen, "cannot prepare log %s: %s",
+		snprintf(cause, causelen, "cannot prepare log %.160s: %s",
 		         p->log_path, strerror(err));
 		close(fd);
 		return -err;
