@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# cmake --install puts the binaries, the header, the library and
+# stageload.pc in place; a program built with nothing but
+# `pkg-config --cflags --libs stageload` talks to the installed daemon.
+. "$(dirname "$0")/lib/cli.sh"
+sl_setup
+
+BUILD=$(cd "$SL_BIN/.." && pwd)
+PREFIX=$SL_TMP/prefix
+cmake --install "$BUILD" --prefix "$PREFIX" >"$SL_TMP/install.log" 2>&1 ||
+	fail "cmake --install failed: $(cat "$SL_TMP/install.log")"
+for f in bin/stageloadd bin/stageloadctl include/stageload.h; do
+	[ -f "$PREFIX/$f" ] || fail "$f not installed"
+done
+pc=$(find "$PREFIX" -name stageload.pc | head -n 1)
+[ -n "$pc" ] || fail "stageload.pc not installed"
+libdir=$(dirname "$(dirname "$pc")")
+ls "$libdir"/libstageload.* >/dev/null 2>&1 || fail "libstageload not in $libdir"
+ok "installed: binaries, header, library, $(basename "$pc")"
+
+export PKG_CONFIG_PATH=$(dirname "$pc")
+flags=$(pkg-config --cflags --libs stageload) || fail "pkg-config stageload"
+# shellcheck disable=SC2086 # flags are words
+cc -Wall -Wextra -Werror -o "$SL_TMP/consumer" \
+	"$SL_SRC/tests/install/consumer.c" $flags ||
+	fail "consumer does not build from the installed files"
+ok "a client builds with pkg-config alone"
+
+SL_BIN=$PREFIX/bin sl_start_daemon
+out=$(LD_LIBRARY_PATH=$libdir "$SL_TMP/consumer" "$SOCK") ||
+	fail "consumer failed: $out"
+case $out in
+"version="*" has_sample="[01]) ok "consumer talks to the installed daemon: $out" ;;
+*) fail "unexpected consumer output: $out" ;;
+esac
