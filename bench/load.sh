@@ -14,5 +14,5 @@ shift || true
 # sl-load holds one descriptor per connection (2,000 here).
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 for iv in "$@"; do
-	python3 "$here/load.py" -b "$build" -c 1000 -n 100 -i 1000 --interval "$iv"
+	python3 "$here/load.py" -b "$build" -c 1000 -n 100 -i 1000 --breaches 10 --interval "$iv"
 done
