@@ -207,6 +207,8 @@ def after(d, c, m, run, end, queued):
 
 
 def main():
+    if os.environ.get("SL_SANITIZE") == "ON":
+        return main_lsan()
     vg = shlex.split(os.environ.get("VALGRIND", "valgrind"))
     d = Daemon(interval="0.2s", config="grace = 500ms\nsettle = 0\n")
     m = Mem(d)
@@ -255,6 +257,41 @@ def main():
         kill_leftovers(d)
         d.cleanup()
     print("ok   no leaks" if ok else "FAIL")
+
+
+def main_lsan():
+    """The same session in an ASan build: valgrind cannot run it, but
+    LeakSanitizer reports at exit and makes the daemon exit non-zero."""
+    d = Daemon(interval="0.2s", config="grace = 500ms\nsettle = 0\n")
+    m = Mem(d)
+    m.set()
+    os.environ["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=99"
+    ok = False
+    try:
+        left = before(d)
+        d.start()
+        c = Client(d.socket, timeout=30)
+        after(d, c, m, *left)
+        c.close()
+        m.set()
+        jr = session(d, m)
+        rc = d.stop(signal.SIGTERM, timeout=120)
+        text = d.log_text()
+        if rc != 0 or "Sanitizer" in text:
+            sys.stderr.write(text[-20000:])
+            raise AssertionError("LeakSanitizer: exit %s (99: leaks)" % rc)
+        assert jr > 0
+        ok = True
+    except BaseException:
+        sys.stderr.write("--- daemon log (tail) ---\n%s\n" % d.log_text()[-6000:])
+        raise
+    finally:
+        if d.alive():
+            d.proc.kill()
+            d.proc.wait()
+        kill_leftovers(d)
+        d.cleanup()
+    print("ok   no leaks (LeakSanitizer)" if ok else "FAIL")
 
 
 def kill_leftovers(d):
