@@ -1,0 +1,473 @@
+"""proto/PROTOCOL.md against the real daemon.
+
+The document is read, not copied: the methods are its "### name" sections,
+the documented parameters and result members are the names it quotes in
+each section, the Sample and Job members are its JSON examples, the Event
+members and the notifications' params are its lists, and the error codes
+are its table. Every method is then called on a private stageloadd, and:
+
+- the method list of hello equals the sections and the "who may call"
+  table;
+- every documented parameter is known to the daemon (never "is not a known
+  parameter"), and an unknown one is refused with -32602 naming it;
+- every documented result member is in the real result, and the Job,
+  Sample and Event objects carry exactly the documented members;
+- every documented notification arrives with its documented params;
+- the documented error codes come back where the document says they do.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
+
+SRC = os.environ.get("SL_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DOC = os.path.join(SRC, "proto", "PROTOCOL.md")
+UNKNOWN = "no_such_param"
+GIB_KB = 1 << 20
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what, file=sys.stderr)
+
+
+# ---- reading the document ----
+
+def sections(text, level):
+    """{title: body} of the headings of one level."""
+    out = {}
+    marker = "#" * level + " "
+    cur = None
+    for line in text.splitlines():
+        if line.startswith("#") and not line.startswith(marker + "#"):
+            if line.startswith(marker):
+                cur = line[len(marker):].strip()
+                out[cur] = []
+                continue
+            if len(line) - len(line.lstrip("#")) <= level:
+                cur = None
+        if cur is not None:
+            out[cur].append(line)
+    return {k: "\n".join(v) for k, v in out.items()}
+
+
+def balanced(text, start):
+    """The balanced {...} starting at text[start]."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    raise AssertionError("unbalanced braces in PROTOCOL.md near: " + text[start:start + 60])
+
+
+def top_keys(obj_text):
+    """The member names at depth 1 of a JSON-like '{...}' of the document:
+    '{"a": 1, "b", "c": {"d"}}' -> {a, b, c}. A quoted name is a key when it
+    follows '{' or ','."""
+    keys = set()
+    depth = 0
+    prev = ""
+    i = 0
+    while i < len(obj_text):
+        ch = obj_text[i]
+        if ch in "{[":
+            depth += 1
+            prev = ch
+        elif ch in "}]":
+            depth -= 1
+            prev = ch
+        elif ch == '"':
+            j = obj_text.index('"', i + 1)
+            if depth == 1 and prev in ("{", ","):
+                keys.add(obj_text[i + 1:j])
+            prev = '"'
+            i = j
+        elif not ch.isspace():
+            prev = ch
+        i += 1
+    return keys
+
+
+def param_names(body):
+    """Names quoted in the method's params paragraph."""
+    m = re.search(r"^params:(.*?)(?:\n\n|$)", body, re.S | re.M)
+    if not m or m.group(1).strip().startswith("none"):
+        return set()
+    text = m.group(1)
+    names = set(re.findall(r"`([a-z_]+)`", text))
+    names |= set(re.findall(r'"([a-z_]+)"\s*[:,}]', text))
+    return names
+
+
+def result_of(body, start=0):
+    """('job', None) when the result is a Job; ('obj', keys) for an object.
+    The result is the first "result:" paragraph from start."""
+    i = body.find("result:", start)
+    assert i >= 0, "no 'result:' in: %s" % body[:80]
+    after = body[i + len("result:"):].lstrip()
+    if re.match(r"(the( final)? )?Job\b", after):
+        return ("job", None)
+    if after.startswith("`{"):
+        return ("obj", top_keys(balanced(after, 1)))
+    raise AssertionError("cannot read the result in: %s" % after[:80])
+
+
+def json_block(body):
+    m = re.search(r"```json\n(.*?)```", body, re.S)
+    return json.loads(m.group(1))
+
+
+def read_doc():
+    text = open(DOC, encoding="utf-8").read()
+    h2 = sections(text, 2)
+    doc = {"methods": sections(h2["Methods"], 3)}
+    objects = sections(h2["Objects"], 3)
+    doc["sample"] = set(json_block(objects["Sample"]))
+    doc["job"] = set(json_block(objects["Job"]))
+    m = re.search(r"Event:\s*`?(\{.*?\})", doc["methods"]["events"], re.S)
+    doc["event"] = top_keys(m.group(1))
+    who = set()
+    for line in h2["Who may call what"].splitlines():
+        m = re.match(r"\|\s*`([a-z_]+)`", line)
+        if m:
+            who.add(m.group(1))
+    doc["who"] = who
+    errors = {}
+    for line in h2["Errors"].splitlines():
+        m = re.match(r"\|\s*(-\d+)\s*\|\s*([^|]+?)\s*\|", line)
+        if m:
+            errors[m.group(2)] = int(m.group(1))
+    doc["errors"] = errors
+    notes = {}
+    for line in h2["Notifications"].splitlines():
+        m = re.match(r"\|\s*`([a-z_]+)`\s*\|([^|]*)\|", line)
+        if m:
+            cell = m.group(2)
+            notes[m.group(1)] = top_keys(cell[cell.index("{"):]) if "{" in cell else None
+    doc["notes"] = notes
+    return doc
+
+
+# ---- talking to the daemon ----
+
+def rpc_error(c, method, params):
+    try:
+        c.call(method, params)
+    except RpcError as e:
+        return e
+    return None
+
+
+def expect_error(c, method, params, code, what):
+    e = rpc_error(c, method, params)
+    check(e is not None and e.code == code,
+          "%s: expected %d, got %s" % (what, code, "a result" if e is None else
+                                       "%d %s" % (e.code, e.message)))
+    return e
+
+
+def check_result(doc, method, got, key=None):
+    kind, keys = result_of(doc["methods"][method]) if key is None else key
+    if kind == "job":
+        check_job(doc, method, got)
+        return
+    missing = keys - set(got)
+    check(not missing, "%s: documented result members missing: %s (got %s)"
+          % (method, sorted(missing), sorted(got)))
+
+
+def check_job(doc, what, job, owner=True, with_env=False):
+    want = set(doc["job"])
+    if not owner:
+        want -= {"argv", "cwd", "env", "end_detail"}
+    got = set(job) - {"env"} if not with_env else set(job)
+    # waiting_for is present only while queued.
+    extra = got - want - ({"waiting_for"} if job.get("state") == "queued" else set())
+    if with_env:
+        extra -= {"env"}
+    check(not (want - got), "%s: Job members missing: %s" % (what, sorted(want - got)))
+    check(not extra, "%s: Job members not documented: %s" % (what, sorted(extra)))
+
+
+def check_note(doc, note, what):
+    check("id" not in note and note.get("jsonrpc") == "2.0",
+          "%s: a notification carries jsonrpc and no id: %r" % (what, note))
+    keys = doc["notes"].get(note["method"])
+    check(note["method"] in doc["notes"], "%s: notification %s not documented"
+          % (what, note["method"]))
+    if keys:
+        got = set(note["params"])
+        check(keys == got, "notification %s: documented %s, sent %s"
+              % (note["method"], sorted(keys), sorted(got)))
+
+
+def spawn_group(argv):
+    """A real command in a process group of its own, as run does."""
+    return subprocess.Popen(argv, start_new_session=True)
+
+
+def main():
+    doc = read_doc()
+    methods = doc["methods"]
+    seen_notes = set()
+
+    with Daemon(extra=["--grace", "1s"]) as d:
+        write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
+        c = Client(d.socket, hello=False)
+        hello = c.call("hello", {"version": 1, "client": "conformance"})
+        check_result(doc, "hello", hello)
+        listed = set(hello["methods"])
+        check(listed == set(methods), "hello lists %s, PROTOCOL.md has sections %s"
+              % (sorted(listed), sorted(methods)))
+        check(listed == doc["who"], "hello lists %s, the 'who may call' table %s"
+              % (sorted(listed), sorted(doc["who"])))
+
+        # Every documented param is known; an unknown one is refused.
+        samples = {
+            "version": 1, "client": "x", "since_ms": 0, "until_ms": 0, "step_ms": 1000,
+            "job_id": 1, "samples": False, "events": False, "pid": os.getpid(),
+            "argv": ["true"], "cwd": "/", "env": [], "attached": False, "name": "x",
+            "priority": 0, "wait_free_pct": 100, "swap_budget_bytes": 0,
+            "expect_bytes": 0, "exclusive": False, "retry_on_breach": 0, "id": 999999,
+            "exit_code": 0, "signal": 15, "all": False, "limit": 1,
+            "offset": 0, "follow": False, "after_id": 0,
+        }
+        for name, body in sorted(methods.items()):
+            params = param_names(body)
+            for p in sorted(params):
+                if name == "hello":
+                    fresh = Client(d.socket, hello=False)
+                    e = rpc_error(fresh, "hello", {"version": 1, p: samples.get(p, 1)})
+                    fresh.close()
+                else:
+                    value = samples.get(p, True)
+                    if name == "show" and p == "env":
+                        value = True
+                    if name == "submit":
+                        # a whole valid job, so nothing else is refused
+                        args = {"argv": ["true"], "cwd": "/", "env": [],
+                                "wait_free_pct": 100}
+                        args[p] = value
+                        e = rpc_error(c, name, args)
+                        if e is None:
+                            pass
+                    else:
+                        e = rpc_error(c, name, {p: value})
+                check(e is None or "is not a known parameter" not in e.message,
+                      "%s: documented param %s is unknown to the daemon: %s"
+                      % (name, p, e and e.message))
+            if name == "hello":
+                fresh = Client(d.socket, hello=False)
+                e = expect_error(fresh, "hello", {"version": 1, UNKNOWN: 1}, -32602,
+                                 "hello with an unknown param")
+                fresh.close()
+            else:
+                e = expect_error(c, name, {UNKNOWN: 1}, -32602, name + " with an unknown param")
+            check(e is None or UNKNOWN in e.message,
+                  "%s: the refusal names the param: %s" % (name, e and e.message))
+        # the queued jobs the loop above left behind (wait_free_pct 100)
+        for j in c.call("status")["jobs"]:
+            if j["state"] == "queued":
+                c.call("cancel", {"id": j["id"]})
+
+        info = c.call("info")
+        check_result(doc, "info", info)
+        poll(lambda: c.call("info")["sample"] is not None, what="a first sample")
+        sample = c.call("info")["sample"]
+        check(set(sample) == doc["sample"], "Sample: documented %s, sent %s"
+              % (sorted(doc["sample"]), sorted(sample)))
+
+        now = int(time.time() * 1000)
+        hist = c.call("history", {"since_ms": now - 60000})
+        check_result(doc, "history", hist)
+        for b in hist["buckets"][:1]:
+            m = re.search(r'"buckets": \[(\{.*?\})\]', methods["history"], re.S)
+            check(set(b) == top_keys(m.group(1)), "history bucket: documented %s, sent %s"
+                  % (sorted(top_keys(m.group(1))), sorted(b)))
+
+        # subscribe: samples and events
+        sub = Client(d.socket)
+        check_result(doc, "subscribe", sub.call("subscribe", {"samples": True, "events": True}))
+        n = sub.notification("sample")
+        check_note(doc, n, "subscribe")
+        check(set(n["params"]) == doc["sample"], "sample notification members")
+        seen_notes.add("sample")
+
+        # submit a detached job: logs, wait, show, status, events, history
+        env = ["PATH=/usr/bin:/bin", "HOME=/"]
+        res = c.call("submit", {"argv": ["sh", "-c", "echo hello; sleep 0.3; echo world"],
+                                "cwd": "/", "env": env, "name": "conf"})
+        check_result(doc, "submit", res)
+        jid = res["id"]
+        lc = Client(d.socket)
+        rid = lc.next_id
+        lc.next_id += 1
+        lc.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "logs",
+                                "params": {"id": jid, "offset": 0, "follow": True}}).encode()
+                    + b"\n")
+        m = lc.response(rid, timeout=20)
+        check("result" in m, "logs: %r" % (m,))
+        kind, keys = result_of(methods["logs"])
+        check(keys <= set(m.get("result", {})), "logs result: documented %s, sent %s"
+              % (sorted(keys), sorted(m.get("result", {}))))
+        logs = [x for x in lc.notes if x.get("method") == "log"]
+        check(logs and "hello" in "".join(x["params"]["data"] for x in logs),
+              "logs: log notifications carry the output")
+        for x in logs[:1]:
+            check_note(doc, x, "logs")
+            seen_notes.add("log")
+        lc.close()
+        final = c.call("wait", {"id": jid}, timeout=20)
+        check_result(doc, "wait", final)
+        check(final["state"] == "exited", "wait: the job exited: %r" % (final,))
+        shown = c.call("show", {"id": jid, "env": True})
+        check_job(doc, "show with env", shown, with_env=True)
+        check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
+        st = c.call("status", {"all": True, "limit": 5})
+        check_result(doc, "status", st)
+        for j in st["jobs"]:
+            check_job(doc, "status", j)
+        ev = c.call("events", {"after_id": 0, "limit": 100})
+        check_result(doc, "events", ev)
+        for e in ev["events"]:
+            check(set(e) == doc["event"], "Event: documented %s, sent %s"
+                  % (sorted(doc["event"]), sorted(e)))
+        kinds_doc = set(re.findall(r"`([a-z_]+)`", methods["events"].split("kinds:")[1]))
+        kinds = {e["kind"] for e in ev["events"]}
+        check(kinds <= kinds_doc, "event kinds not documented: %s" % sorted(kinds - kinds_doc))
+        n = sub.notification("event")
+        check_note(doc, n, "subscribe events")
+        seen_notes.add("event")
+        jh = c.call("history", {"job_id": jid})
+        check_result(doc, "history", jh,
+                     result_of(methods["history"], methods["history"].index("With `job_id`")))
+
+        # cancel a queued job; cancel again is -32005
+        q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": env, "wait_free_pct": 100})
+        check_result(doc, "cancel", c.call("cancel", {"id": q["id"]}))
+        expect_error(c, "cancel", {"id": q["id"]}, doc["errors"]["wrong state"],
+                     "cancel of an ended job")
+        expect_error(c, "show", {"id": 999999}, doc["errors"]["no such job"], "show of no job")
+
+        # an attached job: queue, admitted, job_pid, resume, breach, job_exit
+        a = Client(d.socket)
+        r = a.call("submit", {"argv": ["sleep", "30"], "cwd": "/", "attached": True,
+                              "wait_free_pct": 90, "swap_budget_bytes": 1 << 20})
+        n = a.notification("queue")
+        check_note(doc, n, "attached queued")
+        seen_notes.add("queue")
+        write_meminfo(d.proc_root, avail_kb=15 * GIB_KB, swap_total_kb=4 * GIB_KB,
+                      swap_free_kb=4 * GIB_KB)
+        n = a.notification("admitted")
+        check_note(doc, n, "attached admitted")
+        seen_notes.add("admitted")
+        proc = spawn_group(["sleep", "30"])
+        try:
+            check_result(doc, "job_pid", a.call("job_pid", {"id": r["id"], "pid": proc.pid}))
+            # the client goes and comes back
+            a.close()
+            b = Client(d.socket)
+            check_result(doc, "resume", b.call("resume", {"id": r["id"]}))
+            write_meminfo(d.proc_root, avail_kb=15 * GIB_KB, swap_total_kb=4 * GIB_KB,
+                          swap_free_kb=3 * GIB_KB)
+            n = b.notification("breach", timeout=10)
+            check_note(doc, n, "attached breach")
+            seen_notes.add("breach")
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        sig = -proc.returncode if proc.returncode < 0 else 0
+        params = {"id": r["id"], "signal": sig} if sig else {"id": r["id"],
+                                                            "exit_code": proc.returncode}
+        final = b.call("job_exit", params)
+        check_result(doc, "job_exit", final)
+        check(final["state"] == "killed" and final["end_reason"] == "swap_budget",
+              "breach: killed(swap_budget), got %s(%s)" % (final["state"], final["end_reason"]))
+        b.close()
+        write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
+
+        # metering a pid: process_gone when it ends
+        short = subprocess.Popen(["sleep", "0.5"])
+        sub.call("subscribe", {"pid": short.pid})
+        n = sub.notification("process_gone", timeout=10)
+        short.wait()
+        check_note(doc, n, "subscribe pid")
+        seen_notes.add("process_gone")
+        check_result(doc, "unsubscribe", sub.call("unsubscribe"))
+        sub.close()
+
+        undone = set(doc["notes"]) - seen_notes
+        check(not undone, "documented notifications never seen: %s" % sorted(undone))
+
+        # error codes where the document says they come
+        errs = doc["errors"]
+        raw = Client(d.socket, hello=False)
+        expect_error(raw, "info", None, errs["hello required"], "info before hello")
+        raw.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"hello","params":{"version":2}}\n')
+        m = raw.response(7)
+        check(m.get("error", {}).get("code") == errs["version not supported"]
+              and m["error"].get("data", {}).get("versions") == [1],
+              "hello version 2: -32001 with data.versions [1]: %r" % (m,))
+        raw.call("hello", {"version": 1})
+        expect_error(raw, "hello", {"version": 1}, errs["hello required"], "hello twice")
+        raw.send_raw(b"not json\n")
+        m = raw.read_msg(timeout=5)
+        check(m["error"]["code"] == errs["parse error"], "not JSON: %r" % (m,))
+        raw.send_raw(b'{"jsonrpc":"2.0","id":8,"method":"info","extra":1}\n')
+        m = raw.response(8)
+        check(m["error"]["code"] == errs["invalid request"], "extra member: %r" % (m,))
+        expect_error(raw, "nope", None, errs["method not found"], "unknown method")
+        expect_error(raw, "status", {"limit": 1.5}, errs["invalid params"], "non-integral")
+        expect_error(raw, "subscribe", {"pid": 2 ** 31 - 2}, errs["no such process"],
+                     "subscribe to no process")
+        expect_error(raw, "history", {"since_ms": 0, "until_ms": 10 ** 12, "step_ms": 1},
+                     errs["limit reached"], "too many history buckets")
+        check(raw.call("info")["version"] == 1, "the connection is still usable")
+        raw.close()
+        if os.geteuid() == 0:
+            # permission denied, as another user (who must reach the socket)
+            os.chmod(d.dir, 0o711)
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    u = Client(d.socket)
+                    e = rpc_error(u, "subscribe", {"pid": 1})
+                    code = 0 if e is not None and e.code == errs["permission denied"] else 3
+                except Exception as ex:  # reported by the parent's check
+                    print("as uid 65534: %r" % (ex,), file=sys.stderr)
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0,
+                  "another user metering pid 1 gets permission denied (%r)" % (status,))
+
+        check(d.alive(), "the daemon is still running")
+        check(d.stop() == 0, "the daemon stops cleanly")
+
+    if failures:
+        print("%d failed" % len(failures), file=sys.stderr)
+        sys.exit(1)
+    print("protocol conformance: all methods, objects, notifications and errors as documented")
+
+
+if __name__ == "__main__":
+    main()
