@@ -133,8 +133,9 @@ print_overview(FILE *f)
 	    "\n"
 	    "Sizes: 8G = 8 GiB (powers of 1024). Exit codes: 0 ok, 1 error, 2 "
 	    "usage,\n"
-	    "69 daemon unavailable; run/guard/wait exit with the job's "
-	    "status.\n"
+	    "69 daemon unavailable, 76 other protocol version, 77 permission "
+	    "denied;\n"
+	    "run/guard/wait exit with the job's status.\n"
 	    "See docs/cli.md.\n",
 	    prog, prog, prog, prog, prog, prog, prog, prog);
 }
