@@ -126,7 +126,9 @@ client_unlink(struct server *srv, struct client *c)
  * Other modules hear that a client has gone only here, once its handles are
  * closed, never from inside client_close(): a module may be walking its own
  * list of clients when a write fails and closes one, and must not have that
- * list changed under it. While the daemon stops nothing is announced.
+ * list changed under it. While the daemon stops nothing is announced, nor
+ * is a connection refused before it got an id: to the modules id 0 means
+ * "no client" (every detached job has it).
  */
 static void
 client_closed_cb(uv_handle_t *h)
@@ -136,7 +138,7 @@ client_closed_cb(uv_handle_t *h)
 
 	if (--c->handles > 0)
 		return;
-	if (!c->d->stopping)
+	if (!c->d->stopping && c->id != 0)
 		for (i = 0; i < ngone; i++)
 			gone_cbs[i](c->d, c->id);
 	proto_reader_free(&c->reader);

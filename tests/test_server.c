@@ -1,0 +1,219 @@
+/* The control socket's contract with the modules that keep per-client
+ * state (server.h, server_on_gone): which clients are announced gone. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "daemon.h"
+#include "server.h"
+
+/* When set, the daemon cannot read the credentials of the next peer. */
+static int fail_peercred;
+
+/*
+ * The daemon code is linked into this program, so this definition takes
+ * the place of libc's for it (as the dispatch fuzzer does with kill()).
+ * Only SO_PEERCRED-style reads are failed, and only when asked.
+ */
+int
+getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	static int (*real)(int, int, int, void *, socklen_t *);
+
+	if (fail_peercred && level == SOL_SOCKET) {
+		fail_peercred = 0;
+		errno = EIO;
+		return -1;
+	}
+	if (real == NULL)
+		real = (int (*)(int, int, int, void *, socklen_t *))dlsym(
+		    RTLD_NEXT, "getsockopt");
+	return real(fd, level, name, val, len);
+}
+
+#define MAX_GONE 16
+static uint64_t gone_ids[MAX_GONE];
+static int ngone;
+
+static void
+record_gone(struct daemon *d, uint64_t client_id)
+{
+	(void)d;
+	if (ngone < MAX_GONE)
+		gone_ids[ngone] = client_id;
+	ngone++;
+}
+
+struct fixture {
+	char dir[256];
+	uv_loop_t loop;
+	struct daemon d;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+	const char *tmp = getenv("TMPDIR");
+	char cause[256] = "";
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof f->dir, "%s/sl-server-XXXXXX",
+	         tmp != NULL ? tmp : "/tmp");
+	assert_non_null(mkdtemp(f->dir));
+	assert_int_equal(uv_loop_init(&f->loop), 0);
+	config_defaults(&f->d.cfg, 0);
+	snprintf(f->d.cfg.socket_path, sizeof f->d.cfg.socket_path,
+	         "%s/sl.sock", f->dir);
+	f->d.loop = &f->loop;
+	if (server_start(&f->d, cause, sizeof cause) != 0)
+		fail_msg("server_start: %s", cause);
+	server_on_gone(&f->d, record_gone);
+	ngone = 0;
+	fail_peercred = 0;
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	int i;
+
+	f->d.stopping = 1;
+	server_stop(&f->d);
+	for (i = 0; i < 10; i++)
+		uv_run(&f->loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&f->loop), 0);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Turn the loop until cond() holds; fail after 5 s. */
+static void
+run_until(struct fixture *f, int (*cond)(struct fixture *), const char *what)
+{
+	int64_t deadline = mono_ms() + 5000;
+
+	while (!cond(f)) {
+		if (mono_ms() > deadline)
+			fail_msg("timed out waiting for %s", what);
+		uv_run(&f->loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+}
+
+static int
+connect_client(struct fixture *f)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	assert_true(strlen(f->d.cfg.socket_path) < sizeof sun.sun_path);
+	memcpy(sun.sun_path, f->d.cfg.socket_path,
+	       strlen(f->d.cfg.socket_path) + 1);
+	assert_true((fd = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof sun), 0);
+	return fd;
+}
+
+/* The daemon closed our end: a read returns EOF. */
+static int
+peer_closed(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static int connected_fd = -1;
+
+static int
+cond_closed(struct fixture *f)
+{
+	(void)f;
+	return peer_closed(connected_fd);
+}
+
+static int
+cond_one_client(struct fixture *f)
+{
+	return server_client_count(&f->d) == 1;
+}
+
+static int
+cond_no_client(struct fixture *f)
+{
+	return server_client_count(&f->d) == 0 && ngone > 0;
+}
+
+/*
+ * A connection whose peer cannot be identified is refused before it gets
+ * an id. It was never a client, so nobody may hear that it has gone: to
+ * the modules, client id 0 means "no client" (every detached job has it),
+ * and announcing it would make them drop what belongs to nobody's client,
+ * e.g. cancel every queued detached job as "client_gone".
+ */
+static void
+test_unidentified_peer_is_not_announced(void **state)
+{
+	struct fixture *f = *state;
+	int fd;
+
+	fail_peercred = 1;
+	connected_fd = connect_client(f);
+	run_until(f, cond_closed, "the daemon to refuse the connection");
+	/* Let the close callbacks of the refused connection run. */
+	for (int i = 0; i < 10; i++)
+		uv_run(&f->loop, UV_RUN_NOWAIT);
+	close(connected_fd);
+	assert_int_equal(fail_peercred, 0); /* the failure was reached */
+	assert_int_equal(ngone, 0);
+
+	/* A real client is announced once, with its own non-zero id. */
+	fd = connect_client(f);
+	run_until(f, cond_one_client, "the daemon to accept a client");
+	close(fd);
+	run_until(f, cond_no_client, "the client to be announced gone");
+	assert_int_equal(ngone, 1);
+	assert_true(gone_ids[0] != 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(
+	        test_unidentified_peer_is_not_announced, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
