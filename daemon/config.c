@@ -142,7 +142,7 @@ static int
 set_int(int *dst, const char *key, const char *v, int min, int max, char *cause,
         size_t causelen)
 {
-	long long n;
+	long long n = 0;
 	int rc;
 
 	if ((rc = set_long(&n, key, v, min, max, cause, causelen)) != 0)
@@ -239,7 +239,7 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 {
 	char k[64];
 	size_t i;
-	long long n;
+	long long n = 0;
 	int rc;
 
 	for (i = 0; key[i] != '\0' && i < sizeof k - 1; i++)
