@@ -90,9 +90,10 @@ jobs_kill_term(struct daemon *d, struct jrec *r)
 
 /*
  * Start terminating a running job: reason is what its record will say
- * (detail, malloc'd, is consumed). The reason is committed first so a
- * daemon restart still knows why it ended; enforcement does not wait for
- * that commit to succeed.
+ * (detail, malloc'd, is consumed). The signal goes first: a write can wait
+ * out the busy timeout or a disk stalled by the very swapping being
+ * stopped, and enforcement never waits on storage. The reason is committed
+ * next, so a daemon restart still knows why the job ended.
  */
 void
 jobs_kill_start(struct daemon *d, struct jrec *r, const char *reason,
@@ -104,14 +105,13 @@ jobs_kill_start(struct daemon *d, struct jrec *r, const char *reason,
 	}
 	r->term_reason = reason;
 	r->term_detail = detail;
+	if (r->tree == NULL)
+		r->term_pending = 1;
+	else
+		jobs_kill_term(d, r);
 	if (!r->requeue) {
 		free(r->j->end_reason);
 		r->j->end_reason = xstrdup(reason);
 		jrec_commit(d, r);
 	}
-	if (r->tree == NULL) {
-		r->term_pending = 1;
-		return;
-	}
-	jobs_kill_term(d, r);
 }

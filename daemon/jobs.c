@@ -802,6 +802,8 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	proto_add_int(det, "sampled_at_ms", s->ts_ms);
 	if (para != NULL)
 		cJSON_AddStringToObject(det, "detail", para);
+	/* The signal before any write: enforcement never waits on storage. */
+	jobs_kill_start(d, r, "swap_budget", para);
 	jobs_event(d, j, "breach", det);
 	if (j->attached && r->client_id != 0) {
 		note = cJSON_CreateObject();
@@ -813,7 +815,6 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 		cJSON_AddBoolToObject(note, "requeued", requeued);
 		server_notify(d, r->client_id, "breach", note);
 	}
-	jobs_kill_start(d, r, "swap_budget", para);
 	if (r->tree == NULL && j->attached) {
 		/* Admitted but its client never reported a pid: nothing to
 		 * signal, nothing started. */
@@ -859,13 +860,15 @@ jobs_enforce(struct daemon *d, const struct sys_sample *s)
 		r->j->swap_base_bytes = ej[i].swap_base_bytes;
 		if (ej[i].growth_bytes > r->j->swap_growth_peak_bytes)
 			r->j->swap_growth_peak_bytes = ej[i].growth_bytes;
-		/* The minimum is persisted so a restart measures from it. */
-		if (ej[i].base_changed)
-			jrec_commit(d, r);
 	}
 	/* A job already being terminated (cancel) is not chosen again. */
 	if (victim >= 0 && rs[victim]->term_reason == NULL)
 		jobs_breach(d, rs[victim], s);
+	/* The minimum is persisted so a restart measures from it; after the
+	 * kill, which must not wait for these writes. */
+	for (i = 0; i < n; i++)
+		if (ej[i].base_changed && jrec_is_live(rs[i]))
+			jrec_commit(d, rs[i]);
 	free(ej);
 	free(rs);
 }

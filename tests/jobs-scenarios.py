@@ -295,6 +295,43 @@ def sc_breach_term_kill(d, m, c):
           (t_term - t_breach))
 
 
+def sc_breach_db_locked(d, m, c):
+    """Enforcement never waits on storage: with the database's write lock
+    held by another process (each write then waits out the busy timeout
+    and fails), SIGTERM still follows the breaching sample at once."""
+    import sqlite3
+    m.set(free_pct=80, swap_used_gib=1)
+    mark = d.dir + "/lk.term"
+    script = ("import signal, time\n"
+              "def term(*a):\n"
+              "    open(%r + '.tmp', 'w').write(repr(time.time() * 1000))\n"
+              "    import os; os.rename(%r + '.tmp', %r); raise SystemExit(0)\n"
+              "signal.signal(signal.SIGTERM, term)\n"
+              "open(%r + '.up', 'w').close()\n"
+              "while True: signal.pause()\n" % (mark, mark, mark, mark))
+    jid = c.call("submit", {"argv": [sys.executable, "-c", script], "cwd": d.dir,
+                            "env": env_list(), "swap_budget_bytes": 1 << 30})["id"]
+    wait_state(c, jid, "running")
+    poll(lambda: os.path.exists(mark + ".up"), what="the job to set its handler")
+    db = sqlite3.connect(d.db, isolation_level=None, timeout=5)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        m.set(swap_used_gib=2.5, sync=False)
+        poll(lambda: read(mark), what="SIGTERM to reach the job")
+        t_term = float(read(mark))
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+    br = poll(lambda: [e for e in events_of(c, jid) if e["kind"] == "breach"],
+              what="the breach event once storage works")[0]["detail"]
+    delay = t_term - br["sampled_at_ms"]
+    # Each write waits out the 50 ms busy timeout before it fails; a kill
+    # that waited for the breach's writes would come 100 ms or more late.
+    assert 0 <= delay < 60, "SIGTERM %.0f ms after the breaching sample" % delay
+    wait_state(c, jid, "killed")
+    print("breach with the database locked: SIGTERM %.0f ms after the sample" % delay)
+
+
 def sc_only_breaching_dies(d, m, c):
     m.set(free_pct=80, swap_used_gib=0)
     tight = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
@@ -646,6 +683,7 @@ SCENARIOS = [
     ("expect", sc_expect, {}),
     ("exclusive", sc_exclusive, {}),
     ("breach_term_kill", sc_breach_term_kill, {}),
+    ("breach_db_locked", sc_breach_db_locked, {}),
     ("only_breaching_dies", sc_only_breaching_dies, {}),
     ("growth_from_lowest", sc_growth_from_lowest, {}),
     ("survivors_restart", sc_survivors_restart, {}),
