@@ -4,6 +4,7 @@
  * logs in jobs-logs.c), the wire Job and Event objects and who may see
  * what of them: another user's job shows no argv, cwd, env or detail.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -706,7 +707,8 @@ jobs_ctl_job_history(struct daemon *d, const struct peer *p,
 	struct job_bucket *b = NULL;
 	struct job *stored = NULL;
 	struct jrec *r;
-	int64_t id, since = 0, until = INT64_MAX, step = 0;
+	int64_t id, since = 0, until = INT64_MAX, step = -1, lo, hi;
+	const struct job *j;
 	size_t n = 0, i, kept = 0;
 	char scause[256];
 	cJSON *arr;
@@ -724,11 +726,27 @@ jobs_ctl_job_history(struct daemon *d, const struct peer *p,
 		return rc;
 	if ((rc = jobs_ctl_lookup(d, id, &r, &stored, cause, causelen)) != 0)
 		return rc;
+	if (step < 0) {
+		/* As for system history: about 60 buckets over the span asked,
+		 * or over the job's life, never finer than the samples. */
+		j = stored != NULL ? stored : r->j;
+		lo = since > 0 ? since : j->submitted_ms;
+		hi = until != INT64_MAX ? until
+		     : j->ended_ms > 0  ? j->ended_ms
+		                        : now_ms();
+		step = hi > lo ? (hi - lo) / 60 : 0;
+		if (step < d->cfg.interval_ms)
+			step = d->cfg.interval_ms;
+	}
 	job_free(stored);
-	if (store_job_history(d->store, id, step, &b, &n, scause,
-	                      sizeof scause) != 0) {
-		snprintf(cause, causelen, "storage error: %s", scause);
-		return PROTO_E_STORAGE;
+	if ((rc = store_job_history(d->store, id, step, &b, &n, scause,
+	                            sizeof scause)) != 0) {
+		/* Too many buckets is the protocol's limit, not a failing
+		 * database: asking again would not help. */
+		snprintf(cause, causelen, "%s: %s",
+		         rc == -E2BIG ? "limit reached" : "storage error",
+		         scause);
+		return rc == -E2BIG ? PROTO_E_LIMIT : PROTO_E_STORAGE;
 	}
 	arr = cJSON_CreateArray();
 	for (i = 0; i < n; i++) {

@@ -1212,18 +1212,19 @@ store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
 	if (step_ms > 0)
 		sqlite3_bind_int64(st, 2, step_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == STORE_HISTORY_MAX) {
+			sqlite3_reset(st);
+			free(buf);
+			store_cause(cause, causelen,
+			            "job history: more than %lld buckets; "
+			            "use a larger step",
+			            (long long)STORE_HISTORY_MAX);
+			return -E2BIG;
+		}
 		if (len == cap) {
 			cap = cap == 0 ? 256 : 2 * cap;
-			if (cap > STORE_HISTORY_MAX) {
-				sqlite3_reset(st);
-				free(buf);
-				store_cause(
-				    cause, causelen,
-				    "job history: more than %lld buckets; "
-				    "use a larger step",
-				    (long long)STORE_HISTORY_MAX);
-				return -E2BIG;
-			}
+			if (cap > STORE_HISTORY_MAX)
+				cap = STORE_HISTORY_MAX;
 			if ((nb = realloc(buf, cap * sizeof *buf)) == NULL) {
 				sqlite3_reset(st);
 				free(buf);

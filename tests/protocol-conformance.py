@@ -355,6 +355,14 @@ def main():
         jh = c.call("history", {"job_id": jid})
         check_result(doc, "history", jh,
                      result_of(methods["history"], methods["history"].index("With `job_id`")))
+        # the default step: about 60 buckets over the job's life, never
+        # finer than the sample interval (100 ms here); step_ms 0: raw
+        life = final["ended_at_ms"] - final["submitted_at_ms"]
+        check(jh["step_ms"] == max(100, life // 60),
+              "job history default step: %d for a %d ms job" % (jh["step_ms"], life))
+        raw = c.call("history", {"job_id": jid, "step_ms": 0})
+        check(raw["step_ms"] == 0 and len(raw["buckets"]) >= len(jh["buckets"]),
+              "job history step_ms 0: every sample")
 
         # cancel a queued job; cancel again is -32005
         q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": env, "wait_free_pct": 100})
