@@ -285,8 +285,8 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 		return set_double(&cfg->settle_growth_pct, key, v, 0, 100,
 		                  cause, causelen);
 	if (strcmp(k, "settle_samples") == 0)
-		return set_int(&cfg->settle_samples, key, v, 1, 1000, cause,
-		               causelen);
+		return set_int(&cfg->settle_samples, key, v, 1,
+		               CONFIG_SETTLE_SAMPLES_MAX, cause, causelen);
 	if (strcmp(k, "max_running") == 0)
 		return set_int(&cfg->max_running, key, v, 0, 1000000, cause,
 		               causelen);

@@ -47,6 +47,10 @@ struct config {
 	size_t max_unread_bytes; /* output queued for one client, 16 MiB */
 };
 
+/* Jobs keep this many recent footprints per job to tell when it settled
+ * (jobs-internal.h), so settle_samples can be no larger. */
+#define CONFIG_SETTLE_SAMPLES_MAX 16
+
 void config_defaults(struct config *cfg, int system);
 /* Parse argv (and --config FILE) into cfg. Returns 0 to run, 1 when it
  * printed --help or --version, -EINVAL with cause on bad input. */

@@ -33,7 +33,7 @@
 #include "proctree.h"
 #include "spawn.h"
 
-#define JOBS_WINDOW 16 /* footprints kept for settle */
+#define JOBS_WINDOW CONFIG_SETTLE_SAMPLES_MAX /* footprints kept for settle */
 
 /* A job that has not ended (or whose end is not yet committed). */
 struct jrec {

@@ -8,6 +8,7 @@ Run one scenario with: jobs-scenarios.py NAME...
 
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -219,6 +220,37 @@ def sc_settle(d, m, c):
     # before the 20 s settle time.
     assert j["admitted_at_ms"] >= g - 1000, (j["admitted_at_ms"], g)
     assert j["admitted_at_ms"] - g < 10000
+    for jid in (j1, j2):
+        c.call("cancel", {"id": jid})
+        wait_state(c, jid, "killed")
+
+
+def sc_settle_samples(d, m, c):
+    """Every settle_samples the daemon accepts is honoured: with the most
+    it takes, a job whose footprint stays flat settles after that many
+    samples, long before the settle time; a larger value is refused
+    rather than silently never met (only the settle time would then
+    admit)."""
+    big = Daemon(config="settle_samples = 17\n")
+    try:
+        big.proc = subprocess.Popen(big.args, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+        try:
+            _, err = big.proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("settle_samples = 17 was accepted")
+        assert big.proc.returncode == 2 and "settle_samples" in err, err
+    finally:
+        big.cleanup()
+    m.set(free_pct=80)
+    j1 = submit(c, d, "exec sleep 60")
+    wait_state(c, j1, "running")
+    j2 = submit(c, d, "exec sleep 60")
+    assert show(c, j2)["state"] == "queued"
+    # 16 samples at 100 ms; the settle time is 60 s.
+    j = wait_state(c, j2, "running", timeout=15)
+    assert j["admitted_at_ms"] - show(c, j1)["started_at_ms"] < 15000, j
     for jid in (j1, j2):
         c.call("cancel", {"id": jid})
         wait_state(c, jid, "killed")
@@ -680,6 +712,8 @@ SCENARIOS = [
     ("wait_free", sc_wait_free, {}),
     ("order", sc_order, {}),
     ("settle", sc_settle, {"settle": "20s"}),
+    ("settle_samples", sc_settle_samples,
+     {"settle": "60s", "extra_conf": "settle_samples = 16\n"}),
     ("expect", sc_expect, {}),
     ("exclusive", sc_exclusive, {}),
     ("breach_term_kill", sc_breach_term_kill, {}),
