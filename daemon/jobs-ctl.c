@@ -764,6 +764,7 @@ jobs_ctl_job_history(struct daemon *d, const struct peer *p,
 		}
 		o = cJSON_CreateObject();
 		proto_add_int(o, "ts_ms", b[i].ts_ms);
+		proto_add_int(o, "n", b[i].n);
 		cJSON_AddItemToObject(o, "footprint_bytes",
 		                      mma_json(b[i].footprint_min,
 		                               b[i].footprint_avg,

@@ -526,13 +526,14 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     " " JOB_ENDED_STATES " ORDER BY ended_ms DESC, id DESC LIMIT ?1");
 	PREP(s->job_hist_raw,
 	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
-	     " swap_bytes, swap_bytes, swap_bytes FROM job_samples"
+	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"
 	     " WHERE job_id = ?1 ORDER BY ts_ms");
 	PREP(s->job_hist,
 	     "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
 	     " total(footprint_bytes) / count(*), max(footprint_bytes),"
-	     " min(swap_bytes), total(swap_bytes) / count(*), max(swap_bytes)"
-	     " FROM job_samples WHERE job_id = ?1 GROUP BY b ORDER BY b");
+	     " min(swap_bytes), total(swap_bytes) / count(*), max(swap_bytes),"
+	     " count(*) FROM job_samples WHERE job_id = ?1 GROUP BY b ORDER BY "
+	     "b");
 	PREP(s->ev_ins, "INSERT INTO events (ts_ms, job_id, uid, kind, detail)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"
@@ -1240,6 +1241,7 @@ store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
 		b->swap_min = sqlite3_column_double(st, 4);
 		b->swap_avg = sqlite3_column_double(st, 5);
 		b->swap_max = sqlite3_column_double(st, 6);
+		b->n = sqlite3_column_int64(st, 7);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {

@@ -86,6 +86,7 @@ struct job_bucket {
 	int64_t ts_ms;
 	double footprint_min, footprint_avg, footprint_max;
 	double swap_min, swap_avg, swap_max;
+	int64_t n; /* samples in the bucket */
 };
 int store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
                       struct job_bucket **out, size_t *n, char *cause,

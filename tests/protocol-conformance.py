@@ -360,6 +360,12 @@ def main():
         life = final["ended_at_ms"] - final["submitted_at_ms"]
         check(jh["step_ms"] == max(100, life // 60),
               "job history default step: %d for a %d ms job" % (jh["step_ms"], life))
+        for b in jh["buckets"][:1]:
+            want = top_keys(re.search(r'"buckets": \[(\{.*?\})\]', methods["history"][
+                methods["history"].index("With `job_id`"):], re.S).group(1))
+            check(set(b) == want, "job history bucket: documented %s, sent %s"
+                  % (sorted(want), sorted(b)))
+            check(b["n"] >= 1, "job history bucket counts its samples: %r" % (b,))
         raw = c.call("history", {"job_id": jid, "step_ms": 0})
         check(raw["step_ms"] == 0 and len(raw["buckets"]) >= len(jh["buckets"]),
               "job history step_ms 0: every sample")
