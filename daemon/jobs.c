@@ -861,8 +861,12 @@ jobs_enforce(struct daemon *d, const struct sys_sample *s)
 		if (ej[i].growth_bytes > r->j->swap_growth_peak_bytes)
 			r->j->swap_growth_peak_bytes = ej[i].growth_bytes;
 	}
-	/* A job already being terminated (cancel) is not chosen again. */
-	if (victim >= 0 && rs[victim]->term_reason == NULL)
+	/* A job already being terminated (cancel) is not signalled again,
+	 * but it is the victim all the same: nobody else is chosen while it
+	 * dies, and its exit restarts the survivors' growth. */
+	if (victim >= 0 && rs[victim]->term_reason != NULL)
+		rs[victim]->breach_kill = 1;
+	else if (victim >= 0)
 		jobs_breach(d, rs[victim], s);
 	/* The minimum is persisted so a restart measures from it; after the
 	 * kill, which must not wait for these writes. */

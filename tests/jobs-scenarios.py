@@ -417,6 +417,34 @@ def sc_survivors_restart(d, m, c):
     assert "since its growth restarted" in j["end_detail"], j
 
 
+def sc_cancelled_breacher(d, m, c):
+    """The youngest breaching job is the victim even when a cancel is
+    already terminating it: no other job is chosen while it dies, and once
+    it has exited the survivors' growth restarts, as after any breach
+    kill. The older job must not pay for the growth of the one leaving."""
+    m.set(free_pct=80, swap_used_gib=0)
+    old = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+    wait_state(c, old, "running")
+    mark = d.dir + "/cb.up"
+    # It takes the whole grace to go (ignores SIGTERM, then SIGKILL).
+    young = submit(c, d, "trap '' TERM; echo up > %s; while :; do sleep 0.05; done"
+                   % mark, swap_budget_bytes=1 << 30)
+    wait_state(c, young, "running")
+    poll(lambda: read(mark), what="the young job to ignore TERM")
+    c.call("cancel", {"id": young})
+    m.set(swap_used_gib=1.5)  # both past 1G while the young one is leaving
+    samples(d, 3)
+    assert show(c, old)["state"] == "running"
+    j = wait_state(c, young, "killed", timeout=GRACE_MS / 1000 + 5)
+    assert j["end_reason"] == "cancel", j
+    samples(d, 3)
+    j = show(c, old)
+    assert j["state"] == "running", j
+    assert j["swap_growth_bytes"] == 0, j  # restarted at 1.5G
+    c.call("cancel", {"id": old})
+    wait_state(c, old, "killed")
+
+
 def sc_retry(d, m, c):
     m.set(free_pct=80, swap_used_gib=0)
     starts = d.dir + "/retry.start"
@@ -721,6 +749,7 @@ SCENARIOS = [
     ("only_breaching_dies", sc_only_breaching_dies, {}),
     ("growth_from_lowest", sc_growth_from_lowest, {}),
     ("survivors_restart", sc_survivors_restart, {}),
+    ("cancelled_breacher", sc_cancelled_breacher, {}),
     ("retry", sc_retry, {}),
     ("cancel", sc_cancel, {}),
     ("grandchild", sc_grandchild, {}),
