@@ -164,7 +164,23 @@ jobs_announce_event(struct daemon *d, const struct store_event *e)
 		d->jobs->event_cb(d, e);
 }
 
-/* Commit the events held back by a storage failure, in order. */
+/* The record of the event's job holds a transition it could not commit:
+ * the event waits for it, so nothing is announced before it is on disk. */
+static int
+jobs_event_held(struct jobs *js, const struct store_event *e)
+{
+	size_t i;
+
+	if (e->job_id <= 0)
+		return 0;
+	for (i = 0; i < js->n; i++)
+		if (js->v[i]->j->id == e->job_id && js->v[i]->dirty)
+			return 1;
+	return 0;
+}
+
+/* Commit the events held back by a storage failure, in order. Returns 1
+ * when the first one waits for its job's record (jobs_event_held). */
 static int
 jobs_flush_events(struct daemon *d)
 {
@@ -173,6 +189,8 @@ jobs_flush_events(struct daemon *d)
 	char cause[256];
 
 	while ((p = js->pending) != NULL) {
+		if (jobs_event_held(js, &p->e))
+			return 1;
 		if (store_event_add(d->store, &p->e, cause, sizeof cause) !=
 		    0) {
 			jobs_storage_failed(d, "event", cause);
@@ -903,8 +921,7 @@ jobs_retry_storage(struct daemon *d)
 	struct jobs *js = d->jobs;
 	size_t i;
 
-	if (js->pending != NULL && jobs_flush_events(d) != 0)
-		return;
+	/* Records first: their events wait for them. */
 	for (i = 0; i < js->n; i++) {
 		struct jrec *r = js->v[i];
 		if (r->done || !r->dirty)
@@ -914,6 +931,8 @@ jobs_retry_storage(struct daemon *d)
 		if (r->end_pending)
 			jrec_announce_end(d, r);
 	}
+	if (js->pending != NULL)
+		jobs_flush_events(d);
 }
 
 /* ---- the sample tick ---- */

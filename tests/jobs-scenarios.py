@@ -364,6 +364,51 @@ def sc_breach_db_locked(d, m, c):
     print("breach with the database locked: SIGTERM %.0f ms after the sample" % delay)
 
 
+def sc_event_after_commit(d, m, c):
+    """A transition is committed before it is announced: while the
+    database refuses to record that a job started (a trigger fails that
+    one update), the started event is neither stored nor sent to event
+    followers; both come once the record is written."""
+    import sqlite3
+    m.set(free_pct=80)
+    db = sqlite3.connect(d.db, isolation_level=None, timeout=5)
+    db.execute("CREATE TRIGGER sl_test_fault BEFORE UPDATE ON jobs "
+               "WHEN NEW.state = 'running' "
+               "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
+    follower = Client(d.socket)
+    follower.call("events", {"follow": True})
+    try:
+        jid = submit(c, d, "exec sleep 60")
+        wait_state(c, jid, "running")  # in memory
+        samples(d, 3)  # a retry at every sample, each refused
+
+        def stored():
+            row = db.execute("SELECT state FROM jobs WHERE id = ?", (jid,)).fetchone()
+            kinds = [k for (k,) in db.execute(
+                "SELECT kind FROM events WHERE job_id = ? ORDER BY id", (jid,))]
+            return row[0], kinds
+        state, kinds = stored()
+        assert state == "admitted", state
+        assert "started" not in kinds, kinds
+        while True:
+            try:
+                n = follower.notification("event", timeout=0.3)
+            except (AssertionError, OSError):
+                break
+            assert not (n["params"]["job_id"] == jid and
+                        n["params"]["kind"] == "started"), n
+    finally:
+        db.execute("DROP TRIGGER IF EXISTS sl_test_fault")
+    poll(lambda: stored() == ("running", ["submitted", "admitted", "started"]),
+         what="the record, then its event, to be written")
+    poll(lambda: follower.notification("event").get("params", {}).get("kind") == "started",
+         what="the started event to reach the follower")
+    db.close()
+    follower.close()
+    c.call("cancel", {"id": jid})
+    wait_state(c, jid, "killed")
+
+
 def sc_only_breaching_dies(d, m, c):
     m.set(free_pct=80, swap_used_gib=0)
     tight = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
@@ -746,6 +791,7 @@ SCENARIOS = [
     ("exclusive", sc_exclusive, {}),
     ("breach_term_kill", sc_breach_term_kill, {}),
     ("breach_db_locked", sc_breach_db_locked, {}),
+    ("event_after_commit", sc_event_after_commit, {}),
     ("only_breaching_dies", sc_only_breaching_dies, {}),
     ("growth_from_lowest", sc_growth_from_lowest, {}),
     ("survivors_restart", sc_survivors_restart, {}),
