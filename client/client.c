@@ -26,6 +26,10 @@
 extern char **environ;
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 30000
+/* Answers are as large as what was asked: 100000 history buckets (the
+ * daemon's limit) make a line of about 25 MiB. The 4 MiB line limit is
+ * the daemon's for requests; this one only stops a runaway peer. */
+#define CLIENT_MAX_LINE (256u << 20)
 
 /* A notification kept until the caller asks for it. */
 struct pending {
@@ -915,7 +919,7 @@ sl_connect(sl_client *c, const char *path)
 		                 strerror(-rc));
 	}
 	c->fd = fd;
-	proto_reader_init(&c->reader, PROTO_MAX_LINE_DEFAULT);
+	proto_reader_init(&c->reader, CLIENT_MAX_LINE);
 	rc = hello(c);
 	if (rc < 0) {
 		drop_connection(c);

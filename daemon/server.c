@@ -33,6 +33,7 @@ struct client {
 	struct peer peer;
 	struct proto_reader reader;
 	size_t unwritten; /* bytes handed to uv_write, not yet written */
+	size_t oversized; /* of those, an answer larger than the limit */
 	int handles;      /* handles still open; freed when it reaches 0 */
 	unsigned hello : 1;
 	unsigned closing : 1;  /* uv_close called */
@@ -56,7 +57,8 @@ struct wreq {
 	uv_write_t req;
 	struct client *c;
 	size_t len;
-	char *buf; /* owned; may point into data[] */
+	int oversized; /* counted in c->oversized */
+	char *buf;     /* owned; may point into data[] */
 	char data[];
 };
 
@@ -196,6 +198,8 @@ client_write_cb(uv_write_t *req, int status)
 	struct client *c = w->c;
 
 	c->unwritten -= w->len;
+	if (w->oversized)
+		c->oversized = 0;
 	if (w->buf != w->data)
 		free(w->buf);
 	free(w);
@@ -213,16 +217,18 @@ client_write_cb(uv_write_t *req, int status)
  * Queue bytes for a client. The common case is written at once without
  * allocating; only what the socket cannot take now is queued, and a client
  * whose queue would pass the limit is closed: one that never reads must
- * not make the daemon grow. With owned, buf is a malloc'd buffer that this
- * function frees.
+ * not make the daemon grow. One message larger than the limit by itself
+ * (an answer of 100000 history buckets is about 25 MiB) is what the client
+ * asked for: it is queued outside the limit, one at a time. With owned,
+ * buf is a malloc'd buffer that this function frees.
  */
 static int
 client_write(struct client *c, char *buf, size_t len, int owned)
 {
 	struct wreq *w;
 	uv_buf_t b;
-	size_t off = 0, rest;
-	int n;
+	size_t off = 0, rest, max = c->d->cfg.max_unread_bytes;
+	int n, oversized;
 
 	if (c->closing) {
 		if (owned)
@@ -247,7 +253,8 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		return 0;
 	}
 	rest = len - off;
-	if (c->unwritten + rest > c->d->cfg.max_unread_bytes) {
+	oversized = rest > max && c->oversized == 0;
+	if (!oversized && c->unwritten - c->oversized + rest > max) {
 		log_info("client %llu (uid %u) does not read its replies "
 		         "(%zu bytes queued); closing it",
 		         (unsigned long long)c->id, (unsigned)c->peer.uid,
@@ -278,6 +285,7 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 	}
 	w->c = c;
 	w->len = rest;
+	w->oversized = oversized;
 	b = uv_buf_init(w->buf, (unsigned)rest);
 	if ((n = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
 	                  client_write_cb)) != 0) {
@@ -288,6 +296,8 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		return -EPIPE;
 	}
 	c->unwritten += rest;
+	if (oversized)
+		c->oversized = rest;
 	return 0;
 }
 

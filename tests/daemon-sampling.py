@@ -95,6 +95,32 @@ def check_history(d, t0_ms):
     c.close()
 
 
+def check_big_history(d):
+    """An answer as large as the limits allow reaches the caller: 90000
+    buckets (the limit is 100000) make a reply line of about 20 MiB, more
+    than both the request line limit (4 MiB) and the unread output limit
+    (16 MiB), which bound what a client sends and leaves unread, not what
+    it asked for."""
+    import sqlite3
+    n = 90000
+    t0 = int(time.time() * 1000) - 10 ** 8  # a day ago: no other samples
+    db = sqlite3.connect(d.db, isolation_level=None, timeout=5)
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO samples (ts_ms, free_bp, available_bytes,"
+                   " swap_used_bytes, pressure, compressed_bytes, wired_bytes)"
+                   " VALUES (?, 7953, 13743895347, 1073741824, 1, 0, 0)",
+                   ((t0 + i,) for i in range(n)))
+    db.execute("COMMIT")
+    db.close()
+    ctl = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+    out = subprocess.run([ctl, "--socket", d.socket, "history", "--since", str(t0),
+                          "--until", str(t0 + n), "--step", "1ms", "--format", "csv"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line[:1].isdigit()]
+    assert len(rows) == n, len(rows)
+
+
 def check_subscribe(d):
     c = Client(d.socket)
     r = c.call("subscribe", {"samples": True})
@@ -259,6 +285,7 @@ def main():
     with d:
         check_info(d)
         check_history(d, t0_ms)
+        check_big_history(d)
         check_subscribe(d)
         check_event_subscription(d)
         check_meter_permission(d)
