@@ -498,7 +498,8 @@ jobs_ctl_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 			    jobs_ctl_job_json(js->v[i]->j, NULL, p->uid, 0));
 	free(run);
 	free(q);
-	if (all) {
+	/* limit 0 shows none; the store takes <= 0 as no limit at all. */
+	if (all && limit > 0) {
 		ctx.arr = arr;
 		ctx.viewer = p->uid;
 		store_jobs_ended(d->store, limit, ended_cb, &ctx);

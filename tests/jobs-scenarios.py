@@ -570,6 +570,22 @@ def sc_detached_env_logs(d, m, c):
     f.close()
 
 
+def sc_status_limit(d, m, c):
+    """status all shows at most `limit` ended jobs, newest first; 0 shows
+    none (PROTOCOL.md: 0-100000), it does not mean every job ever."""
+    m.set(free_pct=80)
+    ids = [submit(c, d, "exit 0") for _ in range(3)]
+    for jid in ids:
+        wait_state(c, jid, "exited")
+
+    def ended(limit):
+        jobs = c.call("status", {"all": True, "limit": limit})["jobs"]
+        return [j["id"] for j in jobs if j["state"] == "exited"]
+    assert ended(0) == [], ended(0)
+    assert len(ended(2)) == 2, ended(2)
+    assert sorted(ended(50)) == ids, ended(50)
+
+
 def sc_wait_deferred(d, m, c):
     m.set(free_pct=80)
     jid = submit(c, d, "sleep 0.5; exit 0")
@@ -800,6 +816,7 @@ SCENARIOS = [
     ("cancel", sc_cancel, {}),
     ("grandchild", sc_grandchild, {}),
     ("detached_env_logs", sc_detached_env_logs, {}),
+    ("status_limit", sc_status_limit, {}),
     ("wait_deferred", sc_wait_deferred, {}),
     ("attached", sc_attached, {}),
     ("limits_and_auth", sc_limits_and_auth, {}),
