@@ -485,12 +485,10 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 	j->state = JOB_RUNNING;
 	r->nfp = 0;
 	proctree_free(r->tree);
+	/* The default rescan (PROCTREE_SCAN_INTERVAL_MS) finds new
+	 * descendants within a second, as for re-adopted jobs; a kill
+	 * rescans at once anyway (proctree_pids). */
 	r->tree = proctree_new(pid, pgid, start_time);
-	if (r->tree != NULL)
-		proctree_set_scan_interval(
-		    r->tree, d->cfg.interval_ms < PROCTREE_SCAN_INTERVAL_MS
-		                 ? d->cfg.interval_ms
-		                 : PROCTREE_SCAN_INTERVAL_MS);
 	jrec_commit(d, r);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "pid", pid);
