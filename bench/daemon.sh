@@ -4,7 +4,7 @@
 #   - CPU per sample: CPU time of all the daemon's threads over the window
 #     (/proc/PID/task/*/schedstat, nanoseconds; utime+stime ticks as a
 #     cross-check) divided by the samples it stored in that window. This is
-#     the whole daemon amortised: sampling, store flushes every 2 s,
+#     the whole daemon amortised: sampling, store flushes every 20 samples,
 #     checkpoints every 30 s, rollups, timers.
 #   - peak RSS (VmHWM) and RSS at the end;
 #   - database growth per day, extrapolated from the window: the database's
