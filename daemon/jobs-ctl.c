@@ -224,6 +224,38 @@ jobs_ctl_drop(struct jobs *js, uint64_t client_id, int all)
 	}
 }
 
+size_t
+jobs_ctl_id_bytes(const cJSON *req_id)
+{
+	if (cJSON_IsString(req_id) && req_id->valuestring != NULL)
+		return strlen(req_id->valuestring);
+	return 0;
+}
+
+int
+jobs_ctl_defer_check(struct jobs *js, uint64_t client_id, const cJSON *req_id,
+                     char *cause, size_t causelen)
+{
+	struct waiter *w;
+	size_t n = 1, bytes = jobs_ctl_id_bytes(req_id);
+
+	for (w = js->waiters; w != NULL; w = w->next) {
+		if (w->client_id != client_id)
+			continue;
+		n++;
+		bytes += jobs_ctl_id_bytes(w->req_id);
+	}
+	jobs_logs_pending(js, client_id, &n, &bytes);
+	if (n > JOBS_MAX_DEFERRED || bytes > JOBS_MAX_DEFERRED_ID_BYTES) {
+		snprintf(cause, causelen,
+		         "limit reached: at most %d wait and logs requests "
+		         "pending on one connection, their ids %u bytes in all",
+		         JOBS_MAX_DEFERRED, JOBS_MAX_DEFERRED_ID_BYTES);
+		return PROTO_E_LIMIT;
+	}
+	return 0;
+}
+
 int
 jobs_ctl_param_id(const cJSON *params, int64_t *id, char *cause,
                   size_t causelen)
@@ -616,6 +648,9 @@ jobs_ctl_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		job_free(stored);
 		return 0;
 	}
+	if ((rc = jobs_ctl_defer_check(d->jobs, p->client_id, req_id, cause,
+	                               causelen)) != 0)
+		return rc;
 	w = calloc(1, sizeof *w);
 	if (w == NULL || (w->req_id = cJSON_Duplicate(req_id, 1)) == NULL) {
 		free(w);

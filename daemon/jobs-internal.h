@@ -181,11 +181,25 @@ void jobs_ctl_answer_waiters(struct daemon *d, struct jrec *r);
 void jobs_ctl_notify_followers(struct daemon *d, const struct store_event *e);
 /* Drop the waiters and event followers of client_id, or all of them. */
 void jobs_ctl_drop(struct jobs *js, uint64_t client_id, int all);
+/*
+ * Answers a connection may have pending (wait, logs), and the bytes of the
+ * request ids kept for them: a client that asks and never gets an answer
+ * must not pin daemon memory without bound. 0, or PROTO_E_LIMIT with cause
+ * when one more (for req_id) would pass either.
+ */
+#define JOBS_MAX_DEFERRED 1024
+#define JOBS_MAX_DEFERRED_ID_BYTES (1u << 20)
+int jobs_ctl_defer_check(struct jobs *js, uint64_t client_id,
+                         const cJSON *req_id, char *cause, size_t causelen);
+size_t jobs_ctl_id_bytes(const cJSON *req_id);
 
 /* ---- jobs-logs.c ---- */
 
 void jobs_logs_pump(struct daemon *d);
 /* Drop the log readers of client_id, or all of them. */
 void jobs_logs_drop(struct jobs *js, uint64_t client_id, int all);
+/* Add the log requests client_id has pending, and their ids' bytes. */
+void jobs_logs_pending(struct jobs *js, uint64_t client_id, size_t *n,
+                       size_t *id_bytes);
 
 #endif

@@ -169,6 +169,20 @@ jobs_logs_drop(struct jobs *js, uint64_t client_id, int all)
 	}
 }
 
+void
+jobs_logs_pending(struct jobs *js, uint64_t client_id, size_t *n,
+                  size_t *id_bytes)
+{
+	struct log_reader *lr;
+
+	for (lr = js->logs; lr != NULL; lr = lr->next) {
+		if (lr->client_id != client_id)
+			continue;
+		(*n)++;
+		*id_bytes += jobs_ctl_id_bytes(lr->req_id);
+	}
+}
+
 int
 jobs_ctl_logs(struct daemon *d, const struct peer *p, const cJSON *req_id,
               const cJSON *params, cJSON **result, char *cause, size_t causelen)
@@ -205,6 +219,9 @@ jobs_ctl_logs(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         id);
 		return PROTO_E_STATE;
 	}
+	if ((rc = jobs_ctl_defer_check(d->jobs, p->client_id, req_id, cause,
+	                               causelen)) != 0)
+		return rc;
 	lr = calloc(1, sizeof *lr);
 	if (lr == NULL || (lr->req_id = cJSON_Duplicate(req_id, 1)) == NULL) {
 		free(lr);

@@ -586,6 +586,55 @@ def sc_status_limit(d, m, c):
     assert sorted(ended(50)) == ids, ended(50)
 
 
+def sc_deferred_limit(d, m, c):
+    """Answers kept for later (wait, logs) are bounded per connection, in
+    number and in the bytes of the request ids kept for them: a client
+    that asks and never gets an answer cannot pin daemon memory without
+    bound (each wait used to keep a copy of an id of up to 4 MiB)."""
+    import json
+    m.set(free_pct=80)
+    jid = submit(c, d, "exec sleep 60")
+    wait_state(c, jid, "running")
+    w = Client(d.socket)
+    n = 1024
+    w.send_raw(b"".join(json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "wait",
+                                    "params": {"id": jid}}).encode() + b"\n"
+                        for i in range(n)))
+    try:
+        w.call("wait", {"id": jid}, timeout=3)
+        raise AssertionError("wait %d was kept" % (n + 1))
+    except RpcError as e:
+        assert e.code == -32004 and "pending" in e.message, e
+    assert w.call("info")["jobs"]["running"] == 1  # still usable
+    try:
+        w.call("logs", {"id": jid, "follow": True}, timeout=3)
+        raise AssertionError("a log follow past the limit was kept")
+    except RpcError as e:
+        assert e.code == -32004, e
+    # Ids: at most 1 MiB kept per connection.
+    big = Client(d.socket)
+    big.send_raw(json.dumps({"jsonrpc": "2.0", "id": "x" * (1 << 20) + "y",
+                             "method": "wait", "params": {"id": jid}}).encode() + b"\n")
+    m2 = big.read_msg(timeout=3)
+    assert m2["error"]["code"] == -32004, str(m2)[:200]
+    # Another connection is not affected; every kept wait is answered.
+    other = Client(d.socket)
+    other.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "wait",
+                               "params": {"id": jid}}).encode() + b"\n")
+    c.call("cancel", {"id": jid})
+    assert other.response(1)["result"]["state"] == "killed"
+    got = set()
+    while len(got) < n:
+        msg = w.read_msg(timeout=10)
+        assert msg is not None, "connection closed"
+        if "id" in msg:
+            assert msg["result"]["state"] == "killed", msg
+            got.add(msg["id"])
+    assert got == set(range(1000, 1000 + n))
+    for x in (w, big, other):
+        x.close()
+
+
 def sc_wait_deferred(d, m, c):
     m.set(free_pct=80)
     jid = submit(c, d, "sleep 0.5; exit 0")
@@ -817,6 +866,7 @@ SCENARIOS = [
     ("grandchild", sc_grandchild, {}),
     ("detached_env_logs", sc_detached_env_logs, {}),
     ("status_limit", sc_status_limit, {}),
+    ("deferred_limit", sc_deferred_limit, {}),
     ("wait_deferred", sc_wait_deferred, {}),
     ("attached", sc_attached, {}),
     ("limits_and_auth", sc_limits_and_auth, {}),
