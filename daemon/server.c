@@ -22,6 +22,10 @@
 
 #define SERVER_BACKLOG 1024
 #define SERVER_LINGER_MS 5000 /* most time a closing client gets to read */
+/* Longest line before hello (a hello is a few hundred bytes): connections
+ * count against the per-uid cap only once greeted, so until then each may
+ * make the daemon buffer only this much, not max_line. */
+#define SERVER_HELLO_LINE 4096
 #define SERVER_MAX_GONE 8
 
 struct client {
@@ -437,6 +441,7 @@ client_request(struct client *c, struct proto_msg *m)
 	if (rc == 0) {
 		if (is_hello && !c->closing) {
 			c->hello = 1;
+			c->reader.max_line = cfg->max_line_bytes;
 			uv_timer_stop(&c->timer);
 		}
 		server_reply(d, c->id, m->id, result);
@@ -586,7 +591,9 @@ server_connection_cb(uv_stream_t *ls, int status)
 	c->pipe.data = c;
 	c->timer.data = c;
 	c->handles = 2;
-	proto_reader_init(&c->reader, d->cfg.max_line_bytes);
+	proto_reader_init(&c->reader, d->cfg.max_line_bytes < SERVER_HELLO_LINE
+	                                  ? d->cfg.max_line_bytes
+	                                  : SERVER_HELLO_LINE);
 
 	if ((rc = uv_accept(ls, (uv_stream_t *)&c->pipe)) != 0 ||
 	    (rc = uv_fileno((uv_handle_t *)&c->pipe, &fd)) != 0 ||

@@ -160,6 +160,27 @@ def check_hello_timeout(d):
     greeted.close()
 
 
+def check_line_before_hello(d):
+    """Before hello a line may be 4 KiB at most: connections are capped per
+    uid only once greeted, so 4096 silent ones buffering 4 MiB each could
+    make the daemon hold 16 GiB. A longer first line gets the line error
+    and the connection is closed; after hello the full limit applies."""
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.connect(d.socket)
+    raw.sendall(b"x" * 8192)
+    data = read_to_eof(raw, timeout=10)
+    raw.close()
+    lines = [json.loads(x) for x in data.split(b"\n") if x]
+    assert lines and lines[0]["error"]["code"] == -32600, data[:200]
+    assert "4096" in lines[0]["error"]["message"], lines[0]
+    # A long line after hello is still only a bad request.
+    c = Client(d.socket)
+    expect_error(c, json.dumps({"jsonrpc": "2.0", "id": 5, "method": "x" * 100000}).encode() + b"\n",
+                 -32601, "a long line after hello")
+    still_usable(c, "after a long line after hello")
+    c.close()
+
+
 def check_half_close(d):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(d.socket)
@@ -300,6 +321,7 @@ def main():
         check_errors(d)
         check_long_line(d)
         check_hello_timeout(d)
+        check_line_before_hello(d)
         check_half_close(d)
         check_many_clients(d)
         check_never_reads(d)
