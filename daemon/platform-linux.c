@@ -123,12 +123,40 @@ sysfile_open(struct sysfile *f)
 	return 0;
 }
 
+/* Reads an open file from offset 0 into buf, NUL-terminated. */
+static ssize_t
+pread_all(int fd, char *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len - 1) {
+		n = pread(fd, buf + off, len - 1 - off, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* A process that exited after the open. */
+			return errno == ESRCH || errno == ENOENT ? -ESRCH
+			                                         : -errno;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+		/* A short read is the end: /proc files come from seq_file,
+		 * which fills what it is asked for when it can, and a read
+		 * at a later offset would make the kernel generate the whole
+		 * file again only to say "end". */
+		if ((size_t)n < len - 1 - (off - (size_t)n))
+			break;
+	}
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
 /* Reads the whole file into buf (NUL-terminated); returns its length. */
 static ssize_t
 sysfile_read(struct sysfile *f, char *buf, size_t len)
 {
-	size_t off = 0;
-	ssize_t n;
 	int rc;
 
 	if (P.fixture_root) {
@@ -144,19 +172,7 @@ sysfile_read(struct sysfile *f, char *buf, size_t len)
 	}
 	if (f->fd < 0 && (rc = sysfile_open(f)) != 0)
 		return rc;
-	while (off < len - 1) {
-		n = pread(f->fd, buf + off, len - 1 - off, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
-	buf[off] = '\0';
-	return (ssize_t)off;
+	return pread_all(f->fd, buf, len);
 }
 
 static int
@@ -335,30 +351,6 @@ now_ms(void)
 	 * cache ages. */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Reads an open file from offset 0 into buf, NUL-terminated. */
-static ssize_t
-pread_all(int fd, char *buf, size_t len)
-{
-	size_t off = 0;
-	ssize_t n;
-
-	while (off < len - 1) {
-		n = pread(fd, buf + off, len - 1 - off, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			/* A process that exited after the open. */
-			return errno == ESRCH || errno == ENOENT ? -ESRCH
-			                                         : -errno;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
-	buf[off] = '\0';
-	return (ssize_t)off;
 }
 
 static int
