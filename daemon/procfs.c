@@ -279,6 +279,12 @@ procfs_parse_status(const char *buf, size_t len, struct procfs_status *st)
 				return rc;
 			st->present |= PROCFS_STATUS_VM_SWAP;
 		}
+		/* The daemon reads this file for every followed process on
+		 * every sample: stop once everything wanted is in hand (the
+		 * signal masks, capabilities and cpu lists after VmSwap are
+		 * half of the file). */
+		if (have_ppid && have_uid && st->present == PROCFS_STATUS_ALL)
+			break;
 	}
 	return have_ppid && have_uid ? 0 : -EINVAL;
 }

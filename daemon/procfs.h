@@ -49,6 +49,7 @@ int procfs_read_psi_some_avg10(const char *dir, double *avg10);
 #define PROCFS_STATUS_VM_SWAP 0x4
 #define PROCFS_STATUS_STATE 0x8
 #define PROCFS_STATUS_NSPGID 0x10
+#define PROCFS_STATUS_ALL 0x1f
 
 /*
  * <dir>/<pid>/status. PPid and Uid (the real uid, first of the four) are
