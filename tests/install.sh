@@ -18,10 +18,14 @@ libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libstageload.* >/dev/null 2>&1 || fail "libstageload not in $libdir"
 ok "installed: binaries, header, library, $(basename "$pc")"
 
-export PKG_CONFIG_PATH=$(dirname "$pc")
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
 flags=$(pkg-config --cflags --libs stageload) || fail "pkg-config stageload"
+# A sanitizer build's library needs the sanitizer runtime in the program.
+san=
+[ "${SL_SANITIZE:-OFF}" = ON ] && san="-fsanitize=address,undefined"
 # shellcheck disable=SC2086 # flags are words
-cc -Wall -Wextra -Werror -o "$SL_TMP/consumer" \
+cc -Wall -Wextra -Werror $san -o "$SL_TMP/consumer" \
 	"$SL_SRC/tests/install/consumer.c" $flags ||
 	fail "consumer does not build from the installed files"
 ok "a client builds with pkg-config alone"

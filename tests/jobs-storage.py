@@ -95,6 +95,8 @@ def run(d, m, mnt):
     os.unlink(filler)
     poll(lambda: c.call("info")["storage_error"] is None, what="storage to recover")
     scen.wait_state(c, held, "running")
+    # running means exec'd; its first line may still be on its way
+    poll(lambda: os.path.exists(d.dir + "/held.ran"), what="the held job's mark")
     assert open(d.dir + "/held.ran").read() == "ran\n"
     kinds = [e["kind"] for e in c.call("events", {"limit": 10000})["events"]
              if e["job_id"] == guarded]
