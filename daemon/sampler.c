@@ -46,7 +46,9 @@ struct sampler {
 	size_t nsubs, cap;
 	int publishing;
 	uint64_t last_flush, last_checkpoint, last_prune; /* loop time */
-	int unflushed; /* samples since the last flush */
+	int unflushed;   /* samples since the last flush */
+	uint64_t due_ns; /* uv_hrtime() when the next sample is due */
+	int in_tick;
 	int sample_failing;
 	int storage_failing;
 };
@@ -342,11 +344,10 @@ sampler_housekeeping(struct daemon *d, struct sampler *sm)
 	}
 }
 
+/* One sample: measured, stored, enforced, published. */
 static void
-sampler_tick(uv_timer_t *t)
+sampler_sample(struct daemon *d, struct sampler *sm)
 {
-	struct sampler *sm = t->data;
-	struct daemon *d = sm->d;
 	struct sys_sample s;
 	char cause[256];
 
@@ -373,6 +374,39 @@ sampler_tick(uv_timer_t *t)
 	if (sm->nsubs > 0)
 		sampler_publish(d, sm, &s);
 	sampler_housekeeping(d, sm);
+}
+
+static void
+sampler_tick(uv_timer_t *t)
+{
+	struct sampler *sm = t->data;
+	struct daemon *d = sm->d;
+
+	if (sm->in_tick)
+		return;
+	sm->due_ns = uv_hrtime() + (uint64_t)d->cfg.interval_ms * 1000000;
+	sm->in_tick = 1;
+	sampler_sample(d, sm);
+	sm->in_tick = 0;
+}
+
+/*
+ * libuv runs due timers only between rounds of I/O, and a round that serves
+ * a thousand busy clients takes tens of milliseconds: enforcement would
+ * wait for it. The server calls this after each read, so a sample that is
+ * due is taken at once and the timer starts its interval again from here.
+ */
+void
+sampler_run_due(struct daemon *d)
+{
+	struct sampler *sm = d->sampler;
+
+	if (sm == NULL || sm->in_tick || d->stopping || sm->due_ns == 0 ||
+	    uv_hrtime() < sm->due_ns)
+		return;
+	uv_timer_start(&sm->timer, sampler_tick, (uint64_t)d->cfg.interval_ms,
+	               (uint64_t)d->cfg.interval_ms);
+	sampler_tick(&sm->timer);
 }
 
 int

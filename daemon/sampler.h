@@ -9,6 +9,9 @@
 
 int sampler_start(struct daemon *d, char *cause, size_t causelen);
 void sampler_stop(struct daemon *d); /* flushes the store */
+/* Take the sample now if it is due: the server calls it after each read,
+ * so busy I/O never delays enforcement (see sampler.c). */
+void sampler_run_due(struct daemon *d);
 
 /* "normal", "warn", "critical" or "unknown". */
 const char *sampler_pressure_name(enum pressure_level p);

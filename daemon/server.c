@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "proto.h"
+#include "sampler.h"
 #include "server.h"
 
 #define SERVER_BACKLOG 1024
@@ -520,6 +521,7 @@ client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		                  "line is not valid UTF-8");
 		client_drain(c);
 	}
+	sampler_run_due(c->d);
 }
 
 static void
