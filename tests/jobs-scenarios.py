@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, RpcError, kill_leftovers, poll, write_meminfo  # noqa: E402
 
 GIB_KB = 1 << 20
 TOTAL_KB = 16 * GIB_KB
@@ -908,25 +908,6 @@ def main():
     if failed:
         print("failed: " + " ".join(failed))
         sys.exit(1)
-
-
-def kill_leftovers(d):
-    """Jobs outlive a killed daemon by design: end every process whose
-    command line or cwd points into this test's directory."""
-    me = os.getpid()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
-            cwd = os.readlink("/proc/%s/cwd" % pid)
-        except OSError:
-            continue
-        if d.dir in cmd or cwd.startswith(d.dir):
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, RpcError, kill_leftovers, poll, write_meminfo  # noqa: E402
 
 GIB_KB = 1 << 20
 TOTAL_KB = 16 * GIB_KB
@@ -292,23 +292,6 @@ def main_lsan():
         kill_leftovers(d)
         d.cleanup()
     print("ok   no leaks (LeakSanitizer)" if ok else "FAIL")
-
-
-def kill_leftovers(d):
-    me = os.getpid()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
-            cwd = os.readlink("/proc/%s/cwd" % pid)
-        except OSError:
-            continue
-        if d.dir in cmd or cwd.startswith(d.dir):
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
 
 
 if __name__ == "__main__":

@@ -64,6 +64,25 @@ def write_psi(root, some_avg10=0.0):
     os.rename(tmp, os.path.join(root, "pressure", "memory"))
 
 
+def kill_leftovers(d):
+    """Jobs outlive a killed daemon by design: end every process whose
+    command line or cwd points into this test's directory."""
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
+            cwd = os.readlink("/proc/%s/cwd" % pid)
+        except OSError:
+            continue
+        if d.dir in cmd or cwd.startswith(d.dir):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 class Daemon:
     """A stageloadd on a private socket, database and fixture proc root."""
 
