@@ -4,28 +4,13 @@ error in `info`, logs it once, writes the samples it kept once space returns
 tmpfs.
 """
 
-import errno
 import os
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, poll, skip  # noqa: E402
-
-
-def fill(path):
-    """Write zeros until the filesystem is full."""
-    block = b"\0" * 65536
-    with open(path, "wb") as f:
-        while True:
-            try:
-                f.write(block)
-                f.flush()
-            except OSError as e:
-                if e.errno == errno.ENOSPC:
-                    return
-                raise
+from sltest import Client, Daemon, poll, skip, fill_fs  # noqa: E402
 
 
 def main():
@@ -49,7 +34,7 @@ def main():
 
             filler = os.path.join(mnt, "filler")
             full_from = int(time.time() * 1000)
-            fill(filler)
+            fill_fs(filler)
             err = poll(lambda: c.call("info")["storage_error"], timeout=15,
                        what="info to report the storage error")
             assert "full" in err, err

@@ -3,14 +3,13 @@ up, the daemon must keep enforcing budgets from memory, hold admissions,
 refuse submits with -32006, and carry on once writes succeed again. Needs
 root (mount)."""
 
-import errno
 import os
 import signal
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, RpcError, poll, skip  # noqa: E402
+from sltest import Client, RpcError, poll, skip, fill_fs  # noqa: E402
 
 import importlib.util  # noqa: E402
 
@@ -18,24 +17,6 @@ _spec = importlib.util.spec_from_file_location(
     "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
 scen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(scen)
-
-
-def fill(path):
-    """Write until the file system is full."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    block = b"\0" * 65536
-    try:
-        while True:
-            try:
-                os.write(fd, block)
-            except OSError as e:
-                if e.errno != errno.ENOSPC:
-                    raise
-                if len(block) == 1:
-                    return
-                block = block[: len(block) // 2]
-    finally:
-        os.close(fd)
 
 
 def main():
@@ -73,7 +54,7 @@ def run(d, m, mnt):
                           swap_budget_bytes=1 << 30, priority=1)
     j = scen.wait_state(c, guarded, "running")
     filler = os.path.join(mnt, "filler")
-    fill(filler)
+    fill_fs(filler)
 
     # Free memory appears, but nothing can be committed: nothing starts.
     m.set(free_pct=80)

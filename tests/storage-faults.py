@@ -28,7 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, poll, skip  # noqa: E402
+from sltest import Client, RpcError, poll, skip, fill_fs  # noqa: E402
 
 import importlib.util  # noqa: E402
 
@@ -39,23 +39,6 @@ _spec.loader.exec_module(scen)
 # From the meminfo write to the job's death: a sample (100 ms), SIGTERM,
 # and the scheduling of a loaded machine. Storage must add nothing.
 KILL_BOUND_S = 1.5
-
-
-def fill(path):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    block = b"\0" * 65536
-    try:
-        while True:
-            try:
-                os.write(fd, block)
-            except OSError as e:
-                if e.errno != errno.ENOSPC:
-                    raise
-                if len(block) == 1:
-                    return
-                block = block[: len(block) // 2]
-    finally:
-        os.close(fd)
 
 
 def run_cmd(*argv):
@@ -146,7 +129,7 @@ def mode_full(s):
     d.start()
     c, jobs = start_jobs(s)
     filler = os.path.join(s.mnt, "filler")
-    fill(filler)
+    fill_fs(filler)
     err, lag = during_outage(s, c, jobs)
     assert "full" in err, err
     os.unlink(filler)

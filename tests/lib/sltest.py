@@ -4,6 +4,7 @@ Everything here talks to the real daemon binary over its real socket; the only
 thing faked is the system memory it reads, through a fixture proc root.
 """
 
+import errno
 import json
 import os
 import shutil
@@ -62,6 +63,24 @@ def write_psi(root, some_avg10=0.0):
         f.write("some avg10=%.2f avg60=0.00 avg300=0.00 total=0\n"
                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" % some_avg10)
     os.rename(tmp, os.path.join(root, "pressure", "memory"))
+
+
+def fill_fs(path):
+    """Write to path until its file system is full, to the last byte."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    block = b"\0" * 65536
+    try:
+        while True:
+            try:
+                os.write(fd, block)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                if len(block) == 1:
+                    return
+                block = block[: len(block) // 2]
+    finally:
+        os.close(fd)
 
 
 def kill_leftovers(d):
