@@ -13,13 +13,11 @@
 # Plain POSIX sh: macOS's /bin/sh is bash 3.2 in sh mode.
 set -eu
 
-LABEL=org.stageload.stageloadd
-PLIST_DIR=/Library/LaunchDaemons
-DB_DIR=/var/db/stageload
-LOG_DIR=/var/log/stageload
 DEFAULT_PREFIX=/usr/local
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=launchd/common.sh
+. "$here/common.sh"
 prefix=$DEFAULT_PREFIX
 dry_run=0
 
@@ -57,32 +55,6 @@ case $prefix in
 	exit 2
 	;;
 esac
-
-# Print a command the way a shell would read it back.
-show() {
-	line="+"
-	for arg in "$@"; do
-		case $arg in
-		*[!A-Za-z0-9_./:=@%+,-]* | "")
-			arg="'$(printf '%s' "$arg" | sed "s/'/'\\\\''/g")'"
-			;;
-		esac
-		line="$line $arg"
-	done
-	printf '%s\n' "$line"
-}
-
-run() {
-	show "$@"
-	[ "$dry_run" -eq 1 ] || "$@"
-}
-
-# Read-only: is the daemon loaded in the system domain? Without launchctl
-# (a dry run on another OS) it cannot be, as far as anyone can tell.
-loaded() {
-	command -v launchctl >/dev/null 2>&1 &&
-		launchctl print "system/$LABEL" >/dev/null 2>&1
-}
 
 bin=$prefix/bin/stageloadd
 src=$here/$LABEL.plist

@@ -13,10 +13,9 @@
 # sets AbandonProcessGroup, and each job runs in its own session.
 set -eu
 
-LABEL=org.stageload.stageloadd
-PLIST_DIR=/Library/LaunchDaemons
-DB_DIR=/var/db/stageload
-LOG_DIR=/var/log/stageload
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=launchd/common.sh
+. "$here/common.sh"
 
 purge=0
 dry_run=0
@@ -43,29 +42,6 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 done
-
-show() {
-	line="+"
-	for arg in "$@"; do
-		case $arg in
-		*[!A-Za-z0-9_./:=@%+,-]* | "")
-			arg="'$(printf '%s' "$arg" | sed "s/'/'\\\\''/g")'"
-			;;
-		esac
-		line="$line $arg"
-	done
-	printf '%s\n' "$line"
-}
-
-run() {
-	show "$@"
-	[ "$dry_run" -eq 1 ] || "$@"
-}
-
-loaded() {
-	command -v launchctl >/dev/null 2>&1 &&
-		launchctl print "system/$LABEL" >/dev/null 2>&1
-}
 
 if [ "$dry_run" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	echo "$0: must run as root (sudo $0)" >&2

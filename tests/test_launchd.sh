@@ -36,8 +36,8 @@ script_var() {
 
 if python3 - "$PLIST" "$LABEL" \
 	"$(script_var install.sh DEFAULT_PREFIX)" \
-	"$(script_var install.sh DB_DIR)" \
-	"$(script_var install.sh LOG_DIR)" <<'PY'; then
+	"$(script_var common.sh DB_DIR)" \
+	"$(script_var common.sh LOG_DIR)" <<'PY'; then
 import os, plistlib, sys
 
 path, label, prefix, db_dir, log_dir = sys.argv[1:]
@@ -94,16 +94,16 @@ else
 	fail "plist check"
 fi
 
-for v in LABEL PLIST_DIR DB_DIR LOG_DIR; do
-	a=$(script_var install.sh "$v")
-	b=$(script_var uninstall.sh "$v")
-	if [ -n "$a" ] && [ "$a" = "$b" ]; then
-		pass "install.sh and uninstall.sh agree on $v=$a"
+# Both scripts take their paths and label from the one common.sh.
+for f in install.sh uninstall.sh; do
+	# shellcheck disable=SC2016 # a literal line, not an expansion
+	if grep -qxF '. "$here/common.sh"' "$DIR/$f"; then
+		pass "$f sources common.sh"
 	else
-		fail "$v: install.sh '$a', uninstall.sh '$b'"
+		fail "$f does not source common.sh"
 	fi
 done
-[ "$(script_var install.sh LABEL)" = "$LABEL" ] || fail "install.sh LABEL is not $LABEL"
+[ "$(script_var common.sh LABEL)" = "$LABEL" ] || fail "common.sh LABEL is not $LABEL"
 
 # --- the Homebrew formula -------------------------------------------------
 
@@ -134,8 +134,8 @@ fi
 # --- shellcheck --------------------------------------------------------
 
 if command -v shellcheck >/dev/null; then
-	if shellcheck "$DIR/install.sh" "$DIR/uninstall.sh"; then
-		pass "shellcheck install.sh uninstall.sh"
+	if (cd "$SRC" && shellcheck -x launchd/install.sh launchd/uninstall.sh); then
+		pass "shellcheck install.sh uninstall.sh (and common.sh through them)"
 	else
 		fail "shellcheck"
 	fi
