@@ -206,27 +206,48 @@ def after(d, c, m, run, end, queued):
     state(c, queued, "cancelled")
 
 
-def main():
-    if os.environ.get("SL_SANITIZE") == "ON":
-        return main_lsan()
+def valgrind_args(d):
     vg = shlex.split(os.environ.get("VALGRIND", "valgrind"))
+    return vg + ["--leak-check=full", "--show-leak-kinds=definite,indirect",
+                 "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99",
+                 "--child-silent-after-fork=yes", "--track-fds=no",
+                 "--log-file=" + os.path.join(d.dir, "valgrind.%p.log")] + d.args
+
+
+def leak_report(d, rc, lsan):
+    """The checker's verdict on the stopped daemon: (ok, summary, text)."""
+    if lsan:
+        # LeakSanitizer prints into the daemon's log and exits 99.
+        text = d.log_text()
+        return rc == 0 and "Sanitizer" not in text, "LeakSanitizer", text
+    logs = [p for p in glob.glob(os.path.join(d.dir, "valgrind.*.log"))
+            if p.endswith(".%d.log" % d.proc.pid)]
+    text = open(logs[0]).read() if logs else ""
+    summary = [ln.split("==", 2)[-1].strip() for ln in text.splitlines()
+               if "definitely lost:" in ln or "indirectly lost:" in ln or
+               "ERROR SUMMARY" in ln]
+    return (rc == 0 and "ERROR SUMMARY: 0 errors" in text,
+            "valgrind; " + "; ".join(summary), text)
+
+
+def main():
+    # A sanitizer build cannot run under valgrind; LeakSanitizer, built in,
+    # reports at exit instead.
+    lsan = os.environ.get("SL_SANITIZE") == "ON"
     d = Daemon(interval="0.2s", config="grace = 500ms\nsettle = 0\n")
     m = Mem(d)
     m.set()
-    vlog = os.path.join(d.dir, "valgrind.%p.log")
-    plain = list(d.args)
-    vgargs = vg + ["--leak-check=full", "--show-leak-kinds=definite,indirect",
-                   "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99",
-                   "--child-silent-after-fork=yes", "--track-fds=no",
-                   "--log-file=" + vlog] + plain
+    if lsan:
+        os.environ["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=99"
     ok = False
     try:
         left = before(d)
-        d.args = vgargs
+        if not lsan:
+            d.args = valgrind_args(d)
         logf = open(d.log, "ab")
         d.proc = subprocess.Popen(d.args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
         logf.close()
-        poll(d._ready, timeout=60, step=0.1, what="stageloadd under valgrind to answer")
+        poll(d._ready, timeout=60, step=0.1, what="stageloadd to answer")
         t0 = time.monotonic()
         c = Client(d.socket, timeout=30)
         after(d, c, m, *left)
@@ -234,20 +255,15 @@ def main():
         m.set()
         jr = session(d, m)
         rc = d.stop(signal.SIGTERM, timeout=120)
-        logs = [p for p in glob.glob(os.path.join(d.dir, "valgrind.*.log"))
-                if p.endswith(".%d.log" % d.proc.pid)]
-        text = open(logs[0]).read() if logs else ""
-        summary = [ln.split("==", 2)[-1].strip() for ln in text.splitlines()
-                   if "definitely lost:" in ln or "indirectly lost:" in ln or
-                   "ERROR SUMMARY" in ln]
-        print("session %.1fs under valgrind; %s" % (time.monotonic() - t0, "; ".join(summary)))
-        if rc != 0 or "ERROR SUMMARY: 0 errors" not in text:
+        ok, summary, text = leak_report(d, rc, lsan)
+        print("session %.1fs under %s" % (time.monotonic() - t0, summary))
+        if not ok:
             sys.stderr.write(text[-20000:])
-            raise AssertionError("valgrind: exit %s (99: errors or leaks)" % rc)
+            raise AssertionError("leak check: exit %s (99: errors or leaks)" % rc)
         # The daemon left the running job to its monitor.
         assert jr > 0
-        ok = True
     except BaseException:
+        ok = False
         sys.stderr.write("--- daemon log (tail) ---\n%s\n" % d.log_text()[-6000:])
         raise
     finally:
@@ -257,41 +273,6 @@ def main():
         kill_leftovers(d)
         d.cleanup()
     print("ok   no leaks" if ok else "FAIL")
-
-
-def main_lsan():
-    """The same session in an ASan build: valgrind cannot run it, but
-    LeakSanitizer reports at exit and makes the daemon exit non-zero."""
-    d = Daemon(interval="0.2s", config="grace = 500ms\nsettle = 0\n")
-    m = Mem(d)
-    m.set()
-    os.environ["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=99"
-    ok = False
-    try:
-        left = before(d)
-        d.start()
-        c = Client(d.socket, timeout=30)
-        after(d, c, m, *left)
-        c.close()
-        m.set()
-        jr = session(d, m)
-        rc = d.stop(signal.SIGTERM, timeout=120)
-        text = d.log_text()
-        if rc != 0 or "Sanitizer" in text:
-            sys.stderr.write(text[-20000:])
-            raise AssertionError("LeakSanitizer: exit %s (99: leaks)" % rc)
-        assert jr > 0
-        ok = True
-    except BaseException:
-        sys.stderr.write("--- daemon log (tail) ---\n%s\n" % d.log_text()[-6000:])
-        raise
-    finally:
-        if d.alive():
-            d.proc.kill()
-            d.proc.wait()
-        kill_leftovers(d)
-        d.cleanup()
-    print("ok   no leaks (LeakSanitizer)" if ok else "FAIL")
 
 
 if __name__ == "__main__":
