@@ -204,6 +204,13 @@ platform_proc_info(pid_t pid, struct proc_info *pi)
 	return darwin_proc_convert(&raw, pi);
 }
 
+/* Both calls are cheap system calls here: nothing to save by reusing. */
+int
+platform_proc_sample(pid_t pid, struct proc_info *pi)
+{
+	return platform_proc_info(pid, pi);
+}
+
 int
 platform_proc_start_time(pid_t pid, uint64_t *start_time)
 {

@@ -32,6 +32,15 @@
 #define PSI_CRITICAL_DEFAULT 40.0
 
 /*
+ * The kernel recomputes the PSI averages once per 2 s period (PSI_FREQ in
+ * kernel/sched/psi.c), so reading /proc/pressure/memory more often returns
+ * the same avg10, at about 10 us a read. On the real /proc it is read once
+ * per period and the value carried by the samples in between. A fixture
+ * file changes whenever a test writes it: there it is read every sample.
+ */
+#define PSI_PERIOD_MS 2000
+
+/*
  * One system file kept open. Under a fixture root the file may be replaced
  * (a test writes a new one and renames it over the old) or appear later,
  * so there the path is checked with stat() each time and reopened when
@@ -65,15 +74,28 @@ struct scan_entry {
  * number: once it exits, reads fail with ESRCH even if the pid is reused,
  * so the start time read when it was opened stays valid for as long as
  * reads succeed. Descriptors unused for STATUS_IDLE_MS are closed.
+ *
+ * The kernel takes about 10 us to generate a status file, statm 1.5 us
+ * (bench/bench_platform.c). statm's seven counters (size, resident,
+ * file+shmem, text, data) move with every page the process maps, faults
+ * in, swaps out or in, or unmaps, and drop to zero when it exits, so for
+ * platform_proc_sample an unchanged statm means the last status reading
+ * still holds; it is trusted for at most STATUS_REUSE_MS, which bounds
+ * what statm cannot see (a new group or uid, swap freed by madvise).
  */
 struct status_fd {
 	pid_t pid;
 	int fd;
 	uint64_t start_time;
 	int64_t used_ms;
+	int statm_fd;    /* -1 until platform_proc_sample opens it */
+	int64_t read_ms; /* when last was read from status; 0: never */
+	struct proc_info last;
+	char statm[80]; /* statm as read just before last, NUL-terminated */
 };
 #define STATUS_FDS 256
 #define STATUS_IDLE_MS 5000
+#define STATUS_REUSE_MS 2000
 
 static struct {
 	int initialised;
@@ -82,7 +104,9 @@ static struct {
 	double psi_critical;
 	struct sysfile meminfo;
 	struct sysfile psi;
-	int proc_fd;   /* the real /proc, for per-process openat() */
+	double psi_avg10;   /* as last read; -1: none */
+	int64_t psi_due_ms; /* when the real file is read next */
+	int proc_fd;        /* the real /proc, for per-process openat() */
 	DIR *proc_dir; /* the real /proc, rescanned by platform_list_tree */
 	/* What platform_list_tree learnt of each pid at its last scan
 	 * (sorted by pid), and the table being built by the current one. */
@@ -232,6 +256,7 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 		return rc;
 	}
 	(void)sysfile_open(&P.psi); /* optional: CONFIG_PSI */
+	P.psi_due_ms = 0;
 	if ((P.proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	    0) {
 		rc = -errno;
@@ -249,6 +274,15 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	}
 	P.initialised = 1;
 	return 0;
+}
+
+static void
+status_drop(size_t i)
+{
+	close(P.status[i].fd);
+	if (P.status[i].statm_fd >= 0)
+		close(P.status[i].statm_fd);
+	P.status[i] = P.status[--P.nstatus];
 }
 
 void
@@ -270,7 +304,7 @@ platform_shutdown(void)
 	P.scan = P.scan_next = NULL;
 	P.nscan = P.scan_cap = 0;
 	while (P.nstatus > 0)
-		close(P.status[--P.nstatus].fd);
+		status_drop(P.nstatus - 1);
 	P.initialised = 0;
 }
 
@@ -284,6 +318,35 @@ psi_level(double avg10)
 	return PRESSURE_CRITICAL;
 }
 
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	/* The coarse clock is a vDSO read; tick resolution is plenty for
+	 * cache ages. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* PSI some avg10 into P.psi_avg10, -1 when there is none. */
+static void
+psi_read(void)
+{
+	char buf[512];
+	double avg10;
+	ssize_t n;
+
+	P.psi_avg10 = -1;
+	if (P.psi.fd < 0 && !P.fixture_root)
+		return;
+	n = sysfile_read(&P.psi, buf, sizeof(buf));
+	if (n == -EOPNOTSUPP && !P.fixture_root)
+		sysfile_close(&P.psi); /* psi=0: it will not change */
+	if (n >= 0 && procfs_parse_psi_some_avg10(buf, (size_t)n, &avg10) == 0)
+		P.psi_avg10 = avg10;
+}
+
 int
 platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 {
@@ -291,7 +354,6 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	 * so even a larger file cut at the buffer size parses. */
 	static char buf[8192];
 	struct procfs_meminfo mi;
-	double avg10;
 	ssize_t n;
 	int rc;
 
@@ -327,30 +389,14 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	/* No PSI (kernel without CONFIG_PSI, or booted psi=0: the file then
 	 * fails to read with EOPNOTSUPP) is not an error: pressure is
 	 * unknown rather than guessed from MemAvailable. */
-	s->pressure = PRESSURE_UNKNOWN;
-	s->psi_some_avg10 = -1;
-	if (P.psi.fd >= 0 || P.fixture_root) {
-		n = sysfile_read(&P.psi, buf, sizeof(buf));
-		if (n == -EOPNOTSUPP && !P.fixture_root)
-			sysfile_close(&P.psi); /* psi=0: it will not change */
-		if (n >= 0 &&
-		    procfs_parse_psi_some_avg10(buf, (size_t)n, &avg10) == 0) {
-			s->psi_some_avg10 = avg10;
-			s->pressure = psi_level(avg10);
-		}
+	if (P.fixture_root || now_ms() >= P.psi_due_ms) {
+		psi_read();
+		P.psi_due_ms = now_ms() + PSI_PERIOD_MS;
 	}
+	s->pressure =
+	    P.psi_avg10 >= 0 ? psi_level(P.psi_avg10) : PRESSURE_UNKNOWN;
+	s->psi_some_avg10 = P.psi_avg10;
 	return 0;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	/* The coarse clock is a vDSO read; tick resolution is plenty for
-	 * cache ages. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int
@@ -394,13 +440,6 @@ read_stat(pid_t pid, struct procfs_stat *st)
 	if (n == 0)
 		return -ESRCH;
 	return procfs_parse_stat(buf, (size_t)n, st);
-}
-
-static void
-status_drop(size_t i)
-{
-	close(P.status[i].fd);
-	P.status[i] = P.status[--P.nstatus];
 }
 
 static struct status_fd *
@@ -447,31 +486,70 @@ status_open(pid_t pid, int64_t now, struct status_fd *spare,
 	if (P.nstatus == STATUS_FDS) {
 		/* Following more processes than descriptors kept: this one
 		 * is read the slow way, opened and closed each time. */
-		*spare = (struct status_fd){pid, fd, st.start_time, now};
+		*spare = (struct status_fd){.pid = pid,
+		                            .fd = fd,
+		                            .start_time = st.start_time,
+		                            .used_ms = now,
+		                            .statm_fd = -1};
 		*out = spare;
 		return 0;
 	}
-	P.status[P.nstatus] = (struct status_fd){pid, fd, st.start_time, now};
+	P.status[P.nstatus] = (struct status_fd){.pid = pid,
+	                                         .fd = fd,
+	                                         .start_time = st.start_time,
+	                                         .used_ms = now,
+	                                         .statm_fd = -1};
 	*out = &P.status[P.nstatus++];
 	return 0;
 }
 
-int
-platform_proc_info(pid_t pid, struct proc_info *pi)
+/* statm into sf->statm, opened on first use; "" when it cannot be read. */
+static void
+statm_read(struct status_fd *sf, char *buf, size_t len)
+{
+	ssize_t n = -1;
+
+	if (sf->statm_fd < 0)
+		sf->statm_fd = open_pid_file(sf->pid, "statm");
+	if (sf->statm_fd >= 0)
+		n = pread_all(sf->statm_fd, buf, len);
+	if (n <= 0 || (size_t)n >= len - 1) /* cut: no fingerprint */
+		buf[0] = '\0';
+}
+
+/*
+ * platform_proc_info, and with may_reuse platform_proc_sample. statm is
+ * read before status, so a change between the two reads shows as a statm
+ * that differs at the next sample, never as a stale reading kept.
+ */
+static int
+proc_read(pid_t pid, struct proc_info *pi, int may_reuse)
 {
 	/* status is about 1.5 KiB; the fields read come before its long
 	 * tail, and a cut line is rejected, not misread. */
 	char buf[4096];
+	char statm[sizeof(P.status[0].statm)];
 	struct procfs_status ss;
-	struct status_fd *sf, spare = {.fd = -1};
+	struct status_fd *sf, spare = {.fd = -1, .statm_fd = -1};
 	struct procfs_stat st;
 	int64_t now = now_ms();
-	ssize_t n;
+	ssize_t n = -ESRCH;
 	int rc;
 
 	if (pid <= 0)
 		return -EINVAL;
+	statm[0] = '\0';
 	sf = status_find(pid, now);
+	if (sf != NULL && may_reuse) {
+		statm_read(sf, statm, sizeof(statm));
+		if (statm[0] != '\0' && sf->read_ms != 0 &&
+		    now - sf->read_ms < STATUS_REUSE_MS &&
+		    strcmp(statm, sf->statm) == 0) {
+			sf->used_ms = now;
+			*pi = sf->last;
+			return 0;
+		}
+	}
 	if (sf != NULL) {
 		n = pread_all(sf->fd, buf, sizeof(buf));
 		if (n <= 0) {
@@ -484,6 +562,8 @@ platform_proc_info(pid_t pid, struct proc_info *pi)
 	if (sf == NULL) {
 		if ((rc = status_open(pid, now, &spare, &sf)) != 0)
 			return rc;
+		if (may_reuse && sf != &spare)
+			statm_read(sf, statm, sizeof(statm));
 		n = pread_all(sf->fd, buf, sizeof(buf));
 		if (spare.fd >= 0)
 			close(spare.fd);
@@ -514,7 +594,24 @@ platform_proc_info(pid_t pid, struct proc_info *pi)
 			return rc;
 		pi->pgid = st.pgrp;
 	}
+	if (may_reuse && sf != &spare) {
+		sf->last = *pi;
+		sf->read_ms = now;
+		memcpy(sf->statm, statm, sizeof(sf->statm));
+	}
 	return 0;
+}
+
+int
+platform_proc_info(pid_t pid, struct proc_info *pi)
+{
+	return proc_read(pid, pi, 0);
+}
+
+int
+platform_proc_sample(pid_t pid, struct proc_info *pi)
+{
+	return proc_read(pid, pi, 1);
 }
 
 int

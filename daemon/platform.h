@@ -27,7 +27,7 @@ struct sys_sample {
 	uint64_t swap_total_bytes;
 	uint64_t swap_used_bytes;
 	enum pressure_level pressure;
-	double psi_some_avg10; /* Linux PSI; -1 when not available */
+	double psi_some_avg10;     /* Linux PSI; -1 when not available */
 	uint64_t compressed_bytes; /* macOS compressor; 0 elsewhere */
 	uint64_t wired_bytes;      /* macOS; 0 elsewhere */
 };
@@ -37,21 +37,23 @@ struct proc_info {
 	pid_t pid;
 	pid_t ppid;
 	pid_t pgid;
-	uid_t uid;                /* real uid */
-	uint64_t start_time;      /* opaque, stable for the life of the pid */
-	uint64_t footprint_bytes; /* Linux RssAnon+RssShmem; macOS phys_footprint */
-	uint64_t swap_bytes;      /* Linux VmSwap; 0 on macOS */
+	uid_t uid;           /* real uid */
+	uint64_t start_time; /* opaque, stable for the life of the pid */
+	uint64_t
+	    footprint_bytes; /* Linux RssAnon+RssShmem; macOS phys_footprint */
+	uint64_t swap_bytes; /* Linux VmSwap; 0 on macOS */
 };
 
 struct platform_config {
-	const char *proc_root; /* Linux: where meminfo and pressure/memory are
-				  read; NULL for /proc. Must be NULL elsewhere. */
-	double psi_warn;       /* PSI some avg10 thresholds, default 10 and 40 */
+	const char
+	    *proc_root;  /* Linux: where meminfo and pressure/memory are
+	                    read; NULL for /proc. Must be NULL elsewhere. */
+	double psi_warn; /* PSI some avg10 thresholds, default 10 and 40 */
 	double psi_critical;
 };
 
 int platform_init(const struct platform_config *cfg, char *cause,
-    size_t causelen);
+                  size_t causelen);
 void platform_shutdown(void);
 
 /* Fill s from the system (ts_ms is set by the caller). */
@@ -62,7 +64,18 @@ int platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen);
  * yet reaped) is -ESRCH here, though its start time still reads. */
 int platform_proc_info(pid_t pid, struct proc_info *pi);
 
-/* Only the start time (cheaper); used to tell a live pid from a recycled one. */
+/*
+ * platform_proc_info for sampling a followed process every interval. It
+ * may answer from an earlier reading of at most 2 s ago when a cheaper
+ * test shows the process's memory unchanged since: the pid and start time
+ * are always checked, footprint and swap follow memory, while ppid, pgid
+ * and uid may be that old. Permission checks and kills use
+ * platform_proc_info.
+ */
+int platform_proc_sample(pid_t pid, struct proc_info *pi);
+
+/* Only the start time (cheaper); used to tell a live pid from a recycled one.
+ */
 int platform_proc_start_time(pid_t pid, uint64_t *start_time);
 
 /*
@@ -71,14 +84,14 @@ int platform_proc_start_time(pid_t pid, uint64_t *start_time);
  * out and returns how many it found (possibly > max), or a negative errno.
  */
 int platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
-    pid_t *out, size_t max);
+                       pid_t *out, size_t max);
 
 /* The connected peer of a Unix socket. pid is 0 when unknown. */
 int platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
 
 /* Supplementary groups of user name (with primary gid): malloc'd array. */
 int platform_user_groups(const char *user, gid_t gid, gid_t **groups,
-    int *ngroups);
+                         int *ngroups);
 
 /* Default paths for this OS: system (root) or per-user. */
 int platform_default_socket(int system, char *buf, size_t len);

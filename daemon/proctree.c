@@ -118,9 +118,13 @@ count(struct tally *a, const struct proc_info *pi)
 	a->nprocs++;
 }
 
-/* Reads every member, dropping the ones that are gone or recycled. */
+/*
+ * Reads every member, dropping the ones that are gone or recycled. The
+ * sample every interval may take the platform's cheaper reading; a scan
+ * or a kill reads afresh (groups and parents as they are now).
+ */
 static void
-measure(struct proctree *t, struct tally *a)
+measure(struct proctree *t, struct tally *a, int fresh)
 {
 	struct proc_info pi;
 	size_t i = 0;
@@ -128,7 +132,8 @@ measure(struct proctree *t, struct tally *a)
 
 	t->group_alive = 0;
 	while (i < t->n) {
-		rc = platform_proc_info(t->pids[i], &pi);
+		rc = fresh ? platform_proc_info(t->pids[i], &pi)
+		           : platform_proc_sample(t->pids[i], &pi);
 		if (rc == -ESRCH ||
 		    (rc == 0 && pi.start_time != t->starts[i])) {
 			drop(t, i);
@@ -266,7 +271,7 @@ proctree_sample(struct proctree *t, int64_t now_ms, uint64_t *footprint_bytes,
 
 	if (t == NULL)
 		return -EINVAL;
-	measure(t, &a);
+	measure(t, &a, 0);
 	/* A clock that went back (a wall clock set back) rescans at once
 	 * rather than waiting for it to catch up. */
 	if (t->n > 0 && (!t->scanned || now_ms < t->last_scan_ms ||
@@ -288,7 +293,7 @@ proctree_refresh(struct proctree *t)
 {
 	if (t == NULL)
 		return -EINVAL;
-	measure(t, NULL);
+	measure(t, NULL, 1);
 	return t->n > 0 ? scan(t, NULL) : 0;
 }
 
@@ -305,7 +310,7 @@ proctree_pids(struct proctree *t, pid_t *out, size_t max, pid_t *pgid)
 		return rc;
 	/* The scan added members just now; measure again so every pid
 	 * handed out was verified by its start time a moment ago. */
-	measure(t, NULL);
+	measure(t, NULL, 1);
 	for (i = 0; i < t->n && i < max; i++)
 		out[i] = t->pids[i];
 	if (pgid != NULL)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -72,6 +73,40 @@ teardown_root(void **state)
 {
 	platform_shutdown();
 	remove_root();
+	return 0;
+}
+
+/* Children a test forks, killed and reaped by kill_children whether the
+ * test passed or failed (a failed assertion leaves the test at once). */
+static pid_t children[8];
+static int nchildren;
+
+static pid_t
+fork_child(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid > 0 &&
+	    nchildren < (int)(sizeof(children) / sizeof(children[0])))
+		children[nchildren++] = pid;
+	return pid;
+}
+
+static int
+kill_children(void **state)
+{
+	(void)state;
+	while (nchildren > 0) {
+		pid_t pid = children[--nchildren];
+
+		/* Only a child not yet reaped: a reaped pid may be reused. */
+		if (waitpid(pid, NULL, WNOHANG) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+	}
+	platform_shutdown();
 	return 0;
 }
 
@@ -261,6 +296,112 @@ test_proc_info(void **state)
 	platform_shutdown();
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends a command byte to the helper child and waits for its answer. */
+static void
+helper_do(int to, int from, char cmd)
+{
+	char c;
+
+	assert_int_equal(write(to, &cmd, 1), 1);
+	assert_int_equal(read(from, &c, 1), 1);
+	assert_int_equal(c, cmd);
+}
+
+/*
+ * platform_proc_sample answers from the last status reading while statm
+ * is unchanged: memory changes show at once, a new group at the latest
+ * after the reuse bound (2 s), and an exit at once.
+ */
+static void
+test_proc_sample(void **state)
+{
+	struct proc_info a, b;
+	int down[2], up[2];
+	uint64_t before;
+	int64_t t0;
+	pid_t child, idle;
+
+	(void)state;
+	assert_int_equal(platform_init(NULL, cause, sizeof(cause)), 0);
+	assert_int_equal(pipe(down), 0);
+	assert_int_equal(pipe(up), 0);
+	/* A helper that allocates or exits when told. */
+	if ((child = fork_child()) == 0) {
+		char *block, c;
+
+		while (read(down[0], &c, 1) == 1) {
+			if (c == 'a' && (block = malloc(16 << 20)) != NULL)
+				memset(block, 1, 16 << 20);
+			else if (c == 'x')
+				_exit(0);
+			if (write(up[1], &c, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(down[0]);
+	close(up[1]);
+	/* A process that does nothing: its statm never moves. */
+	if ((idle = fork_child()) == 0) {
+		for (;;)
+			pause();
+	}
+
+	helper_do(down[1], up[0], 's'); /* started */
+	assert_int_equal(platform_proc_info(child, &a), 0);
+	assert_int_equal(platform_proc_sample(child, &b), 0);
+	assert_int_equal(b.pid, child);
+	assert_int_equal(b.ppid, getpid());
+	assert_int_equal(b.pgid, getpgrp());
+	assert_true(b.start_time == a.start_time);
+	before = b.footprint_bytes;
+
+	/* Memory: statm changes, so the next sample reads status again. */
+	helper_do(down[1], up[0], 'a');
+	assert_int_equal(platform_proc_sample(child, &b), 0);
+	assert_true(b.footprint_bytes >= before + (8 << 20));
+
+	/* A new group leaves statm alone: platform_proc_info sees it at
+	 * once, the sample within the reuse bound. */
+	assert_int_equal(platform_proc_sample(idle, &b), 0);
+	assert_int_equal(b.pgid, getpgrp());
+	t0 = mono_ms();
+	assert_int_equal(setpgid(idle, idle), 0);
+	assert_int_equal(platform_proc_info(idle, &a), 0);
+	assert_int_equal(a.pgid, idle);
+	assert_int_equal(platform_proc_sample(idle, &b), 0);
+	if (mono_ms() - t0 < 1000) /* the earlier reading is reused */
+		assert_int_equal(b.pgid, getpgrp());
+	while (b.pgid != idle && mono_ms() - t0 < 5000) {
+		usleep(20000);
+		assert_int_equal(platform_proc_sample(idle, &b), 0);
+	}
+	assert_int_equal(b.pgid, idle);
+
+	/* Exited but not reaped (a zombie): gone at once, reaped too. */
+	{
+		siginfo_t si;
+
+		assert_int_equal(write(down[1], "x", 1), 1);
+		assert_int_equal(
+		    waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0);
+	}
+	assert_int_equal(platform_proc_sample(child, &b), -ESRCH);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(platform_proc_sample(child, &b), -ESRCH);
+	close(down[1]);
+	close(up[0]);
+}
+
 static void
 test_list_tree(void **state)
 {
@@ -269,9 +410,7 @@ test_list_tree(void **state)
 
 	assert_int_equal(platform_init(NULL, cause, sizeof(cause)), 0);
 	for (i = 0; i < 2; i++) {
-		kids[i] = fork();
-		assert_true(kids[i] >= 0);
-		if (kids[i] == 0) {
+		if ((kids[i] = fork_child()) == 0) {
 			if (i == 1)
 				setpgid(0, 0); /* leaves our group */
 			pause();
@@ -304,10 +443,9 @@ test_list_tree(void **state)
 	assert_int_equal(platform_list_tree(&self, 1, 0, out, 64), n);
 	/* ... and a process created since is seen at the next call. */
 	{
-		pid_t late = fork(), more[64];
+		pid_t late = fork_child(), more[64];
 		int m;
 
-		assert_true(late >= 0);
 		if (late == 0) {
 			pause();
 			_exit(0);
@@ -412,7 +550,8 @@ main(void)
 	                                    teardown_root),
 	    cmocka_unit_test(test_real_proc),
 	    cmocka_unit_test(test_proc_info),
-	    cmocka_unit_test(test_list_tree),
+	    cmocka_unit_test_teardown(test_proc_sample, kill_children),
+	    cmocka_unit_test_teardown(test_list_tree, kill_children),
 	    cmocka_unit_test(test_peer_cred),
 	    cmocka_unit_test(test_user_groups),
 	    cmocka_unit_test(test_default_paths),
