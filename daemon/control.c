@@ -256,6 +256,8 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	char why[256];
 	int rc;
 
+	/* Samples are committed in batches: answer with all of them. */
+	sampler_flush(d);
 	rc = proto_param_int(params, "job_id", 0, 1, INT64_MAX, &job_id, cause,
 	                     causelen);
 	if (rc == 0)

@@ -19,14 +19,19 @@
 #include "version.h"
 
 /*
- * Samples are committed every FLUSH_EVERY_SAMPLES samples (2 s at 0.1 s,
- * 10 s at the default 0.5 s), and at least every FLUSH_MAX_MS: a commit
- * costs about 200 us however few rows it holds, so a batch of 20 keeps the
- * cost per sample low, and a crash loses at most those seconds of history.
+ * Samples are committed every FLUSH_EVERY_SAMPLES samples (6 s at 0.1 s,
+ * 30 s at the default 0.5 s), and at least every FLUSH_MAX_MS: a commit
+ * costs about 250 us of CPU, most of it whatever the rows, so large
+ * batches keep the cost per sample low (docs/benchmarks.md). A history
+ * query commits what is pending first, so answers are never behind; a
+ * daemon crash loses at most one batch of system and job samples (job
+ * states and events are committed at once). The WAL is checkpointed, which
+ * syncs it, at the first commit CHECKPOINT_EVERY_MS after the last one, so
+ * a power loss loses about a minute at most.
  */
-#define FLUSH_EVERY_SAMPLES 20
-#define FLUSH_MAX_MS 10000
-#define CHECKPOINT_EVERY_MS 30000
+#define FLUSH_EVERY_SAMPLES 60
+#define FLUSH_MAX_MS 30000
+#define CHECKPOINT_EVERY_MS 60000
 #define PRUNE_EVERY_MS (3600 * 1000)
 #define PRUNE_FIRST_MS 60000 /* first prune a minute after start */
 
@@ -315,27 +320,37 @@ sampler_storage_result(struct daemon *d, struct sampler *sm, int rc,
 	}
 }
 
+void
+sampler_flush(struct daemon *d)
+{
+	struct sampler *sm = d->sampler;
+	char cause[256];
+	int rc;
+
+	if (sm == NULL || d->store == NULL)
+		return;
+	sm->last_flush = uv_now(d->loop);
+	sm->unflushed = 0;
+	cause[0] = '\0';
+	rc = store_flush(d->store, cause, sizeof cause);
+	sampler_storage_result(d, sm, rc, cause);
+	if (sm->last_flush - sm->last_checkpoint >= CHECKPOINT_EVERY_MS) {
+		sm->last_checkpoint = sm->last_flush;
+		store_checkpoint(d->store);
+	}
+}
+
 static void
 sampler_housekeeping(struct daemon *d, struct sampler *sm)
 {
 	uint64_t now = uv_now(d->loop);
 	char cause[256];
-	int rc;
 
 	if (d->store == NULL)
 		return;
 	if (++sm->unflushed >= FLUSH_EVERY_SAMPLES ||
-	    now - sm->last_flush >= FLUSH_MAX_MS) {
-		sm->last_flush = now;
-		sm->unflushed = 0;
-		cause[0] = '\0';
-		rc = store_flush(d->store, cause, sizeof cause);
-		sampler_storage_result(d, sm, rc, cause);
-	}
-	if (now - sm->last_checkpoint >= CHECKPOINT_EVERY_MS) {
-		sm->last_checkpoint = now;
-		store_checkpoint(d->store);
-	}
+	    now - sm->last_flush >= FLUSH_MAX_MS)
+		sampler_flush(d);
 	if (now - sm->last_prune >= PRUNE_EVERY_MS) {
 		sm->last_prune = now;
 		if (store_prune(d->store, now_ms(), &d->cfg.retention, cause,

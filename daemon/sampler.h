@@ -12,6 +12,8 @@ void sampler_stop(struct daemon *d); /* flushes the store */
 /* Take the sample now if it is due: the server calls it after each read,
  * so busy I/O never delays enforcement (see sampler.c). */
 void sampler_run_due(struct daemon *d);
+/* Commit the samples not yet written (before a history query). */
+void sampler_flush(struct daemon *d);
 
 /* "normal", "warn", "critical" or "unknown". */
 const char *sampler_pressure_name(enum pressure_level p);

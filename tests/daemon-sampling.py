@@ -56,8 +56,8 @@ def check_info(d):
 
 def check_history(d, t0_ms):
     c = Client(d.socket)
-    # Samples reach the database in batches every ~2 s: poll until both the
-    # first fixture (swap 0) and the second (1 GiB used) are in history.
+    # Both the first fixture (swap 0) and the second (1 GiB used) are in
+    # history; polled, since the second may not have been sampled yet.
     def both():
         h = c.call("history", {"since_ms": t0_ms - 1000, "step_ms": 1000})
         b = h["buckets"]
@@ -93,6 +93,24 @@ def check_history(d, t0_ms):
     except RpcError as e:
         assert e.code == -32004, e
     c.close()
+
+
+def check_history_current():
+    """Samples are committed in batches (every 30 s at 0.5 s), but a history
+    query commits what is pending first: what info shows is in history at
+    once, not a batch later."""
+    d = Daemon(interval="0.5")
+    with d:
+        c = Client(d.socket)
+        poll(lambda: c.call("info")["sample"], what="a first sample")
+        write_meminfo(d.proc_root, swap_total_kb=4 << 20, swap_free_kb=1 << 20)
+        poll(lambda: sample(c)["swap_used_bytes"] == 3 << 30, timeout=5,
+             what="info to show 3 GiB of swap used")
+        now_ms = int(time.time() * 1000)
+        h = c.call("history", {"since_ms": now_ms - 60000, "step_ms": 500})
+        top = max(b["swap_used_bytes"]["max"] for b in h["buckets"])
+        assert top == 3 << 30, h
+        c.close()
 
 
 def check_big_history(d):
@@ -293,6 +311,7 @@ def main():
         check_sighup(d)
         check_stop(d)
         check_restart_after_crash(d, t0_ms)
+    check_history_current()
     print("ok")
 
 
