@@ -85,6 +85,7 @@ gaps = [b - a for a, b in zip(ts, ts[1:])]
 assert all(400 <= g <= 1500 for g in gaps), gaps  # never every sample; stalls under load allowed
 EOF
 kill "$hog"
+wait "$hog" 2>/dev/null || true # reaped: gone, not just signalled
 rc=0
 ctl meter --count 1 --pid "$hog" >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "meter of a pid that has gone should fail"
