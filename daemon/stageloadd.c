@@ -63,12 +63,14 @@ parent_dir(const char *path, char *buf, size_t len)
 }
 
 /* Every client is a descriptor: make room for the connection cap when the
- * hard limit allows, instead of failing accept() far below it. */
+ * hard limit allows, instead of failing accept() far below it. The rest is
+ * for the database, job logs and monitors, and the platform's kept /proc
+ * files of followed processes (two each, up to 512). */
 static void
 raise_fd_limit(int max_clients)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)max_clients + 256;
+	rlim_t want = (rlim_t)max_clients + 1024;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
 		return;
