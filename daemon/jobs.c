@@ -941,7 +941,11 @@ jobs_on_sample(struct daemon *d, const struct sys_sample *s)
 	struct jobs *js = d->jobs;
 	size_t i;
 
-	if (js == NULL)
+	/* No job, and no event or log waiting: nothing to measure, enforce
+	 * or admit. That is an idle daemon, most of its life; the passes
+	 * below allocate and would cost it several us a sample. */
+	if (js == NULL ||
+	    (js->n == 0 && js->pending == NULL && js->logs == NULL))
 		return;
 	jobs_reap(d);
 	for (i = 0; i < js->n; i++)
