@@ -7,6 +7,10 @@
  *
  * Times are CPU time of this process (user + system: reading /proc is
  * kernel work charged to the reader), from CLOCK_PROCESS_CPUTIME_ID.
+ * Everything runs in a tight loop with warm caches, so the PSI file (read
+ * once per 2 s) and a process's status (re-read when its statm moves, or
+ * after 2 s) are read less often than in the daemon, whose samples are
+ * 0.1-0.5 s apart: bench/daemon.sh and bench/jobs.py measure that.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -124,7 +128,7 @@ main(int argc, char **argv)
 	struct sys_sample s;
 	struct proc_info pi;
 	long ticks = 2000, interval_ms = 500, i, iters;
-	double t0, sys_us, info_us, scan_us, full_scan_us = 0;
+	double t0, sys_us, info_us, sample_us, scan_us, full_scan_us = 0;
 	double tick_us, churn_tick_us, per_tree, churn_per_tree;
 	int j;
 
@@ -163,6 +167,13 @@ main(int argc, char **argv)
 	for (i = 0; i < iters; i++)
 		platform_proc_info(self, &pi);
 	info_us = (cpu_us() - t0) / (double)iters;
+
+	/* This process's statm does not move in this loop: every call but
+	 * one every 2 s answers from the last status reading. */
+	t0 = cpu_us();
+	for (i = 0; i < iters; i++)
+		platform_proc_sample(self, &pi);
+	sample_us = (cpu_us() - t0) / (double)iters;
 
 	iters = 500;
 	t0 = cpu_us();
@@ -206,6 +217,9 @@ main(int argc, char **argv)
 	printf("processes on the system:        %5d\n", count_processes());
 	printf("platform_sys_sample:            %8.2f us CPU\n", sys_us);
 	printf("platform_proc_info (one pid):   %8.2f us CPU\n", info_us);
+	printf("platform_proc_sample, same pid: %8.2f us CPU (memory "
+	       "unchanged)\n",
+	       sample_us);
 	printf("platform_list_tree, no new pid: %8.2f us CPU\n", scan_us);
 	printf("platform_list_tree, new pid:    %8.2f us CPU\n", full_scan_us);
 	printf("tick = sys sample + %d trees of 2 processes, %ld ms interval, "

@@ -6,6 +6,10 @@
 #     cross-check) divided by the samples it stored in that window. This is
 #     the whole daemon amortised: sampling, store flushes every 20 samples,
 #     checkpoints every 30 s, rollups, timers.
+#   - beside it over the same window, bench_wake: a libuv timer at the same
+#     interval that does nothing, and one that calls platform_sys_sample
+#     and nothing else: what waking up and reading meminfo cost on this
+#     machine at that time, the floor under the daemon's figure;
 #   - peak RSS (VmHWM) and RSS at the end;
 #   - database growth per day, extrapolated from the window: the database's
 #     pages (db + wal after a TRUNCATE checkpoint) and, byte-precise, the
@@ -32,12 +36,16 @@ shift $((OPTIND - 1))
 intervals=("$@")
 [ ${#intervals[@]} -gt 0 ] || intervals=(0.5 0.1)
 daemon="$build/bin/stageloadd"
-[ -x "$daemon" ] || { echo "no $daemon; build first" >&2; exit 2; }
+wake="$build/bin/bench_wake"
+[ -x "$daemon" ] && [ -x "$wake" ] || { echo "no $daemon or $wake; build first" >&2; exit 2; }
 command -v sqlite3 >/dev/null || { echo "needs the sqlite3 shell" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/sl-bench-daemon.XXXXXX)
 dpid=
+widle=
+wsample=
 cleanup() {
+	for p in $widle $wsample; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
 		kill -KILL "$dpid" 2>/dev/null || true
 		wait "$dpid" 2>/dev/null || true
@@ -83,8 +91,8 @@ db_pages_bytes() {
 now_ms() { date +%s%3N; }
 
 hz=$(getconf CLK_TCK)
-printf '| interval | seconds | samples | CPU per sample (schedstat) | CPU per sample (utime+stime) | peak RSS (VmHWM) | RSS at end | db+wal at end | growth per day (pages) | growth per day (bytes used) |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| interval | seconds | samples | CPU per sample (schedstat) | CPU per sample (utime+stime) | idle timer, same window | timer + platform_sys_sample, same window | peak RSS (VmHWM) | RSS at end | db+wal at end | growth per day (pages) | growth per day (bytes used) |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for iv in "${intervals[@]}"; do
 	dir="$tmp/$iv"
 	mkdir -p "$dir"
@@ -101,6 +109,11 @@ for iv in "${intervals[@]}"; do
 
 	used0=$(db_used "$db")
 	pages0=$(db_pages_bytes "$db")
+	ms=$(python3 -c "print(int(round($iv * 1000)))")
+	"$wake" --interval-ms "$ms" --seconds "$dur" --idle >"$dir/wake-idle" &
+	widle=$!
+	"$wake" --interval-ms "$ms" --seconds "$dur" >"$dir/wake-sample" &
+	wsample=$!
 	t0=$(now_ms)
 	c0=$(cpu_ns "$dpid")
 	k0=$(cpu_ticks "$dpid")
@@ -108,6 +121,9 @@ for iv in "${intervals[@]}"; do
 	c1=$(cpu_ns "$dpid")
 	k1=$(cpu_ticks "$dpid")
 	t1=$(now_ms)
+	wait "$widle" "$wsample"
+	floor_idle=$(sed -n 's/.*, \([0-9.]*\) us CPU per wake-up/\1/p' "$dir/wake-idle")
+	floor_sample=$(sed -n 's/.*, \([0-9.]*\) us CPU per wake-up/\1/p' "$dir/wake-sample")
 	hwm=$(status_kb "$dpid" VmHWM)
 	rss=$(status_kb "$dpid" VmRSS)
 
@@ -123,10 +139,11 @@ for iv in "${intervals[@]}"; do
 	    "SELECT count(*) FROM samples WHERE ts_ms >= $t0 AND ts_ms < $t1;")
 
 	python3 - "$iv" "$t0" "$t1" "$tstop" "$n" "$c0" "$c1" "$k0" "$k1" "$hz" \
-	    "$hwm" "$rss" "$files" "$pages0" "$pages1" "$used0" "$used1" <<'EOF'
+	    "$hwm" "$rss" "$files" "$pages0" "$pages1" "$used0" "$used1" \
+	    "$floor_idle" "$floor_sample" <<'EOF'
 import sys
 (iv, t0, t1, tstop, n, c0, c1, k0, k1, hz, hwm, rss, files, p0, p1, u0,
- u1) = sys.argv[1:]
+ u1, fi, fs) = sys.argv[1:]
 t0, t1, tstop, n = int(t0), int(t1), int(tstop), int(n)
 secs = (t1 - t0) / 1000.0
 cpu = (int(c1) - int(c0)) / 1e3 / n
@@ -134,8 +151,9 @@ ticks = (int(k1) - int(k0)) * 1e6 / int(hz) / n
 day = 86400.0 / ((tstop - t0) / 1000.0)
 gp = (int(p1) - int(p0)) * day / 1e6
 gu = (int(u1) - int(u0)) * day / 1e6
-print("| %s s | %.0f | %d | %.1f µs | %.0f µs | %.1f MiB | %.1f MiB | %.0f KiB "
-      "| %.2f MB | %.2f MB |" % (iv, secs, n, cpu, ticks, int(hwm) / 1024.0,
-                                 int(rss) / 1024.0, int(files) / 1024.0, gp, gu))
+print("| %s s | %.0f | %d | %.1f µs | %.0f µs | %s µs | %s µs | %.1f MiB "
+      "| %.1f MiB | %.0f KiB | %.2f MB | %.2f MB |"
+      % (iv, secs, n, cpu, ticks, fi, fs, int(hwm) / 1024.0,
+         int(rss) / 1024.0, int(files) / 1024.0, gp, gu))
 EOF
 done

@@ -8,7 +8,8 @@
   submit    `submit` round trip with 1,000 jobs already queued (free % kept
             below their wait_free so none starts); target < 5 ms.
   supervise daemon CPU per sample on the real /proc while it supervises 10
-            running jobs of two processes each; target < 500 us.
+            running jobs of two processes each, idle and working (memory
+            changing at every sample); target < 500 us.
 
 usage: bench/jobs.py [-b BUILD] [--trials N] [--queued N] [--seconds S]
                      [breach|submit|supervise ...]
@@ -65,6 +66,10 @@ def wait_seen(d, c, swap_used_kb, after):
 
 def state_of(c, jid):
     return c.call("show", {"id": jid})["state"]
+
+
+def job_of(c, jid):
+    return c.call("show", {"id": jid})
 
 
 def read_file(path):
@@ -265,46 +270,73 @@ def status_kb(pid, key):
     return 0
 
 
+# The two job shapes supervised. Each job is a shell with one child.
+#   idle     the child sleeps: nothing in the tree changes between samples.
+#   working  the child maps and unmaps 8 MiB every 20 ms, so its memory
+#            differs at every sample (the daemon cannot reuse a reading),
+#            as a generation job's does; the shell around it stays idle.
+CHURN = ("import mmap, time\n"
+         "while True:\n"
+         "    m = mmap.mmap(-1, 8 << 20)\n"
+         "    m.write(b'x' * (8 << 20))\n"
+         "    time.sleep(0.01)\n"
+         "    m.close()\n"
+         "    time.sleep(0.01)\n")
+SHAPES = {
+    "idle": ["bash", "-c", "sleep 100000 & wait"],
+    "working": ["bash", "-c", 'python3 -c "$0" & wait', CHURN],
+}
+
+
 def bench_supervise(build, seconds, njobs=10):
     rows = []
-    for iv in ("0.5", "0.1"):
-        d = fixture_daemon(build, iv)
-        # The real /proc for system memory too: this measures what a real
-        # daemon pays.
-        i = d.args.index("--proc-root")
-        del d.args[i:i + 2]
-        with running(d):
-            c = Client(d.socket)
-            ids = []
-            for k in range(njobs):
-                ids.append(c.call("submit", {
-                    "argv": ["bash", "-c", "sleep 100000 & wait"],
-                    "cwd": d.dir, "env": env_list(), "wait_free_pct": 0,
-                    "name": "sup%d" % k})["id"])
-            poll(lambda: all(state_of(c, j) == "running" for j in ids),
-                 timeout=60, what="%d jobs to run" % njobs)
-            # Each job is bash plus its sleep child; let the daemon see both.
-            time.sleep(2)
-            c.close()
-            pid = d.proc.pid
-            c0, t0 = cpu_ns(pid), time.monotonic()
-            time.sleep(seconds)
-            c1, t1 = cpu_ns(pid), time.monotonic()
-            hwm = status_kb(pid, "VmHWM")
-            c = Client(d.socket)
-            for j in ids:
-                c.call("cancel", {"id": j})
-            poll(lambda: all(state_of(c, j) == "killed" for j in ids),
-                 timeout=30, what="jobs to be cancelled")
-            c.close()
-        n = (t1 - t0) / float(iv)
-        per = (c1 - c0) / 1000.0 / n
-        rows.append("| %s s | %d x 2 processes | %.0f | %.0f µs | %.1f MiB | %s |" % (
-            iv, njobs, n, per, hwm / 1024.0, "met" if per < 500 else "MISSED"))
-    print("| interval | jobs | samples | daemon CPU per sample | peak RSS | < 500 µs |")
+    for shape, argv in SHAPES.items():
+        for iv in ("0.5", "0.1"):
+            rows.append(supervise_one(build, seconds, njobs, shape, argv, iv))
+    print("| jobs | interval | samples | daemon CPU per sample | peak RSS | < 500 µs |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(r)
+
+
+def supervise_one(build, seconds, njobs, shape, argv, iv):
+    d = fixture_daemon(build, iv)
+    # The real /proc for system memory too: this measures what a real
+    # daemon pays.
+    i = d.args.index("--proc-root")
+    del d.args[i:i + 2]
+    with running(d):
+        c = Client(d.socket)
+        ids = []
+        for k in range(njobs):
+            ids.append(c.call("submit", {
+                "argv": argv, "cwd": d.dir, "env": env_list(),
+                "wait_free_pct": 0, "name": "sup%d" % k})["id"])
+        poll(lambda: all(state_of(c, j) == "running" for j in ids),
+             timeout=60, what="%d jobs to run" % njobs)
+        if shape == "working":
+            # The child is in each tree once its mapping counts.
+            poll(lambda: all(job_of(c, j).get("footprint_bytes", 0) >= 8 << 20
+                             for j in ids), timeout=30,
+                 what="each job's child to be followed")
+        # Each job is bash plus its child; let the daemon see both.
+        time.sleep(2)
+        c.close()
+        pid = d.proc.pid
+        c0, t0 = cpu_ns(pid), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = cpu_ns(pid), time.monotonic()
+        hwm = status_kb(pid, "VmHWM")
+        c = Client(d.socket)
+        for j in ids:
+            c.call("cancel", {"id": j})
+        poll(lambda: all(state_of(c, j) == "killed" for j in ids),
+             timeout=30, what="jobs to be cancelled")
+        c.close()
+    n = (t1 - t0) / float(iv)
+    per = (c1 - c0) / 1000.0 / n
+    return "| %d x 2 processes, %s | %s s | %.0f | %.0f µs | %.1f MiB | %s |" % (
+        njobs, shape, iv, n, per, hwm / 1024.0, "met" if per < 500 else "MISSED")
 
 
 def main():
