@@ -26,8 +26,8 @@
  * query commits what is pending first, so answers are never behind; a
  * daemon crash loses at most one batch of system and job samples (job
  * states and events are committed at once). The WAL is checkpointed, which
- * syncs it, at the first commit CHECKPOINT_EVERY_MS after the last one, so
- * a power loss loses about a minute at most.
+ * syncs it, at the last commit before CHECKPOINT_EVERY_MS has passed since
+ * the previous checkpoint, so a power loss loses a minute at most.
  */
 #define FLUSH_EVERY_SAMPLES 60
 #define FLUSH_MAX_MS 30000
@@ -325,6 +325,7 @@ sampler_flush(struct daemon *d)
 {
 	struct sampler *sm = d->sampler;
 	char cause[256];
+	uint64_t next;
 	int rc;
 
 	if (sm == NULL || d->store == NULL)
@@ -334,7 +335,15 @@ sampler_flush(struct daemon *d)
 	cause[0] = '\0';
 	rc = store_flush(d->store, cause, sizeof cause);
 	sampler_storage_result(d, sm, rc, cause);
-	if (sm->last_flush - sm->last_checkpoint >= CHECKPOINT_EVERY_MS) {
+	/* Checkpoint now if waiting for the next commit would leave the WAL
+	 * unsynced for longer than CHECKPOINT_EVERY_MS. Ticks run a little
+	 * late, so a commit expected right on the minute is allowed a
+	 * second's slack rather than taken as a reason to checkpoint early. */
+	next = (uint64_t)d->cfg.interval_ms * FLUSH_EVERY_SAMPLES;
+	if (next > FLUSH_MAX_MS)
+		next = FLUSH_MAX_MS;
+	if (sm->last_flush + next - sm->last_checkpoint >
+	    CHECKPOINT_EVERY_MS + 1000) {
 		sm->last_checkpoint = sm->last_flush;
 		store_checkpoint(d->store);
 	}
