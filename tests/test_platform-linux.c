@@ -20,6 +20,7 @@
 
 #include "platform.h"
 #include "procfs.h"
+#include "testclock.h"
 
 static char root[256];
 static char cause[256];
@@ -294,15 +295,6 @@ test_proc_info(void **state)
 	assert_int_equal(platform_proc_start_time(child, &st), -ESRCH);
 	assert_int_equal(platform_proc_info(0, &pi), -EINVAL);
 	platform_shutdown();
-}
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Sends a command byte to the helper child and waits for its answer. */

@@ -18,6 +18,7 @@
 
 #include "platform.h"
 #include "proctree.h"
+#include "testclock.h"
 
 #define MIB (1024ULL * 1024)
 #define TOUCH_BYTES (64 * MIB)
@@ -76,15 +77,6 @@ write_pid(int fd, pid_t pid)
 {
 	if (write(fd, &pid, sizeof(pid)) != (ssize_t)sizeof(pid))
 		_exit(1);
-}
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Samples until the tree has want processes, for up to 10 s. */

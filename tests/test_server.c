@@ -20,6 +20,7 @@
 
 #include "daemon.h"
 #include "server.h"
+#include "testclock.h"
 
 /* When set, the daemon cannot read the credentials of the next peer. */
 static int fail_peercred;
@@ -103,15 +104,6 @@ teardown(void **state)
 	rmdir(f->dir);
 	free(f);
 	return 0;
-}
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Turn the loop until cond() holds; fail after 5 s. */

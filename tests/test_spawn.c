@@ -29,6 +29,7 @@
 
 #include "platform.h"
 #include "spawn.h"
+#include "testclock.h"
 
 #define EVENT_TIMEOUT_MS 10000
 
@@ -286,15 +287,6 @@ read_log(const struct job *j)
 	assert_true(n >= 0);
 	buf[n] = '\0';
 	return buf;
-}
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
