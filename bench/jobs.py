@@ -28,7 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
-from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, kill_leftovers, poll, write_meminfo  # noqa: E402
 
 GIB_KB = 1 << 20
 TOTAL_KB = 16 * GIB_KB
@@ -84,26 +84,6 @@ def fixture_daemon(build, interval, conf=""):
     os.environ["SL_BIN"] = os.path.join(build, "bin")
     return Daemon(interval=interval,
                   config="grace = 1000ms\nsettle = 0\n" + conf)
-
-
-def kill_leftovers(d):
-    """Detached jobs outlive their daemon by design: end every process whose
-    command line or cwd points into the daemon's directory."""
-    me = os.getpid()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                cmd = f.read().decode(errors="replace")
-            cwd = os.readlink("/proc/%s/cwd" % pid)
-        except OSError:
-            continue
-        if d.dir in cmd or cwd.startswith(d.dir):
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
 
 
 @contextlib.contextmanager
