@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import random
-import signal
 import statistics
 import sys
 import time
