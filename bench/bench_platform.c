@@ -19,22 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "benchclock.h"
 #include "platform.h"
 #include "proctree.h"
 
 #define NJOBS 10
-
-static double
-cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* How many processes a scan walks, to read its cost by; -1 without a
  * /proc directory (macOS). */

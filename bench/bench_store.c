@@ -25,20 +25,12 @@
 
 #include <sqlite3.h>
 
+#include "benchclock.h"
 #include "store.h"
 
 #define INTERVAL_MS 500
 #define DAY_MS (86400LL * 1000)
 #define HOUR_MS (3600LL * 1000)
-
-static double
-cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static double
 wall_seconds(void)
@@ -197,7 +189,7 @@ time_query(struct store *s, int64_t until, int64_t span_ms, int64_t step_ms,
 	}
 	for (i = 0; i < runs; i++) {
 		t0 = wall_seconds();
-		c0 = cpu_seconds();
+		c0 = cpu_us() / 1e6;
 		if (store_history(s, until - span_ms, until, step_ms, &tier, &b,
 		                  &n, cause, sizeof cause) != 0) {
 			fprintf(stderr, "history: %s\n", cause);
@@ -205,7 +197,7 @@ time_query(struct store *s, int64_t until, int64_t span_ms, int64_t step_ms,
 			free(cpu);
 			return -1;
 		}
-		cpu[i] = (cpu_seconds() - c0) * 1000;
+		cpu[i] = (cpu_us() / 1e6 - c0) * 1000;
 		t[i] = (wall_seconds() - t0) * 1000;
 		free(b);
 	}
@@ -248,7 +240,7 @@ generate(struct store *s, const char *path, int days, int flush_every,
 	}
 	/* The process CPU clock is read only around the rare work, so the
 	 * clock itself does not weigh on the per-sample figure. */
-	cpu0 = cpu_seconds();
+	cpu0 = cpu_us() / 1e6;
 	for (ts = start; ts < end; ts += INTERVAL_MS) {
 		synth_next(&m, ts, &ss);
 		store_add_sample(s, &ss);
@@ -258,19 +250,19 @@ generate(struct store *s, const char *path, int days, int flush_every,
 			return 1;
 		}
 		if ((ts - start) % HOUR_MS == HOUR_MS - INTERVAL_MS) {
-			c = cpu_seconds();
+			c = cpu_us() / 1e6;
 			if (store_prune(s, ts, &ret, cause, sizeof cause) !=
 			    0) {
 				fprintf(stderr, "store_prune: %s\n", cause);
 				return 1;
 			}
 			store_checkpoint(s);
-			cpu_prune += cpu_seconds() - c;
+			cpu_prune += cpu_us() / 1e6 - c;
 			prune_runs++;
 		}
 		/* Day one, before any retention applies: bytes per day. */
 		if (ts == start + DAY_MS - INTERVAL_MS) {
-			c = cpu_seconds();
+			c = cpu_us() / 1e6;
 			int64_t wal;
 
 			store_flush(s, cause, sizeof cause);
@@ -287,10 +279,10 @@ generate(struct store *s, const char *path, int days, int flush_every,
 			       wal / 1e6);
 			print_table_sizes(path);
 			fflush(stdout);
-			cpu_other += cpu_seconds() - c;
+			cpu_other += cpu_us() / 1e6 - c;
 		}
 	}
-	cpu_add = cpu_seconds() - cpu0 - cpu_prune - cpu_other;
+	cpu_add = cpu_us() / 1e6 - cpu0 - cpu_prune - cpu_other;
 	if (store_flush(s, cause, sizeof cause) != 0) {
 		fprintf(stderr, "store_flush: %s\n", cause);
 		return 1;

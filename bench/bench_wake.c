@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <uv.h>
 
+#include "benchclock.h"
 #include "platform.h"
 
 static struct {
@@ -26,15 +26,6 @@ static struct {
 	long wakeups, max;
 	double cpu0_us;
 } W;
-
-static double
-cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static void
 tick(uv_timer_t *t)
