@@ -533,7 +533,7 @@ proc_read(pid_t pid, struct proc_info *pi, int may_reuse)
 	struct status_fd *sf, spare = {.fd = -1, .statm_fd = -1};
 	struct procfs_stat st;
 	int64_t now = now_ms();
-	ssize_t n = -ESRCH;
+	ssize_t n;
 	int rc;
 
 	if (pid <= 0)

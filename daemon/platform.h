@@ -39,15 +39,15 @@ struct proc_info {
 	pid_t pgid;
 	uid_t uid;           /* real uid */
 	uint64_t start_time; /* opaque, stable for the life of the pid */
-	uint64_t
-	    footprint_bytes; /* Linux RssAnon+RssShmem; macOS phys_footprint */
+	/* Linux RssAnon + RssShmem; macOS phys_footprint */
+	uint64_t footprint_bytes;
 	uint64_t swap_bytes; /* Linux VmSwap; 0 on macOS */
 };
 
 struct platform_config {
-	const char
-	    *proc_root;  /* Linux: where meminfo and pressure/memory are
-	                    read; NULL for /proc. Must be NULL elsewhere. */
+	/* Linux: where meminfo and pressure/memory are read; NULL for /proc.
+	 * Must be NULL elsewhere. */
+	const char *proc_root;
 	double psi_warn; /* PSI some avg10 thresholds, default 10 and 40 */
 	double psi_critical;
 };
@@ -74,8 +74,7 @@ int platform_proc_info(pid_t pid, struct proc_info *pi);
  */
 int platform_proc_sample(pid_t pid, struct proc_info *pi);
 
-/* Only the start time (cheaper); used to tell a live pid from a recycled one.
- */
+/* Only the start time (cheaper), to tell a live pid from a recycled one. */
 int platform_proc_start_time(pid_t pid, uint64_t *start_time);
 
 /*
