@@ -26,14 +26,17 @@ ok() {
 }
 
 sl_cleanup() {
-	local rc=$? p
+	local rc=$? p live
 	# set -e can end a test without fail(): show the daemon's side too
 	if [ "$rc" != 0 ] && [ -n "$SL_TMP" ] && [ -f "$SL_TMP/daemon.log" ] && [ -z "${SL_FAILED:-}" ]; then
 		echo "--- exit $rc; daemon log (last 30 lines) ---" >&2
 		tail -n 30 "$SL_TMP/daemon.log" >&2 || true
 	fi
+	# Only the ones still among this shell's jobs: a pid the test already
+	# waited for may have been given to another process since.
+	live=" $(jobs -p | tr '\n' ' ') "
 	for p in "${SL_KILL_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
+		case $live in *" $p "*) kill -KILL "$p" 2>/dev/null || true ;; esac
 	done
 	if [ -n "$SL_DPID" ]; then
 		kill -TERM "$SL_DPID" 2>/dev/null || true
