@@ -4,8 +4,8 @@
 #   - CPU per sample: CPU time of all the daemon's threads over the window
 #     (/proc/PID/task/*/schedstat, nanoseconds; utime+stime ticks as a
 #     cross-check) divided by the samples it stored in that window. This is
-#     the whole daemon amortised: sampling, store flushes every 20 samples,
-#     checkpoints every 30 s, rollups, timers.
+#     the whole daemon amortised: sampling, store commits every 60 samples,
+#     a checkpoint every minute, rollups, timers.
 #   - beside it over the same window, bench_wake: a libuv timer at the same
 #     interval that does nothing, and one that calls platform_sys_sample
 #     and nothing else: what waking up and reading meminfo cost on this
