@@ -4,8 +4,8 @@
 #   - CPU per sample: CPU time of all the daemon's threads over the window
 #     (/proc/PID/task/*/schedstat, nanoseconds; utime+stime ticks as a
 #     cross-check) divided by the samples it stored in that window. This is
-#     the whole daemon amortised: sampling, store commits every 60 samples,
-#     a checkpoint every minute, rollups, timers.
+#     the whole daemon amortised: sampling, store commits every 120
+#     samples and every minute with a checkpoint, rollups, timers.
 #   - beside it over the same window, bench_wake: a libuv timer at the same
 #     interval that does nothing, and one that calls platform_sys_sample
 #     and nothing else: what waking up and reading meminfo cost on this
@@ -16,14 +16,17 @@
 #     bytes its b-trees use (dbstat), before and after.
 #
 # usage: bench/daemon.sh [-b BUILD_DIR] [-d SECONDS] [-w WARMUP] [INTERVAL...]
-#   defaults: -b build-bench next to this script's tree, -d 120, -w 5,
+#   defaults: -b build-bench next to this script's tree, -d 120, -w 65,
 #   intervals 0.5 0.1. Prints a Markdown table row per interval.
+#   The warm-up lets the daemon's first retention prune, a minute after
+#   start, pass before the window opens: it then runs hourly, and inside a
+#   2-minute window it would count 30 times over.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 build="$here/../build-bench"
 dur=120
-warm=5
+warm=65
 while getopts "b:d:w:" o; do
 	case $o in
 	b) build=$OPTARG ;;

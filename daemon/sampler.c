@@ -19,18 +19,17 @@
 #include "version.h"
 
 /*
- * Samples are committed every FLUSH_EVERY_SAMPLES samples (6 s at 0.1 s,
- * 30 s at the default 0.5 s), and at least every FLUSH_MAX_MS: a commit
- * costs about 250 us of CPU, most of it whatever the rows, so large
- * batches keep the cost per sample low (docs/benchmarks.md). A history
- * query commits what is pending first, so answers are never behind; a
- * daemon crash loses at most one batch of system and job samples (job
- * states and events are committed at once). The WAL is checkpointed, which
- * syncs it, at the last commit before CHECKPOINT_EVERY_MS has passed since
- * the previous checkpoint, so a power loss loses a minute at most.
+ * Samples are committed every FLUSH_EVERY_SAMPLES samples (12 s at 0.1 s)
+ * and every CHECKPOINT_EVERY_MS, when the WAL is also checkpointed, which
+ * syncs it; at the default 0.5 s both fall on the same tick, once a
+ * minute. A commit costs about 300 us of CPU and a checkpoint as much,
+ * most of it whatever the rows, so large batches keep the cost per sample
+ * low (docs/benchmarks.md). A history query commits what is pending
+ * first, so answers are never behind. A daemon crash loses at most one
+ * batch of system and job samples (job states and events are committed at
+ * once); a power loss loses at most a minute and one interval.
  */
-#define FLUSH_EVERY_SAMPLES 60
-#define FLUSH_MAX_MS 30000
+#define FLUSH_EVERY_SAMPLES 120
 #define CHECKPOINT_EVERY_MS 60000
 #define PRUNE_EVERY_MS (3600 * 1000)
 #define PRUNE_FIRST_MS 60000 /* first prune a minute after start */
@@ -50,8 +49,8 @@ struct sampler {
 	struct sub *subs;
 	size_t nsubs, cap;
 	int publishing;
-	uint64_t last_flush, last_checkpoint, last_prune; /* loop time */
-	int unflushed;   /* samples since the last flush */
+	uint64_t last_checkpoint, last_prune; /* loop time */
+	int unflushed;                        /* samples since the last flush */
 	uint64_t due_ns; /* uv_hrtime() when the next sample is due */
 	int in_tick;
 	int sample_failing;
@@ -325,30 +324,18 @@ sampler_flush(struct daemon *d)
 {
 	struct sampler *sm = d->sampler;
 	char cause[256];
-	uint64_t next;
 	int rc;
 
 	if (sm == NULL || d->store == NULL)
 		return;
-	sm->last_flush = uv_now(d->loop);
 	sm->unflushed = 0;
 	cause[0] = '\0';
 	rc = store_flush(d->store, cause, sizeof cause);
 	sampler_storage_result(d, sm, rc, cause);
-	/* Checkpoint now if waiting for the next commit would leave the WAL
-	 * unsynced for longer than CHECKPOINT_EVERY_MS. Ticks run a little
-	 * late, so a commit expected right on the minute is allowed a
-	 * second's slack rather than taken as a reason to checkpoint early. */
-	next = (uint64_t)d->cfg.interval_ms * FLUSH_EVERY_SAMPLES;
-	if (next > FLUSH_MAX_MS)
-		next = FLUSH_MAX_MS;
-	if (sm->last_flush + next - sm->last_checkpoint >
-	    CHECKPOINT_EVERY_MS + 1000) {
-		sm->last_checkpoint = sm->last_flush;
-		store_checkpoint(d->store);
-	}
 }
 
+/* The checkpoint keeps its own clock, so commits made early for history
+ * queries neither delay it nor add to it. */
 static void
 sampler_housekeeping(struct daemon *d, struct sampler *sm)
 {
@@ -357,8 +344,12 @@ sampler_housekeeping(struct daemon *d, struct sampler *sm)
 
 	if (d->store == NULL)
 		return;
-	if (++sm->unflushed >= FLUSH_EVERY_SAMPLES ||
-	    now - sm->last_flush >= FLUSH_MAX_MS)
+	sm->unflushed++;
+	if (now - sm->last_checkpoint >= CHECKPOINT_EVERY_MS) {
+		sampler_flush(d);
+		sm->last_checkpoint = now;
+		store_checkpoint(d->store);
+	} else if (sm->unflushed >= FLUSH_EVERY_SAMPLES)
 		sampler_flush(d);
 	if (now - sm->last_prune >= PRUNE_EVERY_MS) {
 		sm->last_prune = now;
@@ -447,7 +438,6 @@ sampler_start(struct daemon *d, char *cause, size_t causelen)
 	uv_timer_init(d->loop, &sm->timer);
 	sm->timer.data = sm;
 	now = uv_now(d->loop);
-	sm->last_flush = now;
 	sm->last_checkpoint = now;
 	sm->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
 	d->sampler = sm;

@@ -96,7 +96,7 @@ def check_history(d, t0_ms):
 
 
 def check_history_current():
-    """Samples are committed in batches (every 30 s at 0.5 s), but a history
+    """Samples are committed in batches (every minute at 0.5 s), but a history
     query commits what is pending first: what info shows is in history at
     once, not a batch later."""
     d = Daemon(interval="0.5")
