@@ -113,6 +113,26 @@ def check_history_current():
         c.close()
 
 
+def check_batches_committed(d):
+    """Without any history query, samples still reach the file in batches
+    (every 120 samples, 12 s at 0.1 s): a reader of the database sees new
+    samples within a batch's time and a little. Only a batch commits
+    samples, so any new one proves it."""
+    import sqlite3
+    t_ms = int(time.time() * 1000)
+    db = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True, timeout=5)
+
+    def committed():
+        n = db.execute("SELECT count(*) FROM samples WHERE ts_ms > ?",
+                       (t_ms,)).fetchone()[0]
+        return n > 0
+    try:
+        poll(committed, timeout=20, step=0.2,
+             what="a batch of samples in the file")
+    finally:
+        db.close()
+
+
 def check_big_history(d):
     """An answer as large as the limits allow reaches the caller: 90000
     buckets (the limit is 100000) make a reply line of about 20 MiB, more
@@ -302,6 +322,7 @@ def main():
     d = Daemon(interval="0.1", config="# test config\nverbose = 1\n")
     with d:
         check_info(d)
+        check_batches_committed(d)
         check_history(d, t0_ms)
         check_big_history(d)
         check_subscribe(d)
