@@ -354,6 +354,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	 * so even a larger file cut at the buffer size parses. */
 	static char buf[8192];
 	struct procfs_meminfo mi;
+	int64_t now;
 	ssize_t n;
 	int rc;
 
@@ -389,9 +390,10 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	/* No PSI (kernel without CONFIG_PSI, or booted psi=0: the file then
 	 * fails to read with EOPNOTSUPP) is not an error: pressure is
 	 * unknown rather than guessed from MemAvailable. */
-	if (P.fixture_root || now_ms() >= P.psi_due_ms) {
+	now = now_ms();
+	if (P.fixture_root || now >= P.psi_due_ms) {
 		psi_read();
-		P.psi_due_ms = now_ms() + PSI_PERIOD_MS;
+		P.psi_due_ms = now + PSI_PERIOD_MS;
 	}
 	s->pressure =
 	    P.psi_avg10 >= 0 ? psi_level(P.psi_avg10) : PRESSURE_UNKNOWN;

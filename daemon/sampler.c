@@ -22,12 +22,12 @@
  * Samples are committed every FLUSH_EVERY_SAMPLES samples (12 s at 0.1 s)
  * and every CHECKPOINT_EVERY_MS, when the WAL is also checkpointed, which
  * syncs it; at the default 0.5 s both fall on the same tick, once a
- * minute. A commit costs about 250 us of CPU plus about 3 us a sample, and a
- * checkpoint about 300 us, so large batches keep the cost per sample low
- * (docs/benchmarks.md). A history query commits what is pending
- * first, so answers are never behind. A daemon crash loses at most one
- * batch of system and job samples (job states and events are committed at
- * once); a power loss loses at most a minute and one interval.
+ * minute. A commit costs about 250 us of CPU plus about 3 us a sample and
+ * a checkpoint about 300 us, so large batches keep the cost per sample low
+ * (docs/benchmarks.md). A history query commits what is pending first, so
+ * answers are never behind. A daemon crash loses at most one batch of
+ * system and job samples (job states and events are committed at once); a
+ * power loss loses at most a minute and one interval.
  */
 #define FLUSH_EVERY_SAMPLES 120
 #define CHECKPOINT_EVERY_MS 60000
