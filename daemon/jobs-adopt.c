@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "enforce.h"
 #include "jobs-internal.h"
 #include "log.h"
 #include "platform.h"
@@ -40,9 +41,14 @@ adopt_one(void *arg, struct job *j)
 	c->n++;
 	/* A kill that was under way before the restart carries on. */
 	if (j->end_reason != NULL && !JOB_STATE_ENDED(j->state)) {
-		if (strcmp(j->end_reason, "swap_budget") == 0)
+		if (strcmp(j->end_reason, "swap_budget") == 0) {
+			/* Still the breach victim, and retried as it would
+			 * have been: the decision depends on the job alone. */
 			r->term_reason = "swap_budget";
-		else if (strcmp(j->end_reason, "cancel") == 0)
+			r->breach_kill = 1;
+			r->requeue =
+			    enforce_requeues(j->attempt, j->retry_on_breach);
+		} else if (strcmp(j->end_reason, "cancel") == 0)
 			r->term_reason = "cancel";
 		if (r->term_reason != NULL)
 			r->term_detail = jobs_fmt_detail("terminated (%s); the "

@@ -616,8 +616,14 @@ jobs_ctl_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		*result = jobs_ctl_job_json(r->j, NULL, p->uid, 0);
 		return 0;
 	}
-	/* A retry pending is abandoned: cancel is final. */
-	r->requeue = 0;
+	/* A retry pending is abandoned: cancel is final, and is then why the
+	 * job ends (a breach that was final stays the reason). */
+	if (r->requeue) {
+		r->requeue = 0;
+		r->term_reason = NULL;
+		free(r->term_detail);
+		r->term_detail = NULL;
+	}
 	if (r->term_reason == NULL)
 		jobs_kill_start(
 		    d, r, "cancel",

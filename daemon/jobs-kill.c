@@ -109,9 +109,10 @@ jobs_kill_start(struct daemon *d, struct jrec *r, const char *reason,
 		r->term_pending = 1;
 	else
 		jobs_kill_term(d, r);
-	if (!r->requeue) {
-		free(r->j->end_reason);
-		r->j->end_reason = xstrdup(reason);
-		jrec_commit(d, r);
-	}
+	/* Also for a breach that will requeue: a restarted daemon then
+	 * carries the kill on and requeues just the same (the requeue
+	 * clears the reason again). */
+	free(r->j->end_reason);
+	r->j->end_reason = xstrdup(reason);
+	jrec_commit(d, r);
 }

@@ -321,7 +321,9 @@ jrec_end(struct daemon *d, struct jrec *r, enum job_state s, const char *reason,
 	struct job *j = r->j;
 
 	j->state = s;
-	j->ended_ms = now_ms();
+	/* Set already when the job ended while no daemon watched it. */
+	if (j->ended_ms <= 0)
+		j->ended_ms = now_ms();
 	free(j->end_reason);
 	j->end_reason = xstrdup(reason);
 	free(j->end_detail);
@@ -386,6 +388,14 @@ jrec_forget_process(struct jrec *r)
 	}
 }
 
+/* An attached job whose client is gone for good (not one awaiting its
+ * client after a restart) has nobody to run another attempt. */
+static int
+jrec_may_retry(const struct jrec *r)
+{
+	return !r->j->attached || r->client_id != 0 || r->orphan_since_ms > 0;
+}
+
 /* Back to the queue for another attempt, keeping its place. */
 static void
 jrec_requeue(struct daemon *d, struct jrec *r)
@@ -409,6 +419,7 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	j->monitor_pid = 0;
 	j->admitted_ms = 0;
 	j->started_ms = 0;
+	j->ended_ms = 0;
 	j->footprint_bytes = 0;
 	free(j->end_reason);
 	j->end_reason = NULL;
@@ -445,9 +456,18 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 		jobs_victim_gone(d, r);
 	j->exit_code = known ? exit_code : 0;
 	j->term_signal = known ? term_signal : 0;
-	if (r->requeue) {
+	if (r->requeue && jrec_may_retry(r)) {
 		jrec_requeue(d, r);
 		return;
+	}
+	if (r->requeue) {
+		/* Its client left during the grace: the breach is final. */
+		r->requeue = 0;
+		detail = jobs_fmt_detail("%s; not retried: its client "
+		                         "disconnected",
+		                         r->term_detail ? r->term_detail : "");
+		free(r->term_detail);
+		r->term_detail = detail;
 	}
 	if (r->term_reason != NULL) {
 		reason = r->term_reason;
@@ -796,9 +816,13 @@ static void
 jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 {
 	struct job *j = r->j;
-	int requeued = enforce_requeues(j->attempt, j->retry_on_breach);
+	int requeued = enforce_requeues(j->attempt, j->retry_on_breach) &&
+	               jrec_may_retry(r);
 	cJSON *det, *note;
 	char *para = breach_paragraph(r, s, requeued);
+	/* What the record says if the retry is abandoned after all (a
+	 * cancel, the client leaving): the final paragraph. */
+	char *final = requeued ? breach_paragraph(r, s, 0) : para;
 
 	log_info("jobs: job %" PRId64 " (%s): %s", j->id,
 	         j->name ? j->name : "", para ? para : "breach");
@@ -819,7 +843,9 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	if (para != NULL)
 		cJSON_AddStringToObject(det, "detail", para);
 	/* The signal before any write: enforcement never waits on storage. */
-	jobs_kill_start(d, r, "swap_budget", para);
+	jobs_kill_start(d, r, "swap_budget", final);
+	if (para != final)
+		free(para);
 	jobs_event(d, j, "breach", det);
 	if (j->attached && r->client_id != 0) {
 		note = cJSON_CreateObject();

@@ -509,6 +509,105 @@ def sc_retry(d, m, c):
     assert read(starts).count("go") == 2
 
 
+def sc_retry_cancelled(d, m, c):
+    """A cancel while a breach that would requeue is being enforced makes
+    it final: the job ends killed(cancel), not requeued."""
+    m.set(free_pct=80, swap_used_gib=0)
+    up = d.dir + "/rc.up"
+    jid = submit(c, d, "trap '' TERM; echo up >> %s; while :; do sleep 0.05; done" % up,
+                 swap_budget_bytes=1 << 30, retry_on_breach=1)
+    wait_state(c, jid, "running")
+    poll(lambda: read(up), what="the job to start")
+    m.set(swap_used_gib=2)  # breach: TERM (ignored), retry pending
+    c.call("cancel", {"id": jid})
+    j = wait_state(c, jid, "killed", "queued", timeout=GRACE_MS / 1000 + 5)
+    assert j["state"] == "killed" and j["end_reason"] == "cancel", j
+    assert j["attempt"] == 1 and "cancelled by" in j["end_detail"], j
+    samples(d, 3)
+    assert read(up).count("up") == 1
+
+
+def sc_retry_client_gone(d, m, c):
+    """An attached job whose client is gone is not requeued by a breach
+    (nobody would run the next attempt): it ends killed(swap_budget) and
+    the queue behind it moves on."""
+    m.set(free_pct=80, swap_used_gib=0)
+    e = Client(d.socket)
+    r = e.call("submit", {"argv": ["sleep"], "cwd": d.dir, "attached": True,
+                          "swap_budget_bytes": 1 << 30, "retry_on_breach": 1})["id"]
+    e.notification("admitted", timeout=5)
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        e.call("job_pid", {"id": r, "pid": p.pid})
+        e.close()
+        samples(d, 3)
+        m.set(swap_used_gib=2)
+        poll(lambda: p.poll() is not None, what="the orphaned job to be killed")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    j = wait_state(c, r, "killed", "queued")
+    assert j["state"] == "killed" and j["end_reason"] == "swap_budget", j
+    assert j["attempt"] == 1 and j["end_detail"].startswith("killed at"), j
+    m.set(swap_used_gib=0)
+    other = submit(c, d, "exec sleep 60")
+    wait_state(c, other, "running")
+    c.call("cancel", {"id": other})
+    wait_state(c, other, "killed")
+
+
+def sc_retry_across_restart(d, m, c):
+    """A daemon stopped while it enforces a breach that requeues: the next
+    daemon carries the kill on and requeues the job as attempt 2."""
+    m.set(free_pct=80, swap_used_gib=0)
+    up = d.dir + "/rr.up"
+    jid = submit(c, d, "trap '' TERM; echo up >> %s; while :; do sleep 0.05; done" % up,
+                 swap_budget_bytes=1 << 30, retry_on_breach=1)
+    wait_state(c, jid, "running")
+    poll(lambda: read(up), what="the job to start")
+    m.set(swap_used_gib=2)  # TERM is ignored: the kill is under way
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+    d.start()
+    c = Client(d.socket)
+    poll(lambda: show(c, jid)["attempt"] == 2, what="attempt 2")
+    poll(lambda: read(up).count("up") == 2, what="the second start")
+    kinds = [e["kind"] for e in events_of(c, jid)]
+    assert "requeued" in kinds, kinds
+    c.call("cancel", {"id": jid})
+    j = wait_state(c, jid, "killed", timeout=GRACE_MS / 1000 + 5)
+    assert j["end_reason"] == "cancel" and j["attempt"] == 2, j
+    c.close()
+
+
+def sc_ended_while_down(d, m, c):
+    """A detached job that ended while no daemon ran keeps the end time its
+    monitor recorded, not the restart's."""
+    import glob
+    m.set(free_pct=80)
+    jid = submit(c, d, "sleep 0.5; exit 3")
+    wait_state(c, jid, "running")
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+
+    def recorded():
+        for f in glob.glob(d.dir + "/**/%d.status" % jid, recursive=True):
+            for line in read(f).splitlines():
+                k, _, v = line.partition(" ")
+                if k == "ended_ms" and int(v) > 0:
+                    return True
+        return False
+    poll(recorded, what="the monitor to record the end")
+    t_recorded = int(time.time() * 1000)
+    d.start()
+    c = Client(d.socket)
+    j = wait_state(c, jid, "exited")
+    assert j["exit_code"] == 3, j
+    assert j["ended_at_ms"] <= t_recorded, (j["ended_at_ms"], t_recorded)
+    c.close()
+
+
 def sc_cancel(d, m, c):
     m.set(free_pct=10)
     q = submit(c, d, "echo ran > %s/cq.ran" % d.dir, wait_free_pct=50)
@@ -862,6 +961,10 @@ SCENARIOS = [
     ("survivors_restart", sc_survivors_restart, {}),
     ("cancelled_breacher", sc_cancelled_breacher, {}),
     ("retry", sc_retry, {}),
+    ("retry_cancelled", sc_retry_cancelled, {}),
+    ("retry_client_gone", sc_retry_client_gone, {}),
+    ("retry_across_restart", sc_retry_across_restart, {}),
+    ("ended_while_down", sc_ended_while_down, {}),
     ("cancel", sc_cancel, {}),
     ("grandchild", sc_grandchild, {}),
     ("detached_env_logs", sc_detached_env_logs, {}),
