@@ -55,6 +55,7 @@ struct sampler {
 	int in_tick;
 	int sample_failing;
 	int storage_failing;
+	int mark_pending; /* the start marker is not written yet */
 };
 
 const char *
@@ -330,7 +331,13 @@ sampler_flush(struct daemon *d)
 		return;
 	sm->unflushed = 0;
 	cause[0] = '\0';
-	rc = store_flush(d->store, cause, sizeof cause);
+	rc = 0;
+	if (sm->mark_pending &&
+	    (rc = store_mark(d->store, d->started_ms, "start", cause,
+	                     sizeof cause)) == 0)
+		sm->mark_pending = 0;
+	if (rc == 0)
+		rc = store_flush(d->store, cause, sizeof cause);
 	sampler_storage_result(d, sm, rc, cause);
 }
 
@@ -349,7 +356,7 @@ sampler_housekeeping(struct daemon *d, struct sampler *sm)
 		sampler_flush(d);
 		sm->last_checkpoint = now;
 		store_checkpoint(d->store);
-	} else if (sm->unflushed >= FLUSH_EVERY_SAMPLES)
+	} else if (sm->unflushed >= FLUSH_EVERY_SAMPLES || sm->mark_pending)
 		sampler_flush(d);
 	if (now - sm->last_prune >= PRUNE_EVERY_MS) {
 		sm->last_prune = now;
@@ -441,6 +448,11 @@ sampler_start(struct daemon *d, char *cause, size_t causelen)
 	sm->last_checkpoint = now;
 	sm->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
 	d->sampler = sm;
+	/* The start marker (history shows a gap across a restart) goes with
+	 * the samples: while it cannot be written it is retried every tick,
+	 * and admissions wait as for any failing write. */
+	sm->mark_pending = 1;
+	sampler_flush(d);
 	server_on_gone(d, sampler_gone);
 	jobs_on_event(d, sampler_on_event);
 	/* The first sample at once, so `info` has one right away. */

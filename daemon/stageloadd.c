@@ -201,12 +201,6 @@ main(int argc, char **argv)
 		fatalx("cannot open the database %s: %s", d->cfg.db_path,
 		       cause);
 	}
-	if (store_mark(d->store, d->started_ms, "start", cause, sizeof cause) !=
-	    0) {
-		log_warnx("cannot write the start marker: %s", cause);
-		snprintf(d->storage_error, sizeof d->storage_error, "%.*s",
-		         (int)sizeof d->storage_error - 1, cause);
-	}
 	if (jobs_init(d, cause, sizeof cause) != 0) {
 		server_stop(d);
 		store_close(d->store);

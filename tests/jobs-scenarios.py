@@ -608,6 +608,41 @@ def sc_ended_while_down(d, m, c):
     c.close()
 
 
+def sc_start_marker_busy(d, m, c):
+    """Another writer holds the database while the daemon starts, so the
+    start marker cannot be written: admissions wait, and once the lock is
+    gone the marker is written and the queue moves (it used to stay held
+    until a restart)."""
+    import sqlite3
+    m.set(free_pct=10)
+    jid = submit(c, d, "exec sleep 60", wait_free_pct=50)
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+    other = sqlite3.connect(d.db, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        d.start()
+        c = Client(d.socket)
+        err = poll(lambda: c.call("info")["storage_error"],
+                   what="info to report the failing writes")
+        assert "locked" in err, err
+        m.set(free_pct=80)
+        samples(d, 3)
+        assert show(c, jid)["state"] == "queued"
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    wait_state(c, jid, "running")
+    assert c.call("info")["storage_error"] is None
+    db = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True)
+    starts = db.execute("SELECT count(*) FROM markers WHERE kind = 'start'").fetchone()[0]
+    db.close()
+    assert starts == 2, starts
+    c.call("cancel", {"id": jid})
+    wait_state(c, jid, "killed")
+    c.close()
+
+
 def sc_cancel(d, m, c):
     m.set(free_pct=10)
     q = submit(c, d, "echo ran > %s/cq.ran" % d.dir, wait_free_pct=50)
@@ -965,6 +1000,7 @@ SCENARIOS = [
     ("retry_client_gone", sc_retry_client_gone, {}),
     ("retry_across_restart", sc_retry_across_restart, {}),
     ("ended_while_down", sc_ended_while_down, {}),
+    ("start_marker_busy", sc_start_marker_busy, {}),
     ("cancel", sc_cancel, {}),
     ("grandchild", sc_grandchild, {}),
     ("detached_env_logs", sc_detached_env_logs, {}),
