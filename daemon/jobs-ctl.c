@@ -751,7 +751,7 @@ jobs_ctl_job_history(struct daemon *d, const struct peer *p,
 	struct jrec *r;
 	int64_t id, since = 0, until = INT64_MAX, step = -1, lo, hi;
 	const struct job *j;
-	size_t n = 0, i, kept = 0;
+	size_t n = 0, i;
 	char scause[256];
 	cJSON *arr;
 	int rc;
@@ -781,8 +781,8 @@ jobs_ctl_job_history(struct daemon *d, const struct peer *p,
 			step = d->cfg.interval_ms;
 	}
 	job_free(stored);
-	if ((rc = store_job_history(d->store, id, step, &b, &n, scause,
-	                            sizeof scause)) != 0) {
+	if ((rc = store_job_history(d->store, id, since, until, step, &b, &n,
+	                            scause, sizeof scause)) != 0) {
 		/* Too many buckets is the protocol's limit, not a failing
 		 * database: asking again would not help. */
 		snprintf(cause, causelen, "%s: %s",
@@ -792,19 +792,8 @@ jobs_ctl_job_history(struct daemon *d, const struct peer *p,
 	}
 	arr = cJSON_CreateArray();
 	for (i = 0; i < n; i++) {
-		cJSON *o;
-		if (b[i].ts_ms < since || b[i].ts_ms > until)
-			continue;
-		if (++kept > 100000) {
-			cJSON_Delete(arr);
-			free(b);
-			snprintf(
-			    cause, causelen,
-			    "limit reached: more than 100000 buckets; use a "
-			    "larger step_ms");
-			return PROTO_E_LIMIT;
-		}
-		o = cJSON_CreateObject();
+		cJSON *o = cJSON_CreateObject();
+
 		proto_add_int(o, "ts_ms", b[i].ts_ms);
 		proto_add_int(o, "n", b[i].n);
 		cJSON_AddItemToObject(o, "footprint_bytes",

@@ -527,13 +527,13 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->job_hist_raw,
 	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
 	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"
-	     " WHERE job_id = ?1 ORDER BY ts_ms");
+	     " WHERE job_id = ?1 AND ts_ms BETWEEN ?3 AND ?4 ORDER BY ts_ms");
 	PREP(s->job_hist,
 	     "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
 	     " total(footprint_bytes) / count(*), max(footprint_bytes),"
 	     " min(swap_bytes), total(swap_bytes) / count(*), max(swap_bytes),"
-	     " count(*) FROM job_samples WHERE job_id = ?1 GROUP BY b ORDER BY "
-	     "b");
+	     " count(*) FROM job_samples WHERE job_id = ?1"
+	     " AND ts_ms BETWEEN ?3 AND ?4 GROUP BY b ORDER BY b");
 	PREP(s->ev_ins, "INSERT INTO events (ts_ms, job_id, uid, kind, detail)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"
@@ -1192,26 +1192,40 @@ store_history(struct store *s, int64_t since_ms, int64_t until_ms,
 }
 
 int
-store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
-                  struct job_bucket **out, size_t *n, char *cause,
-                  size_t causelen)
+store_job_history(struct store *s, int64_t job_id, int64_t since_ms,
+                  int64_t until_ms, int64_t step_ms, struct job_bucket **out,
+                  size_t *n, char *cause, size_t causelen)
 {
 	struct job_bucket *buf = NULL, *nb, *b;
+	int64_t lo = since_ms, hi = until_ms;
 	size_t len = 0, cap = 0;
 	sqlite3_stmt *st;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if (step_ms < 0) {
-		store_cause(cause, causelen, "job history: bad step %lld ms",
-		            (long long)step_ms);
+	if (step_ms < 0 || since_ms < 0) {
+		store_cause(cause, causelen,
+		            "job history: bad step %lld ms or since %lld",
+		            (long long)step_ms, (long long)since_ms);
 		return -EINVAL;
+	}
+	if (step_ms > 0) {
+		/* Whole buckets: the samples from the first bucket start at
+		 * or after since to the end of the one starting at until. */
+		lo = since_ms % step_ms == 0 ? since_ms
+		     : since_ms > INT64_MAX - step_ms
+		         ? INT64_MAX
+		         : (since_ms / step_ms + 1) * step_ms;
+		hi = floor_to(until_ms, step_ms);
+		hi = hi > INT64_MAX - step_ms ? INT64_MAX : hi + step_ms - 1;
 	}
 	st = step_ms == 0 ? s->job_hist_raw : s->job_hist;
 	sqlite3_bind_int64(st, 1, job_id);
 	if (step_ms > 0)
 		sqlite3_bind_int64(st, 2, step_ms);
+	sqlite3_bind_int64(st, 3, lo);
+	sqlite3_bind_int64(st, 4, hi);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (len == STORE_HISTORY_MAX) {
 			sqlite3_reset(st);

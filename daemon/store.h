@@ -88,7 +88,11 @@ struct job_bucket {
 	double swap_min, swap_avg, swap_max;
 	int64_t n; /* samples in the bucket */
 };
-int store_job_history(struct store *s, int64_t job_id, int64_t step_ms,
+/* A job's samples in buckets of step_ms (0: every sample), the buckets
+ * that start within [since_ms, until_ms]; -E2BIG beyond
+ * STORE_HISTORY_MAX. */
+int store_job_history(struct store *s, int64_t job_id, int64_t since_ms,
+                      int64_t until_ms, int64_t step_ms,
                       struct job_bucket **out, size_t *n, char *cause,
                       size_t causelen);
 /* Most recent system sample (buffered or committed), 1 when there is

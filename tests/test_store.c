@@ -957,14 +957,16 @@ test_job_samples(void **state)
 		store_add_job_sample(f->s, 8, T0 + i * 500, 5, 5);
 	}
 	flush_ok(f->s);
-	assert_int_equal(
-	    store_job_history(f->s, 7, 0, &b, &n, cause, sizeof cause), 0);
+	assert_int_equal(store_job_history(f->s, 7, 0, INT64_MAX, 0, &b, &n,
+	                                   cause, sizeof cause),
+	                 0);
 	assert_int_equal(n, 40);
 	assert_true(b[39].footprint_max == 1039);
 	assert_true(b[39].swap_avg == 3);
 	free(b);
-	assert_int_equal(
-	    store_job_history(f->s, 7, 10000, &b, &n, cause, sizeof cause), 0);
+	assert_int_equal(store_job_history(f->s, 7, 0, INT64_MAX, 10000, &b, &n,
+	                                   cause, sizeof cause),
+	                 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(b[1].ts_ms, T0 + 10000);
 	assert_true(b[1].footprint_min == 1020);
@@ -973,6 +975,47 @@ test_job_samples(void **state)
 	assert_true(b[1].swap_min == 0);
 	assert_true(b[1].swap_max == 3);
 	assert_float_equal(b[1].swap_avg, 1.5, 1e-9);
+	free(b);
+}
+
+/* A range picks whole buckets within it, and only the samples in it count
+ * against the limit: a long job's last minute is not refused for its
+ * length. */
+static void
+test_job_history_range(void **state)
+{
+	struct fixture *f = *state;
+	struct job_bucket *b;
+	char cause[256] = "";
+	size_t n;
+	int64_t i;
+
+	for (i = 0; i < STORE_HISTORY_MAX + 20000; i++) {
+		store_add_job_sample(f->s, 9, T0 + i * 500, (uint64_t)i, 0);
+		if (i % 10000 == 9999)
+			flush_ok(f->s); /* within the ring's capacity */
+	}
+	flush_ok(f->s);
+	assert_int_equal(store_job_history(f->s, 9, T0, INT64_MAX, 0, &b, &n,
+	                                   cause, sizeof cause),
+	                 -E2BIG);
+	assert_int_equal(store_job_history(f->s, 9, T0 + 5000, T0 + 9999, 0, &b,
+	                                   &n, cause, sizeof cause),
+	                 0);
+	assert_int_equal(n, 10);
+	assert_int_equal(b[0].ts_ms, T0 + 5000);
+	assert_int_equal(b[9].ts_ms, T0 + 9500);
+	free(b);
+	/* since inside a bucket: that bucket is left out; until inside one:
+	 * it is kept whole. */
+	assert_int_equal(store_job_history(f->s, 9, T0 + 1, T0 + 20001, 10000,
+	                                   &b, &n, cause, sizeof cause),
+	                 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(b[0].ts_ms, T0 + 10000);
+	assert_int_equal(b[1].ts_ms, T0 + 20000);
+	assert_int_equal(b[1].n, 20);
+	assert_true(b[1].footprint_min == 40 && b[1].footprint_max == 59);
 	free(b);
 }
 
@@ -1161,6 +1204,7 @@ main(void)
 	    T(test_unended_order),
 	    T(test_events),
 	    T(test_job_samples),
+	    T(test_job_history_range),
 	    T(test_flush_busy),
 	    T(test_flush_fails_midway),
 	    T(test_open_readonly),
