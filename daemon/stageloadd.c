@@ -180,6 +180,16 @@ main(int argc, char **argv)
 	if (platform_init(&pc, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 
+	/* Before the socket exists: a signal during the rest of the start
+	 * waits for the loop, which then stops cleanly and removes it. */
+	uv_signal_init(d->loop, &sig_term);
+	uv_signal_init(d->loop, &sig_int);
+	uv_signal_init(d->loop, &sig_hup);
+	sig_term.data = sig_int.data = sig_hup.data = d;
+	uv_signal_start(&sig_term, signal_cb, SIGTERM);
+	uv_signal_start(&sig_int, signal_cb, SIGINT);
+	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
+
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
 	if (server_start(d, cause, sizeof cause) != 0)
@@ -211,14 +221,6 @@ main(int argc, char **argv)
 		store_close(d->store);
 		fatalx("%s", cause);
 	}
-
-	uv_signal_init(d->loop, &sig_term);
-	uv_signal_init(d->loop, &sig_int);
-	uv_signal_init(d->loop, &sig_hup);
-	sig_term.data = sig_int.data = sig_hup.data = d;
-	uv_signal_start(&sig_term, signal_cb, SIGTERM);
-	uv_signal_start(&sig_int, signal_cb, SIGINT);
-	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
 
 	log_info("stageloadd %s started: socket %s, database %s, every %lld ms",
 	         STAGELOAD_VERSION, d->cfg.socket_path, d->cfg.db_path,

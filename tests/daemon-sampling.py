@@ -317,6 +317,32 @@ def check_restart_after_crash(d, t0_ms):
     assert d.integrity() == "ok"
 
 
+def check_term_while_starting():
+    """SIGTERM the moment the socket appears, while the daemon still opens
+    its database: it stops cleanly (exit 0) and removes the socket."""
+    for _ in range(5):
+        d = Daemon(interval="0.1")
+        try:
+            d.proc = subprocess.Popen(d.args,
+                                      stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            # A busy poll: the window is the few milliseconds the start
+            # takes after the socket is bound.
+            deadline = time.monotonic() + 10
+            while (not os.path.exists(d.socket) and d.proc.poll() is None
+                   and time.monotonic() < deadline):
+                pass
+            d.proc.send_signal(signal.SIGTERM)
+            rc = d.proc.wait(10)
+            assert rc == 0, rc
+            assert not os.path.exists(d.socket), "socket left behind"
+        finally:
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait()
+            d.cleanup()
+
+
 def main():
     t0_ms = int(time.time() * 1000)
     d = Daemon(interval="0.1", config="# test config\nverbose = 1\n")
@@ -333,6 +359,7 @@ def main():
         check_stop(d)
         check_restart_after_crash(d, t0_ms)
     check_history_current()
+    check_term_while_starting()
     print("ok")
 
 
