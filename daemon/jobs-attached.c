@@ -130,7 +130,9 @@ jobs_ctl_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	jrec_proc_exited(d, r, 1, code < 0 ? 0 : (int)code,
 	                 sig < 0 ? 0 : (int)sig);
-	/* Ended (maybe not yet on disk), or requeued for another attempt. */
+	if ((rc = jobs_ctl_end_recorded(d, r, cause, causelen)) != 0)
+		return rc;
+	/* Ended, or requeued for another attempt. */
 	*result =
 	    jobs_ctl_job_json(r->j, jrec_is_live(r) ? r : NULL, p->uid, 0);
 	return 0;

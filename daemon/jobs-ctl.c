@@ -96,6 +96,19 @@ jobs_ctl_may_see(uid_t viewer, const struct job *j)
 	return viewer == 0 || viewer == j->uid;
 }
 
+int
+jobs_ctl_end_recorded(struct daemon *d, const struct jrec *r, char *cause,
+                      size_t causelen)
+{
+	if (!r->end_pending)
+		return 0;
+	snprintf(cause, causelen,
+	         "storage error: %s; job %" PRId64 " is %s here, and its "
+	         "record is written once storage works again",
+	         d->storage_error, r->j->id, job_state_name(r->j->state));
+	return PROTO_E_STORAGE;
+}
+
 static cJSON *
 strv_json(char *const *v)
 {
@@ -608,11 +621,21 @@ jobs_ctl_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	user_name(p->uid, who, sizeof who);
 	if (r->j->state == JOB_QUEUED || (r->j->state == JOB_ADMITTED &&
 	                                  r->tree == NULL && r->j->attached)) {
-		/* Not started: it simply leaves the queue. */
+		/* Not started: it simply leaves the queue. While storage
+		 * fails (admissions are held) it stays, unchanged. */
+		if (d->storage_error[0] != '\0') {
+			snprintf(cause, causelen,
+			         "storage error: %s; job %" PRId64
+			         " is not cancelled, try again",
+			         d->storage_error, id);
+			return PROTO_E_STORAGE;
+		}
 		jrec_end(
 		    d, r, JOB_CANCELLED, "cancel",
 		    jobs_fmt_detail("cancelled by %s at %s before it started",
 		                    who, at));
+		if ((rc = jobs_ctl_end_recorded(d, r, cause, causelen)) != 0)
+			return rc;
 		*result = jobs_ctl_job_json(r->j, NULL, p->uid, 0);
 		return 0;
 	}

@@ -170,6 +170,10 @@ int jobs_adopt_load(struct daemon *d, int *n);
 /* ---- jobs-ctl.c ---- */
 
 int jobs_ctl_may_see(uid_t viewer, const struct job *j);
+/* 0 once r's end is on disk; else PROTO_E_STORAGE with the cause: an end
+ * is announced only once committed. */
+int jobs_ctl_end_recorded(struct daemon *d, const struct jrec *r, char *cause,
+                          size_t causelen);
 /* The wire Job; r is the live record when there is one. */
 cJSON *jobs_ctl_job_json(const struct job *j, const struct jrec *r,
                          uid_t viewer, int with_env);

@@ -52,6 +52,7 @@ def run(d, m, mnt):
                        wait_free_pct=50)
     guarded = scen.submit(c, d, "exec sleep 60", wait_free_pct=5,
                           swap_budget_bytes=1 << 30, priority=1)
+    waiting = scen.submit(c, d, "exit 0", wait_free_pct=95)
     j = scen.wait_state(c, guarded, "running")
     filler = os.path.join(mnt, "filler")
     fill_fs(filler)
@@ -67,6 +68,13 @@ def run(d, m, mnt):
         raise AssertionError("submit accepted while storage fails")
     except RpcError as e:
         assert e.code == -32006, e
+    # A cancel that cannot be recorded is refused, not announced.
+    try:
+        c.call("cancel", {"id": waiting})
+        raise AssertionError("cancel announced while storage fails")
+    except RpcError as e:
+        assert e.code == -32006 and "not cancelled" in e.message, e
+    assert scen.show(c, waiting)["state"] == "queued"
 
     # Enforcement goes on from memory.
     m.set(swap_used_gib=2, sync=False)
@@ -84,6 +92,8 @@ def run(d, m, mnt):
     assert kinds[-2:] == ["breach", "killed"], kinds
     c.call("cancel", {"id": held})
     scen.wait_state(c, held, "killed")
+    j = c.call("cancel", {"id": waiting})
+    assert j["state"] == "cancelled", j
     c.close()
 
 
