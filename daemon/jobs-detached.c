@@ -141,6 +141,12 @@ jobs_detached_check(struct daemon *d, struct jrec *r)
 	if (!r->adopted || j->attached ||
 	    (j->state != JOB_RUNNING && j->state != JOB_ADMITTED))
 		return;
+	/* The pipe went before its STARTED report: the monitor's record of
+	 * the start says which process to follow, as after a restart. */
+	if (j->pid <= 0 && spawn_started(d->cfg.state_dir, j) == 0 &&
+	    j->pid > 0)
+		jrec_started(d, r, j->pid, j->pgid, j->start_time,
+		             j->started_ms);
 	memset(&st, 0, sizeof st);
 	fate = spawn_check(d->cfg.state_dir, j, &st, cause, sizeof cause);
 	if (fate == SPAWN_ENDED) {
