@@ -181,6 +181,7 @@ struct store {
 	sqlite3_stmt *ins_sample, *ins_job_sample;
 	sqlite3_stmt *upsert[NTIERS];
 	sqlite3_stmt *hist_raw, *hist[NTIERS];
+	sqlite3_stmt *first_raw, *first[NTIERS]; /* earliest row of each */
 	sqlite3_stmt *start_markers, *ins_marker;
 	sqlite3_stmt *latest, *latest_totals;
 	sqlite3_stmt *job_ins, *job_seq, *job_upd, *job_get;
@@ -487,7 +488,11 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 		         " ORDER BY ts_ms",
 		         store_tiers[i].table);
 		PREP(s->hist[i], sql);
+		snprintf(sql, sizeof sql, "SELECT min(ts_ms) FROM %s",
+		         store_tiers[i].table);
+		PREP(s->first[i], sql);
 	}
+	PREP(s->first_raw, "SELECT min(ts_ms) FROM samples");
 	/* Raw rows in the same shape: each sample a bucket of one. */
 	PREP(s->hist_raw, "SELECT ts_ms, 1, free_bp, free_bp, free_bp,"
 	                  " swap_used_bytes, swap_used_bytes, swap_used_bytes,"
@@ -1051,6 +1056,21 @@ store_tier_for_step(int64_t step_ms, int64_t *res_ms)
 	return "raw";
 }
 
+/* The earliest row of tier t (-1: the raw samples), INT64_MAX when it has
+ * none. */
+static int64_t
+store_first_ts(struct store *s, int t)
+{
+	sqlite3_stmt *st = t < 0 ? s->first_raw : s->first[t];
+	int64_t v = INT64_MAX;
+
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return v;
+}
+
 int
 store_history(struct store *s, int64_t since_ms, int64_t until_ms,
               int64_t step_ms, const char **tier, struct history_bucket **out,
@@ -1059,9 +1079,9 @@ store_history(struct store *s, int64_t since_ms, int64_t until_ms,
 	struct history_bucket *buf = NULL, *b, *nb;
 	sqlite3_stmt *st;
 	size_t len = 0, cap, i;
-	int64_t lower = since_ms, res_ms, est;
+	int64_t lower = since_ms, res_ms, est, first;
 	const char *name;
-	int t, rc;
+	int t, u, rc;
 
 	*out = NULL;
 	*n = 0;
@@ -1074,12 +1094,28 @@ store_history(struct store *s, int64_t since_ms, int64_t until_ms,
 		return -EINVAL;
 	}
 	name = store_tier_for_step(step_ms, &res_ms);
+	for (t = NTIERS - 1; t >= 0 && store_tiers[t].res_ms != res_ms; t--)
+		;
+	/*
+	 * Finer tiers are pruned sooner: when this one's rows begin after
+	 * since, the next coarser ones that reach further back answer
+	 * instead, until one reaches since (further back by more than its
+	 * resolution: its first row covers a bucket that may start before
+	 * the first sample without holding anything older).
+	 */
+	first = store_first_ts(s, t);
+	for (u = t + 1; u < NTIERS && since_ms < first; u++) {
+		int64_t f = store_first_ts(s, u);
+
+		if (f <= first - store_tiers[u].res_ms) {
+			t = u;
+			first = f;
+			name = store_tiers[t].name;
+		}
+	}
 	if (tier != NULL)
 		*tier = name;
-	st = s->hist_raw;
-	for (t = 0; t < NTIERS; t++)
-		if (store_tiers[t].res_ms == res_ms)
-			st = s->hist[t];
+	st = t < 0 ? s->hist_raw : s->hist[t];
 	/* Whole buckets only: the first one starts at since rounded down. */
 	lower = floor_to(since_ms, step_ms);
 	est = (until_ms - lower) / step_ms + 2;

@@ -58,7 +58,8 @@ int store_mark(struct store *s, int64_t ts_ms, const char *kind, char *cause,
                size_t causelen);
 
 /* History: buckets of step_ms between since and until, from the coarsest
- * tier whose resolution is <= step_ms. Buckets start at multiples of
+ * tier whose resolution is <= step_ms, or a coarser one when that one's
+ * rows begin after since (docs/storage.md). Buckets start at multiples of
  * step_ms (the first at since rounded down); a rollup row counts in the
  * bucket holding its start; empty buckets are omitted; *out is malloc'd (free
  * it). Only committed samples are seen. -E2BIG beyond STORE_HISTORY_MAX

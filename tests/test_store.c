@@ -596,6 +596,37 @@ test_prune(void **state)
 	                 72);
 	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM markers"),
 	                 1);
+	/* History past a tier's retention comes from the next coarser tier
+	 * that still holds it (10 s was cut later than raw: skipped). */
+	{
+		struct history_bucket *hb;
+		const char *tier = NULL;
+		const int64_t hour = 3600000LL;
+		size_t n;
+
+		assert_int_equal(store_history(f->s, T0, T0 + 12 * hour, 1000,
+		                               &tier, &hb, &n, cause,
+		                               sizeof cause),
+		                 0);
+		assert_string_equal(tier, "1m");
+		assert_int_equal(n, 12);
+		assert_int_equal(hb[11].ts_ms, T0 + 11 * hour);
+		free(hb);
+		assert_int_equal(store_history(f->s, T0 + 30 * hour,
+		                               T0 + 32 * hour, 1000, &tier, &hb,
+		                               &n, cause, sizeof cause),
+		                 0);
+		assert_string_equal(tier, "raw");
+		assert_int_equal(n, 2);
+		free(hb);
+		assert_int_equal(store_history(f->s, T0 + 37 * hour,
+		                               T0 + 40 * hour, 10000, &tier,
+		                               &hb, &n, cause, sizeof cause),
+		                 0);
+		assert_string_equal(tier, "10s");
+		assert_int_equal(n, 3);
+		free(hb);
+	}
 	/* The old ended job goes with its samples and events. */
 	assert_int_equal(store_job_get(f->s, old.id, &got), 1);
 	assert_int_equal(store_job_get(f->s, recent.id, &got), 0);
