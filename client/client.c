@@ -299,6 +299,16 @@ member(const cJSON *obj, const char *name)
 	return cJSON_GetObjectItemCaseSensitive(obj, name);
 }
 
+/* A member that must be an array: NULL when it is anything else, so a
+ * malformed answer is never walked as one (cJSON iterates objects too). */
+static const cJSON *
+array_member(const cJSON *obj, const char *name)
+{
+	const cJSON *v = member(obj, name);
+
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
 static int64_t
 get_i64(const cJSON *obj, const char *name, int64_t dflt)
 {
@@ -1170,9 +1180,12 @@ sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
 	if (rc < 0)
 		return rc;
 	h = calloc(1, sizeof *h);
-	buckets = member(r, "buckets");
-	if (h != NULL && cJSON_IsArray(buckets)) {
-		h->buckets = calloc((size_t)cJSON_GetArraySize(buckets) + 1,
+	buckets = array_member(r, "buckets");
+	if (h != NULL) {
+		h->buckets = calloc((size_t)(buckets != NULL
+		                                 ? cJSON_GetArraySize(buckets)
+		                                 : 0) +
+		                        1,
 		                    sizeof *h->buckets);
 		if (h->buckets == NULL) {
 			free(h);
@@ -1379,10 +1392,10 @@ sl_status(sl_client *c, int all, int limit, struct sl_job **jobs, size_t *njobs)
 	rc = call(c, "status", params, c->timeout_ms, &root, &r);
 	if (rc < 0)
 		return rc;
-	list = member(r, "jobs");
-	*jobs = calloc(
-	    (size_t)(cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0) + 1,
-	    sizeof **jobs);
+	list = array_member(r, "jobs");
+	*jobs =
+	    calloc((size_t)(list != NULL ? cJSON_GetArraySize(list) : 0) + 1,
+	           sizeof **jobs);
 	if (*jobs == NULL) {
 		cJSON_Delete(root);
 		return set_error(c, -ENOMEM, "out of memory");
@@ -1515,10 +1528,10 @@ sl_events(sl_client *c, int64_t after_id, int limit, int follow,
 	rc = call(c, "events", params, c->timeout_ms, &root, &r);
 	if (rc < 0)
 		return rc;
-	list = member(r, "events");
-	*events = calloc(
-	    (size_t)(cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0) + 1,
-	    sizeof **events);
+	list = array_member(r, "events");
+	*events =
+	    calloc((size_t)(list != NULL ? cJSON_GetArraySize(list) : 0) + 1,
+	           sizeof **events);
 	if (*events == NULL) {
 		cJSON_Delete(root);
 		return set_error(c, -ENOMEM, "out of memory");

@@ -461,6 +461,49 @@ test_logs_and_timeout(void **state)
 	sl_client_free(c);
 }
 
+/* Lists that come as objects are not walked as arrays (cJSON iterates an
+ * object's members too): no entries, no write past the allocation. */
+static void
+test_malformed_lists(void **state)
+{
+	static const struct step steps[] = {
+	    HELLO_STEP,
+	    {"\"method\":\"status\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"jobs\":{"
+	     "\"a\":{},\"b\":{},\"c\":{},\"d\":{}}}}\n"},
+	    {"\"method\":\"events\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"events\":{"
+	     "\"a\":{},\"b\":{},\"c\":{}}}}\n"},
+	    {"\"method\":\"history\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"tier\":"
+	     "\"raw\",\"buckets\":{\"a\":{},\"b\":{}}}}\n"},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	struct fake f;
+	struct sl_job *jobs;
+	struct sl_event *events;
+	struct sl_history *h;
+	size_t n;
+	sl_client *c = sl_client_new();
+
+	(void)state;
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	assert_int_equal(sl_status(c, 0, 0, &jobs, &n), 0);
+	assert_int_equal(n, 0);
+	sl_jobs_free(jobs, n);
+	assert_int_equal(sl_events(c, 0, 0, 0, &events, &n), 0);
+	assert_int_equal(n, 0);
+	sl_events_free(events, n);
+	assert_int_equal(sl_history(c, 1, 2, 1000, 0, &h), 0);
+	assert_int_equal(h->nbuckets, 0);
+	sl_history_free(h);
+	sl_close(c);
+	fake_finish(&f);
+	sl_client_free(c);
+}
+
 static int
 setup(void **state)
 {
@@ -493,6 +536,7 @@ main(void)
 	    cmocka_unit_test(test_calls_and_notifications),
 	    cmocka_unit_test(test_version_refused),
 	    cmocka_unit_test(test_logs_and_timeout),
+	    cmocka_unit_test(test_malformed_lists),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
