@@ -501,6 +501,8 @@ cmd_events(struct cli *cli, int argc, char **argv)
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
+	int64_t last;
+	long page;
 	int rc;
 
 	rc = simple_options(cli, "events", argc, argv, "+fh", longopts,
@@ -511,20 +513,35 @@ cmd_events(struct cli *cli, int argc, char **argv)
 		return cli_usage("events");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
-	if (sl_events(cli->client, o.after, (int)o.limit, o.follow, &ev, &nev) <
-	    0)
-		return cli_fail(cli);
-	for (i = 0; i < nev; i++)
-		print_event(&ev[i], cli->json);
-	sl_events_free(ev, nev);
+	/*
+	 * Following, the backlog comes a page at a time until a page is not
+	 * full, and only then do notifications take over; the daemon starts
+	 * them with the last page, so an event seen twice (a notification
+	 * and a page) is printed once, by id.
+	 */
+	last = o.after;
+	page = o.limit > 0 ? o.limit : 100; /* the daemon's default */
+	do {
+		if (sl_events(cli->client, last, (int)page, o.follow, &ev,
+		              &nev) < 0)
+			return cli_fail(cli);
+		for (i = 0; i < nev; i++)
+			if (ev[i].id > last) {
+				print_event(&ev[i], cli->json);
+				last = ev[i].id;
+			}
+		sl_events_free(ev, nev);
+	} while (o.follow && nev == (size_t)page);
 	while (o.follow) {
 		rc = sl_next_notification(cli->client, -1, &n);
 		if (rc == -EINTR)
 			continue;
 		if (rc < 0)
 			return cli_fail(cli);
-		if (n.kind == SL_N_EVENT)
+		if (n.kind == SL_N_EVENT && n.event.id > last) {
 			print_event(&n.event, cli->json);
+			last = n.event.id;
+		}
 		sl_notification_clear(&n);
 	}
 	return EXIT_OK;

@@ -88,6 +88,18 @@ f=$(ctl submit --name followed -- true)
 seen() { grep -Eq "job $f +[^ ]+ +submitted" "$SL_TMP/follow.txt"; }
 poll 5 seen || fail "events -f did not show the new job"
 kill "$follower"
+# Following from the start with small pages: the whole backlog, each event
+# once, then new ones.
+ids() { python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["id"]) for l in sys.stdin))'; }
+"$SL_BIN/stageloadctl" --socket "$SOCK" events -f --limit 2 --json >"$SL_TMP/paged.json" &
+follower=$!
+SL_KILL_PIDS+=("$follower")
+g=$(ctl submit --name paged -- true)
+ctl wait "$g" >/dev/null || true
+want=$(ctl events --limit 10000 --json | ids)
+caught_up() { [ "$(ids <"$SL_TMP/paged.json")" = "$want" ]; }
+poll 5 caught_up || fail "events -f --limit 2 printed $(ids <"$SL_TMP/paged.json"), want $want"
+kill "$follower"
 ctl history --job "$r" --since 5m --json >"$SL_TMP/hj.json"
 [ "$(jget "$(cat "$SL_TMP/hj.json")" 'j["job_id"]')" = "$r" ] || fail "history --job: $(cat "$SL_TMP/hj.json")"
 ok "events, events -f and history --job"
