@@ -124,6 +124,8 @@ say(struct run *r, const char *fmt, ...)
 	fflush(stderr);
 }
 
+static sigset_t ignored_at_start;
+
 static int
 setup_signals(void)
 {
@@ -142,9 +144,21 @@ setup_signals(void)
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+	sigemptyset(&ignored_at_start);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old;
+
+		/* A signal ignored when we started (nohup, a shell's
+		 * background job) stays ignored, here and in the command,
+		 * as a shell would leave it. */
+		if (sigs[i] != SIGCHLD && sigaction(sigs[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN) {
+			sigaddset(&ignored_at_start, sigs[i]);
+			continue;
+		}
 		if (sigaction(sigs[i], &sa, NULL) == -1)
 			return -errno;
+	}
 	return 0;
 }
 
@@ -414,7 +428,9 @@ start_command(struct run *r)
 
 		setpgid(0, 0);
 		for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-			signal(sigs[i], SIG_DFL);
+			signal(sigs[i], sigismember(&ignored_at_start, sigs[i])
+			                    ? SIG_IGN
+			                    : SIG_DFL);
 		close(gate[1]);
 		while ((n = read(gate[0], &go, 1)) == -1 && errno == EINTR)
 			;

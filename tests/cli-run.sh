@@ -86,6 +86,19 @@ rc=0; wait "$runner" || rc=$?
 grep -q got-int "$SL_TMP/sig.out" || fail "SIGINT did not reach the command"
 ok "SIGINT is forwarded to the command"
 
+# --- a SIGHUP ignored when it started (nohup) stays ignored, in the CLI
+# and in the command ---
+(trap '' HUP; exec "$SL_BIN/stageloadctl" --socket "$SOCK" run -- sh -c 'echo ready; sleep 1; exit 5') \
+	>"$SL_TMP/hup.out" 2>&1 &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q ready "$SL_TMP/hup.out" || fail "command did not start"
+kill -HUP "$runner"
+pkill -HUP -f "sh -c echo ready; sleep 1; exit 5" || true
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 5 ] || fail "an ignored SIGHUP ended the run: exit $rc, want 5 ($(cat "$SL_TMP/hup.out"))"
+ok "an inherited ignored SIGHUP stays ignored (nohup)"
+
 # --- on a terminal: the queue line is redrawn in place, and Ctrl-C typed
 # at the terminal reaches the command, which owns the terminal ---
 sl_meminfo 4194304 # 25%
