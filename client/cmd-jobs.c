@@ -398,6 +398,12 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 	                    logs_option, &follow);
 	if (rc >= 0)
 		return rc;
+	/* `logs ID -f` as much as `logs -f ID`. */
+	if (optind + 2 == argc && (strcmp(argv[argc - 1], "-f") == 0 ||
+	                           strcmp(argv[argc - 1], "--follow") == 0)) {
+		follow = 1;
+		argc--;
+	}
 	if (optind + 1 != argc)
 		return cli_usage("logs");
 	if (cli_parse_id(argv[optind], &id) < 0) {

@@ -18,6 +18,8 @@ tail -1 "$SL_TMP/log.txt" | grep -qx done || fail "logs -f stopped before the en
 rc=0; out=$(ctl wait "$id") || rc=$?
 [ "$rc" = 3 ] || fail "wait exited $rc, want the job's 3"
 [ "$out" = "job $id: exited 3" ] || fail "wait said '$out'"
+ctl logs "$id" -f >"$SL_TMP/log2.txt" || fail "logs ID -f (as the docs write it) refused"
+cmp -s "$SL_TMP/log.txt" "$SL_TMP/log2.txt" || fail "logs ID -f differs from logs -f ID"
 ok "submit, logs -f, wait pass cwd, environment and exit code"
 
 # --- show and status --all ---
