@@ -45,6 +45,7 @@ struct top {
 
 static struct termios saved_tio;
 static int tio_saved;
+static int atexit_set;
 static int sig_fds[2] = {-1, -1};
 
 static void
@@ -85,15 +86,39 @@ setup_terminal(void)
 	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &tio) == -1)
 		return -errno;
 	tio_saved = 1;
-	atexit(restore_terminal);
+	if (!atexit_set)
+		atexit(restore_terminal);
+	atexit_set = 1;
 	fputs("\033[?1049h\033[?25l", stdout);
 	return 0;
+}
+
+static void draw(struct top *t);
+
+/* Ctrl-Z: the shell gets its terminal back while we are stopped, and the
+ * view is set up and drawn again when we continue. */
+static void
+suspend(struct top *t, int tty)
+{
+	struct sigaction sa, old;
+
+	if (tty)
+		restore_terminal();
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTSTP, &sa, &old);
+	raise(SIGTSTP);
+	sigaction(SIGTSTP, &old, NULL);
+	if (tty && setup_terminal() == 0 && t->have_last)
+		draw(t);
 }
 
 static int
 setup_signals(void)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
+	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,
+	                           SIGQUIT, SIGTSTP, SIGWINCH};
 	struct sigaction sa;
 	size_t i;
 
@@ -394,6 +419,8 @@ cmd_top(struct cli *cli, int argc, char **argv)
 			while (read(sig_fds[0], &sig, 1) == 1) {
 				if (sig == SIGWINCH && tty && t.have_last)
 					draw(&t);
+				else if (sig == SIGTSTP)
+					suspend(&t, tty);
 				else if (sig != SIGWINCH)
 					quit = 1;
 			}
