@@ -23,9 +23,9 @@
 
 #define SERVER_BACKLOG 1024
 #define SERVER_LINGER_MS 5000 /* most time a closing client gets to read */
-/* Longest line before hello (a hello is a few hundred bytes): connections
- * count against the per-uid cap only once greeted, so until then each may
- * make the daemon buffer only this much, not max_line. */
+/* Longest line before hello (a hello is a few hundred bytes): until then a
+ * connection may make the daemon buffer only this much, not max_line, so
+ * connections that never say hello cost little memory. */
 #define SERVER_HELLO_LINE 4096
 #define SERVER_MAX_GONE 8
 
@@ -391,9 +391,9 @@ server_client_count(struct daemon *d)
 	return d->server != NULL ? d->server->nclients : 0;
 }
 
-/* Connections of one uid that have completed hello; a scan is cheap next
- * to the hello it guards. Counting only greeted ones means a burst of
- * connections is admitted in hello order, up to the cap. */
+/* Open connections of one uid, greeted or not, so that one uid's silent
+ * connections cannot fill the global cap and lock everyone out. A scan is
+ * cheap next to the accept it guards. */
 static int
 server_uid_count(struct server *srv, uid_t uid)
 {
@@ -401,7 +401,7 @@ server_uid_count(struct server *srv, uid_t uid)
 	int n = 0;
 
 	for (i = 0; i < srv->nclients; i++)
-		if (srv->clients[i]->hello && srv->clients[i]->peer.uid == uid)
+		if (srv->clients[i]->peer.uid == uid)
 			n++;
 	return n;
 }
@@ -426,16 +426,6 @@ client_request(struct client *c, struct proto_msg *m)
 		    "hello was already called on this connection");
 		return;
 	}
-	if (is_hello && c->peer.uid != 0 &&
-	    server_uid_count(c->srv, c->peer.uid) >= cfg->max_clients_per_uid) {
-		snprintf(cause, sizeof cause,
-		         "too many connections for uid %u (limit %d)",
-		         (unsigned)c->peer.uid, cfg->max_clients_per_uid);
-		client_send_error(c, m->id, PROTO_E_LIMIT, cause);
-		client_drain(c);
-		return;
-	}
-
 	cause[0] = '\0';
 	rc = control_dispatch(d, &c->peer, m->method, m->id, m->params, &result,
 	                      cause, sizeof cause);
@@ -530,6 +520,27 @@ reject_closed_cb(uv_handle_t *h)
 	free(h);
 }
 
+/* A connection refused before it became a client: say why in one error
+ * with id null, then close it. It was never given an id, so nobody hears
+ * that it has gone. */
+static void
+client_refuse(struct client *c, const char *why)
+{
+	char *line;
+	size_t len;
+	uv_buf_t b;
+
+	line = proto_encode_error(NULL, PROTO_E_LIMIT, why, &len);
+	if (line != NULL) {
+		b = uv_buf_init(line, (unsigned)len);
+		uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
+		free(line);
+	}
+	c->closing = 1;
+	uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
+	uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+}
+
 /* Over the global cap: accept, say why, close. */
 static void
 server_reject(struct server *srv)
@@ -606,6 +617,19 @@ server_connection_cb(uv_stream_t *ls, int status)
 		c->closing = 1;
 		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
 		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+		return;
+	}
+	/* The uid is known now, before the client says anything: the cap
+	 * holds for silent connections too. */
+	if (c->peer.uid != 0 &&
+	    server_uid_count(srv, c->peer.uid) >= d->cfg.max_clients_per_uid) {
+		char why[128];
+
+		snprintf(why, sizeof why,
+		         "too many connections for uid %u (limit %d)",
+		         (unsigned)c->peer.uid, d->cfg.max_clients_per_uid);
+		log_info("connection refused: %s", why);
+		client_refuse(c, why);
 		return;
 	}
 	c->id = ++srv->next_id;
