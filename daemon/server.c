@@ -712,7 +712,36 @@ server_mkdir(const char *path, int system, char *cause, size_t causelen)
 	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (stat(dir, &st) == 0) {
+	/*
+	 * lstat, not stat: a symbolic link (another user's
+	 * /tmp/stageload-UID pointing at /var/tmp) passes any check made on
+	 * its target and can be repointed afterwards, moving our socket into
+	 * a directory of theirs. Only root can repoint a link root made
+	 * (macOS's /tmp), so its target is checked instead. A system daemon's
+	 * directories are root's (/var/run is often a link to /run), so it is
+	 * not checked.
+	 */
+	if (lstat(dir, &st) == 0) {
+		if (!system && S_ISLNK(st.st_mode) && st.st_uid != 0) {
+			snprintf(cause, causelen,
+			         "socket directory %s is a symbolic link "
+			         "(owner %u); refusing it: give the real "
+			         "directory, or remove the link",
+			         dir, (unsigned)st.st_uid);
+			return -ELOOP;
+		}
+		if (S_ISLNK(st.st_mode) && stat(dir, &st) != 0) {
+			int err = errno;
+
+			snprintf(cause, causelen, "socket directory %s: %s",
+			         dir, strerror(err));
+			return -err;
+		}
+		if (!system && !S_ISDIR(st.st_mode)) {
+			snprintf(cause, causelen,
+			         "socket directory %s is not a directory", dir);
+			return -ENOTDIR;
+		}
 		/* Someone else's directory (a pre-created /tmp/stageload-UID)
 		 * could swap our socket for theirs: refuse it unless it is
 		 * root's or a sticky shared directory such as /tmp. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,12 +200,89 @@ test_unidentified_peer_is_not_announced(void **state)
 	assert_true(gone_ids[0] != 0);
 }
 
+/* Start a per-user server on dir/sub/sl.sock; returns server_start's
+ * result, with the server stopped again if it started. */
+static int
+start_in(const char *dir, const char *sub, char *cause, size_t causelen)
+{
+	struct daemon d;
+	uv_loop_t loop;
+	int rc, i;
+
+	memset(&d, 0, sizeof d);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	config_defaults(&d.cfg, 0);
+	snprintf(d.cfg.socket_path, sizeof d.cfg.socket_path, "%s/%s/sl.sock",
+	         dir, sub);
+	d.loop = &loop;
+	rc = server_start(&d, cause, causelen);
+	if (rc == 0) {
+		d.stopping = 1;
+		server_stop(&d);
+	}
+	for (i = 0; i < 10; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	return rc;
+}
+
+/*
+ * A per-user socket directory that is a symbolic link is refused, even
+ * when its target would pass: whoever made the link (another user's
+ * /tmp/stageload-UID) can repoint it after the check and move the socket
+ * into a directory of theirs.
+ */
+static void
+test_symlinked_socket_dir_refused(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[256], real[300], link[300], sock[320], cause[512];
+
+	(void)state;
+	snprintf(dir, sizeof dir, "%s/sl-server-XXXXXX",
+	         tmp != NULL ? tmp : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	snprintf(real, sizeof real, "%s/real", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	snprintf(sock, sizeof sock, "%s/sl.sock", real);
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(symlink("real", link), 0);
+	/* Run as root, the link would be root's: make it another user's. */
+	if (geteuid() == 0)
+		assert_int_equal(lchown(link, 65534, 65534), 0);
+
+	cause[0] = '\0';
+	assert_int_equal(start_in(dir, "link", cause, sizeof cause), -ELOOP);
+	assert_non_null(strstr(cause, link));
+	assert_non_null(strstr(cause, "symbolic link"));
+	assert_int_equal(access(sock, F_OK), -1); /* nothing was created */
+
+	/* The directory itself is fine. */
+	assert_int_equal(start_in(dir, "real", cause, sizeof cause), 0);
+
+	/* Only root can repoint a link root made (macOS's /tmp is one): it
+	 * is followed, and its target checked like a directory. */
+	if (geteuid() == 0) {
+		assert_int_equal(lchown(link, 0, 0), 0);
+		assert_int_equal(start_in(dir, "link", cause, sizeof cause), 0);
+		assert_int_equal(chmod(real, 0777), 0);
+		assert_int_equal(start_in(dir, "link", cause, sizeof cause),
+		                 -EPERM);
+		assert_non_null(strstr(cause, "not private"));
+	}
+
+	unlink(link);
+	rmdir(real);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(
 	        test_unidentified_peer_is_not_announced, setup, teardown),
+	    cmocka_unit_test(test_symlinked_socket_dir_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
