@@ -114,13 +114,13 @@ method_names(void)
 }
 
 /* -32001 carries the versions we speak as data, which the generic error
- * path cannot, so this reply is built here. */
+ * path cannot, so this reply is sent from here. */
 static int
 hello_refuse(struct daemon *d, const struct peer *p, const cJSON *req_id,
              int64_t version)
 {
-	cJSON *msg, *err, *data, *versions;
-	char text[128], *line, *framed;
+	cJSON *data, *versions;
+	char text[128], *line;
 	size_t len;
 	int rc;
 
@@ -128,32 +128,19 @@ hello_refuse(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	         "protocol version %lld is not supported "
 	         "(this daemon speaks %d)",
 	         (long long)version, PROTO_VERSION);
-	msg = cJSON_CreateObject();
-	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-	cJSON_AddItemToObject(msg, "id",
-	                      req_id != NULL ? cJSON_Duplicate(req_id, 1)
-	                                     : cJSON_CreateNull());
-	err = cJSON_AddObjectToObject(msg, "error");
-	proto_add_int(err, "code", PROTO_E_VERSION);
-	cJSON_AddStringToObject(err, "message", text);
-	data = cJSON_AddObjectToObject(err, "data");
-	versions = cJSON_AddArrayToObject(data, "versions");
-	cJSON_AddItemToArray(versions, cJSON_CreateNumber(PROTO_VERSION));
-	line = cJSON_PrintUnformatted(msg);
-	cJSON_Delete(msg);
-	if (line == NULL)
-		return -ENOMEM;
-	/* The printed text has no room for the newline: copy it. */
-	len = strlen(line);
-	if ((framed = malloc(len + 1)) == NULL) {
-		cJSON_free(line);
+	if ((data = cJSON_CreateObject()) == NULL ||
+	    (versions = cJSON_AddArrayToObject(data, "versions")) == NULL) {
+		cJSON_Delete(data);
 		return -ENOMEM;
 	}
-	memcpy(framed, line, len);
-	framed[len] = '\n';
-	cJSON_free(line);
-	rc = server_send_line(d, p->client_id, framed, len + 1);
-	free(framed);
+	cJSON_AddItemToArray(versions, proto_int_create(PROTO_VERSION));
+	/* The encoder echoes the id exactly and owns data from here on. */
+	line =
+	    proto_encode_error_data(req_id, PROTO_E_VERSION, text, data, &len);
+	if (line == NULL)
+		return -ENOMEM;
+	rc = server_send_line(d, p->client_id, line, len);
+	free(line);
 	return rc;
 }
 

@@ -501,7 +501,22 @@ encode_line(cJSON *msg, size_t *len)
 	return line;
 }
 
-/* {"jsonrpc":"2.0"} plus an id (a copy of id, or null). */
+/*
+ * The id of a reply: the request's, as it was sent. An integral number is
+ * printed by proto_int_create, since cJSON would print 9007199254740991 as
+ * 9.00719925474099e+15, which matches no request.
+ */
+static cJSON *
+id_echo(const cJSON *id)
+{
+	if (id == NULL)
+		return cJSON_CreateNull();
+	if (number_is_int(id))
+		return proto_int_create((int64_t)id->valuedouble);
+	return cJSON_Duplicate(id, 1);
+}
+
+/* {"jsonrpc":"2.0"} plus an id (the request's, or null). */
 static cJSON *
 envelope(const cJSON *id, int with_id)
 {
@@ -513,7 +528,7 @@ envelope(const cJSON *id, int with_id)
 		goto fail;
 	if (!with_id)
 		return msg;
-	idcopy = id != NULL ? cJSON_Duplicate(id, 1) : cJSON_CreateNull();
+	idcopy = id_echo(id);
 	if (idcopy == NULL)
 		goto fail;
 	cJSON_AddItemToObject(msg, "id", idcopy);

@@ -112,7 +112,9 @@ void proto_msg_free(struct proto_msg *m);
 /*
  * Encoders return a malloc'd, newline-terminated line and its length in
  * *len, or NULL when out of memory. They take ownership of the cJSON they
- * are given (result, params), even on failure.
+ * are given (result, params), even on failure. A reply carries the id it
+ * is given as the request sent it (an integer is printed exactly, as by
+ * proto_int_create), or null when id is NULL.
  */
 char *proto_encode_request(int64_t id, const char *method, cJSON *params,
                            size_t *len);

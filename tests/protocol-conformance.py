@@ -438,6 +438,19 @@ def main():
         check(m.get("error", {}).get("code") == errs["version not supported"]
               and m["error"].get("data", {}).get("versions") == [1],
               "hello version 2: -32001 with data.versions [1]: %r" % (m,))
+        # The id is echoed unchanged, also where cJSON alone would print it
+        # with %g (9.00719925474099e+15), on either error path.
+        big = 2 ** 53 - 1
+        for line, code in ((b'{"jsonrpc":"2.0","id":%d,"method":"hello",'
+                            b'"params":{"version":2}}\n', errs["version not supported"]),
+                           (b'{"jsonrpc":"2.0","id":%d,"method":"info"}\n',
+                            errs["hello required"])):
+            raw.send_raw(line % big)
+            while b"\n" not in raw.buf:
+                raw.buf += raw.sock.recv(65536)
+            text, raw.buf = raw.buf.split(b"\n", 1)
+            check(text.startswith(b'{"jsonrpc":"2.0","id":%d,"error":{"code":%d,' % (big, code)),
+                  "id 2^53-1 echoed exactly: %r" % (text,))
         raw.call("hello", {"version": 1})
         expect_error(raw, "hello", {"version": 1}, errs["hello required"], "hello twice")
         raw.send_raw(b"not json\n")

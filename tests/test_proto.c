@@ -757,6 +757,64 @@ test_encode_roundtrip(void **state)
 	proto_msg_free(&m);
 }
 
+/* Replies echo the request's id as it was sent: cJSON alone prints an
+ * integer from 10^15 on with %g (9.00719925474099e+15). */
+static void
+test_encode_id_echo(void **state)
+{
+	static const char *const ids[] = {
+	    "0",
+	    "-1",
+	    "999999999999999",
+	    "1000000000000000",
+	    "9007199254740991",
+	    "-9007199254740991",
+	    "9007199254740992",
+	    "-9007199254740992",
+	    "\"9007199254740991\"",
+	    "null",
+	};
+	struct proto_msg m, back;
+	const char *cause = NULL;
+	char req[256], want[128], *line;
+	cJSON *data;
+	size_t i, len;
+	int k;
+
+	for (i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		snprintf(req, sizeof req,
+		         "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"x\"}",
+		         ids[i]);
+		assert_int_equal(proto_parse(req, strlen(req), &m, &cause), 0);
+		assert_int_equal(m.kind, PROTO_REQUEST);
+		snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%s,",
+		         ids[i]);
+		for (k = 0; k < 3; k++) {
+			if (k == 0) {
+				line = proto_encode_result(m.id, NULL, &len);
+			} else if (k == 1) {
+				line = proto_encode_error(m.id, PROTO_E_METHOD,
+				                          "no", &len);
+			} else {
+				data = cJSON_CreateObject();
+				proto_add_int(data, "n", 1);
+				line = proto_encode_error_data(
+				    m.id, PROTO_E_VERSION, "no", data, &len);
+			}
+			assert_non_null(line);
+			if (strncmp(line, want, strlen(want)) != 0)
+				fail_msg("id %s came back in %s", ids[i], line);
+			/* and it is still a valid response */
+			assert_int_equal(
+			    proto_parse(line, len - 1, &back, &cause), 0);
+			assert_int_equal(back.kind, PROTO_RESPONSE);
+			proto_msg_free(&back);
+			free(line);
+		}
+		proto_msg_free(&m);
+	}
+}
+
 static void
 test_encode_never_bad_utf8(void **state)
 {
@@ -1185,6 +1243,7 @@ main(void)
 	    cmocka_unit_test(test_parse_invalid),
 	    cmocka_unit_test(test_parse_nul),
 	    cmocka_unit_test(test_encode_roundtrip),
+	    cmocka_unit_test(test_encode_id_echo),
 	    cmocka_unit_test(test_encode_never_bad_utf8),
 	    cmocka_unit_test(test_encode_big_ints),
 	    cmocka_unit_test(test_param_int),
