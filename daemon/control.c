@@ -153,8 +153,10 @@ ctl_hello(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	cJSON *r;
 	int rc;
 
-	if ((rc = proto_param_int(params, "version", 1, 0, INT32_MAX, &version,
-	                          cause, causelen)) != 0)
+	/* Any integer is a version: one we do not speak, however odd, gets
+	 * the list of those we do (PROTOCOL.md, "hello"). */
+	if ((rc = proto_param_int(params, "version", 1, INT64_MIN, INT64_MAX,
+	                          &version, cause, causelen)) != 0)
 		return rc;
 	if ((rc = proto_param_string(params, "client", 0, 256, &client, cause,
 	                             causelen)) < 0)
