@@ -87,7 +87,7 @@ proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
                   proto_line_cb cb, void *arg)
 {
 	const char *nl;
-	size_t take;
+	size_t take, room;
 	int rc;
 
 	if (r->err != 0)
@@ -96,12 +96,17 @@ proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
 		nl = memchr(data, '\n', len);
 		take = nl != NULL ? (size_t)(nl - data) : len;
 		/*
-		 * The limit counts every byte before the '\n' (a '\r' too), so
-		 * the buffer never holds more than max_line bytes plus the NUL
-		 * written after the line; it is checked before the newline has
-		 * arrived, so a peer cannot make us buffer an endless line.
+		 * The limit counts the bytes of the line, not its terminator
+		 * ("\n" or "\r\n"), and is checked before the newline has
+		 * arrived, so a peer cannot make us buffer an endless line. One
+		 * byte more than the limit is held only while it is a '\r' that
+		 * may be the first half of the terminator; the buffer never
+		 * holds more than max_line + 1 bytes, and the NUL written after
+		 * the line takes the place of that '\r' or of the '\n'.
 		 */
-		if (take > r->max_line - r->len) {
+		room = r->max_line + 1 - r->len;
+		if (take > room ||
+		    (take == room && take > 0 && data[take - 1] != '\r')) {
 			r->err = PROTO_FRAME_TOO_LONG;
 			return r->err;
 		}

@@ -40,8 +40,9 @@ enum proto_error {
  * also a framing violation (PROTO_FRAME_UTF8). The callback returns 0 to go
  * on, or non-zero to stop feeding (that value is returned).
  *
- * Details: the limit counts every byte before the '\n', a '\r' included,
- * and is enforced before the newline arrives; the buffer never exceeds
+ * Details: the limit counts the bytes of the line without its terminator
+ * ("\n", or "\r\n": a '\r' before the '\n' is not counted), and is
+ * enforced before the newline arrives; the buffer never exceeds
  * max_line + 1 bytes. A '\r' before the '\n' is dropped; empty lines are
  * skipped. After a framing violation every later feed returns the same
  * error. Bytes after a line whose callback stopped the feed are discarded

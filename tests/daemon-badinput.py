@@ -182,6 +182,22 @@ def check_line_before_hello(d):
     lines = [json.loads(x) for x in data.split(b"\n") if x]
     assert lines and lines[0]["error"]["code"] == -32600, data[:200]
     assert "4096" in lines[0]["error"]["message"], lines[0]
+    # At the boundary: the limit excludes the terminator, "\r\n" too.
+    base = b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}'
+    for size, ok in ((4096, True), (4097, False)):
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.connect(d.socket)
+        line = base[:-1] + b" " * (size - len(base)) + b"}"
+        assert len(line) == size
+        raw.sendall(line + b"\r\n")
+        if ok:
+            raw.settimeout(10)
+            m = json.loads(raw.recv(65536).split(b"\n")[0])
+            assert m["id"] == 1 and "result" in m, m
+        else:
+            m = json.loads(read_to_eof(raw).split(b"\n")[0])
+            assert m["id"] is None and m["error"]["code"] == -32600, m
+        raw.close()
     # A long line after hello is still only a bad request.
     c = Client(d.socket)
     expect_error(c, json.dumps({"jsonrpc": "2.0", "id": 5, "method": "x" * 100000}).encode() + b"\n",
