@@ -269,6 +269,21 @@ jobs_ctl_defer_check(struct jobs *js, uint64_t client_id, const cJSON *req_id,
 	return 0;
 }
 
+size_t
+jobs_client_deferred(struct daemon *d, uint64_t client_id)
+{
+	struct waiter *w;
+	size_t n = 0, bytes = 0;
+
+	if (d->jobs == NULL)
+		return 0;
+	for (w = d->jobs->waiters; w != NULL; w = w->next)
+		if (w->client_id == client_id)
+			n++;
+	jobs_logs_pending(d->jobs, client_id, &n, &bytes);
+	return n;
+}
+
 int
 jobs_ctl_param_id(const cJSON *params, int64_t *id, char *cause,
                   size_t causelen)

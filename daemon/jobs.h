@@ -31,6 +31,9 @@ void jobs_info(struct daemon *d, cJSON *info);
 /* A client connection closed (registered with server_on_gone by
  * jobs_init; safe to call more than once). */
 void jobs_client_gone(struct daemon *d, uint64_t client_id);
+/* Deferred answers (wait, logs) a client is still owed: a connection the
+ * peer half-closed stays open until they are sent. */
+size_t jobs_client_deferred(struct daemon *d, uint64_t client_id);
 
 /*
  * Every committed event is passed to this hook (one at most), so the

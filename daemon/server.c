@@ -1,11 +1,13 @@
 /*
  * The control socket. Each client is a uv_pipe_t plus a timer (the hello
- * deadline, then the linger deadline while its last replies drain). A
+ * deadline; after the peer half-closed, the check for deferred answers
+ * still owed; then the linger deadline while its last replies drain). A
  * client object is freed only in the close callback of its last handle;
  * everything else refers to it by id, so late replies to a closed client
  * are dropped instead of touching freed memory.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 
 #include "control.h"
 #include "daemon.h"
+#include "jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "sampler.h"
@@ -23,6 +26,9 @@
 
 #define SERVER_BACKLOG 1024
 #define SERVER_LINGER_MS 5000 /* most time a closing client gets to read */
+/* How often a half-closed client owed deferred answers is checked: are
+ * they all sent, has the peer gone entirely? */
+#define SERVER_EOF_CHECK_MS 1000
 /* Longest line before hello (a hello is a few hundred bytes): until then a
  * connection may make the daemon buffer only this much, not max_line, so
  * connections that never say hello cost little memory. */
@@ -41,8 +47,9 @@ struct client {
 	size_t oversized; /* of those, an answer larger than the limit */
 	int handles;      /* handles still open; freed when it reaches 0 */
 	unsigned hello : 1;
-	unsigned closing : 1;  /* uv_close called */
-	unsigned draining : 1; /* no more input; close once output is out */
+	unsigned closing : 1;     /* uv_close called */
+	unsigned draining : 1;    /* no more input; close once output is out */
+	unsigned half_closed : 1; /* EOF read; open for deferred answers */
 };
 
 struct server {
@@ -194,6 +201,56 @@ client_drain(struct client *c)
 	}
 	uv_timer_stop(&c->timer);
 	uv_timer_start(&c->timer, client_timer_cb, SERVER_LINGER_MS, 0);
+}
+
+/* The peer has closed its end entirely (not only for writing), so nothing
+ * sent to it will ever be read. */
+static int
+client_peer_gone(struct client *c)
+{
+	struct pollfd pfd;
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0)
+		return 1;
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	pfd.revents = 0;
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
+}
+
+static void
+client_eof_timer_cb(uv_timer_t *t)
+{
+	struct client *c = t->data;
+
+	if (jobs_client_deferred(c->d, c->id) == 0)
+		client_drain(c);
+	else if (client_peer_gone(c))
+		client_close(c);
+}
+
+/*
+ * EOF: the peer may have half-closed after its last request. It gets the
+ * answers to what it asked, deferred ones (wait, logs) included, then the
+ * connection is closed. Waiting for those holds it no longer than an open
+ * connection would be held: once the peer has closed entirely, which a
+ * read cannot tell from a half-close, the connection goes with its answers.
+ */
+static void
+client_eof(struct client *c)
+{
+	if (c->closing || c->draining || c->half_closed)
+		return;
+	if (jobs_client_deferred(c->d, c->id) == 0) {
+		client_drain(c);
+		return;
+	}
+	c->half_closed = 1;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+	uv_timer_stop(&c->timer);
+	uv_timer_start(&c->timer, client_eof_timer_cb, SERVER_EOF_CHECK_MS,
+	               SERVER_EOF_CHECK_MS);
 }
 
 static void
@@ -487,10 +544,8 @@ client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (nread == 0 || c->closing)
 		return;
 	if (nread < 0) {
-		/* EOF: the peer may have half-closed after its last
-		 * request; answer what was asked, then close. */
 		if (nread == UV_EOF)
-			client_drain(c);
+			client_eof(c);
 		else
 			client_close(c);
 		return;

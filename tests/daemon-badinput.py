@@ -218,6 +218,67 @@ def check_half_close(d):
     s.close()
 
 
+def daemon_fds(d):
+    return len(os.listdir("/proc/%d/fd" % d.proc.pid))
+
+
+def check_half_close_deferred(d):
+    """A client that half-closes after wait and logs with follow gets both
+    deferred answers when the job ends, then EOF; one that closes entirely
+    is let go with what it was owed, as an open connection would be."""
+    r = Client(d.socket)
+    job = {"argv": ["true"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+           "wait_free_pct": 99}  # the fixture has 50% free: stays queued
+    jid = r.call("submit", job)["id"]
+    base = daemon_fds(d)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(d.socket)
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}\n'
+              b'{"jsonrpc":"2.0","id":2,"method":"wait","params":{"id":%d}}\n'
+              b'{"jsonrpc":"2.0","id":3,"method":"logs","params":{"id":%d,"follow":true}}\n'
+              % (jid, jid))
+    s.shutdown(socket.SHUT_WR)
+    # Open while the answers are owed, past a check of the connection.
+    s.settimeout(2.5)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            assert chunk, "closed before its deferred answers: %r" % data
+            data += chunk
+    except socket.timeout:
+        pass
+    assert [json.loads(l)["id"] for l in data.split(b"\n") if l] == [1], data
+    r.call("cancel", {"id": jid})
+    data += read_to_eof(s)
+    s.close()
+    msgs = {m["id"]: m for m in (json.loads(l) for l in data.split(b"\n") if l)}
+    assert sorted(msgs) == [1, 2, 3], msgs
+    assert msgs[2]["result"]["state"] == "cancelled", msgs[2]
+    assert msgs[3]["result"]["eof"] is True, msgs[3]
+
+    # Closed entirely with a wait owed, at once or after a half-close:
+    # the daemon lets the connection go.
+    jid = r.call("submit", job)["id"]
+    for half_first in (False, True):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(d.socket)
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}\n'
+                  b'{"jsonrpc":"2.0","id":2,"method":"wait","params":{"id":%d}}\n' % jid)
+        s.settimeout(10)
+        assert b"\n" in s.recv(65536)
+        if half_first:
+            s.shutdown(socket.SHUT_WR)
+            time.sleep(1.2)
+            assert daemon_fds(d) > base, "let go while the peer can still read"
+        s.close()
+        poll(lambda: daemon_fds(d) <= base, timeout=5,
+             what="the daemon to let a closed connection go")
+    assert r.call("show", {"id": jid})["state"] == "queued"
+    r.call("cancel", {"id": jid})
+    r.close()
+
+
 def check_many_clients(d, n=500):
     """n clients at once, each pipelining hello and info: all answered."""
     socks = []
@@ -314,6 +375,7 @@ def main():
         check_hello_timeout(d)
         check_line_before_hello(d)
         check_half_close(d)
+        check_half_close_deferred(d)
         check_many_clients(d)
         check_never_reads(d)
         assert d.alive()
