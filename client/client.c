@@ -574,9 +574,13 @@ on_line(void *arg, char *line, size_t len)
 		return 0;
 	}
 	if (m.kind == PROTO_RESPONSE) {
+		/* An error with id null answers the call in flight too: the
+		 * daemon sends one when it refuses the connection before
+		 * reading a request (a connection limit), then closes it. */
 		if (c->want_id != 0 && c->reply_root == NULL &&
-		    cJSON_IsNumber(m.id) &&
-		    (int64_t)m.id->valuedouble == c->want_id) {
+		    ((cJSON_IsNumber(m.id) &&
+		      (int64_t)m.id->valuedouble == c->want_id) ||
+		     (cJSON_IsNull(m.id) && m.error != NULL))) {
 			c->reply_root = m.root;
 			m.root = NULL;
 		}
@@ -690,6 +694,11 @@ sl_process_input(sl_client *c)
 
 /* ---- writing and calling ---- */
 
+/*
+ * Write a request. When the daemon has closed the connection, what it sent
+ * before may say why (a connection limit, with id null): read that, and
+ * return 0 with it taken as the answer, for the caller to report.
+ */
 static int
 write_all(sl_client *c, const char *buf, size_t len)
 {
@@ -706,6 +715,11 @@ write_all(sl_client *c, const char *buf, size_t len)
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
+			while (c->fd != -1 && c->reply_root == NULL &&
+			       read_some(c, 1) > 0)
+				;
+			if (c->reply_root != NULL)
+				return 0;
 			drop_connection(c);
 			return set_error(
 			    c, rc,

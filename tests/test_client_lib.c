@@ -4,6 +4,8 @@
  * call waits, lines split across writes, error answers, a daemon that is
  * not running and one that goes away.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -24,6 +26,32 @@
 
 static char tmpdir[256];
 static char sockpath[300];
+
+/* The fake daemon has closed its connection. */
+static volatile int fake_closed;
+/* When set, the client's next send() waits for that, as when the daemon
+ * refuses a connection before the client has written anything. */
+static volatile int send_after_close;
+
+/*
+ * The library is linked into this program, so this definition takes the
+ * place of libc's for it (as test_server.c does with getsockopt).
+ */
+ssize_t
+send(int fd, const void *buf, size_t len, int flags)
+{
+	static ssize_t (*real)(int, const void *, size_t, int);
+
+	if (send_after_close) {
+		send_after_close = 0;
+		while (!fake_closed)
+			usleep(1000);
+	}
+	if (real == NULL)
+		real = (ssize_t(*)(int, const void *, size_t, int))dlsym(
+		    RTLD_NEXT, "send");
+	return real(fd, buf, len, flags);
+}
 
 /* ---- the fake daemon: one connection, a script of steps ---- */
 
@@ -142,6 +170,7 @@ fake_main(void *arg)
 		send_text(fd, s->send, id);
 	}
 	close(fd);
+	fake_closed = 1;
 	return NULL;
 }
 
@@ -152,6 +181,7 @@ fake_start(struct fake *f, const struct step *steps)
 
 	memset(f, 0, sizeof *f);
 	f->steps = steps;
+	fake_closed = 0;
 	unlink(sockpath);
 	f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_true(f->lfd >= 0);
@@ -412,6 +442,46 @@ test_version_refused(void **state)
 	sl_client_free(c);
 }
 
+/*
+ * A daemon over a connection limit answers with an error whose id is null,
+ * then closes, before or after the client's hello has arrived. Either way
+ * that error is what sl_connect reports, not a lost connection.
+ */
+static void
+test_refused_with_null_id(void **state)
+{
+#define REFUSAL                                                                \
+	"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32004,"         \
+	"\"message\":\"too many connections for uid 1000 (limit 3)\"}}\n"
+	static const struct step after_hello[] = {
+	    {"\"method\":\"hello\"", REFUSAL},
+	    {NULL, NULL},
+	};
+	static const struct step before_hello[] = {
+	    {NULL, REFUSAL},
+	    {NULL, NULL},
+	};
+	const struct step *scripts[] = {after_hello, before_hello};
+	struct fake f;
+	sl_client *c;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		c = sl_client_new();
+		fake_start(&f, scripts[i]);
+		send_after_close = scripts[i] == before_hello;
+		assert_int_equal(sl_connect(c, sockpath), SL_E_LIMIT);
+		assert_string_equal(sl_errmsg(c),
+		                    "too many connections for uid 1000 "
+		                    "(limit 3)");
+		assert_int_equal(sl_is_connected(c), 0);
+		assert_int_equal(send_after_close, 0);
+		fake_finish(&f);
+		sl_client_free(c);
+	}
+#undef REFUSAL
+}
+
 static int
 collect_log(void *arg, int64_t offset, const char *data, size_t len)
 {
@@ -535,6 +605,7 @@ main(void)
 	    cmocka_unit_test(test_not_running),
 	    cmocka_unit_test(test_calls_and_notifications),
 	    cmocka_unit_test(test_version_refused),
+	    cmocka_unit_test(test_refused_with_null_id),
 	    cmocka_unit_test(test_logs_and_timeout),
 	    cmocka_unit_test(test_malformed_lists),
 	};
