@@ -119,6 +119,9 @@ static struct {
 	struct status_fd status[STATUS_FDS];
 	size_t nstatus;
 	int64_t status_swept_ms;
+	/* Where status files are read: most are about 1.5 KiB, but the
+	 * Groups line of a user in many groups can make one far longer. */
+	struct procfs_buf status_buf;
 } P = {
     .proc_fd = -1, .loadavg_fd = -1, .meminfo = {.fd = -1}, .psi = {.fd = -1}};
 
@@ -147,37 +150,8 @@ sysfile_open(struct sysfile *f)
 	return 0;
 }
 
-/* Reads an open file from offset 0 into buf, NUL-terminated. */
-static ssize_t
-pread_all(int fd, char *buf, size_t len)
-{
-	size_t off = 0;
-	ssize_t n;
-
-	while (off < len - 1) {
-		n = pread(fd, buf + off, len - 1 - off, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			/* A process that exited after the open. */
-			return errno == ESRCH || errno == ENOENT ? -ESRCH
-			                                         : -errno;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-		/* A short read is the end: /proc files come from seq_file,
-		 * which fills what it is asked for when it can, and a read
-		 * at a later offset would make the kernel generate the whole
-		 * file again only to say "end". */
-		if ((size_t)n < len - 1 - (off - (size_t)n))
-			break;
-	}
-	buf[off] = '\0';
-	return (ssize_t)off;
-}
-
-/* Reads the whole file into buf (NUL-terminated); returns its length. */
+/* Reads the whole file into buf (NUL-terminated); returns its length, or
+ * -EFBIG when it does not fit. */
 static ssize_t
 sysfile_read(struct sysfile *f, char *buf, size_t len)
 {
@@ -196,7 +170,7 @@ sysfile_read(struct sysfile *f, char *buf, size_t len)
 	}
 	if (f->fd < 0 && (rc = sysfile_open(f)) != 0)
 		return rc;
-	return pread_all(f->fd, buf, len);
+	return procfs_pread(f->fd, buf, len);
 }
 
 static int
@@ -305,6 +279,7 @@ platform_shutdown(void)
 	P.nscan = P.scan_cap = 0;
 	while (P.nstatus > 0)
 		status_drop(P.nstatus - 1);
+	procfs_buf_free(&P.status_buf);
 	P.initialised = 0;
 }
 
@@ -350,8 +325,8 @@ psi_read(void)
 int
 platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 {
-	/* meminfo is about 1.5 KiB; the fields read are in its first lines,
-	 * so even a larger file cut at the buffer size parses. */
+	/* meminfo is about 1.5 KiB; one that does not fit is an error
+	 * (-EFBIG), never parsed cut. */
 	static char buf[8192];
 	struct procfs_meminfo mi;
 	int64_t now;
@@ -424,7 +399,7 @@ read_pid_file(pid_t pid, const char *name, char *buf, size_t len)
 
 	if ((fd = open_pid_file(pid, name)) < 0)
 		return fd;
-	n = pread_all(fd, buf, len);
+	n = procfs_pread(fd, buf, len);
 	close(fd);
 	return n;
 }
@@ -514,8 +489,8 @@ statm_read(struct status_fd *sf, char *buf, size_t len)
 	if (sf->statm_fd < 0)
 		sf->statm_fd = open_pid_file(sf->pid, "statm");
 	if (sf->statm_fd >= 0)
-		n = pread_all(sf->statm_fd, buf, len);
-	if (n <= 0 || (size_t)n >= len - 1) /* cut: no fingerprint */
+		n = procfs_pread(sf->statm_fd, buf, len);
+	if (n <= 0) /* unreadable or too long: no fingerprint */
 		buf[0] = '\0';
 }
 
@@ -527,9 +502,6 @@ statm_read(struct status_fd *sf, char *buf, size_t len)
 static int
 proc_read(pid_t pid, struct proc_info *pi, int may_reuse)
 {
-	/* status is about 1.5 KiB; the fields read come before its long
-	 * tail, and a cut line is rejected, not misread. */
-	char buf[4096];
 	char statm[sizeof(P.status[0].statm)];
 	struct procfs_status ss;
 	struct status_fd *sf, spare = {.fd = -1, .statm_fd = -1};
@@ -553,7 +525,7 @@ proc_read(pid_t pid, struct proc_info *pi, int may_reuse)
 		}
 	}
 	if (sf != NULL) {
-		n = pread_all(sf->fd, buf, sizeof(buf));
+		n = procfs_pread_buf(sf->fd, &P.status_buf);
 		if (n <= 0) {
 			/* That process is gone; the number may already
 			 * name another one, so look again. */
@@ -566,12 +538,13 @@ proc_read(pid_t pid, struct proc_info *pi, int may_reuse)
 			return rc;
 		if (may_reuse && sf != &spare)
 			statm_read(sf, statm, sizeof(statm));
-		n = pread_all(sf->fd, buf, sizeof(buf));
+		n = procfs_pread_buf(sf->fd, &P.status_buf);
 		if (spare.fd >= 0)
 			close(spare.fd);
 	}
 	sf->used_ms = now;
-	if (n <= 0 || procfs_parse_status(buf, (size_t)n, &ss) != 0 ||
+	if (n <= 0 ||
+	    procfs_parse_status(P.status_buf.data, (size_t)n, &ss) != 0 ||
 	    ss.state == 'Z' || ss.state == 'X') {
 		/* Gone, or exited but not yet reaped: nothing left to
 		 * measure or follow. Its start time still reads, for
@@ -683,7 +656,7 @@ last_pid(void)
 	pid_t pid;
 
 	if (P.loadavg_fd < 0 ||
-	    (n = pread_all(P.loadavg_fd, buf, sizeof(buf))) <= 0 ||
+	    (n = procfs_pread(P.loadavg_fd, buf, sizeof(buf))) <= 0 ||
 	    procfs_parse_loadavg_last_pid(buf, (size_t)n, &pid) != 0)
 		return -1;
 	return pid;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -386,33 +387,99 @@ procfs_parse_loadavg_last_pid(const char *buf, size_t len, pid_t *pid)
 	return 0;
 }
 
+/* A failed read of a process's file: the process exited after the open. */
+static ssize_t
+read_error(void)
+{
+	return errno == ESRCH || errno == ENOENT ? -ESRCH : -errno;
+}
+
 ssize_t
-procfs_read_file(const char *path, char *buf, size_t len)
+procfs_pread(int fd, char *buf, size_t len)
 {
 	size_t off = 0;
 	ssize_t n;
-	int fd, saved;
+	char more;
+
+	if (len == 0)
+		return -EINVAL;
+	while (off < len - 1) {
+		n = pread(fd, buf + off, len - 1 - off, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return read_error();
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+		/* A short read is the end: /proc files come from seq_file,
+		 * which fills what it is asked for when it can, and a read
+		 * at a later offset would make the kernel generate the whole
+		 * file again only to say "end". */
+		if ((size_t)n < len - 1 - (off - (size_t)n))
+			break;
+	}
+	/* A full buffer may be the exact size of the file or its start:
+	 * only one more byte tells, and only then is it asked for. */
+	if (off == len - 1) {
+		do
+			n = pread(fd, &more, 1, (off_t)off);
+		while (n < 0 && errno == EINTR);
+		if (n > 0)
+			return -EFBIG;
+		if (n < 0)
+			return read_error();
+	}
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
+ssize_t
+procfs_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
 
 	if (len == 0)
 		return -EINVAL;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	while (off < len - 1) {
-		n = read(fd, buf + off, len - 1 - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			saved = errno;
-			close(fd);
-			return -saved;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
+	n = procfs_pread(fd, buf, len);
 	close(fd);
-	buf[off] = '\0';
-	return (ssize_t)off;
+	return n;
+}
+
+ssize_t
+procfs_pread_buf(int fd, struct procfs_buf *b)
+{
+	size_t size;
+	ssize_t n;
+	char *p;
+
+	if (b->data == NULL) {
+		if ((b->data = malloc(PROCFS_BUF_INITIAL)) == NULL)
+			return -ENOMEM;
+		b->size = PROCFS_BUF_INITIAL;
+	}
+	while ((n = procfs_pread(fd, b->data, b->size)) == -EFBIG &&
+	       b->size < PROCFS_BUF_MAX) {
+		size =
+		    b->size * 2 < PROCFS_BUF_MAX ? b->size * 2 : PROCFS_BUF_MAX;
+		if ((p = realloc(b->data, size)) == NULL)
+			return -ENOMEM;
+		b->data = p;
+		b->size = size;
+	}
+	return n;
+}
+
+void
+procfs_buf_free(struct procfs_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->size = 0;
 }
 
 /* Reads <dir>/<rel> into buf, NUL-terminated; returns its length. */
@@ -455,15 +522,23 @@ procfs_read_psi_some_avg10(const char *dir, double *avg10)
 int
 procfs_read_status(const char *dir, pid_t pid, struct procfs_status *st)
 {
-	char rel[32], buf[16384];
+	struct procfs_buf b = {NULL, 0};
+	char path[PATH_MAX];
 	ssize_t n;
+	int fd, rc;
 
-	if (pid <= 0)
+	if (dir == NULL || pid <= 0)
 		return -EINVAL;
-	snprintf(rel, sizeof(rel), "%d/status", (int)pid);
-	if ((n = read_under(dir, rel, buf, sizeof(buf))) < 0)
-		return (int)(n == -ENOENT ? -ESRCH : n);
-	return procfs_parse_status(buf, (size_t)n, st);
+	n = snprintf(path, sizeof(path), "%s/%d/status", dir, (int)pid);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = procfs_pread_buf(fd, &b);
+	close(fd);
+	rc = n < 0 ? (int)n : procfs_parse_status(b.data, (size_t)n, st);
+	procfs_buf_free(&b);
+	return rc;
 }
 
 int

@@ -98,10 +98,34 @@ int procfs_read_stat(const char *dir, pid_t pid, struct procfs_stat *st);
 int procfs_parse_loadavg_last_pid(const char *buf, size_t len, pid_t *pid);
 
 /*
- * Read a whole small file at path into buf
- * (at most len - 1 bytes, NUL-terminated). Returns the length or a
- * negative errno. Shared by the readers above and platform-linux.c.
+ * Read a whole file into buf, NUL-terminated, and return its length. A
+ * file that does not fit in len - 1 bytes is -EFBIG: the parsers accept a
+ * file that stops early (a kernel thread's status has no memory lines), so
+ * a cut one must never reach them. procfs_pread re-reads an open file from
+ * offset 0, which makes the kernel generate a /proc file afresh; a read
+ * error that means the process has exited is -ESRCH. Shared by the readers
+ * above and platform-linux.c.
  */
 ssize_t procfs_read_file(const char *path, char *buf, size_t len);
+ssize_t procfs_pread(int fd, char *buf, size_t len);
+
+/*
+ * A read buffer for files whose size depends on the process: status holds
+ * one Groups entry per supplementary group (up to 65536 of them, some
+ * 700 KiB), before the memory lines. It starts at PROCFS_BUF_INITIAL bytes
+ * and doubles whenever a file fills it, up to PROCFS_BUF_MAX, and is kept,
+ * so reading the same processes again allocates nothing. Start from
+ * {NULL, 0}.
+ */
+struct procfs_buf {
+	char *data;
+	size_t size;
+};
+#define PROCFS_BUF_INITIAL 16384
+#define PROCFS_BUF_MAX (1 << 20)
+
+/* procfs_pread into b, grown as needed; -EFBIG beyond PROCFS_BUF_MAX. */
+ssize_t procfs_pread_buf(int fd, struct procfs_buf *b);
+void procfs_buf_free(struct procfs_buf *b);
 
 #endif

@@ -1,7 +1,9 @@
 /* The Linux backend: system samples through a fixture proc root (files
  * rewritten in place, replaced by rename, removed), the real /proc, and
  * the process, credential and path functions. */
+#define _GNU_SOURCE /* setgroups */
 #include <errno.h>
+#include <grp.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -394,6 +396,64 @@ test_proc_sample(void **state)
 	close(up[0]);
 }
 
+/*
+ * A process of a user in many supplementary groups: status lists them all
+ * on its Groups line, before the memory lines, so it is measured only if
+ * the whole file is read (20000 groups make it about 160 KiB). Setting
+ * the groups needs root.
+ */
+static void
+test_proc_many_groups(void **state)
+{
+	enum { NGROUPS = 20000 };
+	static gid_t groups[NGROUPS];
+	const size_t big = 8 << 20;
+	struct proc_info pi;
+	int up[2], i;
+	pid_t child;
+	char c = 0;
+
+	(void)state;
+	if (geteuid() != 0) {
+		const char *ci = getenv("CI");
+
+		if (ci != NULL && strcmp(ci, "true") == 0)
+			fail_msg("needs root, and CI=true forbids skipping");
+		skip();
+	}
+	for (i = 0; i < NGROUPS; i++)
+		groups[i] = (gid_t)(1000000 + i);
+	assert_int_equal(pipe(up), 0);
+	if ((child = fork_child()) == 0) {
+		char *block = malloc(big);
+
+		close(up[0]);
+		c = block != NULL && setgroups(NGROUPS, groups) == 0 ? 'r'
+		                                                     : 'e';
+		if (c == 'r')
+			memset(block, 1, big);
+		if (write(up[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(up[1]);
+	assert_int_equal(read(up[0], &c, 1), 1);
+	close(up[0]);
+	if (c != 'r')
+		skip(); /* no CAP_SETGID here, root or not */
+
+	assert_int_equal(platform_init(NULL, cause, sizeof(cause)), 0);
+	assert_int_equal(platform_proc_info(child, &pi), 0);
+	assert_int_equal(pi.ppid, getpid());
+	assert_true(pi.footprint_bytes >= big);
+	assert_int_equal(platform_proc_sample(child, &pi), 0);
+	assert_true(pi.footprint_bytes >= big);
+	/* Read again through the kept descriptor, into the grown buffer. */
+	assert_int_equal(platform_proc_info(child, &pi), 0);
+	assert_true(pi.footprint_bytes >= big);
+}
+
 static void
 test_list_tree(void **state)
 {
@@ -543,6 +603,7 @@ main(void)
 	    cmocka_unit_test(test_real_proc),
 	    cmocka_unit_test(test_proc_info),
 	    cmocka_unit_test_teardown(test_proc_sample, kill_children),
+	    cmocka_unit_test_teardown(test_proc_many_groups, kill_children),
 	    cmocka_unit_test_teardown(test_list_tree, kill_children),
 	    cmocka_unit_test(test_peer_cred),
 	    cmocka_unit_test(test_user_groups),

@@ -1,7 +1,9 @@
 /* The /proc parsers, on fixture directories and on buffers. Every buffer is
  * copied to an exact-size heap block without a terminator, so a parser that
  * reads one byte too far is caught by ASan builds. */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -298,6 +300,93 @@ test_status_files(void **state)
 	assert_int_equal(procfs_read_status(fx("full"), 0, &st), -EINVAL);
 }
 
+/*
+ * Groups: comes before the memory lines and holds every supplementary
+ * group: 2000 of them make this status about 17 KiB. Read whole, it gives
+ * the same memory figures as the small one; read cut, it would give none.
+ */
+static void
+test_status_many_groups(void **state)
+{
+	struct procfs_status st;
+	size_t len;
+	char *full = load("full/4246/status", &len);
+
+	assert_true(len > 16384);
+	assert_int_equal(procfs_parse_status(full, len, &st), 0);
+	assert_int_equal(st.present, PROCFS_STATUS_ALL);
+	assert_true(st.rss_anon_bytes == 524288ULL * 1024);
+	free(full);
+
+	assert_int_equal(procfs_read_status(fx("full"), 4246, &st), 0);
+	assert_int_equal(st.ppid, 4200);
+	assert_int_equal(st.uid, 1000);
+	assert_int_equal(st.present, PROCFS_STATUS_ALL);
+	assert_true(st.rss_anon_bytes == 524288ULL * 1024);
+	assert_true(st.rss_shmem_bytes == 4096ULL * 1024);
+	assert_true(st.swap_bytes == 65536ULL * 1024);
+	assert_int_equal(st.nspgid, 4246);
+}
+
+/* A temporary file of n bytes of text, open for reading. */
+static int
+temp_file(size_t n)
+{
+	char path[] = "/tmp/sl-procfs-XXXXXX";
+	char chunk[4096];
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	memset(chunk, 'x', sizeof(chunk));
+	while (n > 0) {
+		size_t k = n < sizeof(chunk) ? n : sizeof(chunk);
+
+		assert_int_equal(write(fd, chunk, k), (ssize_t)k);
+		n -= k;
+	}
+	return fd;
+}
+
+/* A file that fills the buffer is reported as too large, never returned
+ * cut; one that fits exactly (with its terminator) is whole. */
+static void
+test_read_truncation(void **state)
+{
+	struct procfs_buf b = {NULL, 0};
+	char path[4096 + 64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/proc/full/4246/status", fixtures);
+	assert_int_equal(procfs_read_file(path, buf, sizeof(buf)), -EFBIG);
+
+	fd = temp_file(sizeof(buf) - 1);
+	assert_int_equal(procfs_pread(fd, buf, sizeof(buf)),
+	                 (ssize_t)sizeof(buf) - 1);
+	assert_int_equal(buf[sizeof(buf) - 1], '\0');
+	close(fd);
+	fd = temp_file(sizeof(buf));
+	assert_int_equal(procfs_pread(fd, buf, sizeof(buf)), -EFBIG);
+	close(fd);
+
+	/* The growing buffer takes the whole file, up to its bound. */
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	n = procfs_pread_buf(fd, &b);
+	assert_true(n > 16384 && b.size > (size_t)n && b.data[n] == '\0');
+	assert_non_null(memmem(b.data, (size_t)n, "VmSwap:", 7));
+	close(fd);
+	fd = temp_file(PROCFS_BUF_MAX - 1);
+	assert_int_equal(procfs_pread_buf(fd, &b), PROCFS_BUF_MAX - 1);
+	close(fd);
+	fd = temp_file(PROCFS_BUF_MAX);
+	assert_int_equal(procfs_pread_buf(fd, &b), -EFBIG);
+	close(fd);
+	procfs_buf_free(&b);
+	assert_null(b.data);
+}
+
 static void
 test_status_buffers(void **state)
 {
@@ -495,6 +584,8 @@ main(void)
 	    cmocka_unit_test(test_psi_buffers),
 	    cmocka_unit_test(test_status_files),
 	    cmocka_unit_test(test_status_buffers),
+	    cmocka_unit_test(test_status_many_groups),
+	    cmocka_unit_test(test_read_truncation),
 	    cmocka_unit_test(test_stat_files),
 	    cmocka_unit_test(test_stat_buffers),
 	    cmocka_unit_test(test_stat_every_prefix),
