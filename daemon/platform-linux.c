@@ -198,9 +198,11 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 			root = cfg->proc_root;
 			P.fixture_root = strcmp(root, "/proc") != 0;
 		}
-		if (cfg->psi_warn > 0)
+		/* 0 is a threshold (every pressure counts); only a
+		 * negative one asks for the default. */
+		if (cfg->psi_warn >= 0)
 			P.psi_warn = cfg->psi_warn;
-		if (cfg->psi_critical > 0)
+		if (cfg->psi_critical >= 0)
 			P.psi_critical = cfg->psi_critical;
 	}
 	if (P.psi_warn > P.psi_critical) {

@@ -48,7 +48,9 @@ struct platform_config {
 	/* Linux: where meminfo and pressure/memory are read; NULL for /proc.
 	 * Must be NULL elsewhere. */
 	const char *proc_root;
-	double psi_warn; /* PSI some avg10 thresholds, default 10 and 40 */
+	/* PSI some avg10 thresholds, 0-100; a negative one takes its
+	 * default (10 and 40). Linux only; ignored elsewhere. */
+	double psi_warn;
 	double psi_critical;
 };
 

@@ -10,7 +10,7 @@ import tempfile
 import shutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon  # noqa: E402
+from sltest import Client, Daemon, poll  # noqa: E402
 
 BIN = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadd")
 
@@ -62,6 +62,20 @@ def main():
         out = run(["--config", conf])
         assert out.returncode == 2 and "bad.conf:1:" in out.stderr, out.stderr
 
+        # Thresholds are checked against each other with the configuration:
+        # exit 2 naming both values (the default where one is not set).
+        for text, words in (("psi_warn = 6\npsi_critical = 5\n",
+                             ("psi_warn (6)", "psi_critical (5)")),
+                            ("psi_warn = 50\n", ("psi_warn (50)", "psi_critical (40)")),
+                            ("psi_critical = 5\n", ("psi_warn (10)", "psi_critical (5)"))):
+            with open(conf, "w") as f:
+                f.write(text)
+            out = run(["--config", conf, "--socket", os.path.join(tmp, "t.sock"),
+                       "--db", os.path.join(tmp, "t.db"), "--proc-root", tmp])
+            assert out.returncode == 2, (text, out)
+            for w in words:
+                assert w in out.stderr, (text, w, out.stderr)
+
         # Something that is not a socket is never replaced.
         sock = os.path.join(tmp, "not-a-socket")
         with open(sock, "w") as f:
@@ -78,6 +92,14 @@ def main():
     with Daemon(interval="0.3", config="interval = 0.2\nretention = raw=1d\n") as d:
         c = Client(d.socket)
         assert c.call("info")["interval_ms"] == 300
+        c.close()
+        assert d.stop() == 0
+    # A threshold of 0 is 0, not "the default": with no pressure at all the
+    # level is already warn.
+    with Daemon(config="psi_warn = 0\npsi_critical = 5\n") as d:
+        c = Client(d.socket)
+        s = poll(lambda: c.call("info")["sample"], what="a first sample")
+        assert s["psi_some_avg10"] == 0.0 and s["pressure"] == "warn", s
         c.close()
         assert d.stop() == 0
     d = Daemon(config="interval = 250ms  # comment\n")

@@ -134,7 +134,9 @@ sample_ok(struct sys_sample *s)
 static void
 test_fixture_root(void **state)
 {
-	struct platform_config cfg = {.proc_root = root};
+	/* Negative thresholds: the defaults, 10 and 40. */
+	struct platform_config cfg = {
+	    .proc_root = root, .psi_warn = -1, .psi_critical = -1};
 	struct sys_sample s;
 
 	put_file("meminfo", meminfo_a, 0);
@@ -221,9 +223,39 @@ test_thresholds(void **state)
 	sample_ok(&s);
 	assert_int_equal(s.pressure, PRESSURE_CRITICAL);
 
+	/* 0 is a threshold like any other, not "the default": any
+	 * pressure at all is at least warn. */
+	cfg.psi_warn = 0;
+	cfg.psi_critical = 5;
+	put_file("pressure/memory", "some avg10=0.00 avg60=0\n", 0);
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_WARN);
+	put_file("pressure/memory", "some avg10=5.00 avg60=0\n", 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_CRITICAL);
+	cfg.psi_warn = 0;
+	cfg.psi_critical = 0;
+	put_file("pressure/memory", "some avg10=0.00 avg60=0\n", 0);
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_CRITICAL);
+
+	/* Negative: the default of that threshold alone. */
+	cfg.psi_warn = -1;
+	cfg.psi_critical = 50;
+	put_file("pressure/memory", "some avg10=45.00 avg60=0\n", 0);
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), 0);
+	sample_ok(&s);
+	assert_int_equal(s.pressure, PRESSURE_WARN);
+
 	cfg.psi_warn = 50;
+	cfg.psi_critical = 30;
 	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), -EINVAL);
 	assert_true(cause[0] != '\0');
+	cfg.psi_warn = 6;
+	cfg.psi_critical = -1;
+	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), 0);
 	cfg.psi_warn = 0;
 	cfg.proc_root = "/nonexistent/stageload";
 	assert_int_equal(platform_init(&cfg, cause, sizeof(cause)), -ENOENT);
