@@ -110,7 +110,7 @@ parse_kb_value(const char *p, const char *eol, uint64_t *bytes)
 	p = skip_blanks(p + 2, eol);
 	if (p != eol)
 		return -EINVAL;
-	if (kb > UINT64_MAX / 1024)
+	if (kb > PROCFS_MAX_BYTES / 1024)
 		return -ERANGE;
 	*bytes = kb * 1024;
 	return 0;

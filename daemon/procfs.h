@@ -7,7 +7,8 @@
  *
  * All functions return 0 or a negative errno: -EINVAL for malformed or
  * truncated text, -ERANGE for a value that does not fit, and for the
- * readers whatever open/read failed with (-ENOENT, -ESRCH, ...).
+ * readers whatever open/read failed with (-ENOENT, -ESRCH, ...). A size
+ * is out of range above PROCFS_MAX_BYTES.
  * docs/metrics.md says which kernel field each value comes from.
  */
 #ifndef SL_PROCFS_H
@@ -16,6 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* The largest size the protocol carries exactly: sizes travel as JSON
+ * numbers, exact up to 2^53 (PROTOCOL.md). */
+#define PROCFS_MAX_BYTES (UINT64_C(1) << 53)
 
 /*
  * <dir>/meminfo. MemTotal and MemAvailable are required (MemAvailable

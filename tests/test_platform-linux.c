@@ -197,6 +197,15 @@ test_fixture_root(void **state)
 	                 -EINVAL);
 	assert_non_null(strstr(cause, "meminfo"));
 
+	/* A value beyond 2^53 bytes is an error, not a wrapped number. */
+	put_file("meminfo",
+	         "MemTotal: 18014398509481983 kB\nMemAvailable: 150 kB\n"
+	         "SwapTotal: 0 kB\nSwapFree: 0 kB\n",
+	         0);
+	assert_int_equal(platform_sys_sample(&s, cause, sizeof(cause)),
+	                 -ERANGE);
+	assert_non_null(strstr(cause, "out of range"));
+
 	/* MemAvailable above MemTotal is capped at 100 %. */
 	put_file("meminfo", "MemTotal: 100 kB\nMemAvailable: 150 kB\n", 0);
 	sample_ok(&s);

@@ -121,6 +121,8 @@ test_meminfo_bad_files(void **state)
 	assert_int_equal(procfs_read_meminfo(fx("malformed"), &mi), -EINVAL);
 	assert_int_equal(procfs_read_meminfo(fx("does-not-exist"), &mi),
 	                 -ENOENT);
+	/* Its bytes fit in 64 bits, but not in what the protocol carries. */
+	assert_int_equal(procfs_read_meminfo(fx("overflow"), &mi), -ERANGE);
 }
 
 static void
@@ -180,6 +182,27 @@ test_meminfo_buffers(void **state)
 	                 -ERANGE);
 	assert_int_equal(meminfo_str("MemTotal: 18014398509481984 "
 	                             "kB\nMemAvailable: 1 kB\n",
+	                             &mi),
+	                 -ERANGE);
+	/* Bytes are carried as JSON numbers, exact up to 2^53: 2^43 kB is
+	 * the most, one more is out of range, and so is 2^54 - 1 kB, whose
+	 * bytes would still fit in 64 bits. */
+	assert_int_equal(meminfo_str("MemTotal: 8796093022208 kB\n"
+	                             "MemAvailable: 1 kB\n",
+	                             &mi),
+	                 0);
+	assert_true(mi.mem_total_bytes == 1ULL << 53);
+	assert_int_equal(meminfo_str("MemTotal: 8796093022209 kB\n"
+	                             "MemAvailable: 1 kB\n",
+	                             &mi),
+	                 -ERANGE);
+	assert_int_equal(meminfo_str("MemTotal: 18014398509481983 kB\n"
+	                             "MemAvailable: 1 kB\n",
+	                             &mi),
+	                 -ERANGE);
+	assert_int_equal(meminfo_str("MemTotal: 100 kB\n"
+	                             "MemAvailable: 1 kB\nSwapTotal: "
+	                             "18014398509481983 kB\nSwapFree: 0 kB\n",
 	                             &mi),
 	                 -ERANGE);
 }
@@ -409,6 +432,10 @@ test_status_buffers(void **state)
 	assert_int_equal(
 	    status_str("PPid:\t1\nUid:\t5\t5\nRssAnon:\t12\n", &st), -EINVAL);
 	assert_int_equal(status_str("PPid:\t9999999999\nUid:\t5\t5\n", &st),
+	                 -ERANGE);
+	assert_int_equal(status_str("PPid:\t1\nUid:\t5\t5\n"
+	                            "VmSwap:\t18014398509481983 kB\n",
+	                            &st),
 	                 -ERANGE);
 }
 
