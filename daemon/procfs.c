@@ -157,13 +157,12 @@ procfs_parse_meminfo(const char *buf, size_t len, struct procfs_meminfo *mi)
 		}
 		p = next_line(eol, end);
 	}
-	/* MemTotal and MemAvailable are required; a zero total is nonsense
-	 * and would divide by zero in free %. The swap lines come as a
-	 * pair: one without the other is a file cut short, and reading the
-	 * missing SwapFree as 0 would report all swap as used. */
-	if ((seen & 3u) != 3u || mi->mem_total_bytes == 0)
-		return -EINVAL;
-	if (((seen >> 2) & 3u) == 1u || ((seen >> 2) & 3u) == 2u)
+	/* All four are required. The kernel prints each one whatever its
+	 * configuration (0 kB of swap without any), so a missing line is a
+	 * file cut short: without SwapFree all swap would read as used,
+	 * without both none. A zero total is nonsense and would divide by
+	 * zero in free %. */
+	if (seen != (1u << nfields) - 1 || mi->mem_total_bytes == 0)
 		return -EINVAL;
 	return 0;
 }

@@ -23,11 +23,11 @@
 #define PROCFS_MAX_BYTES (UINT64_C(1) << 53)
 
 /*
- * <dir>/meminfo. MemTotal and MemAvailable are required (MemAvailable
- * exists since Linux 3.14); SwapTotal and SwapFree both missing read as
- * 0 (no swap), one without the other is -EINVAL. Values must carry the "kB"
- * unit, so a line cut short by a truncated file is rejected rather than read as
- * a smaller number.
+ * <dir>/meminfo. MemTotal, MemAvailable (Linux 3.14+), SwapTotal and
+ * SwapFree are required: the kernel always prints them (swap as 0 kB on a
+ * machine without), so a file without one was cut short and is -EINVAL.
+ * Values must carry the "kB" unit, so a line cut short by a truncated file
+ * is rejected rather than read as a smaller number.
  */
 struct procfs_meminfo {
 	uint64_t mem_total_bytes;

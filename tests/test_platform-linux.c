@@ -206,8 +206,18 @@ test_fixture_root(void **state)
 	                 -ERANGE);
 	assert_non_null(strstr(cause, "out of range"));
 
+	/* Cut after MemAvailable: an error, not "no swap" (the kernel
+	 * always prints both swap lines). */
+	put_file("meminfo", "MemTotal: 100 kB\nMemAvailable: 50 kB\n", 0);
+	assert_int_equal(platform_sys_sample(&s, cause, sizeof(cause)),
+	                 -EINVAL);
+	assert_non_null(strstr(cause, "meminfo"));
+
 	/* MemAvailable above MemTotal is capped at 100 %. */
-	put_file("meminfo", "MemTotal: 100 kB\nMemAvailable: 150 kB\n", 0);
+	put_file("meminfo",
+	         "MemTotal: 100 kB\nMemAvailable: 150 kB\nSwapTotal: 0 kB\n"
+	         "SwapFree: 0 kB\n",
+	         0);
 	sample_ok(&s);
 	assert_true(s.free_pct == 100.0);
 	assert_true(s.swap_total_bytes == 0 && s.swap_used_bytes == 0);

@@ -125,6 +125,7 @@ test_meminfo_bad_files(void **state)
 	assert_int_equal(procfs_read_meminfo(fx("overflow"), &mi), -ERANGE);
 }
 
+/* A machine without swap: the kernel still prints both lines, as 0. */
 static void
 test_meminfo_noswap(void **state)
 {
@@ -135,6 +136,18 @@ test_meminfo_noswap(void **state)
 	assert_true(mi.swap_total_bytes == 0 && mi.swap_free_bytes == 0);
 }
 
+/* The kernel always prints SwapTotal and SwapFree, so a file without them
+ * was cut short (here after MemAvailable) and must not read as no swap. */
+static void
+test_meminfo_missing_swap(void **state)
+{
+	struct procfs_meminfo mi;
+
+	assert_int_equal(procfs_read_meminfo(fx("missing"), &mi), -EINVAL);
+}
+
+#define NOSWAP "SwapTotal: 0 kB\nSwapFree: 0 kB\n"
+
 static void
 test_meminfo_buffers(void **state)
 {
@@ -142,62 +155,86 @@ test_meminfo_buffers(void **state)
 
 	/* No trailing newline is fine when the unit is there. */
 	assert_int_equal(
-	    meminfo_str("MemTotal: 100 kB\nMemAvailable: 50 kB", &mi), 0);
+	    meminfo_str("MemTotal: 100 kB\n" NOSWAP "MemAvailable: 50 kB", &mi),
+	    0);
 	assert_true(mi.mem_available_bytes == 50 * 1024);
 	/* Blanks of any kind around the value. */
-	assert_int_equal(
-	    meminfo_str("MemTotal:\t100\tkB \nMemAvailable:50 kB\n", &mi), 0);
+	assert_int_equal(meminfo_str("MemTotal:\t100\tkB \nMemAvailable:50 "
+	                             "kB\nSwapTotal:\t10 kB\nSwapFree:4\tkB",
+	                             &mi),
+	                 0);
 	assert_true(mi.mem_total_bytes == 100 * 1024);
+	assert_true(mi.swap_total_bytes == 10 * 1024 &&
+	            mi.swap_free_bytes == 4 * 1024);
 	/* Order does not matter, unknown keys and prefixes are ignored. */
-	assert_int_equal(meminfo_str("MemAvailableX: 7 kB\nMemAvailable: 1 "
-	                             "kB\nFoo: bar\nMemTotal: 2 kB\n",
+	assert_int_equal(meminfo_str("SwapFree: 0 kB\nMemAvailableX: 7 "
+	                             "kB\nMemAvailable: 1 kB\nFoo: bar\n"
+	                             "SwapTotal: 0 kB\nMemTotal: 2 kB\n",
 	                             &mi),
 	                 0);
 	assert_true(mi.mem_available_bytes == 1024 &&
 	            mi.mem_total_bytes == 2048);
 	assert_int_equal(meminfo_str("", &mi), -EINVAL);
 	assert_int_equal(meminfo_str("\n\n\n", &mi), -EINVAL);
-	assert_int_equal(meminfo_str("MemTotal: 100 kB\n", &mi), -EINVAL);
+	assert_int_equal(meminfo_str("MemTotal: 100 kB\n" NOSWAP, &mi),
+	                 -EINVAL);
 	assert_int_equal(
-	    meminfo_str("MemTotal: 0 kB\nMemAvailable: 0 kB\n", &mi), -EINVAL);
+	    meminfo_str("MemTotal: 0 kB\nMemAvailable: 0 kB\n" NOSWAP, &mi),
+	    -EINVAL);
 	assert_int_equal(
-	    meminfo_str("MemTotal: 100\nMemAvailable: 50 kB\n", &mi), -EINVAL);
+	    meminfo_str("MemTotal: 100\nMemAvailable: 50 kB\n" NOSWAP, &mi),
+	    -EINVAL);
 	assert_int_equal(
-	    meminfo_str("MemTotal: 100 kB\nMemAvailable: 50 k", &mi), -EINVAL);
+	    meminfo_str(NOSWAP "MemTotal: 100 kB\nMemAvailable: 50 k", &mi),
+	    -EINVAL);
 	assert_int_equal(
-	    meminfo_str("MemTotal: 100 kB\nMemAvailable: -5 kB", &mi), -EINVAL);
+	    meminfo_str(NOSWAP "MemTotal: 100 kB\nMemAvailable: -5 kB", &mi),
+	    -EINVAL);
 	assert_int_equal(meminfo_str("MemTotal: 100 kB junk\nMemAvailable: 5 "
-	                             "kB",
+	                             "kB\n" NOSWAP,
 	                             &mi),
 	                 -EINVAL);
-	/* One swap line without the other is a file cut short. */
+	/* Without both swap lines the file was cut short: neither (it would
+	 * read as no swap), nor one without the other (a missing SwapFree
+	 * would read as all swap used). */
+	assert_int_equal(
+	    meminfo_str("MemTotal: 100 kB\nMemAvailable: 50 kB\n", &mi),
+	    -EINVAL);
 	assert_int_equal(meminfo_str("MemTotal: 100 kB\nMemAvailable: 50 "
 	                             "kB\nSwapTotal: 10 kB\n",
 	                             &mi),
 	                 -EINVAL);
+	assert_int_equal(meminfo_str("MemTotal: 100 kB\nMemAvailable: 50 "
+	                             "kB\nSwapFree: 10 kB\n",
+	                             &mi),
+	                 -EINVAL);
+	assert_int_equal(meminfo_str("MemTotal: 100 kB\nMemAvailable: 50 "
+	                             "kB\nSwapTotal: 10 kB\nSwapFree: 10",
+	                             &mi),
+	                 -EINVAL);
 	/* Overflow of the number and of the kB -> bytes conversion. */
 	assert_int_equal(meminfo_str("MemTotal: 99999999999999999999 "
-	                             "kB\nMemAvailable: 1 kB\n",
+	                             "kB\nMemAvailable: 1 kB\n" NOSWAP,
 	                             &mi),
 	                 -ERANGE);
 	assert_int_equal(meminfo_str("MemTotal: 18014398509481984 "
-	                             "kB\nMemAvailable: 1 kB\n",
+	                             "kB\nMemAvailable: 1 kB\n" NOSWAP,
 	                             &mi),
 	                 -ERANGE);
 	/* Bytes are carried as JSON numbers, exact up to 2^53: 2^43 kB is
 	 * the most, one more is out of range, and so is 2^54 - 1 kB, whose
 	 * bytes would still fit in 64 bits. */
 	assert_int_equal(meminfo_str("MemTotal: 8796093022208 kB\n"
-	                             "MemAvailable: 1 kB\n",
+	                             "MemAvailable: 1 kB\n" NOSWAP,
 	                             &mi),
 	                 0);
 	assert_true(mi.mem_total_bytes == 1ULL << 53);
 	assert_int_equal(meminfo_str("MemTotal: 8796093022209 kB\n"
-	                             "MemAvailable: 1 kB\n",
+	                             "MemAvailable: 1 kB\n" NOSWAP,
 	                             &mi),
 	                 -ERANGE);
 	assert_int_equal(meminfo_str("MemTotal: 18014398509481983 kB\n"
-	                             "MemAvailable: 1 kB\n",
+	                             "MemAvailable: 1 kB\n" NOSWAP,
 	                             &mi),
 	                 -ERANGE);
 	assert_int_equal(meminfo_str("MemTotal: 100 kB\n"
@@ -222,15 +259,8 @@ test_meminfo_every_prefix(void **state)
 
 		free(b);
 		if (rc == 0) {
-			assert_true(got.mem_total_bytes ==
-			            want.mem_total_bytes);
-			assert_true(got.mem_available_bytes ==
-			            want.mem_available_bytes);
-			/* A prefix that stops before both swap lines reads
-			 * as no swap; never as swap fully used. */
-			assert_true(got.swap_free_bytes ==
-			                want.swap_free_bytes ||
-			            got.swap_total_bytes == 0);
+			/* Only a prefix that holds all four lines whole. */
+			assert_memory_equal(&got, &want, sizeof(got));
 		} else {
 			assert_int_equal(rc, -EINVAL);
 		}
@@ -605,6 +635,7 @@ main(void)
 	    cmocka_unit_test(test_meminfo_full),
 	    cmocka_unit_test(test_meminfo_bad_files),
 	    cmocka_unit_test(test_meminfo_noswap),
+	    cmocka_unit_test(test_meminfo_missing_swap),
 	    cmocka_unit_test(test_meminfo_buffers),
 	    cmocka_unit_test(test_meminfo_every_prefix),
 	    cmocka_unit_test(test_psi_files),
