@@ -481,8 +481,11 @@ test_proc_many_groups(void **state)
 		close(up[0]);
 		c = block != NULL && setgroups(NGROUPS, groups) == 0 ? 'r'
 		                                                     : 'e';
+		/* Volatile: a store to memory never read again may be
+		 * optimised away, and the pages must be really touched. */
 		if (c == 'r')
-			memset(block, 1, big);
+			for (size_t off = 0; off < big; off += 4096)
+				((volatile char *)block)[off] = 1;
 		if (write(up[1], &c, 1) != 1)
 			_exit(1);
 		for (;;)
