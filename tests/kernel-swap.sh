@@ -188,7 +188,7 @@ kill_run() {
 	interval_ms=$(python3 -c "print(int(round($interval * 1000)))")
 	echo "== interval ${interval}s, $mode: budget $BUDGET_MIB MiB, job swaps ~$((HOG_MIB - LIMIT_MIB)) MiB"
 	start_daemon "$interval"
-	rm -f "$tmp/term" "$tmp/ready" "$tmp/passed"
+	rm -f "$tmp/term" "$tmp/ready" "$tmp/passed" "$tmp/passed.base"
 	base=$(settled_swap)
 	swap_watch "$base" "$budget" "$tmp/passed"
 	# Held long enough that only a kill ends it within the test.
@@ -217,6 +217,7 @@ kill_run() {
 
 	saw=$(cat "$tmp/passed" 2>/dev/null)
 	arrived=$(cat "$tmp/term" 2>/dev/null)
+	[ -s "$tmp/passed.base" ] && base=$(cat "$tmp/passed.base")
 	kill "$SWAP_WATCH_PID" 2>/dev/null
 	wait "$SWAP_WATCH_PID" 2>/dev/null
 	SWAP_WATCH_PID=
@@ -289,7 +290,7 @@ generous_run() {
 
 	echo "== interval 0.5s: generous budget 1G"
 	start_daemon 0.5
-	rm -f "$tmp/term" "$tmp/ready" "$tmp/passed"
+	rm -f "$tmp/term" "$tmp/ready" "$tmp/passed" "$tmp/passed.base"
 	base=$(settled_swap)
 	swap_watch "$base" "$budget" "$tmp/passed"
 	id=$(submit_hog 1G 2000) || die "submit failed"

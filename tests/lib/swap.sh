@@ -15,8 +15,10 @@
 #   swap_used_bytes               SwapTotal - SwapFree, in bytes
 #   swap_watch BASE BYTES FILE    in the background, poll every 10 ms and
 #                                 write to FILE the wall-clock ms at which
-#                                 SwapTotal-SwapFree - BASE first exceeded
-#                                 BYTES (SWAP_WATCH_PID; stopped at cleanup)
+#                                 SwapTotal-SwapFree less the lowest value
+#                                 seen (BASE at first) first exceeded BYTES,
+#                                 and that lowest value to FILE.base
+#                                 (SWAP_WATCH_PID; stopped at cleanup)
 #   swap_now_ms                   wall clock in ms, without forking
 #   swap_on_exit CMD              also run CMD at cleanup (before the rest)
 #   swap_cleanup                  remove everything now (also the trap)
@@ -83,9 +85,15 @@ swap_watch() {
 	local base=$1 limit=$2 file=$3
 
 	(
+		low=$base
 		while :; do
 			_swap_read_used
-			if [ $((_swap_used - base)) -gt "$limit" ]; then
+			# Growth from the lowest value seen, as the daemon
+			# measures it: swap freed after base was read would
+			# otherwise hide a breach the daemon rightly saw.
+			[ "$_swap_used" -lt "$low" ] && low=$_swap_used
+			if [ $((_swap_used - low)) -gt "$limit" ]; then
+				echo "$low" >"$file.base"
 				swap_now_ms >"$file.tmp" && mv "$file.tmp" "$file"
 				exit 0
 			fi
