@@ -91,6 +91,15 @@ set_error(sl_client *c, int code, const char *fmt, ...)
 int
 sl_error_is_connection(int code)
 {
+	/* errnos are the connection's, but for the caller's own mistakes
+	 * and running out of memory. */
+	switch (-code) {
+	case EINVAL:
+	case ENOMEM:
+	case ERANGE:
+	case E2BIG:
+		return 0;
+	}
 	return code < 0 && code > -1000;
 }
 

@@ -53,7 +53,8 @@ extern "C" {
 
 /* 1 when code is an errno-style failure of the connection itself (the
  * daemon is not running, went away, or timed out), as opposed to an error
- * the daemon answered. */
+ * the daemon answered or a mistake of the caller's (-EINVAL, -ERANGE,
+ * -E2BIG) or -ENOMEM. */
 int sl_error_is_connection(int code);
 
 /* A short static description of a code ("no such job", "connection

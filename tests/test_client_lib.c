@@ -534,6 +534,20 @@ test_logs_and_timeout(void **state)
 /* Lists that come as objects are not walked as arrays (cJSON iterates an
  * object's members too): no entries, no write past the allocation. */
 static void
+test_error_kinds(void **state)
+{
+	(void)state;
+	assert_int_equal(sl_error_is_connection(-ECONNREFUSED), 1);
+	assert_int_equal(sl_error_is_connection(-ENOENT), 1);
+	assert_int_equal(sl_error_is_connection(-EPIPE), 1);
+	assert_int_equal(sl_error_is_connection(-ETIMEDOUT), 1);
+	assert_int_equal(sl_error_is_connection(-EINVAL), 0);
+	assert_int_equal(sl_error_is_connection(-ENOMEM), 0);
+	assert_int_equal(sl_error_is_connection(SL_E_VERSION), 0);
+	assert_int_equal(sl_error_is_connection(0), 0);
+}
+
+static void
 test_malformed_lists(void **state)
 {
 	static const struct step steps[] = {
@@ -608,6 +622,7 @@ main(void)
 	    cmocka_unit_test(test_refused_with_null_id),
 	    cmocka_unit_test(test_logs_and_timeout),
 	    cmocka_unit_test(test_malformed_lists),
+	    cmocka_unit_test(test_error_kinds),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
