@@ -454,7 +454,7 @@ parse_event(const cJSON *o, struct sl_event *e)
 	 * it as compact JSON text so callers need no cJSON. */
 	d = member(o, "detail");
 	if (d != NULL && (cJSON_IsObject(d) || cJSON_IsArray(d)))
-		e->detail = cJSON_PrintUnformatted(d);
+		e->detail = proto_print(d, 0);
 	else
 		e->detail = dup_str(o, "detail");
 }
@@ -850,7 +850,7 @@ sl_call(sl_client *c, const char *method, const char *params_json,
 	if (rc < 0)
 		return rc;
 	if (result_json != NULL) {
-		*result_json = cJSON_PrintUnformatted(result);
+		*result_json = proto_print(result, 0);
 		if (*result_json == NULL) {
 			cJSON_Delete(root);
 			return set_error(c, -ENOMEM, "out of memory");
@@ -1002,7 +1002,7 @@ fill_notification(const struct pending *p, struct sl_notification *n)
 	memset(n, 0, sizeof *n);
 	snprintf(n->method, sizeof n->method, "%s", p->method);
 	n->kind = kind_of(p->method);
-	n->params_json = o != NULL ? cJSON_PrintUnformatted(o) : strdup("{}");
+	n->params_json = o != NULL ? proto_print(o, 0) : strdup("{}");
 	switch (n->kind) {
 	case SL_N_SAMPLE:
 		parse_sample(o, &n->sample);

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "proto.h"
 
 /* --json prints the daemon's answer with the sample's fields also at the
  * top level, so `jq .free_pct` works without knowing the nesting. */
@@ -36,7 +37,7 @@ info_json(struct cli *cli)
 				                      cJSON_Duplicate(item, 1));
 		}
 	}
-	out = cJSON_Print(r);
+	out = proto_print(r, 1);
 	cJSON_Delete(r);
 	if (out == NULL) {
 		cli_error("out of memory");

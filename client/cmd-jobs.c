@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "proto.h"
 
 /* Options of commands that take only flags; returns the exit code to
  * return, or -1 to go on. */
@@ -447,7 +448,7 @@ print_event(const struct sl_event *e, int json)
 			cJSON_AddStringToObject(o, "detail", e->detail);
 		else
 			cJSON_AddNullToObject(o, "detail");
-		text = cJSON_PrintUnformatted(o);
+		text = proto_print(o, 0);
 		if (text != NULL)
 			printf("%s\n", text);
 		free(text);

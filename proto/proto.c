@@ -653,6 +653,44 @@ proto_int_create(int64_t v)
 	return cJSON_CreateRaw(digits);
 }
 
+/* Integral numbers that cJSON would print inexactly become their digits,
+ * so a tree parsed from the wire prints the integers it was given. */
+static void
+exact_ints(cJSON *item)
+{
+	double v = item->valuedouble;
+	char digits[24], *dup;
+	cJSON *c;
+
+	if (cJSON_IsNumber(item) &&
+	    (v >= CJSON_EXACT_LIMIT || v <= -CJSON_EXACT_LIMIT) &&
+	    v <= PROTO_MAX_SAFE_INT && v >= -PROTO_MAX_SAFE_INT &&
+	    (double)(int64_t)v == v) {
+		snprintf(digits, sizeof digits, "%" PRId64, (int64_t)v);
+		if ((dup = strdup(digits)) != NULL) {
+			item->type = cJSON_Raw;
+			item->valuestring = dup;
+		}
+	}
+	for (c = item->child; c != NULL; c = c->next)
+		exact_ints(c);
+}
+
+char *
+proto_print(const cJSON *item, int formatted)
+{
+	cJSON *copy;
+	char *out;
+
+	/* A copy: the caller's tree keeps its numbers for reading. */
+	if (item == NULL || (copy = cJSON_Duplicate(item, 1)) == NULL)
+		return NULL;
+	exact_ints(copy);
+	out = formatted ? cJSON_Print(copy) : cJSON_PrintUnformatted(copy);
+	cJSON_Delete(copy);
+	return out;
+}
+
 cJSON *
 proto_add_int(cJSON *obj, const char *name, int64_t v)
 {

@@ -170,6 +170,10 @@ int proto_params_check(const cJSON *params, const char *const *known,
  * within +-2^53 (PROTOCOL.md).
  */
 cJSON *proto_add_int(cJSON *obj, const char *name, int64_t v);
+/* Print a tree as cJSON_Print(Unformatted) would, but its integers up to
+ * 2^53 exactly (for a tree parsed from the wire, whose numbers cJSON would
+ * print with %.15g). malloc'd, NULL when out of memory. */
+char *proto_print(const cJSON *item, int formatted);
 /* The same item, unattached (for arrays). */
 cJSON *proto_int_create(int64_t v);
 

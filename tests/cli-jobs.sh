@@ -32,6 +32,11 @@ j=$(ctl show --json "$id")
 [ "$(jget "$j" 'j["exit_code"]')" = 3 ] || fail "show --json exit_code"
 ctl status --all | grep -Eq "^ *$id +[^ ]+ +exited 3 +envjob " || fail "status --all row: $(ctl status --all)"
 ctl ps | grep -q "no jobs queued or running" || fail "ps with nothing running"
+# --json carries the daemon's integers exactly, even past cJSON's %.15g.
+big=$(ctl submit --wait-free 100 --swap-budget 8192T -- true)
+ctl show --json "$big" | grep -q '"swap_budget_bytes":9007199254740992[,}]' ||
+	fail "show --json rounded 2^53: $(ctl show --json "$big")"
+ctl cancel "$big" >/dev/null
 ok "show and status"
 
 # --- a queued job waits for free memory; cancel removes it ---

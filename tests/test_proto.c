@@ -1256,6 +1256,27 @@ test_params_check(void **state)
 	proto_msg_free(&m);
 }
 
+/* A tree parsed from the wire prints its integers exactly, and the
+ * caller's tree is left as it was. */
+static void
+test_print_exact(void **state)
+{
+	cJSON *t =
+	    cJSON_Parse("{\"a\":9007199254740991,\"b\":[1000000000000001,"
+	                "-9007199254740992],\"c\":1.5,\"e\":12}");
+	char *out;
+
+	(void)state;
+	assert_non_null(t);
+	out = proto_print(t, 0);
+	assert_string_equal(out,
+	                    "{\"a\":9007199254740991,\"b\":[1000000000000001,"
+	                    "-9007199254740992],\"c\":1.5,\"e\":12}");
+	free(out);
+	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(t, "a")));
+	cJSON_Delete(t);
+}
+
 int
 main(void)
 {
@@ -1282,6 +1303,7 @@ main(void)
 	    cmocka_unit_test(test_param_string),
 	    cmocka_unit_test(test_param_strv),
 	    cmocka_unit_test(test_params_check),
+	    cmocka_unit_test(test_print_exact),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
