@@ -194,6 +194,27 @@ wait_input(struct run *r, int timeout_ms)
 	(void)poll(pfd, (nfds_t)n, timeout_ms);
 }
 
+/*
+ * The command, owning the terminal, was stopped (Ctrl-Z): stop as well, so
+ * the shell sees its job stopped and takes the terminal back; once
+ * continued (fg), give the terminal to the command again and continue it.
+ */
+static void
+suspend_with(struct run *r)
+{
+	struct sigaction sa, old;
+
+	tcsetpgrp(STDIN_FILENO, getpgrp());
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTSTP, &sa, &old);
+	raise(SIGTSTP);
+	sigaction(SIGTSTP, &old, NULL);
+	tcsetpgrp(STDIN_FILENO, r->pid);
+	kill(-r->pid, SIGCONT);
+}
+
 static void
 reap(struct run *r)
 {
@@ -202,8 +223,14 @@ reap(struct run *r)
 
 	if (r->pid <= 0 || r->done)
 		return;
-	while ((p = waitpid(r->pid, &st, WNOHANG)) == -1 && errno == EINTR)
+	while ((p = waitpid(r->pid, &st,
+	                    WNOHANG | (r->fg_tty ? WUNTRACED : 0))) == -1 &&
+	       errno == EINTR)
 		;
+	if (p == r->pid && WIFSTOPPED(st)) {
+		suspend_with(r);
+		return;
+	}
 	if (p == r->pid) {
 		r->wstatus = st;
 		r->done = 1;
