@@ -549,6 +549,19 @@ cli_table_free(struct cli_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+void
+cli_stop_self(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTSTP, &sa, &old);
+	raise(SIGTSTP);
+	sigaction(SIGTSTP, &old, NULL);
+}
+
 int
 cli_use_color(int fd)
 {

@@ -150,5 +150,8 @@ void cli_table_free(struct cli_table *t);
 
 /* NO_COLOR (no-color.org) and a TTY decide whether to use colour. */
 int cli_use_color(int fd);
+/* Stop this process as Ctrl-Z would (SIGTSTP's default action, whatever
+ * handler is set); returns once it is continued. */
+void cli_stop_self(void);
 
 #endif

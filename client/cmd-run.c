@@ -202,15 +202,8 @@ wait_input(struct run *r, int timeout_ms)
 static void
 suspend_with(struct run *r)
 {
-	struct sigaction sa, old;
-
 	tcsetpgrp(STDIN_FILENO, getpgrp());
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTSTP, &sa, &old);
-	raise(SIGTSTP);
-	sigaction(SIGTSTP, &old, NULL);
+	cli_stop_self();
 	tcsetpgrp(STDIN_FILENO, r->pid);
 	kill(-r->pid, SIGCONT);
 }

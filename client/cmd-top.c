@@ -100,16 +100,9 @@ static void draw(struct top *t);
 static void
 suspend(struct top *t, int tty)
 {
-	struct sigaction sa, old;
-
 	if (tty)
 		restore_terminal();
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTSTP, &sa, &old);
-	raise(SIGTSTP);
-	sigaction(SIGTSTP, &old, NULL);
+	cli_stop_self();
 	if (tty && setup_terminal() == 0 && t->have_last)
 		draw(t);
 }
