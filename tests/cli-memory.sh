@@ -111,98 +111,41 @@ ok "top without a TTY"
 
 # --- top on a terminal, when python can give it one ---
 if python3 -c 'import pty' 2>/dev/null; then
-	python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF' || fail "top on a pty"
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.environ["NO_COLOR"] = "1"
-    os.execv(sys.argv[1], [sys.argv[1], "--socket", sys.argv[2], "top"])
-buf = b""
-deadline = time.monotonic() + 10
-def read_until(marker):
-    global buf
-    while marker not in buf:
-        if time.monotonic() > deadline:
-            raise SystemExit("no %r in %r" % (marker, buf[-500:]))
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                buf += os.read(fd, 65536)
-            except OSError:
-                break
-read_until(b"pressure  critical")
-read_until(b"\xe2\x96")  # a sparkline block, U+2581..U+2588
-assert b"\033[31" not in buf, "NO_COLOR ignored"
-os.write(fd, b"q")
-_, st = os.waitpid(pid, 0)
-assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0, st
-try:
-    while True:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if not r:
-            break
-        buf += os.read(fd, 65536)
-except OSError:
-    pass
-assert b"\033[?1049l" in buf, "alternate screen not left"
+	PYTHONPATH=$SL_LIB python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF' || fail "top on a pty"
+import sys
+from ptyjob import PtyJob
+top = [sys.argv[1], "--socket", sys.argv[2], "top"]
+t = PtyJob(top, env={"NO_COLOR": "1"})
+t.read_until(b"pressure  critical")
+t.read_until(b"\xe2\x96")  # a sparkline block, U+2581..U+2588
+assert b"\033[31" not in t.buf, "NO_COLOR ignored"
+t.type(b"q")
+assert t.report() == "exit 0"
+assert b"\033[?1049l" in t.drain(), "alternate screen not left"
+t.wait()
 EOF
 	ok "top on a terminal quits on q and restores the screen"
-	python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF' || fail "top on a pty: Ctrl-Z and Ctrl-backslash"
-import os, pty, select, signal, sys, time
-ctl, sock = sys.argv[1], sys.argv[2]
-def read_until(fd, buf, marker, timeout=10):
-    deadline = time.monotonic() + timeout
-    while marker not in buf:
-        if time.monotonic() > deadline:
-            raise SystemExit("no %r in %r" % (marker, buf[-300:]))
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                buf += os.read(fd, 65536)
-            except OSError:
-                break
-    return buf
-# Ctrl-Z needs a process group a shell would give it: not the session
-# leader's (an orphaned group ignores stops), in the foreground.
-rep_r, rep_w = os.pipe()
-leader, fd = pty.fork()
-if leader == 0:
-    os.close(rep_r)
-    go_r, go_w = os.pipe()
-    child = os.fork()
-    if child == 0:
-        os.setpgid(0, 0)
-        os.read(go_r, 1)
-        os.environ["NO_COLOR"] = "1"
-        os.execv(ctl, [ctl, "--socket", sock, "top"])
-    os.setpgid(child, child)
-    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    os.tcsetpgrp(0, child)
-    os.write(go_w, b"g")
-    os.write(rep_w, b"%d\n" % child)
-    while True:
-        _, st = os.waitpid(child, os.WUNTRACED)
-        os.write(rep_w, b"stopped\n" if os.WIFSTOPPED(st) else b"exit %d\n" % os.waitstatus_to_exitcode(st))
-        if not os.WIFSTOPPED(st):
-            os._exit(0)
-os.close(rep_w)
-rep = os.fdopen(rep_r)
-child = int(rep.readline())
-buf = read_until(fd, b"", b"pressure  critical")
-os.write(fd, b"\x1a")
-line = rep.readline().strip()
+	PYTHONPATH=$SL_LIB python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF' || fail "top on a pty: Ctrl-Z and Ctrl-backslash"
+import os, signal, sys
+from ptyjob import PtyJob
+top = [sys.argv[1], "--socket", sys.argv[2], "top"]
+# Ctrl-Z: stops with the screen restored, draws again when continued.
+t = PtyJob(top, env={"NO_COLOR": "1"})
+t.read_until(b"pressure  critical")
+t.type(b"\x1a")
+line = t.report()
 assert line == "stopped", line
-buf = read_until(fd, buf, b"\033[?1049l")
+buf = t.read_until(b"\033[?1049l")
 assert buf.rindex(b"\033[?25h") > buf.rindex(b"\033[?25l"), "cursor left hidden"
-n = len(buf)
-os.kill(child, signal.SIGCONT)
-buf = read_until(fd, buf, b"\033[?1049h")
-buf = read_until(fd, buf[n:], b"pressure  critical")
-os.write(fd, b"\x1c")  # Ctrl-\: quits like q
-line = rep.readline().strip()
+t.buf = b""
+t.fg()
+t.read_until(b"\033[?1049h")
+t.read_until(b"pressure  critical")
+t.type(b"\x1c")  # Ctrl-\: quits like q
+line = t.report()
 assert line == "exit 0", line
-buf = read_until(fd, buf, b"\033[?1049l", timeout=2)
-os.waitpid(leader, 0)
+t.read_until(b"\033[?1049l", timeout=2)
+t.wait()
 EOF
 	ok "top on a terminal: Ctrl-Z gives the screen back and redraws on continue, Ctrl-backslash quits cleanly"
 fi

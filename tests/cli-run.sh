@@ -103,115 +103,48 @@ ok "an inherited ignored SIGHUP stays ignored (nohup)"
 # at the terminal reaches the command, which owns the terminal ---
 sl_meminfo 4194304 # 25%
 poll 5 free_is 25 || fail "25% not seen"
-python3 - "$SL_BIN/stageloadctl" "$SOCK" "$SL_TMP/proc" <<'EOF2' || fail "run on a terminal"
-import os, pty, select, sys, time
+PYTHONPATH=$SL_LIB python3 - "$SL_BIN/stageloadctl" "$SOCK" "$SL_TMP/proc" <<'EOF2' || fail "run on a terminal"
+import os, sys
+from ptyjob import PtyJob
 ctl, sock, proc = sys.argv[1:4]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(ctl, [ctl, "--socket", sock, "run", "--wait-free", "40", "--",
-                   "sh", "-c", 'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; while :; do sleep 0.05; done'])
-buf = b""
-deadline = time.monotonic() + 15
-def read_until(marker):
-    global buf
-    while marker not in buf:
-        if time.monotonic() > deadline:
-            raise SystemExit("no %r in %r" % (marker, buf[-400:]))
-        r, _, _ = select.select([fd], [], [], 0.1)
-        if r:
-            try:
-                buf += os.read(fd, 65536)
-            except OSError:
-                raise SystemExit("pty closed before %r: %r" % (marker, buf[-400:]))
-read_until(b"\r\x1b[Kqueued: position 1 of 1, free 25% < 40%")
+t = PtyJob([ctl, "--socket", sock, "run", "--wait-free", "40", "--",
+            "sh", "-c", 'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; while :; do sleep 0.05; done'])
+t.read_until(b"\r\x1b[Kqueued: position 1 of 1, free 25% < 40%")
 tmp = os.path.join(proc, ".meminfo.tmp")
 with open(tmp, "w") as f:
     f.write("MemTotal: 16777216 kB\nMemFree: 8388608 kB\nMemAvailable: 8388608 kB\n"
             "SwapTotal: 4194304 kB\nSwapFree: 4194304 kB\n")
 os.rename(tmp, os.path.join(proc, "meminfo"))
-read_until(b"ready")
-os.write(fd, b"hi\n")  # the command can read the terminal: it is in front
-read_until(b"read-hi")
-os.write(fd, b"\x03")  # Ctrl-C at the terminal
-read_until(b"got-int")
-_, st = os.waitpid(pid, 0)
-assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 5, st
+t.read_until(b"ready")
+t.type(b"hi\n")  # the command can read the terminal: it is in front
+t.read_until(b"read-hi")
+t.type(b"\x03")  # Ctrl-C at the terminal
+t.read_until(b"got-int")
+assert t.report() == "exit 5"
+t.wait()
 EOF2
 ok "on a terminal: queue line in place, the command reads it and gets Ctrl-C"
 
 # --- on a terminal, Ctrl-Z stops the command and the CLI with it, as one
 # shell job; fg continues both, with the terminal back to the command ---
-python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF2' || fail "run on a terminal: Ctrl-Z"
-import os, pty, select, signal, sys, time
+PYTHONPATH=$SL_LIB python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF2' || fail "run on a terminal: Ctrl-Z"
+import sys
+from ptyjob import PtyJob
 ctl, sock = sys.argv[1:3]
-rep_r, rep_w = os.pipe()
-fg_r, fg_w = os.pipe()
-leader, fd = pty.fork()
-if leader == 0:
-    # A shell's part: the CLI in its own foreground group, stops reported,
-    # "fg" on request.
-    go_r, go_w = os.pipe()
-    child = os.fork()
-    if child == 0:
-        os.setpgid(0, 0)
-        os.read(go_r, 1)
-        os.execv(ctl, [ctl, "--socket", sock, "run", "--",
-                       "sh", "-c", 'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; while :; do sleep 0.05; done'])
-    os.setpgid(child, child)
-    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    os.tcsetpgrp(0, child)
-    os.write(go_w, b"g")
-    while True:
-        _, st = os.waitpid(child, os.WUNTRACED)
-        if os.WIFSTOPPED(st):
-            os.write(rep_w, b"stopped\n")
-            os.read(fg_r, 1)
-            os.tcsetpgrp(0, child)
-            os.killpg(child, signal.SIGCONT)
-            continue
-        os.write(rep_w, b"exit %d\n" % os.waitstatus_to_exitcode(st))
-        os._exit(0)
-os.close(rep_w)
-def report(timeout=10):
-    r, _, _ = select.select([rep_r], [], [], timeout)
-    if not r:
-        # Everything in the terminal's session goes, stopped or not.
-        for p in os.listdir("/proc"):
-            try:
-                if p.isdigit() and int(open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[3]) == leader:
-                    os.kill(int(p), signal.SIGKILL)
-            except (OSError, ValueError, IndexError):
-                pass
-        raise SystemExit("no report from the shell's part in %d s" % timeout)
-    out = b""
-    while not out.endswith(b"\n"):
-        out += os.read(rep_r, 1)
-    return out.decode().strip()
-buf = b""
-def read_until(marker, timeout=15):
-    global buf
-    deadline = time.monotonic() + timeout
-    while marker not in buf:
-        if time.monotonic() > deadline:
-            raise SystemExit("no %r in %r" % (marker, buf[-400:]))
-        r, _, _ = select.select([fd], [], [], 0.1)
-        if r:
-            try:
-                buf += os.read(fd, 65536)
-            except OSError:
-                raise SystemExit("pty closed before %r: %r" % (marker, buf[-400:]))
-read_until(b"ready")
-os.write(fd, b"\x1a")  # Ctrl-Z at the terminal
-line = report()
+t = PtyJob([ctl, "--socket", sock, "run", "--",
+            "sh", "-c", 'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; while :; do sleep 0.05; done'])
+t.read_until(b"ready")
+t.type(b"\x1a")  # Ctrl-Z at the terminal
+line = t.report()
 assert line == "stopped", line
-os.write(fg_w, b"f")  # fg
-os.write(fd, b"hi\n")  # the command reads the terminal again: it is in front
-read_until(b"read-hi")
-os.write(fd, b"\x03")
-read_until(b"got-int")
-line = report()
+t.fg()
+t.type(b"hi\n")  # the command reads the terminal again: it is in front
+t.read_until(b"read-hi")
+t.type(b"\x03")
+t.read_until(b"got-int")
+line = t.report()
 assert line == "exit 5", line
-os.waitpid(leader, 0)
+t.wait()
 EOF2
 ok "on a terminal: Ctrl-Z stops the command and the CLI, fg continues both"
 

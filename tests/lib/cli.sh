@@ -7,6 +7,8 @@
 set -eu
 
 SL_BIN=${SL_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/bin}
+# This directory, for helpers in other languages (ptyjob.py); tests cd away.
+SL_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SL_TMP=
 SL_DPID=
 SL_KILL_PIDS=()
