@@ -9,7 +9,8 @@
 #   - beside it over the same window, bench_wake: a libuv timer at the same
 #     interval that does nothing, and one that calls platform_sys_sample
 #     and nothing else: what waking up and reading meminfo cost on this
-#     machine at that time, the floor under the daemon's figure;
+#     machine at that time, the floor under the daemon's figure, and the
+#     daemon's figure less that floor: its own work;
 #   - peak RSS (VmHWM) and RSS at the end;
 #   - database growth per day, extrapolated from the window: the database's
 #     pages (db + wal after a TRUNCATE checkpoint) and, byte-precise, the
@@ -94,8 +95,8 @@ db_pages_bytes() {
 now_ms() { date +%s%3N; }
 
 hz=$(getconf CLK_TCK)
-printf '| interval | seconds | samples | CPU per sample (schedstat) | CPU per sample (utime+stime) | idle timer, same window | timer + platform_sys_sample, same window | peak RSS (VmHWM) | RSS at end | db+wal at end | growth per day (pages) | growth per day (bytes used) |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| interval | seconds | samples | CPU per sample (schedstat) | CPU per sample (utime+stime) | idle timer, same window | timer + platform_sys_sample, same window | the daemon less that floor | peak RSS (VmHWM) | RSS at end | db+wal at end | growth per day (pages) | growth per day (bytes used) |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for iv in "${intervals[@]}"; do
 	dir="$tmp/$iv"
 	mkdir -p "$dir"
@@ -154,9 +155,9 @@ ticks = (int(k1) - int(k0)) * 1e6 / int(hz) / n
 day = 86400.0 / ((tstop - t0) / 1000.0)
 gp = (int(p1) - int(p0)) * day / 1e6
 gu = (int(u1) - int(u0)) * day / 1e6
-print("| %s s | %.0f | %d | %.1f µs | %.0f µs | %s µs | %s µs | %.1f MiB "
-      "| %.1f MiB | %.0f KiB | %.2f MB | %.2f MB |"
-      % (iv, secs, n, cpu, ticks, fi, fs, int(hwm) / 1024.0,
+print("| %s s | %.0f | %d | %.1f µs | %.0f µs | %s µs | %s µs | %+.1f µs "
+      "| %.1f MiB | %.1f MiB | %.0f KiB | %.2f MB | %.2f MB |"
+      % (iv, secs, n, cpu, ticks, fi, fs, cpu - float(fs), int(hwm) / 1024.0,
          int(rss) / 1024.0, int(files) / 1024.0, gp, gu))
 EOF
 done
