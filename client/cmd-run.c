@@ -508,7 +508,10 @@ supervise(struct run *r)
 	int sig, rc;
 
 	while (!r->done) {
-		if (sl_is_connected(r->c) && !r->pid_reported) {
+		/* Not once abandoned: the daemon that forgot the job would
+		 * refuse the pid, and the command already runs. */
+		if (sl_is_connected(r->c) && !r->pid_reported &&
+		    !r->abandoned) {
 			rc = sl_job_pid(r->c, r->id, r->pid);
 			if (rc == 0) {
 				r->pid_reported = 1;

@@ -3,7 +3,8 @@
 # fixture proc root. Exit codes pass through (0, 7, a signal), the queue
 # line while waiting, admission when memory frees up, a swap-budget kill
 # (124), a requeue with --retry-on-breach, SIGINT reaching the command, and
-# a daemon killed and restarted under a running command.
+# a daemon killed and restarted under a running command, with and without
+# the job in its database.
 . "$(dirname "$0")/lib/cli.sh"
 sl_setup
 sl_start_daemon
@@ -203,5 +204,25 @@ rc=0; wait "$runner" || rc=$?
 j=$(ctl show --json "$d")
 [ "$(jget "$j" 'j["state"]+"/"+str(j["exit_code"])')" = exited/4 ] || fail "record after restart: $j"
 ok "survives a daemon restart and reports the exit"
+
+# --- the daemon comes back without the job (a new database): the command
+# runs to its end and run exits with its status, not "never ran" ---
+ctl_exec run -- sh -c 'echo ready; while [ ! -e go2 ]; do sleep 0.05; done; exit 6' \
+	>"$SL_TMP/n.out" 2>"$SL_TMP/n.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q ready "$SL_TMP/n.out" || fail "command did not start"
+kill -KILL "$SL_DPID"
+wait "$SL_DPID" 2>/dev/null || true
+poll 5 grep -q "lost the daemon" "$SL_TMP/n.err" || fail "CLI did not notice: $(cat "$SL_TMP/n.err")"
+mv "$SL_TMP/sl.db" "$SL_TMP/old.db"
+rm -f "$SL_TMP/sl.db-wal" "$SL_TMP/sl.db-shm"
+sl_start_daemon
+poll 15 grep -q "cannot resume" "$SL_TMP/n.err" || fail "CLI did not try to resume: $(cat "$SL_TMP/n.err")"
+kill -0 "$runner" || fail "the CLI left its command when the daemon forgot the job"
+touch go2
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 6 ] || fail "after the daemon forgot the job the run gave $rc, want 6: $(cat "$SL_TMP/n.err")"
+ok "a daemon that forgot the job: the command runs to its end and its status passes through"
 
 echo PASS
