@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  --grace TIME       SIGTERM to SIGKILL delay for jobs (default 10s)\n"
     "  --settle TIME      longest wait for the last admitted job to settle\n"
     "                     (default 30s)\n"
-    "  -f, --foreground   timestamp log lines (for a terminal)\n"
+    "  -f, --foreground   timestamp log lines (a terminal, launchd's log file)\n"
     "  -v, --verbose      log debug messages (repeat for more)\n"
     "  -V, --version      print the version and exit\n"
     "  -h, --help         print this help and exit\n"

@@ -37,7 +37,7 @@ class Stageload < Formula
   # service does not take them down.
   service do
     run [opt_bin/"stageloadd", "--socket", "/var/run/stageload.sock",
-         "--db", "/var/db/stageload/stageload.db"]
+         "--db", "/var/db/stageload/stageload.db", "--foreground"]
     require_root true
     keep_alive true
     process_type :interactive

@@ -79,6 +79,9 @@ if args:
         return args[args.index(name) + 1] if name in args[:-1] else None
     if opt("--socket") != "/var/run/stageload.sock":
         errors.append("--socket must be /var/run/stageload.sock")
+    # launchd writes stderr to the file as it is: the lines need times.
+    if "--foreground" not in args and "-f" not in args:
+        errors.append("no --foreground: the log file's lines would have no time")
     db = opt("--db")
     if db is None or os.path.dirname(db) != db_dir:
         errors.append("--db %s is not in install.sh's DB_DIR %s" % (db, db_dir))
