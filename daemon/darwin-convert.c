@@ -155,7 +155,9 @@ darwin_proc_convert(const struct darwin_proc_raw *raw, struct proc_info *pi)
 int
 darwin_list_result(int ret, int err)
 {
-	if (ret >= 0)
+	/* libproc turns the system call's -1 into 0 and leaves errno, so a
+	 * failure can look like "no pids": the caller clears errno first. */
+	if (ret > 0 || (ret == 0 && err == 0))
 		return ret;
 	if (err == ESRCH)
 		return 0;

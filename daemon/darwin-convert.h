@@ -60,8 +60,9 @@ uint64_t darwin_start_time(uint64_t tvsec, uint64_t tvusec);
 
 /*
  * The result of a proc_listchildpids/proc_listpgrppids call (a count of
- * pids, or -1 with errno) as a count or a negative errno. A process that
- * has gone (ESRCH) simply has no children: 0.
+ * pids; on failure 0 or -1, with errno, which the caller cleared before
+ * the call) as a count or a negative errno. A process that has gone
+ * (ESRCH) simply has no children: 0.
  */
 int darwin_list_result(int ret, int err);
 

@@ -164,15 +164,21 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	return darwin_sys_convert(&raw, s, cause, causelen);
 }
 
-/* PROC_PIDTBSDINFO into raw; the footprint call is the caller's. */
+/*
+ * PROC_PIDTBSDINFO into raw; the footprint call is the caller's. A non-zero
+ * arg makes the kernel look among zombies too (xnu proc_pidinfo:
+ * "if (arg) findzomb = 1"): a zombie's start time still reads, as on
+ * Linux, while for everything else it is gone.
+ */
 static void
-read_bsdinfo(pid_t pid, struct darwin_proc_raw *raw)
+read_bsdinfo(pid_t pid, struct darwin_proc_raw *raw, int zombies)
 {
 	struct proc_bsdinfo bi;
 
 	raw->info_size = sizeof bi;
 	errno = 0;
-	raw->info_ret = proc_pidinfo(pid, PROC_PIDTBSDINFO, 0, &bi, sizeof bi);
+	raw->info_ret = proc_pidinfo(pid, PROC_PIDTBSDINFO, zombies ? 1 : 0,
+	                             &bi, sizeof bi);
 	raw->info_errno = errno;
 	if (raw->info_ret < (int)sizeof bi)
 		return;
@@ -192,7 +198,7 @@ platform_proc_info(pid_t pid, struct proc_info *pi)
 
 	if (pid <= 0)
 		return -EINVAL; /* 0 would be kernel_task */
-	read_bsdinfo(pid, &raw);
+	read_bsdinfo(pid, &raw, 0);
 	if (raw.info_ret >= (int)raw.info_size) {
 		errno = 0;
 		raw.rusage_ret =
@@ -220,7 +226,7 @@ platform_proc_start_time(pid_t pid, uint64_t *start_time)
 
 	if (pid <= 0)
 		return -EINVAL;
-	read_bsdinfo(pid, &raw);
+	read_bsdinfo(pid, &raw, 1);
 	if ((rc = darwin_proc_convert(&raw, &pi)) < 0)
 		return rc;
 	*start_time = pi.start_time;

@@ -377,8 +377,8 @@ spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
 	          0600);
 	if (fd == -1) {
 		err = errno;
-		snprintf(cause, causelen, "cannot open log %.160s: %s", p->log_path,
-		         strerror(err));
+		snprintf(cause, causelen, "cannot open log %.160s: %s",
+		         p->log_path, strerror(err));
 		return -err;
 	}
 	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
@@ -1070,8 +1070,8 @@ spawn_check(const char *state_dir, const struct job *j, struct spawn_status *st,
 	if (spawn_status_for(path, j, st))
 		return SPAWN_ENDED;
 	/*
-	 * Where the system hides zombies (macOS), the job may be gone while
-	 * its monitor is still writing the status. A monitor started before
+	 * The job may be gone (a zombie reads as gone) while its monitor is
+	 * still writing the status. A monitor started before
 	 * the job is the real one: a recycled pid started later.
 	 */
 	if (j->start_time != 0 && spawn_proc_runs(j->monitor_pid, &mt) &&

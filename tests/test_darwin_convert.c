@@ -394,7 +394,11 @@ static void
 test_list_result(void **state)
 {
 	assert_int_equal(darwin_list_result(3, 0), 3);
+	assert_int_equal(darwin_list_result(0, 0), 0);
 	assert_int_equal(darwin_list_result(0, ESRCH), 0);
+	/* libproc's failure: 0 with errno set */
+	assert_int_equal(darwin_list_result(0, ENOMEM), -ENOMEM);
+	assert_int_equal(darwin_list_result(0, EPERM), -EPERM);
 	assert_int_equal(darwin_list_result(-1, ESRCH), 0);
 	assert_int_equal(darwin_list_result(-1, EPERM), -EPERM);
 	assert_int_equal(darwin_list_result(-1, 0), -EIO);

@@ -65,8 +65,21 @@ main(void)
 		       (unsigned)pi.uid,
 		       (unsigned long long)pi.footprint_bytes);
 
+	rc = platform_proc_sample(self, &pi);
+	check("platform_proc_sample", rc, NULL);
+	if (rc == 0)
+		printf("sampled: pid %d footprint %llu\n", (int)pi.pid,
+		       (unsigned long long)pi.footprint_bytes);
+
 	rc = platform_proc_start_time(self, &start);
 	check("platform_proc_start_time", rc, NULL);
+	if (rc == 0 && start != pi.start_time) {
+		printf("platform_proc_start_time %llu differs from "
+		       "platform_proc_sample's %llu\n",
+		       (unsigned long long)start,
+		       (unsigned long long)pi.start_time);
+		failures++;
+	}
 
 	rc = platform_list_tree(&self, 1, getpgrp(), tree, 64);
 	check("platform_list_tree", rc, NULL);
