@@ -15,29 +15,29 @@
 struct config {
 	char socket_path[1024];
 	char db_path[1024];
-	char state_dir[1024];    /* job logs and monitor status files */
-	char proc_root[1024];    /* "" for the real /proc */
-	int64_t interval_ms;     /* sample interval, default 500 */
+	char state_dir[1024]; /* job logs and monitor status files */
+	char proc_root[1024]; /* "" for the real /proc */
+	int64_t interval_ms;  /* sample interval, default 500 */
 	struct store_retention retention;
 	double psi_warn, psi_critical;
 
 	/* limits (root exempt from per-uid ones); PROTOCOL.md lists them */
-	size_t max_line_bytes;   /* default 4 MiB */
-	int max_clients;         /* default 4096 */
-	int max_clients_per_uid; /* default 256 */
-	int max_queued_per_uid;  /* default 1000 */
-	size_t max_argv_bytes;   /* default 256 KiB */
-	size_t max_env_bytes;    /* default 1 MiB */
+	size_t max_line_bytes;    /* default 4 MiB */
+	int max_clients;          /* default 4096 */
+	int max_clients_per_uid;  /* default 256 */
+	int max_queued_per_uid;   /* default 1000 */
+	size_t max_argv_bytes;    /* default 256 KiB */
+	size_t max_env_bytes;     /* default 1 MiB */
 	int64_t hello_timeout_ms; /* default 10000 */
 
 	/* job defaults */
-	double default_wait_free_pct;     /* 0 */
+	double default_wait_free_pct;       /* 0 */
 	uint64_t default_swap_budget_bytes; /* 0 = none */
-	int64_t grace_ms;                 /* SIGTERM -> SIGKILL, default 10000 */
-	int64_t settle_ms;                /* default 30000 */
-	double settle_growth_pct;         /* default 1 */
-	int settle_samples;               /* default 3 */
-	int max_running;                  /* 0 = no limit */
+	int64_t grace_ms;         /* SIGTERM -> SIGKILL, default 10000 */
+	int64_t settle_ms;        /* default 30000 */
+	double settle_growth_pct; /* default 1 */
+	int settle_samples;       /* default 3 */
+	int max_running;          /* 0 = no limit */
 
 	int verbose;
 	int foreground;
@@ -55,12 +55,12 @@ void config_defaults(struct config *cfg, int system);
 /* Parse argv (and --config FILE) into cfg. Returns 0 to run, 1 when it
  * printed --help or --version, -EINVAL with cause on bad input. */
 int config_parse(struct config *cfg, int argc, char **argv, char *cause,
-    size_t causelen);
+                 size_t causelen);
 /* SIGHUP: parse argv and the config file again into a fresh config and copy
  * what can change at run time into cfg; *restart_needed is set when an
  * option that only takes effect at start-up changed. */
 int config_reload(struct config *cfg, int argc, char **argv,
-    int *restart_needed, char *cause, size_t causelen);
+                  int *restart_needed, char *cause, size_t causelen);
 
 struct server;
 struct sampler;
@@ -73,11 +73,17 @@ struct daemon {
 	struct server *server;
 	struct sampler *sampler;
 	struct jobs *jobs;
-	struct sys_sample last;  /* latest system sample */
+	struct sys_sample last; /* latest system sample */
 	int have_last;
 	int64_t started_ms;
 	char storage_error[256]; /* "" while storage works */
 	int stopping;
+	/* The socket file and the lock beside it (server.c): held from
+	 * server_start until server_release, after the database is closed,
+	 * so a daemon started meanwhile waits for this one's last write. */
+	int sock_lock_fd; /* -1: none */
+	dev_t sock_dev;
+	ino_t sock_ino;
 };
 
 int64_t now_ms(void); /* wall clock, ms since the epoch */

@@ -7,10 +7,12 @@
  * are dropped instead of touching freed memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -60,9 +62,6 @@ struct server {
 	struct client **clients;
 	size_t nclients, cap;
 	uint64_t next_id;
-	char path[1024];
-	dev_t sock_dev;
-	ino_t sock_ino;
 };
 
 struct wreq {
@@ -755,6 +754,87 @@ server_probe(const char *path, char *cause, size_t causelen)
 	return 0;
 }
 
+/*
+ * The lock beside the socket says which daemon owns it. A socket alone
+ * cannot: between another daemon's bind() and listen() it refuses
+ * connections like a stale one, and the probe would remove it. The lock
+ * file is never removed (removing it would let two daemons lock two
+ * files); the kernel drops the lock when its holder exits, however it
+ * exits.
+ */
+static int
+server_lock(const char *path, int system, int *fdp, char *cause,
+            size_t causelen)
+{
+	char lock[1100];
+	int fd, err;
+
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	          system ? 0644 : 0600);
+	if (fd < 0) {
+		err = errno;
+		snprintf(cause, causelen, "cannot open the lock file %s: %s",
+		         lock, strerror(err));
+		return -err;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		err = errno;
+		close(fd);
+		if (err == EWOULDBLOCK) {
+			snprintf(cause, causelen,
+			         "another stageloadd is already running on %s "
+			         "(it holds %s)",
+			         path, lock);
+			return -EADDRINUSE;
+		}
+		snprintf(cause, causelen, "cannot lock %s: %s", lock,
+		         strerror(err));
+		return -err;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/*
+ * The listening socket, made here and handed to libuv with uv_pipe_open:
+ * a socket bound by uv_pipe_bind is unlinked by name when libuv closes it,
+ * whoever's it is by then, while server_release removes only our own.
+ */
+static int
+server_listen_fd(struct daemon *d, const char *path, mode_t mode, int *fdp)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	int fd, rc;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return -errno;
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	/* A per-user socket is private from the moment it exists (umask),
+	 * not only after chmod. */
+	old = umask(d->cfg.system ? 0111 : 0177);
+	rc = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+	umask(old);
+	if (rc != 0 || chmod(path, mode) != 0 || stat(path, &st) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	d->sock_dev = st.st_dev;
+	d->sock_ino = st.st_ino;
+	*fdp = fd;
+	return 0;
+}
+
 /* A per-user daemon keeps its socket in a directory only its user can
  * enter; create it when missing. */
 static int
@@ -835,10 +915,10 @@ server_start(struct daemon *d, char *cause, size_t causelen)
 	struct sockaddr_un sun;
 	struct server *srv;
 	const char *path = d->cfg.socket_path;
-	struct stat st;
-	mode_t old, mode;
-	int rc;
+	mode_t mode;
+	int fd, rc;
 
+	d->sock_lock_fd = -1;
 	if (strlen(path) >= sizeof sun.sun_path) {
 		snprintf(cause, causelen,
 		         "socket path %s is too long (at most "
@@ -848,62 +928,79 @@ server_start(struct daemon *d, char *cause, size_t causelen)
 	}
 	if ((rc = server_mkdir(path, d->cfg.system, cause, causelen)) != 0)
 		return rc;
-	if ((rc = server_probe(path, cause, causelen)) != 0)
+	if ((rc = server_lock(path, d->cfg.system, &d->sock_lock_fd, cause,
+	                      causelen)) != 0) {
+		d->sock_lock_fd = -1;
 		return rc;
-	if ((srv = calloc(1, sizeof *srv)) == NULL) {
-		snprintf(cause, causelen, "out of memory");
-		return -ENOMEM;
 	}
-	srv->d = d;
-	snprintf(srv->path, sizeof srv->path, "%s", path);
-	uv_pipe_init(d->loop, &srv->listener, 0);
-	srv->listener.data = srv;
-
+	if ((rc = server_probe(path, cause, causelen)) != 0)
+		goto fail;
 	/*
 	 * Every request is authorised by the peer's credentials, so the
-	 * system socket is world-connectable; a per-user one is private
-	 * from the moment it exists (umask), not only after chmod.
+	 * system socket is world-connectable.
 	 */
 	mode = d->cfg.system ? 0666 : 0600;
-	old = umask(d->cfg.system ? 0111 : 0177);
-	rc = uv_pipe_bind(&srv->listener, path);
-	umask(old);
-	if (rc == 0 && chmod(path, mode) != 0)
-		rc = uv_translate_sys_error(errno);
-	if (rc == 0 && stat(path, &st) == 0) {
-		srv->sock_dev = st.st_dev;
-		srv->sock_ino = st.st_ino;
+	if ((rc = server_listen_fd(d, path, mode, &fd)) != 0) {
+		snprintf(cause, causelen, "cannot listen on %s: %s", path,
+		         strerror(-rc));
+		goto fail;
 	}
-	if (rc == 0)
+	if ((srv = calloc(1, sizeof *srv)) == NULL) {
+		close(fd);
+		snprintf(cause, causelen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	srv->d = d;
+	uv_pipe_init(d->loop, &srv->listener, 0);
+	srv->listener.data = srv;
+	if ((rc = uv_pipe_open(&srv->listener, fd)) != 0)
+		close(fd);
+	else
 		rc = uv_listen((uv_stream_t *)&srv->listener, SERVER_BACKLOG,
 		               server_connection_cb);
 	if (rc != 0) {
 		snprintf(cause, causelen, "cannot listen on %s: %s", path,
 		         uv_strerror(rc));
 		uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
-		return rc;
+		goto fail;
 	}
 	srv->listening = 1;
 	d->server = srv;
 	log_info("listening on %s (mode %04o)", path, (unsigned)mode);
 	return 0;
+fail:
+	server_release(d);
+	return rc;
 }
 
 void
 server_stop(struct daemon *d)
 {
 	struct server *srv = d->server;
-	struct stat st;
 
 	if (srv == NULL)
 		return;
 	while (srv->nclients > 0)
 		client_close(srv->clients[srv->nclients - 1]);
-	/* Remove the socket only if it is still ours: a second daemon
-	 * started by mistake must not unlink the first one's. */
-	if (stat(srv->path, &st) == 0 && st.st_dev == srv->sock_dev &&
-	    st.st_ino == srv->sock_ino)
-		unlink(srv->path);
 	d->server = NULL;
 	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+}
+
+void
+server_release(struct daemon *d)
+{
+	struct stat st;
+
+	if (d->sock_lock_fd < 0)
+		return;
+	/* Only if it is still ours: a socket someone put in its place
+	 * (by hand, or a daemon of a version without the lock) stays. */
+	if (d->sock_ino != 0 && stat(d->cfg.socket_path, &st) == 0 &&
+	    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
+		unlink(d->cfg.socket_path);
+	d->sock_dev = 0;
+	d->sock_ino = 0;
+	close(d->sock_lock_fd);
+	d->sock_lock_fd = -1;
 }

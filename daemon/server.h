@@ -22,8 +22,12 @@ struct peer {
 	pid_t pid;
 };
 
+/* Takes the socket's lock (PATH.lock), then the socket. */
 int server_start(struct daemon *d, char *cause, size_t causelen);
-void server_stop(struct daemon *d); /* closes every client, removes socket */
+/* Closes the listener and every client; the socket file stays. */
+void server_stop(struct daemon *d);
+/* Removes the socket file if it is still ours and drops the lock: last. */
+void server_release(struct daemon *d);
 
 /* Send to one client; ownership of result/params passes. Return -ENOENT
  * when the client is gone. */

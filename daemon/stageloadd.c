@@ -98,7 +98,7 @@ daemon_stop(struct daemon *d)
 		return;
 	d->stopping = 1;
 	log_info("stopping; running jobs are left to their monitors");
-	server_stop(d);
+	server_stop(d); /* no new requests; the socket stays till the end */
 	sampler_stop(d);
 	jobs_shutdown(d);
 	if (d->store != NULL) {
@@ -108,6 +108,7 @@ daemon_stop(struct daemon *d)
 		store_close(d->store);
 		d->store = NULL;
 	}
+	server_release(d);
 	uv_close((uv_handle_t *)&sig_term, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_int, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_hup, signal_close_cb);
@@ -198,27 +199,32 @@ main(int argc, char **argv)
 	if (parent_dir(d->cfg.db_path, dir, sizeof dir) != 0 ||
 	    (rc = mkdirs(dir, d->cfg.system ? 0755 : 0700)) != 0) {
 		server_stop(d);
+		server_release(d);
 		fatalx("cannot create the database directory %s: %s", dir,
 		       strerror(-rc));
 	}
 	if ((rc = mkdirs(d->cfg.state_dir, d->cfg.system ? 0755 : 0700)) != 0) {
 		server_stop(d);
+		server_release(d);
 		fatalx("cannot create the state directory %s: %s",
 		       d->cfg.state_dir, strerror(-rc));
 	}
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {
 		server_stop(d);
+		server_release(d);
 		fatalx("cannot open the database %s: %s", d->cfg.db_path,
 		       cause);
 	}
 	if (jobs_init(d, cause, sizeof cause) != 0) {
 		server_stop(d);
 		store_close(d->store);
+		server_release(d);
 		fatalx("cannot load jobs: %s", cause);
 	}
 	if (sampler_start(d, cause, sizeof cause) != 0) {
 		server_stop(d);
 		store_close(d->store);
+		server_release(d);
 		fatalx("%s", cause);
 	}
 

@@ -56,7 +56,9 @@ fi
 run rm -f "$PLIST_DIR/$LABEL.plist"
 # The socket is not removed here: a stopped daemon removes its own, a
 # stale one is replaced by the next daemon, and one still answering may
-# belong to another instance (brew services).
+# belong to another instance (brew services). Nor is the lock file beside
+# it: a lock file must never be removed while a daemon may take it, and
+# /var/run is emptied at boot.
 if [ "$purge" -eq 1 ]; then
 	run rm -rf "$DB_DIR" "$LOG_DIR"
 fi

@@ -1,9 +1,12 @@
 """stageloadd's command line and config file: --help, --version, errors with
 exit status 2, the config file read first and overridden by the command
-line, and the socket path refusals (exit 1).
+line, the socket path refusals (exit 1), and the lock that says which daemon
+owns the socket.
 """
 
+import fcntl
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,6 +90,38 @@ def main():
             assert f.read() == "precious\n"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+    # The lock beside the socket says who owns it. While another process
+    # holds it, a daemon refuses to start and leaves the socket alone, even
+    # one that refuses connections (another daemon between bind and listen
+    # looks just like that).
+    with Daemon() as d:
+        d.stop()
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(d.socket)  # bound, not listening: refuses connections
+        with open(d.socket + ".lock", "a") as lockf:
+            fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            out = subprocess.run(d.args, capture_output=True, text=True, timeout=10,
+                                 stdin=subprocess.DEVNULL)
+            assert out.returncode == 1, out
+            assert "another stageloadd is already running" in out.stderr, out.stderr
+            assert os.path.exists(d.socket), "the refused daemon removed the socket"
+        # Once the lock is free the same socket is stale, and replaced.
+        d.start()
+        c = Client(d.socket)
+        c.call("info")
+        c.close()
+        stale.close()
+
+        # A socket someone put in place of ours stays when we stop (libuv
+        # would unlink the path it bound, whoever's it is by then).
+        os.unlink(d.socket)
+        other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        other.bind(d.socket)
+        assert d.stop() == 0
+        assert os.path.exists(d.socket), "stopping removed a socket not ours"
+        other.close()
+        assert "removed stale socket" in d.log_text(), d.log_text()
 
     # The config file is read first; the command line overrides it.
     with Daemon(interval="0.3", config="interval = 0.2\nretention = raw=1d\n") as d:

@@ -99,6 +99,7 @@ teardown(void **state)
 
 	f->d.stopping = 1;
 	server_stop(&f->d);
+	server_release(&f->d);
 	for (i = 0; i < 10; i++)
 		uv_run(&f->loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&f->loop), 0);
@@ -219,6 +220,7 @@ start_in(const char *dir, const char *sub, char *cause, size_t causelen)
 	if (rc == 0) {
 		d.stopping = 1;
 		server_stop(&d);
+		server_release(&d);
 	}
 	for (i = 0; i < 10; i++)
 		uv_run(&loop, UV_RUN_NOWAIT);
