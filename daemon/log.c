@@ -25,12 +25,46 @@ log_setverbose(int verbose)
 	log_verbose = verbose;
 }
 
+/*
+ * Control bytes are written escaped: names and arguments come from any
+ * local user (a job's name, a client's), and a newline in one must not
+ * start a line of its own that reads like the daemon's.
+ */
+static void
+put_escaped(const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '\n')
+			fputs("\\n", stderr);
+		else if (*p == '\t')
+			fputs("\\t", stderr);
+		else if (*p == '\r')
+			fputs("\\r", stderr);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+}
+
 static void
 vlog(const char *level, const char *fmt, va_list ap, const char *err)
 {
-	char ts[32];
+	char ts[32], small[1024], *msg = small;
 	struct timeval tv;
 	struct tm tm;
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(small, sizeof small, fmt, ap);
+	if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+	else if (msg == NULL)
+		msg = small; /* cut, rather than nothing */
+	va_end(ap2);
 
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
@@ -39,22 +73,26 @@ vlog(const char *level, const char *fmt, va_list ap, const char *err)
 	if (log_foreground)
 		fprintf(stderr, "%s.%03ld ", ts, (long)(tv.tv_usec / 1000));
 	fprintf(stderr, "stageloadd[%s]: ", level);
-	vfprintf(stderr, fmt, ap);
-	if (err != NULL)
-		fprintf(stderr, ": %s", err);
+	put_escaped(n < 0 ? fmt : msg);
+	if (err != NULL) {
+		fputs(": ", stderr);
+		put_escaped(err);
+	}
 	fputc('\n', stderr);
 	funlockfile(stderr);
+	if (msg != small)
+		free(msg);
 }
 
-#define LOGFN(name, level, witherr)                                     \
-	void name(const char *fmt, ...)                                 \
-	{                                                               \
-		int saved = errno;                                      \
-		va_list ap;                                             \
-		va_start(ap, fmt);                                      \
-		vlog(level, fmt, ap, witherr ? strerror(saved) : NULL); \
-		va_end(ap);                                             \
-		errno = saved;                                          \
+#define LOGFN(name, level, witherr)                                            \
+	void name(const char *fmt, ...)                                        \
+	{                                                                      \
+		int saved = errno;                                             \
+		va_list ap;                                                    \
+		va_start(ap, fmt);                                             \
+		vlog(level, fmt, ap, witherr ? strerror(saved) : NULL);        \
+		va_end(ap);                                                    \
+		errno = saved;                                                 \
 	}
 
 LOGFN(log_warn, "warn", 1)
