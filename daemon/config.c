@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon.h"
 #include "proto.h"
@@ -40,7 +41,8 @@ static const char usage_text[] =
     "  --grace TIME       SIGTERM to SIGKILL delay for jobs (default 10s)\n"
     "  --settle TIME      longest wait for the last admitted job to settle\n"
     "                     (default 30s)\n"
-    "  -f, --foreground   timestamp log lines (a terminal, launchd's log file)\n"
+    "  -f, --foreground   timestamp log lines (a terminal, launchd's log "
+    "file)\n"
     "  -v, --verbose      log debug messages (repeat for more)\n"
     "  -V, --version      print the version and exit\n"
     "  -h, --help         print this help and exit\n"
@@ -347,11 +349,17 @@ config_load_file(struct config *cfg, const char *path, char *cause,
                  size_t causelen)
 {
 	char line[2048], sub[256], *k, *v, *eq, *hash;
+	struct stat st;
 	FILE *f;
 	int lineno = 0, rc = 0;
 
 	if ((f = fopen(path, "r")) == NULL)
 		return fail(cause, causelen, "%s: %s", path, strerror(errno));
+	/* A directory opens, then fails to read: that is no empty file. */
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return fail(cause, causelen, "%s: not a regular file", path);
+	}
 	while (fgets(line, sizeof line, f) != NULL) {
 		lineno++;
 		if (strchr(line, '\n') == NULL && !feof(f)) {
@@ -379,6 +387,10 @@ config_load_file(struct config *cfg, const char *path, char *cause,
 			break;
 		}
 	}
+	/* A read error is not the end of the file: settings after it would
+	 * silently fall back to their defaults. */
+	if (rc == 0 && ferror(f))
+		rc = fail(cause, causelen, "%s: %s", path, strerror(errno));
 	fclose(f);
 	return rc;
 }

@@ -30,6 +30,7 @@ static int
 mkdirs(const char *path, mode_t mode)
 {
 	char buf[1024], *p;
+	struct stat st;
 
 	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
 		return -ENAMETOOLONG;
@@ -43,6 +44,11 @@ mkdirs(const char *path, mode_t mode)
 	}
 	if (mkdir(buf, mode) != 0 && errno != EEXIST)
 		return -errno;
+	/* EEXIST is also a file in the way: every job would then fail. */
+	if (stat(buf, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
 	return 0;
 }
 

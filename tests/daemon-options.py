@@ -55,6 +55,10 @@ def main():
             assert words in out.stderr, (args, out.stderr)
             assert "--help" in out.stderr, out.stderr
 
+        # A directory is not an empty config file.
+        out = run(["--config", tmp])
+        assert out.returncode == 2 and "not a regular file" in out.stderr, out.stderr
+
         conf = os.path.join(tmp, "bad.conf")
         with open(conf, "w") as f:
             f.write("# comment\n\ninterval = 0.2\nno_such_key = 1\n")
@@ -88,6 +92,14 @@ def main():
         assert out.returncode == 1 and "not a socket" in out.stderr, out
         with open(sock) as f:
             assert f.read() == "precious\n"
+
+        # A state directory that is a file: refused at start (exit 1), not
+        # found out by every job failing.
+        out = run(["--socket", os.path.join(tmp, "sd.sock"), "--db",
+                   os.path.join(tmp, "sd.db"), "--proc-root", tmp, "--state-dir", sock])
+        assert out.returncode == 1, out
+        assert "cannot create the state directory" in out.stderr, out.stderr
+        assert "Not a directory" in out.stderr, out.stderr
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
