@@ -56,7 +56,8 @@ def main():
             assert "--help" in out.stderr, out.stderr
 
         # A directory is not an empty config file.
-        out = run(["--config", tmp])
+        out = run(["--config", tmp, "--socket", os.path.join(tmp, "cd.sock"),
+                   "--db", os.path.join(tmp, "cd.db"), "--proc-root", tmp], timeout=10)
         assert out.returncode == 2 and "not a regular file" in out.stderr, out.stderr
 
         conf = os.path.join(tmp, "bad.conf")
