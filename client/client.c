@@ -282,7 +282,9 @@ client_socket_path_resolve(const char *explicit_path, const char *env_socket,
 	if (system_path != NULL && system_path[0] != '\0' &&
 	    stat(system_path, &st) == 0)
 		return copy_path(buf, len, system_path, NULL);
-	if (xdg_runtime != NULL && xdg_runtime[0] != '\0')
+	/* Only an absolute one, as the XDG base directory specification
+	 * says and the daemon does: a relative one is ignored. */
+	if (xdg_runtime != NULL && xdg_runtime[0] == '/')
 		return copy_path(buf, len, xdg_runtime, "/stageload.sock");
 	n = snprintf(buf, len, "/tmp/stageload-%lu/stageload.sock", uid);
 	if (n < 0 || (size_t)n >= len)

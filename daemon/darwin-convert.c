@@ -227,7 +227,7 @@ darwin_default_socket(int system, uid_t uid, const char *runtime_dir, char *buf,
 	 * macOS's per-user $TMPDIR would be more private, but the client
 	 * cannot know it without OS-specific code; /tmp/stageload-UID is a
 	 * directory the daemon creates with mode 0700. */
-	if (runtime_dir != NULL && runtime_dir[0] != '\0')
+	if (runtime_dir != NULL && runtime_dir[0] == '/')
 		return path_fmt(buf, len, "%s/stageload.sock", runtime_dir, 0);
 	return path_fmt(buf, len, "/tmp/stageload-%lu/stageload.sock", NULL,
 	                (unsigned long)uid);

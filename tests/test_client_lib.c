@@ -254,6 +254,11 @@ test_path_order(void **state)
 	                                            buf, sizeof buf),
 	                 0);
 	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
+	/* a relative XDG_RUNTIME_DIR is ignored, as the daemon ignores it */
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "run",
+	                                            1000, buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
 	assert_int_equal(
 	    client_socket_path_resolve("/x.sock", NULL, NULL, NULL, 0, buf, 4),
 	    -ENAMETOOLONG);

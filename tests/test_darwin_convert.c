@@ -463,6 +463,10 @@ test_default_socket(void **state)
 	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
 	assert_int_equal(darwin_default_socket(0, 502, "", buf, sizeof buf), 0);
 	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
+	/* relative: ignored, as the XDG specification says */
+	assert_int_equal(darwin_default_socket(0, 503, "run", buf, sizeof buf),
+	                 0);
+	assert_string_equal(buf, "/tmp/stageload-503/stageload.sock");
 
 	assert_int_equal(darwin_default_socket(1, 0, NULL, buf, 8),
 	                 -ENAMETOOLONG);
