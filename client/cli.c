@@ -215,6 +215,20 @@ static void sb_add(struct sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
+sb_add_safe(struct sbuf *b, const char *text)
+{
+	size_t len = strlen(text) * 4 + 1;
+	char *tmp = malloc(len);
+
+	if (tmp == NULL) {
+		b->oom = 1;
+		return;
+	}
+	sb_add(b, "%s", cli_safe(text, 0, tmp, len));
+	free(tmp);
+}
+
+static void
 sb_add(struct sbuf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -275,8 +289,10 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 	char t[64], d[32], s1[16], s2[16];
 	size_t i;
 
-	sb_add(&b, "Job %lld \"%s\" of %s", (long long)j->id, j->name,
-	       j->user[0] != '\0' ? j->user : "?");
+	sb_add(&b, "Job %lld \"", (long long)j->id);
+	sb_add_safe(&b, j->name);
+	sb_add(&b, "\" of ");
+	sb_add_safe(&b, j->user[0] != '\0' ? j->user : "?");
 	if (j->attached)
 		sb_add(&b, " (attached)");
 	sb_add(&b, " is %s", j->state);
@@ -289,12 +305,17 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 
 	if (j->argv != NULL) {
 		sb_add(&b, "Command:");
-		for (i = 0; j->argv[i] != NULL; i++)
-			sb_add(&b, " %s", j->argv[i]);
+		for (i = 0; j->argv[i] != NULL; i++) {
+			sb_add(&b, " ");
+			sb_add_safe(&b, j->argv[i]);
+		}
 		sb_add(&b, "\n");
 	}
-	if (j->cwd != NULL)
-		sb_add(&b, "Directory: %s\n", j->cwd);
+	if (j->cwd != NULL) {
+		sb_add(&b, "Directory: ");
+		sb_add_safe(&b, j->cwd);
+		sb_add(&b, "\n");
+	}
 
 	sb_add(&b, "Submitted %s",
 	       cli_time(j->submitted_at_ms, 0, t, sizeof t));
@@ -357,8 +378,10 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 			sb_add(&b, " (signal %d)", j->signal);
 		sb_add(&b, "; stageloadctl wait gives %d.\n",
 		       cli_job_status(j));
-		if (j->end_detail != NULL && j->end_detail[0] != '\0')
-			sb_add(&b, "%s\n", j->end_detail);
+		if (j->end_detail != NULL && j->end_detail[0] != '\0') {
+			sb_add_safe(&b, j->end_detail);
+			sb_add(&b, "\n");
+		}
 	}
 	if (b.oom) {
 		free(b.s);
@@ -485,9 +508,51 @@ cli_table_add(struct cli_table *t, const char *const *cells)
 	return 0;
 }
 
-/* Display width of UTF-8 text: count code points, not bytes. */
-static size_t
-text_width(const char *s)
+const char *
+cli_safe(const char *s, size_t max, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t out = 0, chars = 0, n, k;
+	char esc[8];
+
+	if (len == 0)
+		return buf;
+	while (*p != '\0' && (max == 0 || chars < max)) {
+		if (*p < 0x20 || *p == 0x7f) {
+			snprintf(esc, sizeof esc, "\\x%02x", *p);
+			n = 1;
+		} else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			snprintf(esc, sizeof esc, "\\u%04x", p[1]);
+			n = 2;
+		} else {
+			/* One whole character: its lead byte and what follows.
+			 */
+			for (n = 1;
+			     p[n] != '\0' && (p[n] & 0xc0) == 0x80 && n < 4;
+			     n++)
+				;
+			if (out + n >= len)
+				break;
+			memcpy(buf + out, p, n);
+			out += n;
+			p += n;
+			chars++;
+			continue;
+		}
+		k = strlen(esc);
+		if (out + k >= len || (max != 0 && chars + k > max))
+			break;
+		memcpy(buf + out, esc, k);
+		out += k;
+		p += n;
+		chars += k;
+	}
+	buf[out] = '\0';
+	return buf;
+}
+
+size_t
+cli_text_width(const char *s)
 {
 	size_t w = 0;
 
@@ -507,7 +572,7 @@ cli_table_print(const struct cli_table *t, FILE *f)
 		return;
 	for (r = 0; r < t->nrows; r++)
 		for (c = 0; c < t->ncols; c++)
-			if ((w = text_width(t->rows[r][c])) > width[c])
+			if ((w = cli_text_width(t->rows[r][c])) > width[c])
 				width[c] = w;
 	for (r = 0; r < t->nrows; r++) {
 		size_t last = 0;
@@ -517,7 +582,7 @@ cli_table_print(const struct cli_table *t, FILE *f)
 				last = c;
 		for (c = 0; c <= last; c++) {
 			const char *cell = t->rows[r][c];
-			pad = width[c] - text_width(cell);
+			pad = width[c] - cli_text_width(cell);
 			if (c > 0)
 				fputs("  ", f);
 			if (t->right[c])

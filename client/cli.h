@@ -95,6 +95,16 @@ int cli_parse_pct(const char *s, double *out);
 
 /* "8.0G"; "-" for none when dash_zero and bytes is 0. */
 const char *cli_size(uint64_t bytes, char *buf, size_t len);
+/*
+ * Text from other users (a job's name, its command, a user name) made safe
+ * for a terminal: control characters (C0, DEL, C1) escaped as "\x1b" or
+ * "\u009b", cut after max characters (0: no limit) at a character
+ * boundary, and never past len-1 bytes (4 * strlen(s) + 1 always holds it
+ * whole). Returns buf.
+ */
+const char *cli_safe(const char *s, size_t max, char *buf, size_t len);
+/* Display width of UTF-8 text: code points, not bytes. */
+size_t cli_text_width(const char *s);
 /* "1h02m", "45s" */
 const char *cli_duration(int64_t ms, char *buf, size_t len);
 /* local "2026-11-30 05:00:01"; with_ms adds ".123" */

@@ -159,10 +159,11 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		const char *cells[8] = {c[0], c[1], c[2], c[3],
 		                        c[4], c[5], c[6], c[7]};
 		snprintf(c[0], 64, "%" PRId64, j->id);
-		snprintf(c[1], 64, "%s", j->user);
+		cli_safe(j->user, 32, c[1], 64);
 		cli_job_state(j, c[2], 64);
-		snprintf(c[3], 64, "%.48s%s", j->name,
-		         j->attached ? " (att)" : "");
+		cli_safe(j->name, 48, c[3], 56);
+		if (j->attached)
+			strcat(c[3], " (att)");
 		cli_job_waited(j, now, c[4], 64);
 		cli_job_ran(j, now, c[5], 64);
 		if (j->started_at_ms <= 0)
@@ -458,10 +459,17 @@ print_event(const struct sl_event *e, int json)
 			snprintf(job, sizeof job, "job %" PRId64, e->job_id);
 		else
 			snprintf(job, sizeof job, "-");
+		char user[64], *detail = NULL;
+		size_t dlen = e->detail != NULL ? strlen(e->detail) * 4 + 1 : 0;
+
+		if (dlen > 0 && (detail = malloc(dlen)) != NULL)
+			cli_safe(e->detail, 0, detail, dlen);
 		printf("%s  %-8s %-10s %-10s %s\n",
 		       cli_time(e->ts_ms, 0, t, sizeof t), job,
-		       e->user[0] ? e->user : "-", e->kind,
-		       e->detail != NULL ? e->detail : "");
+		       e->user[0] ? cli_safe(e->user, 32, user, sizeof user)
+		                  : "-",
+		       e->kind, detail != NULL ? detail : "");
+		free(detail);
 	}
 	fflush(stdout);
 }

@@ -285,13 +285,17 @@ draw(struct top *t)
 		       "SWAP/BUDGET");
 		for (i = 0; i < t->njobs && i < MAX_JOB_ROWS; i++) {
 			const struct sl_job *j = &t->jobs[i];
-			char st[32], ran[32], sw[40];
+			char st[32], ran[32], sw[40], user[48], name[80];
 			cli_job_state(j, st, sizeof st);
 			cli_job_ran(j, now, ran, sizeof ran);
 			cli_job_swap(j, sw, sizeof sw);
-			printf("%6" PRId64 "  %-10.10s %-12.12s %-18.18s %8s "
+			cli_safe(j->user, 10, user, sizeof user);
+			cli_safe(j->name, 18, name, sizeof name);
+			printf("%6" PRId64 "  %s%*s %-12.12s %s%*s %8s "
 			       "%9s %s\033[K\n",
-			       j->id, j->user, st, j->name, ran,
+			       j->id, user, (int)(10 - cli_text_width(user)),
+			       "", st, name, (int)(18 - cli_text_width(name)),
+			       "", ran,
 			       j->started_at_ms > 0
 			           ? cli_size(j->footprint_bytes, c, sizeof c)
 			           : "-",

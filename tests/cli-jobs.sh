@@ -111,4 +111,21 @@ ctl history --job "$r" --since 5m --json >"$SL_TMP/hj.json"
 [ "$(jget "$(cat "$SL_TMP/hj.json")" 'j["job_id"]')" = "$r" ] || fail "history --job: $(cat "$SL_TMP/hj.json")"
 ok "events, events -f and history --job"
 
+# --- names are text from other users: shown escaped, one row per job ---
+e=$(ctl submit --name "$(printf 'evil\033[2J\033]0;pwned\007\nfake')" -- sh -c 'exit 0 # $(printf "\033[31m")')
+ctl wait "$e" >/dev/null || true
+ctl status --all >"$SL_TMP/st.txt"
+ctl show "$e" >"$SL_TMP/show.txt"
+ctl events >"$SL_TMP/ev.txt"
+for f in st show ev; do
+	if LC_ALL=C grep -q "$(printf '[\033\007]')" "$SL_TMP/$f.txt"; then
+		fail "$f printed a control byte: $(cat -v "$SL_TMP/$f.txt")"
+	fi
+done
+grep -q '^ *'"$e"'  .*evil\\x1b\[2J\\x1b\]0;pwned\\x07\\x0afake' "$SL_TMP/st.txt" ||
+	fail "status row: $(cat -v "$SL_TMP/st.txt")"
+grep -q '^fake' "$SL_TMP/st.txt" && fail "the name's newline began a row: $(cat "$SL_TMP/st.txt")"
+grep -q 'evil\\x1b' "$SL_TMP/show.txt" || fail "show: $(cat -v "$SL_TMP/show.txt")"
+ok "a name with escape sequences and a newline is shown escaped"
+
 echo PASS

@@ -359,6 +359,33 @@ test_no_color(void **state)
 	unsetenv("NO_COLOR");
 }
 
+static void
+test_safe(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	/* C0, DEL and C1 controls are escaped; text is kept */
+	assert_string_equal(cli_safe("a\x1b[2J\nb\x7f", 0, buf, sizeof buf),
+	                    "a\\x1b[2J\\x0ab\\x7f");
+	assert_string_equal(cli_safe("x\xc2\x9b"
+	                             "31m",
+	                             0, buf, sizeof buf),
+	                    "x\\u009b31m");
+	assert_string_equal(
+	    cli_safe("caf\xc3\xa9 \xe2\x96\x81", 0, buf, sizeof buf),
+	    "caf\xc3\xa9 \xe2\x96\x81");
+	/* cut by characters, never inside one */
+	assert_string_equal(
+	    cli_safe("\xc3\xa9\xc3\xa9\xc3\xa9", 2, buf, sizeof buf),
+	    "\xc3\xa9\xc3\xa9");
+	assert_string_equal(cli_safe("ab\xc3\xa9", 0, buf, 4), "ab");
+	/* an escape that would pass max is left out whole */
+	assert_string_equal(cli_safe("abc\x1b", 5, buf, sizeof buf), "abc");
+	assert_int_equal(
+	    cli_text_width(cli_safe("\xc3\xa9\x01z", 0, buf, sizeof buf)), 6);
+}
+
 int
 main(void)
 {
@@ -376,6 +403,7 @@ main(void)
 	    cmocka_unit_test(test_meter_due),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_no_color),
+	    cmocka_unit_test(test_safe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
