@@ -1521,6 +1521,13 @@ sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
 	c->log_stop = 0;
 	rc = call(c, "logs", params, follow ? -1 : c->timeout_ms, &root, &r);
 	c->log_cb = NULL;
+	if (rc == 0 && c->log_stop != 0) {
+		/* The callback refused a chunk that came in one read with
+		 * the answer: its value all the same, as documented. */
+		rc = c->log_stop;
+		cJSON_Delete(root);
+		drop_connection(c);
+	}
 	c->log_stop = 0;
 	if (rc != 0)
 		return rc;

@@ -368,11 +368,17 @@ cmd_wait(struct cli *cli, int argc, char **argv)
 
 /* ---- logs ---- */
 
+/* arg: where the error of our own output goes, told apart from the
+ * daemon's connection failing (both could be EPIPE). */
 static int
 write_log(void *arg, int64_t offset, const char *data, size_t len)
 {
-	if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+	(void)offset;
+	errno = 0;
+	if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+		*(int *)arg = errno != 0 ? errno : EIO;
 		return -EPIPE;
+	}
 	return 0;
 }
 
@@ -394,7 +400,7 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	int64_t id;
-	int follow = 0, rc;
+	int follow = 0, out_err = 0, rc;
 
 	rc = simple_options(cli, "logs", argc, argv, "+fh", longopts,
 	                    logs_option, &follow);
@@ -414,9 +420,12 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 	}
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
-	rc = sl_logs(cli->client, id, 0, follow, write_log, NULL, NULL);
-	if (rc == -EPIPE && !sl_is_connected(cli->client))
-		return EXIT_ERR; /* our stdout went away */
+	rc = sl_logs(cli->client, id, 0, follow, write_log, &out_err, NULL);
+	if (out_err != 0) {
+		if (out_err != EPIPE) /* a reader that left knows */
+			cli_error("cannot write output: %s", strerror(out_err));
+		return EXIT_ERR;
+	}
 	if (rc < 0)
 		return cli_fail(cli);
 	return EXIT_OK;

@@ -267,7 +267,9 @@ main(int argc, char **argv)
 	optind = 0;
 	rc = c->fn(&cli, argc, argv);
 	sl_client_free(cli.client);
-	if (fflush(stdout) != 0 && rc == EXIT_OK) {
+	/* ferror too: commands that flush as they go (events, wait, logs)
+	 * leave nothing for this flush to fail on. */
+	if ((fflush(stdout) != 0 || ferror(stdout)) && rc == EXIT_OK) {
 		cli_error("cannot write output");
 		rc = EXIT_ERR;
 	}

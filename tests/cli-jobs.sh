@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Detached jobs through stageloadctl: submit, status/ps, show, logs -f,
 # wait (exit statuses), cancel of queued and running jobs, events and
-# history --job, against the real daemon with a fixture proc root.
+# history --job, against the real daemon with a fixture proc root; names
+# shown escaped, output errors, and a daemon that goes away under logs.
 . "$(dirname "$0")/lib/cli.sh"
 sl_setup
 sl_start_daemon
@@ -127,5 +128,52 @@ grep -q '^ *'"$e"'  .*evil\\x1b\[2J\\x1b\]0;pwned\\x07\\x0afake' "$SL_TMP/st.txt
 grep -q '^fake' "$SL_TMP/st.txt" && fail "the name's newline began a row: $(cat "$SL_TMP/st.txt")"
 grep -q 'evil\\x1b' "$SL_TMP/show.txt" || fail "show: $(cat -v "$SL_TMP/show.txt")"
 ok "a name with escape sequences and a newline is shown escaped"
+
+# --- output that cannot be written is an error, also where each line is
+# flushed as it goes ---
+if [ -w /dev/full ]; then
+	for cmd in "logs $id" "events" "wait $e" "status --all" "show $e"; do
+		rc=0
+		# shellcheck disable=SC2086 # the command and its argument
+		ctl $cmd >/dev/full 2>"$SL_TMP/full.err" || rc=$?
+		[ "$rc" = 1 ] || fail "$cmd >/dev/full exited $rc, want 1"
+		grep -q "cannot write output" "$SL_TMP/full.err" ||
+			fail "$cmd >/dev/full said: $(cat "$SL_TMP/full.err")"
+	done
+	ok "a full disk on stdout exits 1 and says so"
+fi
+
+# --- a daemon that goes away under logs is the daemon's failure (69 and
+# a message), not taken for our own output failing ---
+python3 - "$SL_TMP/fake.sock" <<'PY' &
+import json, os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(4)
+for _ in range(2):
+    c, _ = s.accept()
+    f = c.makefile("rb")
+    req = json.loads(f.readline())
+    c.sendall((json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+        "version": 1, "daemon_version": "fake", "os": "linux",
+        "interval_ms": 500, "uid": os.getuid()}}) + "\n").encode())
+    # gone before the logs request: writing it fails with EPIPE
+    c.shutdown(socket.SHUT_RDWR)
+    f.close()
+    c.close()
+PY
+fake=$!
+SL_KILL_PIDS+=("$fake")
+poll 5 test -S "$SL_TMP/fake.sock" || fail "fake daemon did not start"
+for args in "logs 1" "logs -f 1"; do
+	rc=0
+	# shellcheck disable=SC2086 # the command and its arguments
+	"$SL_BIN/stageloadctl" --socket "$SL_TMP/fake.sock" $args >/dev/null \
+		2>"$SL_TMP/fake.err" || rc=$?
+	[ "$rc" = 69 ] || fail "$args against a daemon that left exited $rc: $(cat "$SL_TMP/fake.err")"
+	grep -Eq "(closed|lost) the connection" "$SL_TMP/fake.err" || fail "$args said: $(cat "$SL_TMP/fake.err")"
+done
+wait "$fake" || true
+ok "logs: a daemon that goes away exits 69 with its message"
 
 echo PASS
