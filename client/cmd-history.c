@@ -34,7 +34,8 @@ print_table(const struct sl_history *h)
 		cells[k] = c[k];
 	for (i = 0; i < h->nbuckets; i++) {
 		const struct sl_bucket *b = &h->buckets[i];
-		cli_time(b->ts_ms, 0, c[0], sizeof c[0]);
+		/* Buckets under a second apart need the milliseconds. */
+		cli_time(b->ts_ms, h->step_ms < 1000, c[0], sizeof c[0]);
 		snprintf(c[1], sizeof c[1], "%" PRId64, b->n);
 		if (h->job_id > 0) {
 			cli_size((uint64_t)b->footprint_bytes.min, c[2], 32);
@@ -176,6 +177,10 @@ cmd_history(struct cli *cli, int argc, char **argv)
 	}
 	if (until_ms > 0 && until_ms <= since_ms) {
 		cli_error("--until must be after --since");
+		return EXIT_USAGE;
+	}
+	if (until_ms == 0 && since_ms >= now) {
+		cli_error("--since '%s' is in the future", since);
 		return EXIT_USAGE;
 	}
 	if ((rc = cli_connect(cli)) != 0)

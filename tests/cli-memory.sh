@@ -100,6 +100,15 @@ ctl history --since 1m --step 10s --format csv >"$SL_TMP/h.csv"
 head -1 "$SL_TMP/h.csv" | grep -q '^ts_ms,n,free_pct_min,free_pct_avg,free_pct_max,' || fail "csv header"
 [ "$(wc -l <"$SL_TMP/h.csv")" -ge 2 ] || fail "csv rows"
 ctl history --since 1m | head -1 | grep -q "FREE% MIN" || fail "history table header"
+# steps under a second: times with milliseconds, each row its own
+ctl history --since 5s --step 200ms | tail -n +2 | awk '{print $1" "$2}' >"$SL_TMP/t.txt"
+[ "$(wc -l <"$SL_TMP/t.txt")" -gt 2 ] || fail "history --step 200ms: $(cat "$SL_TMP/t.txt")"
+[ "$(sort -u "$SL_TMP/t.txt" | wc -l)" = "$(wc -l <"$SL_TMP/t.txt")" ] ||
+	fail "history --step 200ms repeats a time: $(cat "$SL_TMP/t.txt")"
+grep -Eq '[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}$' "$SL_TMP/t.txt" || fail "no milliseconds: $(cat "$SL_TMP/t.txt")"
+# a --since in the future is a bad value (2), not the daemon's refusal
+rc=0; ctl history --since "$(($(date +%s) + 86400))" >/dev/null 2>"$SL_TMP/f.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "in the future" "$SL_TMP/f.err" || fail "future --since: $rc $(cat "$SL_TMP/f.err")"
 ok "history"
 
 # --- top without a terminal: one plain line per sample ---
