@@ -449,7 +449,12 @@ print_event(const struct sl_event *e, int json)
 			cJSON_AddNumberToObject(o, "job_id", (double)e->job_id);
 		else
 			cJSON_AddNullToObject(o, "job_id");
-		cJSON_AddStringToObject(o, "user", e->user);
+		/* The daemon's own events have no user: null, as it sent
+		 * them (no user name is empty). */
+		if (e->user[0] != '\0')
+			cJSON_AddStringToObject(o, "user", e->user);
+		else
+			cJSON_AddNullToObject(o, "user");
 		cJSON_AddStringToObject(o, "kind", e->kind);
 		/* The detail is the daemon's object: pass it on as one. */
 		if (e->detail != NULL && (d = cJSON_Parse(e->detail)) != NULL)

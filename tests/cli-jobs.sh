@@ -87,6 +87,10 @@ import json, sys
 ev = [json.loads(l) for l in sys.stdin]
 assert ev and all(k in ev[0] for k in ("id", "ts_ms", "job_id", "user", "kind", "detail")), ev[:1]
 assert [e["id"] for e in ev] == sorted(e["id"] for e in ev)
+# events of the daemon itself have no user: null, as in the protocol
+own = [e for e in ev if e["job_id"] is None]
+assert own and all(e["user"] is None for e in own), own[:2]
+assert all(isinstance(e["user"], str) and e["user"] for e in ev if e["job_id"] is not None)
 ' || fail "events --json"
 last=$(jget "$(ctl events --json | tail -1)" 'j["id"]')
 "$SL_BIN/stageloadctl" --socket "$SOCK" events -f --after "$last" >"$SL_TMP/follow.txt" &
