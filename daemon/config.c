@@ -84,33 +84,13 @@ set_path(char *dst, size_t dstlen, const char *key, const char *v, char *cause,
 	return 0;
 }
 
-/* Durations as units.h reads them, plus years for retention ("2y"). */
-static int
-parse_duration(const char *v, int64_t *ms)
-{
-	size_t n = strlen(v);
-	char *end;
-	double years;
-
-	if (n > 1 && (v[n - 1] == 'y' || v[n - 1] == 'Y')) {
-		errno = 0;
-		years = strtod(v, &end);
-		if (errno != 0 || end != v + n - 1 || !(years >= 0) ||
-		    years > 1000)
-			return -EINVAL;
-		*ms = (int64_t)(years * 365 * DAY_MS);
-		return 0;
-	}
-	return units_parse_duration_ms(v, ms);
-}
-
 static int
 set_duration(int64_t *dst, const char *key, const char *v, int64_t min,
              int64_t max, char *cause, size_t causelen)
 {
 	int64_t ms;
 
-	if (parse_duration(v, &ms) != 0)
+	if (units_parse_duration_ms(v, &ms) != 0)
 		return fail(
 		    cause, causelen,
 		    "%s: '%s' is not a duration (e.g. 0.5, 500ms, 30s, 2d)",

@@ -160,6 +160,8 @@ duration_unit(const char **sp)
 		ms = 86400 * 1000;
 	} else if (s[0] == 'w') {
 		ms = 7 * 86400 * 1000;
+	} else if (s[0] == 'y') {
+		ms = 365ull * 86400 * 1000; /* for retention: "2y" */
 	} else {
 		return 0;
 	}

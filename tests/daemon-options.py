@@ -46,11 +46,16 @@ def main():
                 (["--interval", "fast"], "not a duration"),
                 (["--retention", "raw=2d,5s=1d"], "unknown tier"),
                 (["--retention", "raw"], "TIER=DURATION"),
+                (["--retention", "raw=1e1y"], "not a duration"),
                 (["--grace", "-1s"], "grace"),
                 (["--verbose=3"], "takes no value"),
                 (["--config", os.path.join(tmp, "missing.conf")], "missing.conf"),
         ):
-            out = run(args)
+            # Private paths first: a daemon that wrongly starts must not
+            # take the system socket.
+            priv = ["--socket", os.path.join(tmp, "u.sock"), "--db",
+                    os.path.join(tmp, "u.db"), "--proc-root", tmp]
+            out = run(priv + args, timeout=10)
             assert out.returncode == 2, (args, out)
             assert words in out.stderr, (args, out.stderr)
             assert "--help" in out.stderr, out.stderr
