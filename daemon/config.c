@@ -43,7 +43,7 @@ static const char usage_text[] =
     "                     (default 30s)\n"
     "  -f, --foreground   timestamp log lines (a terminal, launchd's log "
     "file)\n"
-    "  -v, --verbose      log debug messages (repeat for more)\n"
+    "  -v, --verbose      log debug messages\n"
     "  -V, --version      print the version and exit\n"
     "  -h, --help         print this help and exit\n"
     "\n"
