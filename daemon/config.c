@@ -397,12 +397,14 @@ config_defaults(struct config *cfg, int system)
 {
 	memset(cfg, 0, sizeof *cfg);
 	cfg->system = system;
+	/* Left empty when they cannot be made (no home directory, a path
+	 * too long): config_parse then asks for the option, rather than
+	 * putting the database wherever the daemon was started. */
 	if (platform_default_socket(system, cfg->socket_path,
 	                            sizeof cfg->socket_path) != 0)
-		snprintf(cfg->socket_path, sizeof cfg->socket_path,
-		         "stageload.sock");
+		cfg->socket_path[0] = '\0';
 	if (platform_default_db(system, cfg->db_path, sizeof cfg->db_path) != 0)
-		snprintf(cfg->db_path, sizeof cfg->db_path, "stageload.db");
+		cfg->db_path[0] = '\0';
 	cfg->interval_ms = 500;
 	store_retention_defaults(&cfg->retention);
 	cfg->psi_warn = 10;
@@ -551,7 +553,9 @@ config_parse(struct config *cfg, int argc, char **argv, char *cause,
 	    0)
 		return rc;
 	if (action == 'h') {
-		printf(usage_text, cfg->socket_path, cfg->db_path);
+		printf(usage_text,
+		       cfg->socket_path[0] ? cfg->socket_path : "none",
+		       cfg->db_path[0] ? cfg->db_path : "none");
 		return 1;
 	}
 	if (action == 'V') {
@@ -571,6 +575,15 @@ config_parse(struct config *cfg, int argc, char **argv, char *cause,
 		            "psi_warn (%g) is above "
 		            "psi_critical (%g)",
 		            cfg->psi_warn, cfg->psi_critical);
+	if (cfg->db_path[0] == '\0')
+		return fail(cause, causelen,
+		            "no default database path (no home directory, or "
+		            "a path too long): give --db, or set "
+		            "XDG_STATE_HOME or HOME");
+	if (cfg->socket_path[0] == '\0')
+		return fail(cause, causelen,
+		            "no default socket path (a path too long): give "
+		            "--socket");
 	config_derive(cfg);
 	return 0;
 }

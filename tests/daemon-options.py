@@ -99,6 +99,20 @@ def main():
         with open(sock) as f:
             assert f.read() == "precious\n"
 
+        # No home directory for the default database: ask for --db (exit 2),
+        # never put it in the directory the daemon was started from.
+        if os.geteuid() == 0 and shutil.which("setpriv"):
+            out = subprocess.run(
+                ["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups", BIN,
+                 "--socket", os.path.join(tmp, "nh.sock"), "--proc-root", tmp],
+                capture_output=True, text=True, timeout=10, env={}, cwd="/",
+                stdin=subprocess.DEVNULL)
+            assert out.returncode == 2, out
+            assert "no default database path" in out.stderr, out.stderr
+            assert not os.path.exists("/stageload.db")
+        else:
+            print("skip: the no-home-directory case needs root and setpriv")
+
         # A state directory that is a file: refused at start (exit 1), not
         # found out by every job failing.
         out = run(["--socket", os.path.join(tmp, "sd.sock"), "--db",
