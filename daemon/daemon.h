@@ -78,6 +78,8 @@ struct daemon {
 	int64_t started_ms;
 	char storage_error[256]; /* "" while storage works */
 	int stopping;
+	/* The client cap the descriptor limit allows: at most max_clients. */
+	int fd_max_clients;
 	/* The socket file and the lock beside it (server.c): held from
 	 * server_start until server_release, after the database is closed,
 	 * so a daemon started meanwhile waits for this one's last write. */

@@ -626,15 +626,18 @@ server_connection_cb(uv_stream_t *ls, int status)
 	struct daemon *d = srv->d;
 	struct client *c, **nc;
 	uv_os_fd_t fd;
-	int rc;
+	int rc, limit;
 
 	if (status < 0) {
 		log_warnx("accept: %s", uv_strerror(status));
 		return;
 	}
-	if ((int)srv->nclients >= d->cfg.max_clients) {
+	limit = d->cfg.max_clients;
+	if (d->fd_max_clients > 0 && d->fd_max_clients < limit)
+		limit = d->fd_max_clients;
+	if ((int)srv->nclients >= limit) {
 		log_info("connection refused: %zu clients (limit %d)",
-		         srv->nclients, d->cfg.max_clients);
+		         srv->nclients, limit);
 		server_reject(srv);
 		return;
 	}

@@ -68,23 +68,40 @@ parent_dir(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Every client is a descriptor: make room for the connection cap when the
- * hard limit allows, instead of failing accept() far below it. The rest is
- * for the database, job logs and monitors, and the platform's kept /proc
- * files of followed processes (two each, up to 512). */
+/*
+ * Every client is a descriptor: make room for the connection cap when the
+ * hard limit allows, instead of failing accept() far below it. The rest
+ * (up to 1024) is for the database, job logs and monitors, and the
+ * platform's kept /proc files of followed processes (two each, up to 512).
+ * Where the hard limit is lower, the cap the server applies comes down to
+ * what it leaves, so a client past it gets its -32004 rather than an
+ * accept() that fails without a word.
+ */
 static void
-raise_fd_limit(int max_clients)
+raise_fd_limit(struct daemon *d)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)max_clients + 1024;
+	rlim_t want = (rlim_t)d->cfg.max_clients + 1024, reserve;
 
+	d->fd_max_clients = d->cfg.max_clients;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
 		return;
 	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
 	                  ? want
 	                  : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
 		log_warn("setrlimit(RLIMIT_NOFILE)");
+		if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return;
+	}
+	if (rl.rlim_cur >= want)
+		return;
+	reserve = rl.rlim_cur / 2 < 1024 ? rl.rlim_cur / 2 : 1024;
+	d->fd_max_clients = (int)(rl.rlim_cur - reserve);
+	log_warnx("the descriptor limit (%llu) leaves room for %d clients, "
+	          "not max_clients = %d: raise the hard limit (ulimit -Hn)",
+	          (unsigned long long)rl.rlim_cur, d->fd_max_clients,
+	          d->cfg.max_clients);
 }
 
 static void
@@ -144,6 +161,7 @@ signal_cb(uv_signal_t *h, int signum)
 		return;
 	}
 	log_setverbose(d->cfg.verbose);
+	raise_fd_limit(d); /* max_clients may have grown */
 	log_info("SIGHUP: re-read %s%s", d->cfg.config_path,
 	         restart
 	             ? "; socket, db, state-dir, proc-root, interval and psi "
@@ -176,7 +194,7 @@ main(int argc, char **argv)
 	}
 	log_init(d->cfg.foreground, d->cfg.verbose);
 
-	raise_fd_limit(d->cfg.max_clients);
+	raise_fd_limit(d);
 	d->loop = uv_default_loop();
 	d->started_ms = now_ms();
 

@@ -357,6 +357,27 @@ def check_global_cap():
         assert d.stop() == 0
 
 
+def check_fd_cap():
+    """A descriptor limit below max_clients: the cap comes down to what it
+    leaves (half of 150 here), a warning says so, and the client past it
+    gets -32004 instead of an accept() that fails without a word."""
+    d = Daemon(interval="0.5", config="max_clients = 1000\n")
+    d.args = ["prlimit", "--nofile=150:150", "--"] + d.args
+    with d:
+        assert "leaves room for 75 clients, not max_clients = 1000" in d.log_text(), \
+            d.log_text()
+        cs = [Client(d.socket) for _ in range(75)]
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(d.socket)
+        m = json.loads(read_to_eof(s).split(b"\n")[0])
+        assert m["error"]["code"] == -32004, m
+        s.close()
+        still_usable(cs[0], "at the descriptor cap")
+        for c in cs:
+            c.close()
+        assert d.stop() == 0
+
+
 def _try_client(path):
     try:
         c = Client(path)
@@ -384,6 +405,7 @@ def main():
         assert not os.path.exists(d.socket)
         assert d.integrity() == "ok", d.integrity()
     check_global_cap()
+    check_fd_cap()
     print("ok")
 
 
