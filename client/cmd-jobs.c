@@ -396,6 +396,7 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"follow", no_argument, NULL, 'f'},
+	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -414,6 +415,10 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage("logs");
+	if (cli->json) {
+		cli_error("logs prints the job's own bytes and has no --json");
+		return EXIT_USAGE;
+	}
 	if (cli_parse_id(argv[optind], &id) < 0) {
 		cli_error("bad job id '%s'", argv[optind]);
 		return EXIT_USAGE;

@@ -349,6 +349,7 @@ cmd_top(struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"minutes", required_argument, NULL, 'm'},
+	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -367,6 +368,9 @@ cmd_top(struct cli *cli, int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'j':
+			cli->json = 1;
+			break;
 		case 'h':
 			return cli_help("top");
 		default:
@@ -375,6 +379,11 @@ cmd_top(struct cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage("top");
+	if (cli->json) {
+		cli_error("top is a view and has no --json; meter writes the "
+		          "same samples as JSON lines");
+		return EXIT_USAGE;
+	}
 	memset(&t, 0, sizeof t);
 	t.cli = cli;
 	t.span_ms = minutes * 60000;

@@ -19,6 +19,14 @@ rc=0; ctl nosuchcommand >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "unknown command exited $rc, want 2"
 rc=0; ctl history --since yesterday-ish >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "bad --since exited $rc, want 2"
+# commands without a JSON form refuse --json, before or after the command
+for a in "--json top" "top --json" "--json logs 1" "logs --json 1"; do
+	rc=0
+	# shellcheck disable=SC2086 # the options and the command
+	ctl $a >/dev/null 2>"$SL_TMP/j.err" || rc=$?
+	[ "$rc" = 2 ] && grep -q "has no --json" "$SL_TMP/j.err" ||
+		fail "$a: exit $rc: $(cat "$SL_TMP/j.err")"
+done
 ctl --help | grep -q "guard --wait-free 40 --swap-budget 8G" || fail "--help lacks examples"
 ctl --version | grep -q "^stageloadctl " || fail "--version"
 ok "usage errors and an absent daemon"
