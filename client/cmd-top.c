@@ -21,7 +21,10 @@
 #include "cli.h"
 
 #define JOBS_REFRESH_MS 2000
-#define MAX_JOB_ROWS 15
+/* Lines of the view above the job rows (with the table's header), the
+ * line saying how many more there are, and the last line, left empty:
+ * the newline ending the line before it would scroll the screen. */
+#define TOP_FIXED_LINES 13
 
 struct point {
 	int64_t ts_ms;
@@ -65,7 +68,7 @@ restore_terminal(void)
 	if (!tio_saved)
 		return;
 	tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
-	fputs("\033[?25h\033[?1049l", stdout);
+	fputs("\033[?7h\033[?25h\033[?1049l", stdout);
 	fflush(stdout);
 	tio_saved = 0;
 }
@@ -89,7 +92,9 @@ setup_terminal(void)
 	if (!atexit_set)
 		atexit(restore_terminal);
 	atexit_set = 1;
-	fputs("\033[?1049h\033[?25l", stdout);
+	/* Without autowrap a line wider than the terminal is cut at its
+	 * edge instead of pushing the rest of the view down. */
+	fputs("\033[?1049h\033[?25l\033[?7l", stdout);
 	return 0;
 }
 
@@ -157,14 +162,30 @@ add_point(struct top *t, int64_t ts, double free_pct, double swap)
 	t->npts++;
 }
 
-static int
-terminal_width(void)
+/* The terminal's size; 80x24 where it does not say. */
+static void
+terminal_size(int *cols, int *rows)
 {
 	struct winsize ws;
 
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
-		return ws.ws_col;
-	return 80;
+	*cols = 80;
+	*rows = 24;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+		if (ws.ws_col > 0)
+			*cols = ws.ws_col;
+		if (ws.ws_row > 0)
+			*rows = ws.ws_row;
+	}
+}
+
+/* Sparkline cells: the width less the 10 of the label before them. */
+static size_t
+spark_cells(void)
+{
+	int cols, rows;
+
+	terminal_size(&cols, &rows);
+	return cols > 11 ? (size_t)cols - 10 : 1;
 }
 
 /* Average the points into ncols columns ending now. */
@@ -236,8 +257,8 @@ draw(struct top *t)
 	const char *reset = t->color ? "\033[0m" : "";
 	const char *spark = t->color ? "\033[36m" : "";
 	int64_t now = cli_now_ms();
-	int width = terminal_width();
-	size_t ncols = (size_t)(width > 30 ? width - 12 : 18), i;
+	int cols, rows;
+	size_t ncols = spark_cells(), maxrows, i;
 	double *fc = calloc(ncols, sizeof *fc), *sc = calloc(ncols, sizeof *sc);
 	double swap_max = 1;
 	char *line = malloc(ncols * 3 + 1);
@@ -245,6 +266,9 @@ draw(struct top *t)
 
 	if (fc == NULL || sc == NULL || line == NULL)
 		goto out;
+	terminal_size(&cols, &rows);
+	/* As many job rows as fit, so a redraw never scrolls the top away. */
+	maxrows = rows > TOP_FIXED_LINES ? (size_t)rows - TOP_FIXED_LINES : 0;
 	fputs("\033[H", stdout);
 	printf("stageload  %s  (q quits)\033[K\n",
 	       cli_time(s->sampled_at_ms, 0, tm, sizeof tm));
@@ -283,7 +307,7 @@ draw(struct top *t)
 		printf("%6s  %-10s %-12s %-18s %8s %9s %s\033[K\n", "ID",
 		       "USER", "STATE", "NAME", "RAN", "FOOTPRINT",
 		       "SWAP/BUDGET");
-		for (i = 0; i < t->njobs && i < MAX_JOB_ROWS; i++) {
+		for (i = 0; i < t->njobs && i < maxrows; i++) {
 			const struct sl_job *j = &t->jobs[i];
 			char st[32], ran[32], sw[40], user[48], name[80];
 			cli_job_state(j, st, sizeof st);
@@ -301,9 +325,8 @@ draw(struct top *t)
 			           : "-",
 			       sw);
 		}
-		if (t->njobs > MAX_JOB_ROWS)
-			printf("... and %zu more\033[K\n",
-			       t->njobs - MAX_JOB_ROWS);
+		if (t->njobs > maxrows)
+			printf("... and %zu more\033[K\n", t->njobs - maxrows);
 	}
 	fputs("\033[J", stdout);
 	fflush(stdout);
@@ -397,7 +420,7 @@ cmd_top(struct cli *cli, int argc, char **argv)
 		return EXIT_ERR;
 	}
 	if (tty) {
-		load_history(&t, (size_t)(terminal_width() - 12));
+		load_history(&t, spark_cells());
 		refresh_jobs(&t);
 	}
 	if (sl_subscribe(cli->client, 1, tty, 0, NULL) < 0)

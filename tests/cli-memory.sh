@@ -165,6 +165,33 @@ t.read_until(b"\033[?1049l", timeout=2)
 t.wait()
 EOF
 	ok "top on a terminal: Ctrl-Z gives the screen back and redraws on continue, Ctrl-backslash quits cleanly"
+
+	# A small terminal: sparklines as wide as it, as many job rows as fit
+	# (16 rows: 3), the rest counted; autowrap off while it runs.
+	queued=()
+	for _ in 1 2 3 4 5 6 7 8; do
+		queued+=("$(ctl submit --wait-free 100 -- true)")
+	done
+	PYTHONPATH=$SL_LIB python3 - "$SL_BIN/stageloadctl" "$SOCK" <<'EOF' || fail "top on a small terminal"
+import fcntl, re, struct, sys, termios
+from ptyjob import PtyJob
+top = [sys.argv[1], "--socket", sys.argv[2], "top"]
+t = PtyJob(top, env={"NO_COLOR": "1"})
+fcntl.ioctl(t.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 16, 40, 0, 0))
+t.read_until(b"... and 5 more")
+frame = t.buf[t.buf.rindex(b"\033[H", 0, t.buf.rindex(b"... and 5 more")):]
+assert b"\033[?7l" in t.buf, "autowrap left on"
+m = re.search(rb"free %    ((?:\xe2\x96[\x81-\x88]| )+)\033\[K", frame)
+assert m and len(m.group(1).decode()) == 30, frame
+rows = re.findall(rb"\n +\d+  ", frame)
+assert len(rows) == 3, frame
+t.type(b"q")
+assert t.report() == "exit 0"
+assert b"\033[?7h" in t.drain(), "autowrap not restored"
+t.wait()
+EOF
+	ctl cancel "${queued[@]}" >/dev/null
+	ok "top on a small terminal: sparklines fit, job rows fit, the rest counted"
 fi
 
 # --- the database the daemon wrote stays sound ---
