@@ -62,6 +62,8 @@ struct sl_client {
 	int64_t log_id;
 	int64_t log_offset;
 	int log_stop;
+	int log_progress; /* a chunk arrived: the call's timeout restarts */
+	int in_cb;        /* inside the log callback: the client is busy */
 };
 
 static int64_t
@@ -560,10 +562,16 @@ deliver_log(sl_client *c, const cJSON *params)
 
 	if (get_i64(params, "id", -1) != c->log_id || !cJSON_IsString(data))
 		return 0;
+	/* Refused once: the rest is dropped, the callback not called. */
+	if (c->log_stop != 0)
+		return 1;
 	len = strlen(data->valuestring);
+	c->in_cb = 1;
 	rc = c->log_cb(c->log_arg, offset, data->valuestring, len);
+	c->in_cb = 0;
 	c->log_offset = offset + (int64_t)len;
-	if (rc != 0 && c->log_stop == 0)
+	c->log_progress = 1;
+	if (rc != 0)
 		c->log_stop = rc;
 	return 1;
 }
@@ -693,6 +701,8 @@ sl_process_input(sl_client *c)
 {
 	int rc;
 
+	if (c->in_cb)
+		return set_error(c, -EBUSY, "called from a log callback");
 	for (;;) {
 		rc = read_some(c, 1);
 		if (rc < 0)
@@ -759,6 +769,12 @@ call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 	int rc;
 
 	*root = NULL;
+	if (c->in_cb) {
+		cJSON_Delete(params);
+		return set_error(c, -EBUSY,
+		                 "called from a log callback: the client is "
+		                 "busy with the logs call");
+	}
 	if (c->fd == -1) {
 		cJSON_Delete(params);
 		return set_error(c, -ENOTCONN, "not connected to the daemon");
@@ -792,9 +808,14 @@ call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 			c->want_id = 0;
 			return rc;
 		}
+		c->log_progress = 0;
 		rc = read_some(c, 0);
 		if (rc < 0)
 			return rc;
+		/* A long log comes in chunks (1 MiB a sample at most): the
+		 * timeout is for silence, not for the whole of it. */
+		if (c->log_progress && timeout_ms >= 0)
+			deadline = mono_ms() + timeout_ms;
 	}
 	*root = c->reply_root;
 	c->reply_root = NULL;
@@ -839,6 +860,8 @@ sl_call(sl_client *c, const char *method, const char *params_json,
 
 	if (result_json != NULL)
 		*result_json = NULL;
+	if (method == NULL || method[0] == '\0')
+		return set_error(c, -EINVAL, "no method to call");
 	if (params_json != NULL && params_json[0] != '\0') {
 		params = cJSON_Parse(params_json);
 		if (params == NULL || !cJSON_IsObject(params)) {
@@ -1060,8 +1083,10 @@ sl_next_notification(sl_client *c, int timeout_ms, struct sl_notification *n)
 	}
 	while (c->head == NULL) {
 		/* Keep the message of the failure that dropped the
-		 * connection: it says more than "not connected". */
-		if (c->fd == -1 && c->errcode < 0)
+		 * connection: it says more than "not connected". (Not a
+		 * daemon's refusal of an earlier call, or sl_close.) */
+		if (c->fd == -1 && c->errcode < 0 &&
+		    sl_error_is_connection(c->errcode))
 			return c->errcode;
 		if (c->fd == -1)
 			return set_error(c, -ENOTCONN,
@@ -1312,6 +1337,45 @@ strv_json(const char *const *v)
 	return a;
 }
 
+static int
+utf8_ok(const char *s)
+{
+	return s == NULL || proto_utf8_valid(s, strlen(s));
+}
+
+static int
+submit_text_check(sl_client *c, const struct sl_job_spec *spec, const char *cwd)
+{
+	const char *const *env =
+	    spec->env != NULL ? spec->env : (const char *const *)environ;
+	size_t i, n;
+
+	for (i = 0; spec->argv[i] != NULL; i++)
+		if (!utf8_ok(spec->argv[i]))
+			return set_error(
+			    c, -EINVAL,
+			    "argument %zu is not valid UTF-8, which "
+			    "the protocol cannot carry",
+			    i);
+	if (!utf8_ok(cwd))
+		return set_error(c, -EINVAL,
+		                 "the working directory is not valid UTF-8, "
+		                 "which the protocol cannot carry");
+	if (!utf8_ok(spec->name))
+		return set_error(c, -EINVAL, "the name is not valid UTF-8");
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		if (!utf8_ok(env[i])) {
+			n = strcspn(env[i], "=");
+			return set_error(
+			    c, -EINVAL,
+			    "environment variable %.*s is not valid "
+			    "UTF-8, which the protocol cannot carry: "
+			    "unset it for the job",
+			    (int)(n < 64 ? n : 64), env[i]);
+		}
+	return 0;
+}
+
 int
 sl_submit(sl_client *c, const struct sl_job_spec *spec,
           struct sl_submitted *out)
@@ -1323,10 +1387,19 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 
 	if (spec->argv == NULL || spec->argv[0] == NULL)
 		return set_error(c, -EINVAL, "no command to submit");
+	/* Not a connection error whatever errno says (ENOENT: the
+	 * directory was removed). */
 	if (spec->cwd == NULL && getcwd(cwd, sizeof cwd) == NULL)
-		return set_error(c, -errno,
+		return set_error(c, -EINVAL,
 		                 "cannot tell the current directory: %s",
 		                 strerror(errno));
+	/* The protocol carries text: bytes that are not UTF-8 would arrive
+	 * replaced, and a detached job would run another command. (An
+	 * attached job's argv is only its record: run executes its own.) */
+	if (!spec->attached &&
+	    (rc = submit_text_check(c, spec,
+	                            spec->cwd != NULL ? spec->cwd : cwd)) < 0)
+		return rc;
 	params = cJSON_CreateObject();
 	argv = strv_json(spec->argv);
 	if (!spec->attached)

@@ -306,6 +306,9 @@ struct sl_submitted {
 	int position; /* 1-based place in the queue */
 	int queued;   /* jobs queued in all */
 };
+/* -EINVAL, with nothing sent, for a detached job whose argv, cwd, name or
+ * environment is not valid UTF-8 (the protocol carries text; the bytes
+ * would arrive replaced) and when the current directory cannot be told. */
 int sl_submit(sl_client *c, const struct sl_job_spec *spec,
               struct sl_submitted *out);
 
@@ -368,7 +371,10 @@ int sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
 /*
  * Stream a job's log from offset: cb gets every chunk as it arrives
  * (return non-zero from it to stop early: sl_logs then returns that value
- * after closing the connection, since the daemon cannot be told to stop).
+ * after closing the connection, since the daemon cannot be told to stop,
+ * and cb is not called again). cb must not use the client: a call from it
+ * returns -EBUSY. The timeout counts from the last chunk, so a long log
+ * that keeps coming is not cut off.
  * With follow the call returns only once the job has ended and its whole
  * log was sent. *end_offset (may be NULL) gets the offset after the last
  * byte.

@@ -118,6 +118,13 @@ send_text(int fd, const char *tmpl, const char *id)
 			n +=
 			    (size_t)snprintf(out + n, sizeof out - n, "%s", id);
 			p += 4;
+		} else if (strncmp(p, "%PAUSE%", 7) == 0) {
+			/* a silence of 150 ms between what comes before
+			 * and after */
+			(void)!write(fd, out, n);
+			n = 0;
+			usleep(150000);
+			p += 7;
 		} else if (strncmp(p, "%SPLIT%", 7) == 0) {
 			/* flush what we have: the client must join the
 			 * halves of one line */
@@ -536,6 +543,164 @@ test_logs_and_timeout(void **state)
 	sl_client_free(c);
 }
 
+#define LOG_LINE(off, text)                                                    \
+	"{\"jsonrpc\":\"2.0\",\"method\":\"log\",\"params\":{\"id\":3,"        \
+	"\"offset\":" #off ",\"data\":\"" text "\"}}\n"
+
+static int calls;
+
+static int
+refuse_log(void *arg, int64_t offset, const char *data, size_t len)
+{
+	(void)arg;
+	(void)offset;
+	(void)data;
+	(void)len;
+	calls++;
+	return 7;
+}
+
+/* The client is busy inside the callback: another call is refused. */
+static int
+nested_call(void *arg, int64_t offset, const char *data, size_t len)
+{
+	sl_client *c = arg;
+	struct sl_info info;
+
+	(void)offset;
+	(void)data;
+	(void)len;
+	calls++;
+	assert_int_equal(sl_info(c, &info), -EBUSY);
+	assert_int_equal(sl_process_input(c), -EBUSY);
+	return 0;
+}
+
+static void
+test_logs_callback(void **state)
+{
+	static const struct step steps[] = {
+	    HELLO_STEP,
+	    /* three chunks in one write; the callback refuses the first */
+	    {"\"id\":3", LOG_LINE(0, "a") LOG_LINE(1, "b") LOG_LINE(2, "c")},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	static const struct step nested[] = {
+	    HELLO_STEP,
+	    {"\"id\":3",
+	     LOG_LINE(0, "a") LOG_LINE(
+	         1, "b") "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{"
+	                 "\"id\":3,\"offset\":2,\"eof\":true}}\n"},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	/* chunks 150 ms apart, 600 ms in all, under a 400 ms timeout: the
+	 * timeout is for silence */
+	static const struct step slow[] = {
+	    HELLO_STEP,
+	    {"\"id\":3",
+	     LOG_LINE(0, "a") "%PAUSE%" LOG_LINE(1, "b") "%PAUSE%" LOG_LINE(
+	         2, "c") "%PAUSE%" LOG_LINE(3, "d") "%PAUSE%"
+	                                            "{\"jsonrpc\":\"2.0\","
+	                                            "\"id\":%ID%,\"result\":{"
+	                                            "\"id\":3,\"offset\":4,"
+	                                            "\"eof\":true}}\n"},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	struct fake f;
+	char text[64] = "";
+	sl_client *c = sl_client_new();
+
+	(void)state;
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	calls = 0;
+	assert_int_equal(sl_logs(c, 3, 0, 0, refuse_log, NULL, NULL), 7);
+	assert_int_equal(calls, 1);
+	assert_int_equal(sl_is_connected(c), 0);
+	fake_finish(&f);
+
+	fake_start(&f, nested);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	calls = 0;
+	assert_int_equal(sl_logs(c, 3, 0, 0, nested_call, c, NULL), 0);
+	assert_int_equal(calls, 2);
+	sl_close(c);
+	fake_finish(&f);
+
+	fake_start(&f, slow);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	sl_set_timeout(c, 400);
+	assert_int_equal(sl_logs(c, 3, 0, 0, collect_log, text, NULL), 0);
+	assert_string_equal(text, "abcd");
+	sl_close(c);
+	fake_finish(&f);
+	sl_client_free(c);
+}
+
+/* Mistakes of the caller are its own errors, never connection ones, and
+ * nothing is sent for them. */
+static void
+test_caller_errors(void **state)
+{
+	static const struct step steps[] = {
+	    HELLO_STEP,
+	    {"\"method\":\"show\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"error\":{\"code\":-32003,"
+	     "\"message\":\"no job 99\"}}\n"},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	const char *bad_arg[] = {"echo", "caf\xe9", NULL};
+	const char *ok_arg[] = {"true", NULL};
+	const char *bad_env[] = {"GOOD=1", "BAD=\xff", NULL};
+	struct sl_job_spec spec;
+	struct sl_notification n;
+	struct sl_submitted sub;
+	struct sl_job j;
+	char *out = NULL, dir[400];
+	struct fake f;
+	sl_client *c = sl_client_new();
+
+	(void)state;
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+
+	/* bytes the protocol cannot carry: refused, not replaced */
+	sl_job_spec_init(&spec);
+	spec.argv = bad_arg;
+	spec.cwd = "/";
+	spec.env = ok_arg; /* any valid strings */
+	assert_int_equal(sl_submit(c, &spec, &sub), -EINVAL);
+	assert_non_null(strstr(sl_errmsg(c), "argument 1 is not valid UTF-8"));
+	spec.argv = ok_arg;
+	spec.env = bad_env;
+	assert_int_equal(sl_submit(c, &spec, &sub), -EINVAL);
+	assert_non_null(strstr(sl_errmsg(c), "variable BAD is not"));
+	/* a working directory that is gone */
+	snprintf(dir, sizeof dir, "%s/gone", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(rmdir(dir), 0);
+	spec.env = NULL;
+	spec.cwd = NULL;
+	assert_int_equal(sl_submit(c, &spec, &sub), -EINVAL);
+	assert_int_equal(sl_error_is_connection(-EINVAL), 0);
+	assert_int_equal(chdir("/"), 0);
+	/* no method */
+	assert_int_equal(sl_call(c, NULL, NULL, &out), -EINVAL);
+	assert_null(out);
+	/* still connected: the next call is the first the daemon sees */
+	assert_int_equal(sl_show(c, 99, 0, &j), -32003);
+	/* after sl_close, no stale daemon refusal: not connected */
+	sl_close(c);
+	assert_int_equal(sl_next_notification(c, 0, &n), -ENOTCONN);
+	fake_finish(&f);
+	sl_client_free(c);
+}
+
 /* Lists that come as objects are not walked as arrays (cJSON iterates an
  * object's members too): no entries, no write past the allocation. */
 static void
@@ -626,6 +791,8 @@ main(void)
 	    cmocka_unit_test(test_version_refused),
 	    cmocka_unit_test(test_refused_with_null_id),
 	    cmocka_unit_test(test_logs_and_timeout),
+	    cmocka_unit_test(test_logs_callback),
+	    cmocka_unit_test(test_caller_errors),
 	    cmocka_unit_test(test_malformed_lists),
 	    cmocka_unit_test(test_error_kinds),
 	};
