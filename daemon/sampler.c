@@ -16,6 +16,7 @@
 #include "proto.h"
 #include "sampler.h"
 #include "server.h"
+#include "spawn.h"
 #include "version.h"
 
 /*
@@ -341,6 +342,14 @@ sampler_flush(struct daemon *d)
 	sampler_storage_result(d, sm, rc, cause);
 }
 
+static void
+sampler_forget_job(void *arg, int64_t id)
+{
+	struct daemon *d = arg;
+
+	spawn_forget(d->cfg.state_dir, id);
+}
+
 /* The checkpoint keeps its own clock, so commits made early for history
  * queries neither delay it nor add to it. */
 static void
@@ -359,8 +368,14 @@ sampler_housekeeping(struct daemon *d, struct sampler *sm)
 	} else if (sm->unflushed >= FLUSH_EVERY_SAMPLES || sm->mark_pending)
 		sampler_flush(d);
 	if (now - sm->last_prune >= PRUNE_EVERY_MS) {
+		int64_t t = now_ms();
+
 		sm->last_prune = now;
-		if (store_prune(d->store, now_ms(), &d->cfg.retention, cause,
+		/* The files first: a job whose row goes keeps nothing. */
+		if (store_jobs_expiring(d->store, t, &d->cfg.retention,
+		                        sampler_forget_job, d) != 0)
+			log_warnx("prune: cannot list expired jobs");
+		if (store_prune(d->store, t, &d->cfg.retention, cause,
 		                sizeof cause) != 0)
 			log_warnx("prune: %s", cause);
 	}

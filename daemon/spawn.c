@@ -363,17 +363,28 @@ spawn_write_started(const struct spawn_plan *p, pid_t pid, uint64_t start_time)
 		unlink(p->started_tmp);
 }
 
-/* The job's log: never through a link, a regular file with one name,
- * owned by the job's user and readable by nobody else. */
+/*
+ * The job's log: never through a link, a regular file with one name,
+ * owned by the job's user and readable by nobody else. A first attempt
+ * starts a new file: one left under the same id (a database started
+ * afresh beside an old state directory) may be another user's. Later
+ * attempts append, so one log holds them all.
+ */
 static int
 spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
 {
 	struct stat sb;
-	int fd, err;
+	int fd, err, fresh = p->attempt <= 1;
 
+	if (fresh && unlink(p->log_path) == -1 && errno != ENOENT) {
+		err = errno;
+		snprintf(cause, causelen, "cannot remove old log %.160s: %s",
+		         p->log_path, strerror(err));
+		return -err;
+	}
 	fd = open(p->log_path,
 	          O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
-	              O_NONBLOCK,
+	              O_NONBLOCK | (fresh ? O_EXCL : 0),
 	          0600);
 	if (fd == -1) {
 		err = errno;
@@ -1048,6 +1059,19 @@ spawn_proc_runs(pid_t pid, uint64_t *t)
 		return 0;
 	*t = pi.start_time;
 	return 1;
+}
+
+void
+spawn_forget(const char *state_dir, int64_t id)
+{
+	char path[1024];
+
+	if (spawn_log_path(state_dir, id, path, sizeof(path)) == 0)
+		(void)unlink(path);
+	if (spawn_status_path(state_dir, id, path, sizeof(path)) == 0)
+		(void)unlink(path);
+	if (spawn_started_path(state_dir, id, path, sizeof(path)) == 0)
+		(void)unlink(path);
 }
 
 int

@@ -124,6 +124,8 @@ int spawn_started(const char *state_dir, struct job *j);
 int spawn_signal_tree(pid_t pgid, const pid_t *pids, size_t npids, int sig);
 
 /* <state_dir>/jobs/<id>.log and .status; -ENAMETOOLONG if they do not fit. */
+/* Remove a job's files (log, status, start record): its record is gone. */
+void spawn_forget(const char *state_dir, int64_t id);
 int spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len);
 int spawn_status_path(const char *state_dir, int64_t id, char *buf, size_t len);
 

@@ -1025,6 +1025,30 @@ fail:
 }
 
 int
+store_jobs_expiring(struct store *s, int64_t now_ms,
+                    const struct store_retention *r,
+                    void (*cb)(void *arg, int64_t id), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (r->jobs_ms <= 0)
+		return 0;
+	rc = sqlite3_prepare_v2(
+	    s->db,
+	    "SELECT id FROM jobs WHERE state IN " JOB_ENDED_STATES
+	    " AND ended_ms < ?1",
+	    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_int64(st, 1, now_ms - r->jobs_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		cb(arg, sqlite3_column_int64(st, 0));
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int
 store_mark(struct store *s, int64_t ts_ms, const char *kind, char *cause,
            size_t causelen)
 {

@@ -50,6 +50,11 @@ uint64_t store_dropped(struct store *s);
 int store_checkpoint(struct store *s);
 /* Drop data older than the retention; a member <= 0 keeps that data
  * forever. */
+/* Every ended job store_prune would delete now: cb(arg, id) for each, so
+ * what it left outside the database goes too. */
+int store_jobs_expiring(struct store *s, int64_t now_ms,
+                        const struct store_retention *r,
+                        void (*cb)(void *arg, int64_t id), void *arg);
 int store_prune(struct store *s, int64_t now_ms,
                 const struct store_retention *r, char *cause, size_t causelen);
 

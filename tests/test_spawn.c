@@ -548,10 +548,15 @@ test_chdir_failure(void **state)
 
 /* The log is never opened through a link: a planted symlink makes the
  * start fail and its target stays untouched. */
+/*
+ * A link in the log's place. A retry appends to the log, and refuses it;
+ * a first attempt starts a new file, so it removes the link (never
+ * following it) and writes a plain file of its own.
+ */
 static void
 test_log_symlink_refused(void **state)
 {
-	char *argv[] = {"sh", "-c", "echo leaked", NULL};
+	char *argv[] = {"sh", "-c", "echo written", NULL};
 	char path[512], target[512];
 	struct spawn_event ev;
 	struct stat sb;
@@ -559,6 +564,7 @@ test_log_symlink_refused(void **state)
 	int fd;
 
 	job_init(&j, argv, plain_env);
+	j.attempt = 2;
 	snprintf(target, sizeof(target), "%s/target", work_dir);
 	assert_int_equal(spawn_log_path(state_dir, j.id, path, sizeof(path)),
 	                 0);
@@ -570,6 +576,49 @@ test_log_symlink_refused(void **state)
 	assert_int_equal(lstat(target, &sb), -1);
 	assert_int_equal(errno, ENOENT);
 	unlink(path);
+
+	job_init(&j, argv, plain_env);
+	j.attempt = 1;
+	assert_int_equal(spawn_log_path(state_dir, j.id, path, sizeof(path)),
+	                 0);
+	assert_int_equal(symlink(target, path), 0);
+	fd = start(&j, &ev);
+	expect_end(fd, SPAWN_EV_ENDED, &ev);
+	assert_int_equal(lstat(path, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_int_equal(lstat(target, &sb), -1);
+	assert_string_equal(read_log(&j), "written\n");
+	unlink(path);
+}
+
+/* A log left under the same id (a new database beside an old state
+ * directory) is not continued: the first attempt has a log of its own. */
+static void
+test_stale_log_replaced(void **state)
+{
+	char *argv[] = {"sh", "-c", "echo mine", NULL};
+	char path[512];
+	struct spawn_event ev;
+	struct job j;
+	int fd;
+
+	job_init(&j, argv, plain_env);
+	j.attempt = 1;
+	assert_int_equal(spawn_log_path(state_dir, j.id, path, sizeof(path)),
+	                 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "someone else's\n", 15), 15);
+	close(fd);
+	fd = start(&j, &ev);
+	expect_end(fd, SPAWN_EV_ENDED, &ev);
+	assert_string_equal(read_log(&j), "mine\n");
+	/* and a job's record gone, its files go */
+	spawn_forget(state_dir, j.id);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(spawn_status_path(state_dir, j.id, path, sizeof(path)),
+	                 0);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 static void
@@ -956,6 +1005,7 @@ main(void)
 	    cmocka_unit_test(test_exec_failure),
 	    cmocka_unit_test(test_chdir_failure),
 	    cmocka_unit_test(test_log_symlink_refused),
+	    cmocka_unit_test(test_stale_log_replaced),
 	    cmocka_unit_test(test_bad_request),
 	    cmocka_unit_test(test_status_survives_daemon),
 	    cmocka_unit_test(test_no_inherited_fds),

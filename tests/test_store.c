@@ -534,6 +534,16 @@ fill_job(struct job *j, int priority, enum job_state st, int64_t ended)
 	j->ended_ms = ended;
 }
 
+static int64_t expiring_id;
+static int expiring_n;
+
+static void
+note_expiring(void *arg, int64_t id)
+{
+	(*(int *)arg)++;
+	expiring_id = id;
+}
+
 static void
 test_prune(void **state)
 {
@@ -580,6 +590,13 @@ test_prune(void **state)
 	assert_int_equal(store_mark(f->s, T0, "start", cause, sizeof cause), 0);
 
 	r.t10s_ms = day + day / 2;
+	/* What will go is listed first, so its files can go too: only the
+	 * old ended job. */
+	expiring_n = 0;
+	assert_int_equal(
+	    store_jobs_expiring(f->s, now, &r, note_expiring, &expiring_n), 0);
+	assert_int_equal(expiring_n, 1);
+	assert_int_equal(expiring_id, old.id);
 	if (store_prune(f->s, now, &r, cause, sizeof cause) != 0)
 		fail_msg("store_prune: %s", cause);
 	/* raw keeps the last 2 days: hours 24..71 */
