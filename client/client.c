@@ -1316,6 +1316,33 @@ sl_job_spec_init(struct sl_job_spec *spec)
 	memset(spec, 0, sizeof *spec);
 	spec->wait_free_pct = -1;
 	spec->swap_budget_bytes = -1;
+	spec->umask = -1;
+}
+
+/*
+ * This process's umask. Linux shows it in /proc/self/status (4.7 and
+ * later); elsewhere it can only be read by setting it, which a thread
+ * creating a file at that instant could see, so that is the fallback.
+ */
+static int
+current_umask(void)
+{
+	char line[256];
+	unsigned int m;
+	mode_t old;
+	FILE *f;
+
+	if ((f = fopen("/proc/self/status", "r")) != NULL) {
+		while (fgets(line, sizeof line, f) != NULL)
+			if (sscanf(line, "Umask: %o", &m) == 1) {
+				fclose(f);
+				return (int)(m & 0777);
+			}
+		fclose(f);
+	}
+	old = umask(077);
+	umask(old);
+	return (int)(old & 0777);
 }
 
 static cJSON *
@@ -1437,6 +1464,11 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		cJSON_AddBoolToObject(params, "exclusive", 1);
 	if (spec->retry_on_breach > 0)
 		proto_add_int(params, "retry_on_breach", spec->retry_on_breach);
+	/* The job makes its files as its submitter would. */
+	if (!spec->attached)
+		proto_add_int(params, "umask",
+		              spec->umask >= 0 ? spec->umask & 0777
+		                               : current_umask());
 
 	rc = call(c, "submit", params, c->timeout_ms, &root, &r);
 	if (rc < 0)

@@ -298,6 +298,7 @@ struct sl_job_spec {
 	uint64_t expect_bytes;     /* 0: none */
 	int exclusive;
 	int retry_on_breach; /* 0..100 */
+	int umask;           /* a detached job's; -1: this process's */
 };
 void sl_job_spec_init(struct sl_job_spec *spec);
 

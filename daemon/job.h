@@ -10,8 +10,8 @@
 
 enum job_state {
 	JOB_QUEUED = 0,
-	JOB_ADMITTED,  /* admitted; attached: waiting for the client's pid,
-			  detached: being spawned */
+	JOB_ADMITTED, /* admitted; attached: waiting for the client's pid,
+	                 detached: being spawned */
 	JOB_RUNNING,
 	JOB_EXITED,    /* ended on its own: exit_code or term_signal */
 	JOB_KILLED,    /* terminated by the daemon: end_reason says why */
@@ -25,24 +25,25 @@ const char *job_state_name(enum job_state s);
 int job_state_parse(const char *name, enum job_state *s);
 
 struct job {
-	int64_t id;       /* assigned by the store, from 1 */
+	int64_t id;        /* assigned by the store, from 1 */
 	int64_t queue_seq; /* order within a priority; kept across retries */
 	uid_t uid;
 	gid_t gid;
-	char *user;       /* login name of uid, or the number */
-	char *name;       /* label; defaults to basename of argv[0] */
-	char **argv;      /* NULL-terminated */
+	char *user;  /* login name of uid, or the number */
+	char *name;  /* label; defaults to basename of argv[0] */
+	char **argv; /* NULL-terminated */
 	char *cwd;
-	char **env;       /* NULL-terminated; NULL for attached jobs */
+	char **env; /* NULL-terminated; NULL for attached jobs */
 	int attached;
 
-	int priority;          /* higher first */
-	double wait_free_pct;  /* admit only when free % >= this */
+	int priority;               /* higher first */
+	double wait_free_pct;       /* admit only when free % >= this */
 	uint64_t swap_budget_bytes; /* 0: no budget */
-	uint64_t expect_bytes; /* 0: none */
+	uint64_t expect_bytes;      /* 0: none */
 	int exclusive;
-	int retry_on_breach;   /* retries allowed */
-	int attempt;           /* 1-based */
+	int retry_on_breach; /* retries allowed */
+	int umask;           /* a detached job's file mode mask */
+	int attempt;         /* 1-based */
 
 	enum job_state state;
 	int64_t submitted_ms;
@@ -50,22 +51,23 @@ struct job {
 	int64_t started_ms;
 	int64_t ended_ms;
 
-	pid_t pid;        /* job's leader (detached: the command, not the monitor) */
+	pid_t pid; /* job's leader (detached: the command, not the monitor) */
 	pid_t pgid;
 	uint64_t start_time; /* platform_proc_start_time of pid */
 	pid_t monitor_pid;   /* detached jobs */
 
-	int exit_code;    /* valid when state == JOB_EXITED and term_signal == 0 */
-	int term_signal;  /* signal that ended the process, 0 if none */
-	char *end_reason; /* swap_budget, cancel, client_gone, spawn, lost,... */
+	int exit_code; /* valid when state == JOB_EXITED and term_signal == 0 */
+	int term_signal; /* signal that ended the process, 0 if none */
+	char
+	    *end_reason; /* swap_budget, cancel, client_gone, spawn, lost,... */
 	char *end_detail; /* readable paragraph: why, with the sample */
 
-	uint64_t swap_base_bytes;  /* lowest swap used since admission (or since
-				      the last breach kill restarted growth) */
-	uint64_t footprint_bytes;  /* latest */
+	uint64_t swap_base_bytes; /* lowest swap used since admission (or since
+	                             the last breach kill restarted growth) */
+	uint64_t footprint_bytes; /* latest */
 	uint64_t footprint_peak_bytes;
 	uint64_t swap_growth_peak_bytes;
-	uint64_t job_swap_bytes;   /* latest per-tree swap (Linux) */
+	uint64_t job_swap_bytes; /* latest per-tree swap (Linux) */
 };
 
 void job_free(struct job *j);

@@ -349,10 +349,12 @@ jobs_ctl_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                                    "expect_bytes",
 	                                    "exclusive",
 	                                    "retry_on_breach",
+	                                    "umask",
 	                                    NULL};
 	struct jobs *js = d->jobs;
 	const char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
-	int64_t priority = 0, budget, expect = 0, retry = 0;
+	/* A client that does not say: the most private mask. */
+	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
 	double wait_free = d->cfg.default_wait_free_pct;
 	int attached = 0, exclusive = 0, rc, count = 0;
 	struct job *j = NULL;
@@ -410,7 +412,9 @@ jobs_ctl_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_bool(params, "exclusive", 0, &exclusive, cause,
 	                           causelen)) < 0 ||
 	    (rc = proto_param_int(params, "retry_on_breach", 0, 0, 100, &retry,
-	                          cause, causelen)) < 0)
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "umask", 0, 0, 0777, &mask, cause,
+	                          causelen)) < 0)
 		goto out;
 
 	if (p->uid != 0) {
@@ -451,6 +455,7 @@ jobs_ctl_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	j->expect_bytes = (uint64_t)expect;
 	j->exclusive = exclusive;
 	j->retry_on_breach = (int)retry;
+	j->umask = (int)mask;
 	j->attempt = 1;
 	j->state = JOB_QUEUED;
 	j->submitted_ms = now_ms();

@@ -79,6 +79,7 @@ struct spawn_failure {
 struct spawn_plan {
 	int64_t id;
 	int attempt;
+	mode_t umask; /* the submitter's */
 	char *const *argv;
 	char **envp;
 	const char *cwd;
@@ -462,6 +463,9 @@ spawn_job_child(const struct spawn_plan *p, int logfd, int gofd, int errfd)
 		goto fail;
 
 	spawn_reset_signals();
+	/* The files it makes are as private as its submitter's, not as the
+	 * daemon's umask (022 under launchd or systemd) would have them. */
+	umask(p->umask);
 	environ = p->envp; /* execvp searches the job's own PATH */
 	f.stage = STAGE_EXEC;
 	execvp(p->argv[0], p->argv);
@@ -751,6 +755,7 @@ spawn_detached(const char *state_dir, const struct job *j,
 	snprintf(p.started_tmp, sizeof(p.started_tmp), "%s.tmp",
 	         p.started_path);
 	p.attempt = j->attempt;
+	p.umask = (mode_t)(j->umask & 0777);
 	if ((rc = spawn_mkdir(state_dir)) < 0 || (rc = spawn_mkdir(dir)) < 0) {
 		snprintf(cause, causelen, "cannot create %s: %s", dir,
 		         strerror(-rc));

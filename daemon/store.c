@@ -128,11 +128,14 @@ static const char *const store_migrations[] = {
                           " kind TEXT NOT NULL,"
                           " detail TEXT);"
                           "CREATE INDEX events_job ON events(job_id);",
+    /* 2: a detached job's umask, its submitter's. Jobs from before ran
+     * with the daemon's, 022 almost always. */
+    "ALTER TABLE jobs ADD COLUMN umask INTEGER NOT NULL DEFAULT 18;",
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
 
-/* The job columns in bind order; ?1..?34, and ?35 is the id for update. */
+/* The job columns in bind order; ?1..?35, and ?36 is the id for update. */
 #define JOB_COLUMNS                                                            \
 	"queue_seq, uid, gid, user, name, argv, cwd, env, attached, "          \
 	"priority, wait_free_pct, swap_budget_bytes, expect_bytes, "           \
@@ -140,8 +143,8 @@ static const char *const store_migrations[] = {
 	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
-	"swap_growth_peak_bytes, job_swap_bytes"
-#define JOB_NCOLUMNS 34
+	"swap_growth_peak_bytes, job_swap_bytes, umask"
+#define JOB_NCOLUMNS 35
 #define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
 
 struct job_sample_rec {
@@ -515,13 +518,13 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
 	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34)");
+	                 " ?34, ?35)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
 	PREP(s->job_upd,
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34) WHERE id = ?35");
+	     " ?32, ?33, ?34, ?35) WHERE id = ?36");
 	PREP(s->job_get, "SELECT id, " JOB_COLUMNS " FROM jobs WHERE id = ?1");
 	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS
 	                      " FROM jobs WHERE state NOT IN " JOB_ENDED_STATES
@@ -1484,6 +1487,7 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_int64(st, 32, (int64_t)j->footprint_peak_bytes);
 	sqlite3_bind_int64(st, 33, (int64_t)j->swap_growth_peak_bytes);
 	sqlite3_bind_int64(st, 34, (int64_t)j->job_swap_bytes);
+	sqlite3_bind_int(st, 35, j->umask);
 	cJSON_free(argv);
 	cJSON_free(env);
 	return 0;
@@ -1557,6 +1561,7 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	j->footprint_peak_bytes = (uint64_t)sqlite3_column_int64(st, 32);
 	j->swap_growth_peak_bytes = (uint64_t)sqlite3_column_int64(st, 33);
 	j->job_swap_bytes = (uint64_t)sqlite3_column_int64(st, 34);
+	j->umask = sqlite3_column_int(st, 35);
 	if (err != 0) {
 		job_free(j);
 		return err;
@@ -1612,7 +1617,7 @@ store_job_update(struct store *s, const struct job *j, char *cause,
 		store_cause(cause, causelen, "updating a job: out of memory");
 		return rc;
 	}
-	sqlite3_bind_int64(s->job_upd, 35, j->id);
+	sqlite3_bind_int64(s->job_upd, JOB_NCOLUMNS + 1, j->id);
 	rc = store_run(s->job_upd);
 	sqlite3_clear_bindings(s->job_upd);
 	if (rc != SQLITE_OK)

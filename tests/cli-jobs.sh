@@ -23,6 +23,26 @@ ctl logs "$id" -f >"$SL_TMP/log2.txt" || fail "logs ID -f (as the docs write it)
 cmp -s "$SL_TMP/log.txt" "$SL_TMP/log2.txt" || fail "logs ID -f differs from logs -f ID"
 ok "submit, logs -f, wait pass cwd, environment and exit code"
 
+# --- the job's umask is its submitter's; a client that does not say gets
+# the most private one, never the daemon's ---
+for m in 0027 0002; do
+	u=$( (umask "$m" && ctl submit -- sh -c 'umask; touch made') )
+	ctl wait "$u" >/dev/null || fail "umask job $u failed"
+	[ "$(ctl logs "$u")" = "$m" ] || fail "job of a $m shell ran with umask $(ctl logs "$u")"
+	[ "$(stat -c %a made)" = "$(printf '%o' $((0666 & ~0$m)))" ] || fail "file mode $(stat -c %a made) under $m"
+	rm -f made
+done
+u=$(PYTHONPATH=$SL_LIB python3 - "$SOCK" "$PWD" <<'EOF'
+import sys
+from sltest import Client
+c = Client(sys.argv[1])
+print(c.call("submit", {"argv": ["sh", "-c", "umask"], "cwd": sys.argv[2], "env": []})["id"])
+EOF
+)
+ctl wait "$u" >/dev/null || fail "umask job $u failed"
+[ "$(ctl logs "$u")" = 0077 ] || fail "no umask given: the job ran with $(ctl logs "$u")"
+ok "a detached job has its submitter's umask (077 when the client does not say)"
+
 # --- show and status --all ---
 ctl show "$id" >"$SL_TMP/show.txt"
 grep -q "^Job $id \"envjob\" of .* is exited\.$" "$SL_TMP/show.txt" || fail "show header: $(cat "$SL_TMP/show.txt")"

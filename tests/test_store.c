@@ -184,7 +184,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -204,6 +204,37 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
+/* A database of schema 1 (before jobs had a umask) is brought to 2: its
+ * jobs keep what they ran with, the daemon's usual 022. */
+static void
+test_migrate_from_1(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	struct job j, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	j.umask = 077;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN umask");
+	raw_exec(db, "PRAGMA user_version = 1");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+	sqlite3_close(db);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->umask, 022);
+	job_free(got);
+}
+
 static void
 test_reopen_keeps_data(void **state)
 {
@@ -219,6 +250,7 @@ test_reopen_keeps_data(void **state)
 	memset(&j, 0, sizeof j);
 	j.state = JOB_QUEUED;
 	j.attempt = 1;
+	j.umask = 027;
 	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
 	store_close(f->s);
 	f->s = NULL;
@@ -232,6 +264,7 @@ test_reopen_keeps_data(void **state)
 	free(b);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->state, JOB_QUEUED);
+	assert_int_equal(got->umask, 027);
 	job_free(got);
 
 	/* Nothing buffered after a reopen: the latest comes from disk,
@@ -340,7 +373,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 1");
+	raw_exec(db, "PRAGMA user_version = 2");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -1241,6 +1274,7 @@ main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	    T(test_fresh_database),
 	    T(test_reopen_keeps_data),
+	    T(test_migrate_from_1),
 	    T(test_latest_empty),
 	    T(test_totals_sparse),
 	    T(test_refuse_foreign),
