@@ -21,6 +21,10 @@
 
 #define JOBS_LOG_CHUNK (64 * 1024)
 #define JOBS_LOG_PER_PASS (1024 * 1024) /* per follower per pass */
+/* No more while this much is queued for the reader's client: a log is sent
+ * as fast as the client reads it, never piled up to the client's limit
+ * (which closes it). Its writes draining go on from there. */
+#define JOBS_LOG_BACKLOG (1024 * 1024)
 
 struct log_reader {
 	struct log_reader *next;
@@ -100,7 +104,8 @@ log_reader_pump(struct daemon *d, struct log_reader *lr)
 		/* No log yet (not started) or never (failed). */
 		eof = 1;
 	}
-	while (fd >= 0 && sent < JOBS_LOG_PER_PASS) {
+	while (fd >= 0 && sent < JOBS_LOG_PER_PASS &&
+	       server_client_unwritten(d, lr->client_id) < JOBS_LOG_BACKLOG) {
 		got = pread(fd, buf, sizeof buf, (off_t)lr->offset);
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -146,6 +151,23 @@ jobs_logs_pump(struct daemon *d)
 
 	while ((lr = *lp) != NULL) {
 		if (log_reader_pump(d, lr)) {
+			*lp = lr->next;
+			cJSON_Delete(lr->req_id);
+			free(lr);
+		} else
+			lp = &lr->next;
+	}
+}
+
+void
+jobs_client_writable(struct daemon *d, uint64_t client_id)
+{
+	struct log_reader **lp, *lr;
+
+	if (d->jobs == NULL)
+		return;
+	for (lp = &d->jobs->logs; (lr = *lp) != NULL;) {
+		if (lr->client_id == client_id && log_reader_pump(d, lr)) {
 			*lp = lr->next;
 			cJSON_Delete(lr->req_id);
 			free(lr);

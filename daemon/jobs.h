@@ -34,6 +34,9 @@ void jobs_client_gone(struct daemon *d, uint64_t client_id);
 /* Deferred answers (wait, logs) a client is still owed: a connection the
  * peer half-closed stays open until they are sent. */
 size_t jobs_client_deferred(struct daemon *d, uint64_t client_id);
+/* Everything queued for a client was written: the logs it reads are sent
+ * on, at the pace it reads them. */
+void jobs_client_writable(struct daemon *d, uint64_t client_id);
 
 /*
  * Every committed event is passed to this hook (one at most), so the

@@ -272,6 +272,8 @@ client_write_cb(uv_write_t *req, int status)
 		client_close(c);
 	} else if (c->draining && c->unwritten == 0)
 		client_close(c);
+	else if (c->unwritten == 0)
+		jobs_client_writable(c->d, c->id); /* a log it reads goes on */
 }
 
 /*
@@ -445,6 +447,14 @@ size_t
 server_client_count(struct daemon *d)
 {
 	return d->server != NULL ? d->server->nclients : 0;
+}
+
+size_t
+server_client_unwritten(struct daemon *d, uint64_t client_id)
+{
+	struct client *c = client_find(d->server, client_id);
+
+	return c != NULL ? c->unwritten : 0;
 }
 
 /* Open connections of one uid, greeted or not, so that one uid's silent

@@ -45,6 +45,8 @@ int server_send_line(struct daemon *d, uint64_t client_id, const char *line,
 void server_close_client(struct daemon *d, uint64_t client_id);
 /* Number of open client connections. */
 size_t server_client_count(struct daemon *d);
+/* Bytes queued for a client and not yet written (0 when it is gone). */
+size_t server_client_unwritten(struct daemon *d, uint64_t client_id);
 
 /* Called when a client closes, so modules can drop what they hold for it.
  * Several modules may register (up to 8); registering the same callback

@@ -43,6 +43,15 @@ ctl wait "$u" >/dev/null || fail "umask job $u failed"
 [ "$(ctl logs "$u")" = 0077 ] || fail "no umask given: the job ran with $(ctl logs "$u")"
 ok "a detached job has its submitter's umask (077 when the client does not say)"
 
+# --- a log larger than a client's queue limit (16 MiB), read slowly: it
+# comes at the reader's pace, whole, and the reader is not dropped ---
+big=$(ctl submit -- sh -c 'head -c 25000000 /dev/zero | tr "\0" a')
+ctl wait "$big" >/dev/null || fail "big log job failed"
+rc=0
+n=$(ctl logs "$big" | { sleep 2; wc -c; }) || rc=$?
+[ "$rc" = 0 ] && [ "$n" = 25000000 ] || fail "slow reader of a 25 MB log got $n bytes (exit $rc)"
+ok "a big log read slowly arrives whole"
+
 # --- show and status --all ---
 ctl show "$id" >"$SL_TMP/show.txt"
 grep -q "^Job $id \"envjob\" of .* is exited\.$" "$SL_TMP/show.txt" || fail "show header: $(cat "$SL_TMP/show.txt")"
