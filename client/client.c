@@ -716,14 +716,21 @@ sl_process_input(sl_client *c)
 /* ---- writing and calling ---- */
 
 /*
- * Write a request. When the daemon has closed the connection, what it sent
- * before may say why (a connection limit, with id null): read that, and
- * return 0 with it taken as the answer, for the caller to report.
+ * Write a request by the call's deadline (-1: none). A daemon that stops
+ * reading (stopped, or hung on a disk) must cost a timeout, not a send()
+ * blocked for ever: the socket's buffer holds about 200 KB, a request up
+ * to 4 MiB. What arrives meanwhile is read, so neither side waits on the
+ * other. When the daemon has closed the connection, what it sent before
+ * may say why (a connection limit, with id null): read that, and return 0
+ * with it taken as the answer, for the caller to report.
  */
 static int
-write_all(sl_client *c, const char *buf, size_t len)
+write_all(sl_client *c, const char *buf, size_t len, int64_t deadline,
+          const char *method)
 {
-	int flags = 0;
+	int flags = MSG_DONTWAIT;
+	struct pollfd pfd;
+	int64_t left;
 	ssize_t n;
 	int rc;
 
@@ -732,6 +739,29 @@ write_all(sl_client *c, const char *buf, size_t len)
 #endif
 	while (len > 0) {
 		n = send(c->fd, buf, len, flags);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			left = deadline < 0 ? -1 : deadline - mono_ms();
+			if (deadline >= 0 && left <= 0) {
+				/* Half a request cannot be taken back. */
+				drop_connection(c);
+				return set_error(
+				    c, -ETIMEDOUT,
+				    "the daemon at %s did not take '%s' within "
+				    "the timeout",
+				    c->path, method);
+			}
+			pfd.fd = c->fd;
+			pfd.events = POLLOUT | POLLIN;
+			pfd.revents = 0;
+			rc = poll(&pfd, 1,
+			          left < 0
+			              ? -1
+			              : (int)(left > 1000000 ? 1000000 : left));
+			if (rc > 0 && (pfd.revents & POLLIN) &&
+			    (rc = read_some(c, 1)) < 0)
+				return c->reply_root != NULL ? 0 : rc;
+			continue;
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -783,12 +813,12 @@ call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 	line = proto_encode_request(c->want_id, method, params, &len);
 	if (line == NULL)
 		return set_error(c, -ENOMEM, "out of memory");
-	rc = write_all(c, line, len);
+	deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	rc = write_all(c, line, len, deadline, method);
 	free(line);
 	if (rc < 0)
 		return rc;
 
-	deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
 	while (c->reply_root == NULL) {
 		if (c->log_stop != 0) {
 			rc = c->log_stop;

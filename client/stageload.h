@@ -95,8 +95,10 @@ const char *sl_path(const sl_client *c);
 int sl_errcode(const sl_client *c);
 const char *sl_errmsg(const sl_client *c);
 
-/* Milliseconds a call waits for its answer; -1 waits forever. Default
- * 30000. Returns the previous value. */
+/* Milliseconds a call waits for the daemon to take its request and answer
+ * it; -1 waits forever. Default 30000. A request the daemon does not take
+ * in time leaves the connection closed (half of it may have been sent).
+ * Returns the previous value. */
 int sl_set_timeout(sl_client *c, int timeout_ms);
 
 /* What the daemon said to hello. */

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -152,6 +153,11 @@ fake_main(void *arg)
 		return NULL;
 	}
 	for (s = f->steps; s->expect != NULL || s->send != NULL; s++) {
+		if (s->expect != NULL && strcmp(s->expect, "<stall>") == 0) {
+			/* a daemon that stops reading, then goes */
+			sleep(2);
+			break;
+		}
 		if (s->expect != NULL && strcmp(s->expect, "<eof>") == 0) {
 			while (read_line(fd, line, sizeof line) >= 0)
 				;
@@ -640,6 +646,45 @@ test_logs_callback(void **state)
 	sl_client_free(c);
 }
 
+/* A daemon that stops reading: a request bigger than the socket's buffer
+ * costs the call's timeout, not a send() blocked for ever. */
+static void
+test_send_timeout(void **state)
+{
+	static const struct step steps[] = {
+	    HELLO_STEP,
+	    {"<stall>", NULL},
+	    {NULL, NULL},
+	};
+	size_t n = 2u << 20;
+	char *params = malloc(n + 16);
+	struct timespec t0, t1;
+	char *out = NULL;
+	struct fake f;
+	sl_client *c = sl_client_new();
+	double ms;
+
+	(void)state;
+	assert_non_null(params);
+	memcpy(params, "{\"x\":\"", 6);
+	memset(params + 6, 'a', n);
+	memcpy(params + 6 + n, "\"}", 3);
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	sl_set_timeout(c, 300);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(sl_call(c, "info", params, &out), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	     (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	assert_true(ms < 1500);
+	assert_int_equal(sl_is_connected(c), 0);
+	assert_non_null(strstr(sl_errmsg(c), "did not take"));
+	fake_finish(&f);
+	sl_client_free(c);
+	free(params);
+}
+
 /* Mistakes of the caller are its own errors, never connection ones, and
  * nothing is sent for them. */
 static void
@@ -793,6 +838,7 @@ main(void)
 	    cmocka_unit_test(test_logs_and_timeout),
 	    cmocka_unit_test(test_logs_callback),
 	    cmocka_unit_test(test_caller_errors),
+	    cmocka_unit_test(test_send_timeout),
 	    cmocka_unit_test(test_malformed_lists),
 	    cmocka_unit_test(test_error_kinds),
 	};
