@@ -34,6 +34,11 @@
 extern "C" {
 #endif
 
+/* The API is what the shared library exports; the rest of it is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
+
 #define SL_PROTOCOL_VERSION 1
 
 /* JSON-RPC errors the daemon answers with; PROTOCOL.md explains each. */
@@ -392,6 +397,10 @@ int sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
 int sl_events(sl_client *c, int64_t after_id, int limit, int follow,
               struct sl_event **events, size_t *nevents);
 void sl_events_free(struct sl_event *events, size_t nevents);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,15 @@ cc -Wall -Wextra -Werror $san -o "$SL_TMP/consumer" \
 	fail "consumer does not build from the installed files"
 ok "a client builds with pkg-config alone"
 
+if command -v nm >/dev/null; then
+	so=$(find "$libdir" -name 'libstageload.so*' -type f | head -n 1)
+	if [ -n "$so" ]; then
+		extra=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRW]$/ && $3 !~ /^sl_/ {print $3}')
+		[ -z "$extra" ] || fail "libstageload exports more than sl_*: $extra"
+		ok "libstageload exports the sl_* API only"
+	fi
+fi
+
 SL_BIN=$PREFIX/bin sl_start_daemon
 out=$(LD_LIBRARY_PATH=$libdir "$SL_TMP/consumer" "$SOCK") ||
 	fail "consumer failed: $out"
