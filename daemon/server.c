@@ -773,18 +773,25 @@ server_probe(const char *path, char *cause, size_t causelen)
  * connections like a stale one, and the probe would remove it. The lock
  * file is never removed (removing it would let two daemons lock two
  * files); the kernel drops the lock when its holder exits, however it
- * exits.
+ * exits. It is readable by its owner only: flock() needs no more than a
+ * descriptor open for reading, and another user holding the lock of the
+ * system socket would keep the daemon from starting.
  */
 static int
-server_lock(const char *path, int system, int *fdp, char *cause,
-            size_t causelen)
+server_lock(const char *path, int *fdp, char *cause, size_t causelen)
 {
 	char lock[1100];
 	int fd, err;
 
 	snprintf(lock, sizeof lock, "%s.lock", path);
-	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	          system ? 0644 : 0600);
+	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && fchmod(fd, 0600) != 0) {
+		err = errno;
+		close(fd);
+		snprintf(cause, causelen, "cannot make %s private: %s", lock,
+		         strerror(err));
+		return -err;
+	}
 	if (fd < 0) {
 		err = errno;
 		snprintf(cause, causelen, "cannot open the lock file %s: %s",
@@ -941,8 +948,7 @@ server_start(struct daemon *d, char *cause, size_t causelen)
 	}
 	if ((rc = server_mkdir(path, d->cfg.system, cause, causelen)) != 0)
 		return rc;
-	if ((rc = server_lock(path, d->cfg.system, &d->sock_lock_fd, cause,
-	                      causelen)) != 0) {
+	if ((rc = server_lock(path, &d->sock_lock_fd, cause, causelen)) != 0) {
 		d->sock_lock_fd = -1;
 		return rc;
 	}

@@ -7,6 +7,7 @@ owns the socket.
 import fcntl
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,9 @@ def main():
             assert os.path.exists(d.socket), "the refused daemon removed the socket"
         # Once the lock is free the same socket is stale, and replaced.
         d.start()
+        # Only its owner may open the lock: another user holding it would
+        # keep the daemon from starting.
+        assert stat.S_IMODE(os.stat(d.socket + ".lock").st_mode) == 0o600
         c = Client(d.socket)
         c.call("info")
         c.close()
