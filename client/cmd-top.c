@@ -130,6 +130,10 @@ setup_signals(void)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
+	/* A frame being written when Ctrl-Z or a resize comes must not lose
+	 * its bytes (and leave stdout's error set, which ends top with
+	 * "cannot write output"); poll() returns EINTR all the same. */
+	sa.sa_flags = SA_RESTART;
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		sigaction(sigs[i], &sa, NULL);
 	return 0;
