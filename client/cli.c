@@ -217,15 +217,14 @@ static void sb_add(struct sbuf *b, const char *fmt, ...)
 static void
 sb_add_safe(struct sbuf *b, const char *text)
 {
-	size_t len = strlen(text) * 4 + 1;
-	char *tmp = malloc(len);
+	char *safe = cli_safe_dup(text);
 
-	if (tmp == NULL) {
+	if (safe == NULL) {
 		b->oom = 1;
 		return;
 	}
-	sb_add(b, "%s", cli_safe(text, 0, tmp, len));
-	free(tmp);
+	sb_add(b, "%s", safe);
+	free(safe);
 }
 
 static void
@@ -549,6 +548,15 @@ cli_safe(const char *s, size_t max, char *buf, size_t len)
 	}
 	buf[out] = '\0';
 	return buf;
+}
+
+char *
+cli_safe_dup(const char *s)
+{
+	size_t len = strlen(s) * 4 + 1; /* "\x1b" for each byte at most */
+	char *buf = malloc(len);
+
+	return buf != NULL ? (char *)cli_safe(s, 0, buf, len) : NULL;
 }
 
 size_t

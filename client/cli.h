@@ -103,6 +103,8 @@ const char *cli_size(uint64_t bytes, char *buf, size_t len);
  * whole). Returns buf.
  */
 const char *cli_safe(const char *s, size_t max, char *buf, size_t len);
+/* The same, whole, into a malloc'd string (NULL when out of memory). */
+char *cli_safe_dup(const char *s);
 /* Display width of UTF-8 text: code points, not bytes. */
 size_t cli_text_width(const char *s);
 /* "1h02m", "45s" */

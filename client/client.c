@@ -842,8 +842,8 @@ call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 		rc = read_some(c, 0);
 		if (rc < 0)
 			return rc;
-		/* A long log comes in chunks (1 MiB a sample at most): the
-		 * timeout is for silence, not for the whole of it. */
+		/* A long log comes in chunks, at the pace this client reads
+		 * them: the timeout is for silence, not for the whole of it. */
 		if (c->log_progress && timeout_ms >= 0)
 			deadline = mono_ms() + timeout_ms;
 	}

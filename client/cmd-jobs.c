@@ -478,11 +478,10 @@ print_event(const struct sl_event *e, int json)
 			snprintf(job, sizeof job, "job %" PRId64, e->job_id);
 		else
 			snprintf(job, sizeof job, "-");
-		char user[64], *detail = NULL;
-		size_t dlen = e->detail != NULL ? strlen(e->detail) * 4 + 1 : 0;
+		char user[64];
+		char *detail =
+		    e->detail != NULL ? cli_safe_dup(e->detail) : NULL;
 
-		if (dlen > 0 && (detail = malloc(dlen)) != NULL)
-			cli_safe(e->detail, 0, detail, dlen);
 		printf("%s  %-8s %-10s %-10s %s\n",
 		       cli_time(e->ts_ms, 0, t, sizeof t), job,
 		       e->user[0] ? cli_safe(e->user, 32, user, sizeof user)
