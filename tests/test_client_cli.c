@@ -362,7 +362,7 @@ test_no_color(void **state)
 static void
 test_safe(void **state)
 {
-	char buf[64];
+	char buf[64], *dup;
 
 	(void)state;
 	/* C0, DEL and C1 controls are escaped; text is kept */
@@ -384,6 +384,11 @@ test_safe(void **state)
 	assert_string_equal(cli_safe("abc\x1b", 5, buf, sizeof buf), "abc");
 	assert_int_equal(
 	    cli_text_width(cli_safe("\xc3\xa9\x01z", 0, buf, sizeof buf)), 6);
+	/* whole, however many bytes need escaping */
+	dup = cli_safe_dup("\x01\x02\x03\x04");
+	assert_non_null(dup);
+	assert_string_equal(dup, "\\x01\\x02\\x03\\x04");
+	free(dup);
 }
 
 int
