@@ -148,4 +148,25 @@ int store_events(struct store *s, int64_t after_id, int64_t limit,
 /* Size of the database file(s) in bytes, for info and benchmarks. */
 int64_t store_size_bytes(struct store *s);
 
+/* Storage health. The write functions record their own outcome:
+ * store_flush and store_mark as SAMPLES, store_job_insert and
+ * store_job_update as JOBS, store_event_add as EVENTS. The store does not
+ * log it; the caller logs the transitions. s may be NULL (no database):
+ * healthy. */
+/* What failed last, per kind of write; a kind's next successful write
+ * clears it. */
+enum store_area {
+	STORE_AREA_SAMPLES,
+	STORE_AREA_JOBS,
+	STORE_AREA_EVENTS,
+	STORE_NAREAS
+};
+/* NULL while every kind of write works, else the cause of the failing one
+ * (the oldest failure first), prefixed with what failed: "samples: ...",
+ * "job insert: ...", "job update: ...", "event: ..." — the texts
+ * info.storage_error shows today. */
+const char *store_health(const struct store *s);
+/* Non-zero while writes of that area fail. */
+int store_area_failing(const struct store *s, enum store_area a);
+
 #endif

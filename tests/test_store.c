@@ -1,5 +1,6 @@
 /* The store: schema and migration, samples to history at every tier,
- * gaps, pruning, jobs, events, and behaviour when writes fail. */
+ * gaps, pruning, jobs, events, behaviour when writes fail, and storage
+ * health. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1267,6 +1268,176 @@ test_checkpoint_and_size(void **state)
 	assert_int_equal(store_checkpoint(f->s), 0);
 }
 
+/* ---- storage health (store_health): a real failure, not a mock: another
+ * connection holds the write lock, so every write of the store waits out
+ * its busy timeout and fails with "database is locked". ---- */
+
+static sqlite3 *
+lock_writes(const char *path)
+{
+	sqlite3 *db = raw_open(path);
+
+	raw_exec(db, "BEGIN EXCLUSIVE");
+	raw_exec(db, "INSERT INTO markers (ts_ms, kind) VALUES (1, 'x')");
+	return db;
+}
+
+static void
+unlock_writes(sqlite3 *db)
+{
+	raw_exec(db, "ROLLBACK");
+	sqlite3_close(db);
+}
+
+/* store_health is what + ": " + the cause the write handed back. */
+static void
+assert_health(struct store *s, const char *what, const char *cause)
+{
+	char want[256];
+
+	snprintf(want, sizeof want, "%s: %s", what, cause);
+	assert_non_null(store_health(s));
+	assert_string_equal(store_health(s), want);
+}
+
+static void
+assert_failing(struct store *s, int samples, int jobs, int events)
+{
+	assert_int_equal(!!store_area_failing(s, STORE_AREA_SAMPLES), samples);
+	assert_int_equal(!!store_area_failing(s, STORE_AREA_JOBS), jobs);
+	assert_int_equal(!!store_area_failing(s, STORE_AREA_EVENTS), events);
+}
+
+static void
+test_health_job_update(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "", raise[512], longmsg[301];
+	struct job j;
+	sqlite3 *db;
+
+	assert_null(store_health(NULL));
+	assert_int_equal(store_area_failing(NULL, STORE_AREA_JOBS), 0);
+	assert_null(store_health(f->s));
+	assert_failing(f->s, 0, 0, 0);
+	fill_job(&j, 0, JOB_QUEUED, 0);
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	flush_ok(f->s);
+	assert_null(store_health(f->s));
+
+	db = lock_writes(f->path);
+	j.state = JOB_RUNNING;
+	assert_int_equal(store_job_update(f->s, &j, cause, sizeof cause),
+	                 -EBUSY);
+	assert_non_null(strstr(cause, "locked"));
+	assert_health(f->s, "job update", cause);
+	assert_int_equal(strncmp(store_health(f->s), "job update: ", 12), 0);
+	assert_failing(f->s, 0, 1, 0);
+	/* Failing again: the text is the last failure's, still one area. */
+	j.state = JOB_EXITED;
+	assert_true(store_job_update(f->s, &j, cause, sizeof cause) < 0);
+	assert_health(f->s, "job update", cause);
+	assert_failing(f->s, 0, 1, 0);
+	unlock_writes(db);
+
+	/* The next update that works clears it. */
+	assert_int_equal(store_job_update(f->s, &j, cause, sizeof cause), 0);
+	assert_null(store_health(f->s));
+	assert_failing(f->s, 0, 0, 0);
+
+	/* A long cause is cut to fit the 256 bytes. */
+	memset(longmsg, 'x', sizeof longmsg - 1);
+	longmsg[sizeof longmsg - 1] = '\0';
+	snprintf(raise, sizeof raise,
+	         "CREATE TRIGGER no_update BEFORE UPDATE ON jobs "
+	         "BEGIN SELECT RAISE(ABORT, '%s'); END",
+	         longmsg);
+	db = raw_open(f->path);
+	raw_exec(db, raise);
+	assert_true(store_job_update(f->s, &j, cause, sizeof cause) < 0);
+	assert_non_null(strstr(cause, "xxxx"));
+	assert_int_equal(strlen(store_health(f->s)), 255);
+	assert_int_equal(
+	    strncmp(store_health(f->s), "job update: updating a job: xxxx", 32),
+	    0);
+	raw_exec(db, "DROP TRIGGER no_update");
+	sqlite3_close(db);
+	assert_int_equal(store_job_update(f->s, &j, cause, sizeof cause), 0);
+	assert_null(store_health(f->s));
+}
+
+/* Several kinds failing at once: the oldest failure shows, and a kind
+ * that works again clears only itself. */
+static void
+test_health_oldest_first(void **state)
+{
+	struct fixture *f = *state;
+	char jcause[256] = "", scause[256] = "", ecause[256] = "";
+	struct store_event e;
+	struct sys_sample ss;
+	struct job j, k;
+	sqlite3 *db;
+
+	fill_job(&j, 0, JOB_QUEUED, 0);
+	assert_int_equal(store_job_insert(f->s, &j, jcause, sizeof jcause), 0);
+
+	/* Jobs first, then samples, then events. */
+	db = lock_writes(f->path);
+	j.state = JOB_RUNNING;
+	assert_true(store_job_update(f->s, &j, jcause, sizeof jcause) < 0);
+	sample_at(0, &ss);
+	store_add_sample(f->s, &ss);
+	assert_int_equal(store_flush(f->s, scause, sizeof scause), -EBUSY);
+	assert_non_null(strstr(scause, "locked"));
+	assert_health(f->s, "job update", jcause);
+	assert_failing(f->s, 1, 1, 0);
+	/* A later failure of samples does not put them first. */
+	assert_true(store_flush(f->s, scause, sizeof scause) < 0);
+	memset(&e, 0, sizeof e);
+	e.ts_ms = T0;
+	e.kind = "daemon_start";
+	assert_true(store_event_add(f->s, &e, ecause, sizeof ecause) < 0);
+	assert_health(f->s, "job update", jcause);
+	assert_failing(f->s, 1, 1, 1);
+	unlock_writes(db);
+
+	/* Jobs work again: samples, the next oldest, show. */
+	assert_int_equal(store_job_update(f->s, &j, jcause, sizeof jcause), 0);
+	assert_health(f->s, "samples", scause);
+	assert_int_equal(strncmp(store_health(f->s), "samples: ", 9), 0);
+	assert_failing(f->s, 1, 0, 1);
+	flush_ok(f->s);
+	assert_health(f->s, "event", ecause);
+	assert_failing(f->s, 0, 0, 1);
+	assert_int_equal(store_event_add(f->s, &e, ecause, sizeof ecause), 0);
+	assert_null(store_health(f->s));
+	assert_failing(f->s, 0, 0, 0);
+
+	/* Samples first this time, then a job insert. */
+	db = lock_writes(f->path);
+	sample_at(1, &ss);
+	store_add_sample(f->s, &ss);
+	assert_true(store_flush(f->s, scause, sizeof scause) < 0);
+	fill_job(&k, 0, JOB_QUEUED, 0);
+	assert_true(store_job_insert(f->s, &k, jcause, sizeof jcause) < 0);
+	assert_non_null(strstr(jcause, "locked"));
+	assert_health(f->s, "samples", scause);
+	assert_failing(f->s, 1, 1, 0);
+	unlock_writes(db);
+
+	/* A marker is a write of samples too: it clears them. */
+	assert_int_equal(
+	    store_mark(f->s, T0 + 1000, "start", scause, sizeof scause), 0);
+	assert_health(f->s, "job insert", jcause);
+	assert_failing(f->s, 0, 1, 0);
+	assert_int_equal(store_job_insert(f->s, &k, jcause, sizeof jcause), 0);
+	assert_null(store_health(f->s));
+	flush_ok(f->s);
+	assert_null(store_health(f->s));
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM samples"),
+	                 2);
+}
+
 int
 main(void)
 {
@@ -1293,6 +1464,8 @@ main(void)
 	    T(test_buffer_bounded),
 	    T(test_duplicate_timestamp),
 	    T(test_checkpoint_and_size),
+	    T(test_health_job_update),
+	    T(test_health_oldest_first),
 #undef T
 	};
 

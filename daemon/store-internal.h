@@ -1,0 +1,116 @@
+/*
+ * Internal to the store (store.c, store-samples.c, store-jobs.c): the
+ * struct behind struct store, the rollup tiers, the job columns and the
+ * helpers the three files share. Not for other modules: they use store.h
+ * only.
+ */
+#ifndef SL_STORE_INTERNAL_H
+#define SL_STORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* A write's cause before it is copied to the caller's buffer. */
+#define STORE_CAUSE_MAX 512
+/* store_health's text, cause included. */
+#define STORE_HEALTH_LEN 256
+
+/* The rollup tiers, finest first. Resolution is also the bucket width. */
+enum { TIER_10S, TIER_1M, TIER_10M, NTIERS };
+struct store_tier {
+	const char *name;
+	const char *table;
+	int64_t res_ms;
+};
+extern const struct store_tier store_tiers[NTIERS];
+
+/* The job columns in bind order; ?1..?35, and ?36 is the id for update. */
+#define JOB_COLUMNS                                                            \
+	"queue_seq, uid, gid, user, name, argv, cwd, env, attached, "          \
+	"priority, wait_free_pct, swap_budget_bytes, expect_bytes, "           \
+	"exclusive, retry_on_breach, attempt, state, submitted_ms, "           \
+	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
+	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
+	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
+	"swap_growth_peak_bytes, job_swap_bytes, umask"
+#define JOB_NCOLUMNS 35
+#define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
+
+struct job_sample_rec {
+	int64_t job_id;
+	int64_t ts_ms;
+	uint64_t footprint_bytes;
+	uint64_t swap_bytes;
+};
+
+/* One area's health: since orders the failures (0 while its writes work),
+ * msg is the last failure's text. */
+struct store_area_health {
+	uint64_t since;
+	char msg[STORE_HEALTH_LEN];
+};
+
+struct store {
+	sqlite3 *db;
+	char *path;
+
+	/* rings of samples not yet committed; oldest at head */
+	struct sys_sample *sbuf;
+	size_t shead, slen, scap;
+	struct job_sample_rec *jbuf;
+	size_t jhead, jlen, jcap;
+	uint64_t dropped; /* samples lost because the ring was full */
+
+	struct sys_sample last; /* latest sample seen, committed or not */
+	int have_last;
+	/* totals of the last row that carried them, and its time */
+	int64_t written_total, written_swap_total, written_totals_ms;
+
+	/* store_health: per kind of write, and the last since handed out */
+	struct store_area_health health[STORE_NAREAS];
+	uint64_t health_seq;
+
+	sqlite3_stmt *begin, *commit, *rollback;
+	sqlite3_stmt *ins_sample, *ins_job_sample;
+	sqlite3_stmt *upsert[NTIERS];
+	sqlite3_stmt *hist_raw, *hist[NTIERS];
+	sqlite3_stmt *first_raw, *first[NTIERS]; /* earliest row of each */
+	sqlite3_stmt *start_markers, *ins_marker;
+	sqlite3_stmt *latest, *latest_totals;
+	sqlite3_stmt *job_ins, *job_seq, *job_upd, *job_get;
+	sqlite3_stmt *jobs_unended, *jobs_ended;
+	sqlite3_stmt *job_hist_raw, *job_hist;
+	sqlite3_stmt *ev_ins, *ev_list;
+};
+
+/* store.c: shared statement helpers. */
+
+/* Map an sqlite result to a negative errno the caller can reason about. */
+int store_errno(int rc);
+/* Write "what: <sqlite's message>" to cause; returns store_errno(rc). */
+int store_fail(struct store *s, int rc, const char *what, char *cause,
+               size_t causelen);
+void store_cause(char *cause, size_t causelen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Leave no transaction open after a failure, whatever failed. */
+void store_abort(struct store *s);
+/* Step and reset a prepared statement: SQLITE_OK or the failing result. */
+int store_run(sqlite3_stmt *st);
+/* Run a one-off statement with ?1 bound to cut: an sqlite result. */
+int store_exec_cut(struct store *s, const char *sql, int64_t cut);
+
+/* store.c: record the outcome rc of a write of area a, whose cause is why.
+ * Non-zero sets the area's text to "what: why" (cut to fit) and copies why
+ * to cause; 0 clears the area. Returns rc. */
+int store_health_note(struct store *s, enum store_area a, const char *what,
+                      int rc, const char *why, char *cause, size_t causelen);
+
+/* store-jobs.c: store_prune's part for jobs, in its transaction. */
+int store_prune_jobs(struct store *s, int64_t now_ms,
+                     const struct store_retention *r);
+
+#endif

@@ -1,0 +1,490 @@
+/*
+ * Jobs and events: inserting, updating and loading jobs, walking the
+ * unended and ended ones, adding and listing events, and the jobs' part of
+ * retention (store_jobs_expiring, store_prune_jobs). Each write commits
+ * before it returns and records its outcome in the store's health
+ * (store_health_note in store.c).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+
+#include "job.h"
+#include "store-internal.h"
+
+/* argv and env are stored as JSON arrays so dashboards can json_extract
+ * them; NULL stays NULL. */
+static char *
+store_strv_json(char *const *v)
+{
+	cJSON *a;
+	char *text;
+
+	if (v == NULL)
+		return NULL;
+	if ((a = cJSON_CreateArray()) == NULL)
+		return NULL;
+	for (; *v != NULL; v++) {
+		cJSON *str = cJSON_CreateString(*v);
+
+		if (str == NULL) {
+			cJSON_Delete(a);
+			return NULL;
+		}
+		cJSON_AddItemToArray(a, str);
+	}
+	text = cJSON_PrintUnformatted(a);
+	cJSON_Delete(a);
+	return text;
+}
+
+static char **
+store_json_strv(const char *text, int *err)
+{
+	cJSON *a, *it;
+	char **v;
+	size_t i = 0;
+	int count;
+
+	*err = 0;
+	if (text == NULL)
+		return NULL;
+	if ((a = cJSON_Parse(text)) == NULL || !cJSON_IsArray(a)) {
+		cJSON_Delete(a);
+		*err = -EINVAL;
+		return NULL;
+	}
+	count = cJSON_GetArraySize(a);
+	if ((v = calloc((size_t)count + 1, sizeof *v)) == NULL) {
+		cJSON_Delete(a);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, a)
+	{
+		if (!cJSON_IsString(it) ||
+		    (v[i] = strdup(it->valuestring)) == NULL) {
+			while (i > 0)
+				free(v[--i]);
+			free(v);
+			cJSON_Delete(a);
+			*err = -ENOMEM;
+			return NULL;
+		}
+		i++;
+	}
+	cJSON_Delete(a);
+	return v;
+}
+
+static void
+bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
+{
+	if (text == NULL)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
+}
+
+static int
+store_job_bind(sqlite3_stmt *st, const struct job *j)
+{
+	char *argv = NULL, *env = NULL;
+
+	if (j->argv != NULL && (argv = store_strv_json(j->argv)) == NULL)
+		return -ENOMEM;
+	if (j->env != NULL && (env = store_strv_json(j->env)) == NULL) {
+		cJSON_free(argv);
+		return -ENOMEM;
+	}
+	sqlite3_bind_int64(st, 1, j->queue_seq);
+	sqlite3_bind_int64(st, 2, (int64_t)j->uid);
+	sqlite3_bind_int64(st, 3, (int64_t)j->gid);
+	bind_text_or_null(st, 4, j->user);
+	bind_text_or_null(st, 5, j->name);
+	bind_text_or_null(st, 6, argv);
+	bind_text_or_null(st, 7, j->cwd);
+	bind_text_or_null(st, 8, env);
+	sqlite3_bind_int(st, 9, j->attached);
+	sqlite3_bind_int(st, 10, j->priority);
+	sqlite3_bind_double(st, 11, j->wait_free_pct);
+	sqlite3_bind_int64(st, 12, (int64_t)j->swap_budget_bytes);
+	sqlite3_bind_int64(st, 13, (int64_t)j->expect_bytes);
+	sqlite3_bind_int(st, 14, j->exclusive);
+	sqlite3_bind_int(st, 15, j->retry_on_breach);
+	sqlite3_bind_int(st, 16, j->attempt);
+	sqlite3_bind_text(st, 17, job_state_name(j->state), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 18, j->submitted_ms);
+	sqlite3_bind_int64(st, 19, j->admitted_ms);
+	sqlite3_bind_int64(st, 20, j->started_ms);
+	sqlite3_bind_int64(st, 21, j->ended_ms);
+	sqlite3_bind_int64(st, 22, (int64_t)j->pid);
+	sqlite3_bind_int64(st, 23, (int64_t)j->pgid);
+	/* uint64 values are stored bit for bit in sqlite's int64. */
+	sqlite3_bind_int64(st, 24, (int64_t)j->start_time);
+	sqlite3_bind_int64(st, 25, (int64_t)j->monitor_pid);
+	sqlite3_bind_int(st, 26, j->exit_code);
+	sqlite3_bind_int(st, 27, j->term_signal);
+	bind_text_or_null(st, 28, j->end_reason);
+	bind_text_or_null(st, 29, j->end_detail);
+	sqlite3_bind_int64(st, 30, (int64_t)j->swap_base_bytes);
+	sqlite3_bind_int64(st, 31, (int64_t)j->footprint_bytes);
+	sqlite3_bind_int64(st, 32, (int64_t)j->footprint_peak_bytes);
+	sqlite3_bind_int64(st, 33, (int64_t)j->swap_growth_peak_bytes);
+	sqlite3_bind_int64(st, 34, (int64_t)j->job_swap_bytes);
+	sqlite3_bind_int(st, 35, j->umask);
+	cJSON_free(argv);
+	cJSON_free(env);
+	return 0;
+}
+
+static char *
+column_strdup(sqlite3_stmt *st, int i, int *err)
+{
+	const unsigned char *t;
+	char *c;
+
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return NULL;
+	t = sqlite3_column_text(st, i);
+	if (t == NULL || (c = strdup((const char *)t)) == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
+/* Build a job from a row of "SELECT id, JOB_COLUMNS". */
+static int
+store_job_row(sqlite3_stmt *st, struct job **out)
+{
+	struct job *j;
+	int err = 0, e2 = 0;
+
+	*out = NULL;
+	if ((j = calloc(1, sizeof *j)) == NULL)
+		return -ENOMEM;
+	j->id = sqlite3_column_int64(st, 0);
+	j->queue_seq = sqlite3_column_int64(st, 1);
+	j->uid = (uid_t)sqlite3_column_int64(st, 2);
+	j->gid = (gid_t)sqlite3_column_int64(st, 3);
+	j->user = column_strdup(st, 4, &err);
+	j->name = column_strdup(st, 5, &err);
+	j->argv =
+	    store_json_strv((const char *)sqlite3_column_text(st, 6), &e2);
+	if (e2 != 0)
+		err = e2;
+	j->cwd = column_strdup(st, 7, &err);
+	j->env = store_json_strv((const char *)sqlite3_column_text(st, 8), &e2);
+	if (e2 != 0)
+		err = e2;
+	j->attached = sqlite3_column_int(st, 9);
+	j->priority = sqlite3_column_int(st, 10);
+	j->wait_free_pct = sqlite3_column_double(st, 11);
+	j->swap_budget_bytes = (uint64_t)sqlite3_column_int64(st, 12);
+	j->expect_bytes = (uint64_t)sqlite3_column_int64(st, 13);
+	j->exclusive = sqlite3_column_int(st, 14);
+	j->retry_on_breach = sqlite3_column_int(st, 15);
+	j->attempt = sqlite3_column_int(st, 16);
+	if (job_state_parse((const char *)sqlite3_column_text(st, 17),
+	                    &j->state) != 0)
+		err = -EINVAL;
+	j->submitted_ms = sqlite3_column_int64(st, 18);
+	j->admitted_ms = sqlite3_column_int64(st, 19);
+	j->started_ms = sqlite3_column_int64(st, 20);
+	j->ended_ms = sqlite3_column_int64(st, 21);
+	j->pid = (pid_t)sqlite3_column_int64(st, 22);
+	j->pgid = (pid_t)sqlite3_column_int64(st, 23);
+	j->start_time = (uint64_t)sqlite3_column_int64(st, 24);
+	j->monitor_pid = (pid_t)sqlite3_column_int64(st, 25);
+	j->exit_code = sqlite3_column_int(st, 26);
+	j->term_signal = sqlite3_column_int(st, 27);
+	j->end_reason = column_strdup(st, 28, &err);
+	j->end_detail = column_strdup(st, 29, &err);
+	j->swap_base_bytes = (uint64_t)sqlite3_column_int64(st, 30);
+	j->footprint_bytes = (uint64_t)sqlite3_column_int64(st, 31);
+	j->footprint_peak_bytes = (uint64_t)sqlite3_column_int64(st, 32);
+	j->swap_growth_peak_bytes = (uint64_t)sqlite3_column_int64(st, 33);
+	j->job_swap_bytes = (uint64_t)sqlite3_column_int64(st, 34);
+	j->umask = sqlite3_column_int(st, 35);
+	if (err != 0) {
+		job_free(j);
+		return err;
+	}
+	*out = j;
+	return 0;
+}
+
+static int
+insert_job(struct store *s, struct job *j, char *cause, size_t causelen)
+{
+	const char *what = "inserting a job";
+	int64_t id;
+	int rc;
+
+	if ((rc = store_job_bind(s->job_ins, j)) != 0) {
+		store_cause(cause, causelen, "inserting a job: out of memory");
+		return rc;
+	}
+	/* The insert and the queue_seq that follows it commit together. */
+	if ((rc = store_run(s->begin)) != SQLITE_OK)
+		goto fail;
+	rc = store_run(s->job_ins);
+	sqlite3_clear_bindings(s->job_ins);
+	if (rc != SQLITE_OK)
+		goto fail;
+	id = sqlite3_last_insert_rowid(s->db);
+	if (j->queue_seq == 0) {
+		sqlite3_bind_int64(s->job_seq, 1, id);
+		if ((rc = store_run(s->job_seq)) != SQLITE_OK)
+			goto fail;
+	}
+	what = "committing a job";
+	if ((rc = store_run(s->commit)) != SQLITE_OK)
+		goto fail;
+	j->id = id;
+	if (j->queue_seq == 0)
+		j->queue_seq = id;
+	return 0;
+fail:
+	rc = store_fail(s, rc, what, cause, causelen);
+	store_abort(s);
+	return rc;
+}
+
+int
+store_job_insert(struct store *s, struct job *j, char *cause, size_t causelen)
+{
+	char why[STORE_CAUSE_MAX] = "";
+
+	return store_health_note(s, STORE_AREA_JOBS, "job insert",
+	                         insert_job(s, j, why, sizeof why), why, cause,
+	                         causelen);
+}
+
+static int
+update_job(struct store *s, const struct job *j, char *cause, size_t causelen)
+{
+	int rc;
+
+	if ((rc = store_job_bind(s->job_upd, j)) != 0) {
+		store_cause(cause, causelen, "updating a job: out of memory");
+		return rc;
+	}
+	sqlite3_bind_int64(s->job_upd, JOB_NCOLUMNS + 1, j->id);
+	rc = store_run(s->job_upd);
+	sqlite3_clear_bindings(s->job_upd);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "updating a job", cause, causelen);
+	if (sqlite3_changes(s->db) == 0) {
+		store_cause(cause, causelen, "updating job %lld: no such job",
+		            (long long)j->id);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int
+store_job_update(struct store *s, const struct job *j, char *cause,
+                 size_t causelen)
+{
+	char why[STORE_CAUSE_MAX] = "";
+
+	return store_health_note(s, STORE_AREA_JOBS, "job update",
+	                         update_job(s, j, why, sizeof why), why, cause,
+	                         causelen);
+}
+
+int
+store_job_get(struct store *s, int64_t id, struct job **out)
+{
+	sqlite3_stmt *st = s->job_get;
+	int rc;
+
+	*out = NULL;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = store_job_row(st, out);
+	else if (rc == SQLITE_DONE)
+		rc = 1;
+	else
+		rc = store_errno(rc);
+	sqlite3_reset(st);
+	return rc;
+}
+
+/*
+ * Read every row first, then call back: a callback may update the very
+ * jobs being listed, which must not disturb the scan.
+ */
+static int
+store_jobs_each(struct store *s, sqlite3_stmt *st,
+                int (*cb)(void *arg, struct job *j), void *arg)
+{
+	struct job **v = NULL, **nv, *j;
+	size_t len = 0, cap = 0, i;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			cap = cap == 0 ? 16 : 2 * cap;
+			if ((nv = realloc(v, cap * sizeof *v)) == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+		}
+		if ((rc = store_job_row(st, &j)) != 0)
+			goto out;
+		v[len++] = j;
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_errno(rc);
+out:
+	sqlite3_reset(st);
+	for (i = 0; i < len; i++) {
+		if (rc == 0)
+			rc = cb(arg, v[i]);
+		else
+			job_free(v[i]);
+	}
+	free(v);
+	return rc;
+}
+
+int
+store_jobs_unended(struct store *s, int (*cb)(void *arg, struct job *j),
+                   void *arg)
+{
+	return store_jobs_each(s, s->jobs_unended, cb, arg);
+}
+
+int
+store_jobs_ended(struct store *s, int64_t limit,
+                 int (*cb)(void *arg, struct job *j), void *arg)
+{
+	sqlite3_bind_int64(s->jobs_ended, 1, limit > 0 ? limit : -1);
+	return store_jobs_each(s, s->jobs_ended, cb, arg);
+}
+
+static int
+insert_event(struct store *s, struct store_event *e, char *cause,
+             size_t causelen)
+{
+	sqlite3_stmt *st = s->ev_ins;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, e->ts_ms);
+	sqlite3_bind_int64(st, 2, e->job_id);
+	sqlite3_bind_int64(st, 3, (int64_t)e->uid);
+	sqlite3_bind_text(st, 4, e->kind != NULL ? e->kind : "", -1,
+	                  SQLITE_TRANSIENT);
+	bind_text_or_null(st, 5, e->detail);
+	rc = store_run(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "writing an event", cause, causelen);
+	e->id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+int
+store_event_add(struct store *s, struct store_event *e, char *cause,
+                size_t causelen)
+{
+	char why[STORE_CAUSE_MAX] = "";
+
+	return store_health_note(s, STORE_AREA_EVENTS, "event",
+	                         insert_event(s, e, why, sizeof why), why,
+	                         cause, causelen);
+}
+
+int
+store_events(struct store *s, int64_t after_id, int64_t limit,
+             int (*cb)(void *arg, const struct store_event *e), void *arg)
+{
+	sqlite3_stmt *st = s->ev_list;
+	struct store_event e;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, after_id);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		e.id = sqlite3_column_int64(st, 0);
+		e.ts_ms = sqlite3_column_int64(st, 1);
+		e.job_id = sqlite3_column_int64(st, 2);
+		e.uid = (uid_t)sqlite3_column_int64(st, 3);
+		e.kind = (const char *)sqlite3_column_text(st, 4);
+		e.detail = (const char *)sqlite3_column_text(st, 5);
+		if ((rc = cb(arg, &e)) != 0) {
+			sqlite3_reset(st);
+			return rc;
+		}
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int
+store_jobs_expiring(struct store *s, int64_t now_ms,
+                    const struct store_retention *r,
+                    void (*cb)(void *arg, int64_t id), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (r->jobs_ms <= 0)
+		return 0;
+	rc = sqlite3_prepare_v2(
+	    s->db,
+	    "SELECT id FROM jobs WHERE state IN " JOB_ENDED_STATES
+	    " AND ended_ms < ?1",
+	    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_int64(st, 1, now_ms - r->jobs_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		cb(arg, sqlite3_column_int64(st, 0));
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+/* store_prune's part for jobs, inside its transaction: the ended jobs past
+ * r->jobs_ms with their samples and events, and daemon events as old. An
+ * sqlite result. */
+int
+store_prune_jobs(struct store *s, int64_t now_ms,
+                 const struct store_retention *r)
+{
+	int rc;
+
+	if (r->jobs_ms > 0) {
+		int64_t cut = now_ms - r->jobs_ms;
+
+		if ((rc = store_exec_cut(
+		         s,
+		         "DELETE FROM job_samples WHERE job_id IN"
+		         " (SELECT id FROM jobs WHERE state "
+		         "IN " JOB_ENDED_STATES " AND ended_ms < ?1)",
+		         cut)) != SQLITE_OK ||
+		    (rc = store_exec_cut(s,
+		                         "DELETE FROM events WHERE job_id IN"
+		                         " (SELECT id FROM jobs WHERE state "
+		                         "IN " JOB_ENDED_STATES
+		                         " AND ended_ms < ?1)"
+		                         " OR (job_id = 0 AND ts_ms < ?1)",
+		                         cut)) != SQLITE_OK ||
+		    (rc = store_exec_cut(
+		         s,
+		         "DELETE FROM jobs WHERE state IN " JOB_ENDED_STATES
+		         " AND ended_ms < ?1",
+		         cut)) != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
+}
