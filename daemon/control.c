@@ -1,11 +1,11 @@
 /*
- * The dispatch table. Every method of PROTOCOL.md has one row: its
- * handler, who may call it, and (for the methods answered here) the
- * parameters it knows, so an unknown member is refused before the handler
- * runs. Ownership checks that depend on a job or a process are made in the
- * handler, always against the peer's credentials.
+ * The dispatch table (control.h). Every method of PROTOCOL.md has one row:
+ * its handler, who may call it and the parameters it takes, all checked
+ * here before the handler runs. This file also answers the methods that
+ * are not about jobs: hello, info, history, subscribe, unsubscribe.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +14,13 @@
 #include "daemon.h"
 #include "jobs.h"
 #include "log.h"
+#include "notify.h"
 #include "proto.h"
-#include "sampler.h"
 #include "server.h"
 #include "version.h"
+#include "wire.h"
 
 #define MAX_HISTORY_BUCKETS 100000
-
-enum control_auth {
-	AUTH_ANYONE,  /* anyone connected */
-	AUTH_HANDLER, /* anyone; the handler checks ownership per object */
-};
-
-struct control_method {
-	const char *name;
-	control_handler handler;
-	enum control_auth auth;
-	const char *const *params; /* known params; NULL: handler checks */
-};
 
 static int ctl_hello(struct daemon *, const struct peer *, const cJSON *,
                      const cJSON *, cJSON **, char *, size_t);
@@ -44,45 +33,125 @@ static int ctl_subscribe(struct daemon *, const struct peer *, const cJSON *,
 static int ctl_unsubscribe(struct daemon *, const struct peer *, const cJSON *,
                            const cJSON *, cJSON **, char *, size_t);
 
-static const char *const hello_params[] = {"version", "client", NULL};
-static const char *const no_params[] = {NULL};
-static const char *const history_params[] = {"since_ms", "until_ms", "step_ms",
-                                             "job_id", NULL};
-static const char *const subscribe_params[] = {"samples", "events", "pid",
-                                               NULL};
+#define PARAMS_END                                                             \
+	{                                                                      \
+		NULL, PROTO_T_INT, 0                                           \
+	}
+
+/* Each list in the order the handler reads it, so a request with several
+ * faults is told of the same one first. */
+static const struct control_param hello_params[] = {
+    {"version", PROTO_T_INT, 1}, {"client", PROTO_T_STRING, 0}, PARAMS_END};
+static const struct control_param no_params[] = {PARAMS_END};
+static const struct control_param history_params[] = {
+    {"job_id", PROTO_T_INT, 0},
+    {"since_ms", PROTO_T_INT, 0}, /* required without job_id */
+    {"until_ms", PROTO_T_INT, 0},
+    {"step_ms", PROTO_T_INT, 0},
+    PARAMS_END};
+static const struct control_param subscribe_params[] = {
+    {"samples", PROTO_T_BOOL, 0},
+    {"events", PROTO_T_BOOL, 0},
+    {"pid", PROTO_T_INT, 0},
+    PARAMS_END};
+static const struct control_param submit_params[] = {
+    {"attached", PROTO_T_BOOL, 0},
+    {"argv", PROTO_T_STRV, 1},
+    {"cwd", PROTO_T_STRING, 1},
+    {"env", PROTO_T_STRV, 0}, /* required unless attached */
+    {"name", PROTO_T_STRING, 0},
+    {"priority", PROTO_T_INT, 0},
+    {"wait_free_pct", PROTO_T_NUMBER, 0},
+    {"swap_budget_bytes", PROTO_T_INT, 0},
+    {"expect_bytes", PROTO_T_INT, 0},
+    {"exclusive", PROTO_T_BOOL, 0},
+    {"retry_on_breach", PROTO_T_INT, 0},
+    {"umask", PROTO_T_INT, 0},
+    PARAMS_END};
+static const struct control_param id_params[] = {{"id", PROTO_T_INT, 1},
+                                                 PARAMS_END};
+static const struct control_param job_pid_params[] = {
+    {"id", PROTO_T_INT, 1}, {"pid", PROTO_T_INT, 1}, PARAMS_END};
+static const struct control_param job_exit_params[] = {
+    {"id", PROTO_T_INT, 1},
+    {"exit_code", PROTO_T_INT, 0}, /* exactly one of these two */
+    {"signal", PROTO_T_INT, 0},
+    PARAMS_END};
+static const struct control_param status_params[] = {
+    {"all", PROTO_T_BOOL, 0}, {"limit", PROTO_T_INT, 0}, PARAMS_END};
+static const struct control_param show_params[] = {
+    {"id", PROTO_T_INT, 1}, {"env", PROTO_T_BOOL, 0}, PARAMS_END};
+static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
+                                                   {"offset", PROTO_T_INT, 0},
+                                                   {"follow", PROTO_T_BOOL, 0},
+                                                   PARAMS_END};
+static const struct control_param events_params[] = {
+    {"after_id", PROTO_T_INT, 0},
+    {"limit", PROTO_T_INT, 0},
+    {"follow", PROTO_T_BOOL, 0},
+    PARAMS_END};
 
 static const struct control_method methods[] = {
     {"hello", ctl_hello, AUTH_ANYONE, hello_params},
     {"info", ctl_info, AUTH_ANYONE, no_params},
     {"history", ctl_history, AUTH_ANYONE, history_params},
-    {"subscribe", ctl_subscribe, AUTH_HANDLER, subscribe_params},
+    {"subscribe", ctl_subscribe, AUTH_OWNER, subscribe_params},
     {"unsubscribe", ctl_unsubscribe, AUTH_ANYONE, no_params},
-    {"submit", jobs_ctl_submit, AUTH_HANDLER, NULL},
-    {"job_pid", jobs_ctl_attach, AUTH_HANDLER, NULL},
-    {"job_exit", jobs_ctl_job_exit, AUTH_HANDLER, NULL},
-    {"resume", jobs_ctl_resume, AUTH_HANDLER, NULL},
-    {"status", jobs_ctl_status, AUTH_HANDLER, NULL},
-    {"show", jobs_ctl_show, AUTH_HANDLER, NULL},
-    {"cancel", jobs_ctl_cancel, AUTH_HANDLER, NULL},
-    {"wait", jobs_ctl_wait, AUTH_ANYONE, NULL},
-    {"logs", jobs_ctl_logs, AUTH_HANDLER, NULL},
-    {"events", jobs_ctl_events, AUTH_HANDLER, NULL},
+    {"submit", control_submit, AUTH_ANYONE, submit_params},
+    {"job_pid", control_job_pid, AUTH_OWNER, job_pid_params},
+    {"job_exit", control_job_exit, AUTH_OWNER, job_exit_params},
+    {"resume", control_resume, AUTH_OWNER, id_params},
+    {"status", control_status, AUTH_ANYONE, status_params},
+    {"show", control_show, AUTH_ANYONE, show_params},
+    {"cancel", control_cancel, AUTH_OWNER, id_params},
+    {"wait", control_wait, AUTH_ANYONE, id_params},
+    {"logs", control_logs, AUTH_OWNER, logs_params},
+    {"events", control_events, AUTH_ANYONE, events_params},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 
+/* Unknown or repeated names, then each listed one's type and presence. */
+static int
+params_check(const struct control_param *spec, const cJSON *params, char *cause,
+             size_t causelen)
+{
+	const char *known[64];
+	size_t i;
+	int rc;
+
+	for (i = 0; spec[i].name != NULL; i++) {
+		if (i == sizeof known / sizeof known[0] - 1) {
+			/* A table row longer than this is a bug here. */
+			snprintf(cause, causelen, "too many parameters listed");
+			return PROTO_E_INTERNAL;
+		}
+		known[i] = spec[i].name;
+	}
+	known[i] = NULL;
+	if ((rc = proto_params_check(params, known, cause, causelen)) != 0)
+		return rc;
+	for (i = 0; spec[i].name != NULL; i++)
+		if ((rc = proto_param_type(params, spec[i].name, spec[i].type,
+		                           spec[i].required, cause,
+		                           causelen)) != 0)
+			return rc;
+	return 0;
+}
+
 int
-control_dispatch(struct daemon *d, const struct peer *p, const char *method,
-                 const cJSON *req_id, const cJSON *params, cJSON **result,
-                 char *cause, size_t causelen)
+control_dispatch_in(const struct control_method *table, size_t n,
+                    struct daemon *d, const struct peer *p, const char *method,
+                    const cJSON *req_id, const cJSON *params, cJSON **result,
+                    char *cause, size_t causelen)
 {
 	const struct control_method *m = NULL;
 	size_t i;
 	int rc;
 
 	*result = NULL;
-	for (i = 0; i < NMETHODS; i++) {
-		if (strcmp(methods[i].name, method) == 0) {
-			m = &methods[i];
+	for (i = 0; i < n; i++) {
+		if (strcmp(table[i].name, method) == 0) {
+			m = &table[i];
 			break;
 		}
 	}
@@ -92,14 +161,44 @@ control_dispatch(struct daemon *d, const struct peer *p, const char *method,
 		snprintf(cause, causelen, "unknown method '%.64s'", method);
 		return PROTO_E_METHOD;
 	}
+	/* Who first: a caller the row does not admit learns nothing of
+	 * what the method takes. */
+	if (m->auth == AUTH_ROOT && p->uid != 0) {
+		snprintf(cause, causelen, "%s is for root only", m->name);
+		return PROTO_E_PERM;
+	}
 	if (params != NULL && !cJSON_IsObject(params)) {
 		snprintf(cause, causelen, "params must be an object");
 		return PROTO_E_PARAMS;
 	}
-	if (m->params != NULL &&
-	    (rc = proto_params_check(params, m->params, cause, causelen)) != 0)
+	if ((rc = params_check(m->params, params, cause, causelen)) != 0)
 		return rc;
 	return m->handler(d, p, req_id, params, result, cause, causelen);
+}
+
+int
+control_dispatch(struct daemon *d, const struct peer *p, const char *method,
+                 const cJSON *req_id, const cJSON *params, cJSON **result,
+                 char *cause, size_t causelen)
+{
+	return control_dispatch_in(methods, NMETHODS, d, p, method, req_id,
+	                           params, result, cause, causelen);
+}
+
+int
+control_job_owner(struct daemon *d, const struct peer *p, int64_t id,
+                  struct jobs_view *v, char *cause, size_t causelen)
+{
+	int rc;
+
+	if ((rc = jobs_get(d, id, v, cause, causelen)) != 0)
+		return rc;
+	if (!wire_may_see(p->uid, v->j)) {
+		jobs_view_free(v);
+		snprintf(cause, causelen, "job %" PRId64 " is not yours", id);
+		return PROTO_E_PERM;
+	}
+	return 0;
 }
 
 static cJSON *
@@ -187,7 +286,9 @@ static int
 ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
          const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
-	cJSON *r;
+	int counts[JOB_LOST + 1];
+	const char *health;
+	cJSON *r, *o;
 
 	if ((r = cJSON_CreateObject()) == NULL) {
 		snprintf(cause, causelen, "out of memory");
@@ -202,16 +303,20 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	cJSON_AddStringToObject(r, "db_path", d->cfg.db_path);
 	proto_add_int(r, "db_bytes",
 	              d->store != NULL ? store_size_bytes(d->store) : 0);
-	if (d->storage_error[0] != '\0')
-		cJSON_AddStringToObject(r, "storage_error", d->storage_error);
+	health = d->store != NULL ? store_health(d->store) : NULL;
+	if (health != NULL)
+		cJSON_AddStringToObject(r, "storage_error", health);
 	else
 		cJSON_AddNullToObject(r, "storage_error");
 	if (d->have_last)
-		cJSON_AddItemToObject(r, "sample",
-		                      sampler_sample_json(&d->last));
+		cJSON_AddItemToObject(r, "sample", wire_sample(&d->last));
 	else
 		cJSON_AddNullToObject(r, "sample");
-	jobs_info(d, r);
+	jobs_count(d, (uid_t)-1, counts);
+	o = cJSON_AddObjectToObject(r, "jobs");
+	proto_add_int(o, "queued", counts[JOB_QUEUED]);
+	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
+	proto_add_int(o, "running", counts[JOB_RUNNING]);
 	*result = r;
 	return 0;
 }
@@ -245,13 +350,15 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	char why[256];
 	int rc;
 
-	/* Samples are committed in batches: answer with all of them. */
-	sampler_flush(d);
+	/* Samples are committed in batches: answer with all of them (a
+	 * failure is the store's health, shown in info). */
+	if (d->store != NULL)
+		store_flush(d->store, why, sizeof why);
 	rc = proto_param_int(params, "job_id", 0, 1, INT64_MAX, &job_id, cause,
 	                     causelen);
 	if (rc == 0)
-		return jobs_ctl_job_history(d, p, req_id, params, result, cause,
-		                            causelen);
+		return control_job_history(d, p, req_id, params, result, cause,
+		                           causelen);
 	if (rc < 0)
 		return rc;
 
@@ -312,8 +419,7 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		                                b[i].available_max, 1));
 		cJSON_AddStringToObject(
 		    o, "pressure_max",
-		    sampler_pressure_name(
-		        (enum pressure_level)b[i].pressure_max));
+		    pressure_name((enum pressure_level)b[i].pressure_max));
 		cJSON_AddBoolToObject(o, "gap", b[i].gap_before != 0);
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -356,9 +462,9 @@ ctl_subscribe(struct daemon *d, const struct peer *p, const cJSON *req_id,
 			return PROTO_E_PERM;
 		}
 	}
-	if ((rc = sampler_subscribe(d, p->client_id, p->uid, samples, events,
-	                            (pid_t)pid, pi.start_time, cause,
-	                            causelen)) != 0)
+	if ((rc = notify_subscribe(d, p->client_id, p->uid, samples, events,
+	                           (pid_t)pid, pi.start_time, cause,
+	                           causelen)) != 0)
 		return PROTO_E_INTERNAL;
 	*result = cJSON_CreateObject();
 	proto_add_int(*result, "interval_ms", d->cfg.interval_ms);
@@ -370,7 +476,7 @@ ctl_unsubscribe(struct daemon *d, const struct peer *p, const cJSON *req_id,
                 const cJSON *params, cJSON **result, char *cause,
                 size_t causelen)
 {
-	sampler_unsubscribe(d, p->client_id);
+	notify_unsubscribe(d, p->client_id);
 	*result = cJSON_CreateObject();
 	return 0;
 }

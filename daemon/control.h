@@ -1,14 +1,22 @@
 /*
  * The dispatch table: method name -> handler, with who may call it and the
- * parameters it knows. server.c calls control_dispatch() for every request
- * after hello; authorisation by peer credentials happens here and in the
- * handlers, never from anything the client claims.
+ * parameters it takes. control_dispatch() is the server's dispatch hook: it
+ * refuses unknown methods, callers the row does not admit and parameters
+ * the row does not list (unknown names, wrong types, required ones
+ * missing) before any handler runs. What depends on one object (whose
+ * job, whose process) or on several fields together is checked in the
+ * handler, always against the peer's credentials, never against anything
+ * the client claims.
  */
 #ifndef SL_CONTROL_H
 #define SL_CONTROL_H
 
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
+#include "jobs.h"
+#include "proto.h"
 #include "server.h"
 
 struct daemon;
@@ -16,44 +24,75 @@ struct daemon;
 /*
  * A handler either answers at once (returns 0 with *result set, or a
  * PROTO_E_* code with cause filled) or defers: it returns CONTROL_DEFERRED
- * after keeping a copy of req_id (cJSON_Duplicate) to answer later with
- * server_reply(). The handler does not own params.
+ * after keeping a copy of req_id to answer later with server_reply(). The
+ * handler does not own params.
  */
-#define CONTROL_DEFERRED 1
+#define CONTROL_DEFERRED SERVER_DEFERRED
 
 typedef int (*control_handler)(struct daemon *d, const struct peer *p,
                                const cJSON *req_id, const cJSON *params,
                                cJSON **result, char *cause, size_t causelen);
 
-/* Returns what the handler returned; on error the caller sends cause. */
+enum control_auth {
+	AUTH_ANYONE, /* anyone connected; the answer is the same for all */
+	AUTH_OWNER,  /* anyone; the handler checks each object it touches
+	                against the peer (control_job_owner) */
+	AUTH_ROOT,   /* root only */
+};
+
+/* A parameter the method takes; the handler checks ranges and lengths. */
+struct control_param {
+	const char *name;
+	enum proto_type type;
+	int required; /* JSON null counts as absent */
+};
+
+struct control_method {
+	const char *name;
+	control_handler handler;
+	enum control_auth auth;
+	const struct control_param *params; /* ends with a NULL name */
+};
+
+/* The server's dispatch hook: the daemon's table. Returns what the handler
+ * returned; on error the caller sends cause. */
 int control_dispatch(struct daemon *d, const struct peer *p, const char *method,
                      const cJSON *req_id, const cJSON *params, cJSON **result,
                      char *cause, size_t causelen);
+/* The same checks against any table (tests add rows of their own). */
+int control_dispatch_in(const struct control_method *table, size_t n,
+                        struct daemon *d, const struct peer *p,
+                        const char *method, const cJSON *req_id,
+                        const cJSON *params, cJSON **result, char *cause,
+                        size_t causelen);
 
-/* Job method handlers, in jobs-ctl.c, jobs-attached.c (job_pid, job_exit,
- * resume) and jobs-logs.c (logs); see PROTOCOL.md for each. The method
- * names are those of PROTOCOL.md; jobs_ctl_attach answers job_pid. */
-int jobs_ctl_submit(struct daemon *, const struct peer *, const cJSON *,
+/* Per-object check of AUTH_OWNER rows: the job, in *v, when the peer is
+ * its owner or root; PROTO_E_NOJOB or PROTO_E_PERM with cause otherwise. */
+int control_job_owner(struct daemon *d, const struct peer *p, int64_t id,
+                      struct jobs_view *v, char *cause, size_t causelen);
+
+/* Job method handlers (control-jobs.c); PROTOCOL.md describes each. */
+int control_submit(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
+int control_job_pid(struct daemon *, const struct peer *, const cJSON *,
                     const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_attach(struct daemon *, const struct peer *, const cJSON *,
-                    const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_status(struct daemon *, const struct peer *, const cJSON *,
-                    const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_show(struct daemon *, const struct peer *, const cJSON *,
-                  const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_cancel(struct daemon *, const struct peer *, const cJSON *,
-                    const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_wait(struct daemon *, const struct peer *, const cJSON *,
-                  const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_logs(struct daemon *, const struct peer *, const cJSON *,
-                  const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_events(struct daemon *, const struct peer *, const cJSON *,
-                    const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_job_history(struct daemon *, const struct peer *, const cJSON *,
-                         const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_job_exit(struct daemon *, const struct peer *, const cJSON *,
-                      const cJSON *, cJSON **, char *, size_t);
-int jobs_ctl_resume(struct daemon *, const struct peer *, const cJSON *,
-                    const cJSON *, cJSON **, char *, size_t);
+int control_job_exit(struct daemon *, const struct peer *, const cJSON *,
+                     const cJSON *, cJSON **, char *, size_t);
+int control_resume(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
+int control_status(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
+int control_show(struct daemon *, const struct peer *, const cJSON *,
+                 const cJSON *, cJSON **, char *, size_t);
+int control_cancel(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
+int control_wait(struct daemon *, const struct peer *, const cJSON *,
+                 const cJSON *, cJSON **, char *, size_t);
+int control_logs(struct daemon *, const struct peer *, const cJSON *,
+                 const cJSON *, cJSON **, char *, size_t);
+int control_events(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
+int control_job_history(struct daemon *, const struct peer *, const cJSON *,
+                        const cJSON *, cJSON **, char *, size_t);
 
 #endif

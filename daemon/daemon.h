@@ -65,6 +65,8 @@ int config_reload(struct config *cfg, int argc, char **argv,
 struct server;
 struct sampler;
 struct jobs;
+struct notify;
+struct tick;
 
 struct daemon {
 	uv_loop_t *loop;
@@ -72,11 +74,12 @@ struct daemon {
 	struct store *store;
 	struct server *server;
 	struct sampler *sampler;
+	struct tick *tick;
 	struct jobs *jobs;
+	struct notify *notify;
 	struct sys_sample last; /* latest system sample */
 	int have_last;
 	int64_t started_ms;
-	char storage_error[256]; /* "" while storage works */
 	int stopping;
 	/* The client cap the descriptor limit allows: at most max_clients. */
 	int fd_max_clients;

@@ -120,8 +120,8 @@ jobs_detached_spawn(struct daemon *d, struct jrec *r)
 	struct spawn_child child;
 	char cause[256];
 
-	if (spawn_detached(d->cfg.state_dir, j, &child, cause, sizeof cause) !=
-	    0) {
+	if (d->jobs->ops->spawn(d->cfg.state_dir, j, &child, cause,
+	                        sizeof cause) != 0) {
 		jrec_end(d, r, JOB_FAILED, "spawn", xstrdup(cause));
 		return;
 	}

@@ -1,17 +1,16 @@
 /*
  * What the files of the jobs module share; not for other modules (their
- * contract is jobs.h and the jobs_ctl_* handlers of control.h).
+ * contract is jobs.h).
  *
- *   jobs.c          the job table, transitions (commit, then announce),
- *                   admission and the per-sample tick with enforcement
+ *   jobs.c          the job table, transitions (commit, then note),
+ *                   admission and the per-sample pass with enforcement
  *   jobs-kill.c     ending a job's process tree: TERM, grace, KILL
  *   jobs-detached.c detached jobs: spawning, the monitor's pipe, following
  *                   re-adopted jobs without one
  *   jobs-attached.c attached jobs: job_pid, job_exit, resume, client gone
  *   jobs-adopt.c    start-up: loading unended jobs, re-adoption
- *   jobs-ctl.c      the other job methods, the wire Job and Event, who may
- *                   see what, waiters and event followers
- *   jobs-logs.c     the logs method and following a job's log
+ *   jobs-ctl.c      what the front asks of the table: views, submit,
+ *                   cancel
  *
  * The rules (state machine, admission, breach) are in docs/jobs.md.
  */
@@ -71,22 +70,16 @@ struct jrec {
 	enum admit_wait note_wait;
 };
 
-struct waiter;         /* jobs-ctl.c */
-struct event_follower; /* jobs-ctl.c */
-struct log_reader;     /* jobs-logs.c */
-struct pending_event;  /* jobs.c */
+struct pending_event; /* jobs.c */
 
 struct jobs {
 	struct daemon *d;
 	struct jrec **v;
 	size_t n, cap;
-	struct waiter *waiters;
-	struct log_reader *logs;
-	struct event_follower *followers;
 	struct pending_event *pending, **pending_tail;
-	jobs_event_cb event_cb;
+	jobs_note_cb note;
+	const struct jobs_ops *ops;
 	uv_timer_t *admit_timer;
-	int storage_failed; /* d->storage_error was set by this module */
 };
 
 static inline char *
@@ -116,7 +109,8 @@ struct jrec *jrec_new(struct jobs *js, struct job *j);
  * also sets every queued record's position. */
 struct jrec **jobs_queue(struct jobs *js, size_t *n);
 void jobs_admit_soon(struct daemon *d);
-void jobs_storage_failed(struct daemon *d, const char *what, const char *cause);
+/* Tell the layers above (jobs.h, struct jobs_note). */
+void jobs_note(struct daemon *d, struct jobs_note *n);
 /* Write the record; on failure it is kept dirty and retried each sample. */
 int jrec_commit(struct daemon *d, struct jrec *r);
 /* Record an event (detail: JSON object, consumed); announced once it is
@@ -169,41 +163,9 @@ int jobs_adopt_load(struct daemon *d, int *n);
 
 /* ---- jobs-ctl.c ---- */
 
-int jobs_ctl_may_see(uid_t viewer, const struct job *j);
 /* 0 once r's end is on disk; else PROTO_E_STORAGE with the cause: an end
  * is announced only once committed. */
 int jobs_ctl_end_recorded(struct daemon *d, const struct jrec *r, char *cause,
                           size_t causelen);
-/* The wire Job; r is the live record when there is one. */
-cJSON *jobs_ctl_job_json(const struct job *j, const struct jrec *r,
-                         uid_t viewer, int with_env);
-int jobs_ctl_param_id(const cJSON *params, int64_t *id, char *cause,
-                      size_t causelen);
-int jobs_ctl_lookup(struct daemon *d, int64_t id, struct jrec **r,
-                    struct job **stored, char *cause, size_t causelen);
-void jobs_ctl_answer_waiters(struct daemon *d, struct jrec *r);
-void jobs_ctl_notify_followers(struct daemon *d, const struct store_event *e);
-/* Drop the waiters and event followers of client_id, or all of them. */
-void jobs_ctl_drop(struct jobs *js, uint64_t client_id, int all);
-/*
- * Answers a connection may have pending (wait, logs), and the bytes of the
- * request ids kept for them: a client that asks and never gets an answer
- * must not pin daemon memory without bound. 0, or PROTO_E_LIMIT with cause
- * when one more (for req_id) would pass either.
- */
-#define JOBS_MAX_DEFERRED 1024
-#define JOBS_MAX_DEFERRED_ID_BYTES (1u << 20)
-int jobs_ctl_defer_check(struct jobs *js, uint64_t client_id,
-                         const cJSON *req_id, char *cause, size_t causelen);
-size_t jobs_ctl_id_bytes(const cJSON *req_id);
-
-/* ---- jobs-logs.c ---- */
-
-void jobs_logs_pump(struct daemon *d);
-/* Drop the log readers of client_id, or all of them. */
-void jobs_logs_drop(struct jobs *js, uint64_t client_id, int all);
-/* Add the log requests client_id has pending, and their ids' bytes. */
-void jobs_logs_pending(struct jobs *js, uint64_t client_id, size_t *n,
-                       size_t *id_bytes);
 
 #endif

@@ -33,7 +33,7 @@ jobs_kill_signal(struct jrec *r, int sig)
 	}
 	if ((size_t)n > PROCTREE_MAX_PIDS)
 		n = PROCTREE_MAX_PIDS;
-	if (spawn_signal_tree(pgid, sig_pids, (size_t)n, sig) < 0)
+	if (r->js->ops->signal_tree(pgid, sig_pids, (size_t)n, sig) < 0)
 		log_warnx("jobs: job %" PRId64 ": signal %d failed", r->j->id,
 		          sig);
 	log_debug("jobs: job %" PRId64 ": signal %d to group %d and %d pids",

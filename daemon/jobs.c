@@ -27,8 +27,6 @@
 #include "log.h"
 #include "proctree.h"
 #include "proto.h"
-#include "sampler.h"
-#include "server.h"
 #include "store.h"
 #include "units.h"
 
@@ -114,33 +112,8 @@ jrec_new(struct jobs *js, struct job *j)
 
 /* ---- storage: commit before announcing ---- */
 
-void
-jobs_storage_failed(struct daemon *d, const char *what, const char *cause)
-{
-	if (d->storage_error[0] == '\0')
-		log_warnx("jobs: %s: %s; holding admissions", what, cause);
-	/* A long cause is cut to fit, as the sampler does. */
-	snprintf(d->storage_error, sizeof d->storage_error, "%s: %.*s", what,
-	         (int)(sizeof d->storage_error - strlen(what) - 3), cause);
-	d->jobs->storage_failed = 1;
-}
-
-/* Clear the error only when it is this module's: the sampler manages
- * its own (prefixed "samples: "). */
-static void
-jobs_storage_ok(struct daemon *d)
-{
-	const char *e = d->storage_error;
-
-	if (!d->jobs->storage_failed)
-		return;
-	d->jobs->storage_failed = 0;
-	if (strncmp(e, "job ", 4) == 0 || strncmp(e, "event: ", 7) == 0) {
-		log_info("jobs: storage works again");
-		d->storage_error[0] = '\0';
-	}
-}
-
+/* The store keeps its health (store_health); a record it could not write is
+ * kept dirty and retried each tick. */
 int
 jrec_commit(struct daemon *d, struct jrec *r)
 {
@@ -148,20 +121,25 @@ jrec_commit(struct daemon *d, struct jrec *r)
 
 	if (store_job_update(d->store, r->j, cause, sizeof cause) != 0) {
 		r->dirty = 1;
-		jobs_storage_failed(d, "job update", cause);
 		return -1;
 	}
 	r->dirty = 0;
-	jobs_storage_ok(d);
 	return 0;
+}
+
+void
+jobs_note(struct daemon *d, struct jobs_note *n)
+{
+	if (d->jobs->note != NULL)
+		d->jobs->note(d, n);
 }
 
 static void
 jobs_announce_event(struct daemon *d, const struct store_event *e)
 {
-	jobs_ctl_notify_followers(d, e);
-	if (d->jobs->event_cb != NULL)
-		d->jobs->event_cb(d, e);
+	struct jobs_note n = {.kind = JOBS_NOTE_EVENT, .event = e};
+
+	jobs_note(d, &n);
 }
 
 /* The record of the event's job holds a transition it could not commit:
@@ -191,11 +169,8 @@ jobs_flush_events(struct daemon *d)
 	while ((p = js->pending) != NULL) {
 		if (jobs_event_held(js, &p->e))
 			return 1;
-		if (store_event_add(d->store, &p->e, cause, sizeof cause) !=
-		    0) {
-			jobs_storage_failed(d, "event", cause);
+		if (store_event_add(d->store, &p->e, cause, sizeof cause) != 0)
 			return -1;
-		}
 		jobs_announce_event(d, &p->e);
 		js->pending = p->next;
 		if (js->pending == NULL)
@@ -203,7 +178,6 @@ jobs_flush_events(struct daemon *d)
 		free(p->detail);
 		free(p);
 	}
-	jobs_storage_ok(d);
 	return 0;
 }
 
@@ -295,6 +269,7 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 {
 	struct job *j = r->j;
 	cJSON *det = cJSON_CreateObject();
+	struct jobs_note n = {.kind = JOBS_NOTE_ENDED, .job = j};
 
 	r->end_pending = 0;
 	if (j->end_reason != NULL)
@@ -308,7 +283,7 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	if (j->end_detail != NULL)
 		cJSON_AddStringToObject(det, "detail", j->end_detail);
 	jobs_event(d, j, end_event_kind(j->state), det);
-	jobs_ctl_answer_waiters(d, r);
+	jobs_note(d, &n);
 	jrec_release(d, r);
 	jobs_admit_soon(d);
 }
@@ -526,7 +501,8 @@ static void
 jrec_admit(struct daemon *d, struct jrec *r)
 {
 	struct job *j = r->j;
-	cJSON *det, *note;
+	struct jobs_note n = {.kind = JOBS_NOTE_ADMITTED, .job = j};
+	cJSON *det;
 
 	j->state = JOB_ADMITTED;
 	j->admitted_ms = now_ms();
@@ -553,12 +529,8 @@ jrec_admit(struct daemon *d, struct jrec *r)
 	jobs_event(d, j, "admitted", det);
 
 	if (j->attached) {
-		if (r->client_id != 0) {
-			note = cJSON_CreateObject();
-			proto_add_int(note, "id", j->id);
-			proto_add_int(note, "attempt", j->attempt);
-			server_notify(d, r->client_id, "admitted", note);
-		}
+		if ((n.client_id = r->client_id) != 0)
+			jobs_note(d, &n);
 		return;
 	}
 	jobs_detached_spawn(d, r);
@@ -567,7 +539,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 static void
 jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 {
-	cJSON *n;
+	struct jobs_note n = {.kind = JOBS_NOTE_QUEUE};
 	int free_int = (int)(free_pct + 0.5);
 
 	if (!r->j->attached || r->client_id == 0)
@@ -579,14 +551,13 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 	r->note_of = of;
 	r->note_free = free_int;
 	r->note_wait = r->wait;
-	n = cJSON_CreateObject();
-	proto_add_int(n, "id", r->j->id);
-	proto_add_int(n, "position", r->position);
-	proto_add_int(n, "of", of);
-	cJSON_AddNumberToObject(n, "free_pct", free_pct);
-	cJSON_AddNumberToObject(n, "wait_free_pct", r->j->wait_free_pct);
-	cJSON_AddStringToObject(n, "waiting_for", admit_wait_name(r->wait));
-	server_notify(d, r->client_id, "queue", n);
+	n.client_id = r->client_id;
+	n.job = r->j;
+	n.position = r->position;
+	n.of = of;
+	n.free_pct = free_pct;
+	n.wait = r->wait;
+	jobs_note(d, &n);
 }
 
 /* One admission pass: admit heads while the rule allows, then tell the
@@ -658,7 +629,8 @@ jobs_admit(struct daemon *d)
 		admit_decide(&in, waits, &res);
 		for (i = 0; i < nq; i++)
 			q[i]->wait = waits[i];
-		if (res.admit < 0 || d->stopping || d->storage_error[0] != '\0')
+		if (res.admit < 0 || d->stopping ||
+		    store_health(d->store) != NULL)
 			break;
 		/* An attached job nobody is there to run waits for its
 		 * client to come back (or for the resume grace to end). */
@@ -808,7 +780,7 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 	    "over its %s budget; free %.0f%%, footprint %s, "
 	    "pressure %s%s",
 	    requeued ? "breach" : "killed", at, grew, since, from, to, budget,
-	    s->free_pct, fp, sampler_pressure_name(s->pressure),
+	    s->free_pct, fp, pressure_name(s->pressure),
 	    requeued ? "; requeued for another attempt" : "");
 }
 
@@ -818,7 +790,8 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	struct job *j = r->j;
 	int requeued = enforce_requeues(j->attempt, j->retry_on_breach) &&
 	               jrec_may_retry(r);
-	cJSON *det, *note;
+	struct jobs_note n = {.kind = JOBS_NOTE_BREACH, .job = j};
+	cJSON *det;
 	char *para = breach_paragraph(r, s, requeued);
 	/* What the record says if the retry is abandoned after all (a
 	 * cancel, the client leaving): the final paragraph. */
@@ -837,8 +810,7 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	proto_add_int(det, "swap_used_bytes", (int64_t)s->swap_used_bytes);
 	cJSON_AddNumberToObject(det, "free_pct", s->free_pct);
 	proto_add_int(det, "footprint_bytes", (int64_t)j->footprint_bytes);
-	cJSON_AddStringToObject(det, "pressure",
-	                        sampler_pressure_name(s->pressure));
+	cJSON_AddStringToObject(det, "pressure", pressure_name(s->pressure));
 	proto_add_int(det, "sampled_at_ms", s->ts_ms);
 	if (para != NULL)
 		cJSON_AddStringToObject(det, "detail", para);
@@ -848,14 +820,10 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 		free(para);
 	jobs_event(d, j, "breach", det);
 	if (j->attached && r->client_id != 0) {
-		note = cJSON_CreateObject();
-		proto_add_int(note, "id", j->id);
-		proto_add_int(note, "swap_growth_bytes",
-		              (int64_t)r->growth_bytes);
-		proto_add_int(note, "swap_budget_bytes",
-		              (int64_t)j->swap_budget_bytes);
-		cJSON_AddBoolToObject(note, "requeued", requeued);
-		server_notify(d, r->client_id, "breach", note);
+		n.client_id = r->client_id;
+		n.growth_bytes = r->growth_bytes;
+		n.requeued = requeued;
+		jobs_note(d, &n);
 	}
 	if (r->tree == NULL && j->attached) {
 		/* Admitted but its client never reported a pid: nothing to
@@ -967,11 +935,10 @@ jobs_on_sample(struct daemon *d, const struct sys_sample *s)
 	struct jobs *js = d->jobs;
 	size_t i;
 
-	/* No job, and no event or log waiting: nothing to measure, enforce
-	 * or admit. That is an idle daemon, most of its life; the passes
-	 * below allocate and would cost it several us a sample. */
-	if (js == NULL ||
-	    (js->n == 0 && js->pending == NULL && js->logs == NULL))
+	/* No job, and no event waiting: nothing to measure, enforce or
+	 * admit. That is an idle daemon, most of its life; the passes below
+	 * allocate and would cost it several us a sample. */
+	if (js == NULL || (js->n == 0 && js->pending == NULL))
 		return;
 	jobs_reap(d);
 	for (i = 0; i < js->n; i++)
@@ -982,15 +949,17 @@ jobs_on_sample(struct daemon *d, const struct sys_sample *s)
 	 * while another's failed, e.g. on a full disk with WAL space left,
 	 * and that one must still be written and its end announced. */
 	jobs_retry_storage(d);
-	jobs_logs_pump(d);
 	jobs_admit(d);
 }
 
 /* ---- start-up, info, shutdown ---- */
 
 int
-jobs_init(struct daemon *d, char *cause, size_t causelen)
+jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
+          char *cause, size_t causelen)
 {
+	static const struct jobs_ops real_ops = {spawn_detached,
+	                                         spawn_signal_tree};
 	struct jobs *js = calloc(1, sizeof *js);
 	cJSON *det;
 	int n;
@@ -1000,6 +969,8 @@ jobs_init(struct daemon *d, char *cause, size_t causelen)
 		return -ENOMEM;
 	}
 	js->d = d;
+	js->note = note;
+	js->ops = ops != NULL ? ops : &real_ops;
 	js->pending_tail = &js->pending;
 	d->jobs = js;
 	js->admit_timer = malloc(sizeof *js->admit_timer);
@@ -1009,7 +980,6 @@ jobs_init(struct daemon *d, char *cause, size_t causelen)
 	}
 	uv_timer_init(d->loop, js->admit_timer);
 	js->admit_timer->data = d;
-	server_on_gone(d, jobs_client_gone);
 
 	if (jobs_adopt_load(d, &n) < 0) {
 		snprintf(cause, causelen, "cannot load jobs from the store");
@@ -1024,27 +994,16 @@ jobs_init(struct daemon *d, char *cause, size_t causelen)
 }
 
 void
-jobs_info(struct daemon *d, cJSON *info)
+jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1])
 {
 	struct jobs *js = d->jobs;
-	int counts[JOB_LOST + 1] = {0};
-	cJSON *o = cJSON_CreateObject();
 	size_t i;
 
+	memset(counts, 0, (JOB_LOST + 1) * sizeof counts[0]);
 	for (i = 0; js != NULL && i < js->n; i++)
-		if (jrec_is_live(js->v[i]))
+		if (jrec_is_live(js->v[i]) &&
+		    (uid == (uid_t)-1 || js->v[i]->j->uid == uid))
 			counts[js->v[i]->j->state]++;
-	proto_add_int(o, "queued", counts[JOB_QUEUED]);
-	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
-	proto_add_int(o, "running", counts[JOB_RUNNING]);
-	cJSON_AddItemToObject(info, "jobs", o);
-}
-
-void
-jobs_on_event(struct daemon *d, jobs_event_cb cb)
-{
-	if (d->jobs != NULL)
-		d->jobs->event_cb = cb;
 }
 
 static void
@@ -1062,8 +1021,8 @@ jobs_shutdown(struct daemon *d)
 
 	if (js == NULL)
 		return;
-	/* Subscribers have been closed by now. */
-	js->event_cb = NULL;
+	/* Clients have been closed by now. */
+	js->note = NULL;
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, "daemon_stop", det);
@@ -1080,8 +1039,6 @@ jobs_shutdown(struct daemon *d)
 		jrec_free(d, r);
 	}
 	free(js->v);
-	jobs_ctl_drop(js, 0, 1);
-	jobs_logs_drop(js, 0, 1);
 	while ((p = js->pending) != NULL) {
 		js->pending = p->next;
 		free(p->detail);

@@ -1,8 +1,10 @@
 /*
  * The job table: queue, admission, enforcement, spawning and re-adoption.
  * The pure decisions live in admit.c and enforce.c; this module applies
- * them, commits every transition to the store before announcing it, and
- * talks to clients.
+ * them and commits every transition to the store before it tells anyone,
+ * through one note callback. It knows no client protocol: the layers
+ * above turn its notes into wire messages (notify.c) and its views into
+ * answers (control-jobs.c). docs/architecture.md shows where it stands.
  */
 #ifndef SL_JOBS_H
 #define SL_JOBS_H
@@ -10,42 +12,101 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <cjson/cJSON.h>
-
+#include "admit.h"
 #include "daemon.h"
+#include "job.h"
+#include "spawn.h"
+#include "store.h"
 
 /* An attached job whose client has not come back after a daemon restart is
  * given up (queued: cancelled, admitted: lost) after this long. */
 #define JOBS_RESUME_GRACE_MS 30000
 
-/* Load unended jobs from the store and re-adopt or mark them. Registers
- * its own server_on_gone callback. */
-int jobs_init(struct daemon *d, char *cause, size_t causelen);
-void jobs_shutdown(struct daemon *d); /* leaves running jobs alone */
-/* Called by the sampler after every system sample: samples job trees,
- * enforces budgets, then admits. Never waits on storage. */
-void jobs_on_sample(struct daemon *d, const struct sys_sample *s);
-/* Jobs fill the "jobs" member of info (counts by state). */
-void jobs_info(struct daemon *d, cJSON *info);
+/* What the table tells the layers above, each once it is on disk. */
+enum jobs_note_kind {
+	JOBS_NOTE_ADMITTED, /* an attached job may start: its client runs it */
+	JOBS_NOTE_QUEUE,    /* an attached job's place in the queue changed */
+	JOBS_NOTE_BREACH,   /* an attached job passed its swap budget */
+	JOBS_NOTE_ENDED,    /* a job's end is recorded */
+	JOBS_NOTE_EVENT,    /* an event is recorded */
+};
 
-/* A client connection closed (registered with server_on_gone by
- * jobs_init; safe to call more than once). */
-void jobs_client_gone(struct daemon *d, uint64_t client_id);
-/* Deferred answers (wait, logs) a client is still owed: a connection the
- * peer half-closed stays open until they are sent. */
-size_t jobs_client_deferred(struct daemon *d, uint64_t client_id);
-/* Everything queued for a client was written: the logs it reads are sent
- * on, at the pace it reads them. */
-void jobs_client_writable(struct daemon *d, uint64_t client_id);
+struct jobs_note {
+	enum jobs_note_kind kind;
+	uint64_t client_id;              /* ADMITTED, QUEUE, BREACH */
+	const struct job *job;           /* all but EVENT */
+	const struct store_event *event; /* EVENT */
+	long position, of;               /* QUEUE */
+	double free_pct;                 /* QUEUE */
+	enum admit_wait wait;            /* QUEUE */
+	uint64_t growth_bytes;           /* BREACH */
+	int requeued;                    /* BREACH */
+};
+
+typedef void (*jobs_note_cb)(struct daemon *d, const struct jobs_note *n);
+
+/* Where the table meets the OS to act: tests record these instead. */
+struct jobs_ops {
+	int (*spawn)(const char *state_dir, const struct job *j,
+	             struct spawn_child *child, char *cause, size_t causelen);
+	int (*signal_tree)(pid_t pgid, const pid_t *pids, size_t n, int sig);
+};
+
+/* Load unended jobs from the store and re-adopt or mark them. ops NULL:
+ * spawn.c's. Notes go to note (NULL: nowhere). */
+int jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
+              char *cause, size_t causelen);
+void jobs_shutdown(struct daemon *d); /* leaves running jobs alone */
+/* Each tick: samples job trees, enforces budgets, then admits. Never
+ * waits on storage or clients. */
+void jobs_on_sample(struct daemon *d, const struct sys_sample *s);
+
+/* A read-only look at one job, valid until the table next changes. */
+struct jobs_view {
+	const struct job *j;
+	int in_table;         /* a record here (else loaded from the store) */
+	int live;             /* in the table and not ended */
+	int end_pending;      /* ended here, not yet on disk */
+	long position;        /* 1-based while queued */
+	enum admit_wait wait; /* while queued */
+	uint64_t growth_bytes;
+	uint64_t client_id; /* attached: the connection that owns it */
+	struct job *stored; /* owned: freed by jobs_view_free */
+};
+
+/* PROTO_E_NOJOB with cause when there is no such job. */
+int jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
+             size_t causelen);
+void jobs_view_free(struct jobs_view *v);
+/* The jobs status lists from the table, in its order: those holding
+ * memory, the queue in order, then (with ended) those ended but not on
+ * disk. *out is malloc'd; -ENOMEM. */
+int jobs_list(struct daemon *d, int ended, struct jobs_view **out, size_t *n);
+/* Live jobs by state; of one uid, or of all with uid (uid_t)-1. */
+void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
+/* Is the job in the table and not ended? */
+int jobs_is_live(struct daemon *d, int64_t id);
 
 /*
- * Every committed event is passed to this hook (one at most), so the
- * module serving `subscribe` with events can forward it. jobs_event_json()
- * builds the wire Event as viewer_uid may see it (detail of another user's
- * job only for root).
+ * Transitions the front asks for; it has checked who may ask. Each returns
+ * 0 or a PROTO_E_* code with cause.
  */
-typedef void (*jobs_event_cb)(struct daemon *d, const struct store_event *e);
-void jobs_on_event(struct daemon *d, jobs_event_cb cb);
-cJSON *jobs_event_json(const struct store_event *e, uid_t viewer_uid);
+/* j is consumed; client_id for an attached job. */
+int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
+                int64_t *id, long *position, size_t *queued, char *cause,
+                size_t causelen);
+/* who: the canceller's name, for the record. */
+int jobs_cancel(struct daemon *d, int64_t id, const char *who, char *cause,
+                size_t causelen);
+/* job_pid: the attached client started its command. */
+int jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
+                pid_t pgid, uint64_t start_time);
+/* job_exit: exactly one of code >= 0, sig > 0. */
+int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
+              size_t causelen);
+/* resume: the attached client is back after a restart. */
+void jobs_resume(struct daemon *d, int64_t id, uint64_t client_id);
+/* A connection closed: its attached jobs are given up or left running. */
+void jobs_client_gone(struct daemon *d, uint64_t client_id);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * platform.h on macOS: only the system calls. Every raw value goes through
- * darwin-convert.c, which is unit-tested on any OS; docs/macos.md names the
- * public source of each value.
+ * platform-darwin-convert.c, which is unit-tested on any OS; docs/macos.md
+ * names the public source of each value.
  */
 #include <sys/types.h>
 #include <sys/proc_info.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "darwin-convert.h"
+#include "platform-darwin-convert.h"
 #include "platform.h"
 
 /* Big enough for any sane process tree; past it the caller is told how

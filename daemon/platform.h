@@ -18,6 +18,22 @@ enum pressure_level {
 	PRESSURE_CRITICAL = 4,
 };
 
+/* "normal", "warn", "critical" or "unknown": the protocol's names. */
+static inline const char *
+pressure_name(enum pressure_level p)
+{
+	switch (p) {
+	case PRESSURE_NORMAL:
+		return "normal";
+	case PRESSURE_WARN:
+		return "warn";
+	case PRESSURE_CRITICAL:
+		return "critical";
+	default:
+		return "unknown";
+	}
+}
+
 /* One system-wide sample; docs/metrics.md says where each field comes from. */
 struct sys_sample {
 	int64_t ts_ms; /* wall clock, ms since the epoch */

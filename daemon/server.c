@@ -18,12 +18,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "control.h"
 #include "daemon.h"
-#include "jobs.h"
 #include "log.h"
 #include "proto.h"
-#include "sampler.h"
 #include "server.h"
 
 #define SERVER_BACKLOG 1024
@@ -35,13 +32,13 @@
  * connection may make the daemon buffer only this much, not max_line, so
  * connections that never say hello cost little memory. */
 #define SERVER_HELLO_LINE 4096
-#define SERVER_MAX_GONE 8
 
 struct client {
 	uv_pipe_t pipe; /* first member: the handle's data is the client */
 	uv_timer_t timer;
 	struct server *srv; /* NULL once closing: the server may go first */
 	struct daemon *d;
+	const struct server_hooks *hooks; /* outlives the server */
 	uint64_t id;
 	struct peer peer;
 	struct proto_reader reader;
@@ -56,6 +53,7 @@ struct client {
 
 struct server {
 	struct daemon *d;
+	const struct server_hooks *hooks;
 	uv_pipe_t listener;
 	int listening;
 	/* Sorted by id: ids only grow, so adding is an append. */
@@ -73,31 +71,12 @@ struct wreq {
 	char data[];
 };
 
-static server_gone_cb gone_cbs[SERVER_MAX_GONE];
-static int ngone;
-
 /* One read buffer serves every client: lines are copied by the reader
  * before the next read can happen. */
 static char read_buf[64 * 1024];
 
 static void client_close(struct client *c);
 static void client_drain(struct client *c);
-
-void
-server_on_gone(struct daemon *d, server_gone_cb cb)
-{
-	int i;
-
-	(void)d;
-	/* A module set up again (tests, the dispatch fuzzer) registers once. */
-	for (i = 0; i < ngone; i++)
-		if (gone_cbs[i] == cb)
-			return;
-	if (ngone < SERVER_MAX_GONE)
-		gone_cbs[ngone++] = cb;
-	else
-		log_warnx("server: too many close callbacks");
-}
 
 static struct client *
 client_find(struct server *srv, uint64_t id)
@@ -135,6 +114,13 @@ client_unlink(struct server *srv, struct client *c)
 	}
 }
 
+/* Answers the modules above still owe a client (deferred wait, logs). */
+static size_t
+client_deferred(struct client *c)
+{
+	return c->hooks->deferred != NULL ? c->hooks->deferred(c->d, c->id) : 0;
+}
+
 /*
  * Other modules hear that a client has gone only here, once its handles are
  * closed, never from inside client_close(): a module may be walking its own
@@ -147,13 +133,11 @@ static void
 client_closed_cb(uv_handle_t *h)
 {
 	struct client *c = h->data;
-	int i;
 
 	if (--c->handles > 0)
 		return;
-	if (!c->d->stopping && c->id != 0)
-		for (i = 0; i < ngone; i++)
-			gone_cbs[i](c->d, c->id);
+	if (!c->d->stopping && c->id != 0 && c->hooks->gone != NULL)
+		c->hooks->gone(c->d, c->id);
 	proto_reader_free(&c->reader);
 	free(c);
 }
@@ -223,7 +207,7 @@ client_eof_timer_cb(uv_timer_t *t)
 {
 	struct client *c = t->data;
 
-	if (jobs_client_deferred(c->d, c->id) == 0)
+	if (client_deferred(c) == 0)
 		client_drain(c);
 	else if (client_peer_gone(c))
 		client_close(c);
@@ -241,7 +225,7 @@ client_eof(struct client *c)
 {
 	if (c->closing || c->draining || c->half_closed)
 		return;
-	if (jobs_client_deferred(c->d, c->id) == 0) {
+	if (client_deferred(c) == 0) {
 		client_drain(c);
 		return;
 	}
@@ -272,8 +256,8 @@ client_write_cb(uv_write_t *req, int status)
 		client_close(c);
 	} else if (c->draining && c->unwritten == 0)
 		client_close(c);
-	else if (c->unwritten == 0)
-		jobs_client_writable(c->d, c->id); /* a log it reads goes on */
+	else if (c->unwritten == 0 && c->hooks->writable != NULL)
+		c->hooks->writable(c->d, c->id); /* a log it reads goes on */
 }
 
 /*
@@ -493,8 +477,8 @@ client_request(struct client *c, struct proto_msg *m)
 		return;
 	}
 	cause[0] = '\0';
-	rc = control_dispatch(d, &c->peer, m->method, m->id, m->params, &result,
-	                      cause, sizeof cause);
+	rc = c->hooks->dispatch(d, &c->peer, m->method, m->id, m->params,
+	                        &result, cause, sizeof cause);
 	if (rc == 0) {
 		if (is_hello && !c->closing) {
 			c->hello = 1;
@@ -502,7 +486,7 @@ client_request(struct client *c, struct proto_msg *m)
 			uv_timer_stop(&c->timer);
 		}
 		server_reply(d, c->id, m->id, result);
-	} else if (rc == CONTROL_DEFERRED) {
+	} else if (rc == SERVER_DEFERRED) {
 		cJSON_Delete(result);
 	} else {
 		cJSON_Delete(result);
@@ -575,7 +559,8 @@ client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		                  "line is not valid UTF-8");
 		client_drain(c);
 	}
-	sampler_run_due(c->d);
+	if (c->hooks->after_read != NULL)
+		c->hooks->after_read(c->d);
 }
 
 static void
@@ -666,6 +651,7 @@ server_connection_cb(uv_stream_t *ls, int status)
 	}
 	c->srv = srv;
 	c->d = srv->d;
+	c->hooks = srv->hooks;
 	uv_pipe_init(d->loop, &c->pipe, 0);
 	uv_timer_init(d->loop, &c->timer);
 	c->pipe.data = c;
@@ -930,7 +916,8 @@ listener_closed_cb(uv_handle_t *h)
 }
 
 int
-server_start(struct daemon *d, char *cause, size_t causelen)
+server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
+             size_t causelen)
 {
 	struct sockaddr_un sun;
 	struct server *srv;
@@ -971,6 +958,7 @@ server_start(struct daemon *d, char *cause, size_t causelen)
 		goto fail;
 	}
 	srv->d = d;
+	srv->hooks = hooks;
 	uv_pipe_init(d->loop, &srv->listener, 0);
 	srv->listener.data = srv;
 	if ((rc = uv_pipe_open(&srv->listener, fd)) != 0)

@@ -1,6 +1,8 @@
 /*
  * The control socket: accepts clients, frames lines, checks peers and
- * limits, and hands well-formed requests to control.c. Clients are known to
+ * limits, and hands well-formed requests to the dispatch hook it was given
+ * at start. It knows nothing of the modules above it: they reach it only
+ * through its hooks and the send functions below. Clients are known to
  * other modules only by their 64-bit id, so a reply to a client that has
  * gone is simply dropped.
  */
@@ -22,8 +24,36 @@ struct peer {
 	pid_t pid;
 };
 
+/* A dispatch hook's answer when it will reply later with server_reply(). */
+#define SERVER_DEFERRED 1
+
+/*
+ * What the layers above give the server at start; a NULL member does
+ * nothing. The hooks must outlive the server (a client's close callback
+ * runs after server_stop).
+ */
+struct server_hooks {
+	/* A request: 0 with *result set (ownership passes), SERVER_DEFERRED
+	 * after keeping a copy of the id, or a PROTO_E_* code with cause. */
+	int (*dispatch)(struct daemon *d, const struct peer *p,
+	                const char *method, const cJSON *id,
+	                const cJSON *params, cJSON **result, char *cause,
+	                size_t causelen);
+	/* Deferred answers still owed to a client: a connection the peer
+	 * half-closed stays open until they are sent. */
+	size_t (*deferred)(struct daemon *d, uint64_t client_id);
+	/* Everything queued for a client was written. */
+	void (*writable)(struct daemon *d, uint64_t client_id);
+	/* A client has gone: called once its handles are closed, never from
+	 * inside a send, and not while the daemon stops. */
+	void (*gone)(struct daemon *d, uint64_t client_id);
+	/* After each read: busy I/O must not delay a due sample. */
+	void (*after_read)(struct daemon *d);
+};
+
 /* Takes the socket's lock (PATH.lock), then the socket. */
-int server_start(struct daemon *d, char *cause, size_t causelen);
+int server_start(struct daemon *d, const struct server_hooks *hooks,
+                 char *cause, size_t causelen);
 /* Closes the listener and every client; the socket file stays. */
 void server_stop(struct daemon *d);
 /* Removes the socket file if it is still ours and drops the lock: last. */
@@ -47,11 +77,5 @@ void server_close_client(struct daemon *d, uint64_t client_id);
 size_t server_client_count(struct daemon *d);
 /* Bytes queued for a client and not yet written (0 when it is gone). */
 size_t server_client_unwritten(struct daemon *d, uint64_t client_id);
-
-/* Called when a client closes, so modules can drop what they hold for it.
- * Several modules may register (up to 8); registering the same callback
- * again does nothing. */
-typedef void (*server_gone_cb)(struct daemon *d, uint64_t client_id);
-void server_on_gone(struct daemon *d, server_gone_cb cb);
 
 #endif

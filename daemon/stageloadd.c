@@ -1,8 +1,9 @@
 /*
  * stageloadd: start-up, signals and shutdown. The modules do the work;
- * this file only puts them together in order. Exit codes: 0 after a clean
- * stop (or --help/--version), 1 when the daemon cannot start, 2 for a bad
- * command line or config file.
+ * this file puts them together in order and wires the hooks by which a
+ * lower layer reaches the ones above it (docs/architecture.md). Exit
+ * codes: 0 after a clean stop (or --help/--version), 1 when the daemon
+ * cannot start, 2 for a bad command line or config file.
  */
 #include <errno.h>
 #include <signal.h>
@@ -13,14 +14,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "daemon.h"
 #include "jobs.h"
 #include "log.h"
+#include "notify.h"
 #include "sampler.h"
 #include "server.h"
+#include "tick.h"
 #include "version.h"
 
 static struct daemon daemon_state;
+
+/* A connection closed: what it waited for goes, and its attached jobs are
+ * given up or left running. */
+static void
+daemon_client_gone(struct daemon *d, uint64_t client_id)
+{
+	notify_client_gone(d, client_id);
+	jobs_client_gone(d, client_id);
+}
+
+static const struct server_hooks server_hooks = {
+    .dispatch = control_dispatch,
+    .deferred = notify_deferred,
+    .writable = notify_writable,
+    .gone = daemon_client_gone,
+    .after_read = sampler_run_due,
+};
 static uv_signal_t sig_term, sig_int, sig_hup;
 static int saved_argc;
 static char **saved_argv;
@@ -123,6 +144,8 @@ daemon_stop(struct daemon *d)
 	log_info("stopping; running jobs are left to their monitors");
 	server_stop(d); /* no new requests; the socket stays till the end */
 	sampler_stop(d);
+	tick_stop(d); /* the last samples */
+	notify_stop(d);
 	jobs_shutdown(d);
 	if (d->store != NULL) {
 		if (store_mark(d->store, now_ms(), "stop", cause,
@@ -217,7 +240,7 @@ main(int argc, char **argv)
 
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
-	if (server_start(d, cause, sizeof cause) != 0)
+	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 
 	if (parent_dir(d->cfg.db_path, dir, sizeof dir) != 0 ||
@@ -239,13 +262,15 @@ main(int argc, char **argv)
 		fatalx("cannot open the database %s: %s", d->cfg.db_path,
 		       cause);
 	}
-	if (jobs_init(d, cause, sizeof cause) != 0) {
+	if (notify_start(d, cause, sizeof cause) != 0 ||
+	    jobs_init(d, notify_job, NULL, cause, sizeof cause) != 0) {
 		server_stop(d);
 		store_close(d->store);
 		server_release(d);
 		fatalx("cannot load jobs: %s", cause);
 	}
-	if (sampler_start(d, cause, sizeof cause) != 0) {
+	if (tick_start(d, cause, sizeof cause) != 0 ||
+	    sampler_start(d, tick_run, cause, sizeof cause) != 0) {
 		server_stop(d);
 		store_close(d->store);
 		server_release(d);

@@ -940,6 +940,50 @@ proto_param_strv(const cJSON *params, const char *name, int required,
 }
 
 int
+proto_param_type(const cJSON *params, const char *name, enum proto_type t,
+                 int required, char *cause, size_t causelen)
+{
+	const cJSON *v, *it;
+	int rc;
+
+	if ((rc = param_find(params, name, required, &v, cause, causelen)) != 0)
+		return rc < 0 ? rc : 0;
+	switch (t) {
+	case PROTO_T_INT:
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+			return param_error(cause, causelen, name,
+			                   "must be an integer");
+		break;
+	case PROTO_T_NUMBER:
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+			return param_error(cause, causelen, name,
+			                   "must be a number");
+		break;
+	case PROTO_T_BOOL:
+		if (!cJSON_IsBool(v))
+			return param_error(cause, causelen, name,
+			                   "must be true or false");
+		break;
+	case PROTO_T_STRING:
+		if (!cJSON_IsString(v) || v->valuestring == NULL)
+			return param_error(cause, causelen, name,
+			                   "must be a string");
+		break;
+	case PROTO_T_STRV:
+		if (!cJSON_IsArray(v))
+			return param_error(cause, causelen, name,
+			                   "must be an array of strings");
+		for (it = v->child; it != NULL; it = it->next)
+			if (!cJSON_IsString(it) || it->valuestring == NULL)
+				return param_error(
+				    cause, causelen, name,
+				    "must be an array of strings");
+		break;
+	}
+	return 0;
+}
+
+int
 proto_params_check(const cJSON *params, const char *const *known, char *cause,
                    size_t causelen)
 {

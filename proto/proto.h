@@ -157,6 +157,19 @@ int proto_param_string(const cJSON *params, const char *name, int required,
 int proto_param_strv(const cJSON *params, const char *name, int required,
                      size_t max_items, size_t total_max, const char ***out,
                      char *cause, size_t causelen);
+/* A parameter's JSON type, as a dispatch table lists it. */
+enum proto_type {
+	PROTO_T_INT,    /* a number; integral and in range: proto_param_int */
+	PROTO_T_NUMBER, /* a finite number */
+	PROTO_T_BOOL,
+	PROTO_T_STRING,
+	PROTO_T_STRV, /* an array of strings */
+};
+/* 0 when name is absent (JSON null too) and not required, or present with
+ * type t; else PROTO_E_PARAMS with the cause proto_param_* would give.
+ * Ranges, lengths and encodings stay with proto_param_*. */
+int proto_param_type(const cJSON *params, const char *name, enum proto_type t,
+                     int required, char *cause, size_t causelen);
 /* PROTO_E_PARAMS when params holds a member not in known (NULL-terminated),
  * or is not an object. NULL params are fine. */
 int proto_params_check(const cJSON *params, const char *const *known,

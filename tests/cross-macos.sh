@@ -321,7 +321,7 @@ for target in $TARGETS; do
 	mapfile -t c_objs < <(objs_of stageloadctl stageload slproto)
 	link deps_probe "$objdir/tests/cross/deps_probe.o"
 	link platform_probe "$objdir/tests/cross/platform_probe.o" \
-		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/darwin-convert.o"
+		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/platform-darwin-convert.o"
 	link stageloadd "${d_objs[@]}"
 	link stageloadctl "${c_objs[@]}"
 done

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "darwin-convert.h"
+#include "platform-darwin-convert.h"
 
 #define KiB 1024ULL
 #define MiB (1024 * KiB)

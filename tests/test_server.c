@@ -1,5 +1,5 @@
 /* The control socket's contract with the modules that keep per-client
- * state (server.h, server_on_gone): which clients are announced gone. */
+ * state (server.h, the gone hook): which clients are announced gone. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <uv.h>
 
+#include "control.h"
 #include "daemon.h"
 #include "server.h"
 #include "testclock.h"
@@ -60,6 +61,9 @@ record_gone(struct daemon *d, uint64_t client_id)
 	ngone++;
 }
 
+static const struct server_hooks hooks = {.dispatch = control_dispatch,
+                                          .gone = record_gone};
+
 struct fixture {
 	char dir[256];
 	uv_loop_t loop;
@@ -82,9 +86,8 @@ setup(void **state)
 	snprintf(f->d.cfg.socket_path, sizeof f->d.cfg.socket_path,
 	         "%s/sl.sock", f->dir);
 	f->d.loop = &f->loop;
-	if (server_start(&f->d, cause, sizeof cause) != 0)
+	if (server_start(&f->d, &hooks, cause, sizeof cause) != 0)
 		fail_msg("server_start: %s", cause);
-	server_on_gone(&f->d, record_gone);
 	ngone = 0;
 	fail_peercred = 0;
 	*state = f;
@@ -216,7 +219,7 @@ start_in(const char *dir, const char *sub, char *cause, size_t causelen)
 	snprintf(d.cfg.socket_path, sizeof d.cfg.socket_path, "%s/%s/sl.sock",
 	         dir, sub);
 	d.loop = &loop;
-	rc = server_start(&d, cause, causelen);
+	rc = server_start(&d, &hooks, cause, causelen);
 	if (rc == 0) {
 		d.stopping = 1;
 		server_stop(&d);

@@ -2,7 +2,7 @@
  * libFuzzer target for request validation and dispatch: every line of the
  * input is parsed as the server parses it and handed to control_dispatch()
  * against a real daemon state (a store on a fresh database, the job table,
- * the sampler's subscriber list, the platform on a fixture proc root), with
+ * the notify module's lists, the platform on a fixture proc root), with
  * no socket in between. Every answer must encode to a valid reply line; an
  * error must carry a PROTO_E_* code and a readable cause.
  *
@@ -16,12 +16,12 @@
  *
  * Side effects: none outside a private temp dir. No job is ever admitted,
  * so nothing is spawned or signalled: admission runs only from the admit
- * timer and the sampler's timer (jobs_on_sample), and the event loop never
- * runs while either is armed; the teardown stops both before the loop runs
- * once to finish closing handles. As further guards the fixture says
+ * timer and the tick, and neither runs here (the event loop never runs
+ * while the admit timer is armed; the teardown stops it before the loop
+ * runs once to finish closing handles). As further guards the fixture says
  * memory is 1% free and the default wait_free is 50%, after every input the
- * target checks that no job is admitted or running, and kill() and fork()
- * are replaced by ones that abort.
+ * target checks that no job is admitted or running, and the job table's
+ * spawn and signal hooks (struct jobs_ops) abort.
  *
  * Each input gets a fresh database and job table, so a crash reproduces
  * from its input alone. FUZZ_DISPATCH_TRACE=1 prints every request and
@@ -50,8 +50,8 @@
 #include "jobs.h"
 #include "log.h"
 #include "platform.h"
+#include "notify.h"
 #include "proto.h"
-#include "sampler.h"
 #include "server.h"
 #include "store.h"
 
@@ -123,26 +123,26 @@ remove_db(void)
 	}
 }
 
-/*
- * The guard of last resort: the daemon code is linked into this program, so
- * these definitions take the place of libc's for it. A signal or a fork
- * from dispatch means a job was started or signalled, which must never
- * happen here (and, fuzzing as root, must not reach a real process).
- */
-int
-kill(pid_t pid, int sig)
+/* The guard of last resort: a spawn or a signal from dispatch means a job
+ * was started or signalled, which must never happen here. */
+static int
+no_spawn(const char *state_dir, const struct job *j, struct spawn_child *c,
+         char *cause, size_t causelen)
 {
-	fprintf(stderr, "fuzz_dispatch: kill(%d, %d) from dispatch\n", (int)pid,
-	        sig);
+	fprintf(stderr, "fuzz_dispatch: spawn of job %lld from dispatch\n",
+	        (long long)j->id);
 	abort();
 }
 
-pid_t
-fork(void)
+static int
+no_signal(pid_t pgid, const pid_t *pids, size_t n, int sig)
 {
-	fprintf(stderr, "fuzz_dispatch: fork() from dispatch\n");
+	fprintf(stderr, "fuzz_dispatch: signal %d to group %d from dispatch\n",
+	        sig, (int)pgid);
 	abort();
 }
+
+static const struct jobs_ops no_ops = {no_spawn, no_signal};
 
 static int
 remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -323,17 +323,11 @@ on_line(void *arg, char *line, size_t len)
 static void
 check_nothing_started(struct daemon *d)
 {
-	cJSON *info = cJSON_CreateObject(), *jobs;
+	int counts[JOB_LOST + 1];
 
-	CHECK(info != NULL);
-	jobs_info(d, info);
-	jobs = cJSON_GetObjectItemCaseSensitive(info, "jobs");
-	CHECK(jobs != NULL);
-	CHECK(cJSON_GetObjectItemCaseSensitive(jobs, "admitted")->valuedouble ==
-	      0);
-	CHECK(cJSON_GetObjectItemCaseSensitive(jobs, "running")->valuedouble ==
-	      0);
-	cJSON_Delete(info);
+	jobs_count(d, (uid_t)-1, counts);
+	CHECK(counts[JOB_ADMITTED] == 0);
+	CHECK(counts[JOB_RUNNING] == 0);
 }
 
 int
@@ -369,9 +363,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fuzz_dispatch: store: %s\n", cause);
 		abort();
 	}
-	CHECK(jobs_init(&d, cause, sizeof cause) == 0);
-	/* Its timer is armed but never runs: only the subscriber list. */
-	CHECK(sampler_start(&d, cause, sizeof cause) == 0);
+	CHECK(notify_start(&d, cause, sizeof cause) == 0);
+	CHECK(jobs_init(&d, notify_job, &no_ops, cause, sizeof cause) == 0);
 	if (flags & FLAG_SAMPLE) {
 		d.last = g.sample;
 		d.last.ts_ms = now_ms();
@@ -398,11 +391,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The clients go, then the daemon stops, as at the end of a real
 	 * session; both timers are stopped before the loop runs. */
 	for (i = 0; i < 2; i++) {
+		notify_client_gone(&d, r.peers[i].client_id);
 		jobs_client_gone(&d, r.peers[i].client_id);
-		sampler_unsubscribe(&d, r.peers[i].client_id);
 	}
 	check_nothing_started(&d);
-	sampler_stop(&d);
+	notify_stop(&d);
 	jobs_shutdown(&d);
 	for (i = 0; i < 4; i++)
 		uv_run(&g.loop, UV_RUN_NOWAIT);

@@ -1,13 +1,14 @@
 /*
  * Raw macOS kernel values to stageload samples. Nothing here calls the
- * kernel, so every rule below is unit-tested on Linux; see darwin-convert.h.
+ * kernel, so every rule below is unit-tested on Linux; see
+ * platform-darwin-convert.h.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "darwin-convert.h"
+#include "platform-darwin-convert.h"
 
 enum pressure_level
 darwin_pressure_level(int raw)

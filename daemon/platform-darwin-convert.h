@@ -6,8 +6,8 @@
  * OS (tests/test_darwin_convert.c). docs/macos.md says where each raw value
  * comes from.
  */
-#ifndef SL_DARWIN_CONVERT_H
-#define SL_DARWIN_CONVERT_H
+#ifndef SL_PLATFORM_DARWIN_CONVERT_H
+#define SL_PLATFORM_DARWIN_CONVERT_H
 
 #include <stddef.h>
 #include <stdint.h>

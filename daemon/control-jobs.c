@@ -1,0 +1,624 @@
+/*
+ * The job methods of PROTOCOL.md: submit, status, show, cancel, wait,
+ * events, history of a job, logs, and the attached flow's job_pid,
+ * job_exit and resume. Each reads its parameters, checks the peer against
+ * the job (one helper, control_job_owner) and asks the job table
+ * (jobs.h); answers are built from wire.h's objects.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "control.h"
+#include "jobs.h"
+#include "notify.h"
+#include "platform.h"
+#include "proto.h"
+#include "store.h"
+#include "wire.h"
+
+#define JOBS_MAX_NAME 256
+#define JOBS_MAX_CWD 4096
+
+static int
+param_id(const cJSON *params, int64_t *id, char *cause, size_t causelen)
+{
+	return proto_param_int(params, "id", 1, 1, INT64_MAX, id, cause,
+	                       causelen);
+}
+
+static char **
+strv_dup(const char **v)
+{
+	size_t n = 0, i;
+	char **out;
+
+	while (v[n] != NULL)
+		n++;
+	out = calloc(n + 1, sizeof *out);
+	if (out == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if ((out[i] = strdup(v[i])) == NULL) {
+			while (i > 0)
+				free(out[--i]);
+			free(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+int
+control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	const char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
+	/* A client that does not say: the most private mask. */
+	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
+	double wait_free = d->cfg.default_wait_free_pct;
+	int attached = 0, exclusive = 0, rc, counts[JOB_LOST + 1];
+	struct job *j = NULL;
+	char user[64];
+	const char *base;
+	size_t i, nq;
+	int64_t id;
+	long position;
+
+	budget = (int64_t)d->cfg.default_swap_budget_bytes;
+	if ((rc = proto_param_bool(params, "attached", 0, &attached, cause,
+	                           causelen)) < 0 ||
+	    (rc = proto_param_strv(params, "argv", 1, 4096,
+	                           d->cfg.max_argv_bytes, &argv, cause,
+	                           causelen)) < 0)
+		goto out;
+	if (argv[0] == NULL || argv[0][0] == '\0') {
+		snprintf(cause, causelen, "argv must name a command");
+		rc = PROTO_E_PARAMS;
+		goto out;
+	}
+	if ((rc = proto_param_string(params, "cwd", 1, JOBS_MAX_CWD, &cwd,
+	                             cause, causelen)) < 0)
+		goto out;
+	if (cwd[0] != '/') {
+		snprintf(cause, causelen, "cwd must be an absolute path");
+		rc = PROTO_E_PARAMS;
+		goto out;
+	}
+	if ((rc = proto_param_strv(params, "env", !attached, 4096,
+	                           d->cfg.max_env_bytes, &env, cause,
+	                           causelen)) < 0)
+		goto out;
+	for (i = 0; env != NULL && env[i] != NULL; i++) {
+		const char *eq = strchr(env[i], '=');
+		if (eq == NULL || eq == env[i]) {
+			snprintf(cause, causelen, "env[%zu] must be NAME=value",
+			         i);
+			rc = PROTO_E_PARAMS;
+			goto out;
+		}
+	}
+	if ((rc = proto_param_string(params, "name", 0, JOBS_MAX_NAME, &name,
+	                             cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
+	                             &wait_free, cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
+	                          &budget, cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
+	                          &expect, cause, causelen)) < 0 ||
+	    (rc = proto_param_bool(params, "exclusive", 0, &exclusive, cause,
+	                           causelen)) < 0 ||
+	    (rc = proto_param_int(params, "retry_on_breach", 0, 0, 100, &retry,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "umask", 0, 0, 0777, &mask, cause,
+	                          causelen)) < 0)
+		goto out;
+
+	if (p->uid != 0) {
+		jobs_count(d, p->uid, counts);
+		if (counts[JOB_QUEUED] + counts[JOB_ADMITTED] +
+		        counts[JOB_RUNNING] >=
+		    d->cfg.max_queued_per_uid) {
+			snprintf(cause, causelen,
+			         "limit reached: %d queued or running jobs per "
+			         "user",
+			         d->cfg.max_queued_per_uid);
+			rc = PROTO_E_LIMIT;
+			goto out;
+		}
+	}
+
+	j = calloc(1, sizeof *j);
+	if (j == NULL)
+		goto nomem;
+	wire_user_name(p->uid, user, sizeof user);
+	base = strrchr(argv[0], '/');
+	base = base != NULL && base[1] != '\0' ? base + 1 : argv[0];
+	j->uid = p->uid;
+	j->gid = p->gid;
+	j->user = strdup(user);
+	j->name = strdup(name != NULL && name[0] != '\0' ? name : base);
+	j->argv = strv_dup(argv);
+	j->cwd = strdup(cwd);
+	j->env = attached ? NULL : strv_dup(env);
+	if (j->user == NULL || j->name == NULL || j->argv == NULL ||
+	    j->cwd == NULL || (!attached && j->env == NULL))
+		goto nomem;
+	j->attached = attached;
+	j->priority = (int)priority;
+	j->wait_free_pct = wait_free;
+	j->swap_budget_bytes = (uint64_t)budget;
+	j->expect_bytes = (uint64_t)expect;
+	j->exclusive = exclusive;
+	j->retry_on_breach = (int)retry;
+	j->umask = (int)mask;
+	/* The table owns the job from here, whatever the outcome. */
+	rc = jobs_submit(d, j, p->client_id, &id, &position, &nq, cause,
+	                 causelen);
+	j = NULL;
+	if (rc != 0)
+		goto out;
+	*result = cJSON_CreateObject();
+	proto_add_int(*result, "id", id);
+	proto_add_int(*result, "position", position);
+	proto_add_int(*result, "queued", (int64_t)nq);
+	goto out;
+nomem:
+	snprintf(cause, causelen, "out of memory");
+	rc = PROTO_E_INTERNAL;
+out:
+	job_free(j);
+	free(argv);
+	free(env);
+	return rc > 0 ? 0 : rc;
+}
+
+struct ended_ctx {
+	cJSON *arr;
+	uid_t viewer;
+};
+
+static int
+ended_cb(void *arg, struct job *j)
+{
+	struct ended_ctx *c = arg;
+
+	cJSON_AddItemToArray(c->arr, wire_job_ended(j, c->viewer, 0));
+	job_free(j);
+	return 0;
+}
+
+int
+control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct jobs_view *v;
+	struct ended_ctx ctx;
+	int all = 0, rc;
+	int64_t limit = 50;
+	size_t n, i;
+	cJSON *arr;
+
+	if ((rc = proto_param_bool(params, "all", 0, &all, cause, causelen)) <
+	        0 ||
+	    (rc = proto_param_int(params, "limit", 0, 0, 100000, &limit, cause,
+	                          causelen)) < 0)
+		return rc;
+	arr = cJSON_CreateArray();
+	if (arr == NULL || jobs_list(d, all, &v, &n) != 0) {
+		cJSON_Delete(arr);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, wire_job(&v[i], p->uid, 0));
+	free(v);
+	/* limit 0 shows none; the store takes <= 0 as no limit at all. */
+	if (all && limit > 0) {
+		ctx.arr = arr;
+		ctx.viewer = p->uid;
+		store_jobs_ended(d->store, limit, ended_cb, &ctx);
+	}
+	*result = cJSON_CreateObject();
+	cJSON_AddItemToObject(*result, "jobs", arr);
+	return 0;
+}
+
+int
+control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
+             const cJSON *params, cJSON **result, char *cause, size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id;
+	int env = 0, rc;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0 ||
+	    (rc = proto_param_bool(params, "env", 0, &env, cause, causelen)) <
+	        0)
+		return rc;
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	*result = wire_job(&v, p->uid, env);
+	jobs_view_free(&v);
+	return 0;
+}
+
+int
+control_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id;
+	int rc;
+	char who[64];
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0)
+		return rc;
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	if (!v.live) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen, "job %" PRId64 " has already ended",
+		         id);
+		return PROTO_E_STATE;
+	}
+	wire_user_name(p->uid, who, sizeof who);
+	if ((rc = jobs_cancel(d, id, who, cause, causelen)) != 0)
+		return rc;
+	/* Ended now, or being terminated: as it stands. */
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	*result = wire_job(&v, p->uid, 0);
+	jobs_view_free(&v);
+	return 0;
+}
+
+int
+control_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
+             const cJSON *params, cJSON **result, char *cause, size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id;
+	int rc, ended;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0)
+		return rc;
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	ended = !v.in_table;
+	if (ended)
+		*result = wire_job(&v, p->uid, 0);
+	jobs_view_free(&v);
+	if (ended)
+		return 0;
+	if ((rc = notify_wait(d, p->client_id, p->uid, req_id, id, cause,
+	                      causelen)) != 0)
+		return rc;
+	return CONTROL_DEFERRED;
+}
+
+struct events_ctx {
+	cJSON *arr;
+	uid_t viewer;
+};
+
+static int
+events_cb(void *arg, const struct store_event *e)
+{
+	struct events_ctx *c = arg;
+
+	cJSON_AddItemToArray(c->arr, wire_event(e, c->viewer));
+	return 0;
+}
+
+int
+control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct events_ctx ctx;
+	int64_t after = 0, limit = 100;
+	int follow = 0, rc;
+
+	if ((rc = proto_param_int(params, "after_id", 0, 0, INT64_MAX, &after,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "limit", 0, 1, 10000, &limit, cause,
+	                          causelen)) < 0 ||
+	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
+	                           causelen)) < 0)
+		return rc;
+	ctx.arr = cJSON_CreateArray();
+	ctx.viewer = p->uid;
+	if (store_events(d->store, after, limit, events_cb, &ctx) < 0) {
+		cJSON_Delete(ctx.arr);
+		snprintf(cause, causelen, "storage error reading events");
+		return PROTO_E_STORAGE;
+	}
+	if (follow)
+		notify_follow_events(d, p->client_id, p->uid);
+	*result = cJSON_CreateObject();
+	cJSON_AddItemToObject(*result, "events", ctx.arr);
+	return 0;
+}
+
+static cJSON *
+mma_json(double mn, double avg, double mx)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	proto_add_int(o, "min", (int64_t)mn);
+	proto_add_int(o, "avg", (int64_t)avg);
+	proto_add_int(o, "max", (int64_t)mx);
+	return o;
+}
+
+int
+control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                    const cJSON *params, cJSON **result, char *cause,
+                    size_t causelen)
+{
+	struct job_bucket *b = NULL;
+	struct jobs_view v;
+	int64_t id, since = 0, until = INT64_MAX, step = -1, lo, hi;
+	const struct job *j;
+	size_t n = 0, i;
+	char scause[256];
+	cJSON *arr;
+	int rc;
+
+	if ((rc = proto_param_int(params, "job_id", 1, 1, INT64_MAX, &id, cause,
+	                          causelen)) != 0 ||
+	    (rc = proto_param_int(params, "since_ms", 0, 0, INT64_MAX, &since,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "until_ms", 0, 0, INT64_MAX, &until,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "step_ms", 0, 0, INT64_MAX, &step,
+	                          cause, causelen)) < 0)
+		return rc;
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	if (step < 0) {
+		/* As for system history: about 60 buckets over the span asked,
+		 * or over the job's life, never finer than the samples. */
+		j = v.j;
+		lo = since > 0 ? since : j->submitted_ms;
+		hi = until != INT64_MAX ? until
+		     : j->ended_ms > 0  ? j->ended_ms
+		                        : now_ms();
+		step = hi > lo ? (hi - lo) / 60 : 0;
+		if (step < d->cfg.interval_ms)
+			step = d->cfg.interval_ms;
+	}
+	jobs_view_free(&v);
+	if ((rc = store_job_history(d->store, id, since, until, step, &b, &n,
+	                            scause, sizeof scause)) != 0) {
+		/* Too many buckets is the protocol's limit, not a failing
+		 * database: asking again would not help. */
+		snprintf(cause, causelen, "%s: %s",
+		         rc == -E2BIG ? "limit reached" : "storage error",
+		         scause);
+		return rc == -E2BIG ? PROTO_E_LIMIT : PROTO_E_STORAGE;
+	}
+	arr = cJSON_CreateArray();
+	for (i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		proto_add_int(o, "ts_ms", b[i].ts_ms);
+		proto_add_int(o, "n", b[i].n);
+		cJSON_AddItemToObject(o, "footprint_bytes",
+		                      mma_json(b[i].footprint_min,
+		                               b[i].footprint_avg,
+		                               b[i].footprint_max));
+		cJSON_AddItemToObject(
+		    o, "swap_bytes",
+		    mma_json(b[i].swap_min, b[i].swap_avg, b[i].swap_max));
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(b);
+	*result = cJSON_CreateObject();
+	proto_add_int(*result, "job_id", id);
+	proto_add_int(*result, "step_ms", step);
+	cJSON_AddItemToObject(*result, "buckets", arr);
+	return 0;
+}
+/* The job, live: job_pid, job_exit. */
+static int
+job_live(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
+         size_t causelen)
+{
+	int rc;
+
+	if ((rc = jobs_get(d, id, v, cause, causelen)) != 0)
+		return rc;
+	if (!v->live) {
+		jobs_view_free(v);
+		snprintf(cause, causelen, "job %" PRId64 " has ended", id);
+		return PROTO_E_STATE;
+	}
+	return 0;
+}
+
+/* job_pid: the attached client started its command. */
+int
+control_job_pid(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                const cJSON *params, cJSON **result, char *cause,
+                size_t causelen)
+{
+	struct proc_info pi, leader;
+	struct jobs_view v;
+	int64_t id, pid;
+	int rc, attached;
+	enum job_state state;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0 ||
+	    (rc = proto_param_int(params, "pid", 1, 2, INT32_MAX, &pid, cause,
+	                          causelen)) != 0)
+		return rc;
+	if ((rc = job_live(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	/* Authorisation first: whose job, whose process. Only the owner
+	 * runs it, root included. */
+	rc = p->uid != v.j->uid;
+	attached = v.j->attached;
+	state = v.j->state;
+	jobs_view_free(&v);
+	if (rc) {
+		snprintf(cause, causelen, "job %" PRId64 " is not yours", id);
+		return PROTO_E_PERM;
+	}
+	if (platform_proc_info((pid_t)pid, &pi) != 0) {
+		snprintf(cause, causelen, "no process %" PRId64, pid);
+		return PROTO_E_NOPROC;
+	}
+	if (p->uid != 0 && pi.uid != p->uid) {
+		snprintf(cause, causelen,
+		         "process %" PRId64 " belongs to another user", pid);
+		return PROTO_E_PERM;
+	}
+	/* The job's whole process group is signalled, as root: a process of
+	 * the caller's inside another user's group (a root service's worker
+	 * running as this user) must not hand the caller that group. */
+	if (p->uid != 0 && pi.pgid != (pid_t)pid &&
+	    (platform_proc_info(pi.pgid, &leader) != 0 ||
+	     leader.uid != p->uid)) {
+		snprintf(cause, causelen,
+		         "process %" PRId64 " is in process group %d, which is "
+		         "not yours: start the command in a group of its own",
+		         pid, (int)pi.pgid);
+		return PROTO_E_PERM;
+	}
+	if (!attached || state != JOB_ADMITTED) {
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is %s, not an admitted attached job",
+		         id, job_state_name(state));
+		return PROTO_E_STATE;
+	}
+	if ((rc = jobs_attach(d, id, p->client_id, (pid_t)pid, pi.pgid,
+	                      pi.start_time)) != 0) {
+		snprintf(cause, causelen, "job %" PRId64 " has ended", id);
+		return rc;
+	}
+	*result = cJSON_CreateObject();
+	return 0;
+}
+
+int
+control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                 const cJSON *params, cJSON **result, char *cause,
+                 size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id, code = -1, sig = -1;
+	int rc;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0)
+		return rc;
+	if ((rc = proto_param_int(params, "exit_code", 0, 0, 255, &code, cause,
+	                          causelen)) < 0 ||
+	    (rc = proto_param_int(params, "signal", 0, 1, 128, &sig, cause,
+	                          causelen)) < 0)
+		return rc;
+	if ((code < 0) == (sig < 0)) {
+		snprintf(cause, causelen,
+		         "exactly one of exit_code and signal is required");
+		return PROTO_E_PARAMS;
+	}
+	if ((rc = job_live(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	if (p->uid != v.j->uid || v.client_id != p->client_id) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is not attached to this connection",
+		         id);
+		return PROTO_E_PERM;
+	}
+	if (v.j->state != JOB_RUNNING) {
+		snprintf(cause, causelen, "job %" PRId64 " is %s, not running",
+		         id, job_state_name(v.j->state));
+		jobs_view_free(&v);
+		return PROTO_E_STATE;
+	}
+	jobs_view_free(&v);
+	if ((rc = jobs_exit(d, id, (int)code, (int)sig, cause, causelen)) != 0)
+		return rc;
+	/* Ended, or requeued for another attempt. */
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	*result = wire_job(&v, p->uid, 0);
+	jobs_view_free(&v);
+	return 0;
+}
+
+int
+control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id;
+	int rc;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0)
+		return rc;
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	if (!v.in_table) {
+		/* ended: the client learns how */
+		*result = wire_job(&v, p->uid, 0);
+		jobs_view_free(&v);
+		return 0;
+	}
+	if (!v.j->attached) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is detached: nothing to resume", id);
+		return PROTO_E_STATE;
+	}
+	jobs_resume(d, id, p->client_id);
+	jobs_view_free(&v);
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	*result = wire_job(&v, p->uid, 0);
+	jobs_view_free(&v);
+	return 0;
+}
+
+int
+control_logs(struct daemon *d, const struct peer *p, const cJSON *req_id,
+             const cJSON *params, cJSON **result, char *cause, size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id, offset = 0;
+	int follow = 0, rc, attached;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0 ||
+	    (rc = proto_param_int(params, "offset", 0, 0, INT64_MAX, &offset,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
+	                           causelen)) < 0)
+		return rc;
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	attached = v.j->attached;
+	jobs_view_free(&v);
+	if (attached) {
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is attached: its output went to its "
+		         "terminal",
+		         id);
+		return PROTO_E_STATE;
+	}
+	if ((rc = notify_logs(d, p->client_id, req_id, id, (uint64_t)offset,
+	                      follow, cause, causelen)) != 0)
+		return rc;
+	return CONTROL_DEFERRED;
+}

@@ -1,0 +1,131 @@
+/*
+ * The logs method's reading: a detached job's output, read from the log
+ * its monitor writes, sent as log notifications (valid UTF-8) at the pace
+ * the client reads and, with follow, on every tick until the job ends.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jobs.h"
+#include "notify-internal.h"
+#include "proto.h"
+#include "server.h"
+#include "spawn.h"
+
+#define LOG_CHUNK (64 * 1024)
+#define LOG_PER_PASS (1024 * 1024) /* per reader per pass */
+/* No more while this much is queued for the reader's client: a log is sent
+ * as fast as the client reads it, never piled up to the client's limit
+ * (which closes it). Its writes draining go on from there. */
+#define LOG_BACKLOG (1024 * 1024)
+
+/* Copy src[0..n) to a NUL-terminated string, replacing bytes that are not
+ * UTF-8 (and NUL, which JSON strings here cannot carry) by U+FFFD. Returns
+ * the bytes of src consumed: an incomplete sequence at the end is left for
+ * the next read unless at_eof. */
+static size_t
+utf8_sanitize(const unsigned char *src, size_t n, int at_eof, char *dst)
+{
+	size_t i = 0, o = 0, len, k;
+	unsigned char c;
+
+	while (i < n) {
+		c = src[i];
+		if (c >= 0x01 && c < 0x80) {
+			dst[o++] = (char)c;
+			i++;
+			continue;
+		}
+		len = c >= 0xc2 && c <= 0xdf   ? 2
+		      : c >= 0xe0 && c <= 0xef ? 3
+		      : c >= 0xf0 && c <= 0xf4 ? 4
+		                               : 0;
+		if (len > 0 && i + len > n && !at_eof) {
+			/* Maybe complete in the next read. */
+			int ok = 1;
+			for (k = 1; i + k < n; k++)
+				if ((src[i + k] & 0xc0) != 0x80)
+					ok = 0;
+			if (ok)
+				break;
+		}
+		if (len > 0 && i + len <= n &&
+		    proto_utf8_valid((const char *)src + i, len)) {
+			memcpy(dst + o, src + i, len);
+			o += len;
+			i += len;
+			continue;
+		}
+		memcpy(dst + o, "\xef\xbf\xbd", 3);
+		o += 3;
+		i++;
+	}
+	dst[o] = '\0';
+	return i;
+}
+
+/* Send what is new in the log. Returns 1 when the reader is finished
+ * (answered), 0 to keep it. */
+int
+notify_log_pump(struct daemon *d, struct watch *lr)
+{
+	static unsigned char buf[LOG_CHUNK];
+	static char out[LOG_CHUNK * 3 + 1];
+	char path[1024];
+	int ended = !jobs_is_live(d, lr->job_id);
+	size_t sent = 0, used;
+	ssize_t got;
+	cJSON *res, *note;
+	int fd, eof = 0;
+
+	if (spawn_log_path(d->cfg.state_dir, lr->job_id, path, sizeof path) !=
+	    0)
+		eof = 1;
+	fd = eof ? -1
+	         : open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		/* No log yet (not started) or never (failed). */
+		eof = 1;
+	}
+	while (fd >= 0 && sent < LOG_PER_PASS &&
+	       server_client_unwritten(d, lr->client_id) < LOG_BACKLOG) {
+		got = pread(fd, buf, sizeof buf, (off_t)lr->offset);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			eof = 1;
+			break;
+		}
+		used = utf8_sanitize(buf, (size_t)got,
+		                     ended && (size_t)got < sizeof buf, out);
+		if (used == 0) {
+			eof = 1;
+			break;
+		}
+		note = cJSON_CreateObject();
+		proto_add_int(note, "id", lr->job_id);
+		proto_add_int(note, "offset", (int64_t)lr->offset);
+		cJSON_AddStringToObject(note, "data", out);
+		if (server_notify(d, lr->client_id, "log", note) == -ENOENT) {
+			close(fd);
+			return 1;
+		}
+		lr->offset += used;
+		sent += used;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!eof)
+		return 0; /* more next pass */
+	if (lr->follow && !ended)
+		return 0;
+	res = cJSON_CreateObject();
+	proto_add_int(res, "id", lr->job_id);
+	proto_add_int(res, "offset", (int64_t)lr->offset);
+	cJSON_AddBoolToObject(res, "eof", 1);
+	server_reply(d, lr->client_id, lr->req_id, res);
+	return 1;
+}

@@ -1,0 +1,161 @@
+/*
+ * The tick, top to bottom: measure (the sampler did), enforce and admit
+ * (jobs), add the sample to the store's batch (no I/O), tell the clients
+ * (notify), then storage housekeeping. Enforcement comes first and never
+ * waits on storage or clients (DESIGN.md): the store is written only at
+ * the end, in batches every few seconds, and a failing write is logged
+ * once, shown in `info` and retried while sampling goes on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "log.h"
+#include "notify.h"
+#include "spawn.h"
+#include "store.h"
+#include "tick.h"
+
+/*
+ * Samples are committed every FLUSH_EVERY_SAMPLES samples (12 s at 0.1 s)
+ * and every CHECKPOINT_EVERY_MS, when the WAL is also checkpointed, which
+ * syncs it; at the default 0.5 s both fall on the same tick, once a
+ * minute. A commit costs about 250 us of CPU plus about 3 us a sample and
+ * a checkpoint about 300 us, so large batches keep the cost per sample low
+ * (docs/benchmarks.md). A history query commits what is pending first, so
+ * answers are never behind. A daemon crash loses at most one batch of
+ * system and job samples (job states and events are committed at once); a
+ * power loss loses at most a minute and one interval.
+ */
+#define FLUSH_EVERY_SAMPLES 120
+#define CHECKPOINT_EVERY_MS 60000
+#define PRUNE_EVERY_MS (3600 * 1000)
+#define PRUNE_FIRST_MS 60000 /* first prune a minute after start */
+
+struct tick {
+	uint64_t last_checkpoint, last_prune; /* loop time */
+	int unflushed;                        /* samples since the last flush */
+	int mark_pending; /* the start marker is not written yet */
+	int unhealthy;    /* the store's health was last seen failing */
+};
+
+/* The store owns its health (store_health); this logs its changes. */
+static void
+tick_health(struct daemon *d, struct tick *t)
+{
+	const char *health = store_health(d->store);
+
+	if (health != NULL && !t->unhealthy)
+		log_warnx("storage: %s (sampling goes on; "
+		          "samples are kept in memory and retried; "
+		          "admissions wait)",
+		          health);
+	else if (health == NULL && t->unhealthy)
+		log_info("storage works again");
+	t->unhealthy = health != NULL;
+}
+
+static void
+tick_flush(struct daemon *d, struct tick *t)
+{
+	char cause[256];
+
+	t->unflushed = 0;
+	cause[0] = '\0';
+	/* The start marker (history shows a gap across a restart) goes with
+	 * the samples: while it cannot be written it is retried every tick,
+	 * and admissions wait as for any failing write. */
+	if (t->mark_pending && store_mark(d->store, d->started_ms, "start",
+	                                  cause, sizeof cause) != 0)
+		return;
+	t->mark_pending = 0;
+	store_flush(d->store, cause, sizeof cause);
+}
+
+static void
+tick_forget_job(void *arg, int64_t id)
+{
+	struct daemon *d = arg;
+
+	spawn_forget(d->cfg.state_dir, id);
+}
+
+/* The checkpoint keeps its own clock, so commits made early for history
+ * queries neither delay it nor add to it. */
+static void
+tick_housekeeping(struct daemon *d, struct tick *t)
+{
+	uint64_t now = uv_now(d->loop);
+	char cause[256];
+
+	t->unflushed++;
+	if (now - t->last_checkpoint >= CHECKPOINT_EVERY_MS) {
+		tick_flush(d, t);
+		t->last_checkpoint = now;
+		store_checkpoint(d->store);
+	} else if (t->unflushed >= FLUSH_EVERY_SAMPLES || t->mark_pending)
+		tick_flush(d, t);
+	if (now - t->last_prune >= PRUNE_EVERY_MS) {
+		int64_t ms = now_ms();
+
+		t->last_prune = now;
+		/* The files first: a job whose row goes keeps nothing. */
+		if (store_jobs_expiring(d->store, ms, &d->cfg.retention,
+		                        tick_forget_job, d) != 0)
+			log_warnx("prune: cannot list expired jobs");
+		if (store_prune(d->store, ms, &d->cfg.retention, cause,
+		                sizeof cause) != 0)
+			log_warnx("prune: %s", cause);
+	}
+	tick_health(d, t);
+}
+
+void
+tick_run(struct daemon *d, const struct sys_sample *s)
+{
+	if (d->tick == NULL)
+		return;
+	if (s != NULL) {
+		d->last = *s;
+		d->have_last = 1;
+		jobs_on_sample(d, s); /* measure jobs, enforce, admit */
+		store_add_sample(d->store, s); /* buffered: no I/O */
+		notify_sample(d, s);           /* subscribers, meters, logs */
+	}
+	tick_housekeeping(d, d->tick);
+}
+
+int
+tick_start(struct daemon *d, char *cause, size_t causelen)
+{
+	struct tick *t;
+	uint64_t now = uv_now(d->loop);
+
+	if ((t = calloc(1, sizeof *t)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return -ENOMEM;
+	}
+	t->last_checkpoint = now;
+	t->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
+	t->mark_pending = 1;
+	d->tick = t;
+	tick_flush(d, t);
+	tick_health(d, t);
+	return 0;
+}
+
+void
+tick_stop(struct daemon *d)
+{
+	char cause[256];
+
+	if (d->tick == NULL)
+		return;
+	free(d->tick);
+	d->tick = NULL;
+	cause[0] = '\0';
+	if (store_flush(d->store, cause, sizeof cause) != 0)
+		log_warnx("last flush: %s", cause);
+}

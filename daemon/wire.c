@@ -1,0 +1,177 @@
+/*
+ * The wire objects (wire.h): Job, Event and Sample as PROTOCOL.md defines
+ * them, and who may see what of a job.
+ */
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto.h"
+#include "wire.h"
+
+int
+wire_may_see(uid_t viewer, const struct job *j)
+{
+	return viewer == 0 || viewer == j->uid;
+}
+
+void
+wire_user_name(uid_t uid, char *buf, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[2048];
+
+	if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res != NULL)
+		snprintf(buf, len, "%s", pw.pw_name);
+	else
+		snprintf(buf, len, "%u", (unsigned)uid);
+}
+
+cJSON *
+wire_event(const struct store_event *e, uid_t viewer_uid)
+{
+	cJSON *o = cJSON_CreateObject(), *detail = NULL;
+	char user[64];
+
+	if (o == NULL)
+		return NULL;
+	proto_add_int(o, "id", e->id);
+	proto_add_int(o, "ts_ms", e->ts_ms);
+	if (e->job_id > 0) {
+		proto_add_int(o, "job_id", e->job_id);
+		wire_user_name(e->uid, user, sizeof user);
+		cJSON_AddStringToObject(o, "user", user);
+	} else {
+		cJSON_AddNullToObject(o, "job_id");
+		cJSON_AddNullToObject(o, "user");
+	}
+	cJSON_AddStringToObject(o, "kind", e->kind);
+	if (e->detail != NULL &&
+	    (e->job_id <= 0 || viewer_uid == 0 || viewer_uid == e->uid))
+		detail = cJSON_Parse(e->detail);
+	if (detail != NULL)
+		cJSON_AddItemToObject(o, "detail", detail);
+	else
+		cJSON_AddNullToObject(o, "detail");
+	return o;
+}
+
+static cJSON *
+strv_json(char *const *v)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (; a != NULL && v != NULL && *v != NULL; v++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(*v));
+	return a;
+}
+
+static void
+add_opt_int(cJSON *o, const char *name, int64_t v, int present)
+{
+	if (present)
+		proto_add_int(o, name, v);
+	else
+		cJSON_AddNullToObject(o, name);
+}
+
+cJSON *
+wire_job(const struct jobs_view *v, uid_t viewer, int with_env)
+{
+	const struct job *j = v->j;
+	const struct jobs_view *r = v->live ? v : NULL;
+	cJSON *o = cJSON_CreateObject();
+	int ended = JOB_STATE_ENDED(j->state);
+	int visible = wire_may_see(viewer, j);
+
+	if (o == NULL)
+		return NULL;
+	proto_add_int(o, "id", j->id);
+	cJSON_AddStringToObject(o, "user", j->user ? j->user : "");
+	proto_add_int(o, "uid", j->uid);
+	cJSON_AddStringToObject(o, "name", j->name ? j->name : "");
+	cJSON_AddStringToObject(o, "state", job_state_name(j->state));
+	cJSON_AddBoolToObject(o, "attached", j->attached);
+	proto_add_int(o, "priority", j->priority);
+	cJSON_AddNumberToObject(o, "wait_free_pct", j->wait_free_pct);
+	proto_add_int(o, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
+	proto_add_int(o, "expect_bytes", (int64_t)j->expect_bytes);
+	cJSON_AddBoolToObject(o, "exclusive", j->exclusive);
+	proto_add_int(o, "retry_on_breach", j->retry_on_breach);
+	proto_add_int(o, "attempt", j->attempt);
+	add_opt_int(o, "position", r ? r->position : 0,
+	            r != NULL && j->state == JOB_QUEUED && r->position > 0);
+	if (r != NULL && j->state == JOB_QUEUED)
+		cJSON_AddStringToObject(o, "waiting_for",
+		                        admit_wait_name(r->wait));
+	proto_add_int(o, "submitted_at_ms", j->submitted_ms);
+	add_opt_int(o, "admitted_at_ms", j->admitted_ms, j->admitted_ms > 0);
+	add_opt_int(o, "started_at_ms", j->started_ms, j->started_ms > 0);
+	add_opt_int(o, "ended_at_ms", j->ended_ms, ended && j->ended_ms > 0);
+	add_opt_int(o, "pid", j->pid, j->pid > 0);
+	proto_add_int(o, "footprint_bytes", (int64_t)j->footprint_bytes);
+	proto_add_int(o, "footprint_peak_bytes",
+	              (int64_t)j->footprint_peak_bytes);
+	proto_add_int(o, "swap_growth_bytes",
+	              r != NULL && !ended ? (int64_t)r->growth_bytes : 0);
+	proto_add_int(o, "swap_growth_peak_bytes",
+	              (int64_t)j->swap_growth_peak_bytes);
+	proto_add_int(o, "job_swap_bytes", (int64_t)j->job_swap_bytes);
+	/* A killed job may have ended with a code of its own (a TERM
+	 * handler's exit), which is worth showing too. */
+	add_opt_int(o, "exit_code", j->exit_code,
+	            ended && j->term_signal == 0 && j->started_ms > 0 &&
+	                (j->state == JOB_EXITED || j->state == JOB_KILLED));
+	add_opt_int(o, "signal", j->term_signal, ended && j->term_signal > 0);
+	if (ended && j->end_reason != NULL)
+		cJSON_AddStringToObject(o, "end_reason", j->end_reason);
+	else
+		cJSON_AddNullToObject(o, "end_reason");
+	if (visible) {
+		cJSON_AddItemToObject(o, "argv", strv_json(j->argv));
+		cJSON_AddStringToObject(o, "cwd", j->cwd ? j->cwd : "");
+		if (ended && j->end_detail != NULL)
+			cJSON_AddStringToObject(o, "end_detail", j->end_detail);
+		else
+			cJSON_AddNullToObject(o, "end_detail");
+		if (with_env)
+			cJSON_AddItemToObject(o, "env",
+			                      j->env != NULL
+			                          ? strv_json(j->env)
+			                          : cJSON_CreateNull());
+	}
+	return o;
+}
+
+cJSON *
+wire_job_ended(const struct job *j, uid_t viewer, int with_env)
+{
+	struct jobs_view v;
+
+	memset(&v, 0, sizeof v);
+	v.j = j;
+	return wire_job(&v, viewer, with_env);
+}
+
+cJSON *
+wire_sample(const struct sys_sample *s)
+{
+	cJSON *o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	proto_add_int(o, "sampled_at_ms", s->ts_ms);
+	proto_add_int(o, "total_bytes", (int64_t)s->total_bytes);
+	proto_add_int(o, "available_bytes", (int64_t)s->available_bytes);
+	cJSON_AddNumberToObject(o, "free_pct", s->free_pct);
+	proto_add_int(o, "swap_total_bytes", (int64_t)s->swap_total_bytes);
+	proto_add_int(o, "swap_used_bytes", (int64_t)s->swap_used_bytes);
+	cJSON_AddStringToObject(o, "pressure", pressure_name(s->pressure));
+	if (s->psi_some_avg10 >= 0)
+		cJSON_AddNumberToObject(o, "psi_some_avg10", s->psi_some_avg10);
+	else
+		cJSON_AddNullToObject(o, "psi_some_avg10");
+	proto_add_int(o, "compressed_bytes", (int64_t)s->compressed_bytes);
+	proto_add_int(o, "wired_bytes", (int64_t)s->wired_bytes);
+	return o;
+}
