@@ -58,6 +58,7 @@ struct jrec {
 	uv_timer_t *kill_timer;
 	int signalled_kill;
 
+	int tree_gone;   /* running, no process left: awaits its end report */
 	uv_poll_t *poll; /* detached: the monitor's report pipe */
 	int adopted;     /* detached without a pipe: spawn_check each sample */
 

@@ -407,6 +407,7 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	r->growth_bytes = 0;
 	r->growth_restarted_ms = 0;
 	r->adopted = 0;
+	r->tree_gone = 0;
 	r->note_pos = -1;
 	jrec_commit(d, r);
 	det = cJSON_CreateObject();
@@ -479,6 +480,7 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 	j->started_ms = started_ms > 0 ? started_ms : now_ms();
 	j->state = JOB_RUNNING;
 	r->nfp = 0;
+	r->tree_gone = 0;
 	proctree_free(r->tree);
 	/* The default rescan (PROCTREE_SCAN_INTERVAL_MS) finds new
 	 * descendants within a second, as for re-adopted jobs; a kill
@@ -737,7 +739,9 @@ jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	if (nprocs == 0) {
 		/* Gone. An attached job's client reports how it ended; with
 		 * no client nobody will. Detached jobs hear it from their
-		 * monitor. */
+		 * monitor. Until then it holds no memory: enforcement passes
+		 * it over, so it is never chosen (and gone) again. */
+		r->tree_gone = 1;
 		if (r->breach_kill)
 			jobs_victim_gone(d, r);
 		if (j->attached && r->client_id == 0)
@@ -851,7 +855,7 @@ jobs_enforce(struct daemon *d, const struct sys_sample *s)
 	}
 	for (i = 0; i < js->n; i++) {
 		struct jrec *r = js->v[i];
-		if (!jrec_holds_memory(r))
+		if (!jrec_holds_memory(r) || r->tree_gone)
 			continue;
 		rs[n] = r;
 		ej[n].job_id = r->j->id;

@@ -982,6 +982,36 @@ test_growth_restarts_after_victim(void **state)
  * retry_on_breach 1: the first breach sends the job back to the queue in
  * its old place (ahead of one submitted after it), the second is final.
  */
+/*
+ * A victim whose processes are gone but whose client has not sent job_exit
+ * yet (slow, stopped) holds no memory: the survivors' growth restarts once,
+ * when it goes, and counts from there. It used to be chosen as the victim
+ * again on the next sample and, seen gone again, restart the survivors'
+ * growth at every sample, so nobody could breach until the client spoke.
+ */
+static void
+test_victim_gone_restarts_once(void **state)
+{
+	struct two_running t;
+	struct jobs_view v;
+
+	(void)state;
+	start_two(&t);
+	breach_both(&t, 2150 * MIB);
+	kill_kid(t.young_pid);
+	sample(80, 2200 * MIB); /* young's tree gone: old counts from here */
+	sample(80, 2800 * MIB);
+	sample(80, 3300 * MIB);
+	view(t.old, &v);
+	assert_int_equal(v.j->swap_base_bytes, 2200 * MIB);
+	assert_int_equal(v.growth_bytes, 1100 * MIB);
+	jobs_view_free(&v);
+	assert_int_equal(count_sigs(t.old_pid, SIGTERM), 1);
+	kill_kid(t.old_pid);
+	client_exit_signal(t.young, SIGTERM);
+	client_exit_signal(t.old, SIGTERM);
+}
+
 static void
 test_retry_requeues(void **state)
 {
@@ -1361,6 +1391,7 @@ main(void)
 	    T(test_admission_order),
 	    T(test_breach_youngest_victim),
 	    T(test_growth_restarts_after_victim),
+	    T(test_victim_gone_restarts_once),
 	    T(test_retry_requeues),
 	    T(test_cancel_not_started),
 	    T(test_cancel_running),
