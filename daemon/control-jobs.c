@@ -31,6 +31,22 @@ param_id(const cJSON *params, int64_t *id, char *cause, size_t causelen)
 	                       causelen);
 }
 
+/* The answer of most job methods: the job as it stands now, as the peer
+ * may see it. */
+static int
+answer_job(struct daemon *d, const struct peer *p, int64_t id, int with_env,
+           cJSON **result, char *cause, size_t causelen)
+{
+	struct jobs_view v;
+	int rc;
+
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	*result = wire_job(&v, p->uid, with_env);
+	jobs_view_free(&v);
+	return 0;
+}
+
 static char **
 strv_dup(const char **v)
 {
@@ -236,7 +252,6 @@ int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
              const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
-	struct jobs_view v;
 	int64_t id;
 	int env = 0, rc;
 
@@ -244,11 +259,7 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_bool(params, "env", 0, &env, cause, causelen)) <
 	        0)
 		return rc;
-	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
-		return rc;
-	*result = wire_job(&v, p->uid, env);
-	jobs_view_free(&v);
-	return 0;
+	return answer_job(d, p, id, env, result, cause, causelen);
 }
 
 int
@@ -275,11 +286,7 @@ control_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = jobs_cancel(d, id, who, cause, causelen)) != 0)
 		return rc;
 	/* Ended now, or being terminated: as it stands. */
-	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
-		return rc;
-	*result = wire_job(&v, p->uid, 0);
-	jobs_view_free(&v);
-	return 0;
+	return answer_job(d, p, id, 0, result, cause, causelen);
 }
 
 int
@@ -551,11 +558,7 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = jobs_exit(d, id, (int)code, (int)sig, cause, causelen)) != 0)
 		return rc;
 	/* Ended, or requeued for another attempt. */
-	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
-		return rc;
-	*result = wire_job(&v, p->uid, 0);
-	jobs_view_free(&v);
-	return 0;
+	return answer_job(d, p, id, 0, result, cause, causelen);
 }
 
 int
@@ -585,11 +588,7 @@ control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	jobs_resume(d, id, p->client_id);
 	jobs_view_free(&v);
-	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
-		return rc;
-	*result = wire_job(&v, p->uid, 0);
-	jobs_view_free(&v);
-	return 0;
+	return answer_job(d, p, id, 0, result, cause, causelen);
 }
 
 int
