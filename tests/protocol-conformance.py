@@ -279,6 +279,34 @@ def main():
                 e = expect_error(c, name, {UNKNOWN: 1}, -32602, name + " with an unknown param")
             check(e is None or UNKNOWN in e.message,
                   "%s: the refusal names the param: %s" % (name, e and e.message))
+        # A request with several faults is told of one, always the same:
+        # the method, then params' shape, unknown members, the listed
+        # members' presence and types in the table's order (all before any
+        # handler runs), then ranges and cross-field rules, then the object
+        # it names.
+        order = [
+            ("nosuch", {"bogus": 1}, -32601, "unknown method"),
+            ("submit", [1], -32600, "must be an object"),
+            ("submit", {"bogus": 1, "argv": 5}, -32602, "'bogus' is not a known"),
+            ("submit", {"cwd": 5, "attached": "no"}, -32602, "'attached' must be true"),
+            ("submit", {"cwd": 5}, -32602, "'argv' is required"),
+            ("submit", {"argv": ["true"], "cwd": 5}, -32602, "'cwd' must be a string"),
+            ("submit", {"argv": ["true"], "cwd": "/", "env": [], "priority": 1.5,
+                        "umask": "x"}, -32602, "'umask' must be an integer"),
+            ("submit", {"argv": ["true"], "cwd": "rel", "env": [], "priority": 5000},
+             -32602, "cwd must be an absolute path"),
+            ("submit", {"argv": ["true"], "cwd": "/"}, -32602, "'env' is required"),
+            ("job_exit", {"id": 999999}, -32602, "exactly one of exit_code"),
+            ("job_exit", {"id": 999999, "signal": 9}, -32003, "no job 999999"),
+            ("cancel", {"id": 0}, -32602, "'id' must be between"),
+            ("cancel", {"id": 999999}, -32003, "no job 999999"),
+        ]
+        for method, params, code, text in order:
+            e = expect_error(c, method, params, code, "%s %s" % (method, params))
+            check(e is None or text in e.message,
+                  "%s %s: expected the error '%s', got '%s'"
+                  % (method, params, text, e and e.message))
+
         # the queued jobs the loop above left behind (wait_free_pct 100)
         for j in c.call("status")["jobs"]:
             if j["state"] == "queued":
