@@ -262,7 +262,7 @@ store_job_insert(struct store *s, struct job *j, char *cause, size_t causelen)
 {
 	char why[STORE_CAUSE_MAX] = "";
 
-	return store_health_note(s, STORE_AREA_JOBS, "job insert",
+	return store_health_note(s, STORE_AREA_SUBMIT, "job insert",
 	                         insert_job(s, j, why, sizeof why), why, cause,
 	                         causelen);
 }

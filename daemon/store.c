@@ -653,6 +653,10 @@ store_health_note(struct store *s, enum store_area a, const char *what, int rc,
 	if (rc == 0) {
 		h->since = 0;
 		h->msg[0] = '\0';
+		/* The database takes writes again: an insert that failed is
+		 * not retried, so nothing else would clear it. */
+		s->health[STORE_AREA_SUBMIT].since = 0;
+		s->health[STORE_AREA_SUBMIT].msg[0] = '\0';
 		return 0;
 	}
 	if (h->since == 0)

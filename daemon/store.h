@@ -149,16 +149,19 @@ int store_events(struct store *s, int64_t after_id, int64_t limit,
 int64_t store_size_bytes(struct store *s);
 
 /* Storage health. The write functions record their own outcome:
- * store_flush and store_mark as SAMPLES, store_job_insert and
- * store_job_update as JOBS, store_event_add as EVENTS. The store does not
- * log it; the caller logs the transitions. s may be NULL (no database):
- * healthy. */
+ * store_flush and store_mark as SAMPLES, store_job_update as JOBS,
+ * store_event_add as EVENTS, store_job_insert as SUBMIT. The store does
+ * not log it; the caller logs the transitions. s may be NULL (no
+ * database): healthy. */
 /* What failed last, per kind of write; a kind's next successful write
- * clears it. */
+ * clears it. A failed insert is told to its submitter and never retried,
+ * so any later write that works clears SUBMIT: health follows the writes
+ * instead of waiting for the next submit. */
 enum store_area {
 	STORE_AREA_SAMPLES,
 	STORE_AREA_JOBS,
 	STORE_AREA_EVENTS,
+	STORE_AREA_SUBMIT,
 	STORE_NAREAS
 };
 /* NULL while every kind of write works, else the cause of the failing one

@@ -95,7 +95,10 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 		tick_flush(d, t);
 		t->last_checkpoint = now;
 		store_checkpoint(d->store);
-	} else if (t->unflushed >= FLUSH_EVERY_SAMPLES || t->mark_pending)
+	} else if (t->unflushed >= FLUSH_EVERY_SAMPLES || t->mark_pending ||
+	           store_health(d->store) != NULL)
+		/* While writes fail, every tick tries: health follows the
+		 * writes, and admissions resume as soon as they work. */
 		tick_flush(d, t);
 	if (now - t->last_prune >= PRUNE_EVERY_MS) {
 		int64_t ms = now_ms();

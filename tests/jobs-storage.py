@@ -94,6 +94,28 @@ def run(d, m, mnt):
     scen.wait_state(c, held, "killed")
     j = c.call("cancel", {"id": waiting})
     assert j["state"] == "cancelled", j
+
+    # Only a submit fails (nothing is retried, no job is running): once
+    # space returns, health follows the writes by itself, the queue
+    # resumes and cancel works, with no later submit needed.
+    m.set(free_pct=10)
+    later = scen.submit(c, d, "exec sleep 60", wait_free_pct=50)
+    fill_fs(filler)
+    try:
+        scen.submit(c, d, "exit 0")
+        raise AssertionError("submit accepted while storage fails")
+    except RpcError as e:
+        assert e.code == -32006, e
+    assert c.call("info")["storage_error"] is not None
+    m.set(free_pct=80)
+    scen.samples(d, 3)
+    assert scen.show(c, later)["state"] == "queued"
+    os.unlink(filler)
+    poll(lambda: c.call("info")["storage_error"] is None, timeout=10,
+         what="storage health to follow the writes")
+    scen.wait_state(c, later, "running")
+    c.call("cancel", {"id": later})
+    scen.wait_state(c, later, "killed")
     c.close()
 
 

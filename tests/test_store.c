@@ -1422,20 +1422,33 @@ test_health_oldest_first(void **state)
 	assert_true(store_job_insert(f->s, &k, jcause, sizeof jcause) < 0);
 	assert_non_null(strstr(jcause, "locked"));
 	assert_health(f->s, "samples", scause);
-	assert_failing(f->s, 1, 1, 0);
+	assert_failing(f->s, 1, 0, 0);
+	assert_true(store_area_failing(f->s, STORE_AREA_SUBMIT));
 	unlock_writes(db);
 
-	/* A marker is a write of samples too: it clears them. */
+	/* A marker is a write of samples too: it clears them, and the
+	 * failed insert, which nothing retries: the database takes writes. */
 	assert_int_equal(
 	    store_mark(f->s, T0 + 1000, "start", scause, sizeof scause), 0);
+	assert_null(store_health(f->s));
+	assert_false(store_area_failing(f->s, STORE_AREA_SUBMIT));
+
+	/* A failed insert alone shows until any write works. */
+	db = lock_writes(f->path);
+	assert_true(store_job_insert(f->s, &k, jcause, sizeof jcause) < 0);
 	assert_health(f->s, "job insert", jcause);
-	assert_failing(f->s, 0, 1, 0);
+	assert_failing(f->s, 0, 0, 0);
+	unlock_writes(db);
+	sample_at(2, &ss);
+	store_add_sample(f->s, &ss);
+	flush_ok(f->s);
+	assert_null(store_health(f->s));
 	assert_int_equal(store_job_insert(f->s, &k, jcause, sizeof jcause), 0);
 	assert_null(store_health(f->s));
 	flush_ok(f->s);
 	assert_null(store_health(f->s));
 	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM samples"),
-	                 2);
+	                 3);
 }
 
 int
