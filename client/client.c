@@ -1039,7 +1039,7 @@ kind_of(const char *method)
 	    {"sample", SL_N_SAMPLE},     {"process_gone", SL_N_PROCESS_GONE},
 	    {"event", SL_N_EVENT},       {"queue", SL_N_QUEUE},
 	    {"admitted", SL_N_ADMITTED}, {"breach", SL_N_BREACH},
-	    {"log", SL_N_LOG},
+	    {"log", SL_N_LOG},           {"ended", SL_N_ENDED},
 	};
 	size_t i;
 
@@ -1092,6 +1092,12 @@ fill_notification(const struct pending *p, struct sl_notification *n)
 		n->log.offset = get_i64(o, "offset", 0);
 		n->log.data = dup_str(o, "data");
 		n->log.len = n->log.data != NULL ? strlen(n->log.data) : 0;
+		break;
+	case SL_N_ENDED:
+		n->ended.id = get_i64(o, "id", 0);
+		get_str(o, "state", n->ended.state, sizeof n->ended.state);
+		get_str(o, "end_reason", n->ended.end_reason,
+		        sizeof n->ended.end_reason);
 		break;
 	case SL_N_OTHER:
 		break;

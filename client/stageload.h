@@ -228,6 +228,7 @@ enum sl_notification_kind {
 	SL_N_ADMITTED,
 	SL_N_BREACH,
 	SL_N_LOG,
+	SL_N_ENDED,
 };
 
 struct sl_notification {
@@ -257,6 +258,11 @@ struct sl_notification {
 		char *data; /* malloc'd, NUL-terminated */
 		size_t len;
 	} log; /* SL_N_LOG */
+	struct {
+		int64_t id;
+		char state[16]; /* exited, killed, failed, cancelled, lost */
+		char end_reason[32]; /* "" when none */
+	} ended; /* SL_N_ENDED: an attached job of this connection ended */
 };
 
 /*

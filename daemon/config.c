@@ -278,6 +278,12 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_clients_per_uid") == 0)
 		return set_int(&cfg->max_clients_per_uid, key, v, 1, 1000000,
 		               cause, causelen);
+	if (strcmp(k, "max_deferred_per_uid") == 0)
+		return set_int(&cfg->max_deferred_per_uid, key, v, 1, 1000000,
+		               cause, causelen);
+	if (strcmp(k, "max_meters_per_uid") == 0)
+		return set_int(&cfg->max_meters_per_uid, key, v, 1, 100000,
+		               cause, causelen);
 	if (strcmp(k, "max_queued_per_uid") == 0)
 		return set_int(&cfg->max_queued_per_uid, key, v, 1, 1000000,
 		               cause, causelen);
@@ -414,6 +420,8 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_clients = 4096;
 	cfg->max_clients_per_uid = 256;
 	cfg->max_queued_per_uid = 1000;
+	cfg->max_deferred_per_uid = 4096;
+	cfg->max_meters_per_uid = 16;
 	cfg->max_argv_bytes = 256u << 10;
 	cfg->max_env_bytes = 1u << 20;
 	cfg->hello_timeout_ms = 10000;
@@ -616,6 +624,8 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_clients = n->max_clients;
 	cfg->max_clients_per_uid = n->max_clients_per_uid;
 	cfg->max_queued_per_uid = n->max_queued_per_uid;
+	cfg->max_deferred_per_uid = n->max_deferred_per_uid;
+	cfg->max_meters_per_uid = n->max_meters_per_uid;
 	cfg->max_argv_bytes = n->max_argv_bytes;
 	cfg->max_env_bytes = n->max_env_bytes;
 	cfg->hello_timeout_ms = n->hello_timeout_ms;

@@ -316,6 +316,7 @@ control_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
 struct events_ctx {
 	cJSON *arr;
 	uid_t viewer;
+	int64_t last; /* the last event's id */
 };
 
 static int
@@ -324,6 +325,7 @@ events_cb(void *arg, const struct store_event *e)
 	struct events_ctx *c = arg;
 
 	cJSON_AddItemToArray(c->arr, wire_event(e, c->viewer));
+	c->last = e->id;
 	return 0;
 }
 
@@ -345,13 +347,18 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	ctx.arr = cJSON_CreateArray();
 	ctx.viewer = p->uid;
+	ctx.last = after;
 	if (store_events(d->store, after, limit, events_cb, &ctx) < 0) {
 		cJSON_Delete(ctx.arr);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
-	if (follow)
-		notify_follow_events(d, p->client_id, p->uid);
+	if (follow &&
+	    notify_follow_events(d, p->client_id, p->uid, ctx.last) != 0) {
+		cJSON_Delete(ctx.arr);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
 	*result = cJSON_CreateObject();
 	cJSON_AddItemToObject(*result, "events", ctx.arr);
 	return 0;
@@ -548,7 +555,7 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         id);
 		return PROTO_E_PERM;
 	}
-	if (v.j->state != JOB_RUNNING) {
+	if (v.j->state != JOB_RUNNING && v.j->state != JOB_ADMITTED) {
 		snprintf(cause, causelen, "job %" PRId64 " is %s, not running",
 		         id, job_state_name(v.j->state));
 		jobs_view_free(&v);
@@ -616,8 +623,8 @@ control_logs(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         id);
 		return PROTO_E_STATE;
 	}
-	if ((rc = notify_logs(d, p->client_id, req_id, id, (uint64_t)offset,
-	                      follow, cause, causelen)) != 0)
+	if ((rc = notify_logs(d, p->client_id, p->uid, req_id, id,
+	                      (uint64_t)offset, follow, cause, causelen)) != 0)
 		return rc;
 	return CONTROL_DEFERRED;
 }

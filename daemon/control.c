@@ -465,7 +465,7 @@ ctl_subscribe(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = notify_subscribe(d, p->client_id, p->uid, samples, events,
 	                           (pid_t)pid, pi.start_time, cause,
 	                           causelen)) != 0)
-		return PROTO_E_INTERNAL;
+		return rc; /* a PROTO_E_* code with its cause */
 	*result = cJSON_CreateObject();
 	proto_add_int(*result, "interval_ms", d->cfg.interval_ms);
 	return 0;

@@ -26,6 +26,8 @@ struct config {
 	int max_clients;          /* default 4096 */
 	int max_clients_per_uid;  /* default 256 */
 	int max_queued_per_uid;   /* default 1000 */
+	int max_deferred_per_uid; /* wait and logs answers owed, 4096 */
+	int max_meters_per_uid;   /* process trees metered, 16 */
 	size_t max_argv_bytes;    /* default 256 KiB */
 	size_t max_env_bytes;     /* default 1 MiB */
 	int64_t hello_timeout_ms; /* default 10000 */

@@ -37,6 +37,20 @@ jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
 		snprintf(cause, causelen, "job %" PRId64 " has ended", id);
 		return PROTO_E_STATE;
 	}
+	if (r->j->state == JOB_ADMITTED && r->term_reason == NULL) {
+		/* Its client ran the command, which ended (and was reaped)
+		 * before job_pid could be sent: the end is known, though the
+		 * daemon never watched it. It started after its admission. */
+		r->term_pending = 0;
+		r->j->started_ms = r->j->admitted_ms;
+		r->j->exit_code = code < 0 ? 0 : code;
+		r->j->term_signal = sig < 0 ? 0 : sig;
+		jrec_end(d, r, JOB_EXITED, NULL,
+		         jobs_fmt_detail("it ended before its client reported "
+		                         "its pid, so the daemon did not watch "
+		                         "it"));
+		return jobs_ctl_end_recorded(d, r, cause, causelen);
+	}
 	jrec_proc_exited(d, r, 1, code < 0 ? 0 : code, sig < 0 ? 0 : sig);
 	return jobs_ctl_end_recorded(d, r, cause, causelen);
 }

@@ -271,6 +271,8 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	cJSON *det = cJSON_CreateObject();
 	struct jobs_note n = {.kind = JOBS_NOTE_ENDED, .job = j};
 
+	if (j->attached)
+		n.client_id = r->client_id;
 	r->end_pending = 0;
 	if (j->end_reason != NULL)
 		cJSON_AddStringToObject(det, "reason", j->end_reason);

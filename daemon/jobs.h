@@ -33,7 +33,7 @@ enum jobs_note_kind {
 
 struct jobs_note {
 	enum jobs_note_kind kind;
-	uint64_t client_id;              /* ADMITTED, QUEUE, BREACH */
+	uint64_t client_id;              /* ADMITTED, QUEUE, BREACH, ENDED */
 	const struct job *job;           /* all but EVENT */
 	const struct store_event *event; /* EVENT */
 	long position, of;               /* QUEUE */

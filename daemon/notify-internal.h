@@ -20,6 +20,24 @@ enum watch_kind {
 	WATCH_LOG,    /* logs: the job's output */
 };
 
+/*
+ * A metered process tree, one per (pid, start time) however many clients
+ * watch it: each tick scans it once. Owned by the watches that point at
+ * it (refs).
+ */
+struct meter {
+	struct meter *next;
+	pid_t pid;
+	uint64_t start_time;
+	uid_t owner; /* the uid whose meters it counts against */
+	struct proctree *tree;
+	int refs;
+	uint64_t tick; /* the tick it was last scanned in */
+	int scanned;   /* the figures below are this tick's */
+	uint64_t footprint, swap;
+	size_t nprocs;
+};
+
 /* One thing one client waits for. */
 struct watch {
 	uint64_t client_id; /* 0: dropped while the list was walked */
@@ -29,15 +47,21 @@ struct watch {
 	int64_t job_id;
 	/* SUB */
 	int samples, events;
-	pid_t pid; /* metered tree, 0 when none */
-	struct proctree *tree;
+	struct meter *meter; /* metered tree, NULL when none */
 	/* LOG */
 	uint64_t offset;
 	int follow;
+	/* EVENTS: catching up from the store after cursor until live */
+	int64_t cursor;
+	int live;
 };
 
 /* Send what is new in w's log. Returns 1 when it is answered (drop it),
- * 0 to keep it. */
-int notify_log_pump(struct daemon *d, struct watch *w);
+ * 0 to keep it. live: the job has not ended; size: the log's size when
+ * known (this pass's stat of it), else -1: a follower already at the end
+ * of a live job's log is passed over without opening it. */
+int notify_log_pump(struct daemon *d, struct watch *w, int live, int64_t size);
+/* The size of a job's log, -1 when it has none. */
+int64_t notify_log_size(struct daemon *d, int64_t job_id);
 
 #endif

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "jobs.h"
@@ -69,17 +70,33 @@ utf8_sanitize(const unsigned char *src, size_t n, int at_eof, char *dst)
 
 /* Send what is new in the log. Returns 1 when the reader is finished
  * (answered), 0 to keep it. */
+int64_t
+notify_log_size(struct daemon *d, int64_t job_id)
+{
+	char path[1024];
+	struct stat st;
+
+	if (spawn_log_path(d->cfg.state_dir, job_id, path, sizeof path) != 0 ||
+	    lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return (int64_t)st.st_size;
+}
+
 int
-notify_log_pump(struct daemon *d, struct watch *lr)
+notify_log_pump(struct daemon *d, struct watch *lr, int live, int64_t size)
 {
 	static unsigned char buf[LOG_CHUNK];
 	static char out[LOG_CHUNK * 3 + 1];
 	char path[1024];
-	int ended = !jobs_is_live(d, lr->job_id);
+	int ended = !live;
 	size_t sent = 0, used;
 	ssize_t got;
 	cJSON *res, *note;
 	int fd, eof = 0;
+
+	/* Following a live job, at its end already: nothing to read. */
+	if (live && lr->follow && size >= 0 && (uint64_t)size <= lr->offset)
+		return 0;
 
 	if (spawn_log_path(d->cfg.state_dir, lr->job_id, path, sizeof path) !=
 	    0)

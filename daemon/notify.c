@@ -4,6 +4,12 @@
  * going is announced later by the server (never from inside a send), so a
  * walk only ever sees entries dropped by the walk's own callers: those are
  * marked (client_id 0) and the array is compacted when no walk runs.
+ *
+ * What a request or a tick needs to know is counted as the list changes
+ * (deferred answers per client and per uid, meters per uid), and a tick
+ * looks at each job's log and each metered tree once however many clients
+ * watch it, so neither a request nor a tick costs more with more watchers
+ * than the work it does for them. Metering has a time budget per tick.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,19 +17,93 @@
 #include <string.h>
 
 #include "jobs.h"
+#include "log.h"
 #include "notify-internal.h"
 #include "notify.h"
 #include "proto.h"
 #include "server.h"
+#include "umap.h"
 #include "version.h"
 #include "wire.h"
+
+/* An events follower catching up reads this many events at a time, and
+ * stops for the tick while this much is queued for its client. */
+#define EVENTS_CHUNK 500
+/* The most a tick spends scanning metered trees. */
+#define NOTIFY_METER_BUDGET_MS 20ULL
+#define EVENTS_BACKLOG (1024 * 1024)
 
 struct notify {
 	struct watch *v;
 	size_t n, cap;
 	int walking;         /* walks under way: drop by marking only */
 	size_t nsubs, nlogs; /* live entries of those kinds: idle ticks */
+	struct umap clients; /* client id -> a: answers owed, b: id bytes */
+	struct umap uids;    /* uid + 1 -> a: answers owed, b: meters */
+	struct umap logs;    /* this pass: job id -> a: live + 1, b: size */
+	struct umap sent;    /* this event: client ids it went to or skips */
+	size_t ncatching;    /* events followers still catching up */
+	struct meter **meters;
+	size_t nmeters, capmeters;
+	size_t next_meter; /* where the next tick's scans start */
+	uint64_t tick;
 };
+
+/* uid 0 is a key too: the map reserves 0. */
+static uint64_t
+uid_key(uid_t uid)
+{
+	return (uint64_t)uid + 1;
+}
+
+static size_t
+id_bytes(const cJSON *req_id)
+{
+	if (cJSON_IsString(req_id) && req_id->valuestring != NULL)
+		return strlen(req_id->valuestring);
+	return 0;
+}
+
+/* Count a deferred answer in (dir 1) or out (dir -1). */
+static void
+tally_deferred(struct notify *nf, const struct watch *w, int dir)
+{
+	struct umap_slot *c = umap_get(&nf->clients, w->client_id), *u;
+	int64_t bytes = (int64_t)id_bytes(w->req_id);
+
+	if (c != NULL) {
+		c->a += dir;
+		c->b += dir * bytes;
+		if (c->a <= 0)
+			umap_del(&nf->clients, w->client_id);
+	}
+	if ((u = umap_get(&nf->uids, uid_key(w->uid))) != NULL) {
+		u->a += dir;
+		if (u->a <= 0 && u->b <= 0)
+			umap_del(&nf->uids, uid_key(w->uid));
+	}
+}
+
+static void
+meter_release(struct notify *nf, struct meter *m)
+{
+	struct umap_slot *u;
+	size_t i;
+
+	if (--m->refs > 0)
+		return;
+	for (i = 0; i < nf->nmeters; i++) {
+		if (nf->meters[i] == m) {
+			nf->meters[i] = nf->meters[--nf->nmeters];
+			break;
+		}
+	}
+	if ((u = umap_find(&nf->uids, uid_key(m->owner))) != NULL &&
+	    --u->b <= 0 && u->a <= 0)
+		umap_del(&nf->uids, uid_key(m->owner));
+	proctree_free(m->tree);
+	free(m);
+}
 
 int
 notify_start(struct daemon *d, char *cause, size_t causelen)
@@ -44,8 +124,13 @@ watch_clear(struct notify *nf, struct watch *w)
 		nf->nsubs--;
 	else if (w->kind == WATCH_LOG)
 		nf->nlogs--;
-	proctree_free(w->tree);
-	w->tree = NULL;
+	else if (w->kind == WATCH_EVENTS && !w->live)
+		nf->ncatching--;
+	if (w->meter != NULL)
+		meter_release(nf, w->meter);
+	w->meter = NULL;
+	if (w->req_id != NULL)
+		tally_deferred(nf, w, -1);
 	cJSON_Delete(w->req_id);
 	w->req_id = NULL;
 	w->client_id = 0;
@@ -75,6 +160,11 @@ notify_stop(struct daemon *d)
 	for (i = 0; i < nf->n; i++)
 		watch_clear(nf, &nf->v[i]);
 	free(nf->v);
+	free(nf->meters);
+	umap_free(&nf->clients);
+	umap_free(&nf->uids);
+	umap_free(&nf->logs);
+	umap_free(&nf->sent);
 	free(nf);
 	d->notify = NULL;
 }
@@ -117,11 +207,22 @@ watch_find(struct notify *nf, uint64_t client_id, enum watch_kind kind)
 
 /* ---- job notes ---- */
 
+/*
+ * An event, once to each client that asked for events, however many ways
+ * it asked (subscribe with events, an events follow). A client whose
+ * follow is still catching up from the store gets it from there, in
+ * order, and not here.
+ */
 static void
 notify_event(struct daemon *d, struct notify *nf, const struct store_event *e)
 {
 	size_t i;
 
+	umap_clear(&nf->sent);
+	for (i = 0; nf->ncatching > 0 && i < nf->n; i++)
+		if (nf->v[i].client_id != 0 && nf->v[i].kind == WATCH_EVENTS &&
+		    !nf->v[i].live)
+			umap_get(&nf->sent, nf->v[i].client_id);
 	nf->walking++;
 	for (i = 0; i < nf->n; i++) {
 		struct watch *w = &nf->v[i];
@@ -129,10 +230,62 @@ notify_event(struct daemon *d, struct notify *nf, const struct store_event *e)
 		if (w->client_id == 0 || !(w->kind == WATCH_EVENTS ||
 		                           (w->kind == WATCH_SUB && w->events)))
 			continue;
+		if (umap_find(&nf->sent, w->client_id) != NULL ||
+		    umap_get(&nf->sent, w->client_id) == NULL)
+			continue;
 		server_notify(d, w->client_id, "event", wire_event(e, w->uid));
 	}
 	nf->walking--;
 	notify_compact(nf);
+}
+
+struct catchup {
+	struct daemon *d;
+	struct watch *w;
+	size_t n;
+};
+
+static int
+catchup_cb(void *arg, const struct store_event *e)
+{
+	struct catchup *c = arg;
+
+	server_notify(c->d, c->w->client_id, "event", wire_event(e, c->w->uid));
+	c->w->cursor = e->id;
+	c->n++;
+	return 0;
+}
+
+/* Events followers behind the store's end read on from their cursor, a
+ * chunk at a time as their clients read, until they reach it and go
+ * live. */
+static void
+notify_pump_events(struct daemon *d, struct notify *nf, uint64_t client_id)
+{
+	struct catchup c;
+	size_t i;
+
+	for (i = 0; nf->ncatching > 0 && i < nf->n; i++) {
+		struct watch *w = &nf->v[i];
+
+		if (w->client_id == 0 || w->kind != WATCH_EVENTS || w->live ||
+		    (client_id != 0 && w->client_id != client_id))
+			continue;
+		c.d = d;
+		c.w = w;
+		do {
+			c.n = 0;
+			if (store_events(d->store, w->cursor, EVENTS_CHUNK,
+			                 catchup_cb, &c) < 0)
+				break; /* storage: try again next tick */
+			if (c.n < EVENTS_CHUNK) {
+				w->live = 1;
+				nf->ncatching--;
+				break;
+			}
+		} while (server_client_unwritten(d, w->client_id) <
+		         EVENTS_BACKLOG);
+	}
 }
 
 /* Every waiter of the job gets it as it ended. */
@@ -170,6 +323,11 @@ notify_job(struct daemon *d, const struct jobs_note *n)
 		return;
 	case JOBS_NOTE_ENDED:
 		notify_ended(d, nf, n->job);
+		/* The attached job's own connection is told, whoever ended
+		 * it: it may be waiting for an admission that will not come. */
+		if (n->client_id != 0)
+			server_notify(d, n->client_id, "ended",
+			              wire_job_ended(n->job, n->job->uid, 0));
 		return;
 	case JOBS_NOTE_ADMITTED:
 		o = cJSON_CreateObject();
@@ -211,37 +369,68 @@ encode_note(const char *method, cJSON *params, size_t *len)
 	return proto_encode_notification(method, params, len);
 }
 
-/* A sample for a subscriber metering a pid, or NULL when the tree is gone
- * (process_gone is then sent and the subscription falls back to plain
- * samples). */
-static cJSON *
-meter_json(struct daemon *d, struct watch *w, const struct sys_sample *ss)
+/* Scan the metered trees, each once this tick, starting where the last
+ * tick's budget ran out, until the budget runs out: what a tick spends on
+ * observers is bounded, so the next tick's enforcement is on time. */
+static void
+notify_scan_meters(struct daemon *d, struct notify *nf, uint64_t start_ns)
 {
-	uint64_t footprint = 0, swap = 0;
-	size_t nprocs = 0;
+	uint64_t budget_ns = (uint64_t)d->cfg.interval_ms * 1000000 / 4;
+
+	/* A quarter of the interval, and never so long that a request
+	 * waiting behind the tick notices. */
+	if (budget_ns > NOTIFY_METER_BUDGET_MS * 1000000)
+		budget_ns = NOTIFY_METER_BUDGET_MS * 1000000;
+	size_t k, i;
+
+	for (k = 0; k < nf->nmeters; k++) {
+		struct meter *m;
+
+		i = (nf->next_meter + k) % nf->nmeters;
+		m = nf->meters[i];
+		if (k > 0 && uv_hrtime() - start_ns > budget_ns) {
+			nf->next_meter = i;
+			log_debug(
+			    "notify: metering over its budget; %zu of %zu "
+			    "trees wait for the next tick",
+			    nf->nmeters - k, nf->nmeters);
+			return;
+		}
+		m->nprocs = 0;
+		proctree_sample(m->tree, (int64_t)uv_now(d->loop),
+		                &m->footprint, &m->swap, &m->nprocs);
+		m->tick = nf->tick;
+	}
+	nf->next_meter = 0;
+}
+
+/* A metered sample for w, or NULL when its tree is gone: process_gone is
+ * then sent and the subscription falls back to plain samples. */
+static cJSON *
+meter_json(struct daemon *d, struct notify *nf, struct watch *w,
+           const struct sys_sample *ss)
+{
+	struct meter *m = w->meter;
 	cJSON *o, *gone;
 
-	proctree_sample(w->tree, (int64_t)uv_now(d->loop), &footprint, &swap,
-	                &nprocs);
-	if (nprocs == 0) {
+	if (m->nprocs == 0) {
 		gone = cJSON_CreateObject();
-		proto_add_int(gone, "pid", w->pid);
+		proto_add_int(gone, "pid", m->pid);
 		server_notify(d, w->client_id, "process_gone", gone);
-		proctree_free(w->tree);
-		w->tree = NULL;
-		w->pid = 0;
+		w->meter = NULL;
+		meter_release(nf, m);
 		return NULL;
 	}
 	if ((o = wire_sample(ss)) == NULL)
 		return NULL;
-	proto_add_int(o, "pid", w->pid);
-	proto_add_int(o, "footprint_bytes", (int64_t)footprint);
+	proto_add_int(o, "pid", m->pid);
+	proto_add_int(o, "footprint_bytes", (int64_t)m->footprint);
 	/* Swap is attributable per process only on Linux. */
 	if (strcmp(STAGELOAD_OS, "linux") == 0)
-		proto_add_int(o, "swap_bytes", (int64_t)swap);
+		proto_add_int(o, "swap_bytes", (int64_t)m->swap);
 	else
 		cJSON_AddNullToObject(o, "swap_bytes");
-	proto_add_int(o, "nprocs", (int64_t)nprocs);
+	proto_add_int(o, "nprocs", (int64_t)m->nprocs);
 	return o;
 }
 
@@ -257,12 +446,18 @@ notify_samples(struct daemon *d, struct notify *nf, const struct sys_sample *ss)
 
 		if (w->client_id == 0 || w->kind != WATCH_SUB || !w->samples)
 			continue;
-		if (w->tree != NULL && (o = meter_json(d, w, ss)) != NULL) {
-			if ((line = encode_note("sample", o, &len)) != NULL) {
-				server_send_line(d, w->client_id, line, len);
+		if (w->meter != NULL) {
+			/* Not scanned this tick (over budget): next tick. */
+			if (w->meter->tick != nf->tick)
+				continue;
+			if ((o = meter_json(d, nf, w, ss)) != NULL) {
+				line = encode_note("sample", o, &len);
+				if (line != NULL)
+					server_send_line(d, w->client_id, line,
+					                 len);
 				free(line);
+				continue;
 			}
-			continue;
 		}
 		/* Encoded once for every plain subscriber. */
 		if (plain == NULL &&
@@ -274,18 +469,40 @@ notify_samples(struct daemon *d, struct notify *nf, const struct sys_sample *ss)
 	free(plain);
 }
 
+/* The job's liveness and log size, looked up once per pass however many
+ * read its log. */
+static void
+log_state(struct daemon *d, struct notify *nf, int64_t job_id, int *live,
+          int64_t *size)
+{
+	struct umap_slot *s = umap_find(&nf->logs, (uint64_t)job_id);
+
+	if (s == NULL && (s = umap_get(&nf->logs, (uint64_t)job_id)) != NULL) {
+		s->a = jobs_is_live(d, job_id) + 1;
+		s->b = notify_log_size(d, job_id);
+	}
+	*live = s != NULL ? (int)s->a - 1 : jobs_is_live(d, job_id);
+	*size = s != NULL ? s->b : -1;
+}
+
+/* The logs being read: on a tick every reader's (client_id 0), else one
+ * client's, whose writes have drained. */
 static void
 notify_pump_logs(struct daemon *d, struct notify *nf, uint64_t client_id)
 {
+	int64_t size;
 	size_t i;
+	int live;
 
+	umap_clear(&nf->logs);
 	for (i = 0; i < nf->n; i++) {
 		struct watch *w = &nf->v[i];
 
 		if (w->client_id == 0 || w->kind != WATCH_LOG ||
 		    (client_id != 0 && w->client_id != client_id))
 			continue;
-		if (notify_log_pump(d, w))
+		log_state(d, nf, w->job_id, &live, &size);
+		if (notify_log_pump(d, w, live, size))
 			watch_clear(nf, w);
 	}
 }
@@ -295,18 +512,80 @@ notify_sample(struct daemon *d, const struct sys_sample *s)
 {
 	struct notify *nf = d->notify;
 
-	if (nf == NULL || (nf->nsubs == 0 && nf->nlogs == 0))
+	uint64_t start_ns = uv_hrtime();
+
+	if (nf == NULL ||
+	    (nf->nsubs == 0 && nf->nlogs == 0 && nf->ncatching == 0))
 		return;
+	nf->tick++;
 	nf->walking++;
+	if (nf->nmeters > 0)
+		notify_scan_meters(d, nf, start_ns);
 	if (nf->nsubs > 0)
 		notify_samples(d, nf, s);
 	if (nf->nlogs > 0)
 		notify_pump_logs(d, nf, 0);
+	if (nf->ncatching > 0)
+		notify_pump_events(d, nf, 0);
 	nf->walking--;
 	notify_compact(nf);
 }
 
 /* ---- what clients ask for ---- */
+
+/* The meter of (pid, start_time), shared; a new one counts against uid's
+ * meters (root is not limited). */
+static int
+meter_get(struct daemon *d, struct notify *nf, uid_t uid, pid_t pid,
+          uint64_t start_time, struct meter **out, char *cause, size_t causelen)
+{
+	struct umap_slot *u;
+	struct meter *m, **nv;
+	size_t i;
+
+	for (i = 0; i < nf->nmeters; i++) {
+		m = nf->meters[i];
+		if (m->pid == pid && m->start_time == start_time) {
+			m->refs++;
+			*out = m;
+			return 0;
+		}
+	}
+	u = umap_find(&nf->uids, uid_key(uid));
+	if (uid != 0 && u != NULL && u->b >= d->cfg.max_meters_per_uid) {
+		snprintf(cause, causelen,
+		         "limit reached: %d metered process trees per user",
+		         d->cfg.max_meters_per_uid);
+		return PROTO_E_LIMIT;
+	}
+	if (nf->nmeters == nf->capmeters) {
+		size_t cap = nf->capmeters ? nf->capmeters * 2 : 8;
+		if ((nv = realloc(nf->meters, cap * sizeof *nv)) == NULL)
+			goto oom;
+		nf->meters = nv;
+		nf->capmeters = cap;
+	}
+	if ((m = calloc(1, sizeof *m)) == NULL ||
+	    (m->tree = proctree_new(pid, 0, start_time)) == NULL ||
+	    (u = umap_get(&nf->uids, uid_key(uid))) == NULL) {
+		if (m != NULL)
+			proctree_free(m->tree);
+		free(m);
+		goto oom;
+	}
+	proctree_set_scan_interval(m->tree, d->cfg.interval_ms);
+	m->pid = pid;
+	m->start_time = start_time;
+	m->owner = uid;
+	m->refs = 1;
+	u->b++;
+	nf->meters[nf->nmeters++] = m;
+	*out = m;
+	return 0;
+oom:
+	snprintf(cause, causelen, "out of memory");
+	return PROTO_E_INTERNAL;
+}
 
 int
 notify_subscribe(struct daemon *d, uint64_t client_id, uid_t uid, int samples,
@@ -314,80 +593,90 @@ notify_subscribe(struct daemon *d, uint64_t client_id, uid_t uid, int samples,
                  size_t causelen)
 {
 	struct notify *nf = d->notify;
-	struct proctree *tree = NULL;
+	struct meter *m = NULL;
 	struct watch *w;
+	int rc;
 
-	if (pid > 0 && (tree = proctree_new(pid, 0, start_time)) == NULL) {
-		snprintf(cause, causelen, "out of memory");
-		return -ENOMEM;
-	}
-	if ((w = watch_find(nf, client_id, WATCH_SUB)) == NULL &&
+	w = watch_find(nf, client_id, WATCH_SUB);
+	if (pid > 0 && (rc = meter_get(d, nf, uid, pid, start_time, &m, cause,
+	                               causelen)) != 0)
+		return rc;
+	if (w == NULL &&
 	    (w = watch_add(nf, client_id, uid, WATCH_SUB)) == NULL) {
-		proctree_free(tree);
+		if (m != NULL)
+			meter_release(nf, m);
 		snprintf(cause, causelen, "out of memory");
-		return -ENOMEM;
+		return PROTO_E_INTERNAL;
 	}
-	proctree_free(w->tree);
+	/* After taking the new one: the same tree again keeps its meter. */
+	if (w->meter != NULL)
+		meter_release(nf, w->meter);
 	w->uid = uid;
 	/* Metering a pid only makes sense with samples to carry it. */
 	w->samples = samples || pid > 0;
 	w->events = events;
-	w->pid = pid;
-	w->tree = tree;
-	if (tree != NULL)
-		proctree_set_scan_interval(tree, d->cfg.interval_ms);
+	w->meter = m;
 	return 0;
 }
 
+/* Ends the subscription and an events follow. */
 void
 notify_unsubscribe(struct daemon *d, uint64_t client_id)
 {
 	struct notify *nf = d->notify;
 	struct watch *w;
 
-	if (nf == NULL || (w = watch_find(nf, client_id, WATCH_SUB)) == NULL)
+	if (nf == NULL)
 		return;
-	watch_clear(nf, w);
+	if ((w = watch_find(nf, client_id, WATCH_SUB)) != NULL)
+		watch_clear(nf, w);
+	if ((w = watch_find(nf, client_id, WATCH_EVENTS)) != NULL)
+		watch_clear(nf, w);
 	notify_compact(nf);
 }
 
 int
-notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid)
+notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
+                     int64_t after_id)
 {
 	struct notify *nf = d->notify;
+	struct watch *w;
 
 	if (watch_find(nf, client_id, WATCH_EVENTS) != NULL)
 		return 0;
-	return watch_add(nf, client_id, uid, WATCH_EVENTS) != NULL ? 0
-	                                                           : -ENOMEM;
-}
-
-static size_t
-id_bytes(const cJSON *req_id)
-{
-	if (cJSON_IsString(req_id) && req_id->valuestring != NULL)
-		return strlen(req_id->valuestring);
+	if ((w = watch_add(nf, client_id, uid, WATCH_EVENTS)) == NULL)
+		return -ENOMEM;
+	/* Whatever came after the answer's last event is read from the
+	 * store once the answer is out, then it goes live. */
+	w->cursor = after_id;
+	nf->ncatching++;
 	return 0;
 }
 
-/* Room for one more deferred answer (to req_id) on the connection? */
+/* Room for one more deferred answer (to req_id) on the connection, and for
+ * its uid across its connections? Counted, not walked. */
 static int
-notify_defer_check(struct notify *nf, uint64_t client_id, const cJSON *req_id,
-                   char *cause, size_t causelen)
+notify_defer_check(struct daemon *d, struct notify *nf, uint64_t client_id,
+                   uid_t uid, const cJSON *req_id, char *cause, size_t causelen)
 {
-	size_t n = 1, bytes = id_bytes(req_id), i;
+	struct umap_slot *c = umap_find(&nf->clients, client_id);
+	struct umap_slot *u = umap_find(&nf->uids, uid_key(uid));
+	int64_t n = c != NULL ? c->a : 0, bytes = c != NULL ? c->b : 0;
 
-	for (i = 0; i < nf->n; i++) {
-		if (nf->v[i].client_id != client_id || nf->v[i].req_id == NULL)
-			continue;
-		n++;
-		bytes += id_bytes(nf->v[i].req_id);
-	}
-	if (n > NOTIFY_MAX_DEFERRED || bytes > NOTIFY_MAX_DEFERRED_ID_BYTES) {
+	bytes += (int64_t)id_bytes(req_id);
+	if (n + 1 > NOTIFY_MAX_DEFERRED ||
+	    bytes > (int64_t)NOTIFY_MAX_DEFERRED_ID_BYTES) {
 		snprintf(cause, causelen,
 		         "limit reached: at most %d wait and logs requests "
 		         "pending on one connection, their ids %u bytes in all",
 		         NOTIFY_MAX_DEFERRED, NOTIFY_MAX_DEFERRED_ID_BYTES);
+		return PROTO_E_LIMIT;
+	}
+	if (uid != 0 && u != NULL && u->a + 1 > d->cfg.max_deferred_per_uid) {
+		snprintf(cause, causelen,
+		         "limit reached: at most %d wait and logs requests "
+		         "pending for one user across connections",
+		         d->cfg.max_deferred_per_uid);
 		return PROTO_E_LIMIT;
 	}
 	return 0;
@@ -395,14 +684,15 @@ notify_defer_check(struct notify *nf, uint64_t client_id, const cJSON *req_id,
 
 /* A watch that answers req_id later. */
 static struct watch *
-deferred_add(struct notify *nf, uint64_t client_id, uid_t uid,
+deferred_add(struct daemon *d, struct notify *nf, uint64_t client_id, uid_t uid,
              enum watch_kind kind, const cJSON *req_id, int64_t job_id,
              char *cause, size_t causelen)
 {
 	struct watch *w;
 	cJSON *id;
 
-	if (notify_defer_check(nf, client_id, req_id, cause, causelen) != 0)
+	if (notify_defer_check(d, nf, client_id, uid, req_id, cause,
+	                       causelen) != 0)
 		return NULL;
 	if ((id = cJSON_Duplicate(req_id, 1)) == NULL ||
 	    (w = watch_add(nf, client_id, uid, kind)) == NULL) {
@@ -412,6 +702,7 @@ deferred_add(struct notify *nf, uint64_t client_id, uid_t uid,
 	}
 	w->req_id = id;
 	w->job_id = job_id;
+	tally_deferred(nf, w, 1);
 	return w;
 }
 
@@ -419,23 +710,23 @@ int
 notify_wait(struct daemon *d, uint64_t client_id, uid_t uid,
             const cJSON *req_id, int64_t job_id, char *cause, size_t causelen)
 {
-	if (deferred_add(d->notify, client_id, uid, WATCH_WAIT, req_id, job_id,
-	                 cause, causelen) == NULL)
+	if (deferred_add(d, d->notify, client_id, uid, WATCH_WAIT, req_id,
+	                 job_id, cause, causelen) == NULL)
 		return strncmp(cause, "limit", 5) == 0 ? PROTO_E_LIMIT
 		                                       : PROTO_E_INTERNAL;
 	return 0;
 }
 
 int
-notify_logs(struct daemon *d, uint64_t client_id, const cJSON *req_id,
-            int64_t job_id, uint64_t offset, int follow, char *cause,
-            size_t causelen)
+notify_logs(struct daemon *d, uint64_t client_id, uid_t uid,
+            const cJSON *req_id, int64_t job_id, uint64_t offset, int follow,
+            char *cause, size_t causelen)
 {
 	struct notify *nf = d->notify;
 	struct watch *w;
 
-	w = deferred_add(nf, client_id, 0, WATCH_LOG, req_id, job_id, cause,
-	                 causelen);
+	w = deferred_add(d, nf, client_id, uid, WATCH_LOG, req_id, job_id,
+	                 cause, causelen);
 	if (w == NULL)
 		return strncmp(cause, "limit", 5) == 0 ? PROTO_E_LIMIT
 		                                       : PROTO_E_INTERNAL;
@@ -444,7 +735,7 @@ notify_logs(struct daemon *d, uint64_t client_id, const cJSON *req_id,
 	/* Read now what is there; the rest on the following ticks. The
 	 * reply goes through server_reply, after the log notifications. */
 	nf->walking++;
-	if (notify_log_pump(d, w))
+	if (notify_log_pump(d, w, jobs_is_live(d, job_id), -1))
 		watch_clear(nf, w);
 	nf->walking--;
 	notify_compact(nf);
@@ -457,12 +748,11 @@ size_t
 notify_deferred(struct daemon *d, uint64_t client_id)
 {
 	struct notify *nf = d->notify;
-	size_t i, n = 0;
+	struct umap_slot *c;
 
-	for (i = 0; nf != NULL && i < nf->n; i++)
-		if (nf->v[i].client_id == client_id && nf->v[i].req_id != NULL)
-			n++;
-	return n;
+	if (nf == NULL || (c = umap_find(&nf->clients, client_id)) == NULL)
+		return 0;
+	return (size_t)c->a;
 }
 
 void
@@ -470,10 +760,13 @@ notify_writable(struct daemon *d, uint64_t client_id)
 {
 	struct notify *nf = d->notify;
 
-	if (nf == NULL || nf->nlogs == 0)
+	if (nf == NULL || (nf->nlogs == 0 && nf->ncatching == 0))
 		return;
 	nf->walking++;
-	notify_pump_logs(d, nf, client_id);
+	if (nf->nlogs > 0)
+		notify_pump_logs(d, nf, client_id);
+	if (nf->ncatching > 0)
+		notify_pump_events(d, nf, client_id);
 	nf->walking--;
 	notify_compact(nf);
 }

@@ -16,10 +16,12 @@
 
 #include "daemon.h"
 #include "jobs.h"
+#include "store.h"
 
 /* Answers one connection may have pending (wait, logs), and the bytes of
  * the request ids kept for them: a client that asks and never reads must
- * not pin daemon memory without bound. */
+ * not pin daemon memory without bound. Across one uid's connections the
+ * bound is max_deferred_per_uid (config). */
 #define NOTIFY_MAX_DEFERRED 1024
 #define NOTIFY_MAX_DEFERRED_ID_BYTES (1u << 20)
 
@@ -37,14 +39,17 @@ void notify_sample(struct daemon *d, const struct sys_sample *s);
  * previous. pid > 0 meters that process tree: the caller has checked that
  * the peer may (owner or root) and passes the start time it saw, so a
  * recycled pid is never metered. uid is the peer's, for what events it may
- * see.
+ * see. 0, or a PROTO_E_* code with cause (-32004 past max_meters_per_uid).
  */
 int notify_subscribe(struct daemon *d, uint64_t client_id, uid_t uid,
                      int samples, int events, pid_t pid, uint64_t start_time,
                      char *cause, size_t causelen);
 void notify_unsubscribe(struct daemon *d, uint64_t client_id);
-/* events with follow: every later event, as uid may see it. */
-int notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid);
+/* events with follow: every event after after_id (the answer's last), as
+ * uid may see it: those already recorded are read from the store once the
+ * answer is out, then each new one as it comes. unsubscribe ends it. */
+int notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
+                         int64_t after_id);
 /* wait: answer req_id with the job once it has ended. 0 (deferred), or a
  * PROTO_E_* code with cause. */
 int notify_wait(struct daemon *d, uint64_t client_id, uid_t uid,
@@ -53,9 +58,9 @@ int notify_wait(struct daemon *d, uint64_t client_id, uid_t uid,
 /* logs: send the job's log from offset, following it while the job lives
  * when follow; the answer comes after the last chunk. 0 (deferred) or a
  * PROTO_E_* code with cause. */
-int notify_logs(struct daemon *d, uint64_t client_id, const cJSON *req_id,
-                int64_t job_id, uint64_t offset, int follow, char *cause,
-                size_t causelen);
+int notify_logs(struct daemon *d, uint64_t client_id, uid_t uid,
+                const cJSON *req_id, int64_t job_id, uint64_t offset,
+                int follow, char *cause, size_t causelen);
 
 /* The server's hooks: answers still owed, writes drained, client gone. */
 size_t notify_deferred(struct daemon *d, uint64_t client_id);

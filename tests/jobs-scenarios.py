@@ -860,6 +860,30 @@ def sc_attached(d, m, c):
     g.close()
 
 
+def sc_attached_reaped(d, m, c):
+    """A client that reaped its command before job_pid (PROTOCOL.md,
+    job_pid): job_pid gets -32007, and job_exit still ends the admitted job
+    exited with the command's status, saying the daemon did not watch it."""
+    import subprocess
+    m.set(free_pct=80, swap_used_gib=0)
+    a = Client(d.socket)
+    jid = a.call("submit", {"argv": ["sh", "-c", "exit 3"], "cwd": d.dir,
+                            "attached": True})["id"]
+    a.notification("admitted", timeout=5)
+    p = subprocess.Popen(["sh", "-c", "exit 3"], start_new_session=True)
+    p.wait()
+    try:
+        a.call("job_pid", {"id": jid, "pid": p.pid})
+        raise AssertionError("job_pid of a reaped process accepted")
+    except RpcError as e:
+        assert e.code == -32007, e
+    j = a.call("job_exit", {"id": jid, "exit_code": p.returncode})
+    assert j["state"] == "exited" and j["exit_code"] == 3, j
+    assert "did not watch" in j["end_detail"], j
+    assert a.notification("ended")["params"]["state"] == "exited"
+    a.close()
+
+
 def sc_limits_and_auth(d, m, c):
     m.set(free_pct=10)
     for bad in ({"argv": [], "cwd": "/", "env": []},
@@ -1002,6 +1026,7 @@ SCENARIOS = [
     ("ended_while_down", sc_ended_while_down, {}),
     ("start_marker_busy", sc_start_marker_busy, {}),
     ("cancel", sc_cancel, {}),
+    ("attached_reaped", sc_attached_reaped, {}),
     ("grandchild", sc_grandchild, {}),
     ("detached_env_logs", sc_detached_env_logs, {}),
     ("status_limit", sc_status_limit, {}),

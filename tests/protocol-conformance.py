@@ -441,6 +441,10 @@ def main():
         check_result(doc, "job_exit", final)
         check(final["state"] == "killed" and final["end_reason"] == "swap_budget",
               "breach: killed(swap_budget), got %s(%s)" % (final["state"], final["end_reason"]))
+        n = b.notification("ended", timeout=10)
+        check(n["params"]["id"] == r["id"] and n["params"]["state"] == "killed",
+              "ended: %s" % n)
+        seen_notes.add("ended")
         b.close()
         write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
 

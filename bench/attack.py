@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Attacks by one unprivileged user on the daemon, and what they cost the
+others (docs/security.md, docs/benchmarks.md "Attacks").
+
+One stageloadd (run as root) on a fixture proc root. For each attack an
+unprivileged uid (nobody) runs at normal priority and does its worst within
+the per-uid limits, while root:
+  - calls `info` again and again: the slowest answer is what a user waits;
+  - runs a probe job with a 1 GiB swap budget, and the fixture's swap jumps
+    past it: the time until the job sees SIGTERM is enforcement under
+    attack (target: within one interval).
+The daemon's peak RSS (VmHWM) is read from /proc at the end.
+
+Attacks:
+  meters  250 connections subscribe {pid} to trees of the attacker's
+          processes (TREES trees of PROCS processes each): one scan per tree
+          per tick however many watch it, at most max_meters_per_uid trees.
+  waits   256 connections send `wait` for a queued job until refused: at
+          most max_deferred_per_uid across them, each counted, not walked.
+  logs    256 connections `logs follow` the attacker's own running job,
+          which writes a line every 10 ms, until refused.
+
+usage: bench/attack.py [-b BUILD] [--interval S] [--procs N] [--trees N]
+                       [ATTACK ...]
+Prints a Markdown table, one row per attack; exits 1 if a breach took
+longer than one interval plus 100 ms, or root's info longer than 50 ms.
+Needs root (it runs the attacker as another uid).
+"""
+
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from jobs import BreachProbe, fixture_daemon, running, set_memory, status_kb  # noqa: E402
+from sltest import Client, poll  # noqa: E402
+
+NOBODY = 65534
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def spawn_trees(ntrees, nprocs):
+    """ntrees process trees of the attacker's, nprocs sleeping processes
+    each; returns the pids of their roots and a function that ends them."""
+    roots = []
+    for _ in range(ntrees):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            as_nobody()
+            os.setpgid(0, 0)
+            for _ in range(nprocs - 1):
+                if os.fork() == 0:
+                    signal.pause()
+                    os._exit(0)
+            os.write(w, b"x")
+            signal.pause()
+            os._exit(0)
+        os.close(w)
+        os.read(r, 1)
+        os.close(r)
+        roots.append(pid)
+
+    def end():
+        for pid in roots:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+    return roots, end
+
+
+def attacker(sock_path, nconn, plan, ready_w, stop_r):
+    """In a child running as nobody: open nconn connections, say hello,
+    send plan(i) on connection i (a list of (method, params)), read what
+    comes back without caring, until stop_r is readable."""
+    as_nobody()
+    conns = []
+    for _ in range(nconn):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path)
+        s.setblocking(False)
+        conns.append(s)
+    n = 0
+    for i, s in enumerate(conns):
+        msgs = [("hello", {"version": 1})] + plan(i)
+        data = b"".join(json.dumps({"jsonrpc": "2.0", "id": k, "method": m,
+                                    "params": p}).encode() + b"\n"
+                        for k, (m, p) in enumerate(msgs))
+        s.setblocking(True)
+        s.sendall(data)
+        s.setblocking(False)
+        n += len(msgs) - 1
+    os.write(ready_w, b"%d\n" % n)
+    while True:
+        r, _, _ = select.select(conns + [stop_r], [], [], 1.0)
+        if stop_r in r:
+            break
+        for s in r:
+            try:
+                s.recv(1 << 20)
+            except OSError:
+                pass
+    os._exit(0)
+
+
+def run_attack(d, c, name, nconn, plan, interval):
+    ready_r, ready_w = os.pipe()
+    stop_r, stop_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(stop_w)
+        try:
+            attacker(d.socket, nconn, plan, ready_w, stop_r)
+        finally:
+            os._exit(1)
+    os.close(ready_w)
+    os.close(stop_r)
+    sent = int(os.read(ready_r, 64) or b"0")
+    os.close(ready_r)
+
+    # Root's info, over and over, while the attack is on.
+    slowest = [0.0]
+    done = threading.Event()
+
+    def infos():
+        rc = Client(d.socket)
+        while not done.is_set():
+            t = time.monotonic()
+            rc.call("info")
+            slowest[0] = max(slowest[0], (time.monotonic() - t) * 1000)
+            time.sleep(0.01)
+        rc.close()
+    th = threading.Thread(target=infos)
+    th.start()
+    lats = []
+    try:
+        for i in range(5):
+            p = BreachProbe(d, c, "%s%d" % (name, i))
+            p.start()
+            time.sleep(interval * (i / 5.0))
+            lats.append(p.breach())
+            p.finish()
+    finally:
+        done.set()
+        th.join()
+        os.write(stop_w, b"x")
+        os.close(stop_w)
+        os.waitpid(pid, 0)
+    return {"attack": name, "requests": sent,
+            "rss_peak_kib": status_kb(d.proc.pid, "VmHWM"),
+            "info_max_ms": round(slowest[0], 2),
+            "breach_max_ms": round(max(lats), 1)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-b", "--build", default=os.path.join(HERE, "..", "build-bench"))
+    ap.add_argument("--interval", default="0.5")
+    ap.add_argument("--procs", type=int, default=1000)
+    ap.add_argument("--trees", type=int, default=20)
+    ap.add_argument("attacks", nargs="*", default=["meters", "waits", "logs"])
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/attack.py needs root: the attacker runs as uid %d" % NOBODY)
+    build = os.path.abspath(a.build)
+    interval = float(a.interval)
+    rows = []
+    for name in a.attacks:
+        d = fixture_daemon(build, a.interval, "max_clients_per_uid = 300\n")
+        with running(d):
+            os.chmod(d.dir, 0o755)  # nobody must reach the socket
+            set_memory(d, free_pct=80.0)
+            c = Client(d.socket)
+            end = None
+            if name == "meters":
+                roots, end = spawn_trees(a.trees, a.procs // a.trees)
+                plan = lambda i: [("subscribe", {"pid": roots[i % len(roots)]})]  # noqa: E731
+                nconn = 250
+            elif name == "waits":
+                # A root job that stays queued (it waits for 95 % free),
+                # behind the probes (priority -1).
+                jid = c.call("submit", {"argv": ["true"], "cwd": "/", "env": [],
+                                        "wait_free_pct": 95, "priority": -1})["id"]
+                plan = lambda i: [("wait", {"id": jid})] * 1024  # noqa: E731
+                nconn = 256
+            elif name == "logs":
+                # The attacker's own chatty job, submitted as nobody.
+                jid = submit_as_nobody(d, "while :; do echo attack; sleep 0.01; done")
+                poll(lambda: c.call("show", {"id": jid})["state"] == "running",
+                     what="the attacker's job to run")
+                plan = lambda i: [("logs", {"id": jid, "follow": True})] * 1024  # noqa: E731
+                nconn = 256
+            else:
+                sys.exit("unknown attack %s" % name)
+            try:
+                rows.append(run_attack(d, c, name, nconn, plan, interval))
+            finally:
+                if end is not None:
+                    end()
+            c.close()
+    print("| attack | requests sent | daemon peak RSS | slowest root info | "
+          "breach to SIGTERM, max of 5 |")
+    print("|---|---|---|---|---|")
+    bad = False
+    for r in rows:
+        print("| %s | %d | %.1f MiB | %.2f ms | %.1f ms |" % (
+            r["attack"], r["requests"], r["rss_peak_kib"] / 1024.0,
+            r["info_max_ms"], r["breach_max_ms"]))
+        bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50
+    sys.exit(1 if bad else 0)
+
+
+def submit_as_nobody(d, script):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            as_nobody()
+            c = Client(d.socket)
+            jid = c.call("submit", {"argv": ["sh", "-c", script], "cwd": "/",
+                                    "env": ["PATH=/usr/bin:/bin"]})["id"]
+            os.write(w, b"%d" % jid)
+        finally:
+            os._exit(0)
+    os.close(w)
+    jid = int(os.read(r, 64))
+    os.close(r)
+    os.waitpid(pid, 0)
+    return jid
+
+
+if __name__ == "__main__":
+    main()
