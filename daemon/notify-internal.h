@@ -63,5 +63,7 @@ struct watch {
 int notify_log_pump(struct daemon *d, struct watch *w, int live, int64_t size);
 /* The size of a job's log, -1 when it has none. */
 int64_t notify_log_size(struct daemon *d, int64_t job_id);
+/* A pass over the readers is done: the chunks it shared go. */
+void notify_log_pass_end(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,8 @@
  * as fast as the client reads it, never piled up to the client's limit
  * (which closes it). Its writes draining go on from there. */
 #define LOG_BACKLOG (1024 * 1024)
+/* Chunks kept for a pass, shared by the readers at the same offset. */
+#define LOG_CHUNKS_KEPT 64
 
 /* Copy src[0..n) to a NUL-terminated string, replacing bytes that are not
  * UTF-8 (and NUL, which JSON strings here cannot carry) by U+FFFD. Returns
@@ -68,8 +71,6 @@ utf8_sanitize(const unsigned char *src, size_t n, int at_eof, char *dst)
 	return i;
 }
 
-/* Send what is new in the log. Returns 1 when the reader is finished
- * (answered), 0 to keep it. */
 int64_t
 notify_log_size(struct daemon *d, int64_t job_id)
 {
@@ -82,56 +83,129 @@ notify_log_size(struct daemon *d, int64_t job_id)
 	return (int64_t)st.st_size;
 }
 
-int
-notify_log_pump(struct daemon *d, struct watch *lr, int live, int64_t size)
+/*
+ * A chunk of a log as a log notification: read and encoded once in a pass
+ * for all who read that log at that offset (a crowd following one job is
+ * one read and one encoding per chunk, not one per reader).
+ */
+struct log_chunk {
+	int64_t job_id;
+	uint64_t offset;
+	size_t used; /* bytes of the log it carries */
+	char *line;
+	size_t len;
+};
+
+static struct log_chunk chunks[LOG_CHUNKS_KEPT];
+static size_t nchunks;
+
+void
+notify_log_pass_end(void)
+{
+	while (nchunks > 0)
+		free(chunks[--nchunks].line);
+}
+
+static struct log_chunk *
+chunk_find(int64_t job_id, uint64_t offset)
+{
+	size_t i;
+
+	for (i = 0; i < nchunks; i++)
+		if (chunks[i].job_id == job_id && chunks[i].offset == offset)
+			return &chunks[i];
+	return NULL;
+}
+
+/* Read and encode the chunk at offset; 1 at the log's end, -1 when it
+ * cannot be read, 0 with *c set (kept for the pass when there is room,
+ * else in *spare, which the caller frees). */
+static int
+chunk_read(int fd, int64_t job_id, uint64_t offset, int ended,
+           struct log_chunk **c, struct log_chunk *spare)
 {
 	static unsigned char buf[LOG_CHUNK];
 	static char out[LOG_CHUNK * 3 + 1];
+	struct log_chunk *k;
+	ssize_t got;
+	size_t used;
+	cJSON *note;
+
+	while ((got = pread(fd, buf, sizeof buf, (off_t)offset)) < 0 &&
+	       errno == EINTR)
+		;
+	if (got <= 0)
+		return got == 0 ? 1 : -1;
+	used = utf8_sanitize(buf, (size_t)got,
+	                     ended && (size_t)got < sizeof buf, out);
+	if (used == 0)
+		return 1;
+	k = nchunks < LOG_CHUNKS_KEPT ? &chunks[nchunks] : spare;
+	note = cJSON_CreateObject();
+	proto_add_int(note, "id", job_id);
+	proto_add_int(note, "offset", (int64_t)offset);
+	cJSON_AddStringToObject(note, "data", out);
+	if ((k->line = proto_encode_notification("log", note, &k->len)) == NULL)
+		return -1;
+	k->job_id = job_id;
+	k->offset = offset;
+	k->used = used;
+	if (k != spare)
+		nchunks++;
+	*c = k;
+	return 0;
+}
+
+/* Send what is new in the log. Returns 1 when the reader is finished
+ * (answered), 0 to keep it. */
+int
+notify_log_pump(struct daemon *d, struct watch *lr, int live, int64_t size)
+{
+	struct log_chunk *c, spare;
 	char path[1024];
 	int ended = !live;
-	size_t sent = 0, used;
-	ssize_t got;
-	cJSON *res, *note;
-	int fd, eof = 0;
+	size_t sent = 0;
+	cJSON *res;
+	int fd = -1, eof = 0, rc;
 
 	/* Following a live job, at its end already: nothing to read. */
 	if (live && lr->follow && size >= 0 && (uint64_t)size <= lr->offset)
 		return 0;
-
 	if (spawn_log_path(d->cfg.state_dir, lr->job_id, path, sizeof path) !=
 	    0)
 		eof = 1;
-	fd = eof ? -1
-	         : open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		/* No log yet (not started) or never (failed). */
-		eof = 1;
-	}
-	while (fd >= 0 && sent < LOG_PER_PASS &&
+	while (!eof && sent < LOG_PER_PASS &&
 	       server_client_unwritten(d, lr->client_id) < LOG_BACKLOG) {
-		got = pread(fd, buf, sizeof buf, (off_t)lr->offset);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			eof = 1;
-			break;
+		spare.line = NULL;
+		if ((c = chunk_find(lr->job_id, lr->offset)) == NULL) {
+			/* Known to be at its end: no need to look. */
+			if (size >= 0 && (uint64_t)size <= lr->offset && live) {
+				eof = 1;
+				break;
+			}
+			if (fd < 0 &&
+			    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+			                         O_NONBLOCK)) < 0) {
+				/* No log yet (not started) or never
+				 * (failed). */
+				eof = 1;
+				break;
+			}
+			if ((rc = chunk_read(fd, lr->job_id, lr->offset, ended,
+			                     &c, &spare)) != 0) {
+				eof = 1;
+				break;
+			}
 		}
-		used = utf8_sanitize(buf, (size_t)got,
-		                     ended && (size_t)got < sizeof buf, out);
-		if (used == 0) {
-			eof = 1;
-			break;
-		}
-		note = cJSON_CreateObject();
-		proto_add_int(note, "id", lr->job_id);
-		proto_add_int(note, "offset", (int64_t)lr->offset);
-		cJSON_AddStringToObject(note, "data", out);
-		if (server_notify(d, lr->client_id, "log", note) == -ENOENT) {
-			close(fd);
+		rc = server_send_line(d, lr->client_id, c->line, c->len);
+		lr->offset += c->used;
+		sent += c->used;
+		free(spare.line);
+		if (rc == -ENOENT) {
+			if (fd >= 0)
+				close(fd);
 			return 1;
 		}
-		lr->offset += used;
-		sent += used;
 	}
 	if (fd >= 0)
 		close(fd);

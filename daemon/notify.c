@@ -505,6 +505,7 @@ notify_pump_logs(struct daemon *d, struct notify *nf, uint64_t client_id)
 		if (notify_log_pump(d, w, live, size))
 			watch_clear(nf, w);
 	}
+	notify_log_pass_end();
 }
 
 void
@@ -737,6 +738,7 @@ notify_logs(struct daemon *d, uint64_t client_id, uid_t uid,
 	nf->walking++;
 	if (notify_log_pump(d, w, jobs_is_live(d, job_id), -1))
 		watch_clear(nf, w);
+	notify_log_pass_end();
 	nf->walking--;
 	notify_compact(nf);
 	return 0;
