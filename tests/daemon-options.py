@@ -119,8 +119,8 @@ def main():
         out = run(["--socket", os.path.join(tmp, "sd.sock"), "--db",
                    os.path.join(tmp, "sd.db"), "--proc-root", tmp, "--state-dir", sock])
         assert out.returncode == 1, out
-        assert "cannot create the state directory" in out.stderr, out.stderr
-        assert "Not a directory" in out.stderr, out.stderr
+        assert "refusing the state directory " + sock in out.stderr, out.stderr
+        assert sock + " is not a directory" in out.stderr, out.stderr
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
