@@ -107,6 +107,13 @@ teardown(void **state)
 	for (i = 0; i < 10; i++)
 		uv_run(&f->loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&f->loop), 0);
+	{
+		char lock[1100];
+
+		/* The lock file stays by design (docs/daemon.md). */
+		snprintf(lock, sizeof lock, "%s.lock", f->d.cfg.socket_path);
+		unlink(lock);
+	}
 	rmdir(f->dir);
 	free(f);
 	return 0;
@@ -278,6 +285,8 @@ test_symlinked_socket_dir_refused(void **state)
 	}
 
 	unlink(link);
+	snprintf(sock, sizeof sock, "%s/sl.sock.lock", real);
+	unlink(sock);
 	rmdir(real);
 	rmdir(dir);
 }
