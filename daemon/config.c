@@ -30,7 +30,9 @@ static const char usage_text[] =
     "  --config FILE      read 'key = value' lines from FILE first; the\n"
     "                     command line overrides it (see docs/daemon.md)\n"
     "  --socket PATH      control socket (default %s)\n"
-    "  --db PATH          sqlite database (default %s)\n"
+    "  --db PATH          sqlite database (default %s); it and its\n"
+    "                     directories must be the daemon's own: not in a\n"
+    "                     directory others can write, such as /tmp\n"
     "  --state-dir DIR    job logs and monitor status (default: the\n"
     "                     database's directory)\n"
     "  --interval SECONDS sample interval, e.g. 0.5 or 100ms (default 0.5)\n"
@@ -50,7 +52,8 @@ static const char usage_text[] =
     "Examples:\n"
     "  stageloadd                          default socket and database\n"
     "  stageloadd -f --interval 0.1        sample ten times a second\n"
-    "  stageloadd --socket /tmp/sl.sock --db /tmp/sl.db\n"
+    "  stageloadd --socket \"$d/sl.sock\" --db \"$d/sl.db\"  "
+    "with d=$(mktemp -d)\n"
     "  stageloadd --config /etc/stageload.conf\n"
     "  stageloadd --retention raw=1d,10m=5y\n"
     "\n"
@@ -231,9 +234,20 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "socket") == 0)
 		return set_path(cfg->socket_path, sizeof cfg->socket_path, key,
 		                v, cause, causelen);
-	if (strcmp(k, "db") == 0)
+	if (strcmp(k, "db") == 0) {
+		/* sqlite would take these as a URI (naming any file, which
+		 * the daemon's checks of the path would not see) or as an
+		 * in-memory database. */
+		if (strncmp(v, "file:", 5) == 0 || v[0] == ':')
+			return fail(
+			    cause, causelen,
+			    "%s: '%s' is not a plain path (sqlite would "
+			    "read it as a URI or a special name); write "
+			    "./%s for a file named so",
+			    key, v, v);
 		return set_path(cfg->db_path, sizeof cfg->db_path, key, v,
 		                cause, causelen);
+	}
 	if (strcmp(k, "state_dir") == 0)
 		return set_path(cfg->state_dir, sizeof cfg->state_dir, key, v,
 		                cause, causelen);

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "proto.h"
 #include "server.h"
+#include "trust.h"
 
 #define SERVER_BACKLOG 1024
 #define SERVER_LINGER_MS 5000 /* most time a closing client gets to read */
@@ -767,10 +768,22 @@ static int
 server_lock(const char *path, int *fdp, char *cause, size_t causelen)
 {
 	char lock[1100];
+	struct stat st;
 	int fd, err;
 
 	snprintf(lock, sizeof lock, "%s.lock", path);
 	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* server_mkdir checked it; nobody else can have changed it since,
+	 * but what is opened is what counts. */
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	                st.st_uid != geteuid())) {
+		close(fd);
+		snprintf(cause, causelen,
+		         "refusing the socket's lock file %s: not a regular "
+		         "file of uid %u",
+		         lock, (unsigned)geteuid());
+		return -EPERM;
+	}
 	if (fd >= 0 && fchmod(fd, 0600) != 0) {
 		err = errno;
 		close(fd);
@@ -841,69 +854,54 @@ server_listen_fd(struct daemon *d, const char *path, mode_t mode, int *fdp)
 	return 0;
 }
 
-/* A per-user daemon keeps its socket in a directory only its user can
- * enter; create it when missing. */
+/*
+ * The socket's directory and the lock file in it must be the daemon's, in
+ * the sense of trust.c: another user who could write the directory could
+ * take the socket's name for a socket of theirs, and one who owned the
+ * lock could hold it and keep the daemon from starting. So must every
+ * directory above it (a sticky one such as /tmp may be above it, not be
+ * it). A link root or this user made is followed and its target checked
+ * (/var/run is often a link to /run, macOS's /tmp to /private/tmp);
+ * another user's is refused, since they could repoint it later. A missing
+ * directory is created, 0755 for root (everyone connects to its socket),
+ * 0700 otherwise, and checked again.
+ */
 static int
 server_mkdir(const char *path, int system, char *cause, size_t causelen)
 {
-	char dir[1024], *slash;
-	struct stat st;
+	char dir[1024], lock[1100], why[768], *slash;
+	const char *what = "the socket directory", *bad = dir;
+	int rc;
 
 	snprintf(dir, sizeof dir, "%s", path);
-	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
-		return 0;
-	*slash = '\0';
-	/*
-	 * lstat, not stat: a symbolic link (another user's
-	 * /tmp/stageload-UID pointing at /var/tmp) passes any check made on
-	 * its target and can be repointed afterwards, moving our socket into
-	 * a directory of theirs. Only root can repoint a link root made
-	 * (macOS's /tmp), so its target is checked instead. A system daemon's
-	 * directories are root's (/var/run is often a link to /run), so it is
-	 * not checked.
-	 */
-	if (lstat(dir, &st) == 0) {
-		if (!system && S_ISLNK(st.st_mode) && st.st_uid != 0) {
-			snprintf(cause, causelen,
-			         "socket directory %s is a symbolic link "
-			         "(owner %u); refusing it: give the real "
-			         "directory, or remove the link",
-			         dir, (unsigned)st.st_uid);
-			return -ELOOP;
-		}
-		if (S_ISLNK(st.st_mode) && stat(dir, &st) != 0) {
-			int err = errno;
-
-			snprintf(cause, causelen, "socket directory %s: %s",
-			         dir, strerror(err));
-			return -err;
-		}
-		if (!system && !S_ISDIR(st.st_mode)) {
-			snprintf(cause, causelen,
-			         "socket directory %s is not a directory", dir);
-			return -ENOTDIR;
-		}
-		/* Someone else's directory (a pre-created /tmp/stageload-UID)
-		 * could swap our socket for theirs: refuse it unless it is
-		 * root's or a sticky shared directory such as /tmp. */
-		if (!system && ((st.st_uid != geteuid() && st.st_uid != 0) ||
-		                ((st.st_mode & 022) != 0 &&
-		                 (st.st_mode & S_ISVTX) == 0))) {
-			snprintf(cause, causelen,
-			         "socket directory %s is not private to this "
-			         "user (owner %u, mode %04o)",
-			         dir, (unsigned)st.st_uid,
-			         (unsigned)(st.st_mode & 07777));
-			return -EPERM;
-		}
-		return 0;
-	}
-	if (errno != ENOENT || mkdir(dir, system ? 0755 : 0700) != 0) {
+	if ((slash = strrchr(dir, '/')) == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	if ((rc = trust_path_check(dir, geteuid(), TRUST_DIR, why,
+	                           sizeof why)) != 0)
+		goto refuse;
+	if (mkdir(dir, system ? 0755 : 0700) != 0 && errno != EEXIST) {
+		rc = -errno;
 		snprintf(cause, causelen, "socket directory %s: %s", dir,
-		         strerror(errno));
-		return -errno;
+		         strerror(-rc));
+		return rc;
 	}
+	if ((rc = trust_path_check(dir, geteuid(), TRUST_DIR, why,
+	                           sizeof why)) != 0)
+		goto refuse;
+	what = "the socket's lock file";
+	bad = lock;
+	if ((rc = trust_path_check(lock, geteuid(), TRUST_FILE, why,
+	                           sizeof why)) != 0)
+		goto refuse;
 	return 0;
+refuse:
+	snprintf(cause, causelen, "refusing %s %s: %s", what, bad, why);
+	return rc;
 }
 
 static void

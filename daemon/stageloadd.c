@@ -22,6 +22,7 @@
 #include "sampler.h"
 #include "server.h"
 #include "tick.h"
+#include "trust.h"
 #include "version.h"
 
 static struct daemon daemon_state;
@@ -86,6 +87,81 @@ parent_dir(const char *path, char *buf, size_t len)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
+	return 0;
+}
+
+/* Refuse what trust_path_check refuses, for the start-up error (exit 1):
+ * "refusing WHAT: why", the why naming the path at fault. */
+static int
+daemon_trust(const char *what, const char *path, enum trust_kind kind,
+             char *cause, size_t causelen)
+{
+	char why[768];
+	int rc;
+
+	if ((rc = trust_path_check(path, geteuid(), kind, why, sizeof why)) !=
+	    0)
+		snprintf(cause, causelen, "refusing %s: %s", what, why);
+	return rc;
+}
+
+/*
+ * The database, the files sqlite opens beside it by itself (a -wal or a
+ * hot -journal found there is replayed into the database at open), and
+ * the state directory: each must be this daemon's, in directories only it
+ * and root can write (trust.c). A user who could plant any of them could
+ * queue a job as root. What exists is checked before anything is created
+ * in it, and everything again once the directories exist, right before
+ * the database is opened.
+ */
+static int
+daemon_paths(struct daemon *d, char *cause, size_t causelen)
+{
+	static const char *const beside[] = {"-wal", "-shm", "-journal"};
+	char dir[1024], path[1100], what[1200];
+	mode_t mode = d->cfg.system ? 0755 : 0700;
+	size_t i;
+	int rc;
+
+	snprintf(what, sizeof what, "the database %s", d->cfg.db_path);
+	if ((rc = parent_dir(d->cfg.db_path, dir, sizeof dir)) != 0 ||
+	    (rc = daemon_trust(what, dir, TRUST_DIR, cause, causelen)) != 0)
+		return rc;
+	snprintf(what, sizeof what, "the state directory %s", d->cfg.state_dir);
+	if ((rc = daemon_trust(what, d->cfg.state_dir, TRUST_DIR, cause,
+	                       causelen)) != 0)
+		return rc;
+	if ((rc = mkdirs(dir, mode)) != 0) {
+		snprintf(cause, causelen,
+		         "cannot create the database directory %s: %s", dir,
+		         strerror(-rc));
+		return rc;
+	}
+	if ((rc = mkdirs(d->cfg.state_dir, mode)) != 0) {
+		snprintf(cause, causelen,
+		         "cannot create the state directory %s: %s",
+		         d->cfg.state_dir, strerror(-rc));
+		return rc;
+	}
+	/* Made now, or there before: all of it, once more. */
+	if ((rc = daemon_trust(what, d->cfg.state_dir, TRUST_DIR, cause,
+	                       causelen)) != 0)
+		return rc;
+	snprintf(path, sizeof path, "%s/jobs", d->cfg.state_dir);
+	snprintf(what, sizeof what, "the job directory %s", path);
+	if ((rc = daemon_trust(what, path, TRUST_DIR, cause, causelen)) != 0)
+		return rc;
+	snprintf(what, sizeof what, "the database %s", d->cfg.db_path);
+	if ((rc = daemon_trust(what, d->cfg.db_path, TRUST_FILE, cause,
+	                       causelen)) != 0)
+		return rc;
+	for (i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+		snprintf(path, sizeof path, "%s%s", d->cfg.db_path, beside[i]);
+		snprintf(what, sizeof what, "%s beside the database", path);
+		if ((rc = daemon_trust(what, path, TRUST_FILE, cause,
+		                       causelen)) != 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -197,7 +273,7 @@ main(int argc, char **argv)
 {
 	struct daemon *d = &daemon_state;
 	struct platform_config pc;
-	char cause[512], dir[1024];
+	char cause[2048];
 	int rc;
 
 	saved_argc = argc;
@@ -243,18 +319,10 @@ main(int argc, char **argv)
 	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 
-	if (parent_dir(d->cfg.db_path, dir, sizeof dir) != 0 ||
-	    (rc = mkdirs(dir, d->cfg.system ? 0755 : 0700)) != 0) {
+	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0) {
 		server_stop(d);
 		server_release(d);
-		fatalx("cannot create the database directory %s: %s", dir,
-		       strerror(-rc));
-	}
-	if ((rc = mkdirs(d->cfg.state_dir, d->cfg.system ? 0755 : 0700)) != 0) {
-		server_stop(d);
-		server_release(d);
-		fatalx("cannot create the state directory %s: %s",
-		       d->cfg.state_dir, strerror(-rc));
+		fatalx("%s", cause);
 	}
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {
 		server_stop(d);

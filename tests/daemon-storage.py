@@ -19,7 +19,9 @@ def main():
     d = Daemon(interval="0.1")
     mnt = os.path.join(d.dir, "dbfs")
     os.makedirs(mnt)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt],
+    # mode=0700: a tmpfs is 1777 by default, which is no place for root's
+    # database (docs/security.md).
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mnt],
                        capture_output=True, text=True)
     if r.returncode != 0:
         d.cleanup()

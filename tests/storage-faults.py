@@ -124,7 +124,9 @@ def after_recovery(s, c, jobs):
 
 def mode_full(s):
     d = s.d
-    run_cmd("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", s.mnt)
+    # mode=0700: a tmpfs is 1777 by default, which is no place for root's
+    # database (docs/security.md).
+    run_cmd("mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", s.mnt)
     s.mounted = True
     d.start()
     c, jobs = start_jobs(s)
