@@ -420,6 +420,11 @@ cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
 	else if (strcmp(why, "head") == 0)
 		snprintf(buf, len, ", free %.0f%%, waiting for the jobs ahead",
 		         free_pct);
+	else if (strcmp(why, "storage") == 0)
+		snprintf(buf, len,
+		         ", free %.0f%%, waiting for the daemon's database to "
+		         "work again",
+		         free_pct);
 	else
 		snprintf(buf, len, ", free %.0f%% < %.0f%%", free_pct,
 		         wait_free_pct);

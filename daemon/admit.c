@@ -25,6 +25,8 @@ admit_wait_name(enum admit_wait w)
 		return "max_running";
 	case ADMIT_WAIT_HEAD:
 		return "head";
+	case ADMIT_WAIT_STORAGE:
+		return "storage";
 	}
 	return "unknown";
 }
@@ -70,8 +72,9 @@ admit_latest(const struct admit_running *running, size_t n)
 }
 
 /* Why the head may not start now, or ADMIT_WAIT_NONE when it may. The
- * order decides which reason is shown when several hold: the most
- * structural first, then memory, then the transient settle wait. */
+ * order decides which reason is shown when several hold: the daemon's own
+ * state first, then the most structural, then memory, then the transient
+ * settle wait. */
 static enum admit_wait
 admit_head_wait(const struct admit_input *in, const struct admit_queued *head,
                 const struct admit_result *res)
@@ -79,6 +82,8 @@ admit_head_wait(const struct admit_input *in, const struct admit_queued *head,
 	const struct admit_running *latest;
 	size_t i;
 
+	if (!in->storage_ok)
+		return ADMIT_WAIT_STORAGE;
 	if (in->nrunning > 0 && head->exclusive)
 		return ADMIT_WAIT_EXCLUSIVE;
 	for (i = 0; i < in->nrunning; i++)

@@ -20,6 +20,7 @@ enum admit_wait {
 	ADMIT_WAIT_EXCLUSIVE, /* it or a running job needs the machine alone */
 	ADMIT_WAIT_MAX_RUNNING, /* the daemon's maximum of running jobs */
 	ADMIT_WAIT_HEAD,        /* strict head of line: a job ahead waits */
+	ADMIT_WAIT_STORAGE,     /* the database fails: nothing is admitted */
 };
 
 const char *admit_wait_name(enum admit_wait w);
@@ -57,6 +58,7 @@ struct admit_input {
 	const struct admit_running *running;
 	size_t nrunning;
 	int have_sample; /* without one nothing is admitted */
+	int storage_ok;  /* without it nothing is admitted */
 	double free_pct; /* the sample's free % */
 	uint64_t total_bytes;
 	int64_t now_ms;

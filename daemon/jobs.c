@@ -623,6 +623,7 @@ jobs_admit(struct daemon *d)
 		in.running = ar;
 		in.nrunning = nr;
 		in.have_sample = d->have_last;
+		in.storage_ok = store_health(d->store) == NULL;
 		in.free_pct = d->last.free_pct;
 		in.total_bytes = d->last.total_bytes;
 		in.now_ms = now_ms();
@@ -633,8 +634,7 @@ jobs_admit(struct daemon *d)
 		admit_decide(&in, waits, &res);
 		for (i = 0; i < nq; i++)
 			q[i]->wait = waits[i];
-		if (res.admit < 0 || d->stopping ||
-		    store_health(d->store) != NULL)
+		if (res.admit < 0 || d->stopping)
 			break;
 		/* An attached job nobody is there to run waits for its
 		 * client to come back (or for the resume grace to end). */

@@ -628,7 +628,9 @@ def sc_start_marker_busy(d, m, c):
         assert "locked" in err, err
         m.set(free_pct=80)
         samples(d, 3)
-        assert show(c, jid)["state"] == "queued"
+        j = show(c, jid)
+        # What it waits for is storage, not "none" (nothing).
+        assert j["state"] == "queued" and j["waiting_for"] == "storage", j
         other.execute("ROLLBACK")
     finally:
         other.close()

@@ -27,6 +27,7 @@ fx_init(struct fixture *f, double free_pct)
 	f->in.queued = f->q;
 	f->in.running = f->r;
 	f->in.have_sample = 1;
+	f->in.storage_ok = 1;
 	f->in.free_pct = free_pct;
 	f->in.total_bytes = TOTAL;
 	f->in.now_ms = 1000000;
@@ -400,6 +401,27 @@ test_reason_order(void **state)
 }
 
 static void
+test_storage_holds(void **state)
+{
+	struct fixture f;
+
+	/* While storage fails nothing is admitted, and the head says so
+	 * (it used to say "none", as if it were being admitted). */
+	fx_init(&f, 90);
+	f.in.storage_ok = 0;
+	fx_queue(&f, 1, 40, 0);
+	fx_queue(&f, 2, 0, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_STORAGE);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+
+	f.in.storage_ok = 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+}
+
+static void
 test_wait_names(void **state)
 {
 	assert_string_equal(admit_wait_name(ADMIT_WAIT_FREE), "free");
@@ -409,6 +431,7 @@ test_wait_names(void **state)
 	assert_string_equal(admit_wait_name(ADMIT_WAIT_MAX_RUNNING),
 	                    "max_running");
 	assert_string_equal(admit_wait_name(ADMIT_WAIT_HEAD), "head");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_STORAGE), "storage");
 }
 
 int
@@ -430,6 +453,7 @@ main(void)
 	    cmocka_unit_test(test_exclusive_running),
 	    cmocka_unit_test(test_max_running),
 	    cmocka_unit_test(test_reason_order),
+	    cmocka_unit_test(test_storage_holds),
 	    cmocka_unit_test(test_wait_names),
 	};
 
