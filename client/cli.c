@@ -425,6 +425,8 @@ cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
 		         ", free %.0f%%, waiting for the daemon's database to "
 		         "work again",
 		         free_pct);
+	else if (strcmp(why, "none") == 0)
+		snprintf(buf, len, ", free %.0f%%, being admitted", free_pct);
 	else
 		snprintf(buf, len, ", free %.0f%% < %.0f%%", free_pct,
 		         wait_free_pct);

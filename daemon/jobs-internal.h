@@ -69,6 +69,8 @@ struct jrec {
 	long note_pos, note_of; /* last queue notification sent */
 	int note_free;
 	enum admit_wait note_wait;
+	int owe_queue; /* back in the queue: its client is told before it is
+	                  admitted again */
 };
 
 struct pending_event; /* jobs.c */

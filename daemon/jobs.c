@@ -411,6 +411,8 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	r->adopted = 0;
 	r->tree_gone = 0;
 	r->note_pos = -1;
+	/* Its client hears its place again before it is admitted again. */
+	r->owe_queue = 1;
 	jrec_commit(d, r);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "attempt", j->attempt);
@@ -548,9 +550,10 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 
 	if (!r->j->attached || r->client_id == 0)
 		return;
-	if (r->note_pos == r->position && r->note_of == of &&
+	if (!r->owe_queue && r->note_pos == r->position && r->note_of == of &&
 	    r->note_free == free_int && r->note_wait == r->wait)
 		return;
+	r->owe_queue = 0;
 	r->note_pos = r->position;
 	r->note_of = of;
 	r->note_free = free_int;
@@ -640,6 +643,11 @@ jobs_admit(struct daemon *d)
 		 * client to come back (or for the resume grace to end). */
 		if (q[res.admit]->j->attached && q[res.admit]->client_id == 0)
 			break;
+		/* A job back in the queue after a breach hears its place
+		 * before it hears it is admitted again. */
+		if (q[res.admit]->owe_queue)
+			jobs_notify_queue(d, q[res.admit], (long)nq,
+			                  d->last.free_pct);
 		jrec_admit(d, q[res.admit]);
 	}
 	free(run);

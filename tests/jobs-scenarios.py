@@ -509,6 +509,43 @@ def sc_retry(d, m, c):
     assert read(starts).count("go") == 2
 
 
+def sc_retry_attached(d, m, c):
+    """After a breach with retries an attached client hears, in order:
+    breach (requeued), queue (its place again), admitted (attempt 2), also
+    when the job is admitted again at once (the queue notification used
+    to be skipped then)."""
+    m.set(free_pct=80, swap_used_gib=0)
+    a = Client(d.socket)
+    jid = a.call("submit", {"argv": ["sleep"], "cwd": d.dir, "attached": True,
+                            "swap_budget_bytes": 1 << 30, "retry_on_breach": 1})["id"]
+    a.notification("admitted", timeout=5)
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        a.call("job_pid", {"id": jid, "pid": p.pid})
+        a.notes.clear()
+        m.set(swap_used_gib=2, sync=False)
+        p.wait(timeout=10)  # the daemon's SIGTERM
+        assert p.returncode == -signal.SIGTERM, p.returncode
+        j = a.call("job_exit", {"id": jid, "signal": signal.SIGTERM})
+        assert j["state"] in ("queued", "admitted") and j["attempt"] == 2, j
+        n = a.notification("admitted", timeout=5)["params"]
+        assert n == {"id": jid, "attempt": 2}, n
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    kinds = [x["method"] for x in a.notes if x["method"] in ("breach", "queue")]
+    assert kinds == ["breach", "queue"], a.notes
+    br = [x["params"] for x in a.notes if x["method"] == "breach"][0]
+    assert br["id"] == jid and br["requeued"] is True, br
+    q = [x["params"] for x in a.notes if x["method"] == "queue"][0]
+    assert q["id"] == jid and q["position"] == 1 and q["of"] == 1, q
+    assert q["waiting_for"] == "none", q
+    c.call("cancel", {"id": jid})
+    wait_state(c, jid, "cancelled")
+    a.close()
+
+
 def sc_retry_cancelled(d, m, c):
     """A cancel while a breach that would requeue is being enforced makes
     it final: the job ends killed(cancel), not requeued."""
@@ -1022,6 +1059,7 @@ SCENARIOS = [
     ("survivors_restart", sc_survivors_restart, {}),
     ("cancelled_breacher", sc_cancelled_breacher, {}),
     ("retry", sc_retry, {}),
+    ("retry_attached", sc_retry_attached, {}),
     ("retry_cancelled", sc_retry_cancelled, {}),
     ("retry_client_gone", sc_retry_client_gone, {}),
     ("retry_across_restart", sc_retry_across_restart, {}),

@@ -278,10 +278,13 @@ test_queue_line(void **state)
 	                         "for the last job to settle");
 	cli_queue_line(1, 2, 45, 40, "exclusive", buf, sizeof buf);
 	assert_non_null(strstr(buf, "alone"));
-	/* Not a free % below the job's wait_free either. */
+	/* Neither is a free % below the job's wait_free. */
 	cli_queue_line(1, 1, 80, 40, "storage", buf, sizeof buf);
 	assert_string_equal(buf, "queued: position 1 of 1, free 80%, waiting "
 	                         "for the daemon's database to work again");
+	cli_queue_line(1, 2, 80, 40, "none", buf, sizeof buf);
+	assert_string_equal(
+	    buf, "queued: position 1 of 2, free 80%, being admitted");
 	/* a small buffer truncates, never overflows */
 	cli_queue_line(2, 3, 34, 40, "free", buf, 10);
 	assert_string_equal(buf, "queued: p");

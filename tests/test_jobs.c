@@ -209,6 +209,16 @@ last_note(enum jobs_note_kind kind, int64_t id)
 	return NULL;
 }
 
+/* Where the last note of that kind for the job is among all notes, or
+ * -1: to check the order in which a client hears them. */
+static long
+last_note_at(enum jobs_note_kind kind, int64_t id)
+{
+	const struct rec_note *n = last_note(kind, id);
+
+	return n != NULL ? (long)(n - F->notes) : -1;
+}
+
 static size_t
 count_events(const char *kind, int64_t id)
 {
@@ -1057,6 +1067,19 @@ test_retry_requeues(void **state)
 	n = last_note(JOBS_NOTE_ADMITTED, x);
 	assert_int_equal(n->attempt, 2);
 	assert_int_equal(n->client_id, 31);
+	/* Its client heard its place in the queue again between the breach
+	 * and the new admission, though it was admitted at once (that queue
+	 * notification used to be skipped). */
+	assert_true(last_note_at(JOBS_NOTE_QUEUE, x) >
+	            last_note_at(JOBS_NOTE_BREACH, x));
+	assert_true(last_note_at(JOBS_NOTE_QUEUE, x) <
+	            last_note_at(JOBS_NOTE_ADMITTED, x));
+	n = last_note(JOBS_NOTE_QUEUE, x);
+	assert_int_equal(n->client_id, 31);
+	assert_int_equal(n->position, 1);
+	assert_int_equal(n->of, 2);
+	assert_int_equal(n->attempt, 2);
+	assert_int_equal(n->wait, ADMIT_WAIT_NONE);
 	assert_int_equal(state_of(x), JOB_ADMITTED);
 	assert_int_equal(state_of(y), JOB_QUEUED);
 	assert_int_equal(count_notes(JOBS_NOTE_ADMITTED, y), 0);
