@@ -305,7 +305,8 @@ struct sl_job_spec {
 	                            environment (detached jobs) */
 	int attached;
 	const char *name;          /* NULL: the daemon names it */
-	int priority;              /* -1000..1000 */
+	int priority;              /* -1000..1000; above 0 only for root
+	                              and the daemon's admin_group */
 	double wait_free_pct;      /* < 0: the daemon's default */
 	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
 	uint64_t expect_bytes;     /* 0: none */

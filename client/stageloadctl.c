@@ -21,7 +21,9 @@
 	"  --expect SIZE          memory it will use: held back from others "  \
 	"until reached\n"                                                      \
 	"  --priority N           -1000..1000, higher runs first (default "    \
-	"0)\n"                                                                 \
+	"0;\n"                                                                 \
+	"                         above 0: root and the daemon's "             \
+	"admin_group only)\n"                                                  \
 	"  --name NAME            a label (default: the command's name)\n"     \
 	"  --exclusive            run only when no other job runs\n"           \
 	"  --retry-on-breach N    requeue up to N times after a breach\n"

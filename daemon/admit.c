@@ -1,9 +1,12 @@
 /*
- * Admission: strict head of line over a queue the caller keeps ordered by
- * priority then submission. docs/jobs.md ("Admission") is the rule's home.
+ * Admission: the queue's order and who may start, over a queue the caller
+ * puts in order with admit_order. docs/jobs.md ("Queue order",
+ * "Admission") is the rules' home.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "admit.h"
 
@@ -27,9 +30,82 @@ admit_wait_name(enum admit_wait w)
 		return "head";
 	case ADMIT_WAIT_STORAGE:
 		return "storage";
+	case ADMIT_WAIT_CLIENT:
+		return "client";
 	}
 	return "unknown";
 }
+
+/* ---- order ---- */
+
+/* By user, then as each user's own jobs are ordered: what admit_order
+ * needs to find each user's counts and oldest job in one walk. */
+static int
+cmp_by_user(const void *a, const void *b)
+{
+	const struct admit_queued *x = a, *y = b;
+
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->job_id < y->job_id ? -1 : x->job_id > y->job_id;
+}
+
+static int
+cmp_queue(const void *a, const void *b)
+{
+	const struct admit_queued *x = a, *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->holding != y->holding)
+		return x->holding < y->holding ? -1 : 1;
+	if (x->user_first != y->user_first)
+		return x->user_first < y->user_first ? -1 : 1;
+	/* Two users whose oldest jobs share a seq (never, as seq is an id;
+	 * but the order must be total). */
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->job_id < y->job_id ? -1 : x->job_id > y->job_id;
+}
+
+void
+admit_order(struct admit_queued *q, size_t n,
+            const struct admit_running *running, size_t nrunning)
+{
+	size_t i, k, u, holding;
+
+	if (n == 0)
+		return;
+	qsort(q, n, sizeof *q, cmp_by_user);
+	for (u = 0; u < n; u = i) {
+		/* One user: q[u..i). Users are few; so is a scan of the
+		 * running jobs per user. */
+		for (i = u; i < n && q[i].uid == q[u].uid; i++)
+			;
+		holding = 0;
+		for (k = 0; k < nrunning; k++)
+			if (running[k].uid == q[u].uid)
+				holding++;
+		for (k = u; k < i; k++) {
+			q[k].holding = holding;
+			/* The first of each priority is that user's oldest
+			 * at that priority. */
+			q[k].user_first =
+			    k > u && q[k].priority == q[k - 1].priority
+			        ? q[k - 1].user_first
+			        : q[k].seq;
+		}
+	}
+	qsort(q, n, sizeof *q, cmp_queue);
+}
+
+/* ---- who may start ---- */
 
 int
 admit_settled(const struct admit_running *r, int64_t now_ms,
@@ -71,33 +147,32 @@ admit_latest(const struct admit_running *running, size_t n)
 	return latest;
 }
 
-/* Why the head may not start now, or ADMIT_WAIT_NONE when it may. The
- * order decides which reason is shown when several hold: the daemon's own
- * state first, then the most structural, then memory, then the transient
- * settle wait. */
-static enum admit_wait
-admit_head_wait(const struct admit_input *in, const struct admit_queued *head,
-                const struct admit_result *res)
-{
-	const struct admit_running *latest;
-	size_t i;
+/* What holds for every candidate alike, worked out once per decision. */
+struct admit_state {
+	int exclusive_running; /* an exclusive job holds memory */
+	int at_max;            /* max_running reached */
+	int unsettled;         /* the latest admitted job has not settled */
+};
 
+/* Why job q may not start now as the head, or ADMIT_WAIT_NONE when it
+ * may. The order decides which reason is shown when several hold: the
+ * daemon's own state first, then the most structural, then memory, then
+ * the transient settle wait. */
+static enum admit_wait
+admit_wait_of(const struct admit_input *in, const struct admit_state *st,
+              const struct admit_queued *q, const struct admit_result *res)
+{
 	if (!in->storage_ok)
 		return ADMIT_WAIT_STORAGE;
-	if (in->nrunning > 0 && head->exclusive)
+	if ((in->nrunning > 0 && q->exclusive) || st->exclusive_running)
 		return ADMIT_WAIT_EXCLUSIVE;
-	for (i = 0; i < in->nrunning; i++)
-		if (in->running[i].exclusive)
-			return ADMIT_WAIT_EXCLUSIVE;
-	if (in->cfg.max_running > 0 &&
-	    in->nrunning >= (size_t)in->cfg.max_running)
+	if (st->at_max)
 		return ADMIT_WAIT_MAX_RUNNING;
-	if (!in->have_sample || res->free_pct < head->wait_free_pct)
+	if (!in->have_sample || res->free_pct < q->wait_free_pct)
 		return ADMIT_WAIT_FREE;
-	if (res->effective_free_pct < head->wait_free_pct)
+	if (res->effective_free_pct < q->wait_free_pct)
 		return ADMIT_WAIT_EXPECT;
-	latest = admit_latest(in->running, in->nrunning);
-	if (latest != NULL && !admit_settled(latest, in->now_ms, &in->cfg))
+	if (st->unsettled)
 		return ADMIT_WAIT_SETTLE;
 	return ADMIT_WAIT_NONE;
 }
@@ -106,13 +181,20 @@ void
 admit_decide(const struct admit_input *in, enum admit_wait *waits,
              struct admit_result *res)
 {
-	enum admit_wait head_wait;
+	const struct admit_running *latest;
+	const struct admit_queued *head;
+	struct admit_state st;
+	enum admit_wait w;
 	uint64_t reserved = 0;
+	int may_pass;
 	size_t i;
 
 	res->admit = -1;
+	res->head = -1;
+	res->passed = 0;
 	res->free_pct = 0;
 	res->effective_free_pct = 0;
+	res->claim = in->claim;
 	/* Memory promised to running jobs that they have not taken yet. */
 	for (i = 0; i < in->nrunning; i++) {
 		const struct admit_running *r = &in->running[i];
@@ -128,17 +210,74 @@ admit_decide(const struct admit_input *in, enum admit_wait *waits,
 		if (res->effective_free_pct < 0)
 			res->effective_free_pct = 0;
 	}
-	if (in->nqueued == 0)
-		return;
 
-	head_wait = admit_head_wait(in, &in->queued[0], res);
-	if (head_wait == ADMIT_WAIT_NONE)
-		res->admit = 0;
-	if (waits == NULL)
+	/* The head is the first job that may be the head; the ones before
+	 * it keep their places and say why they are passed over. */
+	for (i = 0; i < in->nqueued; i++) {
+		if (in->queued[i].blocked == ADMIT_WAIT_NONE)
+			break;
+		if (waits != NULL)
+			waits[i] = in->queued[i].blocked;
+	}
+	if (i == in->nqueued) {
+		res->claim.have = 0;
 		return;
-	waits[0] = head_wait;
-	/* Strict head of line: nobody overtakes the head, even a job that
-	 * would fit. */
-	for (i = 1; i < in->nqueued; i++)
-		waits[i] = ADMIT_WAIT_HEAD;
+	}
+	res->head = (long)i;
+	head = &in->queued[i];
+
+	memset(&st, 0, sizeof st);
+	for (i = 0; i < in->nrunning; i++)
+		if (in->running[i].exclusive)
+			st.exclusive_running = 1;
+	st.at_max = in->cfg.max_running > 0 &&
+	            in->nrunning >= (size_t)in->cfg.max_running;
+	latest = admit_latest(in->running, in->nrunning);
+	st.unsettled =
+	    latest != NULL && !admit_settled(latest, in->now_ms, &in->cfg);
+
+	/* A head of another user than the claim's starts a claim of its
+	 * own; one of the same user carries it on (a job cancelled and
+	 * submitted again does not start it afresh). */
+	if (!res->claim.have || res->claim.uid != head->uid) {
+		res->claim.have = 1;
+		res->claim.uid = head->uid;
+		res->claim.since_ms = in->now_ms;
+	}
+
+	w = admit_wait_of(in, &st, head, res);
+	if (waits != NULL)
+		waits[res->head] = w;
+	if (w == ADMIT_WAIT_NONE) {
+		res->admit = res->head;
+		/* The queue moved: the next head starts a claim of its own. */
+		res->claim.have = 0;
+	}
+	/* Past its claim an unprivileged head that cannot start lets one job
+	 * of another user start, the first that passes every rule as if it
+	 * were the head. */
+	may_pass = res->admit < 0 && !head->privileged &&
+	           in->now_ms - res->claim.since_ms >= in->cfg.hol_bound_ms;
+	for (i = (size_t)res->head + 1; i < in->nqueued; i++) {
+		const struct admit_queued *q = &in->queued[i];
+
+		if (q->blocked != ADMIT_WAIT_NONE)
+			w = q->blocked;
+		else if (!may_pass || q->uid == head->uid)
+			w = ADMIT_WAIT_HEAD;
+		else if ((w = admit_wait_of(in, &st, q, res)) ==
+		         ADMIT_WAIT_NONE) {
+			if (res->admit < 0) {
+				res->admit = (long)i;
+				res->passed = 1;
+				/* The head's claim starts again. */
+				res->claim.since_ms = in->now_ms;
+			} else
+				w = ADMIT_WAIT_HEAD; /* one at a time */
+		}
+		if (waits != NULL)
+			waits[i] = w;
+		else if (res->admit >= 0)
+			break;
+	}
 }

@@ -1,40 +1,58 @@
 /*
- * The admission decision, as a pure function: given the queue in order, the
- * jobs holding memory (admitted or running), the latest system sample and
- * the configuration, which job may start now, and what every queued job is
- * waiting for. No I/O and no clock: the caller passes now_ms. The rule
- * itself is documented once, in docs/jobs.md ("Admission").
+ * The admission decision, as pure functions: the queue's order, and given
+ * the queue in that order, the jobs holding memory (admitted or running),
+ * the latest system sample and the configuration, which job may start now
+ * and what every queued job is waiting for. No I/O and no clock: the
+ * caller passes now_ms, and keeps the head's claim (struct admit_claim)
+ * from one decision to the next. The rules themselves are documented once,
+ * in docs/jobs.md ("Queue order" and "Admission").
  */
 #ifndef SL_ADMIT_H
 #define SL_ADMIT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* What a queued job waits for; the names are the wire's waiting_for. */
 enum admit_wait {
-	ADMIT_WAIT_NONE = 0,  /* it is admitted now */
+	ADMIT_WAIT_NONE = 0,  /* nothing: it is admitted now */
 	ADMIT_WAIT_FREE,      /* free % below its wait_free */
 	ADMIT_WAIT_SETTLE,    /* the previously admitted job is still growing */
 	ADMIT_WAIT_EXPECT,    /* free enough, but not once reservations count */
 	ADMIT_WAIT_EXCLUSIVE, /* it or a running job needs the machine alone */
 	ADMIT_WAIT_MAX_RUNNING, /* the daemon's maximum of running jobs */
-	ADMIT_WAIT_HEAD,        /* strict head of line: a job ahead waits */
+	ADMIT_WAIT_HEAD,        /* a job ahead has the head's claim */
 	ADMIT_WAIT_STORAGE,     /* the database fails: nothing is admitted */
+	ADMIT_WAIT_CLIENT,      /* attached, its client not back since a
+	                           restart: it cannot be the head yet */
 };
 
 const char *admit_wait_name(enum admit_wait w);
 
-/* A queued job, in queue order (priority desc, then submission). */
+/* A queued job. */
 struct admit_queued {
 	int64_t job_id;
+	uid_t uid;
+	int priority;
+	int64_t seq; /* submission order, kept across retries (queue_seq) */
 	double wait_free_pct;
 	int exclusive;
+	int privileged; /* root's or the admin group's: never passed over */
+	/* ADMIT_WAIT_NONE when it may be the head; else why it cannot be
+	 * yet: it keeps its place and is passed over. */
+	enum admit_wait blocked;
+	size_t ref; /* the caller's, untouched */
+	/* Set by admit_order: */
+	size_t holding;     /* jobs of its uid holding memory */
+	int64_t user_first; /* seq of its uid's oldest queued job at its
+	                       priority */
 };
 
 /* A job holding memory: admitted (not yet running) or running. */
 struct admit_running {
 	int64_t job_id;
+	uid_t uid;
 	int64_t admitted_ms;
 	uint64_t footprint_bytes; /* latest; 0 before its first sample */
 	uint64_t expect_bytes;    /* 0: none */
@@ -50,10 +68,19 @@ struct admit_config {
 	double settle_growth_pct; /* growth below this over the window */
 	int settle_samples;       /* window length in samples */
 	int max_running;          /* 0: no limit */
+	int64_t hol_bound_ms;     /* an unprivileged head's sole claim */
+};
+
+/* The head's claim: since when its user has held the head without the
+ * queue moving. The caller keeps it between decisions (zeroed at start). */
+struct admit_claim {
+	int have;         /* 0: no claim yet (the next head starts one) */
+	uid_t uid;        /* the user holding the head */
+	int64_t since_ms; /* when that user's claim began */
 };
 
 struct admit_input {
-	const struct admit_queued *queued;
+	const struct admit_queued *queued; /* in queue order (admit_order) */
 	size_t nqueued;
 	const struct admit_running *running;
 	size_t nrunning;
@@ -62,18 +89,30 @@ struct admit_input {
 	double free_pct; /* the sample's free % */
 	uint64_t total_bytes;
 	int64_t now_ms;
+	struct admit_claim claim; /* from the previous decision's result */
 	struct admit_config cfg;
 };
 
 struct admit_result {
 	long admit;      /* index into queued, or -1 */
+	long head;       /* index of the head (first not blocked), or -1 */
+	int passed;      /* admit is a job passing the head (hol_bound) */
 	double free_pct; /* the sample's */
 	/* free % less the reservations of running jobs, as a share of total:
 	 * on Linux, where free % is available / total, this is exactly
 	 * (available - reserved) / total x 100. */
 	double effective_free_pct;
-	uint64_t reserved_bytes; /* sum of max(0, expect - footprint) */
+	uint64_t reserved_bytes;  /* sum of max(0, expect - footprint) */
+	struct admit_claim claim; /* keep for the next decision */
 };
+
+/*
+ * Put the queue in order: priority (higher first), then the user with the
+ * fewest jobs holding memory, then that user's oldest queued job (at that
+ * priority), then submission (seq). Fills holding and user_first.
+ */
+void admit_order(struct admit_queued *q, size_t n,
+                 const struct admit_running *running, size_t nrunning);
 
 /*
  * Decide. waits[i] (nqueued entries, caller-allocated, may be NULL) gets

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,39 @@ set_size(size_t *dst, const char *key, const char *v, uint64_t min,
 	return 0;
 }
 
+/* A group name or number; empty: none. */
+static int
+set_group(struct config *cfg, const char *key, const char *v, char *cause,
+          size_t causelen)
+{
+	struct group gr, *res = NULL;
+	char buf[8192], *end;
+	unsigned long long n;
+
+	if (*v == '\0') {
+		cfg->admin_group_set = 0;
+		return 0;
+	}
+	if (isdigit((unsigned char)*v)) {
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (errno != 0 || *end != '\0' || n >= (gid_t)-1 ||
+		    (unsigned long long)(gid_t)n != n)
+			return fail(cause, causelen,
+			            "%s: '%s' is not a group name or number",
+			            key, v);
+		cfg->admin_gid = (gid_t)n;
+		cfg->admin_group_set = 1;
+		return 0;
+	}
+	if (getgrnam_r(v, &gr, buf, sizeof buf, &res) != 0 || res == NULL)
+		return fail(cause, causelen,
+		            "%s: no group '%s' in the group database", key, v);
+	cfg->admin_gid = gr.gr_gid;
+	cfg->admin_group_set = 1;
+	return 0;
+}
+
 /* "raw=2d,10s=14d,1m=90d,10m=2y,jobs=90d"; tiers not named keep their
  * current value. */
 static int
@@ -286,6 +320,14 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_running") == 0)
 		return set_int(&cfg->max_running, key, v, 0, 1000000, cause,
 		               causelen);
+	if (strcmp(k, "admin_group") == 0)
+		return set_group(cfg, key, v, cause, causelen);
+	if (strcmp(k, "max_wait_free") == 0)
+		return set_double(&cfg->max_wait_free_pct, key, v, 0, 100,
+		                  cause, causelen);
+	if (strcmp(k, "hol_bound") == 0)
+		return set_duration(&cfg->hol_bound_ms, key, v, 0, 365 * DAY_MS,
+		                    cause, causelen);
 	if (strcmp(k, "max_clients") == 0)
 		return set_int(&cfg->max_clients, key, v, 1, 1000000, cause,
 		               causelen);
@@ -448,6 +490,10 @@ config_defaults(struct config *cfg, int system)
 	cfg->settle_growth_pct = 1;
 	cfg->settle_samples = 3;
 	cfg->max_running = 0;
+
+	cfg->admin_group_set = 0;
+	cfg->max_wait_free_pct = 95;
+	cfg->hol_bound_ms = 600000;
 }
 
 struct option_def {
@@ -597,6 +643,10 @@ config_parse(struct config *cfg, int argc, char **argv, char *cause,
 		            "psi_warn (%g) is above "
 		            "psi_critical (%g)",
 		            cfg->psi_warn, cfg->psi_critical);
+	if (cfg->default_wait_free_pct > cfg->max_wait_free_pct)
+		return fail(cause, causelen,
+		            "wait_free (%g) is above max_wait_free (%g)",
+		            cfg->default_wait_free_pct, cfg->max_wait_free_pct);
 	if (cfg->db_path[0] == '\0')
 		return fail(cause, causelen,
 		            "no default database path (no home directory, or "
@@ -651,6 +701,10 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->settle_growth_pct = n->settle_growth_pct;
 	cfg->settle_samples = n->settle_samples;
 	cfg->max_running = n->max_running;
+	cfg->admin_group_set = n->admin_group_set;
+	cfg->admin_gid = n->admin_gid;
+	cfg->max_wait_free_pct = n->max_wait_free_pct;
+	cfg->hol_bound_ms = n->hol_bound_ms;
 	cfg->verbose = n->verbose;
 	free(n);
 	return 0;

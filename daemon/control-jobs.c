@@ -19,6 +19,7 @@
 #include "platform.h"
 #include "proto.h"
 #include "store.h"
+#include "units.h"
 #include "wire.h"
 
 #define JOBS_MAX_NAME 256
@@ -69,6 +70,49 @@ strv_dup(const char **v)
 	return out;
 }
 
+/* The submit parameters that could hold the queue for everyone: a
+ * priority above 0, a wait_free_pct or expect_bytes that can never be met.
+ * 0, or PROTO_E_PARAMS with the cause. */
+static int
+submit_fair(struct daemon *d, int privileged, int64_t priority,
+            double wait_free, int64_t expect, char *cause, size_t causelen)
+{
+	char total[16];
+
+	if (privileged)
+		return 0;
+	if (priority > 0) {
+		snprintf(cause, causelen,
+		         "priority %" PRId64 ": only root%s may set a priority "
+		         "above 0",
+		         priority,
+		         d->cfg.admin_group_set
+		             ? " and members of the daemon's admin_group"
+		             : "");
+		return PROTO_E_PARAMS;
+	}
+	if (wait_free > d->cfg.max_wait_free_pct) {
+		snprintf(cause, causelen,
+		         "wait_free_pct %g is above the daemon's max_wait_free "
+		         "(%g)",
+		         wait_free, d->cfg.max_wait_free_pct);
+		return PROTO_E_PARAMS;
+	}
+	/* Before the first sample the total is not known: accepted. */
+	if (d->have_last && d->last.total_bytes > 0 &&
+	    (uint64_t)expect > d->last.total_bytes) {
+		if (units_format_size(d->last.total_bytes, total,
+		                      sizeof total) == NULL)
+			snprintf(total, sizeof total, "?");
+		snprintf(cause, causelen,
+		         "expect_bytes %" PRId64 " is above the machine's "
+		         "total memory (%" PRIu64 " bytes, %s)",
+		         expect, d->last.total_bytes, total);
+		return PROTO_E_PARAMS;
+	}
+	return 0;
+}
+
 int
 control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
@@ -78,7 +122,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	/* A client that does not say: the most private mask. */
 	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
 	double wait_free = d->cfg.default_wait_free_pct;
-	int attached = 0, exclusive = 0, rc, counts[JOB_LOST + 1];
+	int attached = 0, exclusive = 0, rc, counts[JOB_LOST + 1], privileged;
 	struct job *j = NULL;
 	char user[64];
 	const char *base;
@@ -136,6 +180,13 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_int(params, "umask", 0, 0, 0777, &mask, cause,
 	                          causelen)) < 0)
 		goto out;
+	/* What would hold the queue: only the trusted may ask for it
+	 * (docs/jobs.md, "Queue order"). Membership of admin_group is the
+	 * group database's, not yet the peer's own groups. */
+	privileged = jobs_privileged(d, p->uid, p->gid);
+	if ((rc = submit_fair(d, privileged, priority, wait_free, expect, cause,
+	                      causelen)) < 0)
+		goto out;
 
 	if (p->uid != 0) {
 		jobs_count(d, p->uid, counts);
@@ -175,6 +226,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	j->exclusive = exclusive;
 	j->retry_on_breach = (int)retry;
 	j->umask = (int)mask;
+	j->privileged = privileged;
 	/* The table owns the job from here, whatever the outcome. */
 	rc = jobs_submit(d, j, p->client_id, &id, &position, &nq, cause,
 	                 causelen);

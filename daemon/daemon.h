@@ -41,6 +41,12 @@ struct config {
 	int settle_samples;       /* default 3 */
 	int max_running;          /* 0 = no limit */
 
+	/* queue fairness (docs/jobs.md, "Queue order") */
+	int admin_group_set;      /* admin_group given */
+	gid_t admin_gid;          /* its members may set priorities */
+	double max_wait_free_pct; /* highest wait_free_pct, default 95 */
+	int64_t hol_bound_ms;     /* an unprivileged head's claim, 600 s */
+
 	int verbose;
 	int foreground;
 

@@ -44,6 +44,10 @@ struct job {
 	int retry_on_breach; /* retries allowed */
 	int umask;           /* a detached job's file mode mask */
 	int attempt;         /* 1-based */
+	/* Submitted by root, the daemon's user or a member of its admin
+	 * group (jobs_privileged): its head is never passed over. In memory
+	 * only: judged at submit, and again when the daemon loads it. */
+	int privileged;
 
 	enum job_state state;
 	int64_t submitted_ms;

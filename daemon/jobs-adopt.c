@@ -33,6 +33,8 @@ adopt_one(void *arg, struct job *j)
 	uint64_t start;
 	int fate;
 
+	/* Judged again with the config of this start (admin_group). */
+	j->privileged = jobs_privileged(d, j->uid, j->gid);
 	r = jrec_new(d->jobs, j);
 	if (r == NULL) {
 		job_free(j);

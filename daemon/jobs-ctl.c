@@ -6,11 +6,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jobs-internal.h"
+#include "platform.h"
 #include "proto.h"
 #include "store.h"
 
@@ -115,6 +118,31 @@ jobs_is_live(struct daemon *d, int64_t id)
 	struct jrec *r = d->jobs != NULL ? jobs_find(d->jobs, id) : NULL;
 
 	return r != NULL && jrec_is_live(r);
+}
+
+int
+jobs_privileged(struct daemon *d, uid_t uid, gid_t gid)
+{
+	struct passwd pw, *res = NULL;
+	gid_t *groups = NULL;
+	char buf[4096];
+	int n = 0, i, yes = 0;
+
+	if (uid == 0 || uid == geteuid())
+		return 1;
+	if (!d->cfg.admin_group_set)
+		return 0;
+	if (gid == d->cfg.admin_gid)
+		return 1;
+	/* A user the group database does not know has no other groups. */
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || res == NULL)
+		return 0;
+	if (platform_user_groups(pw.pw_name, gid, &groups, &n) != 0)
+		return 0;
+	for (i = 0; i < n && !yes; i++)
+		yes = groups[i] == d->cfg.admin_gid;
+	free(groups);
+	return yes;
 }
 
 int

@@ -83,6 +83,7 @@ struct jobs {
 	jobs_note_cb note;
 	const struct jobs_ops *ops;
 	uv_timer_t *admit_timer;
+	struct admit_claim claim; /* the head's claim (admit.h), in memory */
 };
 
 static inline char *

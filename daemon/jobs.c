@@ -209,17 +209,80 @@ jobs_event(struct daemon *d, const struct job *j, const char *kind,
 
 /* ---- queue order ---- */
 
-static int
-queue_cmp(const void *a, const void *b)
-{
-	const struct job *x = (*(struct jrec *const *)a)->j;
-	const struct job *y = (*(struct jrec *const *)b)->j;
+/* The queue in order and the jobs holding memory, as admit.c sees them;
+ * valid until the table next changes. */
+struct queue_snap {
+	struct jrec **q;         /* the queued records, in queue order */
+	struct admit_queued *aq; /* the same, for admit_decide */
+	size_t nq;
+	struct admit_running *ar; /* the jobs holding memory */
+	size_t nr;
+};
 
-	if (x->priority != y->priority)
-		return x->priority > y->priority ? -1 : 1;
-	if (x->queue_seq != y->queue_seq)
-		return x->queue_seq < y->queue_seq ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+static void
+snap_free(struct queue_snap *s)
+{
+	free(s->q);
+	free(s->aq);
+	free(s->ar);
+	memset(s, 0, sizeof *s);
+}
+
+/* Order the queue (admit_order: docs/jobs.md, "Queue order") and set
+ * every queued record's position. -ENOMEM. */
+static int
+jobs_snapshot(struct jobs *js, struct queue_snap *s)
+{
+	size_t cap = js->n ? js->n : 1, i, k = 0;
+
+	memset(s, 0, sizeof *s);
+	s->q = malloc(cap * sizeof *s->q);
+	s->aq = malloc(cap * sizeof *s->aq);
+	s->ar = calloc(cap, sizeof *s->ar);
+	if (s->q == NULL || s->aq == NULL || s->ar == NULL) {
+		snap_free(s);
+		return -ENOMEM;
+	}
+	for (i = 0; i < js->n; i++) {
+		struct jrec *r = js->v[i];
+		const struct job *j = r->j;
+
+		if (jrec_holds_memory(r)) {
+			struct admit_running *a = &s->ar[s->nr++];
+			memset(a, 0, sizeof *a);
+			a->job_id = j->id;
+			a->uid = j->uid;
+			a->admitted_ms = j->admitted_ms;
+			a->footprint_bytes = j->footprint_bytes;
+			a->expect_bytes = j->expect_bytes;
+			a->exclusive = j->exclusive;
+			a->recent_footprints = r->fp;
+			a->nrecent = r->nfp;
+		} else if (jrec_is_live(r) && j->state == JOB_QUEUED) {
+			struct admit_queued *a = &s->aq[k++];
+			memset(a, 0, sizeof *a);
+			a->job_id = j->id;
+			a->uid = j->uid;
+			a->priority = j->priority;
+			a->seq = j->queue_seq;
+			a->wait_free_pct = j->wait_free_pct;
+			a->exclusive = j->exclusive;
+			a->privileged = j->privileged;
+			/* An attached job nobody is there to run (its client
+			 * not back since a restart) cannot be the head. */
+			a->blocked = j->attached && r->client_id == 0
+			                 ? ADMIT_WAIT_CLIENT
+			                 : ADMIT_WAIT_NONE;
+			a->ref = i;
+		}
+	}
+	admit_order(s->aq, k, s->ar, s->nr);
+	for (i = 0; i < k; i++) {
+		s->q[i] = js->v[s->aq[i].ref];
+		s->q[i]->position = (long)i + 1;
+	}
+	s->nq = k;
+	return 0;
 }
 
 /* The queued records in queue order (malloc'd; NULL with *n 0 when none);
@@ -227,20 +290,16 @@ queue_cmp(const void *a, const void *b)
 struct jrec **
 jobs_queue(struct jobs *js, size_t *n)
 {
+	struct queue_snap s;
 	struct jrec **q;
-	size_t i, k = 0;
 
 	*n = 0;
-	q = malloc((js->n ? js->n : 1) * sizeof *q);
-	if (q == NULL)
+	if (jobs_snapshot(js, &s) != 0)
 		return NULL;
-	for (i = 0; i < js->n; i++)
-		if (jrec_is_live(js->v[i]) && js->v[i]->j->state == JOB_QUEUED)
-			q[k++] = js->v[i];
-	qsort(q, k, sizeof *q, queue_cmp);
-	for (i = 0; i < k; i++)
-		q[i]->position = (long)i + 1;
-	*n = k;
+	q = s.q;
+	s.q = NULL;
+	*n = s.nq;
+	snap_free(&s);
 	return q;
 }
 
@@ -567,99 +626,96 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 	jobs_note(d, &n);
 }
 
-/* One admission pass: admit heads while the rule allows, then tell the
- * attached clients where they stand. */
+/* r passes head, whose user's claim was before. */
+static void
+jobs_log_pass(const struct jrec *r, const struct jrec *head,
+              const struct admit_claim *before, int64_t now)
+{
+	int64_t held = before->have && before->uid == head->j->uid
+	                   ? now - before->since_ms
+	                   : 0;
+
+	log_info("jobs: job %" PRId64 " (uid %u) passes job %" PRId64
+	         " (uid %u) at the head, whose user has held the queue for "
+	         "%" PRId64 " ms",
+	         r->j->id, (unsigned)r->j->uid, head->j->id,
+	         (unsigned)head->j->uid, held);
+}
+
+/* One admission pass: admit while the rule allows, then tell the attached
+ * clients where they stand. */
 static void
 jobs_admit(struct daemon *d)
 {
 	struct jobs *js = d->jobs;
-	struct jrec **q = NULL, **run = NULL;
-	struct admit_queued *aq = NULL;
-	struct admit_running *ar = NULL;
+	struct queue_snap s;
 	enum admit_wait *waits = NULL;
+	struct admit_claim before;
 	struct admit_input in;
 	struct admit_result res;
-	size_t nq = 0, nr, i;
+	struct jrec *r;
+	size_t i;
 	int round;
 
+	memset(&s, 0, sizeof s);
 	for (round = 0; round < JOBS_ADMIT_PER_PASS; round++) {
-		free(q);
-		free(run);
-		free(aq);
-		free(ar);
+		snap_free(&s);
 		free(waits);
-		run = NULL;
-		aq = NULL;
-		ar = NULL;
 		waits = NULL;
-		q = jobs_queue(js, &nq);
-		if (q == NULL || nq == 0)
+		if (jobs_snapshot(js, &s) != 0)
 			break;
-		run = malloc(js->n * sizeof *run);
-		aq = malloc(nq * sizeof *aq);
-		ar = malloc(js->n * sizeof *ar);
-		waits = malloc(nq * sizeof *waits);
-		if (run == NULL || aq == NULL || ar == NULL || waits == NULL)
+		if (s.nq == 0) {
+			js->claim.have = 0; /* the next head starts afresh */
 			break;
-		for (i = 0; i < nq; i++) {
-			aq[i].job_id = q[i]->j->id;
-			aq[i].wait_free_pct = q[i]->j->wait_free_pct;
-			aq[i].exclusive = q[i]->j->exclusive;
 		}
-		for (i = 0, nr = 0; i < js->n; i++) {
-			struct jrec *r = js->v[i];
-			if (!jrec_holds_memory(r))
-				continue;
-			run[nr] = r;
-			ar[nr].job_id = r->j->id;
-			ar[nr].admitted_ms = r->j->admitted_ms;
-			ar[nr].footprint_bytes = r->j->footprint_bytes;
-			ar[nr].expect_bytes = r->j->expect_bytes;
-			ar[nr].exclusive = r->j->exclusive;
-			ar[nr].recent_footprints = r->fp;
-			ar[nr].nrecent = r->nfp;
-			nr++;
-		}
+		if ((waits = malloc(s.nq * sizeof *waits)) == NULL)
+			break;
 		memset(&in, 0, sizeof in);
-		in.queued = aq;
-		in.nqueued = nq;
-		in.running = ar;
-		in.nrunning = nr;
+		in.queued = s.aq;
+		in.nqueued = s.nq;
+		in.running = s.ar;
+		in.nrunning = s.nr;
 		in.have_sample = d->have_last;
 		in.storage_ok = store_health(d->store) == NULL;
 		in.free_pct = d->last.free_pct;
 		in.total_bytes = d->last.total_bytes;
 		in.now_ms = now_ms();
+		in.claim = js->claim;
 		in.cfg.settle_ms = d->cfg.settle_ms;
 		in.cfg.settle_growth_pct = d->cfg.settle_growth_pct;
 		in.cfg.settle_samples = d->cfg.settle_samples;
 		in.cfg.max_running = d->cfg.max_running;
+		in.cfg.hol_bound_ms = d->cfg.hol_bound_ms;
 		admit_decide(&in, waits, &res);
-		for (i = 0; i < nq; i++)
-			q[i]->wait = waits[i];
-		if (res.admit < 0 || d->stopping)
+		before = js->claim;
+		js->claim = res.claim;
+		for (i = 0; i < s.nq; i++)
+			s.q[i]->wait = waits[i];
+		if (res.admit < 0 || d->stopping) {
+			if (res.admit >= 0)
+				js->claim = before; /* nothing moved */
 			break;
-		/* An attached job nobody is there to run waits for its
-		 * client to come back (or for the resume grace to end). */
-		if (q[res.admit]->j->attached && q[res.admit]->client_id == 0)
-			break;
+		}
+		r = s.q[res.admit];
+		if (res.passed)
+			jobs_log_pass(r, s.q[res.head], &before, in.now_ms);
 		/* A job back in the queue after a breach hears its place
 		 * before it hears it is admitted again. */
-		if (q[res.admit]->owe_queue)
-			jobs_notify_queue(d, q[res.admit], (long)nq,
-			                  d->last.free_pct);
-		jrec_admit(d, q[res.admit]);
+		if (r->owe_queue)
+			jobs_notify_queue(d, r, (long)s.nq, d->last.free_pct);
+		jrec_admit(d, r);
+		if (r->j->state == JOB_QUEUED)
+			js->claim = before; /* not on disk: nothing moved */
 	}
-	free(run);
-	free(aq);
-	free(ar);
+	snap_free(&s);
 	free(waits);
 	/* Positions may have moved: refresh them and notify. */
-	free(q);
-	q = jobs_queue(js, &nq);
-	for (i = 0; q != NULL && i < nq; i++)
-		jobs_notify_queue(d, q[i], (long)nq, d->last.free_pct);
-	free(q);
+	if (jobs_snapshot(js, &s) == 0) {
+		for (i = 0; i < s.nq; i++)
+			jobs_notify_queue(d, s.q[i], (long)s.nq,
+			                  d->last.free_pct);
+		snap_free(&s);
+	}
 }
 
 static void jobs_reap(struct daemon *d);

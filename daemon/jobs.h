@@ -87,6 +87,12 @@ void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Is the job in the table and not ended? */
 int jobs_is_live(struct daemon *d, int64_t id);
 
+/* May uid (primary group gid) set a priority above 0, and is its head
+ * never passed over? Root, the daemon's own user, and members of the
+ * configured admin_group as the group database lists them (the primary
+ * gid or a supplementary group). docs/jobs.md, "Queue order". */
+int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid);
+
 /*
  * Transitions the front asks for; it has checked who may ask. Each returns
  * 0 or a PROTO_E_* code with cause.

@@ -323,7 +323,7 @@ def check_detached(d, A, B, R):
                            "cwd": A.home, "env": env, "name": "a-run"})["id"]
     # Free memory is 50% in the fixture: this one stays queued.
     jq = a.call("submit", {"argv": ["sh", "-c", "echo never"], "cwd": A.home,
-                           "env": env, "wait_free_pct": 99, "name": "a-queued"})["id"]
+                           "env": env, "wait_free_pct": 95, "name": "a-queued"})["id"]
     wait_state(R, ja, "running")
     poll(lambda: "secret-A-output" in read_log(R, ja), what="A's job to write its log")
 
@@ -667,7 +667,7 @@ def check_limits(A, B):
         b = UserClient(d.socket, B)
         a = UserClient(d.socket, A)
         conns += [R, b, a]
-        job = {"argv": ["true"], "cwd": "/", "env": [PATH_ENV], "wait_free_pct": 99}
+        job = {"argv": ["true"], "cwd": "/", "env": [PATH_ENV], "wait_free_pct": 95}
         ids = [b.call("submit", job)["id"] for _ in range(2)]
         msg = expect_err(b, "submit", job, E_LIMIT, "limit", "2", "per user")
         expect_err(b, "submit", {"argv": ["x"], "cwd": "/", "attached": True}, E_LIMIT)

@@ -1003,9 +1003,9 @@ def sc_other_user(d, m, c):
         ("cancel", {"id": mine}),
         ("logs", {"id": mine}),
         ("events", {}),
-        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 99}),
-        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 99}),
-        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 99}),
+        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 95}),
+        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 95}),
+        ("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 95}),
         ("submit", {"argv": ["sleep"], "cwd": "/", "attached": True}),
     ])
     show_r, status_r, cancel_r, logs_r, events_r, s1, s2, s3, s4 = r

@@ -1,4 +1,5 @@
-/* Admission decisions against every rule of docs/jobs.md "Admission". */
+/* The queue order and admission decisions against every rule of
+ * docs/jobs.md "Queue order" and "Admission". */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +46,22 @@ fx_queue(struct fixture *f, int64_t id, double wait_free, int exclusive)
 	q->job_id = id;
 	q->wait_free_pct = wait_free;
 	q->exclusive = exclusive;
+}
+
+/* A queued job of a user; seq is its submission order. */
+static struct admit_queued *
+fx_queue_u(struct fixture *f, int64_t id, uid_t uid, int priority,
+           double wait_free)
+{
+	struct admit_queued *q = &f->q[f->in.nqueued++];
+
+	q->job_id = id;
+	q->uid = uid;
+	q->priority = priority;
+	q->seq = id;
+	q->wait_free_pct = wait_free;
+	q->ref = f->in.nqueued - 1;
+	return q;
 }
 
 static struct admit_running *
@@ -400,6 +417,132 @@ test_reason_order(void **state)
 	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
 }
 
+/* ---- queue order ---- */
+
+static void
+order_of(struct fixture *f, int64_t *ids)
+{
+	admit_order(f->q, f->in.nqueued, f->r, f->in.nrunning);
+	for (size_t i = 0; i < f->in.nqueued; i++)
+		ids[i] = f->q[i].job_id;
+}
+
+static void
+test_order_priority_then_submission(void **state)
+{
+	struct fixture f;
+	int64_t ids[8];
+
+	/* One user: priority, then submission, whatever order they come
+	 * in. */
+	fx_init(&f, 50);
+	fx_queue_u(&f, 3, 1000, 0, 0);
+	fx_queue_u(&f, 1, 1000, 0, 0);
+	fx_queue_u(&f, 4, 1000, 5, 0);
+	fx_queue_u(&f, 2, 1000, -3, 0);
+	order_of(&f, ids);
+	assert_int_equal(ids[0], 4);
+	assert_int_equal(ids[1], 1);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(ids[3], 2);
+}
+
+static void
+test_order_fewest_holding_first(void **state)
+{
+	struct fixture f;
+	int64_t ids[8];
+
+	/* A (1000) holds one job, B (2000) none: at equal priority B's
+	 * jobs go first though A's were submitted before them; a priority
+	 * still goes first of all. */
+	fx_init(&f, 50);
+	fx_run(&f, 90, f.in.now_ms - 1000, GIB, 0)->uid = 1000;
+	fx_queue_u(&f, 1, 1000, 0, 0);
+	fx_queue_u(&f, 2, 1000, 0, 0);
+	fx_queue_u(&f, 3, 2000, 0, 0);
+	fx_queue_u(&f, 4, 2000, 0, 0);
+	fx_queue_u(&f, 5, 0, 2, 0); /* root's, priority 2 */
+	order_of(&f, ids);
+	assert_int_equal(ids[0], 5);
+	assert_int_equal(ids[1], 3);
+	assert_int_equal(ids[2], 4);
+	assert_int_equal(ids[3], 1);
+	assert_int_equal(ids[4], 2);
+	assert_int_equal(f.q[1].holding, 0);
+	assert_int_equal(f.q[3].holding, 1);
+
+	/* Once B holds two, A (one) goes first. */
+	fx_run(&f, 91, f.in.now_ms - 900, GIB, 0)->uid = 2000;
+	fx_run(&f, 92, f.in.now_ms - 800, GIB, 0)->uid = 2000;
+	order_of(&f, ids);
+	assert_int_equal(ids[0], 5);
+	assert_int_equal(ids[1], 1);
+	assert_int_equal(ids[2], 2);
+	assert_int_equal(ids[3], 3);
+	assert_int_equal(ids[4], 4);
+}
+
+static void
+test_order_tie_oldest_user_first(void **state)
+{
+	struct fixture f;
+	int64_t ids[8];
+
+	/* Both hold one: the user whose oldest queued job is older goes
+	 * first, all of that user's jobs, then the other's. B's oldest (2)
+	 * is older than A's (3) at priority 0; A's priority -1 job does not
+	 * count for priority 0. */
+	fx_init(&f, 50);
+	fx_run(&f, 90, f.in.now_ms - 1000, GIB, 0)->uid = 1000;
+	fx_run(&f, 91, f.in.now_ms - 900, GIB, 0)->uid = 2000;
+	fx_queue_u(&f, 1, 1000, -1, 0);
+	fx_queue_u(&f, 2, 2000, 0, 0);
+	fx_queue_u(&f, 3, 1000, 0, 0);
+	fx_queue_u(&f, 4, 2000, 0, 0);
+	fx_queue_u(&f, 5, 1000, 0, 0);
+	order_of(&f, ids);
+	assert_int_equal(ids[0], 2);
+	assert_int_equal(ids[1], 4);
+	assert_int_equal(ids[2], 3);
+	assert_int_equal(ids[3], 5);
+	assert_int_equal(ids[4], 1);
+	/* ref is the caller's, carried along. */
+	assert_int_equal(f.q[0].ref, 1);
+	assert_int_equal(f.q[4].ref, 0);
+}
+
+static void
+test_blocked_keeps_place(void **state)
+{
+	struct fixture f;
+
+	/* The first job cannot be the head yet (an attached job whose
+	 * client is not back): it keeps its place, says why, and the next
+	 * one is the head. */
+	fx_init(&f, 90);
+	fx_queue_u(&f, 1, 1000, 0, 0)->blocked = ADMIT_WAIT_CLIENT;
+	fx_queue_u(&f, 2, 1000, 0, 0);
+	fx_queue_u(&f, 3, 1000, 0, 0);
+	fx_decide(&f);
+	assert_int_equal(f.res.head, 1);
+	assert_int_equal(f.res.admit, 1);
+	assert_int_equal(f.res.passed, 0);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_CLIENT);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_NONE);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_HEAD);
+
+	/* None may be the head: nothing is admitted, no claim. */
+	f.q[1].blocked = ADMIT_WAIT_CLIENT;
+	f.q[2].blocked = ADMIT_WAIT_CLIENT;
+	f.in.claim.have = 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.res.head, -1);
+	assert_int_equal(f.res.claim.have, 0);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_CLIENT);
+}
+
 static void
 test_storage_holds(void **state)
 {
@@ -409,16 +552,186 @@ test_storage_holds(void **state)
 	 * (it used to say "none", as if it were being admitted). */
 	fx_init(&f, 90);
 	f.in.storage_ok = 0;
-	fx_queue(&f, 1, 40, 0);
-	fx_queue(&f, 2, 0, 0);
+	fx_queue_u(&f, 1, 1000, 0, 40);
+	fx_queue_u(&f, 2, 1000, 0, 0);
 	fx_decide(&f);
 	assert_int_equal(f.res.admit, -1);
 	assert_int_equal(f.waits[0], ADMIT_WAIT_STORAGE);
 	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_STORAGE), "storage");
 
 	f.in.storage_ok = 1;
 	fx_decide(&f);
 	assert_int_equal(f.res.admit, 0);
+}
+
+/* ---- the head's claim (hol_bound) ---- */
+
+#define HOL (600 * 1000)
+
+/* A's big head (wait_free 60 at 50 % free), B's small job behind it. */
+static void
+fx_hol(struct fixture *f)
+{
+	fx_init(f, 50);
+	f->in.cfg.hol_bound_ms = HOL;
+	fx_queue_u(f, 1, 1000, 0, 60);
+	fx_queue_u(f, 2, 1000, 0, 10); /* A's own: never passes A */
+	fx_queue_u(f, 3, 2000, 0, 10);
+	fx_queue_u(f, 4, 2000, 0, 10);
+}
+
+static void
+test_hol_claim_starts(void **state)
+{
+	struct fixture f;
+
+	/* A head with no claim yet starts one now, and holds everyone. */
+	fx_hol(&f);
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.res.claim.have, 1);
+	assert_int_equal(f.res.claim.uid, 1000);
+	assert_true(f.res.claim.since_ms == f.in.now_ms);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_FREE);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_HEAD);
+	assert_int_equal(f.waits[3], ADMIT_WAIT_HEAD);
+}
+
+static void
+test_hol_pass_after_bound(void **state)
+{
+	struct fixture f;
+
+	fx_hol(&f);
+	f.in.claim.have = 1;
+	f.in.claim.uid = 1000;
+	/* 1 ms short of the bound: the head's claim holds. */
+	f.in.claim.since_ms = f.in.now_ms - HOL + 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_true(f.res.claim.since_ms == f.in.claim.since_ms);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_HEAD);
+
+	/* At the bound: B's first job passes (A's own second job does
+	 * not: it is the head's user), and only that one; the head keeps
+	 * its place and its claim starts again. */
+	f.in.claim.since_ms = f.in.now_ms - HOL;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 2);
+	assert_int_equal(f.res.passed, 1);
+	assert_int_equal(f.res.head, 0);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_FREE);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_HEAD);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_NONE);
+	assert_int_equal(f.waits[3], ADMIT_WAIT_HEAD);
+	assert_int_equal(f.res.claim.have, 1);
+	assert_int_equal(f.res.claim.uid, 1000);
+	assert_true(f.res.claim.since_ms == f.in.now_ms);
+
+	/* The next decision, with the claim it was given back, passes
+	 * nobody until another bound has gone by. */
+	f.in.claim = f.res.claim;
+	f.in.now_ms += HOL - 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	f.in.now_ms += 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 2);
+}
+
+static void
+test_hol_passer_obeys_rules(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t growing[] = {1 * GIB, 2 * GIB, 3 * GIB};
+
+	/* Past the bound, a job of another user that does not fit either
+	 * shows its own reason; the first that fits passes. */
+	fx_hol(&f);
+	f.q[2].wait_free_pct = 55;
+	f.in.claim.have = 1;
+	f.in.claim.uid = 1000;
+	f.in.claim.since_ms = f.in.now_ms - HOL;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 3);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_FREE);
+
+	/* Every rule, as for the head: settle holds it too. */
+	r = fx_run(&f, 9, f.in.now_ms - 1000, 3 * GIB, 0);
+	r->uid = 3000;
+	r->recent_footprints = growing;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[3], ADMIT_WAIT_SETTLE);
+	assert_true(f.res.claim.since_ms == f.in.claim.since_ms);
+}
+
+static void
+test_hol_privileged_never_passed(void **state)
+{
+	struct fixture f;
+
+	/* Root's (or the admin group's) head is never passed, however long
+	 * it has waited. */
+	fx_hol(&f);
+	f.q[0].uid = 0;
+	f.q[0].privileged = 1;
+	f.in.claim.have = 1;
+	f.in.claim.uid = 0;
+	f.in.claim.since_ms = f.in.now_ms - 100 * HOL;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[2], ADMIT_WAIT_HEAD);
+	assert_int_equal(f.waits[3], ADMIT_WAIT_HEAD);
+}
+
+static void
+test_hol_claim_follows_user(void **state)
+{
+	struct fixture f;
+
+	/* The claim is the head's user's: another job of the same user at
+	 * the head (the first cancelled, another submitted) carries it on;
+	 * a head of another user starts its own. */
+	fx_hol(&f);
+	f.in.claim.have = 1;
+	f.in.claim.uid = 1000;
+	f.in.claim.since_ms = f.in.now_ms - HOL;
+	f.q[0].job_id = 7;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 2);
+
+	f.in.claim.uid = 2000;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.res.claim.uid, 1000);
+	assert_true(f.res.claim.since_ms == f.in.now_ms);
+
+	/* The head admitted: the queue moved, the next head starts
+	 * afresh. */
+	f.in.free_pct = 70;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+	assert_int_equal(f.res.passed, 0);
+	assert_int_equal(f.res.claim.have, 0);
+}
+
+static void
+test_hol_bound_zero(void **state)
+{
+	struct fixture f;
+
+	/* hol_bound 0: no sole claim, a fitting job of another user may
+	 * pass at once. */
+	fx_hol(&f);
+	f.in.cfg.hol_bound_ms = 0;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 2);
+	assert_int_equal(f.res.passed, 1);
 }
 
 static void
@@ -432,6 +745,7 @@ test_wait_names(void **state)
 	                    "max_running");
 	assert_string_equal(admit_wait_name(ADMIT_WAIT_HEAD), "head");
 	assert_string_equal(admit_wait_name(ADMIT_WAIT_STORAGE), "storage");
+	assert_string_equal(admit_wait_name(ADMIT_WAIT_CLIENT), "client");
 }
 
 int
@@ -453,7 +767,17 @@ main(void)
 	    cmocka_unit_test(test_exclusive_running),
 	    cmocka_unit_test(test_max_running),
 	    cmocka_unit_test(test_reason_order),
+	    cmocka_unit_test(test_order_priority_then_submission),
+	    cmocka_unit_test(test_order_fewest_holding_first),
+	    cmocka_unit_test(test_order_tie_oldest_user_first),
+	    cmocka_unit_test(test_blocked_keeps_place),
 	    cmocka_unit_test(test_storage_holds),
+	    cmocka_unit_test(test_hol_claim_starts),
+	    cmocka_unit_test(test_hol_pass_after_bound),
+	    cmocka_unit_test(test_hol_passer_obeys_rules),
+	    cmocka_unit_test(test_hol_privileged_never_passed),
+	    cmocka_unit_test(test_hol_claim_follows_user),
+	    cmocka_unit_test(test_hol_bound_zero),
 	    cmocka_unit_test(test_wait_names),
 	};
 
