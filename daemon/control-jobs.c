@@ -159,6 +159,16 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	base = base != NULL && base[1] != '\0' ? base + 1 : argv[0];
 	j->uid = p->uid;
 	j->gid = p->gid;
+	/* The connection's groups, not the group database's: a process that
+	 * dropped a group does not get it back in its jobs. */
+	if (p->ngroups > 0) {
+		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
+		if (j->groups == NULL)
+			goto nomem;
+		memcpy(j->groups, p->groups,
+		       sizeof *j->groups * (size_t)p->ngroups);
+		j->ngroups = p->ngroups;
+	}
 	j->user = strdup(user);
 	j->name = strdup(name != NULL && name[0] != '\0' ? name : base);
 	j->argv = strv_dup(argv);
