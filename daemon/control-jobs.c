@@ -181,9 +181,8 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                          causelen)) < 0)
 		goto out;
 	/* What would hold the queue: only the trusted may ask for it
-	 * (docs/jobs.md, "Queue order"). Membership of admin_group is the
-	 * group database's, not yet the peer's own groups. */
-	privileged = jobs_privileged(d, p->uid, p->gid);
+	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
+	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
 	if ((rc = submit_fair(d, privileged, priority, wait_free, expect, cause,
 	                      causelen)) < 0)
 		goto out;
@@ -210,6 +209,16 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	base = base != NULL && base[1] != '\0' ? base + 1 : argv[0];
 	j->uid = p->uid;
 	j->gid = p->gid;
+	/* The connection's groups, not the group database's: a process that
+	 * dropped a group does not get it back in its jobs. */
+	if (p->ngroups > 0) {
+		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
+		if (j->groups == NULL)
+			goto nomem;
+		memcpy(j->groups, p->groups,
+		       sizeof *j->groups * (size_t)p->ngroups);
+		j->ngroups = p->ngroups;
+	}
 	j->user = strdup(user);
 	j->name = strdup(name != NULL && name[0] != '\0' ? name : base);
 	j->argv = strv_dup(argv);

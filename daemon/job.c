@@ -54,6 +54,7 @@ job_free(struct job *j)
 {
 	if (j == NULL)
 		return;
+	free(j->groups);
 	free(j->user);
 	free(j->name);
 	job_free_strv(j->argv);

@@ -29,6 +29,10 @@ struct job {
 	int64_t queue_seq; /* order within a priority; kept across retries */
 	uid_t uid;
 	gid_t gid;
+	/* The submitter's groups at submit (struct peer): a detached job
+	 * gets exactly these (setgroups), never the group database's. */
+	gid_t *groups;
+	int ngroups;
 	char *user;  /* login name of uid, or the number */
 	char *name;  /* label; defaults to basename of argv[0] */
 	char **argv; /* NULL-terminated */

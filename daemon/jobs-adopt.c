@@ -34,7 +34,8 @@ adopt_one(void *arg, struct job *j)
 	int fate;
 
 	/* Judged again with the config of this start (admin_group). */
-	j->privileged = jobs_privileged(d, j->uid, j->gid);
+	j->privileged =
+	    jobs_privileged(d, j->uid, j->gid, j->groups, j->ngroups);
 	r = jrec_new(d->jobs, j);
 	if (r == NULL) {
 		job_free(j);

@@ -121,12 +121,10 @@ jobs_is_live(struct daemon *d, int64_t id)
 }
 
 int
-jobs_privileged(struct daemon *d, uid_t uid, gid_t gid)
+jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
+                int ngroups)
 {
-	struct passwd pw, *res = NULL;
-	gid_t *groups = NULL;
-	char buf[4096];
-	int n = 0, i, yes = 0;
+	int i;
 
 	if (uid == 0 || uid == geteuid())
 		return 1;
@@ -134,15 +132,10 @@ jobs_privileged(struct daemon *d, uid_t uid, gid_t gid)
 		return 0;
 	if (gid == d->cfg.admin_gid)
 		return 1;
-	/* A user the group database does not know has no other groups. */
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || res == NULL)
-		return 0;
-	if (platform_user_groups(pw.pw_name, gid, &groups, &n) != 0)
-		return 0;
-	for (i = 0; i < n && !yes; i++)
-		yes = groups[i] == d->cfg.admin_gid;
-	free(groups);
-	return yes;
+	for (i = 0; i < ngroups; i++)
+		if (groups[i] == d->cfg.admin_gid)
+			return 1;
+	return 0;
 }
 
 int

@@ -87,11 +87,12 @@ void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Is the job in the table and not ended? */
 int jobs_is_live(struct daemon *d, int64_t id);
 
-/* May uid (primary group gid) set a priority above 0, and is its head
- * never passed over? Root, the daemon's own user, and members of the
- * configured admin_group as the group database lists them (the primary
- * gid or a supplementary group). docs/jobs.md, "Queue order". */
-int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid);
+/* May uid (primary group gid, groups: the submitting connection's) set a
+ * priority above 0, and is its head never passed over? Root, the daemon's
+ * own user, and members of the configured admin_group. docs/jobs.md,
+ * "Queue order". */
+int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
+                    int ngroups);
 
 /*
  * Transitions the front asks for; it has checked who may ask. Each returns

@@ -204,6 +204,21 @@ darwin_groups_convert(const int *in, int n, gid_t **out)
 	return 0;
 }
 
+int
+darwin_peer_groups(unsigned cr_version, unsigned xucred_version, int cr_ngroups,
+                   const gid_t *cr_groups, int max, gid_t **out, int *n)
+{
+	if (cr_version != xucred_version)
+		return -EPROTO;
+	if (cr_ngroups < 1 || cr_ngroups > max)
+		return -EINVAL;
+	if ((*out = malloc(sizeof **out * (size_t)cr_ngroups)) == NULL)
+		return -ENOMEM;
+	memcpy(*out, cr_groups, sizeof **out * (size_t)cr_ngroups);
+	*n = cr_ngroups;
+	return 0;
+}
+
 static int
 path_fmt(char *buf, size_t len, const char *fmt, const char *a, unsigned long b)
 {

@@ -78,6 +78,18 @@ void darwin_list_merge(const pid_t *pids, size_t n, pid_t *out, size_t max,
 int darwin_groups_convert(const int *in, int n, gid_t **out);
 
 /*
+ * LOCAL_PEERCRED's struct xucred to the peer's group list: cr_version
+ * must be xucred_version (XUCRED_VERSION); cr_groups[0..cr_ngroups) is
+ * copied to a malloc'd array, egid first, as getgroups() lists them in the
+ * peer. cr_ngroups must be 1..max (max is the array's size, NGROUPS: 16):
+ * the kernel always has the egid there. -EPROTO for another version,
+ * -EINVAL for a count out of range.
+ */
+int darwin_peer_groups(unsigned cr_version, unsigned xucred_version,
+                       int cr_ngroups, const gid_t *cr_groups, int max,
+                       gid_t **out, int *n);
+
+/*
  * Default paths. System: /var/run/stageload.sock and
  * /var/db/stageload/stageload.db. Per user: the socket follows the client
  * library's rule (client_socket_path_resolve), which has no OS-specific

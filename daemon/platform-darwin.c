@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/sysctl.h>
+#include <sys/ucred.h>
 #include <sys/un.h>
 
 #include <errno.h>
@@ -299,6 +300,25 @@ platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid)
 	    len != sizeof *pid)
 		*pid = 0;
 	return 0;
+}
+
+int
+platform_peer_groups(int fd, gid_t **groups, int *ngroups)
+{
+	struct xucred xuc;
+	socklen_t len = sizeof xuc;
+
+	memset(&xuc, 0, sizeof xuc);
+	if (getsockopt(fd, SOL_LOCAL, LOCAL_PEERCRED, &xuc, &len) == -1)
+		return -errno;
+	if (len != sizeof xuc)
+		return -EINVAL;
+	/* At most NGROUPS (16), the egid first: what the peer had when it
+	 * connected. */
+	return darwin_peer_groups(
+	    xuc.cr_version, XUCRED_VERSION, xuc.cr_ngroups, xuc.cr_groups,
+	    (int)(sizeof xuc.cr_groups / sizeof xuc.cr_groups[0]), groups,
+	    ngroups);
 }
 
 int

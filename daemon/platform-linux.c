@@ -782,6 +782,48 @@ platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid)
 	return 0;
 }
 
+/* The kernel's NGROUPS_MAX: no process has more groups. */
+#define PEER_GROUPS_MAX 65536
+
+int
+platform_peer_groups(int fd, gid_t **groups, int *ngroups)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+	gid_t *g = NULL;
+	int err;
+
+	/* Too small a buffer is ERANGE with the size it needs in len; the
+	 * list is the peer's at connect, so a second try fits. */
+	for (int tries = 0; tries < 4; tries++) {
+		gid_t *ng = realloc(g, len);
+		socklen_t got = len;
+
+		if (ng == NULL) {
+			free(g);
+			return -ENOMEM;
+		}
+		g = ng;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &got) == 0) {
+			if (got % sizeof(gid_t) != 0 || got > len) {
+				free(g);
+				return -EINVAL;
+			}
+			*groups = g;
+			*ngroups = (int)(got / sizeof(gid_t));
+			return 0;
+		}
+		err = errno;
+		if (err != ERANGE || got <= len ||
+		    got > PEER_GROUPS_MAX * sizeof(gid_t)) {
+			free(g);
+			return err == ERANGE ? -EINVAL : -err;
+		}
+		len = got;
+	}
+	free(g);
+	return -EAGAIN;
+}
+
 int
 platform_user_groups(const char *user, gid_t gid, gid_t **groups, int *ngroups)
 {

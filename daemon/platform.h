@@ -106,6 +106,17 @@ int platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
 /* The connected peer of a Unix socket. pid is 0 when unknown. */
 int platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
 
+/*
+ * The group list of the connected peer of a Unix socket, as the kernel
+ * recorded it when the peer connected: what getgroups() answered in the
+ * peer, and what setgroups() takes to give a process the same groups
+ * (Linux SO_PEERGROUPS: the supplementary groups, at most 65536; macOS
+ * LOCAL_PEERCRED: cr_groups, the egid first, at most 16). A malloc'd
+ * array (free it even when *ngroups is 0). -ENOPROTOOPT when the system
+ * cannot tell (Linux before 4.13).
+ */
+int platform_peer_groups(int fd, gid_t **groups, int *ngroups);
+
 /* Supplementary groups of user name (with primary gid): malloc'd array. */
 int platform_user_groups(const char *user, gid_t gid, gid_t **groups,
                          int *ngroups);

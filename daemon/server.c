@@ -140,6 +140,7 @@ client_closed_cb(uv_handle_t *h)
 	if (!c->d->stopping && c->id != 0 && c->hooks->gone != NULL)
 		c->hooks->gone(c->d, c->id);
 	proto_reader_free(&c->reader);
+	free(c->peer.groups);
 	free(c);
 }
 
@@ -615,6 +616,33 @@ server_reject(struct server *srv)
 	uv_close((uv_handle_t *)p, reject_closed_cb);
 }
 
+/*
+ * The peer's groups, read with its credentials: what its detached jobs
+ * may have. A kernel that cannot tell (Linux before 4.13) leaves it its
+ * primary group alone, which never gives a job a group its submitter did
+ * not have.
+ */
+static int
+peer_groups(uv_os_fd_t fd, struct peer *p)
+{
+	static int warned;
+	int rc = platform_peer_groups(fd, &p->groups, &p->ngroups);
+
+	if (rc != -ENOPROTOOPT)
+		return rc;
+	if (!warned) {
+		warned = 1;
+		log_warnx("this system does not report a peer's groups "
+		          "(Linux before 4.13): detached jobs get "
+		          "their submitter's primary group only");
+	}
+	if ((p->groups = malloc(sizeof *p->groups)) == NULL)
+		return -ENOMEM;
+	p->groups[0] = p->gid;
+	p->ngroups = 1;
+	return 0;
+}
+
 static void
 server_connection_cb(uv_stream_t *ls, int status)
 {
@@ -665,7 +693,8 @@ server_connection_cb(uv_stream_t *ls, int status)
 	if ((rc = uv_accept(ls, (uv_stream_t *)&c->pipe)) != 0 ||
 	    (rc = uv_fileno((uv_handle_t *)&c->pipe, &fd)) != 0 ||
 	    (rc = platform_peer_cred(fd, &c->peer.uid, &c->peer.gid,
-	                             &c->peer.pid)) != 0) {
+	                             &c->peer.pid)) != 0 ||
+	    (rc = peer_groups(fd, &c->peer)) != 0) {
 		log_warnx("accept: cannot read peer credentials: %s",
 		          rc < 0 ? strerror(-rc) : "unknown error");
 		c->closing = 1;

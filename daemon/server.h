@@ -17,11 +17,17 @@
 
 struct daemon;
 
+/* Who is connected, as the kernel recorded it at connect and the server
+ * read at accept; never anything the client sends. */
 struct peer {
 	uint64_t client_id;
 	uid_t uid;
-	gid_t gid;
+	gid_t gid; /* effective */
 	pid_t pid;
+	/* Its groups (platform_peer_groups): what its jobs may have. Owned
+	 * by the server for the life of the connection. */
+	gid_t *groups;
+	int ngroups;
 };
 
 /* A dispatch hook's answer when it will reply later with server_reply(). */

@@ -703,7 +703,6 @@ spawn_detached(const char *state_dir, const struct job *j,
 	struct pollfd pfd;
 	char idvar[48], dir[1024];
 	int rc, status, fds[2];
-	gid_t *groups = NULL;
 	ssize_t n;
 	long max;
 	pid_t mid;
@@ -777,24 +776,16 @@ spawn_detached(const char *state_dir, const struct job *j,
 	}
 
 	if (p.drop) {
-		if (j->user != NULL)
-			rc = platform_user_groups(j->user, j->gid, &groups,
-			                          &p.ngroups);
-		else if ((groups = malloc(sizeof(*groups))) != NULL) {
-			groups[0] = j->gid;
-			p.ngroups = 1;
-			rc = 0;
-		} else
-			rc = -ENOMEM;
-		if (rc < 0) {
-			snprintf(cause, causelen,
-			         "cannot find the groups of user %s: %s",
-			         j->user ? j->user : "?", strerror(-rc));
-			return rc;
+		/* Exactly the groups the submitter's connection had, never
+		 * the group database's: a group it dropped stays dropped. */
+		if (j->ngroups < 0 || (j->ngroups > 0 && j->groups == NULL)) {
+			snprintf(cause, causelen, "job has no group list");
+			return -EINVAL;
 		}
-		p.groups = groups;
-		/* Some systems (macOS: 16) take fewer groups than a user can
-		 * have; dropping the excess only ever takes privilege away. */
+		p.groups = j->groups;
+		p.ngroups = j->ngroups;
+		/* A list from a system that takes more groups than this one
+		 * loses the excess: that only ever takes privilege away. */
 		max = sysconf(_SC_NGROUPS_MAX);
 		if (max > 0 && p.ngroups > max)
 			p.ngroups = (int)max;
@@ -802,7 +793,6 @@ spawn_detached(const char *state_dir, const struct job *j,
 	snprintf(idvar, sizeof(idvar), "STAGELOAD_JOB_ID=%lld",
 	         (long long)j->id);
 	if ((p.envp = spawn_build_env(j->env, idvar)) == NULL) {
-		free(groups);
 		snprintf(cause, causelen, "out of memory");
 		return -ENOMEM;
 	}
@@ -873,7 +863,6 @@ spawn_detached(const char *state_dir, const struct job *j,
 	rc = 0;
 out:
 	free(p.envp);
-	free(groups);
 	return rc;
 }
 

@@ -7,12 +7,12 @@
  * stops or crashes. The monitor calls setsid() (its own session), closes
  * every descriptor it inherited, creates the job's log, then forks the job:
  * a new process group, stdin from /dev/null, stdout and stderr to the log,
- * the submitter's supplementary groups, gid and uid (never more privilege
- * than the submitter), chdir to the job's cwd as that user, the environment
- * exactly j->env plus STAGELOAD_JOB_ID, and execvp. The monitor waits for
- * the job, writes its status to <state_dir>/jobs/<id>.status (temp file then
- * rename), reports it to the daemon if the daemon is still listening, and
- * exits.
+ * exactly the groups the submitter's connection had (j->groups), its gid
+ * and uid (never more privilege than the submitter), chdir to the job's
+ * cwd as that user, the environment exactly j->env plus STAGELOAD_JOB_ID,
+ * and execvp. The monitor waits for the job, writes its status to
+ * <state_dir>/jobs/<id>.status (temp file then rename), reports it to the
+ * daemon if the daemon is still listening, and exits.
  *
  * The daemon learns what happens through a pipe: spawn_detached() returns
  * its read end (non-blocking, close-on-exec) and the monitor's pid at once;
@@ -69,7 +69,8 @@ struct spawn_event {
 };
 
 /*
- * Start job j (uses id, argv, env, cwd, uid, gid, user) as described above.
+ * Start job j (uses id, argv, env, cwd, uid, gid, groups, umask, attempt)
+ * as described above.
  * When the daemon is not root, j->uid must be the daemon's uid (-EPERM
  * otherwise). Returns 0 once the monitor exists, or a negative errno with a
  * cause; a job whose chdir or exec fails is reported later as

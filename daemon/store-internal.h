@@ -28,7 +28,7 @@ struct store_tier {
 };
 extern const struct store_tier store_tiers[NTIERS];
 
-/* The job columns in bind order; ?1..?35, and ?36 is the id for update. */
+/* The job columns in bind order; ?1..?36, and ?37 is the id for update. */
 #define JOB_COLUMNS                                                            \
 	"queue_seq, uid, gid, user, name, argv, cwd, env, attached, "          \
 	"priority, wait_free_pct, swap_budget_bytes, expect_bytes, "           \
@@ -36,8 +36,8 @@ extern const struct store_tier store_tiers[NTIERS];
 	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
-	"swap_growth_peak_bytes, job_swap_bytes, umask"
-#define JOB_NCOLUMNS 35
+	"swap_growth_peak_bytes, job_swap_bytes, umask, groups"
+#define JOB_NCOLUMNS 36
 #define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
 
 struct job_sample_rec {

@@ -82,6 +82,64 @@ store_json_strv(const char *text, int *err)
 	return v;
 }
 
+/* Groups are a JSON array of gids, like argv and env a text column. */
+static char *
+store_groups_json(const gid_t *g, int n)
+{
+	size_t cap = 3 + (size_t)(n > 0 ? n : 0) * 11, len = 1;
+	char *t;
+	int i;
+
+	if ((t = malloc(cap)) == NULL)
+		return NULL;
+	t[0] = '[';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(t + len, cap - len, "%s%u",
+		                        i > 0 ? "," : "", (unsigned)g[i]);
+	t[len++] = ']';
+	t[len] = '\0';
+	return t;
+}
+
+/* The column back: every member a gid (0 to 2^32 - 2), at most 65536. */
+static int
+store_json_groups(const char *text, gid_t **out, int *n)
+{
+	cJSON *a, *it;
+	gid_t *g;
+	int count, i = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (text == NULL || (a = cJSON_Parse(text)) == NULL)
+		return -EINVAL;
+	count = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+	if (count < 0 || count > 65536) {
+		cJSON_Delete(a);
+		return -EINVAL;
+	}
+	if ((g = malloc(sizeof *g * (size_t)(count > 0 ? count : 1))) == NULL) {
+		cJSON_Delete(a);
+		return -ENOMEM;
+	}
+	cJSON_ArrayForEach(it, a)
+	{
+		double v = it->valuedouble;
+
+		if (!cJSON_IsNumber(it) || !(v >= 0 && v < 4294967295.0) ||
+		    (double)(uint32_t)v != v) {
+			free(g);
+			cJSON_Delete(a);
+			return -EINVAL;
+		}
+		g[i++] = (gid_t)v;
+	}
+	cJSON_Delete(a);
+	*out = g;
+	*n = count;
+	return 0;
+}
+
 static void
 bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
 {
@@ -94,12 +152,17 @@ bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
 static int
 store_job_bind(sqlite3_stmt *st, const struct job *j)
 {
-	char *argv = NULL, *env = NULL;
+	char *argv = NULL, *env = NULL, *groups;
 
-	if (j->argv != NULL && (argv = store_strv_json(j->argv)) == NULL)
+	if ((groups = store_groups_json(j->groups, j->ngroups)) == NULL)
 		return -ENOMEM;
+	if (j->argv != NULL && (argv = store_strv_json(j->argv)) == NULL) {
+		free(groups);
+		return -ENOMEM;
+	}
 	if (j->env != NULL && (env = store_strv_json(j->env)) == NULL) {
 		cJSON_free(argv);
+		free(groups);
 		return -ENOMEM;
 	}
 	sqlite3_bind_int64(st, 1, j->queue_seq);
@@ -138,8 +201,10 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_int64(st, 33, (int64_t)j->swap_growth_peak_bytes);
 	sqlite3_bind_int64(st, 34, (int64_t)j->job_swap_bytes);
 	sqlite3_bind_int(st, 35, j->umask);
+	sqlite3_bind_text(st, 36, groups, -1, SQLITE_TRANSIENT);
 	cJSON_free(argv);
 	cJSON_free(env);
+	free(groups);
 	return 0;
 }
 
@@ -212,6 +277,9 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	j->swap_growth_peak_bytes = (uint64_t)sqlite3_column_int64(st, 33);
 	j->job_swap_bytes = (uint64_t)sqlite3_column_int64(st, 34);
 	j->umask = sqlite3_column_int(st, 35);
+	if ((e2 = store_json_groups((const char *)sqlite3_column_text(st, 36),
+	                            &j->groups, &j->ngroups)) != 0)
+		err = e2;
 	if (err != 0) {
 		job_free(j);
 		return err;

@@ -121,6 +121,11 @@ static const char *const store_migrations[] = {
     /* 2: a detached job's umask, its submitter's. Jobs from before ran
      * with the daemon's, 022 almost always. */
     "ALTER TABLE jobs ADD COLUMN umask INTEGER NOT NULL DEFAULT 18;",
+    /* 3: the submitter's groups as its connection had them, a JSON
+     * array of gids. Jobs from before get their primary gid alone: what
+     * their submitters really had was never recorded. */
+    ("ALTER TABLE jobs ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';"
+     "UPDATE jobs SET groups = '[' || gid || ']';"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -423,13 +428,13 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
 	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34, ?35)");
+	                 " ?34, ?35, ?36)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
 	PREP(s->job_upd,
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35) WHERE id = ?36");
+	     " ?32, ?33, ?34, ?35, ?36) WHERE id = ?37");
 	PREP(s->job_get, "SELECT id, " JOB_COLUMNS " FROM jobs WHERE id = ?1");
 	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS
 	                      " FROM jobs WHERE state NOT IN " JOB_ENDED_STATES

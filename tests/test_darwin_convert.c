@@ -444,6 +444,36 @@ test_groups_convert(void **state)
 	assert_int_equal(darwin_groups_convert(in, -1, &out), -EINVAL);
 }
 
+/* LOCAL_PEERCRED's xucred: the egid first, at most NGROUPS (16); another
+ * version or a count the kernel never gives is refused. */
+static void
+test_peer_groups(void **state)
+{
+	static const gid_t cr[16] = {20, 12,  61,  79,  80,  81,  98,  701,
+	                             33, 100, 204, 250, 395, 398, 399, 400};
+	gid_t *out = NULL;
+	int n = -1;
+
+	assert_int_equal(darwin_peer_groups(0, 0, 16, cr, 16, &out, &n), 0);
+	assert_int_equal(n, 16);
+	assert_memory_equal(out, cr, sizeof cr);
+	free(out);
+	assert_int_equal(darwin_peer_groups(0, 0, 1, cr, 16, &out, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0], 20);
+	free(out);
+	out = NULL;
+	assert_int_equal(darwin_peer_groups(1, 0, 3, cr, 16, &out, &n),
+	                 -EPROTO);
+	assert_int_equal(darwin_peer_groups(0, 0, 0, cr, 16, &out, &n),
+	                 -EINVAL);
+	assert_int_equal(darwin_peer_groups(0, 0, -1, cr, 16, &out, &n),
+	                 -EINVAL);
+	assert_int_equal(darwin_peer_groups(0, 0, 17, cr, 16, &out, &n),
+	                 -EINVAL);
+	assert_null(out);
+}
+
 static void
 test_default_socket(void **state)
 {
@@ -518,6 +548,7 @@ main(void)
 	    cmocka_unit_test(test_list_result),
 	    cmocka_unit_test(test_list_merge_bounds),
 	    cmocka_unit_test(test_groups_convert),
+	    cmocka_unit_test(test_peer_groups),
 	    cmocka_unit_test(test_default_socket),
 	    cmocka_unit_test(test_default_db),
 	};

@@ -848,15 +848,21 @@ need_root(void)
 	return 0;
 }
 
+/* A job of the other user, submitted by a process with all its groups. */
 static struct job *
 other_job(struct job *j, char **argv)
 {
 	static char *env[] = {"PATH=/usr/bin:/bin", NULL};
+	static gid_t groups[2];
 
 	job_init(j, argv, env);
 	j->uid = other.uid;
 	j->gid = other.gid;
 	j->user = other.name;
+	groups[0] = other.gid;
+	groups[1] = other.supp_gid;
+	j->groups = groups;
+	j->ngroups = other.created ? 2 : 1;
 	return j;
 }
 
@@ -907,6 +913,78 @@ test_as_other_user(void **state)
 	assert_int_equal(sb.st_uid, other.uid);
 	assert_int_equal(sb.st_gid, other.gid);
 	assert_int_equal(sb.st_mode & 07777, 0600);
+}
+
+static int
+gid_cmp(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The groups of a job's process, from the "Groups:" line of its
+ * /proc/self/status in the log, sorted; -1 when there is none. */
+static int
+log_groups(const char *log, gid_t *out, int max)
+{
+	const char *p = strstr(log, "Groups:");
+	char *end;
+	int n = 0;
+
+	if (p == NULL)
+		return -1;
+	p += strlen("Groups:");
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\n' || *p == '\0' || n == max)
+			break;
+		out[n++] = (gid_t)strtoul(p, &end, 10);
+		if (end == p)
+			return -1;
+		p = end;
+	}
+	qsort(out, (size_t)n, sizeof *out, gid_cmp);
+	return n;
+}
+
+/* A job has exactly the groups it was given, whatever the group database
+ * says the user is in: none, a list without the user's supplementary
+ * group, one without its primary group, one with a group the user is not
+ * in. */
+static void
+test_exact_groups(void **state)
+{
+	char *argv[] = {"grep", "^Groups:", "/proc/self/status", NULL};
+	gid_t lists[4][2], got[8];
+	int sizes[4] = {0, 1, 1, 2};
+	struct spawn_event ev;
+	struct job j;
+	int i, k, n, fd;
+
+	if (!need_root()) {
+		skip();
+		return;
+	}
+	lists[1][0] = other.gid;
+	lists[2][0] = other.created ? other.supp_gid : 54321;
+	lists[3][0] = 54321;
+	lists[3][1] = other.gid;
+	for (i = 0; i < 4; i++) {
+		other_job(&j, argv);
+		j.groups = lists[i];
+		j.ngroups = sizes[i];
+		fd = start(&j, &ev);
+		expect_end(fd, SPAWN_EV_ENDED, &ev);
+		assert_int_equal(ev.status.exit_code, 0);
+		n = log_groups(read_log(&j), got, 8);
+		print_message("list %d: %s", i, read_log(&j));
+		assert_int_equal(n, sizes[i]);
+		qsort(lists[i], (size_t)sizes[i], sizeof(gid_t), gid_cmp);
+		for (k = 0; k < n; k++)
+			assert_int_equal(got[k], lists[i][k]);
+	}
 }
 
 /* The directory is entered as the user: one only root may enter fails. */
@@ -1017,6 +1095,7 @@ main(void)
 	    cmocka_unit_test(test_as_other_user),
 	    cmocka_unit_test(test_other_user_cwd_checked_as_user),
 	    cmocka_unit_test(test_nonroot_daemon),
+	    cmocka_unit_test(test_exact_groups),
 	};
 
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);

@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -205,7 +205,7 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
-/* A database of schema 1 (before jobs had a umask) is brought to 2: its
+/* A database of schema 1 (before jobs had a umask) is brought to 3: its
  * jobs keep what they ran with, the daemon's usual 022. */
 static void
 test_migrate_from_1(void **state)
@@ -223,17 +223,137 @@ test_migrate_from_1(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	db = raw_open(f->path);
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN umask");
 	raw_exec(db, "PRAGMA user_version = 1");
 	sqlite3_close(db);
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
 	job_free(got);
+}
+
+/* A database of schema 2 (before jobs had groups) is brought to 3: its
+ * jobs get their primary gid alone, never a group their submitters may
+ * not have had; jobs stored after keep their lists. */
+static void
+test_migrate_from_2(void **state)
+{
+	struct fixture *f = *state;
+	gid_t had[] = {27, 1001, 4242};
+	char cause[256] = "";
+	struct job j, k, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	j.uid = 1000;
+	j.gid = 1000;
+	j.groups = had;
+	j.ngroups = 3;
+	j.umask = 027;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	k = j;
+	k.id = 0;
+	k.queue_seq = 0;
+	k.gid = 0;
+	assert_int_equal(store_job_insert(f->s, &k, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
+	raw_exec(db, "PRAGMA user_version = 2");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+	sqlite3_close(db);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->umask, 027);
+	assert_int_equal(got->ngroups, 1);
+	assert_int_equal(got->groups[0], 1000);
+	job_free(got);
+	assert_int_equal(store_job_get(f->s, k.id, &got), 0);
+	assert_int_equal(got->ngroups, 1);
+	assert_int_equal(got->groups[0], 0);
+	job_free(got);
+
+	/* A job stored now keeps its list, and an update keeps it too. */
+	j.id = 0;
+	j.queue_seq = 0;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	j.state = JOB_ADMITTED;
+	j.attempt = 2;
+	assert_int_equal(store_job_update(f->s, &j, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->ngroups, 3);
+	assert_memory_equal(got->groups, had, sizeof had);
+	job_free(got);
+}
+
+/* Groups round trip through a reopen exactly: none, one, the largest
+ * gid, 65536 of them; a list that is not one of gids is refused. */
+static void
+test_job_groups_roundtrip(void **state)
+{
+	struct fixture *f = *state;
+	static gid_t many[65536];
+	gid_t some[] = {0, 5, 4294967294u, 5};
+	struct {
+		gid_t *g;
+		int n;
+	} lists[] = {{NULL, 0}, {some, 1}, {some, 4}, {many, 65536}};
+	int64_t ids[4];
+	char cause[256] = "", sql[128];
+	struct job j, *got;
+	sqlite3 *db;
+	size_t i;
+
+	for (i = 0; i < 65536; i++)
+		many[i] = (gid_t)(i * 7);
+	for (i = 0; i < 4; i++) {
+		memset(&j, 0, sizeof j);
+		j.state = JOB_QUEUED;
+		j.attempt = 1;
+		j.gid = 5;
+		j.groups = lists[i].g;
+		j.ngroups = lists[i].n;
+		assert_int_equal(
+		    store_job_insert(f->s, &j, cause, sizeof cause), 0);
+		ids[i] = j.id;
+	}
+	store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(store_job_get(f->s, ids[i], &got), 0);
+		assert_int_equal(got->ngroups, lists[i].n);
+		if (lists[i].n > 0)
+			assert_memory_equal(got->groups, lists[i].g,
+			                    sizeof(gid_t) * (size_t)lists[i].n);
+		job_free(got);
+	}
+
+	/* What the store did not write is not taken for a list of gids. */
+	db = raw_open(f->path);
+	for (i = 0; i < 6; i++) {
+		static const char *const bad[] = {
+		    "[-1]", "[4294967295]", "[1.5]", "[\"5\"]", "{}", "[1,"};
+
+		snprintf(sql, sizeof sql,
+		         "UPDATE jobs SET groups = '%s' WHERE id = %lld",
+		         bad[i], (long long)ids[1]);
+		raw_exec(db, sql);
+		assert_int_equal(store_job_get(f->s, ids[1], &got), -EINVAL);
+	}
+	raw_exec(db, "DELETE FROM jobs");
+	sqlite3_close(db);
 }
 
 static void
@@ -374,7 +494,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 2");
+	raw_exec(db, "PRAGMA user_version = 3");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -1459,6 +1579,8 @@ main(void)
 	    T(test_fresh_database),
 	    T(test_reopen_keeps_data),
 	    T(test_migrate_from_1),
+	    T(test_migrate_from_2),
+	    T(test_job_groups_roundtrip),
 	    T(test_latest_empty),
 	    T(test_totals_sparse),
 	    T(test_refuse_foreign),

@@ -92,6 +92,15 @@ main(void)
 		if (rc == 0)
 			printf("peer uid %u gid %u pid %d\n", (unsigned)uid,
 			       (unsigned)gid, (int)peer);
+		rc = platform_peer_groups(sv[0], &groups, &ngroups);
+		check("platform_peer_groups", rc, NULL);
+		if (rc == 0) {
+			printf("peer groups");
+			for (int i = 0; i < ngroups; i++)
+				printf(" %u", (unsigned)groups[i]);
+			printf("\n");
+			free(groups);
+		}
 		close(sv[0]);
 		close(sv[1]);
 	}
