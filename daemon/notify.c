@@ -56,10 +56,13 @@ uid_key(uid_t uid)
 	return (uint64_t)uid + 1;
 }
 
+/* What a kept id costs: its text as sent (proto_parse keeps a number or a
+ * string id as a raw node), so a long id counts whatever its type. */
 static size_t
 id_bytes(const cJSON *req_id)
 {
-	if (cJSON_IsString(req_id) && req_id->valuestring != NULL)
+	if ((cJSON_IsString(req_id) || cJSON_IsRaw(req_id)) &&
+	    req_id->valuestring != NULL)
 		return strlen(req_id->valuestring);
 	return 0;
 }

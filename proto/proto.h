@@ -82,13 +82,19 @@ char *proto_utf8_sanitize(const char *s, size_t len, size_t *outlen);
  * one could be read (so the error reply can carry it). PROTO_E_INTERNAL
  * when out of memory. Call proto_msg_free() whatever it returned.
  *
- * An id is an integral number within +-2^53, a string, or null (then the
- * message is still a request, answered with id null). A request (id and
- * method) may hold only jsonrpc, id, method and params; other messages may
- * carry members we do not know. Duplicate jsonrpc/id/method/params/result/
- * error members are an invalid request. A "\u0000" escape does not end a
- * string early: the parameter getters reject such a string, and a method or
- * id holding one is an invalid request.
+ * An id is a number, a string, or null (then the message is still a
+ * request, answered with id null). A number or string id is kept as a
+ * cJSON raw node whose valuestring is its text as sent, so that a reply
+ * echoes it byte for byte; proto_id_int reads an integer from it. That
+ * text must be strict JSON: a number spelt "01" or "1." (cJSON takes
+ * those) or a string holding a raw control byte is an invalid request. A
+ * message with a method (a request, or a notification when it has no id) may
+ * hold only jsonrpc, id, method and params; responses may carry members we do
+ * not know. Duplicate jsonrpc/id/method/params/result/error members are an
+ * invalid request. A
+ * "\u0000" escape does not end a string early: the parameter getters
+ * reject such a string, and a method or id holding one is an invalid
+ * request.
  */
 enum proto_kind {
 	PROTO_REQUEST,
@@ -109,13 +115,17 @@ struct proto_msg {
 int proto_parse(const char *line, size_t len, struct proto_msg *m,
                 const char **cause);
 void proto_msg_free(struct proto_msg *m);
+/* 0 with *out set when id (as proto_parse leaves it, or a number node) is
+ * an integer within +-2^53, whatever its spelling (7, 7.0, 7e0); else -1. */
+int proto_id_int(const cJSON *id, int64_t *out);
 
 /*
  * Encoders return a malloc'd, newline-terminated line and its length in
  * *len, or NULL when out of memory. They take ownership of the cJSON they
  * are given (result, params), even on failure. A reply carries the id it
- * is given as the request sent it (an integer is printed exactly, as by
- * proto_int_create), or null when id is NULL.
+ * is given as the request sent it (a raw id from proto_parse byte for byte;
+ * an integer number node exactly, as by proto_int_create), or null when id
+ * is NULL.
  */
 char *proto_encode_request(int64_t id, const char *method, cJSON *params,
                            size_t *len);

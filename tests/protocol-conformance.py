@@ -215,6 +215,75 @@ def check_note(doc, note, what):
               % (note["method"], sorted(keys), sorted(got)))
 
 
+def raw_line(c, timeout=10.0):
+    """The next line from the daemon as bytes (newline dropped), or None
+    at EOF."""
+    c.sock.settimeout(timeout)
+    while b"\n" not in c.buf:
+        try:
+            chunk = c.sock.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            return None
+        c.buf += chunk
+    line, c.buf = c.buf.split(b"\n", 1)
+    return line
+
+
+def check_ids_echoed(d, errs):
+    """The id comes back byte for byte as the request spelt it, on results
+    and errors alike; an id JSON does not allow is -32600 with id null."""
+    c = Client(d.socket)
+    long_id = b'"' + b"id-\\/" * 2000 + b'\\u00e9\\"' + b'"'
+    for tok in (b"-1.0", b"1e2", b"0.5", b"1E+2", b"-0", b"9007199254740993",
+                b'"a\\/b"', long_id):
+        for method, kind in ((b"info", b"result"), (b"nope", b"error")):
+            c.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"%s"}\n' % (tok, method))
+            line = raw_line(c)
+            want = b'{"jsonrpc":"2.0","id":' + tok + b',"' + kind + b'":'
+            check(line is not None and line.startswith(want),
+                  "id %r echoed byte for byte in a %s: got %r"
+                  % (tok[:40], kind.decode(), line and line[:80]))
+    for tok in (b"01", b"-01", b"1.", b"1.e5", b'"a\tb"', b"true", b"[1]"):
+        c.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"info"}\n' % tok)
+        m = json.loads(raw_line(c))
+        check(m.get("id", 0) is None and m.get("error", {}).get("code")
+              == errs["invalid request"],
+              "id %r: -32600 with id null, got %r" % (tok, m))
+    check(c.call("info")["version"] == 1, "usable after odd ids")
+    c.close()
+
+
+def check_notifications(d, errs):
+    """A valid request without an id is never answered; any other invalid
+    message gets -32600 (-32700 when not JSON) with id null, and the
+    connection stays usable."""
+    c = Client(d.socket)
+    quiet = [b'{"jsonrpc":"2.0","method":"info"}',
+             b'{"jsonrpc":"2.0","method":"nope","params":{"x":1}}']
+    loud = [(b"{}", errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info","extra":1}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info","params":[1]}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":""}', errs["invalid request"]),
+            (b'{"method":"info"}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info","method":"info"}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info"', errs["parse error"])]
+    for line in quiet:
+        c.send_raw(line + b"\n")
+    for line, code in loud:
+        c.send_raw(line + b"\n")
+        m = json.loads(raw_line(c))
+        check("id" in m and m["id"] is None and m.get("error", {}).get("code") == code,
+              "%r: %d with id null, got %r" % (line, code, m))
+    # The quiet ones got nothing: the next answer is this request's.
+    c.send_raw(b'{"jsonrpc":"2.0","id":"after","method":"info"}\n')
+    m = json.loads(raw_line(c))
+    check(m.get("id") == "after" and "result" in m,
+          "notifications are not answered: got %r" % (m,))
+    c.close()
+
+
 def spawn_group(argv):
     """A real command in a process group of its own, as run does."""
     return subprocess.Popen(argv, start_new_session=True)
@@ -499,6 +568,8 @@ def main():
                      errs["limit reached"], "too many history buckets")
         check(raw.call("info")["version"] == 1, "the connection is still usable")
         raw.close()
+        check_ids_echoed(d, errs)
+        check_notifications(d, errs)
         if os.geteuid() == 0:
             # permission denied, as another user (who must reach the socket)
             os.chmod(d.dir, 0o711)
