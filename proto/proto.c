@@ -40,7 +40,8 @@ proto_reader_free(struct proto_reader *r)
 	r->cap = 0;
 }
 
-/* Make room for len + extra bytes; the caller has checked the limit. */
+/* Make room for need bytes (the line so far and its NUL); the caller has
+ * checked the line limit, and max_buf, when set, is checked here. */
 static int
 reader_reserve(struct proto_reader *r, size_t need)
 {
@@ -49,12 +50,18 @@ reader_reserve(struct proto_reader *r, size_t need)
 
 	if (need <= r->cap)
 		return 0;
+	if (r->max_buf != 0 && need > r->max_buf)
+		return PROTO_READ_LIMIT;
 	cap = r->cap != 0 ? r->cap : READER_MIN_CAP;
 	while (cap < need)
 		cap *= 2;
-	/* Never more than the longest legal line plus its terminator. */
+	/* Never more than the longest legal line plus its terminator (need
+	 * is one more only when the line's last byte is a '\r' that the NUL
+	 * replaces), nor than the owner lets this reader hold. */
 	if (cap > r->max_line + 1)
 		cap = r->max_line + 1;
+	if (r->max_buf != 0 && cap > r->max_buf)
+		cap = r->max_buf;
 	nbuf = realloc(r->buf, cap);
 	if (nbuf == NULL)
 		return -ENOMEM;
@@ -110,8 +117,11 @@ proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
 			r->err = PROTO_FRAME_TOO_LONG;
 			return r->err;
 		}
-		if ((rc = reader_reserve(r, r->len + take + 1)) != 0)
+		if ((rc = reader_reserve(r, r->len + take + 1)) != 0) {
+			if (rc == PROTO_READ_LIMIT)
+				r->err = rc;
 			return rc;
+		}
 		memcpy(r->buf + r->len, data, take);
 		r->len += take;
 		if (nl == NULL)

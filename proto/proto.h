@@ -48,16 +48,23 @@ enum proto_error {
  * error. Bytes after a line whose callback stopped the feed are discarded
  * (stopping is meant for closing the connection). -ENOMEM when the buffer
  * cannot grow. max_line 0 means PROTO_MAX_LINE_DEFAULT.
+ *
+ * max_buf (0 after init: no bound but the line's) caps the buffer's size,
+ * cap, which is the memory the reader holds: a feed that needs more returns
+ * PROTO_READ_LIMIT, sticky like a framing error. The daemon sets it before
+ * each feed from what is left of the peer's per-uid budget.
  */
 #define PROTO_FRAME_TOO_LONG (-1001)
 #define PROTO_FRAME_UTF8 (-1002)
+#define PROTO_READ_LIMIT (-1003)
 
 struct proto_reader {
 	char *buf;
 	size_t len;
 	size_t cap;
 	size_t max_line;
-	int err; /* sticky framing error */
+	size_t max_buf; /* 0: no bound but max_line + 1 */
+	int err;        /* sticky framing error */
 };
 
 typedef int (*proto_line_cb)(void *arg, char *line, size_t len);

@@ -237,6 +237,60 @@ test_frame_buffer_bounded(void **state)
 	free(big);
 }
 
+/*
+ * max_buf caps the memory a reader holds (the daemon's per-uid input
+ * budget): the buffer grows up to it and no further, a feed that needs
+ * more fails and stays failed, and lines that fit are unaffected.
+ */
+static void
+test_frame_max_buf(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	char chunk[10000];
+
+	memset(chunk, 'a', sizeof chunk);
+	proto_reader_init(&r, 1 << 20);
+	assert_int_equal(r.max_buf, 0); /* no cap unless asked */
+	r.max_buf = 25000;
+	/* 20000 bytes of a line: the buffer doubles from 4096 to 16384,
+	 * then takes 25000 (not 32768): never more than max_buf. */
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(r.cap, 25000);
+	/* The next 10000 would need 30001. */
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s),
+	                 PROTO_READ_LIMIT);
+	assert_true(r.cap <= 25000);
+	/* Sticky: a reader over its budget is for closing. */
+	assert_int_equal(proto_reader_feed(&r, "\n{}\n", 4, sink_cb, &s),
+	                 PROTO_READ_LIMIT);
+	assert_int_equal(s.n, 0);
+	proto_reader_free(&r);
+
+	/* Lines within the budget pass, one after another. */
+	proto_reader_init(&r, 1 << 20);
+	r.max_buf = 10001;
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, "\n", 1, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, "\n", 1, sink_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.lens[1], 10000);
+	/* Set below what the buffer already holds (others of the uid took
+	 * the rest): it keeps what it has, but may not grow. */
+	r.max_buf = 1;
+	assert_int_equal(proto_reader_feed(&r, "{}\n", 3, sink_cb, &s), 0);
+	assert_int_equal(s.n, 3);
+	proto_reader_free(&r);
+	proto_reader_init(&r, 1 << 20);
+	r.max_buf = 1;
+	assert_int_equal(proto_reader_feed(&r, "{}\n", 3, sink_cb, &s),
+	                 PROTO_READ_LIMIT);
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
 static void
 test_frame_crlf_and_empty(void **state)
 {
@@ -1368,6 +1422,7 @@ main(void)
 	    cmocka_unit_test(test_frame_many_in_one_feed),
 	    cmocka_unit_test(test_frame_too_long),
 	    cmocka_unit_test(test_frame_buffer_bounded),
+	    cmocka_unit_test(test_frame_max_buf),
 	    cmocka_unit_test(test_frame_crlf_and_empty),
 	    cmocka_unit_test(test_frame_bad_utf8),
 	    cmocka_unit_test(test_frame_nul_and_stop),
