@@ -344,7 +344,7 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct history_bucket *b = NULL;
 	const char *tier = NULL;
-	int64_t since, until, step, job_id, span;
+	int64_t since, until, step, job_id, span, nb;
 	size_t n = 0, i;
 	cJSON *r, *arr, *o;
 	char why[256];
@@ -380,11 +380,20 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = proto_param_int(params, "step_ms", 0, 1, INT64_MAX, &step,
 	                          cause, causelen)) < 0)
 		return rc;
-	if (span / step >= MAX_HISTORY_BUCKETS) {
+	/*
+	 * The limit counts the buckets of the range, empty or not: they start
+	 * at multiples of step_ms, from since_ms rounded down to the one that
+	 * holds until_ms. Counting the range, not the answer, bounds the work
+	 * before any is done, and the answer to a range can only be smaller.
+	 */
+	nb = until / step - since / step + 1;
+	if (nb > MAX_HISTORY_BUCKETS) {
 		snprintf(cause, causelen,
-		         "history limit: %lld buckets asked, "
-		         "at most %d per answer; use a larger step_ms",
-		         (long long)(span / step + 1), MAX_HISTORY_BUCKETS);
+		         "history limit: %" PRId64
+		         " buckets in the range asked "
+		         "(empty ones count), at most %d per answer; use a "
+		         "larger step_ms",
+		         nb, MAX_HISTORY_BUCKETS);
 		return PROTO_E_LIMIT;
 	}
 	if (d->store == NULL ||

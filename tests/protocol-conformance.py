@@ -284,6 +284,50 @@ def check_notifications(d, errs):
     c.close()
 
 
+def check_framing(d, errs):
+    """Each framing violation gets its documented code with id null, then
+    the connection is closed; a line that is not JSON is not a framing
+    violation: -32700, and the connection stays."""
+    cases = [(b"x" * (4 * 1024 * 1024 + 1), errs["invalid request"], "line too long"),
+             (b'{"jsonrpc":"2.0","id":1,"method":"info","x":"\xc0\xaf"}\n',
+              errs["parse error"], "invalid UTF-8")]
+    for data, code, what in cases:
+        c = Client(d.socket)
+        try:
+            c.send_raw(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        line = raw_line(c)
+        m = json.loads(line) if line else {}
+        check(m.get("id", 0) is None and m.get("error", {}).get("code") == code,
+              "%s: %d with id null, got %r" % (what, code, m))
+        check(raw_line(c) is None, "%s: the connection is closed after the error" % what)
+        c.close()
+    c = Client(d.socket)
+    c.send_raw(b"not json\n")
+    m = json.loads(raw_line(c))
+    check(m.get("id", 0) is None and m.get("error", {}).get("code") == errs["parse error"],
+          "not JSON: -32700 with id null, got %r" % (m,))
+    check(c.call("info")["version"] == 1, "not JSON: the connection stays")
+    c.close()
+
+
+def check_history_range(c, errs):
+    """The 100000-bucket limit counts the buckets of the range, empty or
+    not: floor(until/step) - floor(since/step) + 1."""
+    for since, until, step, n in ((0, 99999, 1, 100000), (2, 200001, 2, 100000),
+                                  (1, 200000, 2, 100001), (0, 100000, 1, 100001)):
+        e = rpc_error(c, "history", {"since_ms": since, "until_ms": until, "step_ms": step})
+        if n <= 100000:
+            check(e is None, "history of %d buckets (%d..%d step %d) is answered: %s"
+                  % (n, since, until, step, e))
+        else:
+            check(e is not None and e.code == errs["limit reached"]
+                  and str(n) in e.message,
+                  "history of %d buckets (%d..%d step %d): -32004 naming %d, got %s"
+                  % (n, since, until, step, n, e))
+
+
 def spawn_group(argv):
     """A real command in a process group of its own, as run does."""
     return subprocess.Popen(argv, start_new_session=True)
@@ -567,9 +611,11 @@ def main():
         expect_error(raw, "history", {"since_ms": 0, "until_ms": 10 ** 12, "step_ms": 1},
                      errs["limit reached"], "too many history buckets")
         check(raw.call("info")["version"] == 1, "the connection is still usable")
+        check_history_range(raw, errs)
         raw.close()
         check_ids_echoed(d, errs)
         check_notifications(d, errs)
+        check_framing(d, errs)
         if os.geteuid() == 0:
             # permission denied, as another user (who must reach the socket)
             os.chmod(d.dir, 0o711)
