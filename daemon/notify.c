@@ -728,7 +728,11 @@ notify_logs(struct daemon *d, uint64_t client_id, uid_t uid,
 {
 	struct notify *nf = d->notify;
 	struct watch *w;
+	int rc;
 
+	if ((rc = notify_log_offset_check(d, job_id, offset, cause,
+	                                  causelen)) != 0)
+		return rc;
 	w = deferred_add(d, nf, client_id, uid, WATCH_LOG, req_id, job_id,
 	                 cause, causelen);
 	if (w == NULL)

@@ -328,6 +328,25 @@ def check_history_range(c, errs):
                   % (n, since, until, step, n, e))
 
 
+def check_logs_offset(d, c, jid, size, errs):
+    """Past the end of an ended job's log: -32602 naming its size; at the
+    end: answered. A live job takes any offset."""
+    e = rpc_error(c, "logs", {"id": jid, "offset": size + 1000})
+    check(e is not None and e.code == errs["invalid params"] and
+          "%d bytes" % size in e.message,
+          "logs past the end of an ended job's %d-byte log: -32602 naming it, got %s"
+          % (size, e))
+    r = c.call("logs", {"id": jid, "offset": size})
+    check(r["offset"] == size and r["eof"] is True, "logs at the end: %r" % (r,))
+    q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 100})
+    r = c.call("logs", {"id": q["id"], "offset": 1000})
+    check(r["offset"] == 1000 and r["eof"] is True, "logs of a live job past its end: %r" % (r,))
+    c.call("cancel", {"id": q["id"]})
+    e = rpc_error(c, "logs", {"id": q["id"], "offset": 1})
+    check(e is not None and e.code == errs["invalid params"] and "0 bytes" in e.message,
+          "logs past the empty log of a job that never started: %s" % (e,))
+
+
 def spawn_group(argv):
     """A real command in a process group of its own, as run does."""
     return subprocess.Popen(argv, start_new_session=True)
@@ -475,6 +494,7 @@ def main():
         final = c.call("wait", {"id": jid}, timeout=20)
         check_result(doc, "wait", final)
         check(final["state"] == "exited", "wait: the job exited: %r" % (final,))
+        check_logs_offset(d, c, jid, len(b"hello\nworld\n"), doc["errors"])
         shown = c.call("show", {"id": jid, "env": True})
         check_job(doc, "show with env", shown, with_env=True)
         check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
