@@ -273,9 +273,16 @@ def check_notifications(d, errs):
         c.send_raw(line + b"\n")
     for line, code in loud:
         c.send_raw(line + b"\n")
-        m = json.loads(raw_line(c))
-        check("id" in m and m["id"] is None and m.get("error", {}).get("code") == code,
+        try:
+            m = json.loads(raw_line(c, timeout=5))
+        except TimeoutError:
+            m = "no answer"
+        check(isinstance(m, dict) and "id" in m and m["id"] is None and
+              m.get("error", {}).get("code") == code,
               "%r: %d with id null, got %r" % (line, code, m))
+        if not isinstance(m, dict):
+            c.close()
+            return
     # The quiet ones got nothing: the next answer is this request's.
     c.send_raw(b'{"jsonrpc":"2.0","id":"after","method":"info"}\n')
     m = json.loads(raw_line(c))
