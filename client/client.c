@@ -582,6 +582,7 @@ on_line(void *arg, char *line, size_t len)
 	sl_client *c = arg;
 	struct proto_msg m;
 	const char *cause = NULL;
+	int64_t id;
 
 	memset(&m, 0, sizeof m);
 	if (len == 0)
@@ -597,8 +598,7 @@ on_line(void *arg, char *line, size_t len)
 		 * daemon sends one when it refuses the connection before
 		 * reading a request (a connection limit), then closes it. */
 		if (c->want_id != 0 && c->reply_root == NULL &&
-		    ((cJSON_IsNumber(m.id) &&
-		      (int64_t)m.id->valuedouble == c->want_id) ||
+		    ((proto_id_int(m.id, &id) == 0 && id == c->want_id) ||
 		     (cJSON_IsNull(m.id) && m.error != NULL))) {
 			c->reply_root = m.root;
 			m.root = NULL;

@@ -340,6 +340,9 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_meters_per_uid") == 0)
 		return set_int(&cfg->max_meters_per_uid, key, v, 1, 100000,
 		               cause, causelen);
+	if (strcmp(k, "max_input_per_uid") == 0)
+		return set_size(&cfg->max_input_bytes_per_uid, key, v,
+		                64 * 1024, UINT64_C(1) << 40, cause, causelen);
 	if (strcmp(k, "max_queued_per_uid") == 0)
 		return set_int(&cfg->max_queued_per_uid, key, v, 1, 1000000,
 		               cause, causelen);
@@ -475,6 +478,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_line_bytes = 4u << 20;
 	cfg->max_clients = 4096;
 	cfg->max_clients_per_uid = 256;
+	cfg->max_input_bytes_per_uid = 64u << 20;
 	cfg->max_queued_per_uid = 1000;
 	cfg->max_deferred_per_uid = 4096;
 	cfg->max_meters_per_uid = 16;
@@ -687,6 +691,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_line_bytes = n->max_line_bytes;
 	cfg->max_clients = n->max_clients;
 	cfg->max_clients_per_uid = n->max_clients_per_uid;
+	cfg->max_input_bytes_per_uid = n->max_input_bytes_per_uid;
 	cfg->max_queued_per_uid = n->max_queued_per_uid;
 	cfg->max_deferred_per_uid = n->max_deferred_per_uid;
 	cfg->max_meters_per_uid = n->max_meters_per_uid;

@@ -474,6 +474,8 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 			step = d->cfg.interval_ms;
 	}
 	jobs_view_free(&v);
+	if ((rc = control_history_flush(d, id, until, cause, causelen)) != 0)
+		return rc;
 	if ((rc = store_job_history(d->store, id, since, until, step, &b, &n,
 	                            scause, sizeof scause)) != 0) {
 		/* Too many buckets is the protocol's limit, not a failing

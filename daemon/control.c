@@ -338,22 +338,45 @@ minavgmax(double min, double avg, double max, int integral)
 	return o;
 }
 
+/*
+ * Samples are committed in batches, so history commits them before it
+ * answers, and an answer is never behind. When that fails (a full disk), a
+ * range that reaches the samples still waiting would come back short, as if
+ * nothing had been measured: it is refused with the cause instead, and a
+ * range that ends before them is answered from the database.
+ */
+int
+control_history_flush(struct daemon *d, int64_t job_id, int64_t until,
+                      char *cause, size_t causelen)
+{
+	char why[256];
+	int64_t from;
+
+	if (d->store == NULL || store_flush(d->store, why, sizeof why) == 0)
+		return 0;
+	from = store_unwritten_since(d->store, job_id);
+	if (from == INT64_MAX || until < from)
+		return 0;
+	snprintf(cause, causelen,
+	         "storage error: the samples from %" PRId64 " on are not in "
+	         "the database yet (%s); ask again once storage works, or "
+	         "with until_ms before them",
+	         from, why);
+	return PROTO_E_STORAGE;
+}
+
 static int
 ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
             const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
 	struct history_bucket *b = NULL;
 	const char *tier = NULL;
-	int64_t since, until, step, job_id, span;
+	int64_t since, until, step, job_id, span, nb;
 	size_t n = 0, i;
 	cJSON *r, *arr, *o;
 	char why[256];
 	int rc;
 
-	/* Samples are committed in batches: answer with all of them (a
-	 * failure is the store's health, shown in info). */
-	if (d->store != NULL)
-		store_flush(d->store, why, sizeof why);
 	rc = proto_param_int(params, "job_id", 0, 1, INT64_MAX, &job_id, cause,
 	                     causelen);
 	if (rc == 0)
@@ -380,13 +403,24 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = proto_param_int(params, "step_ms", 0, 1, INT64_MAX, &step,
 	                          cause, causelen)) < 0)
 		return rc;
-	if (span / step >= MAX_HISTORY_BUCKETS) {
+	/*
+	 * The limit counts the buckets of the range, empty or not: they start
+	 * at multiples of step_ms, from since_ms rounded down to the one that
+	 * holds until_ms. Counting the range, not the answer, bounds the work
+	 * before any is done, and the answer to a range can only be smaller.
+	 */
+	nb = until / step - since / step + 1;
+	if (nb > MAX_HISTORY_BUCKETS) {
 		snprintf(cause, causelen,
-		         "history limit: %lld buckets asked, "
-		         "at most %d per answer; use a larger step_ms",
-		         (long long)(span / step + 1), MAX_HISTORY_BUCKETS);
+		         "history limit: %" PRId64
+		         " buckets in the range asked "
+		         "(empty ones count), at most %d per answer; use a "
+		         "larger step_ms",
+		         nb, MAX_HISTORY_BUCKETS);
 		return PROTO_E_LIMIT;
 	}
+	if ((rc = control_history_flush(d, 0, until, cause, causelen)) != 0)
+		return rc;
 	if (d->store == NULL ||
 	    store_history(d->store, since, until, step, &tier, &b, &n, why,
 	                  sizeof why) != 0) {

@@ -94,5 +94,10 @@ int control_events(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
 int control_job_history(struct daemon *, const struct peer *, const cJSON *,
                         const cJSON *, cJSON **, char *, size_t);
+/* Before history answers: commit the buffered samples. 0, or, when that
+ * fails and [.., until] reaches the oldest sample not yet committed (of
+ * the system, job_id 0, or of that job), PROTO_E_STORAGE with the cause. */
+int control_history_flush(struct daemon *d, int64_t job_id, int64_t until,
+                          char *cause, size_t causelen);
 
 #endif

@@ -53,6 +53,9 @@ struct config {
 	int system;              /* root daemon: world-connectable socket */
 	char config_path[1024];  /* --config FILE, "" when none */
 	size_t max_unread_bytes; /* output queued for one client, 16 MiB */
+
+	/* read buffers (partial lines) of one uid's connections, 64 MiB */
+	size_t max_input_bytes_per_uid;
 };
 
 /* Jobs keep this many recent footprints per job to tell when it settled

@@ -65,5 +65,10 @@ int notify_log_pump(struct daemon *d, struct watch *w, int live, int64_t size);
 int64_t notify_log_size(struct daemon *d, int64_t job_id);
 /* A pass over the readers is done: the chunks it shared go. */
 void notify_log_pass_end(void);
+/* 0 when a logs request may start at offset: always while the job lives
+ * (a follower may wait for the bytes), else within its log's size; -32602
+ * naming that size otherwise. */
+int notify_log_offset_check(struct daemon *d, int64_t job_id, uint64_t offset,
+                            char *cause, size_t causelen);
 
 #endif

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,4 +220,29 @@ notify_log_pump(struct daemon *d, struct watch *lr, int live, int64_t size)
 	cJSON_AddBoolToObject(res, "eof", 1);
 	server_reply(d, lr->client_id, lr->req_id, res);
 	return 1;
+}
+
+/*
+ * An ended job's log is as long as it will be: an offset past its end is
+ * a mistake to name, not an empty answer at an offset that never existed.
+ * A job with no log (it never started) has a log of 0 bytes.
+ */
+int
+notify_log_offset_check(struct daemon *d, int64_t job_id, uint64_t offset,
+                        char *cause, size_t causelen)
+{
+	int64_t size;
+
+	if (jobs_is_live(d, job_id))
+		return 0;
+	if ((size = notify_log_size(d, job_id)) < 0)
+		size = 0;
+	if (offset <= (uint64_t)size)
+		return 0;
+	snprintf(cause, causelen,
+	         "invalid params: 'offset' %" PRIu64 " is past the end of the "
+	         "log of job %" PRId64 ", which has ended: the log has %" PRId64
+	         " bytes",
+	         offset, job_id, size);
+	return PROTO_E_PARAMS;
 }

@@ -56,10 +56,13 @@ uid_key(uid_t uid)
 	return (uint64_t)uid + 1;
 }
 
+/* What a kept id costs: its text as sent (proto_parse keeps a number or a
+ * string id as a raw node), so a long id counts whatever its type. */
 static size_t
 id_bytes(const cJSON *req_id)
 {
-	if (cJSON_IsString(req_id) && req_id->valuestring != NULL)
+	if ((cJSON_IsString(req_id) || cJSON_IsRaw(req_id)) &&
+	    req_id->valuestring != NULL)
 		return strlen(req_id->valuestring);
 	return 0;
 }
@@ -725,7 +728,11 @@ notify_logs(struct daemon *d, uint64_t client_id, uid_t uid,
 {
 	struct notify *nf = d->notify;
 	struct watch *w;
+	int rc;
 
+	if ((rc = notify_log_offset_check(d, job_id, offset, cause,
+	                                  causelen)) != 0)
+		return rc;
 	w = deferred_add(d, nf, client_id, uid, WATCH_LOG, req_id, job_id,
 	                 cause, causelen);
 	if (w == NULL)

@@ -34,6 +34,15 @@
  * connections that never say hello cost little memory. */
 #define SERVER_HELLO_LINE 4096
 
+/* The read buffers one uid's connections hold, so that partial lines
+ * (input the daemon must keep until its newline comes) are bounded per
+ * uid, not only per connection: max_input_bytes_per_uid. */
+struct uid_input {
+	uid_t uid;
+	size_t clients; /* clients counted here */
+	size_t bytes;   /* the sum of their readers' buffers (cap) */
+};
+
 struct client {
 	uv_pipe_t pipe; /* first member: the handle's data is the client */
 	uv_timer_t timer;
@@ -43,6 +52,10 @@ struct client {
 	uint64_t id;
 	struct peer peer;
 	struct proto_reader reader;
+	/* Its uid's input entry (NULL once closing), and the part of it
+	 * that is this reader's buffer. */
+	struct uid_input *input;
+	size_t input_counted;
 	size_t unwritten; /* bytes handed to uv_write, not yet written */
 	size_t oversized; /* of those, an answer larger than the limit */
 	int handles;      /* handles still open; freed when it reaches 0 */
@@ -61,6 +74,9 @@ struct server {
 	struct client **clients;
 	size_t nclients, cap;
 	uint64_t next_id;
+	/* One entry per uid with a client; a client points at its own. */
+	struct uid_input **inputs;
+	size_t ninputs, inputs_cap;
 };
 
 struct wreq {
@@ -115,6 +131,81 @@ client_unlink(struct server *srv, struct client *c)
 	}
 }
 
+/* The input entry of uid, made when it has none; NULL when out of
+ * memory. */
+static struct uid_input *
+uid_input_get(struct server *srv, uid_t uid)
+{
+	struct uid_input *u, **nv;
+	size_t i, cap;
+
+	for (i = 0; i < srv->ninputs; i++)
+		if (srv->inputs[i]->uid == uid)
+			return srv->inputs[i];
+	if (srv->ninputs == srv->inputs_cap) {
+		cap = srv->inputs_cap ? srv->inputs_cap * 2 : 16;
+		if ((nv = realloc(srv->inputs, cap * sizeof *nv)) == NULL)
+			return NULL;
+		srv->inputs = nv;
+		srv->inputs_cap = cap;
+	}
+	if ((u = calloc(1, sizeof *u)) == NULL)
+		return NULL;
+	u->uid = uid;
+	srv->inputs[srv->ninputs++] = u;
+	return u;
+}
+
+/* Count what the client's reader holds now in its uid's entry. */
+static void
+client_input_sync(struct client *c)
+{
+	if (c->input == NULL)
+		return;
+	c->input->bytes += c->reader.cap;
+	c->input->bytes -= c->input_counted;
+	c->input_counted = c->reader.cap;
+}
+
+/* The client stops counting (it is closing: its reader is freed once its
+ * handles are); the entry goes with its uid's last client. */
+static void
+client_input_drop(struct server *srv, struct client *c)
+{
+	struct uid_input *u = c->input;
+	size_t i;
+
+	if (u == NULL)
+		return;
+	c->input = NULL;
+	u->bytes -= c->input_counted;
+	c->input_counted = 0;
+	if (--u->clients > 0)
+		return;
+	for (i = 0; i < srv->ninputs; i++) {
+		if (srv->inputs[i] == u) {
+			srv->inputs[i] = srv->inputs[--srv->ninputs];
+			break;
+		}
+	}
+	free(u);
+}
+
+/* Before a read is fed: the reader may hold what its uid's other
+ * connections leave of the budget (root has none). */
+static void
+client_input_budget(struct client *c)
+{
+	size_t limit = c->d->cfg.max_input_bytes_per_uid, others;
+
+	c->reader.max_buf = 0;
+	if (c->input == NULL || c->peer.uid == 0 || limit == 0)
+		return;
+	others = c->input->bytes - c->input_counted;
+	/* 1 when nothing is left: no buffer can grow to it. */
+	c->reader.max_buf = others < limit ? limit - others : 1;
+}
+
 /* Answers the modules above still owe a client (deferred wait, logs). */
 static size_t
 client_deferred(struct client *c)
@@ -152,6 +243,7 @@ client_close(struct client *c)
 		return;
 	c->closing = 1;
 	client_unlink(c->srv, c);
+	client_input_drop(c->srv, c);
 	c->srv = NULL;
 	log_debug("client %llu (uid %u) closed", (unsigned long long)c->id,
 	          (unsigned)c->peer.uid);
@@ -533,7 +625,7 @@ static void
 client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct client *c = s->data;
-	char msg[128];
+	char msg[256];
 	int rc;
 
 	if (nread == 0 || c->closing)
@@ -545,9 +637,22 @@ client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			client_close(c);
 		return;
 	}
+	client_input_budget(c);
 	rc = proto_reader_feed(&c->reader, buf->base, (size_t)nread,
 	                       client_line_cb, c);
-	if (rc == PROTO_FRAME_TOO_LONG) {
+	client_input_sync(c);
+	if (rc == PROTO_READ_LIMIT) {
+		snprintf(msg, sizeof msg,
+		         "limit reached: max_input_per_uid: the connections of "
+		         "uid %u may hold %zu bytes of unfinished requests in "
+		         "all; closing this one",
+		         (unsigned)c->peer.uid,
+		         c->d->cfg.max_input_bytes_per_uid);
+		log_info("client %llu (uid %u): %s", (unsigned long long)c->id,
+		         (unsigned)c->peer.uid, msg);
+		client_send_error(c, NULL, PROTO_E_LIMIT, msg);
+		client_drain(c);
+	} else if (rc == PROTO_FRAME_TOO_LONG) {
 		snprintf(msg, sizeof msg, "line longer than %zu bytes",
 		         c->reader.max_line);
 		log_info("client %llu (uid %u): %s; closing it",
@@ -715,6 +820,14 @@ server_connection_cb(uv_stream_t *ls, int status)
 		client_refuse(c, why);
 		return;
 	}
+	if ((c->input = uid_input_get(srv, c->peer.uid)) == NULL) {
+		log_warnx("accept: out of memory");
+		c->closing = 1;
+		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
+		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+		return;
+	}
+	c->input->clients++;
 	c->id = ++srv->next_id;
 	c->peer.client_id = c->id;
 	srv->clients[srv->nclients++] = c;
@@ -939,6 +1052,7 @@ listener_closed_cb(uv_handle_t *h)
 	struct server *srv = h->data;
 
 	free(srv->clients);
+	free(srv->inputs); /* empty: every client has been closed */
 	free(srv);
 }
 

@@ -89,6 +89,23 @@ store_pending(struct store *s)
 	return s->slen + s->jlen;
 }
 
+int64_t
+store_unwritten_since(struct store *s, int64_t job_id)
+{
+	int64_t oldest = INT64_MAX;
+	const struct job_sample_rec *r;
+	size_t i;
+
+	if (job_id == 0)
+		return s->slen > 0 ? s->sbuf[s->shead].ts_ms : INT64_MAX;
+	for (i = 0; i < s->jlen; i++) {
+		r = &s->jbuf[(s->jhead + i) % s->jcap];
+		if (r->job_id == job_id && r->ts_ms < oldest)
+			oldest = r->ts_ms;
+	}
+	return oldest;
+}
+
 uint64_t
 store_dropped(struct store *s)
 {

@@ -44,6 +44,9 @@ void store_add_job_sample(struct store *s, int64_t job_id, int64_t ts_ms,
 int store_flush(struct store *s, char *cause, size_t causelen);
 /* Samples buffered and not yet committed. */
 size_t store_pending(struct store *s);
+/* The time of the oldest system sample (job_id 0) or sample of job job_id
+ * not yet committed; INT64_MAX when there is none. */
+int64_t store_unwritten_since(struct store *s, int64_t job_id);
 /* Samples (system and job) dropped because the buffer was full. */
 uint64_t store_dropped(struct store *s);
 /* Passive WAL checkpoint. */

@@ -40,7 +40,8 @@ proto_reader_free(struct proto_reader *r)
 	r->cap = 0;
 }
 
-/* Make room for len + extra bytes; the caller has checked the limit. */
+/* Make room for need bytes (the line so far and its NUL); the caller has
+ * checked the line limit, and max_buf, when set, is checked here. */
 static int
 reader_reserve(struct proto_reader *r, size_t need)
 {
@@ -49,12 +50,18 @@ reader_reserve(struct proto_reader *r, size_t need)
 
 	if (need <= r->cap)
 		return 0;
+	if (r->max_buf != 0 && need > r->max_buf)
+		return PROTO_READ_LIMIT;
 	cap = r->cap != 0 ? r->cap : READER_MIN_CAP;
 	while (cap < need)
 		cap *= 2;
-	/* Never more than the longest legal line plus its terminator. */
+	/* Never more than the longest legal line plus its terminator (need
+	 * is one more only when the line's last byte is a '\r' that the NUL
+	 * replaces), nor than the owner lets this reader hold. */
 	if (cap > r->max_line + 1)
 		cap = r->max_line + 1;
+	if (r->max_buf != 0 && cap > r->max_buf)
+		cap = r->max_buf;
 	nbuf = realloc(r->buf, cap);
 	if (nbuf == NULL)
 		return -ENOMEM;
@@ -110,8 +117,11 @@ proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
 			r->err = PROTO_FRAME_TOO_LONG;
 			return r->err;
 		}
-		if ((rc = reader_reserve(r, r->len + take + 1)) != 0)
+		if ((rc = reader_reserve(r, r->len + take + 1)) != 0) {
+			if (rc == PROTO_READ_LIMIT)
+				r->err = rc;
 			return rc;
+		}
 		memcpy(r->buf + r->len, data, take);
 		r->len += take;
 		if (nl == NULL)
@@ -292,6 +302,194 @@ number_is_int(const cJSON *item)
 	       d == (double)(int64_t)d;
 }
 
+/*
+ * The text of a request's id, so that a reply can carry it byte for byte
+ * (JSON-RPC echoes the id; cJSON would print -1.0 as -1 and 1e2 as 100).
+ * The text is the one cJSON parsed, so only the members before the id need
+ * skipping: cJSON keeps an object's members in order, and, like cJSON, any
+ * byte up to ' ' counts as white space.
+ */
+static const char *
+skip_ws(const char *p, const char *end)
+{
+	while (p < end && (unsigned char)*p <= ' ')
+		p++;
+	return p;
+}
+
+/* p is at a '"'; returns the byte after the closing one. */
+static const char *
+skip_string(const char *p, const char *end)
+{
+	for (p++; p < end && *p != '"'; p++)
+		if (*p == '\\')
+			p++;
+	return p < end ? p + 1 : end;
+}
+
+static const char *
+skip_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	if (p < end && *p == '"')
+		return skip_string(p, end);
+	if (p < end && (*p == '{' || *p == '[')) {
+		while (p < end) {
+			if (*p == '"') {
+				p = skip_string(p, end);
+				continue;
+			}
+			if (*p == '{' || *p == '[')
+				depth++;
+			else if ((*p == '}' || *p == ']') && --depth == 0)
+				return p + 1;
+			p++;
+		}
+		return end;
+	}
+	while (p < end && *p != ',' && *p != '}' && *p != ']' &&
+	       (unsigned char)*p > ' ')
+		p++;
+	return p;
+}
+
+/* The text of the index-th member's value of the object in text; 0, or -1
+ * when the text does not read as expected. */
+static int
+member_text(const char *text, size_t len, size_t index, const char **start,
+            size_t *n)
+{
+	const char *p = text, *end = text + len, *v;
+	size_t k;
+
+	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+		p += 3; /* cJSON skips a byte order mark */
+	p = skip_ws(p, end);
+	if (p == end || *p++ != '{')
+		return -1;
+	for (k = 0;; k++) {
+		p = skip_ws(p, end);
+		if (p == end || *p != '"')
+			return -1;
+		p = skip_ws(skip_string(p, end), end);
+		if (p == end || *p++ != ':')
+			return -1;
+		v = skip_ws(p, end);
+		p = skip_value(v, end);
+		if (k == index) {
+			*start = v;
+			*n = (size_t)(p - v);
+			return *n > 0 ? 0 : -1;
+		}
+		p = skip_ws(p, end);
+		if (p == end || *p++ != ',')
+			return -1;
+	}
+}
+
+static int
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* s[0..n) is a number as JSON spells it (cJSON also takes "01", "-01",
+ * "1." and "1.e5"; a reply must not carry those back). */
+static int
+json_number_text(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	if (i < n && s[i] == '-')
+		i++;
+	if (i < n && s[i] == '0')
+		i++;
+	else if (i < n && s[i] >= '1' && s[i] <= '9')
+		while (i < n && is_digit(s[i]))
+			i++;
+	else
+		return 0;
+	if (i < n && s[i] == '.') {
+		if (++i == n || !is_digit(s[i]))
+			return 0;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		if (i == n || !is_digit(s[i]))
+			return 0;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	return i == n;
+}
+
+/*
+ * Turn the id (a number, or a clean string) into a raw node holding its
+ * text as sent. 0, PROTO_E_INVALID_REQUEST when that text is not strict
+ * JSON (a number cJSON alone takes, a string with a raw control byte), or
+ * PROTO_E_INTERNAL when out of memory.
+ */
+static int
+id_make_raw(cJSON *root, cJSON *id, const char *text, size_t len)
+{
+	const char *start;
+	size_t index = 0, n, i;
+	cJSON *it;
+	char *raw;
+
+	for (it = root->child; it != NULL && it != id; it = it->next)
+		index++;
+	if (it == NULL || member_text(text, len, index, &start, &n) != 0)
+		return PROTO_E_INVALID_REQUEST;
+	if (cJSON_IsNumber(id)) {
+		if (!json_number_text(start, n))
+			return PROTO_E_INVALID_REQUEST;
+	} else {
+		if (n < 2 || start[0] != '"' || start[n - 1] != '"')
+			return PROTO_E_INVALID_REQUEST;
+		for (i = 0; i < n; i++)
+			if ((unsigned char)start[i] < ' ')
+				return PROTO_E_INVALID_REQUEST;
+	}
+	if ((raw = malloc(n + 1)) == NULL)
+		return PROTO_E_INTERNAL;
+	memcpy(raw, start, n);
+	raw[n] = '\0';
+	if (!(id->type & cJSON_IsReference))
+		free(id->valuestring);
+	id->valuestring = raw;
+	id->type = cJSON_Raw;
+	return 0;
+}
+
+int
+proto_id_int(const cJSON *id, int64_t *out)
+{
+	cJSON *n;
+	int rc = -1;
+
+	if (number_is_int(id)) {
+		*out = (int64_t)id->valuedouble;
+		return 0;
+	}
+	if (!cJSON_IsRaw(id) || id->valuestring == NULL ||
+	    !json_number_text(id->valuestring, strlen(id->valuestring)))
+		return -1;
+	/* Read as cJSON reads numbers (whatever the locale's decimal
+	 * point), so 7.0 and 7e0 are the 7 they would be in a request. */
+	if ((n = cJSON_Parse(id->valuestring)) != NULL && number_is_int(n)) {
+		*out = (int64_t)n->valuedouble;
+		rc = 0;
+	}
+	cJSON_Delete(n);
+	return rc;
+}
+
 static const char *const request_members[] = {"jsonrpc", "id", "method",
                                               "params", NULL};
 static const char *const message_members[] = {
@@ -308,11 +506,13 @@ name_in(const char *name, const char *const *list)
 
 /* Classify an already parsed top-level value; see PROTOCOL.md. */
 static int
-parse_classify(struct proto_msg *m, const char **cause)
+parse_classify(struct proto_msg *m, const char *text, size_t len,
+               const char **cause)
 {
-	const cJSON *root = m->root, *v, *it, *method, *id;
+	const cJSON *root = m->root, *v, *it, *method;
+	cJSON *id;
 	size_t i, n;
-	int has_id;
+	int has_id, rc;
 
 	if (cJSON_IsArray(root)) {
 		*cause = "batch requests are not supported";
@@ -323,18 +523,26 @@ parse_classify(struct proto_msg *m, const char **cause)
 		return PROTO_E_INVALID_REQUEST;
 	}
 
-	/* Read the id first, so that every later error can carry it. */
+	/* Read the id first, so that every later error can carry it: as the
+	 * text it was sent as, which a reply echoes. */
 	id = cJSON_GetObjectItemCaseSensitive(root, "id");
 	has_id = id != NULL;
-	if (id != NULL) {
-		if (cJSON_IsNull(id) || number_is_int(id) ||
-		    (cJSON_IsString(id) && string_clean(id->valuestring))) {
-			m->id = id;
-		} else {
-			*cause = "id must be an integer, a string or null";
-			return PROTO_E_INVALID_REQUEST;
+	if (id != NULL && !cJSON_IsNull(id)) {
+		if (!cJSON_IsNumber(id) &&
+		    !(cJSON_IsString(id) && string_clean(id->valuestring)))
+			rc = PROTO_E_INVALID_REQUEST;
+		else
+			rc = id_make_raw(m->root, id, text, len);
+		if (rc == PROTO_E_INTERNAL) {
+			*cause = "out of memory";
+			return rc;
+		}
+		if (rc != 0) {
+			*cause = "id must be a number, a string or null";
+			return rc;
 		}
 	}
+	m->id = id;
 
 	/* A duplicate member would make the meaning depend on the reader.
 	 * Only the members we read matter, which keeps this linear. */
@@ -370,14 +578,14 @@ parse_classify(struct proto_msg *m, const char **cause)
 		m->method = method->valuestring;
 		m->params = v;
 		m->kind = has_id ? PROTO_REQUEST : PROTO_NOTIFICATION;
-		/* Requests are strict so that a misspelt "params" is not
-		 * silently taken as no params at all. */
-		if (m->kind == PROTO_REQUEST)
-			for (it = root->child; it != NULL; it = it->next)
-				if (!name_in(it->string, request_members)) {
-					*cause = "unknown member in request";
-					return PROTO_E_INVALID_REQUEST;
-				}
+		/* Requests, notifications too, are strict so that a misspelt
+		 * "params" (or "id", which would make a request a notification
+		 * that gets no answer) is not silently taken as absent. */
+		for (it = root->child; it != NULL; it = it->next)
+			if (!name_in(it->string, request_members)) {
+				*cause = "unknown member in request";
+				return PROTO_E_INVALID_REQUEST;
+			}
 		return 0;
 	}
 
@@ -448,12 +656,13 @@ proto_parse(const char *line, size_t len, struct proto_msg *m,
 			m->root = NULL;
 		}
 	}
-	free(copy);
 	if (m->root == NULL) {
+		free(copy);
 		*cause = "message is not valid JSON";
 		return PROTO_E_PARSE;
 	}
-	rc = parse_classify(m, cause);
+	rc = parse_classify(m, text, textlen, cause);
+	free(copy);
 	if (rc != 0) {
 		/* Keep root (m->id may point into it); only the id survives. */
 		m->method = NULL;
@@ -507,15 +716,19 @@ encode_line(cJSON *msg, size_t *len)
 }
 
 /*
- * The id of a reply: the request's, as it was sent. An integral number is
- * printed by proto_int_create, since cJSON would print 9007199254740991 as
- * 9.00719925474099e+15, which matches no request.
+ * The id of a reply: the request's, as it was sent. An id from proto_parse
+ * is a raw node with the text the peer sent, copied byte for byte. An id
+ * built here (a number node) is printed by proto_int_create when integral,
+ * since cJSON would print 9007199254740991 as 9.00719925474099e+15, which
+ * matches no request.
  */
 static cJSON *
 id_echo(const cJSON *id)
 {
 	if (id == NULL)
 		return cJSON_CreateNull();
+	if (cJSON_IsRaw(id))
+		return cJSON_CreateRaw(id->valuestring);
 	if (number_is_int(id))
 		return proto_int_create((int64_t)id->valuedouble);
 	return cJSON_Duplicate(id, 1);

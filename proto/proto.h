@@ -48,16 +48,23 @@ enum proto_error {
  * error. Bytes after a line whose callback stopped the feed are discarded
  * (stopping is meant for closing the connection). -ENOMEM when the buffer
  * cannot grow. max_line 0 means PROTO_MAX_LINE_DEFAULT.
+ *
+ * max_buf (0 after init: no bound but the line's) caps the buffer's size,
+ * cap, which is the memory the reader holds: a feed that needs more returns
+ * PROTO_READ_LIMIT, sticky like a framing error. The daemon sets it before
+ * each feed from what is left of the peer's per-uid budget.
  */
 #define PROTO_FRAME_TOO_LONG (-1001)
 #define PROTO_FRAME_UTF8 (-1002)
+#define PROTO_READ_LIMIT (-1003)
 
 struct proto_reader {
 	char *buf;
 	size_t len;
 	size_t cap;
 	size_t max_line;
-	int err; /* sticky framing error */
+	size_t max_buf; /* 0: no bound but max_line + 1 */
+	int err;        /* sticky framing error */
 };
 
 typedef int (*proto_line_cb)(void *arg, char *line, size_t len);
@@ -82,13 +89,19 @@ char *proto_utf8_sanitize(const char *s, size_t len, size_t *outlen);
  * one could be read (so the error reply can carry it). PROTO_E_INTERNAL
  * when out of memory. Call proto_msg_free() whatever it returned.
  *
- * An id is an integral number within +-2^53, a string, or null (then the
- * message is still a request, answered with id null). A request (id and
- * method) may hold only jsonrpc, id, method and params; other messages may
- * carry members we do not know. Duplicate jsonrpc/id/method/params/result/
- * error members are an invalid request. A "\u0000" escape does not end a
- * string early: the parameter getters reject such a string, and a method or
- * id holding one is an invalid request.
+ * An id is a number, a string, or null (then the message is still a
+ * request, answered with id null). A number or string id is kept as a
+ * cJSON raw node whose valuestring is its text as sent, so that a reply
+ * echoes it byte for byte; proto_id_int reads an integer from it. That
+ * text must be strict JSON: a number spelt "01" or "1." (cJSON takes
+ * those) or a string holding a raw control byte is an invalid request. A
+ * message with a method (a request, or a notification when it has no id) may
+ * hold only jsonrpc, id, method and params; responses may carry members we do
+ * not know. Duplicate jsonrpc/id/method/params/result/error members are an
+ * invalid request. A
+ * "\u0000" escape does not end a string early: the parameter getters
+ * reject such a string, and a method or id holding one is an invalid
+ * request.
  */
 enum proto_kind {
 	PROTO_REQUEST,
@@ -109,13 +122,17 @@ struct proto_msg {
 int proto_parse(const char *line, size_t len, struct proto_msg *m,
                 const char **cause);
 void proto_msg_free(struct proto_msg *m);
+/* 0 with *out set when id (as proto_parse leaves it, or a number node) is
+ * an integer within +-2^53, whatever its spelling (7, 7.0, 7e0); else -1. */
+int proto_id_int(const cJSON *id, int64_t *out);
 
 /*
  * Encoders return a malloc'd, newline-terminated line and its length in
  * *len, or NULL when out of memory. They take ownership of the cJSON they
  * are given (result, params), even on failure. A reply carries the id it
- * is given as the request sent it (an integer is printed exactly, as by
- * proto_int_create), or null when id is NULL.
+ * is given as the request sent it (a raw id from proto_parse byte for byte;
+ * an integer number node exactly, as by proto_int_create), or null when id
+ * is NULL.
  */
 char *proto_encode_request(int64_t id, const char *method, cJSON *params,
                            size_t *len);

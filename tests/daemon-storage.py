@@ -1,7 +1,9 @@
 """The database's filesystem fills up: the daemon keeps sampling, shows the
 error in `info`, logs it once, writes the samples it kept once space returns
-(and logs that once), and the database stays intact. Needs root for a small
-tmpfs.
+(and logs that once), and the database stays intact. Meanwhile `history`
+does not answer short: a range reaching the samples not yet written is
+-32006 naming the cause, one before them is answered from the database.
+Needs root for a small tmpfs.
 """
 
 import os
@@ -10,7 +12,24 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, poll, skip, fill_fs  # noqa: E402
+from sltest import Client, Daemon, RpcError, poll, skip, fill_fs  # noqa: E402
+
+
+def history_while_full(c, before):
+    """PROTOCOL.md, history: while the commit fails, the last second is
+    -32006 with the cause, not an answer without those samples; a range
+    that ends before the samples still waiting is answered, as it was
+    before the disk filled."""
+    now = int(time.time() * 1000)
+    try:
+        h = c.call("history", {"since_ms": now - 1000})
+        raise AssertionError("history of the last second while the disk is "
+                             "full answered %d buckets" % len(h["buckets"]))
+    except RpcError as e:
+        assert e.code == -32006, e
+        assert "full" in e.message and "not in the database yet" in e.message, e
+    h = c.call("history", before[0])
+    assert h["buckets"] == before[1]["buckets"], (h, before[1])
 
 
 def main():
@@ -34,12 +53,19 @@ def main():
             poll(lambda: c.call("info")["sample"], what="a first sample")
             assert c.call("info")["storage_error"] is None
 
+            # Everything up to here is committed (history commits first).
+            now = int(time.time() * 1000)
+            q = {"since_ms": now - 60000, "until_ms": now, "step_ms": 1000}
+            before = (q, c.call("history", q))
+            assert before[1]["buckets"], before
+
             filler = os.path.join(mnt, "filler")
             full_from = int(time.time() * 1000)
             fill_fs(filler)
             err = poll(lambda: c.call("info")["storage_error"], timeout=15,
                        what="info to report the storage error")
             assert "full" in err, err
+            history_while_full(c, before)
             # Sampling goes on while storage fails.
             a = c.call("info")["sample"]["sampled_at_ms"]
             poll(lambda: c.call("info")["sample"]["sampled_at_ms"] > a, timeout=5,

@@ -1,24 +1,45 @@
-"""The per-uid connection cap (PROTOCOL.md, "Limits") holds from accept on:
-connections of one uid count whether or not they said hello, so one user's
-silent connections can neither pass the cap nor fill the global one and
-lock everyone else out until the hello timeout. Root is exempt. Needs root,
-to connect as another uid.
+"""The per-uid limits of the socket (PROTOCOL.md, "Limits").
+
+The connection cap holds from accept on: connections of one uid count
+whether or not they said hello, so one user's silent connections can
+neither pass the cap nor fill the global one and lock everyone else out
+until the hello timeout.
+
+The input cap (max_input_per_uid) bounds what one uid's connections make
+the daemon hold for lines whose newline has not come: many connections each
+holding most of a line cannot add up. The connection that would pass it
+gets -32004 naming the limit and is closed; the uid's other connections,
+other users and root are served meanwhile, and a breach is still enforced
+on the first sample past the budget.
+
+Root is exempt from both. Needs root, to connect as another uid.
 """
 
+import fcntl
+import importlib.util
 import json
 import os
 import select
 import socket
+import struct
 import sys
+import termios
 import time
 import traceback
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, poll, skip  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+from sltest import Client, Daemon, kill_leftovers, poll, skip  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("scen", os.path.join(HERE, "jobs-scenarios.py"))
+scen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scen)
 
 NOBODY = 65534
+OTHER = 65533
 MAX_CLIENTS = 8
 PER_UID = 3
+INPUT_CAP = 4 << 20
 
 
 def connect_as(uid, path, n):
@@ -101,6 +122,133 @@ def check_refused_line(line):
     return msg
 
 
+def send_part(s, data):
+    """Send data (a line without its end); False when the daemon closed the
+    connection meanwhile."""
+    try:
+        s.sendall(data)
+        return True
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+
+
+def unread(s):
+    """Bytes we sent on s that the daemon has not read yet (SIOCOUTQ)."""
+    return struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+
+
+def send_read(s, data):
+    """Send data and wait until the daemon has read it, or refused the
+    connection; then (what it answered, whether it closed)."""
+    if send_part(s, data):
+        poll(lambda: unread(s) == 0, timeout=10, what="the daemon to read a partial line")
+    return read_all(s, 0.2)
+
+
+def read_all(s, timeout):
+    """What arrives on s until EOF or timeout: (bytes, closed)."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data, True
+            data += chunk
+    except socket.timeout:
+        return data, False
+    except ConnectionResetError:
+        return data, True
+
+
+def check_input_cap():
+    d = scen.start_daemon(extra_conf="max_input_per_uid = %d\n" % INPUT_CAP)
+    with d:
+        try:
+            os.chmod(d.dir, 0o755)  # other uids must reach the socket
+            m = scen.Memory(d)
+            m.set(free_pct=80, swap_used_gib=1)
+            root = Client(d.socket)
+            jid = scen.submit(root, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+            pid = scen.wait_state(root, jid, "running")["pid"]
+
+            # The attack: 16 connections of uid NOBODY, each sending 1 MiB of
+            # a line and never its end (16 MiB in all, 4x the cap).
+            socks = connect_as(NOBODY, d.socket, 16)
+            for s in socks:
+                assert hello(s)["result"]["uid"] == NOBODY
+            part = b'{"jsonrpc":"2.0","id":1,"method":"' + b"x" * ((1 << 20) - 34)
+            held, refused = [], []
+            for s in socks:
+                data, closed = send_read(s, part)
+                if closed:
+                    refused.append(data)
+                    s.close()
+                else:
+                    assert data == b"", data[:200]
+                    held.append(s)
+            assert held and refused, (len(held), len(refused))
+            assert len(held) * len(part) <= INPUT_CAP, len(held)
+            for data in refused:
+                lines = [json.loads(x) for x in data.split(b"\n") if x]
+                assert len(lines) == 1, data[:300]
+                e = lines[0]
+                assert e["id"] is None and e["error"]["code"] == -32004, e
+                assert "max_input_per_uid" in e["error"]["message"], e
+            print("ok   uid %d sent 1 MiB of a line on %d connections: %d held, %d refused (%s)"
+                  % (NOBODY, len(socks), len(held), len(refused),
+                     json.loads(refused[0].split(b"\n")[0])["error"]["message"]))
+
+            # While uid NOBODY holds its cap: another user and root are served
+            # promptly, and root buffers as much as it likes.
+            other = connect_as(OTHER, d.socket, 1)[0]
+            assert hello(other)["result"]["uid"] == OTHER
+            other.sendall(b'{"jsonrpc":"2.0","id":2,"method":"info"}\n')
+            assert b'"result"' in read_all(other, 2)[0]
+            t = time.monotonic()
+            root.call("info")
+            slowest = time.monotonic() - t
+            big = Client(d.socket)
+            assert send_part(big.sock, part + b"x" * (2 << 20))
+            big.send_raw(b'"}\n')
+            assert big.read_msg()["error"]["code"] == -32601  # answered, not cut off
+            big.close()
+
+            # Enforcement is untouched: the breach is decided on the first
+            # sample past the budget, and the job is signalled within the
+            # scenarios' bound.
+            t_breach = m.set(swap_used_gib=2.5, sync=False)
+            poll(lambda: not scen.pid_alive(pid), timeout=10, step=0.01,
+                 what="the breaching job to be killed")
+            lag_ms = int(time.time() * 1000) - t_breach
+            assert lag_ms <= scen.INTERVAL_MS + scen.SLACK_MS, lag_ms
+            br = poll(lambda: [e for e in scen.events_of(root, jid) if e["kind"] == "breach"],
+                      what="the breach event")[0]["detail"]
+            first = scen.first_sample(root, t_breach - 2 * scen.INTERVAL_MS,
+                                      lambda b: b["swap_used_bytes"]["max"] > (2 << 30))
+            assert first == br["sampled_at_ms"], (first, br)
+            print("ok   during the attack: uid %d and root served (root info %.1f ms), "
+                  "breach killed %d ms after the fixture passed the budget"
+                  % (OTHER, slowest * 1000, lag_ms))
+
+            # The held connections are clients like any other: one ends its
+            # line and is answered; the buffer it frees is the uid's again.
+            held[0].sendall(b'"}\n')
+            data, closed = read_all(held[0], 2)
+            assert not closed and b'"code":-32601' in data, data[:300]
+            more = connect_as(NOBODY, d.socket, 1)[0]
+            assert hello(more)["result"]["uid"] == NOBODY
+            data, closed = send_read(more, part)
+            assert not closed and data == b"", data[:300]
+            print("ok   a line ended frees its share of the cap for the uid's next one")
+            for s in held + [more, other]:
+                s.close()
+            root.close()
+            assert d.stop() == 0
+        finally:
+            kill_leftovers(d)
+
+
 def main():
     if os.geteuid() != 0:
         skip("the per-uid cap needs root: it connects as uid %d" % NOBODY, root_only=True)
@@ -154,6 +302,7 @@ def main():
         for c in roots:
             c.close()
         assert d.stop() == 0
+    check_input_cap()
     print("PASS")
 
 

@@ -215,6 +215,145 @@ def check_note(doc, note, what):
               % (note["method"], sorted(keys), sorted(got)))
 
 
+def raw_line(c, timeout=10.0):
+    """The next line from the daemon as bytes (newline dropped), or None
+    at EOF."""
+    c.sock.settimeout(timeout)
+    while b"\n" not in c.buf:
+        try:
+            chunk = c.sock.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            return None
+        c.buf += chunk
+    line, c.buf = c.buf.split(b"\n", 1)
+    return line
+
+
+def check_ids_echoed(d, errs):
+    """The id comes back byte for byte as the request spelt it, on results
+    and errors alike; an id JSON does not allow is -32600 with id null."""
+    c = Client(d.socket)
+    long_id = b'"' + b"id-\\/" * 2000 + b'\\u00e9\\"' + b'"'
+    for tok in (b"-1.0", b"1e2", b"0.5", b"1E+2", b"-0", b"9007199254740993",
+                b'"a\\/b"', long_id):
+        for method, kind in ((b"info", b"result"), (b"nope", b"error")):
+            c.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"%s"}\n' % (tok, method))
+            line = raw_line(c)
+            want = b'{"jsonrpc":"2.0","id":' + tok + b',"' + kind + b'":'
+            check(line is not None and line.startswith(want),
+                  "id %r echoed byte for byte in a %s: got %r"
+                  % (tok[:40], kind.decode(), line and line[:80]))
+    for tok in (b"01", b"-01", b"1.", b"1.e5", b'"a\tb"', b"true", b"[1]"):
+        c.send_raw(b'{"jsonrpc":"2.0","id":%s,"method":"info"}\n' % tok)
+        m = json.loads(raw_line(c))
+        check(m.get("id", 0) is None and m.get("error", {}).get("code")
+              == errs["invalid request"],
+              "id %r: -32600 with id null, got %r" % (tok, m))
+    check(c.call("info")["version"] == 1, "usable after odd ids")
+    c.close()
+
+
+def check_notifications(d, errs):
+    """A valid request without an id is never answered; any other invalid
+    message gets -32600 (-32700 when not JSON) with id null, and the
+    connection stays usable."""
+    c = Client(d.socket)
+    quiet = [b'{"jsonrpc":"2.0","method":"info"}',
+             b'{"jsonrpc":"2.0","method":"nope","params":{"x":1}}']
+    loud = [(b"{}", errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info","extra":1}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info","params":[1]}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":""}', errs["invalid request"]),
+            (b'{"method":"info"}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info","method":"info"}', errs["invalid request"]),
+            (b'{"jsonrpc":"2.0","method":"info"', errs["parse error"])]
+    for line in quiet:
+        c.send_raw(line + b"\n")
+    for line, code in loud:
+        c.send_raw(line + b"\n")
+        try:
+            m = json.loads(raw_line(c, timeout=5))
+        except TimeoutError:
+            m = "no answer"
+        check(isinstance(m, dict) and "id" in m and m["id"] is None and
+              m.get("error", {}).get("code") == code,
+              "%r: %d with id null, got %r" % (line, code, m))
+        if not isinstance(m, dict):
+            c.close()
+            return
+    # The quiet ones got nothing: the next answer is this request's.
+    c.send_raw(b'{"jsonrpc":"2.0","id":"after","method":"info"}\n')
+    m = json.loads(raw_line(c))
+    check(m.get("id") == "after" and "result" in m,
+          "notifications are not answered: got %r" % (m,))
+    c.close()
+
+
+def check_framing(d, errs):
+    """Each framing violation gets its documented code with id null, then
+    the connection is closed; a line that is not JSON is not a framing
+    violation: -32700, and the connection stays."""
+    cases = [(b"x" * (4 * 1024 * 1024 + 1), errs["invalid request"], "line too long"),
+             (b'{"jsonrpc":"2.0","id":1,"method":"info","x":"\xc0\xaf"}\n',
+              errs["parse error"], "invalid UTF-8")]
+    for data, code, what in cases:
+        c = Client(d.socket)
+        try:
+            c.send_raw(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        line = raw_line(c)
+        m = json.loads(line) if line else {}
+        check(m.get("id", 0) is None and m.get("error", {}).get("code") == code,
+              "%s: %d with id null, got %r" % (what, code, m))
+        check(raw_line(c) is None, "%s: the connection is closed after the error" % what)
+        c.close()
+    c = Client(d.socket)
+    c.send_raw(b"not json\n")
+    m = json.loads(raw_line(c))
+    check(m.get("id", 0) is None and m.get("error", {}).get("code") == errs["parse error"],
+          "not JSON: -32700 with id null, got %r" % (m,))
+    check(c.call("info")["version"] == 1, "not JSON: the connection stays")
+    c.close()
+
+
+def check_history_range(c, errs):
+    """The 100000-bucket limit counts the buckets of the range, empty or
+    not: floor(until/step) - floor(since/step) + 1."""
+    for since, until, step, n in ((0, 99999, 1, 100000), (2, 200001, 2, 100000),
+                                  (1, 200000, 2, 100001), (0, 100000, 1, 100001)):
+        e = rpc_error(c, "history", {"since_ms": since, "until_ms": until, "step_ms": step})
+        if n <= 100000:
+            check(e is None, "history of %d buckets (%d..%d step %d) is answered: %s"
+                  % (n, since, until, step, e))
+        else:
+            check(e is not None and e.code == errs["limit reached"]
+                  and str(n) in e.message,
+                  "history of %d buckets (%d..%d step %d): -32004 naming %d, got %s"
+                  % (n, since, until, step, n, e))
+
+
+def check_logs_offset(d, c, jid, size, errs):
+    """Past the end of an ended job's log: -32602 naming its size; at the
+    end: answered. A live job takes any offset."""
+    e = rpc_error(c, "logs", {"id": jid, "offset": size + 1000})
+    check(e is not None and e.code == errs["invalid params"] and
+          "%d bytes" % size in e.message,
+          "logs past the end of an ended job's %d-byte log: -32602 naming it, got %s"
+          % (size, e))
+    r = c.call("logs", {"id": jid, "offset": size})
+    check(r["offset"] == size and r["eof"] is True, "logs at the end: %r" % (r,))
+    q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 100})
+    r = c.call("logs", {"id": q["id"], "offset": 1000})
+    check(r["offset"] == 1000 and r["eof"] is True, "logs of a live job past its end: %r" % (r,))
+    c.call("cancel", {"id": q["id"]})
+    e = rpc_error(c, "logs", {"id": q["id"], "offset": 1})
+    check(e is not None and e.code == errs["invalid params"] and "0 bytes" in e.message,
+          "logs past the empty log of a job that never started: %s" % (e,))
+
+
 def spawn_group(argv):
     """A real command in a process group of its own, as run does."""
     return subprocess.Popen(argv, start_new_session=True)
@@ -362,6 +501,7 @@ def main():
         final = c.call("wait", {"id": jid}, timeout=20)
         check_result(doc, "wait", final)
         check(final["state"] == "exited", "wait: the job exited: %r" % (final,))
+        check_logs_offset(d, c, jid, len(b"hello\nworld\n"), doc["errors"])
         shown = c.call("show", {"id": jid, "env": True})
         check_job(doc, "show with env", shown, with_env=True)
         check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
@@ -498,7 +638,11 @@ def main():
         expect_error(raw, "history", {"since_ms": 0, "until_ms": 10 ** 12, "step_ms": 1},
                      errs["limit reached"], "too many history buckets")
         check(raw.call("info")["version"] == 1, "the connection is still usable")
+        check_history_range(raw, errs)
         raw.close()
+        check_ids_echoed(d, errs)
+        check_notifications(d, errs)
+        check_framing(d, errs)
         if os.geteuid() == 0:
             # permission denied, as another user (who must reach the socket)
             os.chmod(d.dir, 0o711)

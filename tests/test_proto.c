@@ -237,6 +237,60 @@ test_frame_buffer_bounded(void **state)
 	free(big);
 }
 
+/*
+ * max_buf caps the memory a reader holds (the daemon's per-uid input
+ * budget): the buffer grows up to it and no further, a feed that needs
+ * more fails and stays failed, and lines that fit are unaffected.
+ */
+static void
+test_frame_max_buf(void **state)
+{
+	struct proto_reader r;
+	struct sink s = {0};
+	char chunk[10000];
+
+	memset(chunk, 'a', sizeof chunk);
+	proto_reader_init(&r, 1 << 20);
+	assert_int_equal(r.max_buf, 0); /* no cap unless asked */
+	r.max_buf = 25000;
+	/* 20000 bytes of a line: the buffer doubles from 4096 to 16384,
+	 * then takes 25000 (not 32768): never more than max_buf. */
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(r.cap, 25000);
+	/* The next 10000 would need 30001. */
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s),
+	                 PROTO_READ_LIMIT);
+	assert_true(r.cap <= 25000);
+	/* Sticky: a reader over its budget is for closing. */
+	assert_int_equal(proto_reader_feed(&r, "\n{}\n", 4, sink_cb, &s),
+	                 PROTO_READ_LIMIT);
+	assert_int_equal(s.n, 0);
+	proto_reader_free(&r);
+
+	/* Lines within the budget pass, one after another. */
+	proto_reader_init(&r, 1 << 20);
+	r.max_buf = 10001;
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, "\n", 1, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, chunk, 10000, sink_cb, &s), 0);
+	assert_int_equal(proto_reader_feed(&r, "\n", 1, sink_cb, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.lens[1], 10000);
+	/* Set below what the buffer already holds (others of the uid took
+	 * the rest): it keeps what it has, but may not grow. */
+	r.max_buf = 1;
+	assert_int_equal(proto_reader_feed(&r, "{}\n", 3, sink_cb, &s), 0);
+	assert_int_equal(s.n, 3);
+	proto_reader_free(&r);
+	proto_reader_init(&r, 1 << 20);
+	r.max_buf = 1;
+	assert_int_equal(proto_reader_feed(&r, "{}\n", 3, sink_cb, &s),
+	                 PROTO_READ_LIMIT);
+	proto_reader_free(&r);
+	sink_free(&s);
+}
+
 static void
 test_frame_crlf_and_empty(void **state)
 {
@@ -488,6 +542,7 @@ test_parse_valid(void **state)
 {
 	struct proto_msg m;
 	const char *cause;
+	int64_t id;
 
 	assert_int_equal(parse(" {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 	                       "\"hello\",\"params\":{\"version\":1}} \r\n",
@@ -496,7 +551,11 @@ test_parse_valid(void **state)
 	assert_int_equal(m.kind, PROTO_REQUEST);
 	assert_string_equal(m.method, "hello");
 	assert_true(cJSON_IsObject(m.params));
-	assert_int_equal(m.id->valuedouble, 1);
+	/* The id is kept as the text it was sent as. */
+	assert_true(cJSON_IsRaw(m.id));
+	assert_string_equal(m.id->valuestring, "1");
+	assert_int_equal(proto_id_int(m.id, &id), 0);
+	assert_int_equal(id, 1);
 	proto_msg_free(&m);
 	assert_null(m.root);
 
@@ -505,7 +564,8 @@ test_parse_valid(void **state)
 	                       &m, &cause),
 	                 0);
 	assert_int_equal(m.kind, PROTO_REQUEST);
-	assert_string_equal(m.id->valuestring, "a\xc3\xa9");
+	assert_string_equal(m.id->valuestring, "\"a\xc3\xa9\"");
+	assert_int_equal(proto_id_int(m.id, &id), -1);
 	assert_null(m.params);
 	proto_msg_free(&m);
 
@@ -591,21 +651,26 @@ test_parse_invalid(void **state)
 	     PROTO_E_INVALID_REQUEST, 1},
 	    {"{\"JSONRPC\":\"2.0\",\"id\":1,\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 1},
-	    /* id. */
-	    {"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"info\"}",
-	     PROTO_E_INVALID_REQUEST, 0},
+	    /* id: a number, a string or null, as strict JSON spells it. */
 	    {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
-	    {"{\"jsonrpc\":\"2.0\",\"id\":1e300,\"method\":\"info\"}",
+	    {"{\"jsonrpc\":\"2.0\",\"id\":+1,\"method\":\"info\"}",
+	     PROTO_E_PARSE, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
-	    {"{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"info\"}",
+	    {"{\"jsonrpc\":\"2.0\",\"id\":-01,\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
-	    {"{\"jsonrpc\":\"2.0\",\"id\":9007199254740994,\"method\":"
-	     "\"info\"}",
+	    {"{\"jsonrpc\":\"2.0\",\"id\":.5,\"method\":\"info\"}",
+	     PROTO_E_PARSE, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1.,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1.e5,\"method\":\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":\"a\tb\",\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
@@ -640,6 +705,12 @@ test_parse_invalid(void **state)
 	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"info\",\"param\":{}}",
 	     PROTO_E_INVALID_REQUEST, 1},
 	    {"{\"jsonrpc\":\"2.0\",\"method\":\"info\",\"params\":true}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    /* A notification is as strict as a request: a member it may not
+	     * hold makes it invalid (answered with id null), not ignored. */
+	    {"{\"jsonrpc\":\"2.0\",\"method\":\"info\",\"extra\":1}",
+	     PROTO_E_INVALID_REQUEST, 0},
+	    {"{\"jsonrpc\":\"2.0\",\"method\":\"info\",\"Id\":1}",
 	     PROTO_E_INVALID_REQUEST, 0},
 	    /* Responses. */
 	    {"{\"jsonrpc\":\"2.0\",\"result\":{}}", PROTO_E_INVALID_REQUEST, 0},
@@ -788,12 +859,14 @@ test_encode_roundtrip(void **state)
 	proto_msg_free(&m);
 }
 
-/* Replies echo the request's id as it was sent: cJSON alone prints an
- * integer from 10^15 on with %g (9.00719925474099e+15). */
+/* Replies echo the request's id byte for byte as it was sent: cJSON alone
+ * prints an integer from 10^15 on with %g (9.00719925474099e+15), -1.0 as
+ * -1, 1e2 as 100, and a string with its own choice of escapes. */
 static void
 test_encode_id_echo(void **state)
 {
-	static const char *const ids[] = {
+	static char longid[6000];
+	static const char *ids[] = {
 	    "0",
 	    "-1",
 	    "999999999999999",
@@ -804,14 +877,31 @@ test_encode_id_echo(void **state)
 	    "-9007199254740992",
 	    "\"9007199254740991\"",
 	    "null",
+	    "-1.0",
+	    "1e2",
+	    "0.5",
+	    "1E+2",
+	    "-0",
+	    "-0.0e-0",
+	    "1e400",
+	    "9007199254740994",
+	    "123456789012345678901234567890",
+	    "\"a\\/b\\u00e9\\\"\\n\xc3\xa9\"",
+	    "\"\"",
+	    longid, /* a long string */
 	};
 	struct proto_msg m, back;
 	const char *cause = NULL;
-	char req[256], want[128], *line;
+	char req[8192], want[8192], *line;
 	cJSON *data;
 	size_t i, len;
 	int k;
 
+	longid[0] = '"';
+	for (i = 1; i < sizeof longid - 2; i++)
+		longid[i] = (char)('a' + i % 26);
+	longid[i] = '"';
+	longid[i + 1] = '\0';
 	for (i = 0; i < sizeof ids / sizeof ids[0]; i++) {
 		snprintf(req, sizeof req,
 		         "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"x\"}",
@@ -844,6 +934,53 @@ test_encode_id_echo(void **state)
 		}
 		proto_msg_free(&m);
 	}
+}
+
+/* An integer id, however it was spelt; anything else is not one. */
+static void
+test_id_int(void **state)
+{
+	static const struct {
+		const char *id;
+		int rc;
+		int64_t v;
+	} cases[] = {
+	    {"7", 0, 7},
+	    {"7.0", 0, 7},
+	    {"7e0", 0, 7},
+	    {"70E-1", 0, 7},
+	    {"-1.0", 0, -1},
+	    {"9007199254740992", 0, 9007199254740992LL},
+	    {"-9007199254740992", 0, -9007199254740992LL},
+	    {"0.5", -1, 0},
+	    {"1e400", -1, 0},
+	    {"18014398509481984", -1, 0},
+	    {"\"7\"", -1, 0},
+	    {"null", -1, 0},
+	};
+	struct proto_msg m;
+	const char *cause;
+	char req[128];
+	int64_t v;
+	size_t i;
+	cJSON *n;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(req, sizeof req,
+		         "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}",
+		         cases[i].id);
+		assert_int_equal(proto_parse(req, strlen(req), &m, &cause), 0);
+		v = 0;
+		if (proto_id_int(m.id, &v) != cases[i].rc || v != cases[i].v)
+			fail_msg("id %s: got %lld", cases[i].id, (long long)v);
+		proto_msg_free(&m);
+	}
+	/* A number node built here counts too; NULL is no id. */
+	n = cJSON_CreateNumber(12);
+	assert_int_equal(proto_id_int(n, &v), 0);
+	assert_int_equal(v, 12);
+	cJSON_Delete(n);
+	assert_int_equal(proto_id_int(NULL, &v), -1);
 }
 
 static void
@@ -1285,6 +1422,7 @@ main(void)
 	    cmocka_unit_test(test_frame_many_in_one_feed),
 	    cmocka_unit_test(test_frame_too_long),
 	    cmocka_unit_test(test_frame_buffer_bounded),
+	    cmocka_unit_test(test_frame_max_buf),
 	    cmocka_unit_test(test_frame_crlf_and_empty),
 	    cmocka_unit_test(test_frame_bad_utf8),
 	    cmocka_unit_test(test_frame_nul_and_stop),
@@ -1296,6 +1434,7 @@ main(void)
 	    cmocka_unit_test(test_parse_nul),
 	    cmocka_unit_test(test_encode_roundtrip),
 	    cmocka_unit_test(test_encode_id_echo),
+	    cmocka_unit_test(test_id_int),
 	    cmocka_unit_test(test_encode_never_bad_utf8),
 	    cmocka_unit_test(test_encode_big_ints),
 	    cmocka_unit_test(test_param_int),

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +29,8 @@
 
 /* When set, the daemon cannot read the credentials of the next peer. */
 static int fail_peercred;
+/* When not -1, the uid every peer has (the test runs as one user). */
+static uid_t fake_uid = (uid_t)-1;
 
 /*
  * The daemon code is linked into this program, so this definition takes
@@ -46,7 +50,12 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (real == NULL)
 		real = (int (*)(int, int, int, void *, socklen_t *))dlsym(
 		    RTLD_NEXT, "getsockopt");
-	return real(fd, level, name, val, len);
+	if (real(fd, level, name, val, len) != 0)
+		return -1;
+	if (fake_uid != (uid_t)-1 && level == SOL_SOCKET &&
+	    name == SO_PEERCRED && *len == sizeof(struct ucred))
+		((struct ucred *)val)->uid = fake_uid;
+	return 0;
 }
 
 #define MAX_GONE 16
@@ -91,6 +100,7 @@ setup(void **state)
 		fail_msg("server_start: %s", cause);
 	ngone = 0;
 	fail_peercred = 0;
+	fake_uid = (uid_t)-1;
 	*state = f;
 	return 0;
 }
@@ -210,6 +220,171 @@ test_unidentified_peer_is_not_announced(void **state)
 	run_until(f, cond_no_client, "the client to be announced gone");
 	assert_int_equal(ngone, 1);
 	assert_true(gone_ids[0] != 0);
+}
+
+/* Send all of buf, turning the loop while the socket is full, then until
+ * the server has read it all. */
+static void
+send_pumped(struct fixture *f, int fd, const char *buf, size_t len)
+{
+	int64_t deadline = mono_ms() + 5000;
+	ssize_t n;
+	int queued;
+
+	while (len > 0) {
+		n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			fail_msg("send: %s", strerror(errno));
+		if (mono_ms() > deadline)
+			fail_msg("timed out sending to the server");
+		uv_run(&f->loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+	/* What the peer has not read yet is still queued on our side. */
+	do {
+		if (mono_ms() > deadline)
+			fail_msg("timed out waiting for the server to read");
+		uv_run(&f->loop, UV_RUN_NOWAIT);
+		assert_int_equal(ioctl(fd, SIOCOUTQ, &queued), 0);
+	} while (queued > 0);
+	uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
+/* One line from the server into buf (newline dropped), or NULL at EOF. */
+static char *
+read_line(struct fixture *f, int fd, char *buf, size_t size)
+{
+	int64_t deadline = mono_ms() + 5000;
+	size_t len = 0;
+	ssize_t n;
+
+	for (;;) {
+		assert_true(len < size - 1);
+		n = recv(fd, buf + len, 1, MSG_DONTWAIT);
+		if (n == 1 && buf[len] == '\n') {
+			buf[len] = '\0';
+			return buf;
+		}
+		if (n == 1) {
+			len++;
+			continue;
+		}
+		if (n == 0 ||
+		    (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			return NULL;
+		if (mono_ms() > deadline)
+			fail_msg(
+			    "timed out waiting for a line from the server");
+		uv_run(&f->loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+}
+
+static size_t nclients_want;
+
+static int
+cond_nclients(struct fixture *f)
+{
+	return server_client_count(&f->d) == nclients_want;
+}
+
+/* A client of uid that has said hello. */
+static int
+greeted_client(struct fixture *f, uid_t uid)
+{
+	static const char hello[] = "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	                            "\"method\":\"hello\",\"params\":"
+	                            "{\"version\":1}}\n";
+	char line[4096];
+	int fd;
+
+	fake_uid = uid;
+	nclients_want = server_client_count(&f->d) + 1;
+	fd = connect_client(f);
+	run_until(f, cond_nclients, "the server to accept a client");
+	send_pumped(f, fd, hello, sizeof hello - 1);
+	assert_non_null(read_line(f, fd, line, sizeof line));
+	assert_non_null(strstr(line, "\"result\""));
+	return fd;
+}
+
+/*
+ * Partial lines are bounded per uid, not only per connection: the read
+ * buffers of one uid's connections count together against
+ * max_input_bytes_per_uid. The connection that would pass it gets -32004
+ * with id null naming the limit and is closed; the uid's other connections
+ * go on, root is exempt, and what a connection frees counts again.
+ */
+static void
+test_input_bounded_per_uid(void **state)
+{
+	static const char hello_c[] = "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	                              "\"method\":\"hello\",\"params\":"
+	                              "{\"version\":1}}\n";
+	struct fixture *f = *state;
+	char *part, line[4096];
+	size_t part_len = 100000;
+	int a, b, c, r, e;
+
+	f->d.cfg.max_input_bytes_per_uid = 256 * 1024;
+	assert_non_null(part = malloc(part_len));
+	memset(part, 'x', part_len);
+	a = greeted_client(f, 1000);
+	b = greeted_client(f, 1000);
+	/* Each buffer doubles to 128 KiB for its 100000 bytes: together the
+	 * uid's whole budget. */
+	send_pumped(f, a, part, part_len);
+	send_pumped(f, b, part, part_len);
+	assert_int_equal(server_client_count(&f->d), 2);
+
+	/* A third connection of the uid cannot buffer even its hello. */
+	fake_uid = 1000;
+	nclients_want = 3;
+	c = connect_client(f);
+	run_until(f, cond_nclients, "the server to accept a client");
+	send_pumped(f, c, hello_c, strlen(hello_c));
+	assert_non_null(read_line(f, c, line, sizeof line));
+	assert_non_null(strstr(line, "\"id\":null"));
+	assert_non_null(strstr(line, "\"code\":-32004"));
+	assert_non_null(strstr(line, "max_input_per_uid"));
+	assert_null(read_line(f, c, line, sizeof line)); /* closed */
+	close(c);
+
+	/* Root is exempt: it buffers as much while uid 1000 is at its cap. */
+	r = greeted_client(f, 0);
+	send_pumped(f, r, part, part_len);
+	send_pumped(f, r, "\n", 1);
+	assert_non_null(read_line(f, r, line, sizeof line));
+	assert_non_null(strstr(line, "-32700")); /* not JSON, answered */
+	close(r);
+
+	/* a and b were not touched: a ends its line, is answered, and its
+	 * emptied buffer goes back to the uid's budget. */
+	send_pumped(f, a, "\n", 1);
+	assert_non_null(read_line(f, a, line, sizeof line));
+	assert_non_null(strstr(line, "-32700"));
+	e = greeted_client(f, 1000);
+	send_pumped(f, e, part, part_len / 2);
+	send_pumped(f, e, "\n", 1);
+	assert_non_null(read_line(f, e, line, sizeof line));
+	assert_non_null(strstr(line, "-32700"));
+	/* So does a closed connection's. */
+	close(b);
+	close(e);
+	nclients_want = 1;
+	run_until(f, cond_nclients, "b and e to be closed");
+	send_pumped(f, a, part, part_len);
+	send_pumped(f, a, part, part_len);
+	send_pumped(f, a, "\n", 1);
+	assert_non_null(read_line(f, a, line, sizeof line));
+	assert_non_null(strstr(line, "-32700"));
+	close(a);
+	free(part);
 }
 
 /* Start a per-user server on dir/sub/sl.sock; returns server_start's
@@ -358,6 +533,8 @@ main(void)
 	        test_unidentified_peer_is_not_announced, setup, teardown),
 	    cmocka_unit_test(test_symlinked_socket_dir_refused),
 	    cmocka_unit_test(test_socket_dir_and_lock_trusted),
+	    cmocka_unit_test_setup_teardown(test_input_bounded_per_uid, setup,
+	                                    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,9 +37,10 @@ static const char *const known[] = {
     "version", "client",   "argv", "cwd",      "env",      "id",
     "pid",     "since_ms", "name", "priority", "attached", NULL};
 
-/* Every reply we send must be one line that parses back as a response. */
+/* Every reply we send must be one line that parses back as a response,
+ * carrying the request's id byte for byte (id: as proto_parse left it). */
 static void
-check_reply(char *line, size_t len)
+check_reply_id(char *line, size_t len, const cJSON *id)
 {
 	struct proto_msg m;
 	const char *cause;
@@ -51,6 +52,12 @@ check_reply(char *line, size_t len)
 	CHECK(proto_utf8_valid(line, len));
 	CHECK(proto_parse(line, len - 1, &m, &cause) == 0);
 	CHECK(m.kind == PROTO_RESPONSE);
+	if (id != NULL && cJSON_IsRaw(id)) {
+		CHECK(cJSON_IsRaw(m.id));
+		CHECK(strcmp(m.id->valuestring, id->valuestring) == 0);
+	} else {
+		CHECK(cJSON_IsNull(m.id));
+	}
 	proto_msg_free(&m);
 	free(line);
 }
@@ -179,7 +186,7 @@ on_line(void *arg, char *line, size_t len)
 		CHECK(cause != NULL);
 		CHECK(m.method == NULL && m.params == NULL);
 		out = proto_encode_error(m.id, rc, cause, &rlen);
-		check_reply(out, rlen);
+		check_reply_id(out, rlen, m.id);
 		proto_msg_free(&m);
 		return 0;
 	}
@@ -208,9 +215,9 @@ on_line(void *arg, char *line, size_t len)
 		/* Even unchecked strings (which may hold the NUL mark) must
 		 * come out as a valid line. */
 		out = proto_encode_result(m.id, copy, &rlen);
-		check_reply(out, rlen);
+		check_reply_id(out, rlen, m.id);
 		out = proto_encode_error(m.id, PROTO_E_METHOD, m.method, &rlen);
-		check_reply(out, rlen);
+		check_reply_id(out, rlen, m.id);
 	}
 	if (m.kind != PROTO_RESPONSE)
 		check_notification(&m);
