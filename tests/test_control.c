@@ -99,11 +99,11 @@ h_none(struct daemon *d, const struct peer *p, const cJSON *req_id,
 }
 
 static const struct control_param root_params[] = {{"n", PROTO_T_INT, 1},
-                                                   {NULL}};
+                                                   {NULL, PROTO_T_INT, 0}};
 static const struct control_param typed_params[] = {
     {"n", PROTO_T_INT, 1},  {"s", PROTO_T_STRING, 0}, {"b", PROTO_T_BOOL, 0},
-    {"v", PROTO_T_STRV, 0}, {"x", PROTO_T_NUMBER, 0}, {NULL}};
-static const struct control_param no_params[] = {{NULL}};
+    {"v", PROTO_T_STRV, 0}, {"x", PROTO_T_NUMBER, 0}, {NULL, PROTO_T_INT, 0}};
+static const struct control_param no_params[] = {{NULL, PROTO_T_INT, 0}};
 
 static const struct control_method table[] = {
     {"root_only", h_root, AUTH_ROOT, root_params},
