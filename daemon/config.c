@@ -340,6 +340,9 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_meters_per_uid") == 0)
 		return set_int(&cfg->max_meters_per_uid, key, v, 1, 100000,
 		               cause, causelen);
+	if (strcmp(k, "max_unread_per_uid") == 0)
+		return set_size(&cfg->max_unread_bytes_per_uid, key, v,
+		                64 * 1024, UINT64_C(1) << 40, cause, causelen);
 	if (strcmp(k, "max_input_per_uid") == 0)
 		return set_size(&cfg->max_input_bytes_per_uid, key, v,
 		                64 * 1024, UINT64_C(1) << 40, cause, causelen);
@@ -486,6 +489,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_env_bytes = 1u << 20;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_unread_bytes = 16u << 20;
+	cfg->max_unread_bytes_per_uid = 32u << 20;
 
 	cfg->default_wait_free_pct = 0;
 	cfg->default_swap_budget_bytes = 0;
@@ -699,6 +703,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_env_bytes = n->max_env_bytes;
 	cfg->hello_timeout_ms = n->hello_timeout_ms;
 	cfg->max_unread_bytes = n->max_unread_bytes;
+	cfg->max_unread_bytes_per_uid = n->max_unread_bytes_per_uid;
 	cfg->default_wait_free_pct = n->default_wait_free_pct;
 	cfg->default_swap_budget_bytes = n->default_swap_budget_bytes;
 	cfg->grace_ms = n->grace_ms;

@@ -56,6 +56,7 @@ struct config {
 
 	/* read buffers (partial lines) of one uid's connections, 64 MiB */
 	size_t max_input_bytes_per_uid;
+	size_t max_unread_bytes_per_uid; /* output queued for one uid, 32 MiB */
 };
 
 /* Jobs keep this many recent footprints per job to tell when it settled

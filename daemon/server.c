@@ -34,13 +34,15 @@
  * connections that never say hello cost little memory. */
 #define SERVER_HELLO_LINE 4096
 
-/* The read buffers one uid's connections hold, so that partial lines
- * (input the daemon must keep until its newline comes) are bounded per
- * uid, not only per connection: max_input_bytes_per_uid. */
+/* What one uid's connections make the daemon hold, so that it is bounded
+ * per uid, not only per connection: partial lines (input the daemon must
+ * keep until its newline comes, max_input_bytes_per_uid) and output queued
+ * for connections that read slowly or not at all (max_unread_per_uid). */
 struct uid_input {
 	uid_t uid;
-	size_t clients; /* clients counted here */
-	size_t bytes;   /* the sum of their readers' buffers (cap) */
+	size_t clients;   /* clients counted here */
+	size_t bytes;     /* the sum of their readers' buffers (cap) */
+	size_t unwritten; /* the sum of their queued output */
 };
 
 struct client {
@@ -180,6 +182,9 @@ client_input_drop(struct server *srv, struct client *c)
 	c->input = NULL;
 	u->bytes -= c->input_counted;
 	c->input_counted = 0;
+	/* Its writes still queued free their memory as they finish, no
+	 * longer the uid's to count. */
+	u->unwritten -= c->unwritten;
 	if (--u->clients > 0)
 		return;
 	for (i = 0; i < srv->ninputs; i++) {
@@ -337,6 +342,8 @@ client_write_cb(uv_write_t *req, int status)
 	struct client *c = w->c;
 
 	c->unwritten -= w->len;
+	if (c->input != NULL)
+		c->input->unwritten -= w->len;
 	if (w->oversized)
 		c->oversized = 0;
 	if (w->buf != w->data)
@@ -405,6 +412,21 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		client_close(c);
 		return -ENOBUFS;
 	}
+	/* Across the uid's connections, answers too large by themselves
+	 * included: many slow readers of one user cannot add up. */
+	if (c->peer.uid != 0 && c->input != NULL &&
+	    c->input->unwritten + rest > c->d->cfg.max_unread_bytes_per_uid) {
+		log_info("client %llu (uid %u): its uid's connections do not "
+		         "read their replies (%zu bytes queued, limit %zu); "
+		         "closing it",
+		         (unsigned long long)c->id, (unsigned)c->peer.uid,
+		         c->input->unwritten + rest,
+		         c->d->cfg.max_unread_bytes_per_uid);
+		if (owned)
+			free(buf);
+		client_close(c);
+		return -ENOBUFS;
+	}
 	if (owned && off == 0) {
 		if ((w = malloc(sizeof *w)) == NULL) {
 			free(buf);
@@ -437,6 +459,8 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		return -EPIPE;
 	}
 	c->unwritten += rest;
+	if (c->input != NULL)
+		c->input->unwritten += rest;
 	if (oversized)
 		c->oversized = rest;
 	return 0;

@@ -249,6 +249,36 @@ def check_input_cap():
             kill_leftovers(d)
 
 
+OUTPUT_CAP = 256 * 1024
+
+
+def check_output_cap():
+    """Output queued for one uid's connections is bounded across them
+    (max_unread_per_uid): four connections that ask and never read each
+    stay under their own max_unread, but together pass the uid's bound,
+    and are closed; root is still answered."""
+    conf = "max_unread = 1M\nmax_unread_per_uid = %d\n" % OUTPUT_CAP
+    with Daemon(interval="0.1", config=conf) as d:
+        os.chmod(d.dir, 0o755)  # uid NOBODY must reach the socket
+        socks = connect_as(NOBODY, d.socket, 4)
+        req = b'{"jsonrpc":"2.0","id":1,"method":"hello","params":{"version":1}}\n'
+        req += b'{"jsonrpc":"2.0","id":2,"method":"info"}\n' * 500
+        for s in socks:
+            send_part(s, req)  # about 400 KB of answers each, none read
+        poll(lambda: "its uid's connections do not read their replies"
+             in d.log_text(), timeout=10, what="the uid's output bound")
+        closed = sum(1 for s in socks if read_all(s, 2.0)[1])
+        assert closed >= 1, "no connection closed"
+        root = Client(d.socket)
+        assert root.call("info")["version"] == 1
+        root.close()
+        for s in socks:
+            s.close()
+        assert d.stop() == 0
+    print("ok   4 connections of uid %d not reading: %d closed once their "
+          "queued output passed %d bytes together" % (NOBODY, closed, OUTPUT_CAP))
+
+
 def main():
     if os.geteuid() != 0:
         skip("the per-uid cap needs root: it connects as uid %d" % NOBODY, root_only=True)
@@ -303,6 +333,7 @@ def main():
             c.close()
         assert d.stop() == 0
     check_input_cap()
+    check_output_cap()
     print("PASS")
 
 
