@@ -706,6 +706,31 @@ def check_events(d, A, B, R, ja):
     log("ok   events: B sees A's events without their detail (list, follow, subscribe)")
 
 
+def check_foreign_log(d, B, R):
+    """Another user's job output reaches root's terminal escaped: root's
+    `stageloadctl logs` shows an OSC 52 clipboard write, a C1 CSI and
+    U+202E from B's job as text, newlines and tabs kept; B gets its own
+    job's bytes as they are, and so does root with --raw (docs/cli.md)."""
+    evil = "x\x1b]52;c;cm0gLXJmIH4=\x07\u009b31m\u202eline\n\tnext\n"
+    b = UserClient(d.socket, B)
+    jb = b.call("submit", {"argv": ["sh", "-c", 'printf "%s" "$1"', "sh", evil],
+                           "cwd": "/", "env": [PATH_ENV]})["id"]
+    j = b.call("wait", {"id": jb})
+    assert j["state"] == "exited" and j["exit_code"] == 0, j
+    b.close()
+    rc, out, err = ctl(d, None, "logs", str(jb), binary=True)
+    assert rc == 0, (rc, out, err)
+    for raw in (b"\x1b", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae"):
+        assert raw not in out, (raw, out)
+    assert out == (b"x\\e]52;c;cm0gLXJmIH4=\\x07\\u{009B}31m\\u{202E}line\n\tnext\n"), out
+    rc, out, err = ctl(d, B, "logs", str(jb), binary=True)
+    assert rc == 0 and out == evil.encode(), (rc, out, err)
+    rc, out, err = ctl(d, None, "logs", "--raw", str(jb), binary=True)
+    assert rc == 0 and out == evil.encode(), (rc, out, err)
+    log("ok   root's logs of B's job shows its escape sequences escaped; B's own, "
+        "and root's --raw, are the bytes")
+
+
 def check_limits(A, B):
     """Per-uid caps on queued jobs and connections; root is exempt."""
     d = Daemon(interval="0.1s",
@@ -805,6 +830,7 @@ def main():
         check_log_links(d, B, R, last)
         check_attached(d, A, B, R)
         check_events(d, A, B, R, ja)
+        check_foreign_log(d, B, R)
         R.close()
         rc = d.stop()
         assert rc == 0 and "Sanitizer" not in d.log_text(), (rc, d.log_text()[-4000:])
