@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "text.h"
 #include "units.h"
 
 int
@@ -517,53 +518,27 @@ cli_table_add(struct cli_table *t, const char *const *cells)
 const char *
 cli_safe(const char *s, size_t max, char *buf, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t out = 0, chars = 0, n, k;
-	char esc[8];
-
-	if (len == 0)
-		return buf;
-	while (*p != '\0' && (max == 0 || chars < max)) {
-		if (*p < 0x20 || *p == 0x7f) {
-			snprintf(esc, sizeof esc, "\\x%02x", *p);
-			n = 1;
-		} else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			snprintf(esc, sizeof esc, "\\u%04x", p[1]);
-			n = 2;
-		} else {
-			/* One whole character: its lead byte and what follows.
-			 */
-			for (n = 1;
-			     p[n] != '\0' && (p[n] & 0xc0) == 0x80 && n < 4;
-			     n++)
-				;
-			if (out + n >= len)
-				break;
-			memcpy(buf + out, p, n);
-			out += n;
-			p += n;
-			chars++;
-			continue;
-		}
-		k = strlen(esc);
-		if (out + k >= len || (max != 0 && chars + k > max))
-			break;
-		memcpy(buf + out, esc, k);
-		out += k;
-		p += n;
-		chars += k;
-	}
-	buf[out] = '\0';
+	proto_text_escape(s, strlen(s), 0, max, buf, len, NULL);
 	return buf;
 }
 
 char *
 cli_safe_dup(const char *s)
 {
-	size_t len = strlen(s) * 4 + 1; /* "\x1b" for each byte at most */
-	char *buf = malloc(len);
+	return proto_text_escape_dup(s, strlen(s), 0, NULL);
+}
 
-	return buf != NULL ? (char *)cli_safe(s, 0, buf, len) : NULL;
+int
+cli_print_json(FILE *f, const char *json)
+{
+	char *safe =
+	    proto_text_escape_dup(json, strlen(json), PROTO_TEXT_JSON, NULL);
+
+	if (safe == NULL)
+		return -ENOMEM; /* never the text unescaped */
+	fprintf(f, "%s\n", safe);
+	free(safe);
+	return 0;
 }
 
 size_t

@@ -7,6 +7,7 @@
 #ifndef SL_CLI_H
 #define SL_CLI_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,8 +63,11 @@ int cmd_run(struct cli *, int, char **);
 int cli_usage(const char *command);
 /* The same on stdout for --help; returns EXIT_OK. */
 int cli_help(const char *command);
-/* Print "stageloadctl: " and the message on stderr. */
+/* Print "stageloadctl: " and the message on stderr, escaped as text from
+ * users is (cli_safe). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_verror(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
 /* Report the client's last error on stderr; returns its exit code. */
 int cli_fail(struct cli *cli);
 /* Connect once; on failure reports and returns the exit code, else 0. */
@@ -97,14 +101,20 @@ int cli_parse_pct(const char *s, double *out);
 const char *cli_size(uint64_t bytes, char *buf, size_t len);
 /*
  * Text from other users (a job's name, its command, a user name) made safe
- * for a terminal: control characters (C0, DEL, C1) escaped as "\x1b" or
- * "\u009b", cut after max characters (0: no limit) at a character
- * boundary, and never past len-1 bytes (4 * strlen(s) + 1 always holds it
- * whole). Returns buf.
+ * for a terminal with proto_text_escape (proto/text.h: "\e", "\n",
+ * "\x07", "\u{202E}", "\\"), cut after max characters (0: no limit)
+ * at a character boundary, never inside an escape, and never past len-1
+ * bytes (PROTO_TEXT_GROWTH * strlen(s) + 1 always holds it whole).
+ * Returns buf.
  */
 const char *cli_safe(const char *s, size_t max, char *buf, size_t len);
 /* The same, whole, into a malloc'd string (NULL when out of memory). */
 char *cli_safe_dup(const char *s);
+/* Print JSON text (cJSON's, one value) and a newline to f with the
+ * controls, C1 and bidi characters in its strings as JSON escapes
+ * (PROTO_TEXT_JSON): the same JSON to a reader, safe on a terminal.
+ * -ENOMEM (nothing printed) when out of memory. */
+int cli_print_json(FILE *f, const char *json);
 /* Display width of UTF-8 text: code points, not bytes. */
 size_t cli_text_width(const char *s);
 /* "1h02m", "45s" */

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
 #include "proto.h"
+#include "text.h"
 
 /* Options of commands that take only flags; returns the exit code to
  * return, or -1 to go on. */
@@ -38,16 +40,22 @@ simple_options(struct cli *cli, const char *cmd, int argc, char **argv,
 	return -1;
 }
 
-/* Print a JSON-text result from sl_call() as it came. */
+/* Print a JSON-text result from sl_call() as it came, but terminal-safe
+ * (cli_print_json). */
 static int
 raw_call(struct cli *cli, const char *method, const char *params)
 {
 	char *out = NULL;
+	int rc;
 
 	if (sl_call(cli->client, method, params, &out) < 0)
 		return cli_fail(cli);
-	printf("%s\n", out);
+	rc = cli_print_json(stdout, out);
 	sl_free(out);
+	if (rc < 0) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
 	return EXIT_OK;
 }
 
@@ -233,8 +241,12 @@ cmd_show(struct cli *cli, int argc, char **argv)
 	free(text);
 	if (env && j.env != NULL) {
 		printf("Environment:\n");
-		for (i = 0; j.env[i] != NULL; i++)
-			printf("  %s\n", j.env[i]);
+		for (i = 0; j.env[i] != NULL; i++) {
+			char *safe = cli_safe_dup(j.env[i]);
+			printf("  %s\n",
+			       safe != NULL ? safe : "(out of memory)");
+			free(safe);
+		}
 	}
 	sl_job_clear(&j);
 	return EXIT_OK;
@@ -343,7 +355,7 @@ cmd_wait(struct cli *cli, int argc, char **argv)
 				status = cli_fail(cli);
 				break;
 			}
-			printf("%s\n", out);
+			cli_print_json(stdout, out);
 			fflush(stdout);
 			/* the status comes from the same answer, typed */
 			sl_free(out);
@@ -368,27 +380,101 @@ cmd_wait(struct cli *cli, int argc, char **argv)
 
 /* ---- logs ---- */
 
-/* arg: where the error of our own output goes, told apart from the
- * daemon's connection failing (both could be EPIPE). */
+/*
+ * Where the log goes. A job's output is shown as it is to the job's own
+ * user (what cat(1) of their own file would do: their job already runs
+ * as them). Anyone else (root) gets it escaped, newlines and tabs kept
+ * (PROTO_TEXT_MULTILINE), unless --raw: what another user's job printed
+ * must not drive the viewer's terminal (docs/security.md, "Text from
+ * users").
+ */
+struct log_out {
+	int err;    /* errno of our own output, told apart from the daemon's
+	               connection failing (both could be EPIPE) */
+	int escape; /* the viewer is not the job's user */
+	char tail[4];
+	size_t ntail; /* an incomplete character held for the next chunk */
+};
+
+/* Escape data to stdout; flags may hold PROTO_TEXT_PARTIAL, and then an
+ * incomplete character at the end is kept in o->tail. */
+static int
+log_put_escaped(struct log_out *o, const char *data, size_t len, unsigned flags)
+{
+	char buf[4096];
+	size_t done, n;
+
+	while (len > 0) {
+		done =
+		    proto_text_escape(data, len, PROTO_TEXT_MULTILINE | flags,
+		                      0, buf, sizeof buf, &n);
+		if (n > 0 && fwrite(buf, 1, n, stdout) != n)
+			return -1;
+		if (done == 0)
+			break; /* an incomplete character: at most 3 bytes */
+		data += done;
+		len -= done;
+	}
+	if (len > sizeof o->tail)
+		return -1; /* cannot happen: PARTIAL leaves less */
+	memcpy(o->tail, data, len);
+	o->ntail = len;
+	return 0;
+}
+
 static int
 write_log(void *arg, int64_t offset, const char *data, size_t len)
 {
+	struct log_out *o = arg;
+	char *joined = NULL;
+	int rc = 0;
+
 	(void)offset;
 	errno = 0;
-	if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
-		*(int *)arg = errno != 0 ? errno : EIO;
+	if (!o->escape) {
+		rc = fwrite(data, 1, len, stdout) != len ? -1 : 0;
+	} else {
+		if (o->ntail > 0) {
+			joined = malloc(o->ntail + len);
+			if (joined == NULL) {
+				o->err = ENOMEM;
+				return -EPIPE;
+			}
+			memcpy(joined, o->tail, o->ntail);
+			memcpy(joined + o->ntail, data, len);
+			data = joined;
+			len += o->ntail;
+			o->ntail = 0;
+		}
+		rc = log_put_escaped(o, data, len, PROTO_TEXT_PARTIAL);
+		free(joined);
+	}
+	if (rc != 0 || fflush(stdout) != 0) {
+		o->err = errno != 0 ? errno : EIO;
 		return -EPIPE;
 	}
 	return 0;
 }
 
+struct logs_opts {
+	int follow;
+	int raw;
+};
+
 static int
 logs_option(int ch, void *arg)
 {
-	if (ch != 'f')
-		return 1;
-	*(int *)arg = 1;
-	return 0;
+	struct logs_opts *o = arg;
+
+	switch (ch) {
+	case 'f':
+		o->follow = 1;
+		return 0;
+	case 'r':
+		o->raw = 1;
+		return 0;
+	}
+	return 1;
 }
 
 int
@@ -396,21 +482,25 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"follow", no_argument, NULL, 'f'},
+	    {"raw", no_argument, NULL, 'r'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct logs_opts opts = {0, 0};
+	struct log_out out = {0, 0, {0}, 0};
+	struct sl_job j;
 	int64_t id;
-	int follow = 0, out_err = 0, rc;
+	int rc;
 
 	rc = simple_options(cli, "logs", argc, argv, "+fh", longopts,
-	                    logs_option, &follow);
+	                    logs_option, &opts);
 	if (rc >= 0)
 		return rc;
 	/* `logs ID -f` as much as `logs -f ID`. */
 	if (optind + 2 == argc && (strcmp(argv[argc - 1], "-f") == 0 ||
 	                           strcmp(argv[argc - 1], "--follow") == 0)) {
-		follow = 1;
+		opts.follow = 1;
 		argc--;
 	}
 	if (optind + 1 != argc)
@@ -425,10 +515,27 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 	}
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
-	rc = sl_logs(cli->client, id, 0, follow, write_log, &out_err, NULL);
-	if (out_err != 0) {
-		if (out_err != EPIPE) /* a reader that left knows */
-			cli_error("cannot write output: %s", strerror(out_err));
+	if (!opts.raw) {
+		/* Whose job it is decides whether its bytes are escaped: the
+		 * viewer is who the daemon sees (hello's uid). */
+		const struct sl_hello *h = sl_hello_info(cli->client);
+		int64_t viewer =
+		    h != NULL && h->uid >= 0 ? h->uid : (int64_t)geteuid();
+		if (sl_show(cli->client, id, 0, &j) < 0)
+			return cli_fail(cli);
+		out.escape = j.uid != viewer;
+		sl_job_clear(&j);
+	}
+	rc = sl_logs(cli->client, id, 0, opts.follow, write_log, &out, NULL);
+	/* A character the log ended inside: its bytes, escaped. */
+	errno = 0;
+	if (out.err == 0 && out.ntail > 0 &&
+	    (log_put_escaped(&out, out.tail, out.ntail, 0) != 0 ||
+	     fflush(stdout) != 0))
+		out.err = errno != 0 ? errno : EIO;
+	if (out.err != 0) {
+		if (out.err != EPIPE) /* a reader that left knows */
+			cli_error("cannot write output: %s", strerror(out.err));
 		return EXIT_ERR;
 	}
 	if (rc < 0)
@@ -470,7 +577,7 @@ print_event(const struct sl_event *e, int json)
 			cJSON_AddNullToObject(o, "detail");
 		text = proto_print(o, 0);
 		if (text != NULL)
-			printf("%s\n", text);
+			cli_print_json(stdout, text);
 		free(text);
 		cJSON_Delete(o);
 	} else {
@@ -479,8 +586,16 @@ print_event(const struct sl_event *e, int json)
 		else
 			snprintf(job, sizeof job, "-");
 		char user[64];
-		char *detail =
-		    e->detail != NULL ? cli_safe_dup(e->detail) : NULL;
+		/* The detail is the daemon's object as JSON text: escaped as
+		 * JSON, so it stays JSON (a name's ESC is already "\u001b" in
+		 * it); any other text as text. */
+		char *detail = NULL;
+		if (e->detail != NULL && e->detail[0] == '{')
+			detail =
+			    proto_text_escape_dup(e->detail, strlen(e->detail),
+			                          PROTO_TEXT_JSON, NULL);
+		else if (e->detail != NULL)
+			detail = cli_safe_dup(e->detail);
 
 		printf("%s  %-8s %-10s %-10s %s\n",
 		       cli_time(e->ts_ms, 0, t, sizeof t), job,

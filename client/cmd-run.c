@@ -116,11 +116,9 @@ say(struct run *r, const char *fmt, ...)
 	va_list ap;
 
 	line_end(r);
-	fputs("stageloadctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_verror(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	fflush(stderr);
 }
 

@@ -67,8 +67,11 @@ static const struct cli_command commands[] = {
      "remove queued jobs; terminate running ones", NULL},
     {"wait", NULL, cmd_wait, "[--json] ID...",
      "wait for jobs to end; exit with the last failing job's status", NULL},
-    {"logs", NULL, cmd_logs, "[-f] ID",
-     "print a detached job's output (-f: follow until it ends)", NULL},
+    {"logs", NULL, cmd_logs, "[-f] [--raw] ID",
+     "print a detached job's output (-f: follow until it ends)",
+     "  -f, --follow   follow until the job has ended\n"
+     "  --raw          another user's job's output as it is, not "
+     "escaped\n"},
     {"events", NULL, cmd_events, "[-f] [--after ID] [--limit N] [--json]",
      "the event log (-f: follow)", NULL},
 };
@@ -178,16 +181,38 @@ cli_help(const char *command)
 }
 
 void
+cli_verror(const char *fmt, va_list ap)
+{
+	char small[512], *msg = small, *safe;
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(small, sizeof small, fmt, ap);
+	if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+	else if (msg == NULL)
+		msg = small; /* cut, rather than nothing */
+	va_end(ap2);
+	/* The message may quote the daemon, a job or the command line:
+	 * escaped like all text from users (proto/text.h). */
+	safe = cli_safe_dup(n < 0 ? fmt : msg);
+	fflush(stdout);
+	fprintf(stderr, "%s: %s\n", prog,
+	        safe != NULL ? safe : "(out of memory for a message)");
+	free(safe);
+	if (msg != small)
+		free(msg);
+}
+
+void
 cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
-	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_verror(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int

@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "log.h"
+#include "text.h"
 
 static int log_verbose;
 static int log_foreground = 1;
@@ -26,26 +27,25 @@ log_setverbose(int verbose)
 }
 
 /*
- * Control bytes are written escaped: names and arguments come from any
- * local user (a job's name, a client's), and a newline in one must not
- * start a line of its own that reads like the daemon's.
+ * Messages are written escaped (proto_text_escape, the format in
+ * proto/text.h): names and arguments come from any local user (a job's
+ * name, a client's), and a newline in one must not start a line of its
+ * own that reads like the daemon's, nor an escape sequence, a C1 control
+ * or a bidi override reach whoever reads the log on a terminal.
  */
 static void
 put_escaped(const char *s)
 {
-	const unsigned char *p;
+	char buf[1024];
+	size_t len = strlen(s), done, n;
 
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p == '\n')
-			fputs("\\n", stderr);
-		else if (*p == '\t')
-			fputs("\\t", stderr);
-		else if (*p == '\r')
-			fputs("\\r", stderr);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(stderr, "\\x%02x", *p);
-		else
-			fputc(*p, stderr);
+	while (len > 0) {
+		done = proto_text_escape(s, len, 0, 0, buf, sizeof buf, &n);
+		if (done == 0)
+			break; /* cannot happen: an escape is far shorter */
+		fwrite(buf, 1, n, stderr);
+		s += done;
+		len -= done;
 	}
 }
 

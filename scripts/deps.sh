@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what stageload needs to build (and, with --test, to run its test
 # suite), using apt on Debian/Ubuntu or Homebrew on macOS. Installs only what
-# is missing, so a second run does nothing.
+# is missing, so a second run does nothing. It lists what is missing and the
+# command an admin can run instead before sudo asks for a password, and
+# stops there when sudo would need one and there is no terminal.
 set -euo pipefail
 
 want_tests=0
@@ -18,7 +20,10 @@ if [ "$(uname -s)" = Darwin ]; then
 	for p in "${pkgs[@]}"; do
 		brew list --formula "$p" >/dev/null 2>&1 || missing+=("$p")
 	done
-	[ ${#missing[@]} -eq 0 ] || brew install "${missing[@]}"
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "deps.sh: installing with Homebrew: brew install ${missing[*]}" >&2
+		brew install "${missing[@]}"
+	fi
 	exit 0
 fi
 
@@ -29,6 +34,10 @@ if [ "$want_tests" -eq 1 ]; then
 	# its runtime: the fuzz targets.
 	pkgs+=(libcmocka-dev sqlite3 shellcheck file tcl xz-utils dpkg-dev
 		clang libclang-rt-dev valgrind procps util-linux passwd)
+	# The root-only tests: mount (mount, umount, losetup, swapon: their
+	# own package on Debian 12, not util-linux), e2fsprogs (mkfs.ext4,
+	# e2fsck for the read-only file system test).
+	pkgs+=(mount e2fsprogs)
 	command -v python3 >/dev/null || pkgs+=(python3)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
@@ -37,7 +46,25 @@ for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-	as_root apt-get update
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+[ ${#missing[@]} -gt 0 ] || exit 0
+# Say what will be installed, and how an admin can do it instead, before
+# anything asks for a password.
+echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: installing them needs root; an admin can run instead:" >&2
+	echo "    sudo sh -c '$cmd'" >&2
+	if ! command -v sudo >/dev/null; then
+		echo "deps.sh: sudo is not installed: install them as root as above, then run this again" >&2
+		exit 1
+	fi
+	if ! sudo -n true 2>/dev/null && ! [ -t 0 ]; then
+		echo "deps.sh: sudo needs a password and there is no terminal to ask on: install them as above, then run this again" >&2
+		exit 1
+	fi
+	echo "deps.sh: running that with sudo now" >&2
+else
+	echo "deps.sh: installing them: $cmd" >&2
 fi
+as_root apt-get update
+as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"

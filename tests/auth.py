@@ -17,10 +17,12 @@ import os
 import pwd
 import re
 import select
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
@@ -291,14 +293,64 @@ def pgid_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[2])
 
 
-def ctl(d, u, *args):
-    """stageloadctl as user u (u None: root), through setpriv."""
-    argv = [os.path.join(d.bin, "stageloadctl"), "--socket", d.socket] + list(args)
+# Where the test users run stageloadctl from (users_bin()).
+USERS_BIN = None
+
+
+def users_bin(bin_dir, u):
+    """A directory every user can enter (mode 0755, made here; the caller
+    removes it) with a copy of stageloadctl and libstageload.
+
+    The build may sit under a home only its owner can enter (/root is 0700
+    on Debian): a test user could then not load libstageload.so.0 from it
+    ("cannot open shared object file"). The users therefore run this copy,
+    with LD_LIBRARY_PATH naming it (a build's RUNPATH is the build's own
+    lib directory, which the loader searches after LD_LIBRARY_PATH and
+    skips when it cannot enter it). Says so when the build itself is out
+    of the users' reach, and fails with the reason when even the copy
+    cannot run as u."""
+    top = tempfile.mkdtemp(prefix="sl-auth-bin.")
+    os.chmod(top, 0o755)
+    lib_dir = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "lib")
+    shutil.copy(os.path.join(bin_dir, "stageloadctl"), top)
+    for f in os.listdir(lib_dir) if os.path.isdir(lib_dir) else []:
+        if f.startswith("libstageload.so"):
+            shutil.copy(os.path.join(lib_dir, f), top)  # links followed
+    for f in os.listdir(top):
+        os.chmod(os.path.join(top, f), 0o755)
+
+    def runs(path, env):
+        r = subprocess.run(["setpriv", "--reuid=%d" % u.uid, "--regid=%d" % u.gid,
+                            "--init-groups", "--", path, "--version"],
+                           capture_output=True, text=True, timeout=30, cwd="/",
+                           env=dict(env, PATH="/usr/bin:/bin"))
+        return r.returncode == 0, (r.stdout + r.stderr).strip()
+
+    ok, why = runs(os.path.join(top, "stageloadctl"), {"LD_LIBRARY_PATH": top})
+    if not ok:
+        raise AssertionError("test user %s cannot run stageloadctl even from the copy in "
+                             "%s: %s" % (u.name, top, why))
+    ok, why = runs(os.path.join(bin_dir, "stageloadctl"), {})
+    if not ok:
+        log("note: the build (%s) is out of the test users' reach (%s); they run a copy "
+            "in %s" % (os.path.abspath(bin_dir), why, top))
+    return top
+
+
+def ctl(d, u, *args, binary=False):
+    """stageloadctl as user u (u None: root), through setpriv; the users
+    run the copy in USERS_BIN. binary: stdout and stderr as bytes."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C"}
+    prog = os.path.join(d.bin, "stageloadctl")
+    if u is not None:
+        prog = os.path.join(USERS_BIN, "stageloadctl")
+        env["LD_LIBRARY_PATH"] = USERS_BIN
+    argv = [prog, "--socket", d.socket] + list(args)
     if u is not None:
         argv = ["setpriv", "--reuid=%d" % u.uid, "--regid=%d" % u.gid,
                 "--init-groups", "--"] + argv
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/",
-                         env={"PATH": "/usr/bin:/bin", "LANG": "C"})
+    out = subprocess.run(argv, capture_output=True, text=not binary, timeout=30, cwd="/",
+                         env=env)
     return out.returncode, out.stdout, out.stderr
 
 
@@ -654,6 +706,31 @@ def check_events(d, A, B, R, ja):
     log("ok   events: B sees A's events without their detail (list, follow, subscribe)")
 
 
+def check_foreign_log(d, B, R):
+    """Another user's job output reaches root's terminal escaped: root's
+    `stageloadctl logs` shows an OSC 52 clipboard write, a C1 CSI and
+    U+202E from B's job as text, newlines and tabs kept; B gets its own
+    job's bytes as they are, and so does root with --raw (docs/cli.md)."""
+    evil = "x\x1b]52;c;cm0gLXJmIH4=\x07\u009b31m\u202eline\n\tnext\n"
+    b = UserClient(d.socket, B)
+    jb = b.call("submit", {"argv": ["sh", "-c", 'printf "%s" "$1"', "sh", evil],
+                           "cwd": "/", "env": [PATH_ENV]})["id"]
+    j = b.call("wait", {"id": jb})
+    assert j["state"] == "exited" and j["exit_code"] == 0, j
+    b.close()
+    rc, out, err = ctl(d, None, "logs", str(jb), binary=True)
+    assert rc == 0, (rc, out, err)
+    for raw in (b"\x1b", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae"):
+        assert raw not in out, (raw, out)
+    assert out == (b"x\\e]52;c;cm0gLXJmIH4=\\x07\\u{009B}31m\\u{202E}line\n\tnext\n"), out
+    rc, out, err = ctl(d, B, "logs", str(jb), binary=True)
+    assert rc == 0 and out == evil.encode(), (rc, out, err)
+    rc, out, err = ctl(d, None, "logs", "--raw", str(jb), binary=True)
+    assert rc == 0 and out == evil.encode(), (rc, out, err)
+    log("ok   root's logs of B's job shows its escape sequences escaped; B's own, "
+        "and root's --raw, are the bytes")
+
+
 def check_limits(A, B):
     """Per-uid caps on queued jobs and connections; root is exempt."""
     d = Daemon(interval="0.1s",
@@ -720,6 +797,7 @@ def check_limits(A, B):
 
 
 def main():
+    global USERS_BIN
     if len(sys.argv) > 1 and sys.argv[1] == "--reap":
         if os.geteuid() == 0:
             reap_stale(keep_pid=int(sys.argv[2]) if len(sys.argv) > 2 else None)
@@ -739,6 +817,7 @@ def main():
         A, B, gx, names = make_users()
         log("users %s (uid %d) and %s (uid %d, groups %s)" % (A.name, A.uid, B.name, B.uid,
                                                             B.groups))
+        USERS_BIN = users_bin(os.environ.get("SL_BIN", "build/bin"), A)
         d = Daemon(interval="0.1s", config="grace = 1s\n")
         os.chmod(d.dir, 0o755)  # the socket's directory: every user may enter
         d.start()
@@ -751,6 +830,7 @@ def main():
         check_log_links(d, B, R, last)
         check_attached(d, A, B, R)
         check_events(d, A, B, R, ja)
+        check_foreign_log(d, B, R)
         R.close()
         rc = d.stop()
         assert rc == 0 and "Sanitizer" not in d.log_text(), (rc, d.log_text()[-4000:])
@@ -763,6 +843,8 @@ def main():
     finally:
         if d is not None:
             d.cleanup()
+        if USERS_BIN is not None:
+            shutil.rmtree(USERS_BIN, ignore_errors=True)
         remove_users(names)
 
 

@@ -5,7 +5,7 @@
 # shown escaped, output errors, and a daemon that goes away under logs.
 . "$(dirname "$0")/lib/cli.sh"
 sl_setup
-sl_start_daemon
+sl_start_daemon -v # -v: client names in the log, where they must be escaped
 
 cd "$SL_TMP/work"
 
@@ -156,11 +156,67 @@ for f in st show ev; do
 		fail "$f printed a control byte: $(cat -v "$SL_TMP/$f.txt")"
 	fi
 done
-grep -q '^ *'"$e"'  .*evil\\x1b\[2J\\x1b\]0;pwned\\x07\\x0afake' "$SL_TMP/st.txt" ||
+grep -q '^ *'"$e"'  .*evil\\e\[2J\\e\]0;pwned\\x07\\nfake' "$SL_TMP/st.txt" ||
 	fail "status row: $(cat -v "$SL_TMP/st.txt")"
 grep -q '^fake' "$SL_TMP/st.txt" && fail "the name's newline began a row: $(cat "$SL_TMP/st.txt")"
-grep -q 'evil\\x1b' "$SL_TMP/show.txt" || fail "show: $(cat -v "$SL_TMP/show.txt")"
+grep -q 'evil\\e' "$SL_TMP/show.txt" || fail "show: $(cat -v "$SL_TMP/show.txt")"
 ok "a name with escape sequences and a newline is shown escaped"
+
+# --- every output path escapes text from users: an OSC 52 clipboard write
+# (ESC ] 52 ; c ; ... BEL), a C1 CSI (U+009B in UTF-8), U+202E and U+2066
+# in a job's name, argv and environment and in a client's name never reach
+# the terminal or the daemon's log raw (proto/text.h) ---
+osc=$(printf '\033]52;c;cm0gLXJmIH4=\007') # sets the clipboard to "rm -rf ~"
+evil="x${osc}$(printf '\302\233')31m$(printf '\342\200\256')gpj.exe$(printf '\342\201\246')"
+shown='x\e]52;c;cm0gLXJmIH4=\x07\u{009B}31m\u{202E}gpj.exe\u{2066}'
+shown_json='x\u001b]52;c;cm0gLXJmIH4=\u0007\u009b31m\u202egpj.exe\u2066'
+# raw FILE: true when FILE holds ESC, BEL, the C1 CSI, U+202E or U+2066
+raw() {
+	LC_ALL=C grep -q -e "$(printf '\033')" -e "$(printf '\007')" -e "$(printf '\302\233')" \
+		-e "$(printf '\342\200\256')" -e "$(printf '\342\201\246')" "$1"
+}
+x=$(SL_EVIL="$evil" ctl submit --name "n$evil" -- sh -c 'exit 0' sh "a$evil")
+ctl wait "$x" >/dev/null || fail "job $x failed"
+PYTHONPATH=$SL_LIB python3 - "$SOCK" "$evil" <<'PY'
+import sys
+from sltest import Client
+c = Client(sys.argv[1], hello=False)
+c.call("hello", {"version": 1, "client": "c" + sys.argv[2]})
+c.close()
+PY
+ctl status --all >"$SL_TMP/e-status.txt"
+ctl show "$x" >"$SL_TMP/e-show.txt"
+ctl show --env "$x" >"$SL_TMP/e-env.txt"
+ctl events --limit 10000 >"$SL_TMP/e-events.txt"
+ctl status --all --json >"$SL_TMP/e-status-json.txt"
+ctl show --env --json "$x" >"$SL_TMP/e-show-json.txt"
+ctl wait --json "$x" >"$SL_TMP/e-wait-json.txt"
+ctl events --limit 10000 --json >"$SL_TMP/e-events-json.txt"
+poll 5 grep -qF "is c$shown" "$SL_TMP/daemon.log" ||
+	fail "the client's name is not in the log, escaped: $(grep 'is c' "$SL_TMP/daemon.log" | cat -v)"
+cp "$SL_TMP/daemon.log" "$SL_TMP/e-daemon.txt"
+for f in "$SL_TMP"/e-*.txt; do
+	if raw "$f"; then fail "$(basename "$f") holds raw control bytes: $(cat -v "$f")"; fi
+done
+grep -qF "nx\e]52;c;cm0gLXJmIH4=\x07\u{009B}31m" "$SL_TMP/e-status.txt" ||
+	fail "status: $(cat -v "$SL_TMP/e-status.txt")"
+grep -qF "\"n$shown\" of" "$SL_TMP/e-show.txt" || fail "show's name: $(cat -v "$SL_TMP/e-show.txt")"
+grep -qxF "Command: sh -c exit 0 sh a$shown" "$SL_TMP/e-show.txt" ||
+	fail "show's command: $(cat -v "$SL_TMP/e-show.txt")"
+grep -qxF "  SL_EVIL=$shown" "$SL_TMP/e-env.txt" || fail "show --env: $(cat -v "$SL_TMP/e-env.txt")"
+grep -qF "\"name\":\"n$shown_json\"" "$SL_TMP/e-events.txt" || fail "events: $(cat -v "$SL_TMP/e-events.txt")"
+for f in status-json show-json wait-json events-json; do
+	grep -qF "n$shown_json" "$SL_TMP/e-$f.txt" || fail "$f: $(cat -v "$SL_TMP/e-$f.txt")"
+done
+grep -qF "\"SL_EVIL=$shown_json\"" "$SL_TMP/e-show-json.txt" ||
+	fail "show --env --json: $(cat -v "$SL_TMP/e-show-json.txt")"
+ok "OSC 52, a C1 CSI and bidi controls in a name, argv, env and client name: escaped in status, show, show --env, events, --json and the daemon's log"
+
+# --- a job's own output reaches its own user as it is (as cat would) ---
+o=$(ctl submit -- sh -c 'printf "%s" "$1"' sh "$evil")
+ctl wait "$o" >/dev/null || fail "job $o failed"
+[ "$(ctl logs "$o")" = "$evil" ] || fail "logs of one's own job: $(ctl logs "$o" | cat -v)"
+ok "logs of one's own job are its bytes (another user's: tests/auth.py)"
 
 # --- output that cannot be written is an error, also where each line is
 # flushed as it goes ---

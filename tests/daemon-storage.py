@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, RpcError, poll, skip, fill_fs  # noqa: E402
+from sltest import Client, Daemon, RpcError, poll, require_tools, skip, fill_fs  # noqa: E402
 
 
 def history_while_full(c, before):
@@ -35,6 +35,7 @@ def history_while_full(c, before):
 def main():
     if os.geteuid() != 0:
         skip("needs root to mount a small tmpfs for the database", root_only=True)
+    require_tools("mount", "umount", "sqlite3")
     d = Daemon(interval="0.1")
     mnt = os.path.join(d.dir, "dbfs")
     os.makedirs(mnt)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, RpcError, poll, skip, fill_fs  # noqa: E402
+from sltest import Client, RpcError, poll, require_tools, skip, fill_fs  # noqa: E402
 
 import importlib.util  # noqa: E402
 
@@ -22,6 +22,7 @@ _spec.loader.exec_module(scen)
 def main():
     if os.geteuid() != 0:
         skip("mounting a tmpfs for the database needs root", root_only=True)
+    require_tools("mount", "umount")
     d = scen.start_daemon()
     mnt = os.path.join(d.dir, "db")
     os.mkdir(mnt)

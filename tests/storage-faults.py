@@ -20,7 +20,6 @@ system so that monitors can record statuses (docs/jobs.md).
 
 import errno
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, poll, skip, fill_fs  # noqa: E402
+from sltest import Client, RpcError, missing_tools, poll, require_tools, skip, fill_fs  # noqa: E402
 
 import importlib.util  # noqa: E402
 
@@ -157,9 +156,9 @@ def mode_full(s):
 
 def mode_readonly(s):
     d = s.d
-    for tool in ("mkfs.ext4", "losetup", "e2fsck"):
-        if shutil.which(tool) is None:
-            return "%s is not installed (e2fsprogs, util-linux)" % tool
+    why = missing_tools("mkfs.ext4", "losetup", "e2fsck")
+    if why:
+        return why
     img = os.path.join(d.dir, "db.img")
     with open(img, "wb") as f:
         f.truncate(64 << 20)
@@ -217,6 +216,7 @@ def mode_readonly(s):
 def main():
     if os.geteuid() != 0:
         skip("mounting file systems for the database needs root", root_only=True)
+    require_tools("mount", "umount", "sync")
     skipped = []
     for name, fn in (("full", mode_full), ("readonly", mode_readonly)):
         s = Setup()

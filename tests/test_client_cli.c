@@ -372,13 +372,18 @@ test_safe(void **state)
 	char buf[64], *dup;
 
 	(void)state;
-	/* C0, DEL and C1 controls are escaped; text is kept */
+	/* C0, DEL, C1 and bidi controls are escaped (proto/text.h); text is
+	 * kept */
 	assert_string_equal(cli_safe("a\x1b[2J\nb\x7f", 0, buf, sizeof buf),
-	                    "a\\x1b[2J\\x0ab\\x7f");
+	                    "a\\e[2J\\nb\\x7f");
 	assert_string_equal(cli_safe("x\xc2\x9b"
 	                             "31m",
 	                             0, buf, sizeof buf),
-	                    "x\\u009b31m");
+	                    "x\\u{009B}31m");
+	assert_string_equal(cli_safe("a\xe2\x80\xae"
+	                             "b",
+	                             0, buf, sizeof buf),
+	                    "a\\u{202E}b");
 	assert_string_equal(
 	    cli_safe("caf\xc3\xa9 \xe2\x96\x81", 0, buf, sizeof buf),
 	    "caf\xc3\xa9 \xe2\x96\x81");
@@ -388,7 +393,7 @@ test_safe(void **state)
 	    "\xc3\xa9\xc3\xa9");
 	assert_string_equal(cli_safe("ab\xc3\xa9", 0, buf, 4), "ab");
 	/* an escape that would pass max is left out whole */
-	assert_string_equal(cli_safe("abc\x1b", 5, buf, sizeof buf), "abc");
+	assert_string_equal(cli_safe("abc\x01", 5, buf, sizeof buf), "abc");
 	assert_int_equal(
 	    cli_text_width(cli_safe("\xc3\xa9\x01z", 0, buf, sizeof buf)), 6);
 	/* whole, however many bytes need escaping */
@@ -396,6 +401,29 @@ test_safe(void **state)
 	assert_non_null(dup);
 	assert_string_equal(dup, "\\x01\\x02\\x03\\x04");
 	free(dup);
+}
+
+static void
+test_print_json(void **state)
+{
+	FILE *f = tmpfile();
+	char out[256];
+	size_t n;
+
+	(void)state;
+	assert_non_null(f);
+	/* a JSON answer holding OSC 52, a C1 CSI and U+202E: the same JSON,
+	 * nothing a terminal acts on */
+	assert_int_equal(cli_print_json(f,
+	                                "{\"name\":\"\\u001b]52;c;eA==\\u0007"
+	                                "\xc2\x9b\xe2\x80\xae\"}"),
+	                 0);
+	rewind(f);
+	n = fread(out, 1, sizeof out - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	assert_string_equal(out, "{\"name\":\"\\u001b]52;c;eA==\\u0007"
+	                         "\\u009b\\u202e\"}\n");
 }
 
 int
@@ -416,6 +444,7 @@ main(void)
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_no_color),
 	    cmocka_unit_test(test_safe),
+	    cmocka_unit_test(test_print_json),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

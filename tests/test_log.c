@@ -54,9 +54,32 @@ test_control_bytes_escaped(void **state)
 	char *out = capture(log_forged);
 
 	(void)state;
-	assert_string_equal(out,
-	                    "stageloadd[info]: jobs: job 7 (n\\nstageloadd"
-	                    "[fatal]: FORGED\\r\\x1b[2J\\t\\x7f): killed\n");
+	assert_string_equal(out, "stageloadd[info]: jobs: job 7 (n\\nstageloadd"
+	                         "[fatal]: FORGED\\r\\e[2J\\t\\x7f): killed\n");
+	free(out);
+}
+
+static void
+log_unicode(void)
+{
+	log_init(0, 0);
+	/* OSC 52 with its C1 form, a C1 CSI, U+202E and U+2066, a byte that
+	 * is not UTF-8; CJK text is text */
+	log_info("client 3 is %s",
+	         "\xc2\x9d"
+	         "52;c;eA==\xc2\x9c\xc2\x9b"
+	         "2J\xe2\x80\xae\xe2\x81\xa6\xff\xe6\xbc\xa2");
+}
+
+static void
+test_c1_bidi_escaped(void **state)
+{
+	char *out = capture(log_unicode);
+
+	(void)state;
+	assert_string_equal(out, "stageloadd[info]: client 3 is \\u{009D}52;c;"
+	                         "eA==\\u{009C}\\u{009B}2J\\u{202E}\\u{2066}"
+	                         "\\xff\xe6\xbc\xa2\n");
 	free(out);
 }
 
@@ -89,6 +112,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_control_bytes_escaped),
+	    cmocka_unit_test(test_c1_bidi_escaped),
 	    cmocka_unit_test(test_long_message_whole),
 	};
 

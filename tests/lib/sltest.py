@@ -31,6 +31,38 @@ def skip(why, root_only=False):
     sys.exit(SKIP)
 
 
+# The package that holds each tool the root-only tests run, as Debian 12
+# names it (swapon, mount and losetup are in `mount` there, not util-linux),
+# for the hint of a missing tool. scripts/deps.sh --test installs them all.
+TOOL_PACKAGES = {
+    "mount": "mount", "umount": "mount", "losetup": "mount", "swapon": "mount",
+    "swapoff": "mount", "mkswap": "util-linux", "setpriv": "util-linux",
+    "mkfs.ext4": "e2fsprogs", "e2fsck": "e2fsprogs", "useradd": "passwd",
+    "userdel": "passwd", "groupadd": "passwd", "groupdel": "passwd",
+    "sqlite3": "sqlite3", "sync": "coreutils",
+}
+
+
+def missing_tools(*tools):
+    """None when every tool is on PATH, else why not: the tools and the
+    packages that hold them."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if not missing:
+        return None
+    pkgs = sorted({TOOL_PACKAGES.get(t, t) for t in missing})
+    return ("%s not found on PATH: install %s (apt-get install %s, or "
+            "scripts/deps.sh --test)" % (", ".join(missing), ", ".join(pkgs),
+                                         " ".join(pkgs)))
+
+
+def require_tools(*tools):
+    """Skip, naming the packages to install, when a tool is missing; under
+    CI=true that is a failure (the test would not have run)."""
+    why = missing_tools(*tools)
+    if why:
+        skip(why, root_only=True)
+
+
 def poll(cond, timeout=10.0, step=0.02, what="condition"):
     """Return cond()'s first truthy value, or raise after timeout seconds."""
     deadline = time.monotonic() + timeout

@@ -43,12 +43,19 @@ swap_require_root() {
 		echo "SKIP: this test needs root to create a swapfile and a memory cgroup" >&2
 		exit 77
 	fi
-	if ! command -v swapon >/dev/null || ! command -v mkswap >/dev/null; then
+	# Debian 12 keeps swapon and swapoff in `mount`, mkswap in util-linux.
+	local why="" t
+	for t in swapon:mount swapoff:mount mkswap:util-linux; do
+		command -v "${t%%:*}" >/dev/null ||
+			why="$why${why:+, }${t%%:*} (package ${t#*:})"
+	done
+	if [ -n "$why" ]; then
+		why="not found on PATH: $why; apt-get install mount util-linux, or scripts/deps.sh --test"
 		if [ "${CI:-}" = true ]; then
-			echo "FAIL: swapon/mkswap missing (util-linux)" >&2
+			echo "FAIL: $why" >&2
 			exit 1
 		fi
-		echo "SKIP: swapon/mkswap missing (util-linux)" >&2
+		echo "SKIP: $why" >&2
 		exit 77
 	fi
 }
