@@ -42,7 +42,7 @@ struct uid_input {
 	uid_t uid;
 	size_t clients;   /* clients counted here */
 	size_t bytes;     /* the sum of their readers' buffers (cap) */
-	size_t unwritten; /* the sum of their queued output */
+	size_t unwritten; /* the memory their queued output takes */
 };
 
 struct client {
@@ -59,6 +59,7 @@ struct client {
 	struct uid_input *input;
 	size_t input_counted;
 	size_t unwritten; /* bytes handed to uv_write, not yet written */
+	size_t queued_mem; /* the memory those take, requests included */
 	size_t oversized; /* of those, an answer larger than the limit */
 	int handles;      /* handles still open; freed when it reaches 0 */
 	unsigned hello : 1;
@@ -184,7 +185,7 @@ client_input_drop(struct server *srv, struct client *c)
 	c->input_counted = 0;
 	/* Its writes still queued free their memory as they finish, no
 	 * longer the uid's to count. */
-	u->unwritten -= c->unwritten;
+	u->unwritten -= c->queued_mem;
 	if (--u->clients > 0)
 		return;
 	for (i = 0; i < srv->ninputs; i++) {
@@ -342,8 +343,9 @@ client_write_cb(uv_write_t *req, int status)
 	struct client *c = w->c;
 
 	c->unwritten -= w->len;
+	c->queued_mem -= w->len + sizeof *w;
 	if (c->input != NULL)
-		c->input->unwritten -= w->len;
+		c->input->unwritten -= w->len + sizeof *w;
 	if (w->oversized)
 		c->oversized = 0;
 	if (w->buf != w->data)
@@ -413,9 +415,12 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		return -ENOBUFS;
 	}
 	/* Across the uid's connections, answers too large by themselves
-	 * included: many slow readers of one user cannot add up. */
+	 * included: many slow readers of one user cannot add up. What
+	 * counts is the memory: a queued reply costs its request too, which
+	 * for the short error of a refused request is most of it. */
 	if (c->peer.uid != 0 && c->input != NULL &&
-	    c->input->unwritten + rest > c->d->cfg.max_unread_bytes_per_uid) {
+	    c->input->unwritten + rest + sizeof *w >
+	        c->d->cfg.max_unread_bytes_per_uid) {
 		log_info("client %llu (uid %u): its uid's connections do not "
 		         "read their replies (%zu bytes queued, limit %zu); "
 		         "closing it",
@@ -459,8 +464,9 @@ client_write(struct client *c, char *buf, size_t len, int owned)
 		return -EPIPE;
 	}
 	c->unwritten += rest;
+	c->queued_mem += rest + sizeof *w;
 	if (c->input != NULL)
-		c->input->unwritten += rest;
+		c->input->unwritten += rest + sizeof *w;
 	if (oversized)
 		c->oversized = rest;
 	return 0;
