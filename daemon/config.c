@@ -343,6 +343,17 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_queued_per_uid") == 0)
 		return set_int(&cfg->max_queued_per_uid, key, v, 1, 1000000,
 		               cause, causelen);
+	if (strcmp(k, "max_ended_jobs_per_uid") == 0)
+		return set_int(&cfg->max_ended_jobs_per_uid, key, v, 0,
+		               100000000, cause, causelen);
+	if (strcmp(k, "max_stored_bytes_per_uid") == 0) {
+		size_t b = 0;
+		if ((rc = set_size(&b, key, v, 64 * 1024, (uint64_t)1 << 50,
+		                   cause, causelen)) != 0)
+			return rc;
+		cfg->max_stored_bytes_per_uid = b;
+		return 0;
+	}
 	if (strcmp(k, "swap_budget") == 0) {
 		size_t b = 0;
 		if ((rc = set_size(&b, key, v, 0, UINT64_MAX, cause,
@@ -480,6 +491,8 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_meters_per_uid = 16;
 	cfg->max_argv_bytes = 256u << 10;
 	cfg->max_env_bytes = 1u << 20;
+	cfg->max_stored_bytes_per_uid = (uint64_t)256 << 20;
+	cfg->max_ended_jobs_per_uid = 10000;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_unread_bytes = 16u << 20;
 
@@ -692,6 +705,8 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_meters_per_uid = n->max_meters_per_uid;
 	cfg->max_argv_bytes = n->max_argv_bytes;
 	cfg->max_env_bytes = n->max_env_bytes;
+	cfg->max_stored_bytes_per_uid = n->max_stored_bytes_per_uid;
+	cfg->max_ended_jobs_per_uid = n->max_ended_jobs_per_uid;
 	cfg->hello_timeout_ms = n->hello_timeout_ms;
 	cfg->max_unread_bytes = n->max_unread_bytes;
 	cfg->default_wait_free_pct = n->default_wait_free_pct;

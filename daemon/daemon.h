@@ -30,6 +30,11 @@ struct config {
 	int max_meters_per_uid;   /* process trees metered, 16 */
 	size_t max_argv_bytes;    /* default 256 KiB */
 	size_t max_env_bytes;     /* default 1 MiB */
+	/* what one uid's jobs may hold in the database, ended ones
+	 * included: bytes (store_job_bytes), default 256 MiB; ended jobs,
+	 * default 10000. The oldest ended go first (docs/storage.md). */
+	uint64_t max_stored_bytes_per_uid;
+	int max_ended_jobs_per_uid;
 	int64_t hello_timeout_ms; /* default 10000 */
 
 	/* job defaults */

@@ -347,6 +347,13 @@ store_prune(struct store *s, int64_t now_ms, const struct store_retention *r,
 		goto fail;
 	if ((rc = store_run(s->commit)) != SQLITE_OK)
 		goto fail;
+	/* Hourly: the per-uid counts follow the rows pruned by age. */
+	if ((rc = store_usage_load(s)) != 0) {
+		store_cause(
+		    cause, causelen,
+		    "pruning: recounting the jobs' bytes per user failed");
+		return rc;
+	}
 	return 0;
 fail:
 	rc = store_fail(s, rc, "pruning", cause, causelen);
