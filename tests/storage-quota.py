@@ -1,0 +1,201 @@
+"""What one user can make the daemon store is bounded (issue 14, item 1;
+docs/storage.md, "Bounds per user").
+
+The database lives on a 32 MiB tmpfs. An unprivileged uid (nobody)
+submits and cancels jobs with a big argv and env in a loop, far more than
+the file system holds. With max_stored_bytes_per_uid at 4 MiB:
+
+- every submit of that loop is accepted and the database stays small:
+  the oldest ended jobs of that uid are deleted first, its newest stay,
+  and another uid's ended jobs are untouched;
+- root's submits work throughout;
+- when the uid's unended jobs alone would pass the bound, its submit is
+  -32004 naming max_stored_bytes_per_uid, and nothing of it is deleted.
+
+Root only (mount, and connecting as other uids).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from sltest import Client, Daemon, RpcError, skip  # noqa: E402
+
+NOBODY = 65534
+OTHER = 65532
+BOUND = 4 << 20
+ARGV_BYTES = 200 << 10
+ENV_BYTES = 300 << 10
+LOOPS = 80  # 80 x 500 KiB = 40 MiB: more than the 32 MiB file system
+
+
+def connect_as(uid, path):
+    """A connection made by a process running as uid, handed to us, so the
+    daemon sees uid as its peer."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        rc = 1
+        try:
+            parent.close()
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            socket.send_fds(child, [b"x"], [s.fileno()])
+            rc = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(rc)
+    child.close()
+    _, fds, _, _ = socket.recv_fds(parent, 16, 1)
+    parent.close()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and len(fds) == 1, (status, fds)
+    c = Client.__new__(Client)
+    c.sock = socket.socket(fileno=fds[0])
+    c.sock.settimeout(10)
+    c.buf = b""
+    c.next_id = 1
+    c.notes = []
+    r = c.call("hello", {"version": 1, "client": "sltest"})
+    assert r["uid"] == uid, r
+    return c
+
+
+def big_params(tag):
+    # Queued for good: the fixture has 50 % free, the job asks for 95 %.
+    return {"argv": ["/bin/true", tag + "a" * ARGV_BYTES], "cwd": "/",
+            "env": ["BIG=" + "e" * ENV_BYTES], "wait_free_pct": 95}
+
+
+def submit_cancel(c, tag):
+    jid = c.call("submit", big_params(tag))["id"]
+    c.call("cancel", {"id": jid})
+    return jid
+
+
+def sql(d, q):
+    out = subprocess.run(["sqlite3", "-readonly", d.db, q], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def db_bytes(d):
+    n = 0
+    for suffix in ("", "-wal"):
+        try:
+            n += os.path.getsize(d.db + suffix)
+        except OSError:
+            pass
+    return n
+
+
+def run(d):
+    root = Client(d.socket)
+    other = connect_as(OTHER, d.socket)
+    nobody = connect_as(NOBODY, d.socket)
+
+    others = [submit_cancel(other, "o%d" % i) for i in range(3)]
+    ids = []
+    for i in range(LOOPS):
+        ids.append(submit_cancel(nobody, "n%d" % i))
+        if i % 10 == 0:
+            # Root is served throughout (and exempt from the bound).
+            submit_cancel(root, "r%d" % i)
+        assert db_bytes(d) < 24 << 20, "database grew to %d bytes" % db_bytes(d)
+    print("ok   %d submit-and-cancel of %d KiB each as uid %d: all accepted, "
+          "database %d KiB" % (LOOPS, (ARGV_BYTES + ENV_BYTES) >> 10, NOBODY,
+                               db_bytes(d) >> 10))
+
+    kept = [int(x) for x in sql(d, "SELECT id FROM jobs WHERE uid = %d ORDER BY id"
+                                % NOBODY)]
+    assert 1 <= len(kept) <= BOUND // (ARGV_BYTES + ENV_BYTES), kept
+    # The newest stay: what went was the oldest.
+    assert kept == ids[-len(kept):], (kept, ids[-len(kept):])
+    stored = int(sql(d, "SELECT sum(length(CAST(argv AS BLOB)) + length(CAST(env AS BLOB)))"
+                        " FROM jobs WHERE uid = %d" % NOBODY)[0])
+    assert stored <= BOUND + 64 * 1024, stored
+    events = int(sql(d, "SELECT count(*) FROM events WHERE uid = %d AND job_id < %d"
+                        % (NOBODY, kept[0]))[0])
+    assert events == 0, "events of pruned jobs remain: %d" % events
+    try:
+        root.call("show", {"id": ids[0]})
+        raise AssertionError("the oldest job of uid %d is still there" % NOBODY)
+    except RpcError as e:
+        assert e.code == -32003, e
+    assert root.call("show", {"id": ids[-1]})["state"] == "cancelled"
+    left = [int(x) for x in sql(d, "SELECT id FROM jobs WHERE uid = %d ORDER BY id" % OTHER)]
+    assert left == others, (left, others)
+    assert len(sql(d, "SELECT id FROM jobs WHERE uid = 0")) == (LOOPS + 9) // 10
+    print("ok   uid %d keeps its %d newest ended jobs (%d bytes); its oldest went first; "
+          "uid %d's and root's untouched" % (NOBODY, len(kept), stored, OTHER))
+
+    # Unended jobs are never deleted: past the bound with them alone, the
+    # submit is refused and names the limit.
+    queued = []
+    while True:
+        try:
+            queued.append(nobody.call("submit", big_params("q%d" % len(queued)))["id"])
+        except RpcError as e:
+            assert e.code == -32004 and "max_stored_bytes_per_uid" in e.message, e
+            msg = e.message
+            break
+        assert len(queued) <= BOUND // (ARGV_BYTES + ENV_BYTES), queued
+    assert len(queued) >= 1
+    for jid in queued:
+        assert root.call("show", {"id": jid})["state"] == "queued"
+    submit_cancel(root, "root-after")
+    print("ok   %d queued jobs fill the bound; the next submit: %s; root still served"
+          % (len(queued), msg))
+    for jid in queued:
+        nobody.call("cancel", {"id": jid})
+    # Room again: the oldest ended go to make it.
+    submit_cancel(nobody, "again")
+    assert d.integrity() == "ok"
+    for c in (root, other, nobody):
+        c.close()
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("mounting a tmpfs for the database needs root", root_only=True)
+    conf = "max_stored_bytes_per_uid = %d\n" % BOUND
+    d = Daemon(interval="0.1", config=conf)
+    os.chmod(d.dir, 0o755)  # the other uids must reach the socket
+    mnt = os.path.join(d.dir, "db")
+    os.mkdir(mnt)
+    # mode=0700: a tmpfs is 1777 by default, which is no place for root's
+    # database (docs/security.md).
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m,mode=0700", "tmpfs",
+                       mnt]).returncode:
+        d.cleanup()
+        skip("cannot mount a tmpfs here", root_only=True)
+    try:
+        d.db = os.path.join(mnt, "sl.db")
+        d.args[d.args.index("--db") + 1] = d.db
+        d.args += ["--state-dir", os.path.join(d.dir, "state")]
+        os.mkdir(os.path.join(d.dir, "state"), 0o700)
+        d.start()
+        run(d)
+        assert d.stop(signal.SIGTERM) == 0
+        print("PASS")
+    except Exception:
+        sys.stderr.write("--- daemon log ---\n%s\n" % d.log_text()[-8000:])
+        raise
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
+        subprocess.run(["umount", "-l", mnt])
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main()
