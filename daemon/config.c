@@ -354,6 +354,14 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 		cfg->max_stored_bytes_per_uid = b;
 		return 0;
 	}
+	if (strcmp(k, "max_log_bytes") == 0) {
+		size_t b = 0;
+		if ((rc = set_size(&b, key, v, 64 * 1024, (uint64_t)1 << 50,
+		                   cause, causelen)) != 0)
+			return rc;
+		cfg->max_log_bytes = b;
+		return 0;
+	}
 	if (strcmp(k, "swap_budget") == 0) {
 		size_t b = 0;
 		if ((rc = set_size(&b, key, v, 0, UINT64_MAX, cause,
@@ -493,6 +501,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_env_bytes = 1u << 20;
 	cfg->max_stored_bytes_per_uid = (uint64_t)256 << 20;
 	cfg->max_ended_jobs_per_uid = 10000;
+	cfg->max_log_bytes = (uint64_t)1 << 30;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_unread_bytes = 16u << 20;
 
@@ -707,6 +716,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_env_bytes = n->max_env_bytes;
 	cfg->max_stored_bytes_per_uid = n->max_stored_bytes_per_uid;
 	cfg->max_ended_jobs_per_uid = n->max_ended_jobs_per_uid;
+	cfg->max_log_bytes = n->max_log_bytes;
 	cfg->hello_timeout_ms = n->hello_timeout_ms;
 	cfg->max_unread_bytes = n->max_unread_bytes;
 	cfg->default_wait_free_pct = n->default_wait_free_pct;

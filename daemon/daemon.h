@@ -35,6 +35,7 @@ struct config {
 	 * default 10000. The oldest ended go first (docs/storage.md). */
 	uint64_t max_stored_bytes_per_uid;
 	int max_ended_jobs_per_uid;
+	uint64_t max_log_bytes;   /* a detached job's log, 1 GiB: tail kept */
 	int64_t hello_timeout_ms; /* default 10000 */
 
 	/* job defaults */

@@ -10,11 +10,14 @@ the file system holds. With max_stored_bytes_per_uid at 4 MiB:
   and another uid's ended jobs are untouched;
 - root's submits work throughout;
 - when the uid's unended jobs alone would pass the bound, its submit is
-  -32004 naming max_stored_bytes_per_uid, and nothing of it is deleted.
+  -32004 naming max_stored_bytes_per_uid, and nothing of it is deleted;
+- a job that prints more than max_log_bytes (1M here) leaves a log of
+  about that size that ends with its last output and says it was cut.
 
 Root only (mount, and connecting as other uids).
 """
 
+import json
 import os
 import signal
 import socket
@@ -23,7 +26,7 @@ import sys
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, skip  # noqa: E402
+from sltest import Client, Daemon, RpcError, poll, skip  # noqa: E402
 
 NOBODY = 65534
 OTHER = 65532
@@ -164,10 +167,49 @@ def run(d):
         c.close()
 
 
+def log_of(c, jid):
+    """The whole log through `logs`, as a client reads it."""
+    rid = c.next_id
+    c.next_id += 1
+    c.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "logs",
+                           "params": {"id": jid}}).encode() + b"\n")
+    c.response(rid, timeout=30)
+    parts = []
+    for n in c.notes:
+        if n.get("method") == "log" and n["params"]["id"] == jid:
+            parts.append((n["params"]["offset"], n["params"]["data"]))
+    c.notes = []
+    return "".join(d for _, d in sorted(parts))
+
+
+def run_log(d):
+    c = Client(d.socket)
+    # seq 1 400000 prints 2,688,895 bytes.
+    jid = c.call("submit", {"argv": ["seq", "1", "400000"], "cwd": "/",
+                            "env": ["PATH=/usr/bin:/bin"]})["id"]
+    poll(lambda: c.call("show", {"id": jid})["state"] in ("exited", "failed"),
+         timeout=30, what="the chatty job to end")
+    assert c.call("show", {"id": jid})["exit_code"] == 0
+    text = log_of(c, jid)
+    with open(os.path.join(d.dir, "state", "jobs", "%d.log" % jid)) as f:
+        on_disk = f.read()
+    assert text == on_disk, (len(text), len(on_disk))
+    first, rest = text.split("\n", 1)
+    assert first.startswith("stageload: log cut: it passed max_log_bytes (1048576); "
+                            "the first "), first
+    dropped = int(first.split("the first ")[1].split()[0])
+    assert dropped + len(rest) == 2688895, (dropped, len(rest))
+    assert 256 << 10 <= len(text) <= 1 << 20, len(text)
+    assert text.endswith("\n399999\n400000\n"), text[-40:]
+    print("ok   a job that printed 2.7 MB with max_log_bytes = 1M: log of %d bytes, "
+          "ends with its last line, says %d bytes were cut" % (len(text), dropped))
+    c.close()
+
+
 def main():
     if os.geteuid() != 0:
         skip("mounting a tmpfs for the database needs root", root_only=True)
-    conf = "max_stored_bytes_per_uid = %d\n" % BOUND
+    conf = "max_stored_bytes_per_uid = %d\nmax_log_bytes = 1M\n" % BOUND
     d = Daemon(interval="0.1", config=conf)
     os.chmod(d.dir, 0o755)  # the other uids must reach the socket
     mnt = os.path.join(d.dir, "db")
@@ -185,6 +227,7 @@ def main():
         os.mkdir(os.path.join(d.dir, "state"), 0o700)
         d.start()
         run(d)
+        run_log(d)
         assert d.stop(signal.SIGTERM) == 0
         print("PASS")
     except Exception:
