@@ -167,6 +167,16 @@ submit_make_room(struct daemon *d, const struct job *j, char *cause,
 
 	if (j->uid == 0)
 		return 0;
+	/* Below the free-space floor only root writes (tick_disk). */
+	if (d->disk_low && j->uid != geteuid()) {
+		snprintf(cause, causelen,
+		         "storage: the disk holding the database is nearly "
+		         "full (%" PRIu64 " bytes free, below min_free_disk, "
+		         "%" PRIu64 "); only root's jobs are taken until "
+		         "there is more",
+		         d->disk_free_bytes, d->disk_floor_bytes);
+		return PROTO_E_STORAGE;
+	}
 	store_usage(d->store, j->uid, &u);
 	if (u.bytes - u.ended_bytes + need > max_bytes) {
 		snprintf(cause, causelen,

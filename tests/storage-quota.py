@@ -11,6 +11,9 @@ the file system holds. With max_stored_bytes_per_uid at 4 MiB:
 - root's submits work throughout;
 - when the uid's unended jobs alone would pass the bound, its submit is
   -32004 naming max_stored_bytes_per_uid, and nothing of it is deleted;
+- below the free-space floor (min_free_disk, 4M here) nobody's submit is
+  -32006 saying the disk is nearly full while root's still works, and
+  nobody's works again once there is room;
 - a job that prints more than max_log_bytes (1M here) leaves a log of
   about that size that ends with its last output and says it was cut.
 
@@ -106,6 +109,7 @@ def run(d):
     other = connect_as(OTHER, d.socket)
     nobody = connect_as(NOBODY, d.socket)
 
+    root_before = len(sql(d, "SELECT id FROM jobs WHERE uid = 0"))
     others = [submit_cancel(other, "o%d" % i) for i in range(3)]
     ids = []
     for i in range(LOOPS):
@@ -137,7 +141,7 @@ def run(d):
     assert root.call("show", {"id": ids[-1]})["state"] == "cancelled"
     left = [int(x) for x in sql(d, "SELECT id FROM jobs WHERE uid = %d ORDER BY id" % OTHER)]
     assert left == others, (left, others)
-    assert len(sql(d, "SELECT id FROM jobs WHERE uid = 0")) == (LOOPS + 9) // 10
+    assert len(sql(d, "SELECT id FROM jobs WHERE uid = 0")) == root_before + (LOOPS + 9) // 10
     print("ok   uid %d keeps its %d newest ended jobs (%d bytes); its oldest went first; "
           "uid %d's and root's untouched" % (NOBODY, len(kept), stored, OTHER))
 
@@ -182,6 +186,49 @@ def log_of(c, jid):
     return "".join(d for _, d in sorted(parts))
 
 
+SMALL = {"argv": ["/bin/true"], "cwd": "/", "env": [], "wait_free_pct": 95}
+
+
+def run_floor(d, mnt):
+    root = Client(d.socket)
+    nobody = connect_as(NOBODY, d.socket)
+    sv = os.statvfs(mnt)
+    filler = os.path.join(mnt, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, sv.f_bavail * sv.f_frsize - (2 << 20))
+    finally:
+        os.close(fd)
+
+    def refused():
+        try:
+            jid = nobody.call("submit", SMALL)["id"]
+        except RpcError as e:
+            return e
+        nobody.call("cancel", {"id": jid})  # before the tick saw it
+        return None
+    e = poll(refused, what="uid %d's submit to be refused below the floor" % NOBODY)
+    assert e.code == -32006 and "nearly full" in e.message \
+        and "min_free_disk" in e.message, e
+    for _ in range(3):
+        jid = root.call("submit", SMALL)["id"]
+        root.call("cancel", {"id": jid})
+    assert "below min_free_disk" in d.log_text()
+    os.unlink(filler)
+
+    def taken():
+        try:
+            return nobody.call("submit", SMALL)["id"]
+        except RpcError as e:
+            assert e.code == -32006, e
+            return None
+    nobody.call("cancel", {"id": poll(taken, what="submits from everyone again")})
+    print("ok   below min_free_disk: uid %d gets %d (%s); root's submits work; "
+          "room again: taken" % (NOBODY, e.code, e.message))
+    root.close()
+    nobody.close()
+
+
 def run_log(d):
     c = Client(d.socket)
     # seq 1 400000 prints 2,688,895 bytes.
@@ -209,7 +256,7 @@ def run_log(d):
 def main():
     if os.geteuid() != 0:
         skip("mounting a tmpfs for the database needs root", root_only=True)
-    conf = "max_stored_bytes_per_uid = %d\nmax_log_bytes = 1M\n" % BOUND
+    conf = "max_stored_bytes_per_uid = %d\nmax_log_bytes = 1M\nmin_free_disk = 4M\n" % BOUND
     d = Daemon(interval="0.1", config=conf)
     os.chmod(d.dir, 0o755)  # the other uids must reach the socket
     mnt = os.path.join(d.dir, "db")
@@ -226,6 +273,7 @@ def main():
         d.args += ["--state-dir", os.path.join(d.dir, "state")]
         os.mkdir(os.path.join(d.dir, "state"), 0o700)
         d.start()
+        run_floor(d, mnt)
         run(d)
         run_log(d)
         assert d.stop(signal.SIGTERM) == 0
