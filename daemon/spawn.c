@@ -610,10 +610,10 @@ static void
 spawn_log_put(const struct spawn_plan *p, struct spawn_log *w, const char *buf,
               size_t n)
 {
+	/* No room to cut: the bound holds, and the output goes. */
 	if (p->max_log_bytes > 0 && w->size + n > p->max_log_bytes &&
 	    !w->broken && spawn_log_cut(p, w) < 0)
-		w->broken =
-		    1; /* no room to cut: the bound holds, output goes */
+		w->broken = 1;
 	if (w->broken) {
 		w->dropped += n;
 		return;
