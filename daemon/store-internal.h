@@ -102,6 +102,7 @@ struct store {
 	/* Per uid (key uid + 1) what its job rows hold (store_usage):
 	 * bytes: a = all rows, b = ended rows; rows: a = all, b = ended. */
 	struct umap usage_bytes, usage_rows;
+	int usage_stale; /* an update was lost (out of memory): recount */
 };
 
 /* store.c: shared statement helpers. */
@@ -120,8 +121,8 @@ int store_run(sqlite3_stmt *st);
 /* Run a one-off statement with ?1 bound to cut: an sqlite result. */
 int store_exec_cut(struct store *s, const char *sql, int64_t cut);
 
-/* store-jobs.c: recount store_usage from the rows (at open, after a
- * prune): one query. */
+/* store-jobs.c: recount store_usage from the rows (at open, and at a
+ * prune after it could not be kept): one query. */
 int store_usage_load(struct store *s);
 
 /* store.c: record the outcome rc of a write of area a, whose cause is why.

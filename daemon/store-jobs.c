@@ -543,6 +543,32 @@ store_jobs_expiring(struct store *s, int64_t now_ms,
 	return rc == SQLITE_DONE ? 0 : store_errno(rc);
 }
 
+static int
+prune_usage(struct store *s, int64_t cut)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+	    s->db,
+	    "SELECT uid, count(*), total(b) FROM (SELECT uid, " JOB_BYTES_SQL
+	    " AS b FROM jobs WHERE state IN " JOB_ENDED_STATES
+	    " AND ended_ms < ?1) GROUP BY uid",
+	    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(st, 1, cut);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t n = sqlite3_column_int64(st, 1);
+		int64_t b = (int64_t)sqlite3_column_double(st, 2);
+
+		usage_add(s, (uid_t)sqlite3_column_int64(st, 0), -b, -b, -n,
+		          -n);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* store_prune's part for jobs, inside its transaction: the ended jobs past
  * r->jobs_ms with their samples and events, and daemon events as old. An
  * sqlite result. */
@@ -555,6 +581,10 @@ store_prune_jobs(struct store *s, int64_t now_ms,
 	if (r->jobs_ms > 0) {
 		int64_t cut = now_ms - r->jobs_ms;
 
+		/* store_usage loses what goes: only those rows are read
+		 * (store_prune recounts if the transaction fails). */
+		if ((rc = prune_usage(s, cut)) != SQLITE_OK)
+			return rc;
 		if ((rc = store_exec_cut(
 		         s,
 		         "DELETE FROM job_samples WHERE job_id IN"
@@ -599,7 +629,7 @@ store_job_bytes(const struct job *j)
 }
 
 /* Add to uid's counts (negative to take away). Out of memory the counts
- * are recounted at the next prune. */
+ * are recounted at the next prune (usage_stale). */
 static void
 usage_add(struct store *s, uid_t uid, int64_t bytes, int64_t ended_bytes,
           int64_t jobs, int64_t ended)
@@ -607,12 +637,16 @@ usage_add(struct store *s, uid_t uid, int64_t bytes, int64_t ended_bytes,
 	struct umap_slot *b = umap_get(&s->usage_bytes, (uint64_t)uid + 1);
 	struct umap_slot *r;
 
-	if (b == NULL)
+	if (b == NULL) {
+		s->usage_stale = 1;
 		return;
+	}
 	b->a += bytes;
 	b->b += ended_bytes;
-	if ((r = umap_get(&s->usage_rows, (uint64_t)uid + 1)) == NULL)
+	if ((r = umap_get(&s->usage_rows, (uint64_t)uid + 1)) == NULL) {
+		s->usage_stale = 1;
 		return;
+	}
 	r->a += jobs;
 	r->b += ended;
 }
@@ -650,6 +684,7 @@ store_usage_load(struct store *s)
 		return store_errno(rc);
 	umap_clear(&s->usage_bytes);
 	umap_clear(&s->usage_rows);
+	s->usage_stale = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		usage_add(s, (uid_t)sqlite3_column_int64(st, 0),
 		          (int64_t)sqlite3_column_double(st, 1),

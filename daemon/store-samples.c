@@ -347,17 +347,15 @@ store_prune(struct store *s, int64_t now_ms, const struct store_retention *r,
 		goto fail;
 	if ((rc = store_run(s->commit)) != SQLITE_OK)
 		goto fail;
-	/* Hourly: the per-uid counts follow the rows pruned by age. */
-	if ((rc = store_usage_load(s)) != 0) {
-		store_cause(
-		    cause, causelen,
-		    "pruning: recounting the jobs' bytes per user failed");
-		return rc;
-	}
+	if (s->usage_stale)
+		(void)store_usage_load(s);
 	return 0;
 fail:
 	rc = store_fail(s, rc, "pruning", cause, causelen);
 	store_abort(s);
+	/* store_prune_jobs took what it deleted from store_usage: nothing
+	 * was, so count again. */
+	(void)store_usage_load(s);
 	return rc;
 }
 

@@ -127,9 +127,9 @@ int store_jobs_ended(struct store *s, int64_t limit,
                      int (*cb)(void *arg, struct job *j), void *arg);
 
 /* What one uid's job rows hold (docs/storage.md, "Bounds per user"):
- * kept in memory, counted from the rows at open and after a prune,
- * updated by every insert, update and store_make_room, so reading it is
- * O(1). Bytes are store_job_bytes of each row. */
+ * kept in memory, counted from the rows at open, updated by every insert,
+ * the update that ends a job, store_make_room and store_prune, so reading
+ * it is O(1). Bytes are store_job_bytes of each row. */
 struct store_usage {
 	int64_t bytes, ended_bytes; /* all rows, ended rows */
 	int64_t jobs, ended;        /* rows, ended rows */

@@ -1708,6 +1708,23 @@ test_usage_and_make_room(void **state)
 	    1);
 	store_usage(f->s, 2000, &u);
 	assert_int_equal(u.bytes, 102);
+	/* The age prune takes what it deletes off the counts. */
+	{
+		struct store_retention r;
+
+		store_retention_defaults(&r);
+		r.jobs_ms = 86400000LL;
+		assert_int_equal(store_prune(f->s, T0 + 2 * r.jobs_ms, &r,
+		                             cause, sizeof cause),
+		                 0);
+	}
+	store_usage(f->s, 2000, &u);
+	assert_int_equal(u.bytes, 0);
+	assert_int_equal(u.jobs, 0);
+	assert_int_equal(u.ended, 0);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.bytes, 102);
+	assert_int_equal(u.jobs, 1);
 }
 
 int
