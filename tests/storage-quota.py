@@ -8,7 +8,9 @@ the file system holds. With max_stored_bytes_per_uid at 4 MiB:
 - every submit of that loop is accepted and the database stays small:
   the oldest ended jobs of that uid are deleted first, its newest stay,
   and another uid's ended jobs are untouched;
-- root's submits work throughout;
+- root's submits work throughout, and a breach in the middle of it is
+  enforced as fast as ever (the running job's kill does not wait on the
+  attack);
 - when the uid's unended jobs alone would pass the bound, its submit is
   -32004 naming max_stored_bytes_per_uid, and nothing of it is deleted;
 - below the free-space floor (min_free_disk, 4M here) nobody's submit is
@@ -20,16 +22,28 @@ the file system holds. With max_stored_bytes_per_uid at 4 MiB:
 Root only (mount, and connecting as other uids).
 """
 
+import importlib.util
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, Daemon, RpcError, poll, skip  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
+scen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scen)
+
+# From the fixture's swap jump to the job's death, on a loaded machine
+# (as in storage-faults.py); the daemon samples every 100 ms.
+KILL_BOUND_S = 1.5
 
 NOBODY = 65534
 OTHER = 65532
@@ -109,6 +123,22 @@ def run(d):
     other = connect_as(OTHER, d.socket)
     nobody = connect_as(NOBODY, d.socket)
 
+    # A guarded job of root's, breached in the middle of the attack.
+    m = scen.Memory(d)
+    m.set(free_pct=50, swap_used_gib=0)
+    guarded = root.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir,
+                                   "env": ["PATH=/usr/bin:/bin"],
+                                   "swap_budget_bytes": 1 << 30})["id"]
+    pid = scen.wait_state(root, guarded, "running")["pid"]
+    died = []
+
+    def watch():
+        deadline = time.monotonic() + 30
+        while scen.pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        died.append(time.monotonic())
+    watcher = threading.Thread(target=watch)
+
     root_before = len(sql(d, "SELECT id FROM jobs WHERE uid = 0"))
     others = [submit_cancel(other, "o%d" % i) for i in range(3)]
     ids = []
@@ -117,10 +147,19 @@ def run(d):
         if i % 10 == 0:
             # Root is served throughout (and exempt from the bound).
             submit_cancel(root, "r%d" % i)
+        if i == LOOPS // 4:
+            m.set(swap_used_gib=2, sync=False)
+            breach = time.monotonic()
+            watcher.start()
         assert db_bytes(d) < 24 << 20, "database grew to %d bytes" % db_bytes(d)
+    watcher.join()
+    lag = died[0] - breach
+    assert lag < KILL_BOUND_S, "killed %.2fs after the breach during the attack" % lag
+    assert scen.wait_state(root, guarded, "killed")["end_reason"] == "swap_budget"
     print("ok   %d submit-and-cancel of %d KiB each as uid %d: all accepted, "
-          "database %d KiB" % (LOOPS, (ARGV_BYTES + ENV_BYTES) >> 10, NOBODY,
-                               db_bytes(d) >> 10))
+          "database %d KiB; a breach meanwhile killed in %.0f ms"
+          % (LOOPS, (ARGV_BYTES + ENV_BYTES) >> 10, NOBODY, db_bytes(d) >> 10,
+             lag * 1000))
 
     kept = [int(x) for x in sql(d, "SELECT id FROM jobs WHERE uid = %d ORDER BY id"
                                 % NOBODY)]
@@ -232,7 +271,7 @@ def run_floor(d, mnt):
 def run_log(d):
     c = Client(d.socket)
     # seq 1 400000 prints 2,688,895 bytes.
-    jid = c.call("submit", {"argv": ["seq", "1", "400000"], "cwd": "/",
+    jid = c.call("submit", {"argv": ["seq", "1", "400000"], "cwd": d.dir,
                             "env": ["PATH=/usr/bin:/bin"]})["id"]
     poll(lambda: c.call("show", {"id": jid})["state"] in ("exited", "failed"),
          timeout=30, what="the chatty job to end")
@@ -256,7 +295,8 @@ def run_log(d):
 def main():
     if os.geteuid() != 0:
         skip("mounting a tmpfs for the database needs root", root_only=True)
-    conf = "max_stored_bytes_per_uid = %d\nmax_log_bytes = 1M\nmin_free_disk = 4M\n" % BOUND
+    conf = ("max_stored_bytes_per_uid = %d\nmax_log_bytes = 1M\nmin_free_disk = 4M\n"
+            "settle = 0\ngrace = 1000ms\n" % BOUND)
     d = Daemon(interval="0.1", config=conf)
     os.chmod(d.dir, 0o755)  # the other uids must reach the socket
     mnt = os.path.join(d.dir, "db")
@@ -284,6 +324,7 @@ def main():
     finally:
         if d.alive():
             d.stop(signal.SIGKILL)
+        scen.kill_leftovers(d)  # jobs run in d.dir
         subprocess.run(["umount", "-l", mnt])
         d.cleanup()
 
