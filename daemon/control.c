@@ -78,7 +78,10 @@ static const struct control_param job_exit_params[] = {
     {"signal", PROTO_T_INT, 0},
     PARAMS_END};
 static const struct control_param status_params[] = {
-    {"all", PROTO_T_BOOL, 0}, {"limit", PROTO_T_INT, 0}, PARAMS_END};
+    {"all", PROTO_T_BOOL, 0},
+    {"limit", PROTO_T_INT, 0},
+    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+    PARAMS_END};
 static const struct control_param show_params[] = {
     {"id", PROTO_T_INT, 1}, {"env", PROTO_T_BOOL, 0}, PARAMS_END};
 static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
@@ -87,6 +90,7 @@ static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
                                                    PARAMS_END};
 static const struct control_param events_params[] = {
     {"after_id", PROTO_T_INT, 0},
+    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
     {"limit", PROTO_T_INT, 0},
     {"follow", PROTO_T_BOOL, 0},
     PARAMS_END};

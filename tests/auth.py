@@ -196,7 +196,7 @@ def make_users():
 class UserClient(Client):
     """A connection made by a process running as user u (through RELAY)."""
 
-    def __init__(self, path, u, hello=True):
+    def __init__(self, path, u, hello=True, version=1):
         self.proc = u.popen([PYTHON, "-c", RELAY, path], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
         self.buf = b""
@@ -204,7 +204,7 @@ class UserClient(Client):
         self.notes = []
         self.hello = None
         if hello:
-            self.hello = self.call("hello", {"version": 1, "client": "auth"})
+            self.hello = self.call("hello", {"version": version, "client": "auth"})
 
     def send_raw(self, data):
         self.proc.stdin.write(data)
@@ -388,6 +388,12 @@ def check_detached(d, A, B, R):
         assert isinstance(j["footprint_bytes"], int), j
         assert hidden(j) == [], j
     assert jobs[ja]["pid"] > 1 and jobs[jq]["position"] == 1, jobs
+    # Protocol version 2 lists `command`, for the owner and root only.
+    for c, want in ((UserClient(d.socket, B, version=2), None),
+                    (UserClient(d.socket, A, version=2), "sh -c 'echo never'")):
+        j = [j for j in c.call("status")["jobs"] if j["id"] == jq][0]
+        assert j["command"] == want and "argv" not in j and "env" not in j, j
+        c.close()
     for jid in (ja, jq):
         for e in (False, True):
             j = show(b, jid, env=e)
