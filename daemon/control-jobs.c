@@ -267,6 +267,7 @@ out:
 #define CONTROL_ANSWER_MAX (4u << 20)
 #define STATUS_PAGE_DEFAULT 100
 #define STATUS_PAGE_MAX 1000
+#define EVENTS_PAGE_MAX 10000
 
 struct page {
 	cJSON *arr;
@@ -322,7 +323,8 @@ page_over(struct page *pg, const char *what, char *cause, size_t causelen)
 	         "answer larger than %u bytes: use protocol version 2 and "
 	         "page %s with limit (at most %d per page)",
 	         CONTROL_ANSWER_MAX, what,
-	         strcmp(what, "status") == 0 ? STATUS_PAGE_MAX : 10000);
+	         strcmp(what, "status") == 0 ? STATUS_PAGE_MAX
+	                                     : EVENTS_PAGE_MAX);
 	return PROTO_E_LIMIT;
 }
 
@@ -542,9 +544,9 @@ control_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
 }
 
 struct events_ctx {
-	cJSON *arr;
+	struct page *pg;
 	uid_t viewer;
-	int64_t last; /* the last event's id */
+	int64_t last; /* the last event's id in the answer */
 };
 
 static int
@@ -552,8 +554,23 @@ events_cb(void *arg, const struct store_event *e)
 {
 	struct events_ctx *c = arg;
 
-	cJSON_AddItemToArray(c->arr, wire_event(e, c->viewer));
-	c->last = e->id;
+	if (page_add(c->pg, wire_event(e, c->viewer)))
+		c->last = e->id;
+	return 0;
+}
+
+/* Version 2 takes the cursor of events as the id of the last one: a
+ * decimal string, as next_cursor gives it. */
+static int
+events_cursor(const char *cur, int64_t *after)
+{
+	long long x;
+	int used = 0;
+
+	if (cur[0] < '0' || cur[0] > '9' ||
+	    sscanf(cur, "%lld%n", &x, &used) != 1 || cur[used] != '\0' || x < 0)
+		return -1;
+	*after = x;
 	return 0;
 }
 
@@ -563,32 +580,67 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
                size_t causelen)
 {
 	struct events_ctx ctx;
+	struct page pg;
+	const char *cursor = NULL;
 	int64_t after = 0, limit = 100;
-	int follow = 0, rc;
+	int follow = 0, v2 = p->version >= 2, rc;
+	char next[32];
 
 	if ((rc = proto_param_int(params, "after_id", 0, 0, INT64_MAX, &after,
 	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "limit", 0, 1, 10000, &limit, cause,
-	                          causelen)) < 0 ||
+	    (rc = proto_param_string(params, "cursor", 0, 32, &cursor, cause,
+	                             causelen)) < 0 ||
+	    (rc = proto_param_int(params, "limit", 0, 1, EVENTS_PAGE_MAX,
+	                          &limit, cause, causelen)) < 0 ||
 	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
 	                           causelen)) < 0)
 		return rc;
-	ctx.arr = cJSON_CreateArray();
+	if (cursor != NULL && !v2) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' is for protocol version 2");
+		return PROTO_E_PARAMS;
+	}
+	if (cursor != NULL &&
+	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
+	     events_cursor(cursor, &after) != 0)) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' must be a next_cursor this "
+		         "daemon gave, without after_id");
+		return PROTO_E_PARAMS;
+	}
+	memset(&pg, 0, sizeof pg);
+	pg.v2 = v2;
+	pg.limit = limit;
+	pg.arr = cJSON_CreateArray();
+	ctx.pg = &pg;
 	ctx.viewer = p->uid;
 	ctx.last = after;
-	if (store_events(d->store, after, limit, events_cb, &ctx) < 0) {
-		cJSON_Delete(ctx.arr);
+	/* One more than the page says whether a next one exists. */
+	if (pg.arr == NULL ||
+	    store_events(d->store, after, limit + 1, events_cb, &ctx) < 0) {
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
+	if (pg.over) {
+		cJSON_Delete(pg.arr);
+		return page_over(&pg, "events", cause, causelen);
+	}
 	if (follow &&
 	    notify_follow_events(d, p->client_id, p->uid, ctx.last) != 0) {
-		cJSON_Delete(ctx.arr);
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "events", ctx.arr);
+	cJSON_AddItemToObject(*result, "events", pg.arr);
+	if (v2) {
+		snprintf(next, sizeof next, "%" PRId64, ctx.last);
+		if (pg.full && !follow)
+			cJSON_AddStringToObject(*result, "next_cursor", next);
+		else
+			cJSON_AddNullToObject(*result, "next_cursor");
+	}
 	return 0;
 }
 

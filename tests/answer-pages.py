@@ -7,7 +7,9 @@
   job's place, so the jobs that stayed put are neither missed nor repeated;
 - version 1 `status` is answered as before up to 4 MiB, then -32004 naming
   the page size of version 2, while version 2 pages the same jobs;
-- bad cursors and page sizes are -32602.
+- bad cursors and page sizes are -32602;
+- version 2 `events` answers `next_cursor` (the last id while more follow,
+  null at the end), and takes it as `cursor`.
 Runs as any user.
 """
 
@@ -139,9 +141,39 @@ def main():
         check(sum(1 for j in v2 if j["name"] == "big") == 24, "v2 pages the big jobs")
         one = c2.call("show", {"id": [j for j in v2 if j["name"] == "big"][0]["id"]})
         check(one["argv"] == ["echo", big], "show still has the argv")
+        check_events(c1, c2)
         c1.close()
         c2.close()
     print("answer-pages: ok")
+
+
+def check_events(c1, c2):
+    """v2 events: next_cursor is the last id while more follow, null at the
+    end; the pages are the v1 list; cursor and after_id not both."""
+    want = [e["id"] for e in c1.call("events", {"limit": 10000})["events"]]
+    check(len(want) > 20 and "next_cursor" not in c1.call("events", {}),
+          "v1 events: a list, no next_cursor")
+    got, cursor, n = [], None, 0
+    while True:
+        r = c2.call("events", {"limit": 7} if cursor is None else
+                    {"limit": 7, "cursor": cursor})
+        got += [e["id"] for e in r["events"]]
+        n += 1
+        cursor = r["next_cursor"]
+        if cursor is None:
+            break
+        check(cursor == str(r["events"][-1]["id"]), "next_cursor is the last id: %r" % r)
+    check(got[:len(want)] == want and n >= len(want) // 7,
+          "v2 event pages are the v1 list: %s vs %s" % (got, want))
+    r = c2.call("events", {"after_id": want[-8], "limit": 7})
+    check([e["id"] for e in r["events"]] == want[-7:] and
+          (r["next_cursor"] is None) == (got[-1] == want[-1]),
+          "after_id still works in v2: %r" % r)
+    for p in ({"cursor": "x"}, {"cursor": "1", "after_id": 1}, {"cursor": "-1"}):
+        e = rpc_error(c2, "events", p)
+        check(e is not None and e.code == PARAMS, "v2 events %r: -32602, got %s" % (p, e))
+    e = rpc_error(c1, "events", {"cursor": "1"})
+    check(e is not None and e.code == PARAMS, "v1 events with a cursor: -32602, got %s" % e)
 
 
 def pages_from(c, cursor, limit):
