@@ -19,10 +19,16 @@ Attacks:
           most max_deferred_per_uid across them, each counted, not walked.
   logs    256 connections `logs follow` the attacker's own running job,
           which writes a line every 10 ms, until refused.
+  stored  one connection submits and cancels jobs with a 200 KiB argv and
+          a 900 KiB env in a loop for the whole run: what the database
+          grows by is bounded by max_stored_bytes_per_uid (--stored-bound,
+          64M here so that the run passes it several times; the
+          attacker's oldest ended jobs are deleted to make room).
 
 usage: bench/attack.py [-b BUILD] [--interval S] [--procs N] [--trees N]
-                       [ATTACK ...]
-Prints a Markdown table, one row per attack; exits 1 if a breach took
+                       [--stored-bound SIZE] [ATTACK ...]
+Prints a Markdown table, one row per attack (with the database's growth
+over the attack, file and WAL); exits 1 if a breach took
 longer than one interval plus 100 ms, or root's info longer than 50 ms.
 Needs root (it runs the attacker as another uid).
 """
@@ -118,21 +124,52 @@ def attacker(sock_path, nconn, plan, ready_w, stop_r):
     os._exit(0)
 
 
+def storer(sock_path, ready_w, stop_r):
+    """In a child running as nobody: submit a job that stays queued (95 %
+    free asked, 80 % there) with a big argv and env, cancel it, again,
+    until stop_r is readable; then write how many requests it made."""
+    as_nobody()
+    c = Client(sock_path)
+    big = {"argv": ["/bin/true", "a" * (200 << 10)], "cwd": "/",
+           "env": ["BIG=" + "e" * (900 << 10)], "wait_free_pct": 95}
+    os.write(ready_w, b"0\n")
+    n = 0
+    while not select.select([stop_r], [], [], 0)[0]:
+        jid = c.call("submit", big)["id"]
+        c.call("cancel", {"id": jid})
+        n += 2
+    os.write(ready_w, b"%d\n" % n)
+    os._exit(0)
+
+
+def db_bytes(d):
+    n = 0
+    for suffix in ("", "-wal"):
+        try:
+            n += os.path.getsize(d.db + suffix)
+        except OSError:
+            pass
+    return n
+
+
 def run_attack(d, c, name, nconn, plan, interval):
     ready_r, ready_w = os.pipe()
     stop_r, stop_w = os.pipe()
+    db_before = db_bytes(d)
     pid = os.fork()
     if pid == 0:
         os.close(ready_r)
         os.close(stop_w)
         try:
-            attacker(d.socket, nconn, plan, ready_w, stop_r)
+            if plan is None:
+                storer(d.socket, ready_w, stop_r)
+            else:
+                attacker(d.socket, nconn, plan, ready_w, stop_r)
         finally:
             os._exit(1)
     os.close(ready_w)
     os.close(stop_r)
-    sent = int(os.read(ready_r, 64) or b"0")
-    os.close(ready_r)
+    sent = int(os.read(ready_r, 64).split()[0] or b"0")
 
     # Root's info, over and over, while the attack is on.
     slowest = [0.0]
@@ -162,7 +199,12 @@ def run_attack(d, c, name, nconn, plan, interval):
         os.write(stop_w, b"x")
         os.close(stop_w)
         os.waitpid(pid, 0)
+        rest = os.read(ready_r, 64).split()
+        os.close(ready_r)
+        if rest:
+            sent = int(rest[-1])
     return {"attack": name, "requests": sent,
+            "db_growth_kib": (db_bytes(d) - db_before) // 1024,
             "rss_peak_kib": status_kb(d.proc.pid, "VmHWM"),
             "info_max_ms": round(slowest[0], 2),
             "breach_max_ms": round(max(lats), 1)}
@@ -174,7 +216,8 @@ def main():
     ap.add_argument("--interval", default="0.5")
     ap.add_argument("--procs", type=int, default=1000)
     ap.add_argument("--trees", type=int, default=20)
-    ap.add_argument("attacks", nargs="*", default=["meters", "waits", "logs"])
+    ap.add_argument("--stored-bound", default="64M")
+    ap.add_argument("attacks", nargs="*", default=["meters", "waits", "logs", "stored"])
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/attack.py needs root: the attacker runs as uid %d" % NOBODY)
@@ -182,7 +225,8 @@ def main():
     interval = float(a.interval)
     rows = []
     for name in a.attacks:
-        d = fixture_daemon(build, a.interval, "max_clients_per_uid = 300\n")
+        d = fixture_daemon(build, a.interval, "max_clients_per_uid = 300\n"
+                           "max_stored_bytes_per_uid = %s\n" % a.stored_bound)
         with running(d):
             os.chmod(d.dir, 0o755)  # nobody must reach the socket
             set_memory(d, free_pct=80.0)
@@ -206,6 +250,8 @@ def main():
                      what="the attacker's job to run")
                 plan = lambda i: [("logs", {"id": jid, "follow": True})] * 1024  # noqa: E731
                 nconn = 256
+            elif name == "stored":
+                plan, nconn = None, 1
             else:
                 sys.exit("unknown attack %s" % name)
             try:
@@ -214,13 +260,14 @@ def main():
                 if end is not None:
                     end()
             c.close()
-    print("| attack | requests sent | daemon peak RSS | slowest root info | "
-          "breach to SIGTERM, max of 5 |")
-    print("|---|---|---|---|---|")
+    print("| attack | requests sent | database growth | daemon peak RSS | "
+          "slowest root info | breach to SIGTERM, max of 5 |")
+    print("|---|---|---|---|---|---|")
     bad = False
     for r in rows:
-        print("| %s | %d | %.1f MiB | %.2f ms | %.1f ms |" % (
-            r["attack"], r["requests"], r["rss_peak_kib"] / 1024.0,
+        print("| %s | %d | %.1f MiB | %.1f MiB | %.2f ms | %.1f ms |" % (
+            r["attack"], r["requests"], r["db_growth_kib"] / 1024.0,
+            r["rss_peak_kib"] / 1024.0,
             r["info_max_ms"], r["breach_max_ms"]))
         bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50
     sys.exit(1 if bad else 0)

@@ -349,6 +349,39 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_queued_per_uid") == 0)
 		return set_int(&cfg->max_queued_per_uid, key, v, 1, 1000000,
 		               cause, causelen);
+	if (strcmp(k, "max_ended_jobs_per_uid") == 0)
+		return set_int(&cfg->max_ended_jobs_per_uid, key, v, 0,
+		               100000000, cause, causelen);
+	if (strcmp(k, "max_stored_bytes_per_uid") == 0) {
+		size_t b = 0;
+		if ((rc = set_size(&b, key, v, 64 * 1024, (uint64_t)1 << 50,
+		                   cause, causelen)) != 0)
+			return rc;
+		cfg->max_stored_bytes_per_uid = b;
+		return 0;
+	}
+	if (strcmp(k, "min_free_disk") == 0) {
+		size_t b = 0;
+		if (strcmp(v, "auto") == 0) {
+			cfg->min_free_disk_auto = 1;
+			cfg->min_free_disk_bytes = 0;
+			return 0;
+		}
+		if ((rc = set_size(&b, key, v, 0, (uint64_t)1 << 50, cause,
+		                   causelen)) != 0)
+			return rc;
+		cfg->min_free_disk_auto = 0;
+		cfg->min_free_disk_bytes = b;
+		return 0;
+	}
+	if (strcmp(k, "max_log_bytes") == 0) {
+		size_t b = 0;
+		if ((rc = set_size(&b, key, v, 64 * 1024, (uint64_t)1 << 50,
+		                   cause, causelen)) != 0)
+			return rc;
+		cfg->max_log_bytes = b;
+		return 0;
+	}
 	if (strcmp(k, "swap_budget") == 0) {
 		size_t b = 0;
 		if ((rc = set_size(&b, key, v, 0, UINT64_MAX, cause,
@@ -487,6 +520,10 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_meters_per_uid = 16;
 	cfg->max_argv_bytes = 256u << 10;
 	cfg->max_env_bytes = 1u << 20;
+	cfg->max_stored_bytes_per_uid = (uint64_t)256 << 20;
+	cfg->max_ended_jobs_per_uid = 10000;
+	cfg->max_log_bytes = (uint64_t)1 << 30;
+	cfg->min_free_disk_auto = 1;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_unread_bytes = 16u << 20;
 	cfg->max_unread_bytes_per_uid = 32u << 20;
@@ -701,6 +738,11 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_meters_per_uid = n->max_meters_per_uid;
 	cfg->max_argv_bytes = n->max_argv_bytes;
 	cfg->max_env_bytes = n->max_env_bytes;
+	cfg->max_stored_bytes_per_uid = n->max_stored_bytes_per_uid;
+	cfg->max_ended_jobs_per_uid = n->max_ended_jobs_per_uid;
+	cfg->max_log_bytes = n->max_log_bytes;
+	cfg->min_free_disk_bytes = n->min_free_disk_bytes;
+	cfg->min_free_disk_auto = n->min_free_disk_auto;
 	cfg->hello_timeout_ms = n->hello_timeout_ms;
 	cfg->max_unread_bytes = n->max_unread_bytes;
 	cfg->max_unread_bytes_per_uid = n->max_unread_bytes_per_uid;

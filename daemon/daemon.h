@@ -30,6 +30,17 @@ struct config {
 	int max_meters_per_uid;   /* process trees metered, 16 */
 	size_t max_argv_bytes;    /* default 256 KiB */
 	size_t max_env_bytes;     /* default 1 MiB */
+	/* what one uid's jobs may hold in the database, ended ones
+	 * included: bytes (store_job_bytes), default 256 MiB; ended jobs,
+	 * default 10000. The oldest ended go first (docs/storage.md). */
+	uint64_t max_stored_bytes_per_uid;
+	int max_ended_jobs_per_uid;
+	uint64_t max_log_bytes; /* a detached job's log, 1 GiB: tail kept */
+	/* Free space on the database's file system below which only root's
+	 * (and the daemon's user's) submits are taken; 0: no floor.
+	 * min_free_disk_auto: min(1 GiB, 5 % of the file system). */
+	uint64_t min_free_disk_bytes;
+	int min_free_disk_auto;
 	int64_t hello_timeout_ms; /* default 10000 */
 
 	/* job defaults */
@@ -99,6 +110,10 @@ struct daemon {
 	 * server_start until server_release, after the database is closed,
 	 * so a daemon started meanwhile waits for this one's last write. */
 	int sock_lock_fd; /* -1: none */
+	/* The database's file system, looked at each tick (tick.c): free
+	 * bytes, the floor in force, and whether free is below it. */
+	uint64_t disk_free_bytes, disk_floor_bytes;
+	int disk_low;
 	dev_t sock_dev;
 	ino_t sock_ino;
 };

@@ -52,6 +52,10 @@ struct job {
 	 * group (jobs_privileged): its head is never passed over. In memory
 	 * only: judged at submit, and again when the daemon loads it. */
 	int privileged;
+	/* A detached job's log is cut to its tail past this many bytes (0:
+	 * never); config max_log_bytes, set when it is spawned. In memory
+	 * only. */
+	uint64_t max_log_bytes;
 
 	enum job_state state;
 	int64_t submitted_ms;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "jobs-internal.h"
+#include "log.h"
 #include "platform.h"
 #include "proto.h"
 #include "store.h"
@@ -138,6 +139,68 @@ jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
 	return 0;
 }
 
+static void
+submit_forget_job(void *arg, int64_t id)
+{
+	struct daemon *d = arg;
+
+	spawn_forget(d->cfg.state_dir, id);
+}
+
+/*
+ * What one uid may make the daemon store (docs/storage.md, "Bounds per
+ * user"; root exempt): refused when its unended jobs alone, with this one,
+ * pass max_stored_bytes_per_uid; else its oldest ended jobs (and their
+ * files) go, before the insert, until this one fits and it has fewer than
+ * max_ended_jobs_per_uid ended. O(1) unless something must go.
+ */
+static int
+submit_make_room(struct daemon *d, const struct job *j, char *cause,
+                 size_t causelen)
+{
+	int64_t need = store_job_bytes(j);
+	int64_t max_bytes = (int64_t)d->cfg.max_stored_bytes_per_uid;
+	int64_t max_ended = d->cfg.max_ended_jobs_per_uid;
+	struct store_usage u;
+	char scause[256];
+	int pruned = 0;
+
+	if (j->uid == 0)
+		return 0;
+	/* Below the free-space floor only root writes (tick_disk). */
+	if (d->disk_low && j->uid != geteuid()) {
+		snprintf(cause, causelen,
+		         "storage: the disk holding the database is nearly "
+		         "full (%" PRIu64 " bytes free, below min_free_disk, "
+		         "%" PRIu64 "); only root's jobs are taken until "
+		         "there is more",
+		         d->disk_free_bytes, d->disk_floor_bytes);
+		return PROTO_E_STORAGE;
+	}
+	store_usage(d->store, j->uid, &u);
+	if (u.bytes - u.ended_bytes + need > max_bytes) {
+		snprintf(cause, causelen,
+		         "limit reached: %" PRId64 " bytes stored per user "
+		         "(max_stored_bytes_per_uid); your unended jobs hold "
+		         "%" PRId64 " and this one %" PRId64,
+		         max_bytes, u.bytes - u.ended_bytes, need);
+		return PROTO_E_LIMIT;
+	}
+	if (u.bytes + need <= max_bytes && u.ended < max_ended)
+		return 0;
+	if (store_make_room(d->store, j->uid, need, max_bytes, max_ended,
+	                    submit_forget_job, d, &pruned, scause,
+	                    sizeof scause) != 0) {
+		snprintf(cause, causelen, "storage error: %s", scause);
+		return PROTO_E_STORAGE;
+	}
+	if (pruned > 0)
+		log_debug("uid %u: pruned its %d oldest ended jobs to make "
+		          "room",
+		          (unsigned)j->uid, pruned);
+	return 0;
+}
+
 int
 jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
             long *position, size_t *queued, char *cause, size_t causelen)
@@ -146,7 +209,12 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	struct jrec *r;
 	char scause[256];
 	cJSON *det;
+	int rc;
 
+	if ((rc = submit_make_room(d, j, cause, causelen)) != 0) {
+		job_free(j);
+		return rc;
+	}
 	j->attempt = 1;
 	j->state = JOB_QUEUED;
 	j->submitted_ms = now_ms();

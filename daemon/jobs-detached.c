@@ -120,6 +120,7 @@ jobs_detached_spawn(struct daemon *d, struct jrec *r)
 	struct spawn_child child;
 	char cause[256];
 
+	j->max_log_bytes = d->cfg.max_log_bytes;
 	if (d->jobs->ops->spawn(d->cfg.state_dir, j, &child, cause,
 	                        sizeof cause) != 0) {
 		jrec_end(d, r, JOB_FAILED, "spawn", xstrdup(cause));

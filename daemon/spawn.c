@@ -89,6 +89,8 @@ struct spawn_plan {
 	int ngroups;
 	int drop; /* the daemon is root: switch to uid/gid/groups */
 	char log_path[1024];
+	char log_tmp[1040];
+	uint64_t max_log_bytes; /* 0: unbounded */
 	char status_path[1024];
 	char status_tmp[1040];
 	char started_path[1024];
@@ -383,8 +385,9 @@ spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
 		         p->log_path, strerror(err));
 		return -err;
 	}
+	/* Read and write: the monitor reads its tail back when it cuts it. */
 	fd = open(p->log_path,
-	          O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+	          O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
 	              O_NONBLOCK | (fresh ? O_EXCL : 0),
 	          0600);
 	if (fd == -1) {
@@ -538,6 +541,151 @@ spawn_reap(pid_t pid)
 		;
 }
 
+/*
+ * The job's output reaches its log through the monitor, which keeps the
+ * log under max_log_bytes: when a write would pass it, the log is
+ * replaced (a new file, renamed over it) by one line saying how much was
+ * cut and the last half of what it held, from a line start when there is
+ * one near, so it always ends with the job's latest output.
+ */
+struct spawn_log {
+	int fd;
+	uint64_t size;    /* bytes in the file */
+	uint64_t dropped; /* bytes of output cut so far */
+	uint64_t note;    /* length of the cut line at its start, 0: none */
+	int broken;       /* cutting failed: output is dropped, counted */
+};
+
+static int
+spawn_log_cut(const struct spawn_plan *p, struct spawn_log *w)
+{
+	char line[200], buf[65536];
+	uint64_t keep = p->max_log_bytes / 2, from, off;
+	ssize_t n;
+	int fd;
+
+	from = w->size > keep ? w->size - keep : 0;
+	/* Start at a line if one starts in the next 4 KiB. */
+	n = pread(w->fd, buf, 4096, (off_t)from);
+	if (n > 0) {
+		char *nl = memchr(buf, '\n', (size_t)n);
+		if (nl != NULL)
+			from += (uint64_t)(nl - buf) + 1;
+	}
+	w->dropped += from > w->note ? from - w->note : 0;
+	(void)unlink(p->log_tmp);
+	fd = open(p->log_tmp,
+	          O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+	          0600);
+	if (fd == -1)
+		return -1;
+	if (p->drop && fchown(fd, p->uid, p->gid) == -1)
+		goto fail;
+	n = snprintf(line, sizeof(line),
+	             "stageload: log cut: it passed max_log_bytes (%llu); "
+	             "the first %llu bytes of output were dropped\n",
+	             (unsigned long long)p->max_log_bytes,
+	             (unsigned long long)w->dropped);
+	if (spawn_write_all(fd, line, (size_t)n) < 0)
+		goto fail;
+	w->note = (uint64_t)n;
+	for (off = from; off < w->size; off += (uint64_t)n) {
+		n = pread(w->fd, buf, sizeof(buf), (off_t)off);
+		if (n <= 0 || spawn_write_all(fd, buf, (size_t)n) < 0)
+			goto fail;
+	}
+	if (rename(p->log_tmp, p->log_path) == -1)
+		goto fail;
+	close(w->fd);
+	w->fd = fd;
+	w->size = w->note + (w->size - from);
+	return 0;
+fail:
+	close(fd);
+	(void)unlink(p->log_tmp);
+	return -1;
+}
+
+static void
+spawn_log_put(const struct spawn_plan *p, struct spawn_log *w, const char *buf,
+              size_t n)
+{
+	/* No room to cut: the bound holds, and the output goes. */
+	if (p->max_log_bytes > 0 && w->size + n > p->max_log_bytes &&
+	    !w->broken && spawn_log_cut(p, w) < 0)
+		w->broken = 1;
+	if (w->broken) {
+		w->dropped += n;
+		return;
+	}
+	if (spawn_write_all(w->fd, buf, n) >= 0)
+		w->size += n;
+}
+
+static void
+spawn_sigchld(int sig)
+{
+	(void)sig; /* only to interrupt poll() */
+}
+
+/* Copy the job's output to its log until the job has exited, then what
+ * it left in the pipe; descendants that write later find the pipe closed.
+ * Returns the log's descriptor (it changes when the log is cut). */
+static int
+spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
+{
+	struct spawn_log w = {logfd, 0, 0, 0, 0};
+	struct sigaction sa;
+	struct pollfd pfd;
+	struct stat sb;
+	char buf[65536];
+	size_t chunk = sizeof(buf);
+	siginfo_t si;
+	int exited = 0, eof = 0, after = 0;
+	ssize_t n;
+
+	if (fstat(logfd, &sb) == 0)
+		w.size = (uint64_t)sb.st_size;
+	/* A chunk is at most a quarter of the bound, so a cut keeps room. */
+	if (p->max_log_bytes > 0 && chunk > p->max_log_bytes / 4)
+		chunk = (size_t)(p->max_log_bytes / 4);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = spawn_sigchld;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGCHLD, &sa, NULL);
+	while (!eof) {
+		pfd.fd = outfd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (!exited && poll(&pfd, 1, 1000) == 0)
+			pfd.revents = 0;
+		if (exited || (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+			n = read(outfd, buf, chunk);
+			if (n > 0)
+				spawn_log_put(p, &w, buf, (size_t)n);
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				eof = 1;
+			else if (exited)
+				break; /* drained */
+			/* What descendants keep writing after the job has
+			 * exited is not waited for: 256 chunks at most. */
+			if (exited && ++after > 256)
+				break;
+		}
+		if (!exited) {
+			memset(&si, 0, sizeof(si));
+			if (waitid(P_PID, (id_t)pid, &si,
+			           WEXITED | WNOWAIT | WNOHANG) == 0 &&
+			    si.si_pid == pid) {
+				exited = 1;
+				(void)spawn_set_nonblock(outfd, 1);
+			}
+		}
+	}
+	close(outfd);
+	return w.fd;
+}
+
 /* The per-job monitor. Never returns. */
 static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 {
@@ -546,7 +694,7 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	struct spawn_msg m;
 	struct sigaction sa;
 	char cause[256];
-	int logfd, nullfd, gofds[2], errfds[2], keep[3];
+	int logfd, nullfd, gofds[2], errfds[2], outfds[2], keep[4];
 	ssize_t n;
 	pid_t pid;
 
@@ -579,7 +727,8 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 		spawn_fail_report(p, &m, cause);
 		_exit(1);
 	}
-	if (spawn_pipe(gofds) < 0 || spawn_pipe(errfds) < 0) {
+	if (spawn_pipe(gofds) < 0 || spawn_pipe(errfds) < 0 ||
+	    spawn_pipe(outfds) < 0) {
 		snprintf(cause, sizeof(cause), "cannot create pipe: %s",
 		         strerror(errno));
 		spawn_close_fds(&p->report_fd, 1);
@@ -598,10 +747,12 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	if (pid == 0) {
 		close(gofds[1]);
 		close(errfds[0]);
-		spawn_job_child(p, logfd, gofds[0], errfds[1]);
+		close(logfd);
+		spawn_job_child(p, outfds[1], gofds[0], errfds[1]);
 	}
 	close(gofds[0]);
 	close(errfds[1]);
+	close(outfds[1]);
 	(void)setpgid(pid, pid); /* also in the child: whoever runs first */
 
 	/* While the platform layer's descriptors (e.g. /proc) are still open;
@@ -617,7 +768,8 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	keep[0] = p->report_fd;
 	keep[1] = errfds[0];
 	keep[2] = logfd;
-	spawn_close_fds(keep, 3);
+	keep[3] = outfds[0];
+	spawn_close_fds(keep, 4);
 
 	/* EOF: exec succeeded (the pipe is close-on-exec); data: it failed. */
 	do
@@ -645,12 +797,12 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 		spawn_fail_report(p, &m, cause);
 		_exit(1);
 	}
-	close(logfd);
 
 	m.kind = SPAWN_EV_STARTED;
 	m.started_ms = now_ms();
 	spawn_send(p->report_fd, &m);
 
+	close(spawn_copy_output(p, outfds[0], logfd, pid));
 	memset(&st, 0, sizeof(st));
 	spawn_wait_job(pid, &st);
 	/* The file first: it must survive the daemon; the pipe is a courtesy.
@@ -746,6 +898,8 @@ spawn_detached(const char *state_dir, const struct job *j,
 		return -ENAMETOOLONG;
 	}
 	snprintf(p.status_tmp, sizeof(p.status_tmp), "%s.tmp", p.status_path);
+	snprintf(p.log_tmp, sizeof(p.log_tmp), "%s.tmp", p.log_path);
+	p.max_log_bytes = j->max_log_bytes;
 	if (spawn_started_path(state_dir, j->id, p.started_path,
 	                       sizeof(p.started_path)) < 0) {
 		snprintf(cause, causelen, "state directory path too long");
@@ -1060,8 +1214,14 @@ spawn_forget(const char *state_dir, int64_t id)
 {
 	char path[1024];
 
-	if (spawn_log_path(state_dir, id, path, sizeof(path)) == 0)
+	if (spawn_log_path(state_dir, id, path, sizeof(path)) == 0) {
 		(void)unlink(path);
+		/* A cut the monitor did not finish (spawn_log_cut). */
+		if (strlen(path) + 4 < sizeof(path)) {
+			strcat(path, ".tmp");
+			(void)unlink(path);
+		}
+	}
 	if (spawn_status_path(state_dir, id, path, sizeof(path)) == 0)
 		(void)unlink(path);
 	if (spawn_started_path(state_dir, id, path, sizeof(path)) == 0)

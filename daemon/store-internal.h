@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "umap.h"
 
 /* A write's cause before it is copied to the caller's buffer. */
 #define STORE_CAUSE_MAX 512
@@ -39,6 +40,16 @@ extern const struct store_tier store_tiers[NTIERS];
 	"swap_growth_peak_bytes, job_swap_bytes, umask, groups"
 #define JOB_NCOLUMNS 36
 #define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
+/* What a job row counts against its uid's max_stored_bytes_per_uid: the
+ * bytes of its argv and env strings, cwd and name (store_job_bytes is the
+ * same in C). */
+#define JOB_BYTES_SQL                                                          \
+	"(coalesce((SELECT sum(length(CAST(value AS BLOB)))"                   \
+	" FROM json_each(argv)), 0) +"                                         \
+	" coalesce((SELECT sum(length(CAST(value AS BLOB)))"                   \
+	" FROM json_each(env)), 0) +"                                          \
+	" coalesce(length(CAST(cwd AS BLOB)), 0) +"                            \
+	" coalesce(length(CAST(name AS BLOB)), 0))"
 
 struct job_sample_rec {
 	int64_t job_id;
@@ -85,6 +96,13 @@ struct store {
 	sqlite3_stmt *jobs_unended, *jobs_ended;
 	sqlite3_stmt *job_hist_raw, *job_hist;
 	sqlite3_stmt *ev_ins, *ev_list;
+	sqlite3_stmt *job_was_ended, *jobs_oldest_ended;
+	sqlite3_stmt *del_job_samples, *del_job_events, *del_job;
+
+	/* Per uid (key uid + 1) what its job rows hold (store_usage):
+	 * bytes: a = all rows, b = ended rows; rows: a = all, b = ended. */
+	struct umap usage_bytes, usage_rows;
+	int usage_stale; /* an update was lost (out of memory): recount */
 };
 
 /* store.c: shared statement helpers. */
@@ -102,6 +120,10 @@ void store_abort(struct store *s);
 int store_run(sqlite3_stmt *st);
 /* Run a one-off statement with ?1 bound to cut: an sqlite result. */
 int store_exec_cut(struct store *s, const char *sql, int64_t cut);
+
+/* store-jobs.c: recount store_usage from the rows (at open, and at a
+ * prune after it could not be kept): one query. */
+int store_usage_load(struct store *s);
 
 /* store.c: record the outcome rc of a write of area a, whose cause is why.
  * Non-zero sets the area's text to "what: why" (cut to fit) and copies why

@@ -17,6 +17,9 @@
 #include "job.h"
 #include "store-internal.h"
 
+static void usage_add(struct store *s, uid_t uid, int64_t bytes,
+                      int64_t ended_bytes, int64_t jobs, int64_t ended);
+
 /* argv and env are stored as JSON arrays so dashboards can json_extract
  * them; NULL stays NULL. */
 static char *
@@ -318,6 +321,12 @@ insert_job(struct store *s, struct job *j, char *cause, size_t causelen)
 	j->id = id;
 	if (j->queue_seq == 0)
 		j->queue_seq = id;
+	{
+		int64_t b = store_job_bytes(j);
+		int e = JOB_STATE_ENDED(j->state);
+
+		usage_add(s, j->uid, b, e ? b : 0, 1, e);
+	}
 	return 0;
 fail:
 	rc = store_fail(s, rc, what, cause, causelen);
@@ -338,8 +347,15 @@ store_job_insert(struct store *s, struct job *j, char *cause, size_t causelen)
 static int
 update_job(struct store *s, const struct job *j, char *cause, size_t causelen)
 {
-	int rc;
+	int rc, was_ended = -1, ended = JOB_STATE_ENDED(j->state);
 
+	/* Whether this update ends the row, for store_usage. */
+	if (ended) {
+		sqlite3_bind_int64(s->job_was_ended, 1, j->id);
+		if (sqlite3_step(s->job_was_ended) == SQLITE_ROW)
+			was_ended = sqlite3_column_int(s->job_was_ended, 0);
+		sqlite3_reset(s->job_was_ended);
+	}
 	if ((rc = store_job_bind(s->job_upd, j)) != 0) {
 		store_cause(cause, causelen, "updating a job: out of memory");
 		return rc;
@@ -353,6 +369,11 @@ update_job(struct store *s, const struct job *j, char *cause, size_t causelen)
 		store_cause(cause, causelen, "updating job %lld: no such job",
 		            (long long)j->id);
 		return -ENOENT;
+	}
+	if (ended && was_ended == 0) {
+		int64_t b = store_job_bytes(j);
+
+		usage_add(s, j->uid, 0, b, 0, 1);
 	}
 	return 0;
 }
@@ -532,6 +553,32 @@ store_jobs_expiring(struct store *s, int64_t now_ms,
 	return rc == SQLITE_DONE ? 0 : store_errno(rc);
 }
 
+static int
+prune_usage(struct store *s, int64_t cut)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+	    s->db,
+	    "SELECT uid, count(*), total(b) FROM (SELECT uid, " JOB_BYTES_SQL
+	    " AS b FROM jobs WHERE state IN " JOB_ENDED_STATES
+	    " AND ended_ms < ?1) GROUP BY uid",
+	    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(st, 1, cut);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t n = sqlite3_column_int64(st, 1);
+		int64_t b = (int64_t)sqlite3_column_double(st, 2);
+
+		usage_add(s, (uid_t)sqlite3_column_int64(st, 0), -b, -b, -n,
+		          -n);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* store_prune's part for jobs, inside its transaction: the ended jobs past
  * r->jobs_ms with their samples and events, and daemon events as old. An
  * sqlite result. */
@@ -544,6 +591,10 @@ store_prune_jobs(struct store *s, int64_t now_ms,
 	if (r->jobs_ms > 0) {
 		int64_t cut = now_ms - r->jobs_ms;
 
+		/* store_usage loses what goes: only those rows are read
+		 * (store_prune recounts if the transaction fails). */
+		if ((rc = prune_usage(s, cut)) != SQLITE_OK)
+			return rc;
 		if ((rc = store_exec_cut(
 		         s,
 		         "DELETE FROM job_samples WHERE job_id IN"
@@ -565,4 +616,162 @@ store_prune_jobs(struct store *s, int64_t now_ms,
 			return rc;
 	}
 	return SQLITE_OK;
+}
+
+/* ---- bounds per user ---- */
+
+static int64_t
+strv_bytes(char *const *v)
+{
+	int64_t n = 0;
+
+	for (; v != NULL && *v != NULL; v++)
+		n += (int64_t)strlen(*v);
+	return n;
+}
+
+int64_t
+store_job_bytes(const struct job *j)
+{
+	return strv_bytes(j->argv) + strv_bytes(j->env) +
+	       (j->cwd != NULL ? (int64_t)strlen(j->cwd) : 0) +
+	       (j->name != NULL ? (int64_t)strlen(j->name) : 0);
+}
+
+/* Add to uid's counts (negative to take away). Out of memory the counts
+ * are recounted at the next prune (usage_stale). */
+static void
+usage_add(struct store *s, uid_t uid, int64_t bytes, int64_t ended_bytes,
+          int64_t jobs, int64_t ended)
+{
+	struct umap_slot *b = umap_get(&s->usage_bytes, (uint64_t)uid + 1);
+	struct umap_slot *r;
+
+	if (b == NULL) {
+		s->usage_stale = 1;
+		return;
+	}
+	b->a += bytes;
+	b->b += ended_bytes;
+	if ((r = umap_get(&s->usage_rows, (uint64_t)uid + 1)) == NULL) {
+		s->usage_stale = 1;
+		return;
+	}
+	r->a += jobs;
+	r->b += ended;
+}
+
+void
+store_usage(struct store *s, uid_t uid, struct store_usage *u)
+{
+	struct umap_slot *b = umap_find(&s->usage_bytes, (uint64_t)uid + 1);
+	struct umap_slot *r = umap_find(&s->usage_rows, (uint64_t)uid + 1);
+
+	memset(u, 0, sizeof *u);
+	if (b != NULL) {
+		u->bytes = b->a;
+		u->ended_bytes = b->b;
+	}
+	if (r != NULL) {
+		u->jobs = r->a;
+		u->ended = r->b;
+	}
+}
+
+int
+store_usage_load(struct store *s)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+	    s->db,
+	    "SELECT uid, total(b), total(e * b), count(*), total(e) FROM"
+	    " (SELECT uid, state IN " JOB_ENDED_STATES " AS e, " JOB_BYTES_SQL
+	    " AS b FROM jobs) GROUP BY uid",
+	    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	umap_clear(&s->usage_bytes);
+	umap_clear(&s->usage_rows);
+	s->usage_stale = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		usage_add(s, (uid_t)sqlite3_column_int64(st, 0),
+		          (int64_t)sqlite3_column_double(st, 1),
+		          (int64_t)sqlite3_column_double(st, 2),
+		          sqlite3_column_int64(st, 3),
+		          (int64_t)sqlite3_column_double(st, 4));
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int
+store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
+                int64_t max_bytes, int64_t max_ended,
+                void (*cb)(void *arg, int64_t id), void *arg, int *pruned,
+                char *cause, size_t causelen)
+{
+	sqlite3_stmt *st = s->jobs_oldest_ended;
+	struct store_usage u;
+	int64_t *ids = NULL, *nids, bytes = 0, gone_bytes = 0;
+	size_t n = 0, cap = 0, i;
+	int rc;
+
+	*pruned = 0;
+	store_usage(s, uid, &u);
+	/* The oldest first, as many as it takes. */
+	sqlite3_bind_int64(st, 1, (int64_t)uid);
+	while ((u.bytes - gone_bytes + need_bytes > max_bytes ||
+	        u.ended - (int64_t)n >= max_ended) &&
+	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap == 0 ? 64 : 2 * cap;
+			if ((nids = realloc(ids, cap * sizeof *ids)) == NULL) {
+				sqlite3_reset(st);
+				free(ids);
+				store_cause(cause, causelen,
+				            "pruning: out of memory");
+				return -ENOMEM;
+			}
+			ids = nids;
+		}
+		ids[n++] = sqlite3_column_int64(st, 0);
+		gone_bytes += sqlite3_column_int64(st, 1);
+	}
+	rc = sqlite3_reset(st);
+	if (rc != SQLITE_OK) {
+		free(ids);
+		return store_fail(s, rc, "listing the oldest ended jobs", cause,
+		                  causelen);
+	}
+	if (n == 0) {
+		free(ids);
+		return 0;
+	}
+	if ((rc = store_run(s->begin)) != SQLITE_OK)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		sqlite3_bind_int64(s->del_job_samples, 1, ids[i]);
+		sqlite3_bind_int64(s->del_job_events, 1, ids[i]);
+		sqlite3_bind_int64(s->del_job, 1, ids[i]);
+		if ((rc = store_run(s->del_job_samples)) != SQLITE_OK ||
+		    (rc = store_run(s->del_job_events)) != SQLITE_OK ||
+		    (rc = store_run(s->del_job)) != SQLITE_OK)
+			goto fail;
+	}
+	if ((rc = store_run(s->commit)) != SQLITE_OK)
+		goto fail;
+	bytes = gone_bytes;
+	usage_add(s, uid, -bytes, -bytes, -(int64_t)n, -(int64_t)n);
+	for (i = 0; cb != NULL && i < n; i++)
+		cb(arg, ids[i]);
+	free(ids);
+	*pruned = (int)n;
+	return 0;
+fail:
+	free(ids);
+	rc =
+	    store_fail(s, rc, "pruning the oldest ended jobs", cause, causelen);
+	store_abort(s);
+	return rc;
 }

@@ -364,10 +364,15 @@ store_prune(struct store *s, int64_t now_ms, const struct store_retention *r,
 		goto fail;
 	if ((rc = store_run(s->commit)) != SQLITE_OK)
 		goto fail;
+	if (s->usage_stale)
+		(void)store_usage_load(s);
 	return 0;
 fail:
 	rc = store_fail(s, rc, "pruning", cause, causelen);
 	store_abort(s);
+	/* store_prune_jobs took what it deleted from store_usage: nothing
+	 * was, so count again. */
+	(void)store_usage_load(s);
 	return rc;
 }
 

@@ -126,6 +126,10 @@ static const char *const store_migrations[] = {
      * their submitters really had was never recorded. */
     ("ALTER TABLE jobs ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';"
      "UPDATE jobs SET groups = '[' || gid || ']';"),
+    /* 4: the ended jobs of one uid, oldest first: what store_make_room
+     * prunes when the uid passes its storage bounds. */
+    ("CREATE INDEX jobs_uid_ended ON jobs(uid, ended_ms, id)"
+     " WHERE state IN " JOB_ENDED_STATES ";"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -457,6 +461,14 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"
 	                 " FROM events WHERE id > ?1 ORDER BY id LIMIT ?2");
+	PREP(s->job_was_ended,
+	     "SELECT state IN " JOB_ENDED_STATES " FROM jobs WHERE id = ?1");
+	PREP(s->jobs_oldest_ended,
+	     "SELECT id, " JOB_BYTES_SQL " FROM jobs WHERE uid = ?1 AND state"
+	     " IN " JOB_ENDED_STATES " ORDER BY uid, ended_ms, id");
+	PREP(s->del_job_samples, "DELETE FROM job_samples WHERE job_id = ?1");
+	PREP(s->del_job_events, "DELETE FROM events WHERE job_id = ?1");
+	PREP(s->del_job, "DELETE FROM jobs WHERE id = ?1");
 #undef PREP
 	return 0;
 }
@@ -579,6 +591,12 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 		goto fail;
 	if ((rc = store_prepare_all(s, cause, causelen)) != 0)
 		goto fail;
+	if ((rc = store_usage_load(s)) != 0) {
+		store_cause(cause, causelen,
+		            "%s: counting the jobs' bytes per user failed",
+		            path);
+		goto fail;
+	}
 	*sp = s;
 	return 0;
 fail:
@@ -603,6 +621,8 @@ store_close(struct store *s)
 	free(s->sbuf);
 	free(s->jbuf);
 	free(s->path);
+	umap_free(&s->usage_bytes);
+	umap_free(&s->usage_rows);
 	free(s);
 }
 

@@ -134,6 +134,29 @@ int store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
                             int64_t limit, int (*cb)(void *arg, struct job *j),
                             void *arg);
 
+/* What one uid's job rows hold (docs/storage.md, "Bounds per user"):
+ * kept in memory, counted from the rows at open, updated by every insert,
+ * the update that ends a job, store_make_room and store_prune, so reading
+ * it is O(1). Bytes are store_job_bytes of each row. */
+struct store_usage {
+	int64_t bytes, ended_bytes; /* all rows, ended rows */
+	int64_t jobs, ended;        /* rows, ended rows */
+};
+void store_usage(struct store *s, uid_t uid, struct store_usage *u);
+/* The bytes a job counts: its argv and env strings, cwd and name. */
+int64_t store_job_bytes(const struct job *j);
+/* Make room for a job of need_bytes of uid: delete that uid's oldest ended
+ * jobs (by ended_ms, then id), with their samples and events, in one
+ * transaction, until its rows hold at most max_bytes - need_bytes and
+ * fewer than max_ended ended jobs, or none is left. Then cb(arg, id) for
+ * each deleted job, so what it left outside the database goes too.
+ * *pruned: how many. Unended jobs are never deleted: the caller refuses
+ * first when they alone pass the bound. */
+int store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
+                    int64_t max_bytes, int64_t max_ended,
+                    void (*cb)(void *arg, int64_t id), void *arg, int *pruned,
+                    char *cause, size_t causelen);
+
 /* Events: submitted, admitted, started, breach, killed, exited, failed,
  * cancelled, lost, requeued, daemon_start, daemon_stop. */
 struct store_event {

@@ -7,9 +7,11 @@
  * once, shown in `info` and retried while sampling goes on.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "jobs.h"
 #include "log.h"
@@ -17,6 +19,7 @@
 #include "spawn.h"
 #include "store.h"
 #include "tick.h"
+#include "units.h"
 
 /*
  * Samples are committed every FLUSH_EVERY_SAMPLES samples (12 s at 0.1 s)
@@ -57,6 +60,57 @@ tick_health(struct daemon *d, struct tick *t)
 	t->unhealthy = health != NULL;
 }
 
+/*
+ * The database's file system: below the floor (min_free_disk) only root's
+ * submits are taken (jobs_submit), so one user filling the disk never
+ * stops root's. One statvfs a tick; the submit reads the result.
+ */
+static void
+tick_disk(struct daemon *d)
+{
+	char dir[1024], *slash, fr[32], fl[32];
+	struct statvfs sv;
+	uint64_t total, floor, avail;
+	int low;
+
+	snprintf(dir, sizeof dir, "%s", d->cfg.db_path);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if (statvfs(dir, &sv) != 0)
+		return; /* keep what was last seen */
+	total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (d->cfg.min_free_disk_auto) {
+		floor = total / 20;
+		if (floor > ((uint64_t)1 << 30))
+			floor = (uint64_t)1 << 30;
+	} else
+		floor = d->cfg.min_free_disk_bytes;
+	low = floor > 0 && avail < floor;
+	if (low != d->disk_low) {
+		if (units_format_size(avail, fr, sizeof fr) == NULL)
+			snprintf(fr, sizeof fr, "%" PRIu64, avail);
+		if (units_format_size(floor, fl, sizeof fl) == NULL)
+			snprintf(fl, sizeof fl, "%" PRIu64, floor);
+		if (low)
+			log_warnx("storage: %s has %s free, below "
+			          "min_free_disk (%s): only root's submits "
+			          "are taken until there is more",
+			          dir, fr, fl);
+		else
+			log_info("storage: %s has %s free again (min_free_disk "
+			         "%s): submits are taken from everyone",
+			         dir, fr, fl);
+	}
+	d->disk_free_bytes = avail;
+	d->disk_floor_bytes = floor;
+	d->disk_low = low;
+}
+
 static void
 tick_flush(struct daemon *d, struct tick *t)
 {
@@ -91,6 +145,7 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 	char cause[256];
 
 	t->unflushed++;
+	tick_disk(d);
 	if (now - t->last_checkpoint >= CHECKPOINT_EVERY_MS) {
 		tick_flush(d, t);
 		t->last_checkpoint = now;
@@ -144,6 +199,7 @@ tick_start(struct daemon *d, char *cause, size_t causelen)
 	t->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
 	t->mark_pending = 1;
 	d->tick = t;
+	tick_disk(d);
 	tick_flush(d, t);
 	tick_health(d, t);
 	return 0;

@@ -12,17 +12,16 @@ Run one part with: jobs-fairness.py NAME...
 """
 
 import grp
-import json
 import os
 import pwd
-import select
 import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, poll, skip, write_meminfo  # noqa: E402
+from sltest import (Client, Daemon, RELAY, RelayClient, RpcError, poll, skip,  # noqa: E402
+                    write_meminfo)
 
 E_PARAMS = -32602
 TOTAL_KB = 16 << 20
@@ -33,28 +32,6 @@ HOL_MS = 2000
 SLACK_MS = 1500
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
-# Runs as the user: a relay between its stdin/stdout and the daemon
-# socket, so the connection's peer credentials are the user's own.
-RELAY = r"""
-import os, selectors, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sys.argv[1])
-sel = selectors.DefaultSelector()
-sel.register(0, selectors.EVENT_READ, "in")
-sel.register(s, selectors.EVENT_READ, "sock")
-while True:
-    for key, _ in sel.select():
-        if key.data == "in":
-            data = os.read(0, 65536)
-            if not data:
-                sys.exit(0)
-            s.sendall(data)
-        else:
-            data = s.recv(65536)
-            if not data:
-                sys.exit(0)
-            os.write(1, data)
-"""
 
 
 def free_ids(n):
@@ -77,7 +54,7 @@ def free_ids(n):
     skip("no free uid in 61000-64999", root_only=True)
 
 
-class UserClient(Client):
+class UserClient(RelayClient):
     """A connection made by a process running as uid (through RELAY)."""
 
     def __init__(self, path, uid):
@@ -85,45 +62,11 @@ class UserClient(Client):
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
-        self.proc = subprocess.Popen([PYTHON, "-c", RELAY, path], cwd="/",
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     preexec_fn=drop)
+        RelayClient.__init__(self, subprocess.Popen(
+            [PYTHON, "-c", RELAY, path], cwd="/", stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, preexec_fn=drop))
         self.uid = uid
-        self.buf = b""
-        self.next_id = 1
-        self.notes = []
         assert self.call("hello", {"version": 1})["uid"] == uid
-
-    def send_raw(self, data):
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def read_msg(self, timeout=None):
-        deadline = time.monotonic() + (timeout if timeout is not None else 10.0)
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            r, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
-            if not r:
-                raise TimeoutError("no message from the daemon")
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
 
 
 def set_free(d, pct):

@@ -461,6 +461,56 @@ test_path_from_job_env(void **state)
 	assert_non_null(strstr(ev.status.cause, "'true'"));
 }
 
+/* Past max_log_bytes the log keeps its tail: it ends with the job's last
+ * output, starts with a line saying how much was cut, and stays under the
+ * bound. */
+static void
+test_log_cut(void **state)
+{
+	char *argv[] = {"seq", "1", "200000", NULL};
+	static char buf[200000];
+	struct spawn_event ev;
+	unsigned long long dropped = 0;
+	char path[512], *end;
+	struct job j;
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	job_init(&j, argv, plain_env);
+	j.max_log_bytes = 64 * 1024;
+	fd = start(&j, &ev);
+	expect_end(fd, SPAWN_EV_ENDED, &ev);
+	assert_int_equal(ev.status.exit_code, 0);
+	assert_int_equal(spawn_log_path(state_dir, j.id, path, sizeof(path)),
+	                 0);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 16 * 1024 && n <= 64 * 1024);
+	buf[n] = '\0';
+	assert_int_equal(strncmp(buf,
+	                         "stageload: log cut: it passed "
+	                         "max_log_bytes (65536); the first ",
+	                         62),
+	                 0);
+	end = strstr(buf, "the first ");
+	assert_non_null(end);
+	dropped = strtoull(end + 10, NULL, 10);
+	/* seq 1 200000 writes 1288895 bytes: all of it is either dropped
+	 * or kept after the cut line. */
+	assert_int_equal(
+	    dropped + (unsigned long long)(n - (strchr(buf, '\n') - buf + 1)),
+	    1288895);
+	/* The kept part starts at a line and ends with the last one. */
+	assert_true(strchr(buf, '\n')[1] != '\n');
+	assert_non_null(strstr(buf, "\n199999\n200000\n"));
+	assert_int_equal(strcmp(buf + n - 7, "200000\n"), 0);
+	strcat(path, ".tmp");
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static void
 test_log_stdout_stderr(void **state)
 {
@@ -1096,6 +1146,7 @@ main(void)
 	    cmocka_unit_test(test_other_user_cwd_checked_as_user),
 	    cmocka_unit_test(test_nonroot_daemon),
 	    cmocka_unit_test(test_exact_groups),
+	    cmocka_unit_test(test_log_cut),
 	};
 
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);

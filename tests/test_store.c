@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -223,6 +223,7 @@ test_migrate_from_1(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	db = raw_open(f->path);
+	raw_exec(db, "DROP INDEX jobs_uid_ended");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN umask");
 	raw_exec(db, "PRAGMA user_version = 1");
@@ -230,7 +231,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -266,13 +267,14 @@ test_migrate_from_2(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	db = raw_open(f->path);
+	raw_exec(db, "DROP INDEX jobs_uid_ended");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "PRAGMA user_version = 2");
 	sqlite3_close(db);
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -494,7 +496,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 3");
+	raw_exec(db, "PRAGMA user_version = 4");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -1571,6 +1573,160 @@ test_health_oldest_first(void **state)
 	                 3);
 }
 
+static int64_t forgot[64];
+static int nforgot;
+
+static void
+note_forgot(void *arg, int64_t id)
+{
+	(void)arg;
+	if (nforgot < 64)
+		forgot[nforgot++] = id;
+}
+
+/* A job of uid whose argv holds bytes bytes (cwd "/", name "n"). */
+static void
+usage_job(struct job *j, char **argv, char *arg, size_t bytes, uid_t uid,
+          enum job_state st, int64_t ended)
+{
+	fill_job(j, 0, st, ended);
+	memset(arg, 'x', bytes);
+	arg[bytes] = '\0';
+	argv[0] = arg;
+	argv[1] = NULL;
+	j->argv = argv;
+	j->cwd = "/";
+	j->name = "n";
+	j->uid = uid;
+}
+
+/* Per-uid accounting: kept at insert and at the end of a job, recounted
+ * the same at open; store_make_room deletes that uid's oldest ended jobs
+ * first (samples and events with them), never another uid's, never an
+ * unended one, and names each so its files can go. */
+static void
+test_usage_and_make_room(void **state)
+{
+	struct fixture *f = *state;
+	struct store_usage u;
+	struct store_event ev;
+	struct job j[6], other;
+	char *argv[6][2], *oargv[2], arg[6][200], oarg[200];
+	char cause[256] = "";
+	int i, pruned = -1;
+
+	/* uid 1000: ended at T0+5, T0+1, T0+3 (so age order is 1, 2, 0),
+	 * one running, one queued; uid 2000: one old ended job. */
+	usage_job(&j[0], argv[0], arg[0], 100, 1000, JOB_EXITED, T0 + 5);
+	usage_job(&j[1], argv[1], arg[1], 100, 1000, JOB_CANCELLED, T0 + 1);
+	usage_job(&j[2], argv[2], arg[2], 100, 1000, JOB_KILLED, T0 + 3);
+	usage_job(&j[3], argv[3], arg[3], 100, 1000, JOB_RUNNING, 0);
+	usage_job(&j[4], argv[4], arg[4], 100, 1000, JOB_QUEUED, 0);
+	usage_job(&other, oargv, oarg, 100, 2000, JOB_EXITED, T0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(
+		    store_job_insert(f->s, &j[i], cause, sizeof cause), 0);
+	assert_int_equal(store_job_insert(f->s, &other, cause, sizeof cause),
+	                 0);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(store_job_bytes(&j[0]), 102);
+	assert_int_equal(u.bytes, 5 * 102);
+	assert_int_equal(u.ended_bytes, 3 * 102);
+	assert_int_equal(u.jobs, 5);
+	assert_int_equal(u.ended, 3);
+	/* The running job ends: it counts as ended from then on. */
+	j[3].state = JOB_EXITED;
+	j[3].ended_ms = T0 + 9;
+	assert_int_equal(store_job_update(f->s, &j[3], cause, sizeof cause), 0);
+	assert_int_equal(store_job_update(f->s, &j[3], cause, sizeof cause), 0);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.ended, 4);
+	assert_int_equal(u.ended_bytes, 4 * 102);
+	/* Reopened: the same counts from the rows (one query). */
+	store_close(f->s);
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.bytes, 5 * 102);
+	assert_int_equal(u.ended_bytes, 4 * 102);
+	assert_int_equal(u.jobs, 5);
+	assert_int_equal(u.ended, 4);
+	store_usage(f->s, 2000, &u);
+	assert_int_equal(u.bytes, 102);
+	assert_int_equal(u.ended, 1);
+
+	memset(&ev, 0, sizeof ev);
+	ev.kind = "cancelled";
+	ev.job_id = j[1].id;
+	ev.uid = 1000;
+	assert_int_equal(store_event_add(f->s, &ev, cause, sizeof cause), 0);
+	store_add_job_sample(f->s, j[1].id, T0, 100, 0);
+	flush_ok(f->s);
+
+	/* Room for 150 bytes under 500: two must go, the two oldest. */
+	nforgot = 0;
+	assert_int_equal(store_make_room(f->s, 1000, 150, 500, 100, note_forgot,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 2);
+	assert_int_equal(nforgot, 2);
+	assert_int_equal(forgot[0], j[1].id);
+	assert_int_equal(forgot[1], j[2].id);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.bytes, 3 * 102);
+	assert_int_equal(u.ended, 2);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM jobs"), 4);
+	assert_int_equal(
+	    count_rows(f->path, "SELECT count(*) FROM events WHERE job_id = 2"),
+	    0);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_samples"
+	                                     " WHERE job_id = 2"),
+	                 0);
+	/* Fewer than max_ended ended: the next oldest goes (j[0], not the
+	 * later-ended j[3]). */
+	nforgot = 0;
+	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 2, note_forgot,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 1);
+	assert_int_equal(forgot[0], j[0].id);
+	/* Nothing fits: every ended job goes, the unended one stays. */
+	assert_int_equal(store_make_room(f->s, 1000, 1000, 500, 100,
+	                                 note_forgot, NULL, &pruned, cause,
+	                                 sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 1);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.bytes, 102);
+	assert_int_equal(u.ended, 0);
+	assert_int_equal(u.jobs, 1);
+	assert_int_equal(
+	    count_rows(f->path, "SELECT count(*) FROM jobs WHERE uid = 1000"),
+	    1);
+	/* The other uid's ended job was never touched. */
+	assert_int_equal(
+	    count_rows(f->path, "SELECT count(*) FROM jobs WHERE uid = 2000"),
+	    1);
+	store_usage(f->s, 2000, &u);
+	assert_int_equal(u.bytes, 102);
+	/* The age prune takes what it deletes off the counts. */
+	{
+		struct store_retention r;
+
+		store_retention_defaults(&r);
+		r.jobs_ms = 86400000LL;
+		assert_int_equal(store_prune(f->s, T0 + 2 * r.jobs_ms, &r,
+		                             cause, sizeof cause),
+		                 0);
+	}
+	store_usage(f->s, 2000, &u);
+	assert_int_equal(u.bytes, 0);
+	assert_int_equal(u.jobs, 0);
+	assert_int_equal(u.ended, 0);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.bytes, 102);
+	assert_int_equal(u.jobs, 1);
+}
+
 int
 main(void)
 {
@@ -1601,6 +1757,7 @@ main(void)
 	    T(test_checkpoint_and_size),
 	    T(test_health_job_update),
 	    T(test_health_oldest_first),
+	    T(test_usage_and_make_room),
 #undef T
 	};
 

@@ -7,6 +7,7 @@ thing faked is the system memory it reads, through a fixture proc root.
 import errno
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -299,3 +300,73 @@ class Client:
                 raise ConnectionError("connection closed by the daemon")
             if "id" not in m:
                 self.notes.append(m)
+
+
+# A connection made by a process of another user: a relay between its
+# stdin/stdout and the daemon's socket runs as that user, so the
+# connection's peer credentials are the user's own.
+RELAY = r"""
+import os, selectors, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+sel = selectors.DefaultSelector()
+sel.register(0, selectors.EVENT_READ, "in")
+sel.register(s, selectors.EVENT_READ, "sock")
+while True:
+    for key, _ in sel.select():
+        if key.data == "in":
+            data = os.read(0, 65536)
+            if not data:
+                sel.unregister(0)
+                s.shutdown(socket.SHUT_WR)
+            else:
+                s.sendall(data)
+        else:
+            data = s.recv(65536)
+            if not data:
+                sys.exit(0)
+            os.write(1, data)
+"""
+
+
+class RelayClient(Client):
+    """A Client over a relay process (proc: RELAY running as the user,
+    with stdin and stdout as pipes)."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.buf = b""
+        self.next_id = 1
+        self.notes = []
+
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read_msg(self, timeout=None):
+        deadline = time.monotonic() + (timeout if timeout is not None else 10.0)
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            r, _, _ = select.select([fd], [], [], max(left, 0))
+            if not r:
+                raise TimeoutError("no message from the daemon")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
