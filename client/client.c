@@ -498,6 +498,7 @@ parse_job(const cJSON *o, struct sl_job *j)
 	j->end_detail = dup_str(o, "end_detail");
 	j->argv = dup_strv(o, "argv");
 	j->cwd = dup_str(o, "cwd");
+	j->command = dup_str(o, "command");
 	j->env = dup_strv(o, "env");
 }
 
@@ -510,6 +511,7 @@ sl_job_clear(struct sl_job *j)
 	strv_free(j->argv);
 	free(j->cwd);
 	strv_free(j->env);
+	free(j->command);
 	memset(j, 0, sizeof *j);
 }
 
@@ -932,13 +934,25 @@ hello(sl_client *c)
 	                        "libstageload/" STAGELOAD_VERSION);
 	rc = call(c, "hello", params, c->timeout_ms < 0 ? 10000 : c->timeout_ms,
 	          &root, &result);
+	if (rc == SL_E_VERSION && SL_PROTOCOL_VERSION > 1) {
+		/* A daemon older than version 2 speaks 1: everything but
+		 * the pages of status. The connection stays open. */
+		if ((params = cJSON_CreateObject()) == NULL)
+			return set_error(c, -ENOMEM, "out of memory");
+		proto_add_int(params, "version", 1);
+		cJSON_AddStringToObject(params, "client",
+		                        "libstageload/" STAGELOAD_VERSION);
+		rc = call(c, "hello", params,
+		          c->timeout_ms < 0 ? 10000 : c->timeout_ms, &root,
+		          &result);
+	}
 	if (rc == SL_E_VERSION) {
 		char msg[sizeof c->errmsg];
 		snprintf(msg, sizeof msg, "%s", c->errmsg);
 		return set_error(
 		    c, rc,
-		    "the daemon at %s does not speak protocol version %d "
-		    "(%s); upgrade stageloadctl or the daemon",
+		    "the daemon at %s speaks neither protocol version %d "
+		    "nor 1 (%s); upgrade stageloadctl or the daemon",
 		    c->path, SL_PROTOCOL_VERSION, msg);
 	}
 	if (rc < 0)
@@ -1538,6 +1552,69 @@ job_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 	return 0;
 }
 
+/* Protocol version 2: every page of the list, up to `want` ended jobs. */
+static int
+status_pages(sl_client *c, int all, int want, struct sl_job **jobs,
+             size_t *njobs)
+{
+	const cJSON *r, *list, *j, *next;
+	cJSON *params, *root;
+	struct sl_job *v = NULL, *nv;
+	size_t n = 0, cap = 0, ended = 0;
+	char cursor[128] = "";
+	int rc;
+
+	for (;;) {
+		params = cJSON_CreateObject();
+		if ((rc = need(c, params)) < 0)
+			goto fail;
+		if (all)
+			cJSON_AddBoolToObject(params, "all", 1);
+		proto_add_int(params, "limit", 1000);
+		if (cursor[0] != '\0')
+			cJSON_AddStringToObject(params, "cursor", cursor);
+		if ((rc = call(c, "status", params, c->timeout_ms, &root, &r)) <
+		    0)
+			goto fail;
+		list = array_member(r, "jobs");
+		if (n + (size_t)cJSON_GetArraySize(list) + 1 > cap) {
+			cap = n + (size_t)cJSON_GetArraySize(list) + 1;
+			if ((nv = realloc(v, cap * sizeof *v)) == NULL) {
+				cJSON_Delete(root);
+				rc = set_error(c, -ENOMEM, "out of memory");
+				goto fail;
+			}
+			v = nv;
+		}
+		cJSON_ArrayForEach(j, list)
+		{
+			if (all && ended >= (size_t)want)
+				break;
+			memset(&v[n], 0, sizeof v[n]);
+			parse_job(j, &v[n]);
+			if (sl_job_ended(&v[n]))
+				ended++;
+			n++;
+		}
+		next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
+		if (!cJSON_IsString(next) || (all && ended >= (size_t)want) ||
+		    strlen(next->valuestring) >= sizeof cursor) {
+			cJSON_Delete(root);
+			break;
+		}
+		snprintf(cursor, sizeof cursor, "%s", next->valuestring);
+		cJSON_Delete(root);
+	}
+	if (v == NULL && (v = calloc(1, sizeof *v)) == NULL)
+		return set_error(c, -ENOMEM, "out of memory");
+	*jobs = v;
+	*njobs = n;
+	return 0;
+fail:
+	sl_jobs_free(v, n);
+	return rc;
+}
+
 int
 sl_status(sl_client *c, int all, int limit, struct sl_job **jobs, size_t *njobs)
 {
@@ -1548,6 +1625,9 @@ sl_status(sl_client *c, int all, int limit, struct sl_job **jobs, size_t *njobs)
 
 	*jobs = NULL;
 	*njobs = 0;
+	if (c->hello.version >= 2)
+		return status_pages(c, all, limit > 0 ? limit : 50, jobs,
+		                    njobs);
 	params = cJSON_CreateObject();
 	if ((rc = need(c, params)) < 0)
 		return rc;

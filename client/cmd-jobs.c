@@ -59,6 +59,73 @@ raw_call(struct cli *cli, const char *method, const char *params)
 	return EXIT_OK;
 }
 
+/*
+ * status --json with protocol version 2: the daemon's pages joined into
+ * one {"jobs": [...]}, as version 1 answered it: every live job, then up to
+ * limit ended ones (default 50).
+ */
+static int
+status_json_pages(struct cli *cli, int all, long limit)
+{
+	cJSON *jobs = cJSON_CreateArray(), *page, *item, *next;
+	char params[256], cursor[128] = "", *out = NULL, *text;
+	long ended = 0, want = limit > 0 ? limit : 50;
+	int rc = EXIT_OK, done = 0;
+
+	while (jobs != NULL && !done) {
+		if (cursor[0] != '\0')
+			snprintf(
+			    params, sizeof params,
+			    "{\"all\":%s,\"limit\":1000,\"cursor\":\"%s\"}",
+			    all ? "true" : "false", cursor);
+		else
+			snprintf(params, sizeof params,
+			         "{\"all\":%s,\"limit\":1000}",
+			         all ? "true" : "false");
+		if (sl_call(cli->client, "status", params, &out) < 0) {
+			cJSON_Delete(jobs);
+			return cli_fail(cli);
+		}
+		page = cJSON_Parse(out);
+		sl_free(out);
+		while ((item = cJSON_DetachItemFromArray(
+		            cJSON_GetObjectItemCaseSensitive(page, "jobs"),
+		            0)) != NULL) {
+			const cJSON *e = cJSON_GetObjectItemCaseSensitive(
+			    item, "ended_at_ms");
+			if (all && cJSON_IsNumber(e) && ended++ >= want) {
+				cJSON_Delete(item);
+				done = 1;
+				continue;
+			}
+			cJSON_AddItemToArray(jobs, item);
+		}
+		next = cJSON_GetObjectItemCaseSensitive(page, "next_cursor");
+		if (!cJSON_IsString(next) ||
+		    strlen(next->valuestring) >= sizeof cursor)
+			done = 1;
+		else
+			snprintf(cursor, sizeof cursor, "%s",
+			         next->valuestring);
+		cJSON_Delete(page);
+	}
+	if ((page = cJSON_CreateObject()) == NULL || jobs == NULL) {
+		cJSON_Delete(page);
+		cJSON_Delete(jobs);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	cJSON_AddItemToObject(page, "jobs", jobs);
+	text = cJSON_PrintUnformatted(page);
+	cJSON_Delete(page);
+	if (text == NULL || cli_print_json(stdout, text) < 0) {
+		cli_error("out of memory");
+		rc = EXIT_ERR;
+	}
+	free(text);
+	return rc;
+}
+
 /* ---- submit ---- */
 
 int
@@ -142,6 +209,8 @@ cmd_status(struct cli *cli, int argc, char **argv)
 		return cli_usage("status");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
+	if (cli->json && sl_hello_info(cli->client)->version >= 2)
+		return status_json_pages(cli, o.all, o.limit);
 	if (cli->json) {
 		char params[64];
 		if (o.limit > 0)

@@ -39,7 +39,9 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-#define SL_PROTOCOL_VERSION 1
+/* The protocol version asked for first; a daemon that does not speak it is
+ * asked for version 1 (sl_hello_info() says which one was agreed). */
+#define SL_PROTOCOL_VERSION 2
 
 /* JSON-RPC errors the daemon answers with; PROTOCOL.md explains each. */
 #define SL_E_PARSE (-32700)
@@ -361,13 +363,20 @@ struct sl_job {
 	char **argv;         /* malloc'd NULL-terminated, or NULL */
 	char *cwd;
 	char **env;
+	/* From sl_status with protocol version 2: the argv as one shell
+	 * command line, at most 256 bytes (cut with U+2026), instead of argv
+	 * (NULL then); NULL when not the caller's to see. sl_show gives
+	 * argv. */
+	char *command;
 };
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */
 int sl_job_ended(const struct sl_job *j);
 
 /* all: include ended jobs (at most limit of them; limit 0 = the daemon's
- * default). Free with sl_jobs_free(). */
+ * default, 50). With protocol version 2 the list is read in pages of up
+ * to 1000 jobs, as many as it takes, and its jobs have command instead of
+ * argv. Free with sl_jobs_free(). */
 int sl_status(sl_client *c, int all, int limit, struct sl_job **jobs,
               size_t *njobs);
 void sl_jobs_free(struct sl_job *jobs, size_t njobs);
@@ -399,8 +408,10 @@ typedef int (*sl_log_cb)(void *arg, int64_t offset, const char *data,
 int sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
             void *arg, int64_t *end_offset);
 
-/* Events after after_id, oldest first. With follow, later events arrive
- * as SL_N_EVENT notifications. Free with sl_events_free(). */
+/* Events after after_id, oldest first, at most limit (0: the daemon's
+ * default, 100): one page; the next begins after the last one's id. With
+ * follow, later events arrive as SL_N_EVENT notifications. Free with
+ * sl_events_free(). */
 int sl_events(sl_client *c, int64_t after_id, int limit, int follow,
               struct sl_event **events, size_t *nevents);
 void sl_events_free(struct sl_event *events, size_t nevents);

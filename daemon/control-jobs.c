@@ -257,9 +257,81 @@ out:
 	return rc > 0 ? 0 : rc;
 }
 
-struct ended_ctx {
+/*
+ * Answers are bounded (PROTOCOL.md, "status", "events"): a list answer is
+ * built entry by entry and counted as it is encoded, so it stops at
+ * CONTROL_ANSWER_MAX bytes. Version 1 answers whole or not at all
+ * (-32004 naming the page size to use); a version 2 page ends there early,
+ * its next_cursor saying where the next one begins.
+ */
+#define CONTROL_ANSWER_MAX (4u << 20)
+#define STATUS_PAGE_DEFAULT 100
+#define STATUS_PAGE_MAX 1000
+#define EVENTS_PAGE_MAX 10000
+
+struct page {
 	cJSON *arr;
+	size_t bytes;  /* encoded size of the entries so far */
+	int64_t limit; /* entries wanted (v2: the page size) */
+	size_t n;
+	int v2;
+	int over; /* v1: the answer would pass the budget */
+	int full; /* v2: no more entries fit in this page */
+};
+
+/* Adds an entry (owned from here) unless the page is full; 1 when added. */
+static int
+page_add(struct page *pg, cJSON *o)
+{
+	char *text;
+	size_t len;
+
+	if (o == NULL)
+		return 0;
+	if (pg->full || pg->over || (int64_t)pg->n >= pg->limit) {
+		pg->full = 1;
+		cJSON_Delete(o);
+		return 0;
+	}
+	if ((text = cJSON_PrintUnformatted(o)) == NULL) {
+		cJSON_Delete(o);
+		pg->over = 1;
+		return 0;
+	}
+	len = strlen(text) + 1; /* and its comma */
+	free(text);
+	if (pg->bytes + len > CONTROL_ANSWER_MAX) {
+		if (!pg->v2)
+			pg->over = 1;
+		else if (pg->n > 0)
+			pg->full = 1;
+		if (pg->over || pg->full) {
+			cJSON_Delete(o);
+			return 0;
+		}
+	}
+	pg->bytes += len;
+	pg->n++;
+	cJSON_AddItemToArray(pg->arr, o);
+	return 1;
+}
+
+static int
+page_over(struct page *pg, const char *what, char *cause, size_t causelen)
+{
+	snprintf(cause, causelen,
+	         "answer larger than %u bytes: use protocol version 2 and "
+	         "page %s with limit (at most %d per page)",
+	         CONTROL_ANSWER_MAX, what,
+	         strcmp(what, "status") == 0 ? STATUS_PAGE_MAX
+	                                     : EVENTS_PAGE_MAX);
+	return PROTO_E_LIMIT;
+}
+
+struct ended_ctx {
+	struct page *pg;
 	uid_t viewer;
+	int64_t last_ms, last_id; /* the last ended job added */
 };
 
 static int
@@ -267,8 +339,37 @@ ended_cb(void *arg, struct job *j)
 {
 	struct ended_ctx *c = arg;
 
-	cJSON_AddItemToArray(c->arr, wire_job_ended(j, c->viewer, 0));
+	if (!c->pg->full && !c->pg->over &&
+	    page_add(c->pg, c->pg->v2 ? wire_job_ended_list(j, c->viewer)
+	                              : wire_job_ended(j, c->viewer, 0))) {
+		c->last_ms = j->ended_ms;
+		c->last_id = j->id;
+	}
 	job_free(j);
+	return 0;
+}
+
+/*
+ * A v2 cursor names where the previous page ended: "l<id>.<index>" in the
+ * table's list (live jobs, then those ended but not written yet), the last
+ * job's id and its place; "e<ended_ms>.<id>" among the ended jobs of the
+ * database, newest first. A job that stays put is never missed nor
+ * repeated: the next page begins after the cursor's job, found by its id,
+ * or, when that job has left the list meanwhile, at the place it had.
+ */
+static int
+cursor_parse(const char *cur, char *phase, int64_t *a, int64_t *b)
+{
+	long long x, y;
+	int used = 0;
+
+	if ((cur[0] != 'l' && cur[0] != 'e') ||
+	    sscanf(cur + 1, "%lld.%lld%n", &x, &y, &used) != 2 ||
+	    cur[1 + used] != '\0' || x < 0 || y < 0)
+		return -1;
+	*phase = cur[0];
+	*a = x;
+	*b = y;
 	return 0;
 }
 
@@ -277,35 +378,103 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
 {
-	struct jobs_view *v;
+	struct jobs_view *v = NULL;
 	struct ended_ctx ctx;
-	int all = 0, rc;
-	int64_t limit = 50;
-	size_t n, i;
-	cJSON *arr;
+	struct page pg;
+	const char *cursor = NULL;
+	char phase = 'l', next[64] = "";
+	int all = 0, v2 = p->version >= 2, rc;
+	int64_t limit = v2 ? STATUS_PAGE_DEFAULT : 50, ca = 0, cb = 0;
+	size_t n = 0, i, start = 0;
 
 	if ((rc = proto_param_bool(params, "all", 0, &all, cause, causelen)) <
 	        0 ||
-	    (rc = proto_param_int(params, "limit", 0, 0, 100000, &limit, cause,
-	                          causelen)) < 0)
+	    (rc = proto_param_int(params, "limit", 0, v2 ? 1 : 0,
+	                          v2 ? STATUS_PAGE_MAX : 100000, &limit, cause,
+	                          causelen)) < 0 ||
+	    (rc = proto_param_string(params, "cursor", 0, 64, &cursor, cause,
+	                             causelen)) < 0)
 		return rc;
-	arr = cJSON_CreateArray();
-	if (arr == NULL || jobs_list(d, all, &v, &n) != 0) {
-		cJSON_Delete(arr);
+	if (cursor != NULL && !v2) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' is for protocol version 2");
+		return PROTO_E_PARAMS;
+	}
+	if (cursor != NULL && cursor_parse(cursor, &phase, &ca, &cb) != 0) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' is not one this daemon "
+		         "gave");
+		return PROTO_E_PARAMS;
+	}
+	memset(&pg, 0, sizeof pg);
+	pg.v2 = v2;
+	/* v1: every live job, then up to limit ended ones. */
+	pg.limit = v2 ? limit : INT64_MAX;
+	pg.arr = cJSON_CreateArray();
+	if (pg.arr == NULL ||
+	    (phase == 'l' && jobs_list(d, all, &v, &n) != 0)) {
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	for (i = 0; i < n; i++)
-		cJSON_AddItemToArray(arr, wire_job(&v[i], p->uid, 0));
+	if (phase == 'l' && cursor != NULL) {
+		start = (size_t)cb < n ? (size_t)cb : n;
+		for (i = 0; i < n; i++)
+			if (v[i].j->id == ca) {
+				start = i + 1;
+				break;
+			}
+	}
+	for (i = start; phase == 'l' && i < n; i++) {
+		if (!page_add(&pg, v2 ? wire_job_list(&v[i], p->uid)
+		                      : wire_job(&v[i], p->uid, 0)))
+			break;
+		snprintf(next, sizeof next, "l%" PRId64 ".%zu", v[i].j->id, i);
+	}
 	free(v);
-	/* limit 0 shows none; the store takes <= 0 as no limit at all. */
-	if (all && limit > 0) {
-		ctx.arr = arr;
+	if (pg.over) {
+		cJSON_Delete(pg.arr);
+		return page_over(&pg, "status", cause, causelen);
+	}
+	/* The ended jobs of the database, when the page has room: a page
+	 * holding the last live job goes on with the first ended one. */
+	if (all && !pg.full && (v2 || limit > 0)) {
+		memset(&ctx, 0, sizeof ctx);
+		ctx.pg = &pg;
 		ctx.viewer = p->uid;
-		store_jobs_ended(d->store, limit, ended_cb, &ctx);
+		if (phase == 'l') {
+			ca = INT64_MAX;
+			cb = INT64_MAX;
+		}
+		if (!v2)
+			pg.limit = (int64_t)pg.n + limit;
+		/* One more than fits says whether a next page exists. */
+		if (d->store != NULL &&
+		    store_jobs_ended_before(d->store, ca, cb,
+		                            pg.limit - (int64_t)pg.n + 1,
+		                            ended_cb, &ctx) < 0) {
+			cJSON_Delete(pg.arr);
+			snprintf(cause, causelen, "storage error reading jobs");
+			return PROTO_E_STORAGE;
+		}
+		if (ctx.last_id > 0)
+			snprintf(next, sizeof next, "e%" PRId64 ".%" PRId64,
+			         ctx.last_ms, ctx.last_id);
+		if (!v2 && pg.full)
+			pg.full = 0; /* v1 asked for at most limit */
+	}
+	if (pg.over) {
+		cJSON_Delete(pg.arr);
+		return page_over(&pg, "status", cause, causelen);
 	}
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "jobs", arr);
+	cJSON_AddItemToObject(*result, "jobs", pg.arr);
+	if (v2) {
+		if (pg.full && next[0] != '\0')
+			cJSON_AddStringToObject(*result, "next_cursor", next);
+		else
+			cJSON_AddNullToObject(*result, "next_cursor");
+	}
 	return 0;
 }
 
@@ -375,9 +544,9 @@ control_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
 }
 
 struct events_ctx {
-	cJSON *arr;
+	struct page *pg;
 	uid_t viewer;
-	int64_t last; /* the last event's id */
+	int64_t last; /* the last event's id in the answer */
 };
 
 static int
@@ -385,8 +554,23 @@ events_cb(void *arg, const struct store_event *e)
 {
 	struct events_ctx *c = arg;
 
-	cJSON_AddItemToArray(c->arr, wire_event(e, c->viewer));
-	c->last = e->id;
+	if (page_add(c->pg, wire_event(e, c->viewer)))
+		c->last = e->id;
+	return 0;
+}
+
+/* Version 2 takes the cursor of events as the id of the last one: a
+ * decimal string, as next_cursor gives it. */
+static int
+events_cursor(const char *cur, int64_t *after)
+{
+	long long x;
+	int used = 0;
+
+	if (cur[0] < '0' || cur[0] > '9' ||
+	    sscanf(cur, "%lld%n", &x, &used) != 1 || cur[used] != '\0' || x < 0)
+		return -1;
+	*after = x;
 	return 0;
 }
 
@@ -396,32 +580,67 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
                size_t causelen)
 {
 	struct events_ctx ctx;
+	struct page pg;
+	const char *cursor = NULL;
 	int64_t after = 0, limit = 100;
-	int follow = 0, rc;
+	int follow = 0, v2 = p->version >= 2, rc;
+	char next[32];
 
 	if ((rc = proto_param_int(params, "after_id", 0, 0, INT64_MAX, &after,
 	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "limit", 0, 1, 10000, &limit, cause,
-	                          causelen)) < 0 ||
+	    (rc = proto_param_string(params, "cursor", 0, 32, &cursor, cause,
+	                             causelen)) < 0 ||
+	    (rc = proto_param_int(params, "limit", 0, 1, EVENTS_PAGE_MAX,
+	                          &limit, cause, causelen)) < 0 ||
 	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
 	                           causelen)) < 0)
 		return rc;
-	ctx.arr = cJSON_CreateArray();
+	if (cursor != NULL && !v2) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' is for protocol version 2");
+		return PROTO_E_PARAMS;
+	}
+	if (cursor != NULL &&
+	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
+	     events_cursor(cursor, &after) != 0)) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' must be a next_cursor this "
+		         "daemon gave, without after_id");
+		return PROTO_E_PARAMS;
+	}
+	memset(&pg, 0, sizeof pg);
+	pg.v2 = v2;
+	pg.limit = limit;
+	pg.arr = cJSON_CreateArray();
+	ctx.pg = &pg;
 	ctx.viewer = p->uid;
 	ctx.last = after;
-	if (store_events(d->store, after, limit, events_cb, &ctx) < 0) {
-		cJSON_Delete(ctx.arr);
+	/* One more than the page says whether a next one exists. */
+	if (pg.arr == NULL ||
+	    store_events(d->store, after, limit + 1, events_cb, &ctx) < 0) {
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
+	if (pg.over) {
+		cJSON_Delete(pg.arr);
+		return page_over(&pg, "events", cause, causelen);
+	}
 	if (follow &&
 	    notify_follow_events(d, p->client_id, p->uid, ctx.last) != 0) {
-		cJSON_Delete(ctx.arr);
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "events", ctx.arr);
+	cJSON_AddItemToObject(*result, "events", pg.arr);
+	if (v2) {
+		snprintf(next, sizeof next, "%" PRId64, ctx.last);
+		if (pg.full && !follow)
+			cJSON_AddStringToObject(*result, "next_cursor", next);
+		else
+			cJSON_AddNullToObject(*result, "next_cursor");
+	}
 	return 0;
 }
 

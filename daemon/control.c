@@ -78,7 +78,10 @@ static const struct control_param job_exit_params[] = {
     {"signal", PROTO_T_INT, 0},
     PARAMS_END};
 static const struct control_param status_params[] = {
-    {"all", PROTO_T_BOOL, 0}, {"limit", PROTO_T_INT, 0}, PARAMS_END};
+    {"all", PROTO_T_BOOL, 0},
+    {"limit", PROTO_T_INT, 0},
+    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+    PARAMS_END};
 static const struct control_param show_params[] = {
     {"id", PROTO_T_INT, 1}, {"env", PROTO_T_BOOL, 0}, PARAMS_END};
 static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
@@ -87,6 +90,7 @@ static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
                                                    PARAMS_END};
 static const struct control_param events_params[] = {
     {"after_id", PROTO_T_INT, 0},
+    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
     {"limit", PROTO_T_INT, 0},
     {"follow", PROTO_T_BOOL, 0},
     PARAMS_END};
@@ -225,14 +229,15 @@ hello_refuse(struct daemon *d, const struct peer *p, const cJSON *req_id,
 
 	snprintf(text, sizeof text,
 	         "protocol version %lld is not supported "
-	         "(this daemon speaks %d)",
-	         (long long)version, PROTO_VERSION);
+	         "(this daemon speaks %d to %d)",
+	         (long long)version, PROTO_VERSION_MIN, PROTO_VERSION);
 	if ((data = cJSON_CreateObject()) == NULL ||
 	    (versions = cJSON_AddArrayToObject(data, "versions")) == NULL) {
 		cJSON_Delete(data);
 		return -ENOMEM;
 	}
-	cJSON_AddItemToArray(versions, proto_int_create(PROTO_VERSION));
+	for (int v = PROTO_VERSION_MIN; v <= PROTO_VERSION; v++)
+		cJSON_AddItemToArray(versions, proto_int_create(v));
 	/* The encoder echoes the id exactly and owns data from here on. */
 	line =
 	    proto_encode_error_data(req_id, PROTO_E_VERSION, text, data, &len);
@@ -260,16 +265,23 @@ ctl_hello(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = proto_param_string(params, "client", 0, 256, &client, cause,
 	                             causelen)) < 0)
 		return rc;
-	if (version != PROTO_VERSION) {
+	if (version < PROTO_VERSION_MIN || version > PROTO_VERSION) {
 		hello_refuse(d, p, req_id, version);
 		return CONTROL_DEFERRED;
+	}
+	/* The handlers read it from their peer: status and events answer
+	 * each version as PROTOCOL.md describes it. */
+	if (server_set_version(d, p->client_id, (int)version) != 0 &&
+	    d->server != NULL) {
+		snprintf(cause, causelen, "client has gone");
+		return PROTO_E_INTERNAL;
 	}
 	if (client != NULL)
 		log_debug("client %llu is %s", (unsigned long long)p->client_id,
 		          client);
 	if ((r = cJSON_CreateObject()) == NULL)
 		goto oom;
-	proto_add_int(r, "version", PROTO_VERSION);
+	proto_add_int(r, "version", version);
 	cJSON_AddStringToObject(r, "daemon_version", STAGELOAD_VERSION);
 	cJSON_AddStringToObject(r, "os", STAGELOAD_OS);
 	proto_add_int(r, "interval_ms", d->cfg.interval_ms);
@@ -295,7 +307,8 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return PROTO_E_INTERNAL;
 	}
 	cJSON_AddStringToObject(r, "daemon_version", STAGELOAD_VERSION);
-	proto_add_int(r, "version", PROTO_VERSION);
+	/* The version this connection speaks. */
+	proto_add_int(r, "version", p->version);
 	cJSON_AddStringToObject(r, "os", STAGELOAD_OS);
 	proto_add_int(r, "interval_ms", d->cfg.interval_ms);
 	proto_add_int(r, "started_at_ms", d->started_ms);

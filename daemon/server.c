@@ -58,10 +58,10 @@ struct client {
 	 * that is this reader's buffer. */
 	struct uid_input *input;
 	size_t input_counted;
-	size_t unwritten; /* bytes handed to uv_write, not yet written */
+	size_t unwritten;  /* bytes handed to uv_write, not yet written */
 	size_t queued_mem; /* the memory those take, requests included */
-	size_t oversized; /* of those, an answer larger than the limit */
-	int handles;      /* handles still open; freed when it reaches 0 */
+	size_t oversized;  /* of those, an answer larger than the limit */
+	int handles;       /* handles still open; freed when it reaches 0 */
 	unsigned hello : 1;
 	unsigned closing : 1;     /* uv_close called */
 	unsigned draining : 1;    /* no more input; close once output is out */
@@ -555,6 +555,17 @@ size_t
 server_client_count(struct daemon *d)
 {
 	return d->server != NULL ? d->server->nclients : 0;
+}
+
+int
+server_set_version(struct daemon *d, uint64_t client_id, int version)
+{
+	struct client *c = client_find(d->server, client_id);
+
+	if (c == NULL)
+		return -ENOENT;
+	c->peer.version = version;
+	return 0;
 }
 
 size_t

@@ -28,6 +28,9 @@ struct peer {
 	 * by the server for the life of the connection. */
 	gid_t *groups;
 	int ngroups;
+	/* The protocol version hello agreed on (0 before it): set by the
+	 * hello handler with server_set_version(). */
+	int version;
 };
 
 /* A dispatch hook's answer when it will reply later with server_reply(). */
@@ -79,6 +82,9 @@ int server_send_line(struct daemon *d, uint64_t client_id, const char *line,
                      size_t len);
 /* Close a client after what is queued for it has been written. */
 void server_close_client(struct daemon *d, uint64_t client_id);
+/* The protocol version the client's hello agreed on: its peer's version
+ * from now on. -ENOENT when the client is gone. */
+int server_set_version(struct daemon *d, uint64_t client_id, int version);
 /* Number of open client connections. */
 size_t server_client_count(struct daemon *d);
 /* Bytes queued for a client and not yet written (0 when it is gone). */

@@ -457,7 +457,17 @@ int
 store_jobs_ended(struct store *s, int64_t limit,
                  int (*cb)(void *arg, struct job *j), void *arg)
 {
+	return store_jobs_ended_before(s, INT64_MAX, INT64_MAX, limit, cb, arg);
+}
+
+int
+store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
+                        int64_t limit, int (*cb)(void *arg, struct job *j),
+                        void *arg)
+{
 	sqlite3_bind_int64(s->jobs_ended, 1, limit > 0 ? limit : -1);
+	sqlite3_bind_int64(s->jobs_ended, 2, ended_ms);
+	sqlite3_bind_int64(s->jobs_ended, 3, id);
 	return store_jobs_each(s, s->jobs_ended, cb, arg);
 }
 

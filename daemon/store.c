@@ -445,7 +445,8 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                      " ORDER BY priority DESC, queue_seq, id");
 	PREP(s->jobs_ended,
 	     "SELECT id, " JOB_COLUMNS " FROM jobs WHERE state IN"
-	     " " JOB_ENDED_STATES " ORDER BY ended_ms DESC, id DESC LIMIT ?1");
+	     " " JOB_ENDED_STATES " AND (ended_ms < ?2 OR (ended_ms = ?2"
+	     " AND id < ?3)) ORDER BY ended_ms DESC, id DESC LIMIT ?1");
 	PREP(s->job_hist_raw,
 	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
 	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"

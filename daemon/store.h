@@ -128,6 +128,11 @@ int store_jobs_unended(struct store *s,
  * each job passes to cb as for store_jobs_unended. */
 int store_jobs_ended(struct store *s, int64_t limit,
                      int (*cb)(void *arg, struct job *j), void *arg);
+/* The same, from the first that ends before (ended_ms, id) in that order:
+ * a page of the list that follows the one ending with that job. */
+int store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
+                            int64_t limit, int (*cb)(void *arg, struct job *j),
+                            void *arg);
 
 /* What one uid's job rows hold (docs/storage.md, "Bounds per user"):
  * kept in memory, counted from the rows at open, updated by every insert,

@@ -75,8 +75,73 @@ add_opt_int(cJSON *o, const char *name, int64_t v, int present)
 		cJSON_AddNullToObject(o, name);
 }
 
-cJSON *
-wire_job(const struct jobs_view *v, uid_t viewer, int with_env)
+/* Safe in a POSIX shell word as they are: anything else is quoted. */
+static int
+shell_plain(const char *a)
+{
+	if (*a == '\0')
+		return 0;
+	for (; *a != '\0'; a++)
+		if (!((*a >= 'a' && *a <= 'z') || (*a >= 'A' && *a <= 'Z') ||
+		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
+			return 0;
+	return 1;
+}
+
+size_t
+wire_command(char *const *argv, char *out, size_t outlen)
+{
+	/* Room for one more byte than the cap, so a cut is seen. */
+	char buf[WIRE_COMMAND_MAX + 8];
+	size_t n = 0, cap = WIRE_COMMAND_MAX + 1;
+	const char *a;
+
+#define PUT(c)                                                                 \
+	do {                                                                   \
+		if (n == cap)                                                  \
+			goto cut;                                              \
+		buf[n++] = (c);                                                \
+	} while (0)
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
+		if (i > 0)
+			PUT(' ');
+		if (shell_plain(argv[i])) {
+			for (a = argv[i]; *a != '\0'; a++)
+				PUT(*a);
+			continue;
+		}
+		PUT('\'');
+		for (a = argv[i]; *a != '\0'; a++) {
+			if (*a == '\'') {
+				PUT('\'');
+				PUT('\\');
+				PUT('\'');
+			}
+			PUT(*a);
+		}
+		PUT('\'');
+	}
+#undef PUT
+	if (n > WIRE_COMMAND_MAX)
+		goto cut;
+	buf[n] = '\0';
+	snprintf(out, outlen, "%s", buf);
+	return n;
+cut:
+	/* At most WIRE_COMMAND_MAX bytes with the 3 of the ellipsis, cut
+	 * before a UTF-8 continuation byte never. */
+	n = WIRE_COMMAND_MAX - 3;
+	while (n > 0 && ((unsigned char)buf[n] & 0xC0) == 0x80)
+		n--;
+	memcpy(buf + n, "\xE2\x80\xA6", 3);
+	n += 3;
+	buf[n] = '\0';
+	snprintf(out, outlen, "%s", buf);
+	return n;
+}
+
+static cJSON *
+job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 {
 	const struct job *j = v->j;
 	const struct jobs_view *r = v->live ? v : NULL;
@@ -127,20 +192,42 @@ wire_job(const struct jobs_view *v, uid_t viewer, int with_env)
 		cJSON_AddStringToObject(o, "end_reason", j->end_reason);
 	else
 		cJSON_AddNullToObject(o, "end_reason");
+	if (list) {
+		char cmd[WIRE_COMMAND_MAX + 1];
+
+		if (visible) {
+			wire_command(j->argv, cmd, sizeof cmd);
+			cJSON_AddStringToObject(o, "command", cmd);
+		} else
+			cJSON_AddNullToObject(o, "command");
+	}
 	if (visible) {
-		cJSON_AddItemToObject(o, "argv", strv_json(j->argv));
+		if (!list)
+			cJSON_AddItemToObject(o, "argv", strv_json(j->argv));
 		cJSON_AddStringToObject(o, "cwd", j->cwd ? j->cwd : "");
 		if (ended && j->end_detail != NULL)
 			cJSON_AddStringToObject(o, "end_detail", j->end_detail);
 		else
 			cJSON_AddNullToObject(o, "end_detail");
-		if (with_env)
+		if (with_env && !list)
 			cJSON_AddItemToObject(o, "env",
 			                      j->env != NULL
 			                          ? strv_json(j->env)
 			                          : cJSON_CreateNull());
 	}
 	return o;
+}
+
+cJSON *
+wire_job(const struct jobs_view *v, uid_t viewer, int with_env)
+{
+	return job_object(v, viewer, with_env, 0);
+}
+
+cJSON *
+wire_job_list(const struct jobs_view *v, uid_t viewer)
+{
+	return job_object(v, viewer, 0, 1);
 }
 
 cJSON *
@@ -151,6 +238,16 @@ wire_job_ended(const struct job *j, uid_t viewer, int with_env)
 	memset(&v, 0, sizeof v);
 	v.j = j;
 	return wire_job(&v, viewer, with_env);
+}
+
+cJSON *
+wire_job_ended_list(const struct job *j, uid_t viewer)
+{
+	struct jobs_view v;
+
+	memset(&v, 0, sizeof v);
+	v.j = j;
+	return wire_job_list(&v, viewer);
 }
 
 cJSON *

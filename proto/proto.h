@@ -11,7 +11,9 @@
 
 #include <cjson/cJSON.h>
 
-#define PROTO_VERSION 1
+/* The versions the daemon speaks: PROTO_VERSION_MIN..PROTO_VERSION. */
+#define PROTO_VERSION 2
+#define PROTO_VERSION_MIN 1
 #define PROTO_MAX_LINE_DEFAULT (4u << 20)     /* bytes, newline excluded */
 #define PROTO_MAX_SAFE_INT 9007199254740992.0 /* 2^53 */
 

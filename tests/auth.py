@@ -172,13 +172,13 @@ def make_users():
 class UserClient(RelayClient):
     """A connection made by a process running as user u (through RELAY)."""
 
-    def __init__(self, path, u, hello=True):
+    def __init__(self, path, u, hello=True, version=1):
         RelayClient.__init__(self, u.popen([PYTHON, "-c", RELAY, path],
                                            stdin=subprocess.PIPE,
                                            stdout=subprocess.PIPE))
         self.hello = None
         if hello:
-            self.hello = self.call("hello", {"version": 1, "client": "auth"})
+            self.hello = self.call("hello", {"version": version, "client": "auth"})
 
 
 def start(c, method, params=None):
@@ -330,6 +330,12 @@ def check_detached(d, A, B, R):
         assert isinstance(j["footprint_bytes"], int), j
         assert hidden(j) == [], j
     assert jobs[ja]["pid"] > 1 and jobs[jq]["position"] == 1, jobs
+    # Protocol version 2 lists `command`, for the owner and root only.
+    for c, want in ((UserClient(d.socket, B, version=2), None),
+                    (UserClient(d.socket, A, version=2), "sh -c 'echo never'")):
+        j = [j for j in c.call("status")["jobs"] if j["id"] == jq][0]
+        assert j["command"] == want and "argv" not in j and "env" not in j, j
+        c.close()
     for jid in (ja, jq):
         for e in (False, True):
             j = show(b, jid, env=e)

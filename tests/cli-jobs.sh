@@ -76,6 +76,9 @@ poll 5 below || fail "daemon did not see 25% free"
 q=$(ctl submit --wait-free 40 --name waiter -- sh -c 'echo $$ >>../pids; echo ran >ran.txt')
 ctl status | grep -Eq "^ *$q +[^ ]+ +queued #1 +waiter " || fail "queued row: $(ctl status)"
 [ "$(jget "$(ctl status --json)" "[x['state'] for x in j['jobs'] if x['id']==$q][0]")" = queued ] || fail "status --json"
+# stageloadctl speaks protocol version 2: the list has command, not argv.
+cmd=$(jget "$(ctl status --json)" "[x.get('command') for x in j['jobs'] if x['id']==$q and 'argv' not in x][0]")
+[ "$cmd" = "sh -c 'echo \$\$ >>../pids; echo ran >ran.txt'" ] || fail "status --json command: $cmd"
 out=$(ctl cancel "$q")
 [ "$out" = "job $q: cancelled" ] || fail "cancel said '$out'"
 rc=0; ctl wait "$q" >/dev/null || rc=$?

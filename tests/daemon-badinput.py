@@ -66,15 +66,15 @@ def check_errors(d):
     assert m["id"] == 1, m
     expect_error(c, b'{"jsonrpc":"2.0","id":2,"method":"hello","params":{"version":"1"}}\n',
                  -32602, "hello with a string version")
-    m = expect_error(c, b'{"jsonrpc":"2.0","id":3,"method":"hello","params":{"version":2}}\n',
-                     -32001, "hello with version 2")
-    assert m["error"]["data"]["versions"] == [1], m
+    m = expect_error(c, b'{"jsonrpc":"2.0","id":3,"method":"hello","params":{"version":3}}\n',
+                     -32001, "hello with version 3")
+    assert m["error"]["data"]["versions"] == [1, 2], m
     # Every integer the daemon does not speak is -32001 with the list;
     # what is not an integer (or is outside +-2^53) is -32602.
     for v in (b"0", b"-1", b"4294967296", b"9007199254740992", b"-9007199254740992"):
         m = expect_error(c, b'{"jsonrpc":"2.0","id":3,"method":"hello","params":{"version":%s}}\n'
                          % v, -32001, "hello with version %s" % v.decode())
-        assert m["error"]["data"]["versions"] == [1], m
+        assert m["error"]["data"]["versions"] == [1, 2], m
         assert v.decode() in m["error"]["message"], m
     for v in (b"1.5", b"1e300", b"18014398509481984", b"true", b"null", b"[1]"):
         expect_error(c, b'{"jsonrpc":"2.0","id":3,"method":"hello","params":{"version":%s}}\n'

@@ -605,16 +605,24 @@ def main():
         errs = doc["errors"]
         raw = Client(d.socket, hello=False)
         expect_error(raw, "info", None, errs["hello required"], "info before hello")
-        raw.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"hello","params":{"version":2}}\n')
+        raw.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"hello","params":{"version":3}}\n')
         m = raw.response(7)
         check(m.get("error", {}).get("code") == errs["version not supported"]
-              and m["error"].get("data", {}).get("versions") == [1],
-              "hello version 2: -32001 with data.versions [1]: %r" % (m,))
+              and m["error"].get("data", {}).get("versions") == [1, 2],
+              "hello version 3: -32001 with data.versions [1, 2]: %r" % (m,))
+        # hello answers the version the connection speaks from then on.
+        for v in (1, 2):
+            vc = Client(d.socket, hello=False)
+            h = vc.call("hello", {"version": v})
+            check(h["version"] == v, "hello version %d answers it: %r" % (v, h))
+            check(vc.call("info")["version"] == v,
+                  "info tells the connection's version %d" % v)
+            vc.close()
         # The id is echoed unchanged, also where cJSON alone would print it
         # with %g (9.00719925474099e+15), on either error path.
         big = 2 ** 53 - 1
         for line, code in ((b'{"jsonrpc":"2.0","id":%d,"method":"hello",'
-                            b'"params":{"version":2}}\n', errs["version not supported"]),
+                            b'"params":{"version":3}}\n', errs["version not supported"]),
                            (b'{"jsonrpc":"2.0","id":%d,"method":"info"}\n',
                             errs["hello required"])):
             raw.send_raw(line % big)

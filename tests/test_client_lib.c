@@ -443,10 +443,15 @@ static void
 test_version_refused(void **state)
 {
 	static const struct step steps[] = {
+	    {"\"version\":2",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"error\":{\"code\":-32001,"
+	     "\"message\":\"version 2 not supported\",\"data\":{"
+	     "\"versions\":[3]}}}\n"},
+	    /* An older daemon is asked for version 1 before giving up. */
 	    {"\"version\":1",
 	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"error\":{\"code\":-32001,"
 	     "\"message\":\"version 1 not supported\",\"data\":{"
-	     "\"versions\":[2]}}}\n"},
+	     "\"versions\":[3]}}}\n"},
 	    {NULL, NULL},
 	};
 	struct fake f;
@@ -454,7 +459,7 @@ test_version_refused(void **state)
 
 	fake_start(&f, steps);
 	assert_int_equal(sl_connect(c, sockpath), SL_E_VERSION);
-	assert_non_null(strstr(sl_errmsg(c), "protocol version 1"));
+	assert_non_null(strstr(sl_errmsg(c), "protocol version 2 nor 1"));
 	assert_int_equal(sl_is_connected(c), 0);
 	fake_finish(&f);
 	sl_client_free(c);
@@ -762,6 +767,49 @@ test_error_kinds(void **state)
 	assert_int_equal(sl_error_is_connection(0), 0);
 }
 
+/* With protocol version 2, sl_status reads every page: the second is asked
+ * with the first's next_cursor, and the jobs carry command, not argv. */
+static void
+test_status_pages(void **state)
+{
+	static const struct step steps[] = {
+	    {"\"method\":\"hello\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"version\":2,"
+	     "\"daemon_version\":\"9.9\",\"os\":\"linux\",\"interval_ms\":"
+	     "500,\"uid\":1000,\"methods\":[]}}\n"},
+	    {"\"limit\":1000}",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"jobs\":[{"
+	     "\"id\":1,\"state\":\"running\",\"command\":\"sleep 9\"},{"
+	     "\"id\":2,\"state\":\"queued\",\"command\":null}],"
+	     "\"next_cursor\":\"l2.1\"}}\n"},
+	    {"\"cursor\":\"l2.1\"",
+	     "{\"jsonrpc\":\"2.0\",\"id\":%ID%,\"result\":{\"jobs\":[{"
+	     "\"id\":3,\"state\":\"queued\",\"command\":\"x\"}],"
+	     "\"next_cursor\":null}}\n"},
+	    {"<eof>", NULL},
+	    {NULL, NULL},
+	};
+	struct fake f;
+	struct sl_job *jobs;
+	size_t n;
+	sl_client *c = sl_client_new();
+
+	(void)state;
+	fake_start(&f, steps);
+	assert_int_equal(sl_connect(c, sockpath), 0);
+	assert_int_equal(sl_hello_info(c)->version, 2);
+	assert_int_equal(sl_status(c, 0, 0, &jobs, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(jobs[0].id, 1);
+	assert_int_equal(jobs[2].id, 3);
+	assert_string_equal(jobs[0].command, "sleep 9");
+	assert_null(jobs[1].command);
+	assert_null(jobs[0].argv);
+	sl_jobs_free(jobs, n);
+	sl_client_free(c);
+	fake_finish(&f);
+}
+
 static void
 test_malformed_lists(void **state)
 {
@@ -834,6 +882,7 @@ main(void)
 	    cmocka_unit_test(test_not_running),
 	    cmocka_unit_test(test_calls_and_notifications),
 	    cmocka_unit_test(test_version_refused),
+	    cmocka_unit_test(test_status_pages),
 	    cmocka_unit_test(test_refused_with_null_id),
 	    cmocka_unit_test(test_logs_and_timeout),
 	    cmocka_unit_test(test_logs_callback),

@@ -231,7 +231,7 @@ class RpcError(Exception):
 class Client:
     """A line-framed JSON-RPC connection; notifications are queued."""
 
-    def __init__(self, path, hello=True, timeout=10.0):
+    def __init__(self, path, hello=True, timeout=10.0, version=1):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect(path)
@@ -239,7 +239,7 @@ class Client:
         self.next_id = 1
         self.notes = []
         if hello:
-            self.call("hello", {"version": 1, "client": "sltest"})
+            self.call("hello", {"version": version, "client": "sltest"})
 
     def close(self):
         self.sock.close()
