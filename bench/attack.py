@@ -24,6 +24,10 @@ Attacks:
           grows by is bounded by max_stored_bytes_per_uid (--stored-bound,
           64M here so that the run passes it several times; the
           attacker's oldest ended jobs are deleted to make room).
+  bigstatus  1,000 queued jobs of the attacker's with a 200 KiB argv each,
+          then 10 connections that ask for `status` and never read: 5 in
+          protocol version 1 (an answer past 4 MiB is refused), 5 in version
+          2 (20 pages each of at most 1000 entries, argv left out).
 
 usage: bench/attack.py [-b BUILD] [--interval S] [--procs N] [--trees N]
                        [--stored-bound SIZE] [ATTACK ...]
@@ -90,10 +94,11 @@ def spawn_trees(ntrees, nprocs):
     return roots, end
 
 
-def attacker(sock_path, nconn, plan, ready_w, stop_r):
-    """In a child running as nobody: open nconn connections, say hello,
-    send plan(i) on connection i (a list of (method, params)), read what
-    comes back without caring, until stop_r is readable."""
+def attacker(sock_path, nconn, plan, ready_w, stop_r, read=True):
+    """In a child running as nobody: open nconn connections, say hello
+    (unless plan(i) begins with its own), send plan(i) on connection i (a
+    list of (method, params)), read what comes back without caring (or,
+    with read False, never read), until stop_r is readable."""
     as_nobody()
     conns = []
     for _ in range(nconn):
@@ -103,7 +108,9 @@ def attacker(sock_path, nconn, plan, ready_w, stop_r):
         conns.append(s)
     n = 0
     for i, s in enumerate(conns):
-        msgs = [("hello", {"version": 1})] + plan(i)
+        msgs = plan(i)
+        if not msgs or msgs[0][0] != "hello":
+            msgs = [("hello", {"version": 1})] + msgs
         data = b"".join(json.dumps({"jsonrpc": "2.0", "id": k, "method": m,
                                     "params": p}).encode() + b"\n"
                         for k, (m, p) in enumerate(msgs))
@@ -113,7 +120,8 @@ def attacker(sock_path, nconn, plan, ready_w, stop_r):
         n += len(msgs) - 1
     os.write(ready_w, b"%d\n" % n)
     while True:
-        r, _, _ = select.select(conns + [stop_r], [], [], 1.0)
+        r, _, _ = select.select((conns if read else []) + [stop_r], [], [],
+                                1.0)
         if stop_r in r:
             break
         for s in r:
@@ -152,7 +160,7 @@ def db_bytes(d):
     return n
 
 
-def run_attack(d, c, name, nconn, plan, interval):
+def run_attack(d, c, name, nconn, plan, interval, read=True):
     ready_r, ready_w = os.pipe()
     stop_r, stop_w = os.pipe()
     db_before = db_bytes(d)
@@ -164,7 +172,7 @@ def run_attack(d, c, name, nconn, plan, interval):
             if plan is None:
                 storer(d.socket, ready_w, stop_r)
             else:
-                attacker(d.socket, nconn, plan, ready_w, stop_r)
+                attacker(d.socket, nconn, plan, ready_w, stop_r, read)
         finally:
             os._exit(1)
     os.close(ready_w)
@@ -217,7 +225,8 @@ def main():
     ap.add_argument("--procs", type=int, default=1000)
     ap.add_argument("--trees", type=int, default=20)
     ap.add_argument("--stored-bound", default="64M")
-    ap.add_argument("attacks", nargs="*", default=["meters", "waits", "logs", "stored"])
+    ap.add_argument("attacks", nargs="*",
+                    default=["meters", "waits", "logs", "stored", "bigstatus"])
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/attack.py needs root: the attacker runs as uid %d" % NOBODY)
@@ -225,8 +234,9 @@ def main():
     interval = float(a.interval)
     rows = []
     for name in a.attacks:
+        bound = "1G" if name == "bigstatus" else a.stored_bound
         d = fixture_daemon(build, a.interval, "max_clients_per_uid = 300\n"
-                           "max_stored_bytes_per_uid = %s\n" % a.stored_bound)
+                           "max_stored_bytes_per_uid = %s\n" % bound)
         with running(d):
             os.chmod(d.dir, 0o755)  # nobody must reach the socket
             set_memory(d, free_pct=80.0)
@@ -252,10 +262,21 @@ def main():
                 nconn = 256
             elif name == "stored":
                 plan, nconn = None, 1
+            elif name == "bigstatus":
+                # 1,000 queued jobs of 200 KiB argv (behind the probes:
+                # priority -1), then 10 connections that ask for status and
+                # never read: 5 in version 1 (refused past 4 MiB), 5 in
+                # version 2 (pages of at most 1000 entries without argv).
+                fill_queue_as_nobody(d, 1000, 200 << 10)
+                plan = lambda i: ([("status", {"all": True})] if i < 5 else  # noqa: E731
+                                  [("hello", {"version": 2})] +
+                                  [("status", {"all": True, "limit": 1000})] * 20)
+                nconn = 10
             else:
                 sys.exit("unknown attack %s" % name)
             try:
-                rows.append(run_attack(d, c, name, nconn, plan, interval))
+                rows.append(run_attack(d, c, name, nconn, plan, interval,
+                                       read=name != "bigstatus"))
             finally:
                 if end is not None:
                     end()
@@ -271,6 +292,26 @@ def main():
             r["info_max_ms"], r["breach_max_ms"]))
         bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50
     sys.exit(1 if bad else 0)
+
+
+def fill_queue_as_nobody(d, n, argv_bytes):
+    """n jobs of the attacker's that stay queued (95 % free asked, 80 %
+    there), each with an argv of argv_bytes."""
+    pid = os.fork()
+    if pid == 0:
+        rc = 1
+        try:
+            as_nobody()
+            c = Client(d.socket)
+            for _ in range(n):
+                c.call("submit", {"argv": ["/bin/true", "a" * argv_bytes],
+                                  "cwd": "/", "env": [], "wait_free_pct": 95,
+                                  "priority": -1}, timeout=60)
+            rc = 0
+        finally:
+            os._exit(rc)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0, "filling the queue failed"
 
 
 def submit_as_nobody(d, script):

@@ -455,6 +455,13 @@ id_make_raw(cJSON *root, cJSON *id, const char *text, size_t len)
 		for (i = 0; i < n; i++)
 			if ((unsigned char)start[i] < ' ')
 				return PROTO_E_INVALID_REQUEST;
+		/* The text is the parser's copy, where "\u0000" became
+		 * NUL_MARK: cJSON may take that byte into a malformed escape
+		 * ("\u00\u0000") and not show it in the decoded string, but
+		 * the reply would echo it. */
+		if (memchr(start, NUL_MARK, n) != NULL ||
+		    !proto_utf8_valid(start, n))
+			return PROTO_E_INVALID_REQUEST;
 	}
 	if ((raw = malloc(n + 1)) == NULL)
 		return PROTO_E_INTERNAL;

@@ -674,6 +674,11 @@ test_parse_invalid(void **state)
 	     PROTO_E_INVALID_REQUEST, 0},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 0},
+	    /* A malformed escape that swallows a \u0000 (the fuzzer's find):
+	     * the echo would carry a byte that is not UTF-8. */
+	    {"{\"jsonrpc\":\"2.0\",\"id\":\"2\\u00\\u0000a\",\"method\":"
+	     "\"info\"}",
+	     PROTO_E_INVALID_REQUEST, 0},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"info\"}",
 	     PROTO_E_INVALID_REQUEST, 1},
 	    /* method. */
