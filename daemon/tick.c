@@ -2,7 +2,7 @@
  * The tick, top to bottom: measure (the sampler did), enforce and admit
  * (jobs), add the sample to the store's batch (no I/O), tell the clients
  * (notify), then storage housekeeping. Enforcement comes first and never
- * waits on storage or clients (DESIGN.md): the store is written only at
+ * waits on storage or clients (docs/jobs.md): the store is written only at
  * the end, in batches every few seconds, and a failing write is logged
  * once, shown in `info` and retried while sampling goes on.
  */
