@@ -814,6 +814,7 @@ jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 			jrec_proc_exited(d, r, 0, 0, 0);
 		return;
 	}
+	r->tree_gone = 0; /* a rescan can find descendants again */
 	j->footprint_bytes = fp;
 	j->job_swap_bytes = swap;
 	if (fp > j->footprint_peak_bytes)

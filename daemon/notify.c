@@ -67,23 +67,41 @@ id_bytes(const cJSON *req_id)
 	return 0;
 }
 
-/* Count a deferred answer in (dir 1) or out (dir -1). */
-static void
-tally_deferred(struct notify *nf, const struct watch *w, int dir)
+/* Count a deferred answer in. -1 when out of memory, counting nothing:
+ * every answer counted in is counted out (tally_out), none else. */
+static int
+tally_in(struct notify *nf, uint64_t client_id, uid_t uid, int64_t bytes)
 {
-	struct umap_slot *c = umap_get(&nf->clients, w->client_id), *u;
-	int64_t bytes = (int64_t)id_bytes(w->req_id);
+	struct umap_slot *c = umap_get(&nf->clients, client_id), *u;
+
+	if (c == NULL)
+		return -1;
+	if ((u = umap_get(&nf->uids, uid_key(uid))) == NULL) {
+		if (c->a == 0)
+			umap_del(&nf->clients, client_id);
+		return -1;
+	}
+	c->a++;
+	c->b += bytes;
+	u->a++;
+	return 0;
+}
+
+static void
+tally_out(struct notify *nf, uint64_t client_id, uid_t uid, int64_t bytes)
+{
+	struct umap_slot *c = umap_find(&nf->clients, client_id), *u;
 
 	if (c != NULL) {
-		c->a += dir;
-		c->b += dir * bytes;
+		c->a--;
+		c->b -= bytes;
 		if (c->a <= 0)
-			umap_del(&nf->clients, w->client_id);
+			umap_del(&nf->clients, client_id);
 	}
-	if ((u = umap_get(&nf->uids, uid_key(w->uid))) != NULL) {
-		u->a += dir;
+	if ((u = umap_find(&nf->uids, uid_key(uid))) != NULL) {
+		u->a--;
 		if (u->a <= 0 && u->b <= 0)
-			umap_del(&nf->uids, uid_key(w->uid));
+			umap_del(&nf->uids, uid_key(uid));
 	}
 }
 
@@ -133,7 +151,8 @@ watch_clear(struct notify *nf, struct watch *w)
 		meter_release(nf, w->meter);
 	w->meter = NULL;
 	if (w->req_id != NULL)
-		tally_deferred(nf, w, -1);
+		tally_out(nf, w->client_id, w->uid,
+		          (int64_t)id_bytes(w->req_id));
 	cJSON_Delete(w->req_id);
 	w->req_id = NULL;
 	w->client_id = 0;
@@ -253,7 +272,10 @@ catchup_cb(void *arg, const struct store_event *e)
 {
 	struct catchup *c = arg;
 
-	server_notify(c->d, c->w->client_id, "event", wire_event(e, c->w->uid));
+	/* A client the send closed (its unread limits) stops the read. */
+	if (server_notify(c->d, c->w->client_id, "event",
+	                  wire_event(e, c->w->uid)) == -ENOENT)
+		return 1;
 	c->w->cursor = e->id;
 	c->n++;
 	return 0;
@@ -276,18 +298,22 @@ notify_pump_events(struct daemon *d, struct notify *nf, uint64_t client_id)
 			continue;
 		c.d = d;
 		c.w = w;
-		do {
+		/* Only while the client keeps up: what it has not read yet
+		 * is at most about EVENTS_BACKLOG. */
+		while (server_client_unwritten(d, w->client_id) <
+		       EVENTS_BACKLOG) {
 			c.n = 0;
+			/* < 0: storage, try again next tick; > 0: the client
+			 * went, and its watch with it. */
 			if (store_events(d->store, w->cursor, EVENTS_CHUNK,
-			                 catchup_cb, &c) < 0)
-				break; /* storage: try again next tick */
+			                 catchup_cb, &c) != 0)
+				break;
 			if (c.n < EVENTS_CHUNK) {
 				w->live = 1;
 				nf->ncatching--;
 				break;
 			}
-		} while (server_client_unwritten(d, w->client_id) <
-		         EVENTS_BACKLOG);
+		}
 	}
 }
 
@@ -699,14 +725,19 @@ deferred_add(struct daemon *d, struct notify *nf, uint64_t client_id, uid_t uid,
 	                       causelen) != 0)
 		return NULL;
 	if ((id = cJSON_Duplicate(req_id, 1)) == NULL ||
-	    (w = watch_add(nf, client_id, uid, kind)) == NULL) {
+	    tally_in(nf, client_id, uid, (int64_t)id_bytes(id)) != 0) {
+		cJSON_Delete(id);
+		snprintf(cause, causelen, "out of memory");
+		return NULL;
+	}
+	if ((w = watch_add(nf, client_id, uid, kind)) == NULL) {
+		tally_out(nf, client_id, uid, (int64_t)id_bytes(id));
 		cJSON_Delete(id);
 		snprintf(cause, causelen, "out of memory");
 		return NULL;
 	}
 	w->req_id = id;
 	w->job_id = job_id;
-	tally_deferred(nf, w, 1);
 	return w;
 }
 

@@ -63,7 +63,9 @@ tick_health(struct daemon *d, struct tick *t)
 /*
  * The database's file system: below the floor (min_free_disk) only root's
  * submits are taken (jobs_submit), so one user filling the disk never
- * stops root's. One statvfs a tick; the submit reads the result.
+ * stops root's. One statvfs a tick (a few microseconds; looking less
+ * often would let the submits in between fill the disk); the submit reads
+ * the result.
  */
 static void
 tick_disk(struct daemon *d)
