@@ -316,9 +316,33 @@ page_add(struct page *pg, cJSON *o)
 	return 1;
 }
 
+/* A page begun: the cursor is version 2's only. */
+static int
+page_begin(struct page *pg, int v2, int64_t limit, const char *cursor,
+           char *cause, size_t causelen)
+{
+	memset(pg, 0, sizeof *pg);
+	if (cursor != NULL && !v2) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' is for protocol version 2");
+		return PROTO_E_PARAMS;
+	}
+	pg->v2 = v2;
+	pg->limit = limit;
+	if ((pg->arr = cJSON_CreateArray()) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
+/* A version 1 answer past the budget: the page goes, the error names the
+ * way out. */
 static int
 page_over(struct page *pg, const char *what, char *cause, size_t causelen)
 {
+	cJSON_Delete(pg->arr);
+	pg->arr = NULL;
 	snprintf(cause, causelen,
 	         "answer larger than %u bytes: use protocol version 2 and "
 	         "page %s with limit (at most %d per page)",
@@ -395,24 +419,18 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_string(params, "cursor", 0, 64, &cursor, cause,
 	                             causelen)) < 0)
 		return rc;
-	if (cursor != NULL && !v2) {
-		snprintf(cause, causelen,
-		         "invalid params: 'cursor' is for protocol version 2");
-		return PROTO_E_PARAMS;
-	}
+	/* v1: every live job, then up to limit ended ones. */
+	if ((rc = page_begin(&pg, v2, v2 ? limit : INT64_MAX, cursor, cause,
+	                     causelen)) != 0)
+		return rc;
 	if (cursor != NULL && cursor_parse(cursor, &phase, &ca, &cb) != 0) {
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' is not one this daemon "
 		         "gave");
 		return PROTO_E_PARAMS;
 	}
-	memset(&pg, 0, sizeof pg);
-	pg.v2 = v2;
-	/* v1: every live job, then up to limit ended ones. */
-	pg.limit = v2 ? limit : INT64_MAX;
-	pg.arr = cJSON_CreateArray();
-	if (pg.arr == NULL ||
-	    (phase == 'l' && jobs_list(d, all, &v, &n) != 0)) {
+	if (phase == 'l' && jobs_list(d, all, &v, &n) != 0) {
 		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
@@ -432,10 +450,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(next, sizeof next, "l%" PRId64 ".%zu", v[i].j->id, i);
 	}
 	free(v);
-	if (pg.over) {
-		cJSON_Delete(pg.arr);
+	if (pg.over)
 		return page_over(&pg, "status", cause, causelen);
-	}
 	/* The ended jobs of the database, when the page has room: a page
 	 * holding the last live job goes on with the first ended one. */
 	if (all && !pg.full && (v2 || limit > 0)) {
@@ -463,10 +479,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		if (!v2 && pg.full)
 			pg.full = 0; /* v1 asked for at most limit */
 	}
-	if (pg.over) {
-		cJSON_Delete(pg.arr);
+	if (pg.over)
 		return page_over(&pg, "status", cause, causelen);
-	}
 	*result = cJSON_CreateObject();
 	cJSON_AddItemToObject(*result, "jobs", pg.arr);
 	if (v2) {
@@ -595,37 +609,28 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
 	                           causelen)) < 0)
 		return rc;
-	if (cursor != NULL && !v2) {
-		snprintf(cause, causelen,
-		         "invalid params: 'cursor' is for protocol version 2");
-		return PROTO_E_PARAMS;
-	}
+	if ((rc = page_begin(&pg, v2, limit, cursor, cause, causelen)) != 0)
+		return rc;
 	if (cursor != NULL &&
 	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
 	     events_cursor(cursor, &after) != 0)) {
+		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' must be a next_cursor this "
 		         "daemon gave, without after_id");
 		return PROTO_E_PARAMS;
 	}
-	memset(&pg, 0, sizeof pg);
-	pg.v2 = v2;
-	pg.limit = limit;
-	pg.arr = cJSON_CreateArray();
 	ctx.pg = &pg;
 	ctx.viewer = p->uid;
 	ctx.last = after;
 	/* One more than the page says whether a next one exists. */
-	if (pg.arr == NULL ||
-	    store_events(d->store, after, limit + 1, events_cb, &ctx) < 0) {
+	if (store_events(d->store, after, limit + 1, events_cb, &ctx) < 0) {
 		cJSON_Delete(pg.arr);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
-	if (pg.over) {
-		cJSON_Delete(pg.arr);
+	if (pg.over)
 		return page_over(&pg, "events", cause, causelen);
-	}
 	if (follow &&
 	    notify_follow_events(d, p->client_id, p->uid, ctx.last) != 0) {
 		cJSON_Delete(pg.arr);
