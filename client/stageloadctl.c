@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "text.h"
 #include "version.h"
 
 #define JOB_OPTIONS                                                            \
@@ -183,26 +184,17 @@ cli_help(const char *command)
 void
 cli_verror(const char *fmt, va_list ap)
 {
-	char small[512], *msg = small, *safe;
-	va_list ap2;
-	int n;
-
-	va_copy(ap2, ap);
-	n = vsnprintf(small, sizeof small, fmt, ap);
-	if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
-		vsnprintf(msg, (size_t)n + 1, fmt, ap2);
-	else if (msg == NULL)
-		msg = small; /* cut, rather than nothing */
-	va_end(ap2);
+	char small[512], *safe;
+	const char *msg = proto_text_vformat(small, sizeof small, fmt, ap);
 	/* The message may quote the daemon, a job or the command line:
 	 * escaped like all text from users (proto/text.h). */
-	safe = cli_safe_dup(n < 0 ? fmt : msg);
+	safe = cli_safe_dup(msg);
 	fflush(stdout);
 	fprintf(stderr, "%s: %s\n", prog,
 	        safe != NULL ? safe : "(out of memory for a message)");
 	free(safe);
-	if (msg != small)
-		free(msg);
+	if (msg != small && msg != fmt)
+		free((char *)msg);
 }
 
 void

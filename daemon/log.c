@@ -52,19 +52,10 @@ put_escaped(const char *s)
 static void
 vlog(const char *level, const char *fmt, va_list ap, const char *err)
 {
-	char ts[32], small[1024], *msg = small;
+	char ts[32], small[1024];
+	const char *msg = proto_text_vformat(small, sizeof small, fmt, ap);
 	struct timeval tv;
 	struct tm tm;
-	va_list ap2;
-	int n;
-
-	va_copy(ap2, ap);
-	n = vsnprintf(small, sizeof small, fmt, ap);
-	if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
-		vsnprintf(msg, (size_t)n + 1, fmt, ap2);
-	else if (msg == NULL)
-		msg = small; /* cut, rather than nothing */
-	va_end(ap2);
 
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
@@ -73,15 +64,15 @@ vlog(const char *level, const char *fmt, va_list ap, const char *err)
 	if (log_foreground)
 		fprintf(stderr, "%s.%03ld ", ts, (long)(tv.tv_usec / 1000));
 	fprintf(stderr, "stageloadd[%s]: ", level);
-	put_escaped(n < 0 ? fmt : msg);
+	put_escaped(msg);
 	if (err != NULL) {
 		fputs(": ", stderr);
 		put_escaped(err);
 	}
 	fputc('\n', stderr);
 	funlockfile(stderr);
-	if (msg != small)
-		free(msg);
+	if (msg != small && msg != fmt)
+		free((char *)msg);
 }
 
 #define LOGFN(name, level, witherr)                                            \

@@ -174,3 +174,25 @@ proto_text_escape_dup(const char *s, size_t len, unsigned flags, size_t *outlen)
 		*outlen = n;
 	return out;
 }
+
+const char *
+proto_text_vformat(char *small, size_t size, const char *fmt, va_list ap)
+{
+	char *msg;
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(small, size, fmt, ap);
+	if (n < 0) {
+		va_end(ap2);
+		return fmt;
+	}
+	if ((size_t)n >= size && (msg = malloc((size_t)n + 1)) != NULL) {
+		vsnprintf(msg, (size_t)n + 1, fmt, ap2);
+		va_end(ap2);
+		return msg;
+	}
+	va_end(ap2);
+	return small; /* cut, rather than nothing */
+}

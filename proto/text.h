@@ -22,6 +22,7 @@
 #ifndef SL_TEXT_H
 #define SL_TEXT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* "\n" and "\t" are copied as they are: multi-line text (a job's log).
@@ -62,5 +63,11 @@ size_t proto_text_escape(const char *s, size_t len, unsigned flags,
  * memory); *outlen (may be NULL) gets its length. */
 char *proto_text_escape_dup(const char *s, size_t len, unsigned flags,
                             size_t *outlen);
+
+/* fmt and ap formatted into small (size bytes) or, when longer, into a
+ * malloc'd buffer; cut to small when that fails. Free the result when it
+ * is not small. fmt itself when it cannot be formatted. */
+const char *proto_text_vformat(char *small, size_t size, const char *fmt,
+                               va_list ap);
 
 #endif
