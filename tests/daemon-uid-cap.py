@@ -25,11 +25,10 @@ import struct
 import sys
 import termios
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, kill_leftovers, poll, skip  # noqa: E402
+from sltest import Client, Daemon, connect_as, kill_leftovers, poll, skip  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("scen", os.path.join(HERE, "jobs-scenarios.py"))
 scen = importlib.util.module_from_spec(_spec)
@@ -40,37 +39,6 @@ OTHER = 65533
 MAX_CLIENTS = 8
 PER_UID = 3
 INPUT_CAP = 4 << 20
-
-
-def connect_as(uid, path, n):
-    """n connections made by a process running as uid; returned as sockets
-    of ours (passed back over a socketpair), so the daemon sees uid as
-    their peer while this process holds them."""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    pid = os.fork()
-    if pid == 0:
-        rc = 1
-        try:
-            parent.close()
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            socks = []
-            for _ in range(n):
-                socks.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
-                socks[-1].connect(path)
-            socket.send_fds(child, [b"x"], [s.fileno() for s in socks])
-            rc = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            os._exit(rc)
-    child.close()
-    _, fds, _, _ = socket.recv_fds(parent, 16, n)
-    parent.close()
-    _, status = os.waitpid(pid, 0)
-    assert status == 0 and len(fds) == n, (status, fds)
-    return [socket.socket(fileno=fd) for fd in fds]
 
 
 def split_refused(socks, expect_kept, timeout=5.0):

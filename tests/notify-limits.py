@@ -7,22 +7,16 @@ meter: it counts once and each still gets its metered samples. Needs root,
 to connect as another uid.
 """
 
-import importlib.util
 import json
 import os
 import select
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, poll, skip, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, connect_as, poll, skip, write_meminfo  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "ucap", os.path.join(os.path.dirname(os.path.abspath(__file__)), "daemon-uid-cap.py"))
-ucap = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ucap)
 
 NOBODY = 65534
 DEFERRED = 5
@@ -111,7 +105,7 @@ def run(d, kids):
     job = root.call("submit", {"argv": ["true"], "cwd": "/", "env": [],
                                "wait_free_pct": 50})["id"]
 
-    conns = [Raw(s) for s in ucap.connect_as(NOBODY, d.socket, 3)]
+    conns = [Raw(s) for s in connect_as(NOBODY, d.socket, 3)]
     for c in conns:
         assert c.answer(c.send("hello", {"version": 1}))["result"]["uid"] == NOBODY
 

@@ -26,15 +26,13 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, poll, skip  # noqa: E402
+from sltest import Client, Daemon, RpcError, client_as, poll, skip  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
@@ -51,42 +49,6 @@ BOUND = 4 << 20
 ARGV_BYTES = 200 << 10
 ENV_BYTES = 300 << 10
 LOOPS = 80  # 80 x 500 KiB = 40 MiB: more than the 32 MiB file system
-
-
-def connect_as(uid, path):
-    """A connection made by a process running as uid, handed to us, so the
-    daemon sees uid as its peer."""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    pid = os.fork()
-    if pid == 0:
-        rc = 1
-        try:
-            parent.close()
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(path)
-            socket.send_fds(child, [b"x"], [s.fileno()])
-            rc = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            os._exit(rc)
-    child.close()
-    _, fds, _, _ = socket.recv_fds(parent, 16, 1)
-    parent.close()
-    _, status = os.waitpid(pid, 0)
-    assert status == 0 and len(fds) == 1, (status, fds)
-    c = Client.__new__(Client)
-    c.sock = socket.socket(fileno=fds[0])
-    c.sock.settimeout(10)
-    c.buf = b""
-    c.next_id = 1
-    c.notes = []
-    r = c.call("hello", {"version": 1, "client": "sltest"})
-    assert r["uid"] == uid, r
-    return c
 
 
 def big_params(tag):
@@ -120,8 +82,8 @@ def db_bytes(d):
 
 def run(d):
     root = Client(d.socket)
-    other = connect_as(OTHER, d.socket)
-    nobody = connect_as(NOBODY, d.socket)
+    other = client_as(OTHER, d.socket)
+    nobody = client_as(NOBODY, d.socket)
 
     # A guarded job of root's, breached in the middle of the attack.
     m = scen.Memory(d)
@@ -230,7 +192,7 @@ SMALL = {"argv": ["/bin/true"], "cwd": "/", "env": [], "wait_free_pct": 95}
 
 def run_floor(d, mnt):
     root = Client(d.socket)
-    nobody = connect_as(NOBODY, d.socket)
+    nobody = client_as(NOBODY, d.socket)
     sv = os.statvfs(mnt)
     filler = os.path.join(mnt, "filler")
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

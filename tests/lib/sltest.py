@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 SKIP = 77
 
@@ -370,3 +371,47 @@ class RelayClient(Client):
                 self.proc.kill()
                 self.proc.wait()
         self.proc.stdout.close()
+
+
+def connect_as(uid, path, n):
+    """n connections made by a process running as uid; returned as sockets
+    of ours (passed back over a socketpair), so the daemon sees uid as
+    their peer while this process holds them."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        rc = 1
+        try:
+            parent.close()
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            socks = []
+            for _ in range(n):
+                socks.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+                socks[-1].connect(path)
+            socket.send_fds(child, [b"x"], [s.fileno() for s in socks])
+            rc = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(rc)
+    child.close()
+    _, fds, _, _ = socket.recv_fds(parent, 16, n)
+    parent.close()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and len(fds) == n, (status, fds)
+    return [socket.socket(fileno=fd) for fd in fds]
+
+
+def client_as(uid, path):
+    """A greeted Client whose connection a process running as uid made."""
+    c = Client.__new__(Client)
+    c.sock = connect_as(uid, path, 1)[0]
+    c.sock.settimeout(10)
+    c.buf = b""
+    c.next_id = 1
+    c.notes = []
+    r = c.call("hello", {"version": 1, "client": "sltest"})
+    assert r["uid"] == uid, r
+    return c
