@@ -14,17 +14,40 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <getopt.h>
 
 #include "../client/cli.h"
 
+extern const struct cli_entry cmd_run_entry, cmd_submit_entry;
+
+/* Parse argv as its command's entry does (run or submit), and read the job
+ * options into spec: returns the index of the job's command in argv, as
+ * the operands start there, or cli_parse's error. */
 static int
 parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
       size_t len)
 {
-	sl_job_spec_init(spec);
-	optind = 0;
-	return cli_parse_job_args(argc, argv, spec, quiet, NULL, cause, len);
+	const struct cli_entry *e = cli_find_entry(argv[0]);
+	/* cli_parse gathers the operands at the front of its argv: a copy,
+	 * which spec->argv points into afterwards */
+	static char *copy[32];
+	static struct cli_args a;
+	struct cli cli;
+	int rc, i;
+
+	memset(&cli, 0, sizeof cli);
+	assert_non_null(e);
+	assert_true(argc < 32);
+	memcpy(copy, argv, (size_t)(argc + 1) * sizeof *argv);
+	rc = cli_parse(e, argc, copy, &cli, &a, cause, len);
+	if (rc < 0)
+		return rc;
+	cli_job_spec(&a, spec);
+	if (quiet != NULL)
+		*quiet = cli_has(&a, "quiet");
+	for (i = 0; i < argc; i++)
+		if (spec->argv[0] == argv[i])
+			return i;
+	return -1;
 }
 
 static void
