@@ -145,6 +145,10 @@ char *cli_synopsis(const struct cli_entry *e, size_t indent, size_t width);
  * "--since T". */
 const char *cli_option_label(const struct cli_option *o, char *buf, size_t len);
 
+/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
+ * f; -EINVAL for another kind. */
+int cli_generate(FILE *f, const char *kind);
+
 /* Print "stageloadctl: " and the message on stderr, escaped as text from
  * users is (cli_safe). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,8 @@
 
 static const struct cli_option main_options[] = {
     {"version", 0, CLI_FLAG, NULL, 0, 0, "print the version"},
+    {"generate", 0, CLI_CHOICE, "man|complete-bash|complete-zsh", 0, 0,
+     "print the man page or a shell's completions"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -65,6 +67,10 @@ dispatch(struct cli *cli, int argc, char **argv)
 		       SL_PROTOCOL_VERSION);
 		return EXIT_OK;
 	}
+	if (cli_has(&top, "generate"))
+		return cli_generate(stdout, cli_text(&top, "generate", "")) < 0
+		           ? EXIT_ERR
+		           : EXIT_OK;
 	if (top.argc == 0)
 		return cli_usage_error(cli,
 		                       "no command given (%s --help "

@@ -143,3 +143,46 @@ except ValueError:
 	done
 done <<<"$entries"
 ok "--json before and after every command with a JSON form"
+
+# --- the man page and the completions are made from the same entries ---
+"$CTL" --generate man >"$SL_TMP/stageloadctl.1" || fail "--generate man"
+if command -v groff >/dev/null; then
+	# -ww: every warning; a roff mistake (an unescaped line start) is one
+	groff -man -Tutf8 -ww -z "$SL_TMP/stageloadctl.1" 2>"$SL_TMP/err" && [ ! -s "$SL_TMP/err" ] ||
+		fail "the man page does not render cleanly: $(cat "$SL_TMP/err")"
+else
+	echo "note: groff not installed (scripts/deps.sh --test): the man page is not rendered" >&2
+fi
+"$CTL" --generate complete-bash >"$SL_TMP/complete.bash" || fail "--generate complete-bash"
+"$CTL" --generate complete-zsh >"$SL_TMP/_stageloadctl" || fail "--generate complete-zsh"
+bash -n "$SL_TMP/complete.bash" || fail "the bash completion is not valid bash"
+if command -v zsh >/dev/null; then
+	zsh -n "$SL_TMP/_stageloadctl" || fail "the zsh completion is not valid zsh"
+else
+	echo "note: zsh not installed (scripts/deps.sh --test): the zsh completion is only read" >&2
+fi
+# complete WORDS...: what the bash completion offers for the last word
+complete_bash() {
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _stageloadctl; echo "${COMPREPLY[*]}"' \
+		- "$SL_TMP/complete.bash" stageloadctl "$@"
+}
+words=" $(complete_bash "") "
+while read -r name alias flags operands opts; do
+	man_syn=$(sed -n '/^\.SH SYNOPSIS/,/^\.fi/p' "$SL_TMP/stageloadctl.1" | sed 's/\\-/-/g' | grep "^stageloadctl $name ") ||
+		fail "the man page's synopsis lacks $name"
+	help_syn=$("$CTL" "$name" --help | sed -n '1,/^$/p' | sed 's/^usage: //' | tr -s ' \n' ' ' | sed 's/ $//')
+	[ "$man_syn" = "$help_syn" ] || fail "$name: man synopsis '$man_syn', --help '$help_syn'"
+	for n in $name ${alias#-}; do
+		case $words in *" $n "*) ;; *) fail "bash completion does not offer $n: $words" ;; esac
+	done
+	offered=" $(complete_bash "$name" --) "
+	zsh_block=$(sed -n "/^\t\t$name[|)]/,/;;/p" "$SL_TMP/_stageloadctl")
+	for o in $opts; do
+		o=${o%=}
+		case $offered in *" --$o "*) ;; *) fail "bash completion of $name lacks --$o: $offered" ;; esac
+		grep -qE -- "--$o([^a-z-]|$)" <<<"$zsh_block" || fail "zsh completion of $name lacks --$o: $zsh_block"
+		sed -n "/^\.SS $name\b/,/^\.SS /p" "$SL_TMP/stageloadctl.1" | sed 's/\\-/-/g' | grep -qF -- "--$o\\fR" ||
+			fail "the man page's $name lacks --$o"
+	done
+done <<<"$entries"
+ok "the man page and the bash and zsh completions list every command and option"
