@@ -559,13 +559,9 @@ cli_synopsis(const struct cli_entry *e, size_t indent, size_t width)
 	indent = indent + strlen(prog) + 1 + strlen(e->name) + 1;
 	for (t = 0; t < 2; t++)
 		for (o = tables[t]; o != NULL && o->name != NULL; o++) {
-			/* a flag by its letter where it has one: [-f] */
-			if (o->letter != 0 && o->type == CLI_FLAG)
-				snprintf(word, sizeof word, "[-%c]", o->letter);
-			else
-				snprintf(word, sizeof word, "[--%s%s%s]",
-				         o->name, o->value != NULL ? " " : "",
-				         o->value != NULL ? o->value : "");
+			snprintf(word, sizeof word, "[--%s%s%s]", o->name,
+			         o->value != NULL ? " " : "",
+			         o->value != NULL ? o->value : "");
 			synopsis_word(f, word, &col, indent, width);
 		}
 	if (e->json != NULL)

@@ -37,8 +37,9 @@ const struct cli_entry cmd_submit_entry = {
 };
 
 static const struct cli_option status_options[] = {
-    {"all", 0, CLI_FLAG, NULL, 0, 0, "ended jobs too, newest first"},
-    {"limit", 0, CLI_INT, "N", 1, 100000, "at most N ended jobs (default 50)"},
+    {"all", 'a', CLI_FLAG, NULL, 0, 0, "ended jobs too, newest first"},
+    {"limit", 'l', CLI_INT, "N", 1, 100000,
+     "at most N ended jobs (default 50)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 

@@ -54,7 +54,7 @@ while read -r name alias flags operands opts; do
 		for o in $opts; do
 			o=${o%=}
 			# in the usage line(s) and in the options below them
-			[ "$(grep -c -- "--$o\b\|\[-[a-z]\]" "$SL_TMP/help")" -ge 2 ] &&
+			[ "$(grep -c -- "--$o\b" "$SL_TMP/help")" -ge 2 ] &&
 				grep -q "^  \(-[a-z], \)\?--$o\b.* [a-z(\"{-]" "$SL_TMP/help" ||
 				fail "$cmd --help does not document --$o: $(cat "$SL_TMP/help")"
 		done
