@@ -402,6 +402,12 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_unread") == 0)
 		return set_size(&cfg->max_unread_bytes, key, v, 64 * 1024,
 		                1u << 30, cause, causelen);
+	if (strcmp(k, "keep_awake") == 0) {
+		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
+			return rc;
+		cfg->keep_awake = (int)n;
+		return 0;
+	}
 	if (strcmp(k, "verbose") == 0) {
 		if ((rc = set_long(&n, key, v, 0, 9, cause, causelen)) != 0)
 			return rc;
@@ -539,6 +545,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->admin_group_set = 0;
 	cfg->max_wait_free_pct = 95;
 	cfg->hol_bound_ms = 600000;
+	cfg->keep_awake = 1;
 }
 
 struct option_def {
@@ -758,6 +765,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_wait_free_pct = n->max_wait_free_pct;
 	cfg->hol_bound_ms = n->hol_bound_ms;
 	cfg->verbose = n->verbose;
+	cfg->keep_awake = n->keep_awake;
 	free(n);
 	return 0;
 }
