@@ -350,6 +350,51 @@ test_swap_pick_steady_and_restless(void **state)
 }
 
 static void
+test_tcc_paths(void **state)
+{
+	static const char *const guarded[] = {
+	    "/Users/alice/Documents",
+	    "/Users/alice/Documents/proj",
+	    "/Users/alice/Desktop/x.py",
+	    "/Users/alice/Downloads",
+	    "/Users/alice/Library/Mobile Documents/com~apple~CloudDocs/m",
+	    "/Volumes/USB/data",
+	};
+	static const char *const open_paths[] = {
+	    "/Users/alice",
+	    "/Users/alice/src/proj",
+	    "/Users/alice/DocumentsOld",
+	    "/Users/alice/Library/Caches",
+	    "/Users/Documents",
+	    "/Volumes/",
+	    "/tmp/Documents",
+	    "relative/Documents",
+	    "",
+	};
+	char hint[160];
+	size_t i;
+
+	for (i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
+		assert_true(darwin_tcc_protected(guarded[i]));
+	for (i = 0; i < sizeof open_paths / sizeof open_paths[0]; i++)
+		assert_false(darwin_tcc_protected(open_paths[i]));
+	assert_false(darwin_tcc_protected(NULL));
+
+	darwin_spawn_hint(EPERM, "/Users/alice/Documents/proj", hint,
+	                  sizeof hint);
+	assert_non_null(strstr(hint, "Full Disk Access"));
+	assert_non_null(strstr(hint, "stageloadctl run"));
+	/* Other errors, and EPERM elsewhere, add nothing. */
+	darwin_spawn_hint(EACCES, "/Users/alice/Documents/proj", hint,
+	                  sizeof hint);
+	assert_string_equal(hint, "");
+	darwin_spawn_hint(EPERM, "/Users/alice/src", hint, sizeof hint);
+	assert_string_equal(hint, "");
+	darwin_spawn_hint(EPERM, NULL, hint, sizeof hint);
+	assert_string_equal(hint, "");
+}
+
+static void
 test_no_swap(void **state)
 {
 	struct darwin_vm_raw raw = mac48();
@@ -667,6 +712,7 @@ main(void)
 	    cmocka_unit_test(test_swap_torn_by_a_file_removed),
 	    cmocka_unit_test(test_swap_pick_steady_and_restless),
 	    cmocka_unit_test(test_no_swap),
+	    cmocka_unit_test(test_tcc_paths),
 	    cmocka_unit_test(test_pressure_levels),
 	    cmocka_unit_test(test_proc_convert),
 	    cmocka_unit_test(test_start_time_tells_recycled_pids_apart),
