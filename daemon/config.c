@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "proto.h"
+#include "trust.h"
 #include "units.h"
 #include "version.h"
 
@@ -439,7 +441,17 @@ config_load_file(struct config *cfg, const char *path, char *cause,
 	struct stat st;
 	FILE *f;
 	int lineno = 0, rc = 0;
+	char why[512];
 
+	/* Root's daemon acts on what the file says (paths, limits): only a
+	 * file nobody else could have written or replaced, as for the
+	 * database (docs/security.md, "Files the daemon trusts"). Another
+	 * user's daemon can be told nothing by its own config that it could
+	 * not do itself. */
+	if (geteuid() == 0 &&
+	    trust_path_check(path, 0, TRUST_FILE, why, sizeof why) != 0)
+		return fail(cause, causelen, "refusing config file %s: %s",
+		            path, why);
 	if ((f = fopen(path, "r")) == NULL)
 		return fail(cause, causelen, "%s: %s", path, strerror(errno));
 	/* A directory opens, then fails to read: that is no empty file. */
