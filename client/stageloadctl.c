@@ -75,6 +75,17 @@ static const struct cli_command commands[] = {
      "escaped\n"},
     {"events", NULL, cmd_events, "[-f] [--after ID] [--limit N] [--json]",
      "the event log (-f: follow)", NULL},
+    {"doctor", NULL, cmd_doctor, "",
+     "check the daemon and its numbers against the kernel; starts nothing",
+     "  one [PASS], [FAIL], [WARN] or [SKIP] line per check: the daemon "
+     "answers,\n"
+     "  its latest sample is current, storage works, the socket's owner "
+     "and mode,\n"
+     "  and total, free % (3 points), swap used (64M + 5%) and pressure "
+     "against\n"
+     "  what the kernel says (macOS: sysctl; Linux: /proc/meminfo). "
+     "Exit 1 if one\n"
+     "  failed. scripts/verify-macos.sh also starts jobs to check a Mac.\n"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
