@@ -25,15 +25,18 @@ struct answer {
 	cJSON *req_id; /* a copy */
 	const struct answers_ops *ops;
 	void *state;
-	int open;    /* its stream is open (the client's first answer) */
-	int blocked; /* waits for the client to read */
-	struct answer *next;
+	int open;             /* its stream is open */
+	int blocked;          /* waits for the client to read */
+	struct answer *next;  /* the next client's answer */
+	struct answer *after; /* this client's next answer, waiting */
 };
 
 struct answers {
 	uv_idle_t idle;
 	int idling;
-	struct answer *head; /* in the order they came */
+	/* One answer per client, in the order they came; the client's
+	 * others wait behind it (after). */
+	struct answer *head;
 	struct answers_buf buf;
 };
 
@@ -85,52 +88,55 @@ answer_free(struct answer *a)
 	free(a);
 }
 
-/* Unlink and free a; the pointer to it is *pp. */
+/* Free a, whose pointer is *pp: the client's next answer takes its
+ * place. */
 static void
 answer_drop(struct answer **pp)
 {
 	struct answer *a = *pp;
 
-	*pp = a->next;
+	if (a->after != NULL) {
+		a->after->next = a->next;
+		*pp = a->after;
+	} else
+		*pp = a->next;
 	answer_free(a);
 }
 
-static int
-client_has_open(struct answers *as, uint64_t client_id)
-{
-	struct answer *a;
-
-	for (a = as->head; a != NULL; a = a->next)
-		if (a->client_id == client_id && a->open)
-			return 1;
-	return 0;
-}
-
 /* One fill of a; 1 when it did work, 0 when it waits; *pp may be
- * unlinked. */
+ * unlinked. The stream opens with the first part written, so a fill can
+ * still refuse before. */
 static int
 answer_step(struct daemon *d, struct answers *as, struct answer **pp)
 {
 	struct answer *a = *pp;
+	char cause[256] = "";
 	int rc;
 
 	if (a->blocked)
 		return 0;
-	if (!a->open) {
-		if (client_has_open(as, a->client_id))
-			return 0;
+	if (a->open &&
+	    server_client_unwritten(d, a->client_id) >= ANSWERS_LOW_WATER) {
+		a->blocked = 1;
+		return 0;
+	}
+	as->buf.len = 0;
+	rc = a->ops->fill(d, a->state, &as->buf, cause, sizeof cause);
+	if (rc < 0 && !a->open) {
+		(void)server_reply_error(
+		    d, a->client_id, a->req_id,
+		    rc <= PROTO_E_HELLO ? rc : PROTO_E_INTERNAL,
+		    cause[0] != '\0' ? cause : "internal error");
+		answer_drop(pp);
+		return 1;
+	}
+	if (as->buf.len > 0 && !a->open) {
 		if (server_stream_open(d, a->client_id, a->req_id) != 0) {
 			answer_drop(pp); /* the client has gone */
 			return 1;
 		}
 		a->open = 1;
 	}
-	if (server_client_unwritten(d, a->client_id) >= ANSWERS_LOW_WATER) {
-		a->blocked = 1;
-		return 0;
-	}
-	as->buf.len = 0;
-	rc = a->ops->fill(d, a->state, &as->buf);
 	if (as->buf.len > 0 &&
 	    server_stream_write(d, a->client_id, as->buf.text, as->buf.len) !=
 	        0) {
@@ -138,8 +144,8 @@ answer_step(struct daemon *d, struct answers *as, struct answer **pp)
 		return 1;
 	}
 	if (rc < 0) {
-		log_warn("an answer to client %llu failed (%s): closing it",
-		         (unsigned long long)a->client_id, strerror(-rc));
+		log_warnx("an answer to client %llu failed (%s): closing it",
+		          (unsigned long long)a->client_id, cause);
 		server_close_client(d, a->client_id);
 		answer_drop(pp);
 	} else if (rc == 0) {
@@ -149,15 +155,16 @@ answer_step(struct daemon *d, struct answers *as, struct answer **pp)
 	return 1;
 }
 
-static void
-answers_idle_cb(uv_idle_t *h)
+void
+answers_run(struct daemon *d)
 {
-	struct daemon *d = h->data;
 	struct answers *as = d->answers;
 	struct answer **pp;
 	uint64_t t0 = uv_hrtime();
 	int worked;
 
+	if (as == NULL)
+		return;
 	do {
 		worked = 0;
 		for (pp = &as->head; *pp != NULL;) {
@@ -171,10 +178,16 @@ answers_idle_cb(uv_idle_t *h)
 		}
 	} while (worked && uv_hrtime() - t0 < ANSWERS_SLICE_NS);
 	/* Nothing to do until a client reads: no spinning meanwhile. */
-	if (!worked) {
+	if (!worked && as->idling) {
 		uv_idle_stop(&as->idle);
 		as->idling = 0;
 	}
+}
+
+static void
+answers_idle_cb(uv_idle_t *h)
+{
+	answers_run(h->data);
 }
 
 static void
@@ -192,8 +205,8 @@ answers_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
               size_t causelen)
 {
 	struct answers *as = d->answers;
-	struct answer *a, **pp;
-	int n = 0;
+	struct answer *a, *b, **pp, **mine = NULL;
+	int n_uid = 0, n_client = 0;
 
 	if (as == NULL) {
 		if ((as = calloc(1, sizeof *as)) == NULL)
@@ -202,15 +215,25 @@ answers_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		as->idle.data = d;
 		d->answers = as;
 	}
-	for (a = as->head; a != NULL; a = a->next)
-		n += a->uid == p->uid;
-	if (p->uid != 0 && n >= ANSWERS_PER_UID) {
+	for (pp = &as->head; *pp != NULL; pp = &(*pp)->next)
+		for (b = *pp; b != NULL; b = b->after) {
+			n_uid += b->uid == p->uid;
+			if (b->client_id == p->client_id) {
+				n_client++;
+				mine = &b->after;
+			}
+		}
+	if (n_client >= ANSWERS_PER_CLIENT ||
+	    (p->uid != 0 && n_uid >= ANSWERS_PER_UID)) {
 		if (ops->free != NULL)
 			ops->free(state);
 		snprintf(cause, causelen,
-		         "limit reached: %d large answers being written per "
-		         "user; read them first",
-		         ANSWERS_PER_UID);
+		         "limit reached: %d large answers being written %s; "
+		         "read them first",
+		         n_client >= ANSWERS_PER_CLIENT ? ANSWERS_PER_CLIENT
+		                                        : ANSWERS_PER_UID,
+		         n_client >= ANSWERS_PER_CLIENT ? "on this connection"
+		                                        : "per user");
 		return PROTO_E_LIMIT;
 	}
 	if ((a = calloc(1, sizeof *a)) == NULL ||
@@ -222,9 +245,8 @@ answers_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	a->uid = p->uid;
 	a->ops = ops;
 	a->state = state;
-	for (pp = &as->head; *pp != NULL; pp = &(*pp)->next)
-		;
-	*pp = a;
+	/* Behind the client's last answer, or the last in the list. */
+	*(mine != NULL ? mine : pp) = a;
 	answers_wake(as);
 	return 0;
 nomem:
@@ -234,47 +256,49 @@ nomem:
 	return PROTO_E_INTERNAL;
 }
 
+/* The client's first answer, or NULL. */
+static struct answer **
+client_answer(struct daemon *d, uint64_t client_id)
+{
+	struct answer **pp;
+
+	if (d->answers == NULL)
+		return NULL;
+	for (pp = &d->answers->head; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->client_id == client_id)
+			return pp;
+	return NULL;
+}
+
 size_t
 answers_owed(struct daemon *d, uint64_t client_id)
 {
-	struct answer *a;
+	struct answer **pp = client_answer(d, client_id), *a;
 	size_t n = 0;
 
-	for (a = d->answers != NULL ? d->answers->head : NULL; a != NULL;
-	     a = a->next)
-		n += a->client_id == client_id;
+	for (a = pp != NULL ? *pp : NULL; a != NULL; a = a->after)
+		n++;
 	return n;
 }
 
 void
 answers_writable(struct daemon *d, uint64_t client_id)
 {
-	struct answer *a;
-	int any = 0;
+	struct answer **pp = client_answer(d, client_id);
 
-	if (d->answers == NULL)
-		return;
-	for (a = d->answers->head; a != NULL; a = a->next)
-		if (a->client_id == client_id && a->blocked) {
-			a->blocked = 0;
-			any = 1;
-		}
-	if (any)
+	if (pp != NULL && (*pp)->blocked) {
+		(*pp)->blocked = 0;
 		answers_wake(d->answers);
+	}
 }
 
 void
 answers_client_gone(struct daemon *d, uint64_t client_id)
 {
-	struct answer **pp;
+	struct answer **pp = client_answer(d, client_id);
 
-	if (d->answers == NULL)
-		return;
-	for (pp = &d->answers->head; *pp != NULL;)
-		if ((*pp)->client_id == client_id)
-			answer_drop(pp);
-		else
-			pp = &(*pp)->next;
+	while (pp != NULL && *pp != NULL && (*pp)->client_id == client_id)
+		answer_drop(pp);
 }
 
 static void

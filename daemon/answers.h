@@ -20,8 +20,10 @@ struct peer;
 #define ANSWERS_SLICE_NS (2u * 1000 * 1000)
 /* Written while the client has fewer bytes than this queued. */
 #define ANSWERS_LOW_WATER (256u << 10)
-/* Answers being written per uid (docs/security.md); root is not bound. */
-#define ANSWERS_PER_UID 4
+/* Answers being written (or waiting their turn) per connection, and per
+ * uid across its connections, root's excepted (docs/security.md). */
+#define ANSWERS_PER_CLIENT 4
+#define ANSWERS_PER_UID 16
 
 /* A growing text: what a fill appends to. */
 struct answers_buf {
@@ -35,17 +37,22 @@ int answers_append_json(struct answers_buf *b, cJSON *o);
 
 struct answers_ops {
 	/* Append the next part of the result's text to out, a part that
-	 * takes well under ANSWERS_SLICE_NS; 1 while more follows, 0 after
-	 * the last part (the result's text is then complete JSON), < 0 on
-	 * failure (the connection is closed: part of the answer is out). */
-	int (*fill)(struct daemon *d, void *state, struct answers_buf *out);
+	 * takes well under ANSWERS_SLICE_NS: 1 while more follows, 0 after
+	 * the last part (the result's text is then complete JSON). On
+	 * failure a PROTO_E_* code with cause: the client gets that error
+	 * when nothing of the answer was written yet (a fill may keep its
+	 * parts and write them at the end, to refuse an answer that grows
+	 * too large), else the connection is closed. */
+	int (*fill)(struct daemon *d, void *state, struct answers_buf *out,
+	            char *cause, size_t causelen);
 	void (*free)(void *state);
 };
 
 /* Begin writing the answer to req_id of p: the result's text comes from
  * ops->fill. state is owned from here, whatever the outcome. 0 (the answer
  * is under way: the handler returns CONTROL_DEFERRED) or PROTO_E_LIMIT
- * with cause past ANSWERS_PER_UID, PROTO_E_INTERNAL. */
+ * with cause past ANSWERS_PER_CLIENT or ANSWERS_PER_UID, PROTO_E_INTERNAL.
+ * A client's answers are written in the order they were asked for. */
 int answers_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
                   const struct answers_ops *ops, void *state, char *cause,
                   size_t causelen);
@@ -55,6 +62,9 @@ size_t answers_owed(struct daemon *d, uint64_t client_id);
 void answers_writable(struct daemon *d, uint64_t client_id);
 /* The client has gone: its answers are dropped. */
 void answers_client_gone(struct daemon *d, uint64_t client_id);
+/* One slice of work: what the idle handle runs each loop turn, and what
+ * a test without a running loop calls. */
+void answers_run(struct daemon *d);
 /* At stop: every answer is dropped. */
 void answers_stop(struct daemon *d);
 

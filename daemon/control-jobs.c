@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
+#include "answers.h"
 #include "control.h"
 #include "jobs.h"
 #include "notify.h"
@@ -282,11 +283,22 @@ struct page {
 	size_t len, cap;
 	int64_t limit; /* entries wanted (v2: the page size) */
 	size_t n;
-	uint64_t t0; /* uv_hrtime() at page_begin */
+	uint64_t t0;    /* uv_hrtime() when this slice began */
+	size_t n_slice; /* entries added in this slice */
 	int v2;
-	int over; /* v1: the answer would pass the budget */
-	int full; /* v2: no more entries fit in this page */
+	int over;  /* v1: the answer would pass the budget */
+	int full;  /* v2: no more entries fit in this page */
+	int yield; /* this slice has had its time: go on in the next */
 };
+
+/* A new slice of work on the page (page_begin starts the first). */
+static void
+page_slice(struct page *pg)
+{
+	pg->t0 = uv_hrtime();
+	pg->n_slice = 0;
+	pg->yield = 0;
+}
 
 /* Adds an entry (consumed) unless the page is full; 1 when added. */
 static int
@@ -297,9 +309,12 @@ page_add(struct page *pg, cJSON *o)
 
 	if (o == NULL)
 		return 0;
-	if (pg->full || pg->over || (int64_t)pg->n >= pg->limit ||
-	    (pg->v2 && pg->n > 0 && uv_hrtime() - pg->t0 > CONTROL_PAGE_NS)) {
-		pg->full = 1;
+	if (pg->n_slice > 0 && !pg->yield &&
+	    uv_hrtime() - pg->t0 > CONTROL_PAGE_NS)
+		pg->yield = 1;
+	if (pg->full || pg->over || pg->yield || (int64_t)pg->n >= pg->limit) {
+		if (!pg->over && !pg->yield)
+			pg->full = 1;
 		cJSON_Delete(o);
 		return 0;
 	}
@@ -340,6 +355,7 @@ page_add(struct page *pg, cJSON *o)
 	pg->text[pg->len] = '\0';
 	free(text);
 	pg->n++;
+	pg->n_slice++;
 	return 1;
 }
 
@@ -356,7 +372,7 @@ page_begin(struct page *pg, int v2, int64_t limit, const char *cursor,
 	}
 	pg->v2 = v2;
 	pg->limit = limit;
-	pg->t0 = uv_hrtime();
+	page_slice(pg);
 	pg->cap = 4096;
 	if ((pg->text = malloc(pg->cap)) == NULL) {
 		snprintf(cause, causelen, "out of memory");
@@ -449,45 +465,43 @@ cursor_parse(const char *cur, char *phase, int64_t *a, int64_t *b)
 	return 0;
 }
 
-int
-control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
-               const cJSON *params, cJSON **result, char *cause,
-               size_t causelen)
+/* Where a status answer is: a version 2 page, or the pages a version 1
+ * answer is built of, a slice at a time (answers.h). */
+struct status_walk {
+	uid_t viewer;
+	int all, v2;
+	int64_t ended_left; /* v1: ended jobs still wanted */
+	char cursor[64];    /* where the next page begins ("": the start) */
+	int more;           /* a next page exists */
+	struct page pg;     /* v1: the answer so far */
+};
+
+/* One page from w->cursor into pg: live jobs, then with all the ended
+ * ones; it ends when pg is full, or has had its slice of time. Leaves
+ * w->cursor after the last entry added, and w->more. */
+static int
+status_walk(struct daemon *d, struct status_walk *w, struct page *pg,
+            char *cause, size_t causelen)
 {
 	struct jobs_view *v = NULL;
 	struct ended_ctx ctx;
-	struct page pg;
-	const char *cursor = NULL;
-	char phase = 'l', next[64] = "";
-	int all = 0, v2 = p->version >= 2, rc;
-	int64_t limit = v2 ? STATUS_PAGE_DEFAULT : 50, ca = 0, cb = 0;
-	size_t n = 0, i, start = 0;
+	char phase = 'l';
+	int64_t ca = 0, cb = 0;
+	size_t n = 0, i, start = 0, before;
+	int rc = 0;
 
-	if ((rc = proto_param_bool(params, "all", 0, &all, cause, causelen)) <
-	        0 ||
-	    (rc = proto_param_int(params, "limit", 0, v2 ? 1 : 0,
-	                          v2 ? STATUS_PAGE_MAX : 100000, &limit, cause,
-	                          causelen)) < 0 ||
-	    (rc = proto_param_string(params, "cursor", 0, 64, &cursor, cause,
-	                             causelen)) < 0)
-		return rc;
-	/* v1: every live job, then up to limit ended ones. */
-	if ((rc = page_begin(&pg, v2, v2 ? limit : INT64_MAX, cursor, cause,
-	                     causelen)) != 0)
-		return rc;
-	if (cursor != NULL && cursor_parse(cursor, &phase, &ca, &cb) != 0) {
-		page_free(&pg);
+	if (w->cursor[0] != '\0' &&
+	    cursor_parse(w->cursor, &phase, &ca, &cb) != 0) {
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' is not one this daemon "
 		         "gave");
 		return PROTO_E_PARAMS;
 	}
-	if (phase == 'l' && jobs_list(d, all, &v, &n) != 0) {
-		page_free(&pg);
+	if (phase == 'l' && jobs_list(d, w->all, &v, &n) != 0) {
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	if (phase == 'l' && cursor != NULL) {
+	if (phase == 'l' && w->cursor[0] != '\0') {
 		start = (size_t)cb < n ? (size_t)cb : n;
 		for (i = 0; i < n; i++)
 			if (v[i].j->id == ca) {
@@ -500,60 +514,139 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		cJSON *o;
 
 		/* Version 1 shows argv, which the table does not keep. */
-		if (!v2 && wire_may_see(p->uid, v[i].j) &&
+		if (!w->v2 && wire_may_see(w->viewer, v[i].j) &&
 		    (rc = jobs_view_args(d, &v[i], cause, causelen)) != 0)
 			break;
-		o = v2 ? wire_job_list(&v[i], p->uid)
-		       : wire_job(&v[i], p->uid, 0);
+		o = w->v2 ? wire_job_list(&v[i], w->viewer)
+		          : wire_job(&v[i], w->viewer, 0);
 		jobs_view_free(&v[i]);
-		if (!page_add(&pg, o))
+		if (!page_add(pg, o))
 			break;
-		snprintf(next, sizeof next, "l%" PRId64 ".%zu", id, i);
+		snprintf(w->cursor, sizeof w->cursor, "l%" PRId64 ".%zu", id,
+		         i);
 	}
 	free(v);
-	if (rc != 0) {
-		page_free(&pg);
+	if (rc != 0)
 		return rc;
-	}
-	if (pg.over)
-		return page_over(&pg, "status", cause, causelen);
 	/* The ended jobs of the database, when the page has room: a page
 	 * holding the last live job goes on with the first ended one. */
-	if (all && !pg.full && (v2 || limit > 0)) {
+	if (w->all && !pg->full && !pg->yield && !pg->over &&
+	    (w->v2 || w->ended_left > 0)) {
 		memset(&ctx, 0, sizeof ctx);
-		ctx.pg = &pg;
-		ctx.viewer = p->uid;
+		ctx.pg = pg;
+		ctx.viewer = w->viewer;
 		if (phase == 'l') {
 			ca = INT64_MAX;
 			cb = INT64_MAX;
 		}
-		if (!v2)
-			pg.limit = (int64_t)pg.n + limit;
-		/* One more than fits says whether a next page exists. */
-		if (d->store != NULL &&
-		    store_jobs_ended_before(d->store, ca, cb,
-		                            pg.limit - (int64_t)pg.n + 1,
-		                            ended_cb, &ctx) < 0) {
-			page_free(&pg);
+		before = pg->n;
+		/* v2: one more than fits says whether a next page exists. */
+		if (store_jobs_ended_before(
+		        d->store, ca, cb,
+		        w->v2 ? pg->limit - (int64_t)pg->n + 1 : w->ended_left,
+		        ended_cb, &ctx) < 0) {
 			snprintf(cause, causelen, "storage error reading jobs");
 			return PROTO_E_STORAGE;
 		}
 		if (ctx.last_id > 0)
-			snprintf(next, sizeof next, "e%" PRId64 ".%" PRId64,
-			         ctx.last_ms, ctx.last_id);
-		if (!v2 && pg.full)
-			pg.full = 0; /* v1 asked for at most limit */
+			snprintf(w->cursor, sizeof w->cursor,
+			         "e%" PRId64 ".%" PRId64, ctx.last_ms,
+			         ctx.last_id);
+		if (!w->v2)
+			w->ended_left -= (int64_t)(pg->n - before);
 	}
-	if (pg.over)
-		return page_over(&pg, "status", cause, causelen);
+	w->more = (pg->full || pg->yield) && w->cursor[0] != '\0' &&
+	          (w->v2 || !pg->full);
+	return 0;
+}
+
+static void
+status_free(void *state)
+{
+	struct status_walk *w = state;
+
+	page_free(&w->pg);
+	free(w);
+}
+
+/* Version 1: the pages one after the other, a slice each, into one
+ * answer; refused whole past CONTROL_ANSWER_MAX. */
+static int
+status_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
+            size_t causelen)
+{
+	struct status_walk *w = state;
+	int rc;
+
+	page_slice(&w->pg);
+	if ((rc = status_walk(d, w, &w->pg, cause, causelen)) != 0)
+		return rc;
+	if (w->pg.over)
+		return page_over(&w->pg, "status", cause, causelen);
+	if (w->more)
+		return 1;
+	if (answers_append(out, "{\"jobs\":", 8) != 0 ||
+	    answers_append(out, w->pg.text, w->pg.len) != 0 ||
+	    answers_append(out, "]}", 2) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
+static const struct answers_ops status_ops = {status_fill, status_free};
+
+int
+control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct status_walk *w;
+	const char *cursor = NULL;
+	int all = 0, v2 = p->version >= 2, rc;
+	int64_t limit = v2 ? STATUS_PAGE_DEFAULT : 50;
+
+	if ((rc = proto_param_bool(params, "all", 0, &all, cause, causelen)) <
+	        0 ||
+	    (rc = proto_param_int(params, "limit", 0, v2 ? 1 : 0,
+	                          v2 ? STATUS_PAGE_MAX : 100000, &limit, cause,
+	                          causelen)) < 0 ||
+	    (rc = proto_param_string(params, "cursor", 0, 64, &cursor, cause,
+	                             causelen)) < 0)
+		return rc;
+	if ((w = calloc(1, sizeof *w)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	w->viewer = p->uid;
+	w->all = all;
+	w->v2 = v2;
+	w->ended_left = limit;
+	if (cursor != NULL)
+		snprintf(w->cursor, sizeof w->cursor, "%s", cursor);
+	/* v1: every live job, then up to limit ended ones. */
+	if ((rc = page_begin(&w->pg, v2, v2 ? limit : INT64_MAX, cursor, cause,
+	                     causelen)) != 0) {
+		free(w);
+		return rc;
+	}
+	if (!v2) {
+		if ((rc = answers_start(d, p, req_id, &status_ops, w, cause,
+		                        causelen)) != 0)
+			return rc;
+		return CONTROL_DEFERRED;
+	}
+	if ((rc = status_walk(d, w, &w->pg, cause, causelen)) != 0) {
+		status_free(w);
+		return rc;
+	}
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "jobs", page_array(&pg));
-	if (v2) {
-		if (pg.full && next[0] != '\0')
-			cJSON_AddStringToObject(*result, "next_cursor", next);
-		else
-			cJSON_AddNullToObject(*result, "next_cursor");
-	}
+	cJSON_AddItemToObject(*result, "jobs", page_array(&w->pg));
+	if (w->more)
+		cJSON_AddStringToObject(*result, "next_cursor", w->cursor);
+	else
+		cJSON_AddNullToObject(*result, "next_cursor");
+	status_free(w);
 	return 0;
 }
 
@@ -654,13 +747,67 @@ events_cursor(const char *cur, int64_t *after)
 	return 0;
 }
 
+/* A version 1 events answer, built a slice at a time. */
+struct events_walk {
+	struct events_ctx ctx;
+	struct page pg;
+	int64_t left; /* events still wanted */
+	uint64_t client_id;
+	int follow;
+};
+
+static void
+events_free(void *state)
+{
+	struct events_walk *w = state;
+
+	page_free(&w->pg);
+	free(w);
+}
+
+static int
+events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
+            size_t causelen)
+{
+	struct events_walk *w = state;
+	size_t before = w->pg.n;
+
+	page_slice(&w->pg);
+	w->ctx.pg = &w->pg;
+	if (store_events(d->store, w->ctx.last, w->left, events_cb, &w->ctx) <
+	    0) {
+		snprintf(cause, causelen, "storage error reading events");
+		return PROTO_E_STORAGE;
+	}
+	if (w->pg.over)
+		return page_over(&w->pg, "events", cause, causelen);
+	w->left -= (int64_t)(w->pg.n - before);
+	if (w->pg.yield && w->left > 0)
+		return 1;
+	/* The follow begins after the last event of the answer; what it
+	 * sends comes after the answer (notify sends it later). */
+	if (w->follow && notify_follow_events(d, w->client_id, w->ctx.viewer,
+	                                      w->ctx.last) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	if (answers_append(out, "{\"events\":", 10) != 0 ||
+	    answers_append(out, w->pg.text, w->pg.len) != 0 ||
+	    answers_append(out, "]}", 2) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
+static const struct answers_ops events_ops = {events_fill, events_free};
+
 int
 control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
 {
-	struct events_ctx ctx;
-	struct page pg;
+	struct events_walk *w;
 	const char *cursor = NULL;
 	int64_t after = 0, limit = 100;
 	int follow = 0, v2 = p->version >= 2, rc;
@@ -675,43 +822,55 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
 	                           causelen)) < 0)
 		return rc;
-	if ((rc = page_begin(&pg, v2, limit, cursor, cause, causelen)) != 0)
-		return rc;
 	if (cursor != NULL &&
 	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
 	     events_cursor(cursor, &after) != 0)) {
-		page_free(&pg);
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' must be a next_cursor this "
 		         "daemon gave, without after_id");
 		return PROTO_E_PARAMS;
 	}
-	ctx.pg = &pg;
-	ctx.viewer = p->uid;
-	ctx.last = after;
+	if ((w = calloc(1, sizeof *w)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	if ((rc = page_begin(&w->pg, v2, limit, cursor, cause, causelen)) !=
+	    0) {
+		free(w);
+		return rc;
+	}
+	w->ctx.pg = &w->pg;
+	w->ctx.viewer = p->uid;
+	w->ctx.last = after;
+	w->left = limit;
+	w->client_id = p->client_id;
+	w->follow = follow;
+	if (!v2) {
+		if ((rc = answers_start(d, p, req_id, &events_ops, w, cause,
+		                        causelen)) != 0)
+			return rc;
+		return CONTROL_DEFERRED;
+	}
 	/* One more than the page says whether a next one exists. */
-	if (store_events(d->store, after, limit + 1, events_cb, &ctx) < 0) {
-		page_free(&pg);
+	if (store_events(d->store, after, limit + 1, events_cb, &w->ctx) < 0) {
+		events_free(w);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
-	if (pg.over)
-		return page_over(&pg, "events", cause, causelen);
 	if (follow &&
-	    notify_follow_events(d, p->client_id, p->uid, ctx.last) != 0) {
-		page_free(&pg);
+	    notify_follow_events(d, p->client_id, p->uid, w->ctx.last) != 0) {
+		events_free(w);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "events", page_array(&pg));
-	if (v2) {
-		snprintf(next, sizeof next, "%" PRId64, ctx.last);
-		if (pg.full && !follow)
-			cJSON_AddStringToObject(*result, "next_cursor", next);
-		else
-			cJSON_AddNullToObject(*result, "next_cursor");
-	}
+	cJSON_AddItemToObject(*result, "events", page_array(&w->pg));
+	snprintf(next, sizeof next, "%" PRId64, w->ctx.last);
+	if ((w->pg.full || w->pg.yield) && !follow)
+		cJSON_AddStringToObject(*result, "next_cursor", next);
+	else
+		cJSON_AddNullToObject(*result, "next_cursor");
+	events_free(w);
 	return 0;
 }
 

@@ -421,7 +421,8 @@ history_bucket_json(const struct history_bucket *b)
 }
 
 static int
-history_fill(struct daemon *d, void *state, struct answers_buf *out)
+history_fill(struct daemon *d, void *state, struct answers_buf *out,
+             char *cause, size_t causelen)
 {
 	struct history_answer *h = state;
 	struct history_bucket *b;
@@ -433,13 +434,15 @@ history_fill(struct daemon *d, void *state, struct answers_buf *out)
 		rc = answers_append(out, h->head, strlen(h->head));
 		free(h->head);
 		h->head = NULL;
-		if (rc != 0)
-			return rc;
+		if (rc != 0) {
+			snprintf(cause, causelen, "out of memory");
+			return PROTO_E_INTERNAL;
+		}
 	}
-	if ((rc = store_history_next(d->store, &h->cur, HISTORY_PART, &b, &n,
-	                             why, sizeof why)) != 0) {
-		log_warnx("history: %s", why);
-		return rc;
+	if (store_history_next(d->store, &h->cur, HISTORY_PART, &b, &n, why,
+	                       sizeof why) != 0) {
+		snprintf(cause, causelen, "storage error: history: %s", why);
+		return PROTO_E_STORAGE;
 	}
 	for (i = 0; i < n && rc == 0; i++) {
 		if (h->n++ > 0)
@@ -449,11 +452,13 @@ history_fill(struct daemon *d, void *state, struct answers_buf *out)
 			                         history_bucket_json(&b[i]));
 	}
 	free(b);
-	if (rc != 0)
-		return rc;
-	if (!h->cur.done)
-		return 1;
-	return answers_append(out, "]}", 2);
+	if (rc == 0 && h->cur.done)
+		rc = answers_append(out, "]}", 2);
+	if (rc != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return !h->cur.done;
 }
 
 static const struct answers_ops history_ops = {history_fill, history_free};
