@@ -58,6 +58,9 @@ int cmd_wait(struct cli *, int, char **);
 int cmd_logs(struct cli *, int, char **);
 int cmd_events(struct cli *, int, char **);
 int cmd_run(struct cli *, int, char **);
+int cmd_stage(struct cli *, int, char **);
+/* cmd-stage.c: the stages of a show answer as a table (none: nothing). */
+void cli_print_stages(const char *show_json, int64_t now, FILE *f);
 
 /* stageloadctl.c: the command's usage on stderr; returns EXIT_USAGE. */
 int cli_usage(const char *command);

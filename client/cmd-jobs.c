@@ -269,6 +269,19 @@ show_option(int ch, void *arg)
 	return 0;
 }
 
+/* The job's stages come with the show answer as JSON, which sl_job does
+ * not carry. */
+static void
+show_stages(struct cli *cli, int64_t id)
+{
+	char params[64], *out = NULL;
+
+	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
+	if (sl_call(cli->client, "show", params, &out) == 0)
+		cli_print_stages(out, cli_now_ms(), stdout);
+	sl_free(out);
+}
+
 int
 cmd_show(struct cli *cli, int argc, char **argv)
 {
@@ -308,6 +321,7 @@ cmd_show(struct cli *cli, int argc, char **argv)
 	if (text != NULL)
 		fputs(text, stdout);
 	free(text);
+	show_stages(cli, id);
 	if (env && j.env != NULL) {
 		printf("Environment:\n");
 		for (i = 0; j.env[i] != NULL; i++) {

@@ -391,6 +391,9 @@ int sl_resume(sl_client *c, int64_t id, struct sl_job *out);
 int sl_job_pid(sl_client *c, int64_t id, int64_t pid);
 int sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
                 struct sl_job *out);
+/* A running job (detached or attached; its owner or root) entered the
+ * stage name (1-256 bytes). -32005 (SL_E_STATE) once the job has ended. */
+int sl_stage(sl_client *c, int64_t id, const char *name);
 
 /*
  * Stream a job's log from offset: cb gets every chunk as it arrives

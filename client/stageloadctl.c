@@ -75,6 +75,9 @@ static const struct cli_command commands[] = {
      "escaped\n"},
     {"events", NULL, cmd_events, "[-f] [--after ID] [--limit N] [--json]",
      "the event log (-f: follow)", NULL},
+    {"stage", NULL, cmd_stage, "[--job ID] NAME",
+     "inside a job: say it entered stage NAME (for show and kills)",
+     "  --job ID       the job (default: $STAGELOAD_JOB_ID)\n"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

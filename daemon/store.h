@@ -176,6 +176,13 @@ int store_event_add(struct store *s, struct store_event *e, char *cause,
 int store_events(struct store *s, int64_t after_id, int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg);
 
+/* One job's events of one kind, oldest first, at most limit. As
+ * store_events otherwise. */
+int store_job_events(struct store *s, int64_t job_id, const char *kind,
+                     int64_t limit,
+                     int (*cb)(void *arg, const struct store_event *e),
+                     void *arg);
+
 /* Size of the database file(s) in bytes, for info and benchmarks. */
 int64_t store_size_bytes(struct store *s);
 
