@@ -495,6 +495,15 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 
 	if (r->breach_kill)
 		jobs_victim_gone(d, r);
+	if (known && j->attached && j->pgid == 0 && r->tree != NULL) {
+		/* Followed as a tree (job_pid with tree): its root is the
+		 * client's own process, which said it is done and goes on,
+		 * so nothing of it is followed or signalled any more, not
+		 * even by a kill already under way or a requeue. */
+		jobs_kill_stop_timer(r);
+		proctree_free(r->tree);
+		r->tree = NULL;
+	}
 	j->exit_code = known ? exit_code : 0;
 	j->term_signal = known ? term_signal : 0;
 	if (r->requeue && jrec_may_retry(r)) {
