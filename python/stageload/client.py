@@ -48,7 +48,7 @@ class StageloadError(Exception):
     readable message."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__("%s (%d)" % (message, code))
+        super().__init__("%s (%d)" % (message, code) if code else message)
         self.code = code
         self.message = message
         self.data = data
