@@ -39,6 +39,9 @@ if [ "$want_tests" -eq 1 ]; then
 	# e2fsck for the read-only file system test).
 	pkgs+=(mount e2fsprogs)
 	command -v python3 >/dev/null || pkgs+=(python3)
+	# The Python package's tests (tests/python/): a venv with Debian's
+	# setuptools (offline install) and pytest.
+	pkgs+=(python3-venv python3-setuptools python3-pytest)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
 missing=()
