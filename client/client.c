@@ -1255,6 +1255,20 @@ parse_stat(const cJSON *o, const char *name, struct sl_stat *s)
 	s->max = get_dbl(v, "max", 0);
 }
 
+/* A job bucket's stage: kept beside the buckets (struct sl_bucket keeps
+ * its size); a NULL array while no bucket has one. Out of memory loses the
+ * label only. */
+static void
+history_stage(struct sl_history *h, size_t i, size_t n, const cJSON *stage)
+{
+	if (!cJSON_IsString(stage))
+		return;
+	if (h->stages == NULL &&
+	    (h->stages = calloc(n + 1, sizeof *h->stages)) == NULL)
+		return;
+	h->stages[i] = strdup(stage->valuestring);
+}
+
 int
 sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
            int64_t job_id, struct sl_history **out)
@@ -1314,6 +1328,8 @@ sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
 		k->gap = get_bool(b, "gap");
 		parse_stat(b, "footprint_bytes", &k->footprint_bytes);
 		parse_stat(b, "swap_bytes", &k->swap_bytes);
+		history_stage(h, i - 1, (size_t)cJSON_GetArraySize(buckets),
+		              member(b, "stage"));
 	}
 	h->nbuckets = i;
 	cJSON_Delete(root);
@@ -1324,8 +1340,13 @@ sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
 void
 sl_history_free(struct sl_history *h)
 {
+	size_t i;
+
 	if (h == NULL)
 		return;
+	for (i = 0; h->stages != NULL && i < h->nbuckets; i++)
+		free(h->stages[i]);
+	free(h->stages);
 	free(h->buckets);
 	free(h);
 }

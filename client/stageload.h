@@ -196,6 +196,9 @@ struct sl_history {
 	int64_t until_ms;
 	size_t nbuckets;
 	struct sl_bucket *buckets;
+	/* job history: the stage of each bucket (docs/jobs.md, "Stages"),
+	 * NULL where it had none; the array is NULL when no bucket has one */
+	char **stages;
 };
 
 /* until_ms and step_ms 0 mean the daemon's defaults; job_id 0 asks for

@@ -725,16 +725,32 @@ mma_json(double mn, double avg, double mx)
 	return o;
 }
 
+/* The stage of a bucket [t0, t1): the last one that began before its end
+ * and had not ended before its start (PROTOCOL.md, history). */
+static const char *
+bucket_stage(const struct jobs_stage_row *st, size_t n, int64_t t0, int64_t t1)
+{
+	const char *name = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (st[i].started_ms < t1 &&
+		    (st[i].ended_ms == 0 || st[i].ended_ms > t0))
+			name = st[i].name;
+	return name;
+}
+
 int
 control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
                     const cJSON *params, cJSON **result, char *cause,
                     size_t causelen)
 {
 	struct job_bucket *b = NULL;
+	struct jobs_stage_row *st;
 	struct jobs_view v;
 	int64_t id, since = 0, until = INT64_MAX, step = -1, lo, hi;
 	const struct job *j;
-	size_t n = 0, i;
+	size_t n = 0, i, nst;
 	char scause[256];
 	cJSON *arr;
 	int rc;
@@ -774,9 +790,15 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         scause);
 		return rc == -E2BIG ? PROTO_E_LIMIT : PROTO_E_STORAGE;
 	}
+	if (jobs_stages(d, id, &st, &nst) != 0) {
+		st = NULL;
+		nst = 0;
+	}
 	arr = cJSON_CreateArray();
 	for (i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
+		const char *stage = bucket_stage(
+		    st, nst, b[i].ts_ms, b[i].ts_ms + (step > 0 ? step : 1));
 
 		proto_add_int(o, "ts_ms", b[i].ts_ms);
 		proto_add_int(o, "n", b[i].n);
@@ -787,8 +809,13 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		cJSON_AddItemToObject(
 		    o, "swap_bytes",
 		    mma_json(b[i].swap_min, b[i].swap_avg, b[i].swap_max));
+		if (stage != NULL)
+			cJSON_AddStringToObject(o, "stage", stage);
+		else
+			cJSON_AddNullToObject(o, "stage");
 		cJSON_AddItemToArray(arr, o);
 	}
+	jobs_stages_free(st, nst);
 	free(b);
 	*result = cJSON_CreateObject();
 	proto_add_int(*result, "job_id", id);

@@ -38,6 +38,21 @@ def test_detached_job_stages_in_show(env, tmp_path):
     assert table[0].split() == ["STAGE", "START", "DURATION", "PEAK", "FOOTPRINT", "SWAP",
                                 "GROWTH"]
     assert table[1].split()[0] == "encode" and table[2].split()[0] == "decode"
+    # history --job marks each bucket with its stage
+    with stageload.Client() as c:
+        h = c.history(job_id=jid, step_ms=0)
+    labels = [b["stage"] for b in h["buckets"]]
+    assert "encode" in labels and "decode" in labels
+    assert labels.index("decode") > max(i for i, x in enumerate(labels) if x == "encode")
+    csv = ctl("history", "--job", str(jid), "--step", "0.1s", "--format",
+              "csv").stdout.splitlines()
+    assert csv[0].endswith(",stage")
+    col = [line.rsplit(",", 1)[1] for line in csv[1:]]
+    assert "encode" in col and "decode" in col
+    table = ctl("history", "--job", str(jid), "--step", "0.1s").stdout.splitlines()
+    assert table[0].split()[-1] == "STAGE" and table[-1].split()[-1] == "decode"
+    r = ctl("history", "--job", str(jid), "--step", "0.1s", "--json")
+    assert '"stage":"encode"' in r.stdout.replace(" ", "")
     # events carry them too
     r = ctl("events", "--json")
     assert '"kind":"stage"' in r.stdout.replace(" ", "") and "stage_end" in r.stdout
