@@ -70,10 +70,10 @@ def test_waits_for_free_and_enters_within_an_interval(env, tmp_path):
     out = str(tmp_path / "out")
     s = script(tmp_path, """
         import sys, time, stageload
-        with stageload.guard(wait_free=40, quiet=True):
+        with stageload.guard(wait_free=40):
             open(sys.argv[1], "w").write("entered %d\\n" % (time.time() * 1000))
     """)
-    p = subprocess.Popen([sys.executable, s, out])
+    p = subprocess.Popen([sys.executable, s, out], stderr=subprocess.PIPE, text=True)
     try:
         with stageload.Client() as c:
             job = sltest.poll(lambda: next((j for j in c.jobs() if j["state"] == "queued"),
@@ -84,6 +84,8 @@ def test_waits_for_free_and_enters_within_an_interval(env, tmp_path):
             rise_ms = time.time() * 1000
             sltest.write_meminfo(env.proc_root, total_kb=16 * GiB_KB, avail_kb=8 * GiB_KB)
             assert p.wait(15) == 0
+            # the queue line of stageloadctl run (not a terminal: one line a change)
+            assert "queued: position 1 of 1, free 20% < 40%\n" in p.stderr.read()
             entered = int(read(out).split()[1])
             admitted = c.show(job["id"])["admitted_at_ms"]
             # admitted at the first sample after the rise (interval 100 ms;
