@@ -158,7 +158,7 @@ int store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
                     char *cause, size_t causelen);
 
 /* Events: submitted, admitted, started, breach, killed, exited, failed,
- * cancelled, lost, requeued, daemon_start, daemon_stop. */
+ * cancelled, lost, requeued, stage, stage_end, daemon_start, daemon_stop. */
 struct store_event {
 	int64_t id;
 	int64_t ts_ms;
