@@ -82,12 +82,21 @@ jobs_stage_current(const struct jrec *r)
 	return r->stage != NULL ? r->stage->name : NULL;
 }
 
+static int
+stage_count_cb(void *arg, const struct store_event *e)
+{
+	(void)e;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
 int
 jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
            size_t causelen)
 {
 	struct jrec *r = jobs_find(d->jobs, id);
 	struct jobs_stage *st;
+	const char *health;
 	cJSON *det;
 	char *dup;
 
@@ -95,22 +104,39 @@ jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
 		snprintf(cause, causelen, "job %" PRId64 " has ended", id);
 		return PROTO_E_STATE;
 	}
-	if (r->j->state != JOB_RUNNING) {
+	/* Admitted too: a detached job's first command can report before
+	 * the daemon has heard from its monitor that it started. */
+	if (r->j->state != JOB_RUNNING && r->j->state != JOB_ADMITTED) {
 		snprintf(cause, causelen, "job %" PRId64 " is %s, not running",
 		         id, job_state_name(r->j->state));
 		return PROTO_E_STATE;
 	}
-	if (r->stage != NULL && r->stage->count >= JOBS_MAX_STAGES) {
+	if ((health = store_health(d->store)) != NULL) {
+		/* Its events could not be written: nothing is kept in memory
+		 * for them. */
+		snprintf(
+		    cause, causelen,
+		    "the database fails (%s): stage not recorded; try again",
+		    health);
+		return PROTO_E_STORAGE;
+	}
+	if (r->stage == NULL) {
+		if ((r->stage = calloc(1, sizeof *st)) == NULL) {
+			snprintf(cause, causelen, "out of memory");
+			return PROTO_E_INTERNAL;
+		}
+		/* Those it reported before a daemon restart count too. */
+		(void)store_job_events(d->store, id, "stage_end",
+		                       JOBS_MAX_STAGES, stage_count_cb,
+		                       &r->stage->count);
+	}
+	if (r->stage->count >= JOBS_MAX_STAGES) {
 		snprintf(cause, causelen,
 		         "limit reached: job %" PRId64
 		         " has reported %d stages "
 		         "(at most %d a job)",
 		         id, JOBS_MAX_STAGES, JOBS_MAX_STAGES);
 		return PROTO_E_LIMIT;
-	}
-	if (r->stage == NULL && (r->stage = calloc(1, sizeof *st)) == NULL) {
-		snprintf(cause, causelen, "out of memory");
-		return PROTO_E_INTERNAL;
 	}
 	if ((dup = strdup(name)) == NULL) {
 		snprintf(cause, causelen, "out of memory");

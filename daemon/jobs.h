@@ -113,8 +113,9 @@ int jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
 int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
               size_t causelen);
 /* stage: a running job entered the stage name (docs/jobs.md, "Stages");
- * -32005 when it is not running, -32004 past JOBS_MAX_STAGES. */
-#define JOBS_MAX_STAGES 1000
+ * -32005 when it is not running, -32004 past JOBS_MAX_STAGES, -32006 while
+ * storage fails. */
+#define JOBS_MAX_STAGES 100
 int jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
                size_t causelen);
 /* One stage of a job: ended_ms 0 while it is the open one. */

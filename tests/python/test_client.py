@@ -139,6 +139,15 @@ def test_cancel_and_stage_running(env, tmp_path):
         with pytest.raises(stageload.StageloadError) as e:
             c.stage(jid, "")
         assert e.value.code == slc.E_PARAMS
+        with pytest.raises(stageload.StageloadError) as e:
+            c.stage(jid, "x" * 257)
+        assert e.value.code == slc.E_PARAMS
+        for i in range(99):  # 100 a job
+            c.stage(jid, "s%d" % i)
+        with pytest.raises(stageload.LimitReached) as e:
+            c.stage(jid, "one too many")
+        assert "at most 100" in e.value.message
+        assert len(c.show(jid)["stages"]) == 100
         c.cancel(jid)
         job = c.wait(jid, timeout=10)
         assert job["state"] == "killed" and job["end_reason"] == "cancel"
