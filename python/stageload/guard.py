@@ -24,7 +24,8 @@ import warnings
 from types import FrameType, TracebackType
 from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
-from .client import Client, DaemonNotRunning, StageloadError, WrongState
+from .units import format_size
+from .client import Client, ConnectionLost, DaemonNotRunning, StageloadError, WrongState
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -326,7 +327,15 @@ class guard:
             code = 1
         job = None
         try:
-            job = self.client.job_exit(self.job_id or 0, exit_code=code)
+            try:
+                job = self.client.job_exit(self.job_id or 0, exit_code=code)
+            except (ConnectionLost, OSError):
+                # The daemon restarted during the block: a new connection
+                # takes the job back (resume) and reports its end.
+                self._close()
+                self.client = Client(self.socket)
+                self.client.resume(self.job_id or 0)
+                job = self.client.job_exit(self.job_id or 0, exit_code=code)
         except (StageloadError, OSError) as e:
             if not self.quiet:
                 sys.stderr.write("stageload: job %s: could not report the end: %s\n"
@@ -373,8 +382,29 @@ class guard:
             c._notes.extendleft(reversed(keep))
         return found
 
+    def _breach_asked(self) -> Optional[Dict[str, Any]]:
+        """No breach notification came (our connection is gone, e.g. the
+        daemon restarted): ask on a new connection whether the job is being
+        killed for its budget. The paragraph is then made of its numbers."""
+        try:
+            with Client(self.socket, timeout=2.0) as c:
+                job = c.show(self.job_id or 0)
+        except (StageloadError, OSError):
+            return None
+        growth = int(job.get("swap_growth_bytes") or 0)
+        budget = int(job.get("swap_budget_bytes") or 0)
+        # end_reason is shown once the job has ended; until then its
+        # growth past its budget is what a breach is
+        if job.get("end_reason") != "swap_budget" and not (budget and growth > budget):
+            return None
+        return {"swap_growth_bytes": growth, "swap_budget_bytes": budget,
+                "detail": "killed: swap grew %s, over its %s budget"
+                          % (format_size(growth), format_size(budget))}
+
     def _on_term(self, signum: int, frame: Optional[FrameType]) -> None:
         b = self._breach_note(1.0)
+        if b is None:
+            b = self._breach_asked()
         if b is not None:
             para = b.get("detail") or ("swap grew %s bytes, past its budget of %s bytes"
                                        % (b.get("swap_growth_bytes"),

@@ -314,3 +314,49 @@ def test_decorator_retries_after_a_breach(env, tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def test_daemon_restart_during_the_block(env, tmp_path):
+    """The guard's connection is gone after a restart: leaving the block
+    reconnects, resumes the job and reports its end (exited, not lost); a
+    breach after the restart is still SwapBudgetExceeded."""
+    out = str(tmp_path / "out")
+    go = tmp_path / "go"
+    s = script(tmp_path, """
+        import os, sys, time, stageload
+        out = open(sys.argv[1], "w", buffering=1)
+        with stageload.guard(quiet=True) as g:
+            out.write("in %d\\n" % g.job_id)
+            while not os.path.exists(sys.argv[2]):
+                time.sleep(0.05)
+        out.write("left\\n")
+        try:
+            with stageload.guard(swap_budget="100M", quiet=True) as g:
+                out.write("second %d\\n" % g.job_id)
+                while True:
+                    time.sleep(0.05)
+        except stageload.SwapBudgetExceeded as e:
+            out.write("breach: %s\\n" % e.paragraph)
+    """)
+    p = subprocess.Popen([sys.executable, s, out, str(go)])
+    try:
+        wait_line(out, "in ")
+        jid = int(read(out).split()[1])
+        env.stop()
+        env.start()
+        go.write_text("")
+        wait_line(out, "second ")
+        with stageload.Client() as c:
+            job = c.show(jid)
+        assert job["state"] == "exited" and job["exit_code"] == 0, job
+        jid2 = int(read(out).split("second ")[1].split()[0])
+        env.stop()
+        env.start()
+        with stageload.Client() as c:
+            sltest.poll(lambda: c.show(jid2)["state"] == "running", what="re-adopted")
+        set_swap_used(env, 500)
+        assert p.wait(10) == 0
+        assert "breach: killed: swap grew 500M, over its 100M budget" in read(out)
+    finally:
+        p.kill()
+        p.wait()
