@@ -170,18 +170,23 @@ def test_console_script_exit_codes(env, tmp_path):
     # the same codes as stageloadctl guard
     ctl = bin_path("stageloadctl")
     assert subprocess.run([ctl, "guard", "-q", "--", "sh", "-c", "exit 3"]).returncode == 3
-    # a breach: 124
-    mark = str(tmp_path / "started")
-    p = subprocess.Popen([sl, "guard", "--swap-budget", "100M", "--", "sh", "-c",
-                          "touch %s; sleep 30" % mark], stderr=subprocess.PIPE, text=True)
-    try:
-        sltest.poll(lambda: os.path.exists(mark), what="the command to start")
-        set_swap_used(env, 500)
-        assert p.wait(10) == 124
-        assert "killed: swap grew by 500M, past its budget of 100M" in p.stderr.read()
-    finally:
-        p.kill()
-        p.wait()
+    # a breach: 124 from both
+    for n, prog in enumerate((sl, ctl)):
+        mark = str(tmp_path / ("started%d" % n))
+        p = subprocess.Popen([prog, "guard", "--swap-budget", "100M", "--", "sh", "-c",
+                              "touch %s; sleep 30" % mark], stderr=subprocess.PIPE, text=True)
+        try:
+            sltest.poll(lambda: os.path.exists(mark), what="the command to start")
+            set_swap_used(env, 500)
+            assert p.wait(10) == 124
+            assert "killed: swap grew by 500M, past its budget of 100M" in p.stderr.read()
+        finally:
+            p.kill()
+            p.wait()
+        set_swap_used(env, 0)
+        with stageload.Client() as c:
+            sltest.poll(lambda: c.info()["sample"]["swap_used_bytes"] == 0,
+                        what="the daemon to see swap back to 0")
     # no daemon: 69, as stageloadctl
     r = subprocess.run([sl, "--socket", str(tmp_path / "none.sock"), "guard", "--", "true"],
                        capture_output=True, text=True)
