@@ -147,6 +147,8 @@ void jobs_stage_sample(struct jrec *r, const struct sys_sample *s);
 /* The open stage's name, or NULL. */
 const char *jobs_stage_current(const struct jrec *r);
 void jobs_stage_free(struct jrec *r);
+/* Start-up: a re-adopted job's stage that had not ended goes on. */
+void jobs_stage_restore(struct daemon *d, struct jrec *r);
 
 /* ---- jobs-kill.c ---- */
 

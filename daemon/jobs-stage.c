@@ -20,7 +20,9 @@ struct jobs_stage {
 	uint64_t swap_start_bytes; /* system swap used when it began */
 	uint64_t swap_peak_bytes;  /* the highest since */
 	uint64_t footprint_peak_bytes;
-	unsigned count; /* stages this job reported, this one included */
+	unsigned count;   /* stages this job reported, this one included */
+	int swap_unknown; /* reopened after a restart: the next sample is
+	                     where its swap growth counts from */
 };
 
 static uint64_t
@@ -70,6 +72,10 @@ jobs_stage_sample(struct jrec *r, const struct sys_sample *s)
 
 	if (st == NULL || st->name == NULL)
 		return;
+	if (st->swap_unknown) {
+		st->swap_start_bytes = st->swap_peak_bytes = s->swap_used_bytes;
+		st->swap_unknown = 0;
+	}
 	if (s->swap_used_bytes > st->swap_peak_bytes)
 		st->swap_peak_bytes = s->swap_used_bytes;
 	if (r->j->footprint_bytes > st->footprint_peak_bytes)
@@ -153,6 +159,60 @@ jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
 	cJSON_AddStringToObject(det, "name", name);
 	jobs_event(d, r->j, "stage", det);
 	return 0;
+}
+
+/* The newest event of a kind, and how many there are. */
+struct stage_last {
+	int64_t id, ts_ms;
+	char *name;
+	unsigned n;
+};
+
+static int
+stage_last_cb(void *arg, const struct store_event *e)
+{
+	struct stage_last *l = arg;
+	const cJSON *name;
+	cJSON *o;
+
+	l->n++;
+	if (e->detail == NULL || (o = cJSON_Parse(e->detail)) == NULL)
+		return 0;
+	name = cJSON_GetObjectItemCaseSensitive(o, "name");
+	if (cJSON_IsString(name)) {
+		free(l->name);
+		l->name = strdup(name->valuestring);
+		l->id = e->id;
+		l->ts_ms = e->ts_ms;
+	}
+	cJSON_Delete(o);
+	return 0;
+}
+
+void
+jobs_stage_restore(struct daemon *d, struct jrec *r)
+{
+	struct stage_last open = {0}, closed = {0};
+
+	/* Each stage began once: at most the limit, plus one a restart. */
+	if (store_job_events(d->store, r->j->id, "stage",
+	                     (int64_t)JOBS_MAX_STAGES * 4, stage_last_cb,
+	                     &open) != 0 ||
+	    store_job_events(d->store, r->j->id, "stage_end",
+	                     (int64_t)JOBS_MAX_STAGES * 4, stage_last_cb,
+	                     &closed) != 0 ||
+	    open.name == NULL || open.id < closed.id ||
+	    (r->stage = calloc(1, sizeof *r->stage)) == NULL) {
+		free(open.name);
+		free(closed.name);
+		return;
+	}
+	/* The stage open when the daemon stopped goes on. */
+	r->stage->name = open.name;
+	r->stage->started_ms = open.ts_ms;
+	r->stage->count = closed.n + 1;
+	r->stage->swap_unknown = 1;
+	free(closed.name);
 }
 
 struct stage_collect {

@@ -138,3 +138,24 @@ def test_stage_is_owner_or_root_only(env, tmp_path):
             other.close()
         assert c.show(jid)["stages"] == []
         c.cancel(jid)
+
+
+def test_a_stage_open_across_a_daemon_restart_goes_on(env, tmp_path):
+    sl = bin_path("stageloadctl")
+    mark, go = tmp_path / "in-encode", tmp_path / "go"
+    r = ctl("submit", "--", "sh", "-c",
+            "%s stage load; %s stage encode; touch %s; while [ ! -e %s ]; do sleep 0.05; done"
+            % (sl, sl, mark, go), cwd=str(tmp_path))
+    jid = int(r.stdout.strip())
+    sltest.poll(mark.exists, what="the job in encode")
+    env.stop()
+    env.start()
+    with stageload.Client() as c:
+        st = c.show(jid)["stages"]
+        assert [s["name"] for s in st] == ["load", "encode"] and st[1]["ended_at_ms"] is None
+        go.write_text("")
+        job = c.wait(jid, timeout=15)
+        assert job["state"] == "exited"
+        st = c.show(jid)["stages"]
+    assert [s["name"] for s in st] == ["load", "encode"]
+    assert st[1]["ended_at_ms"] >= st[1]["started_at_ms"] > 0
