@@ -106,6 +106,25 @@ def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
     return pid, w
 
 
+def _foreground_tty() -> bool:
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _give_tty(pgrp: int) -> None:
+    # SIGTTOU would stop us for changing the terminal's group from the
+    # background (which we are once the command's group has it).
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(0, pgrp)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTTOU, old)
+
+
 def _status_of(wstatus: int) -> "tuple[int, Optional[int], Optional[int]]":
     """(shell status, exit code, signal)."""
     if os.WIFSIGNALED(wstatus):
@@ -169,6 +188,8 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
     except ConnectionLost as e:
         _err(e.message)
         return EXIT_UNAVAILABLE
+    except _Interrupted as i:  # before the job was registered
+        return 128 + i.sig
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -189,6 +210,11 @@ def _run_once(c: Client, job_id: int, command: List[str],
 
     for s in FORWARDED:
         signal.signal(s, forward)
+    # In the foreground of a terminal, the command's group gets it (Ctrl-C
+    # and reading input work as in a shell), and we take it back after.
+    tty = _foreground_tty()
+    if tty:
+        _give_tty(pid)
     try:
         c.job_pid(job_id, pid)
         os.write(gate, b"g")
@@ -196,9 +222,25 @@ def _run_once(c: Client, job_id: int, command: List[str],
         _err("job %d: %s" % (job_id, e.message))
         os.close(gate)
         os.waitpid(pid, 0)
+        if tty:
+            _give_tty(os.getpgrp())
         return EXIT_JOB_CANNOTRUN
     os.close(gate)
-    _, wstatus = os.waitpid(pid, 0)
+    while True:
+        _, wstatus = os.waitpid(pid, os.WUNTRACED if tty else 0)
+        if not os.WIFSTOPPED(wstatus):
+            break
+        # Ctrl-Z stopped the command: stop with it, as one shell job;
+        # once continued (fg), the terminal and the command go on.
+        _give_tty(os.getpgrp())
+        os.kill(os.getpid(), signal.SIGSTOP)
+        _give_tty(pid)
+        try:
+            os.killpg(pid, signal.SIGCONT)
+        except OSError:
+            pass
+    if tty:
+        _give_tty(os.getpgrp())
     status, code, sig = _status_of(wstatus)
     try:
         job = c.job_exit(job_id, exit_code=code, signal=sig)

@@ -365,3 +365,45 @@ def test_daemon_restart_during_the_block(env, tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def test_console_guard_on_a_terminal(env):
+    """As stageloadctl guard on a terminal: the queue line is redrawn in
+    place, the command owns the terminal (reads it, gets Ctrl-C)."""
+    from ptyjob import PtyJob
+    set_free(env, 25)
+    t = PtyJob([venv_bin("stageload"), "guard", "--wait-free", "40", "--", "sh", "-c",
+                'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; '
+                'while :; do sleep 0.05; done'])
+    try:
+        t.read_until(b"\r\x1b[Kqueued: position 1 of 1, free 25% < 40%")
+        sltest.write_meminfo(env.proc_root)
+        t.read_until(b"ready")
+        t.type(b"hi\n")
+        t.read_until(b"read-hi")
+        t.type(b"\x03")
+        t.read_until(b"got-int")
+        assert t.report() == "exit 5"
+        t.wait()
+    finally:
+        t.kill()
+
+
+def test_console_guard_ctrl_z_stops_both(env):
+    from ptyjob import PtyJob
+    t = PtyJob([venv_bin("stageload"), "guard", "--", "sh", "-c",
+                'trap "echo got-int; exit 5" INT; echo ready; read line; echo "read-$line"; '
+                'while :; do sleep 0.05; done'])
+    try:
+        t.read_until(b"ready")
+        t.type(b"\x1a")  # Ctrl-Z at the terminal
+        assert t.report() == "stopped"
+        t.fg()
+        t.type(b"hi\n")  # the command has the terminal again
+        t.read_until(b"read-hi")
+        t.type(b"\x03")
+        t.read_until(b"got-int")
+        assert t.report() == "exit 5"
+        t.wait()
+    finally:
+        t.kill()
