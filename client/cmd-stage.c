@@ -5,7 +5,6 @@
  * ended is warned about and is not an error: a pipeline that outlived its
  * job has nothing left to label.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,39 +14,44 @@
 
 #include "cli.h"
 
-int
-cmd_stage(struct cli *cli, int argc, char **argv)
+static int cmd_stage(struct cli *, struct cli_args *);
+
+static const struct cli_option stage_options[] = {
+    {"job", 0, CLI_ID, "ID", 0, 0,
+     "the job (default: $STAGELOAD_JOB_ID, which every job has)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_stage_entry = {
+    .name = "stage",
+    .summary = "inside a job: say it entered stage NAME (for show and kills)",
+    .operands = "NAME",
+    .min_operands = 1,
+    .max_operands = 1,
+    .options = stage_options,
+    .no_json = "it prints nothing",
+    .exec = cmd_stage,
+};
+
+static int
+cmd_stage(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"job", required_argument, NULL, 'J'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	const char *idtext = getenv("STAGELOAD_JOB_ID");
 	int64_t id;
-	int ch, code;
+	int code;
 
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		if (ch == 'h')
-			return cli_help("stage");
-		if (ch != 'J')
-			return cli_usage("stage");
-		idtext = optarg;
-	}
-	if (optind != argc - 1)
-		return cli_usage("stage");
-	if (idtext == NULL || idtext[0] == '\0') {
-		cli_error("stage: not inside a job (STAGELOAD_JOB_ID is not "
-		          "set) and no --job given");
-		return EXIT_USAGE;
-	}
-	if (cli_parse_id(idtext, &id) != 0) {
-		cli_error("stage: bad job id '%s'", idtext);
-		return EXIT_USAGE;
-	}
+	if (cli_has(args, "job"))
+		id = cli_number(args, "job", 0);
+	else if (idtext == NULL || idtext[0] == '\0')
+		return cli_usage_error(cli,
+		                       "not inside a job (STAGELOAD_JOB_ID "
+		                       "is not set) and no --job given");
+	else if (cli_parse_id(idtext, &id) != 0)
+		return cli_usage_error(
+		    cli, "bad job id '%s' in STAGELOAD_JOB_ID", idtext);
 	if ((code = cli_connect(cli)) != 0)
 		return code;
-	if (sl_stage(cli->client, id, argv[optind]) < 0) {
+	if (sl_stage(cli->client, id, args->argv[0]) < 0) {
 		code = sl_errcode(cli->client);
 		if (code == SL_E_STATE) {
 			cli_error("warning: job %" PRId64 ": %s; stage not "

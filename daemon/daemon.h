@@ -60,6 +60,8 @@ struct config {
 
 	int verbose;
 	int foreground;
+	/* hold off idle sleep while a job holds memory (platform.h), 1 */
+	int keep_awake;
 
 	int system;              /* root daemon: world-connectable socket */
 	char config_path[1024];  /* --config FILE, "" when none */
@@ -90,6 +92,7 @@ struct sampler;
 struct jobs;
 struct notify;
 struct tick;
+struct answers;
 
 struct daemon {
 	uv_loop_t *loop;
@@ -100,7 +103,8 @@ struct daemon {
 	struct tick *tick;
 	struct jobs *jobs;
 	struct notify *notify;
-	struct sys_sample last; /* latest system sample */
+	struct answers *answers; /* large answers being written (answers.c) */
+	struct sys_sample last;  /* latest system sample */
 	int have_last;
 	int64_t started_ms;
 	int stopping;

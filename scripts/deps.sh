@@ -38,6 +38,8 @@ if [ "$want_tests" -eq 1 ]; then
 	# own package on Debian 12, not util-linux), e2fsprogs (mkfs.ext4,
 	# e2fsck for the read-only file system test).
 	pkgs+=(mount e2fsprogs)
+	# zsh and groff: the generated completions and man page (cli_entries).
+	pkgs+=(zsh groff-base)
 	command -v python3 >/dev/null || pkgs+=(python3)
 	# The Python package's tests (tests/python/): a venv with Debian's
 	# setuptools (offline install) and pytest.
