@@ -40,6 +40,10 @@ cmd_stage(struct cli *cli, struct cli_args *args)
 	int64_t id;
 	int code;
 
+	/* Connected first, as every command: no daemon is said before
+	 * anything else. */
+	if ((code = cli_connect(cli)) != 0)
+		return code;
 	if (cli_has(args, "job"))
 		id = cli_number(args, "job", 0);
 	else if (idtext == NULL || idtext[0] == '\0')
@@ -49,8 +53,6 @@ cmd_stage(struct cli *cli, struct cli_args *args)
 	else if (cli_parse_id(idtext, &id) != 0)
 		return cli_usage_error(
 		    cli, "bad job id '%s' in STAGELOAD_JOB_ID", idtext);
-	if ((code = cli_connect(cli)) != 0)
-		return code;
 	if (sl_stage(cli->client, id, args->argv[0]) < 0) {
 		code = sl_errcode(cli->client);
 		if (code == SL_E_STATE) {
