@@ -145,6 +145,10 @@ char *cli_synopsis(const struct cli_entry *e, size_t indent, size_t width);
  * "--since T". */
 const char *cli_option_label(const struct cli_option *o, char *buf, size_t len);
 
+/* cmd-stage.c: the stages of a show answer (JSON text) as a table;
+ * nothing when the job reported none. */
+void cli_print_stages(const char *show_json, int64_t now, FILE *f);
+
 /* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
  * f; -EINVAL for another kind. */
 int cli_generate(FILE *f, const char *kind);

@@ -446,6 +446,31 @@ client_list_free(enum client_list k, void *items, size_t n)
 	free(items);
 }
 
+/* Job history: each bucket's stage, kept beside the buckets (struct
+ * sl_bucket keeps its size); the array stays NULL while no bucket has one,
+ * and out of memory loses the labels only. */
+static void
+decode_stages(const cJSON *r, struct sl_history *h)
+{
+	const cJSON *array = client_array(r, "buckets"), *b, *stage;
+	size_t i = 0;
+
+	cJSON_ArrayForEach(b, array)
+	{
+		if (i >= h->nbuckets)
+			break;
+		stage = cJSON_GetObjectItemCaseSensitive(b, "stage");
+		if (cJSON_IsString(stage)) {
+			if (h->stages == NULL &&
+			    (h->stages = calloc(h->nbuckets + 1,
+			                        sizeof *h->stages)) == NULL)
+				return;
+			h->stages[i] = strdup(stage->valuestring);
+		}
+		i++;
+	}
+}
+
 int
 client_decode_history(const cJSON *r, int64_t since_ms, int64_t until_ms,
                       struct sl_history **out)
@@ -466,6 +491,7 @@ client_decode_history(const cJSON *r, int64_t since_ms, int64_t until_ms,
 	h->step_ms = client_i64(r, "step_ms", 0);
 	h->since_ms = client_i64(r, "since_ms", since_ms);
 	h->until_ms = client_i64(r, "until_ms", until_ms);
+	decode_stages(r, h);
 	*out = h;
 	return 0;
 }
@@ -473,8 +499,13 @@ client_decode_history(const cJSON *r, int64_t since_ms, int64_t until_ms,
 void
 sl_history_free(struct sl_history *h)
 {
+	size_t i;
+
 	if (h == NULL)
 		return;
+	for (i = 0; h->stages != NULL && i < h->nbuckets; i++)
+		free(h->stages[i]);
+	free(h->stages);
 	free(h->buckets);
 	free(h);
 }

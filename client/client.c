@@ -476,6 +476,20 @@ sl_job_pid(sl_client *c, int64_t id, int64_t pid)
 }
 
 int
+sl_stage(sl_client *c, int64_t id, const char *name)
+{
+	cJSON *params = id_params(id);
+
+	if (name == NULL) {
+		cJSON_Delete(params);
+		return -EINVAL;
+	}
+	if (params != NULL)
+		cJSON_AddStringToObject(params, "name", name);
+	return job_call(c, "stage", params, c->timeout_ms, NULL);
+}
+
+int
 sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
             struct sl_job *out)
 {

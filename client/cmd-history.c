@@ -42,15 +42,15 @@ print_table(const struct sl_history *h)
 	static const int sys_right[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
 	static const char *const job_head[] = {"TIME", "N",   "FOOTPRINT MIN",
 	                                       "AVG",  "MAX", "SWAP MIN",
-	                                       "AVG",  "MAX"};
-	static const int job_right[] = {0, 1, 1, 1, 1, 1, 1, 1};
+	                                       "AVG",  "MAX", "STAGE"};
+	static const int job_right[] = {0, 1, 1, 1, 1, 1, 1, 1, 0};
 	struct cli_table t;
-	char c[11][32];
+	char c[11][32], stage[1100];
 	const char *cells[11];
 	size_t i, k;
 
 	if (h->job_id > 0)
-		cli_table_init(&t, 8, job_head, job_right);
+		cli_table_init(&t, 9, job_head, job_right);
 	else
 		cli_table_init(&t, 11, sys_head, sys_right);
 	for (k = 0; k < 11; k++)
@@ -67,6 +67,10 @@ print_table(const struct sl_history *h)
 			cli_size((uint64_t)b->swap_bytes.min, c[5], 32);
 			cli_size((uint64_t)b->swap_bytes.avg, c[6], 32);
 			cli_size((uint64_t)b->swap_bytes.max, c[7], 32);
+			cells[8] = h->stages != NULL && h->stages[i] != NULL
+			               ? cli_safe(h->stages[i], 40, stage,
+			                          sizeof stage)
+			               : "";
 		} else {
 			snprintf(c[2], 32, "%.1f", b->free_pct.min);
 			snprintf(c[3], 32, "%.1f", b->free_pct.avg);
@@ -81,9 +85,36 @@ print_table(const struct sl_history *h)
 		cli_table_add(&t, cells);
 	}
 	cli_table_print(&t, stdout);
+	cells[8] = c[8];
 	cli_table_free(&t);
 	if (h->nbuckets == 0)
 		printf("(no samples in this span)\n");
+}
+
+/* A stage name as a CSV field: quoted when it holds a comma, a quote or a
+ * line break (RFC 4180), escaped as text from users is. */
+static void
+csv_stage(const char *name)
+{
+	char safe[1100];
+	const char *p;
+
+	if (name == NULL) {
+		putchar('\n');
+		return;
+	}
+	cli_safe(name, 0, safe, sizeof safe);
+	if (strpbrk(safe, ",\"\r\n") == NULL) {
+		printf("%s\n", safe);
+		return;
+	}
+	putchar('"');
+	for (p = safe; *p != '\0'; p++) {
+		if (*p == '"')
+			putchar('"');
+		putchar(*p);
+	}
+	fputs("\"\n", stdout);
 }
 
 static void
@@ -94,7 +125,7 @@ print_csv(const struct sl_history *h)
 	if (h->job_id > 0)
 		printf("ts_ms,n,footprint_min_bytes,footprint_avg_bytes,"
 		       "footprint_max_bytes,swap_min_bytes,swap_avg_bytes,"
-		       "swap_max_bytes\n");
+		       "swap_max_bytes,stage\n");
 	else
 		printf("ts_ms,n,free_pct_min,free_pct_avg,free_pct_max,"
 		       "swap_used_min_bytes,swap_used_avg_bytes,"
@@ -103,14 +134,15 @@ print_csv(const struct sl_history *h)
 		       "gap\n");
 	for (i = 0; i < h->nbuckets; i++) {
 		const struct sl_bucket *b = &h->buckets[i];
-		if (h->job_id > 0)
+		if (h->job_id > 0) {
 			printf("%" PRId64 ",%" PRId64 ",%.0f,%.0f,%.0f,%.0f,"
-			       "%.0f,%.0f\n",
+			       "%.0f,%.0f,",
 			       b->ts_ms, b->n, b->footprint_bytes.min,
 			       b->footprint_bytes.avg, b->footprint_bytes.max,
 			       b->swap_bytes.min, b->swap_bytes.avg,
 			       b->swap_bytes.max);
-		else
+			csv_stage(h->stages != NULL ? h->stages[i] : NULL);
+		} else
 			printf("%" PRId64 ",%" PRId64 ",%.2f,%.2f,%.2f,%.0f,"
 			       "%.0f,%.0f,%.0f,%.0f,%.0f,%s,%d\n",
 			       b->ts_ms, b->n, b->free_pct.min, b->free_pct.avg,

@@ -298,6 +298,19 @@ cmd_status(struct cli *cli, struct cli_args *args)
 
 /* ---- show ---- */ /* ---- show ---- */
 
+/* The job's stages come with the show answer as JSON, which sl_job does
+ * not carry. */
+static void
+show_stages(struct cli *cli, int64_t id)
+{
+	char params[64], *out = NULL;
+
+	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
+	if (sl_call(cli->client, "show", params, &out) == 0)
+		cli_print_stages(out, cli_now_ms(), stdout);
+	sl_free(out);
+}
+
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
@@ -323,6 +336,7 @@ cmd_show(struct cli *cli, struct cli_args *args)
 	if (text != NULL)
 		fputs(text, stdout);
 	free(text);
+	show_stages(cli, id);
 	if (env && j.env != NULL) {
 		printf("Environment:\n");
 		for (i = 0; j.env[i] != NULL; i++) {

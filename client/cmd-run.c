@@ -461,7 +461,7 @@ start_command(struct run *r)
 		static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,
 		                           SIGCHLD, SIGTTOU, SIGPIPE};
 		size_t i;
-		char go = 0;
+		char go = 0, idvar[32];
 		ssize_t n;
 		int e;
 
@@ -476,6 +476,9 @@ start_command(struct run *r)
 		if (n != 1 || go != 'g')
 			_exit(EXIT_JOB_NOTRUN);
 		close(gate[0]);
+		/* As a detached job has it: `stageloadctl stage` finds it. */
+		snprintf(idvar, sizeof idvar, "%" PRId64, r->id);
+		setenv("STAGELOAD_JOB_ID", idvar, 1);
 		execvp(r->argv[0], r->argv);
 		e = errno;
 		fprintf(stderr, "stageloadctl: cannot run %s: %s\n", r->argv[0],

@@ -196,6 +196,9 @@ struct sl_history {
 	int64_t until_ms;
 	size_t nbuckets;
 	struct sl_bucket *buckets;
+	/* job history: the stage of each bucket (docs/jobs.md, "Stages"),
+	 * NULL where it had none; the array is NULL when no bucket has one */
+	char **stages;
 };
 
 /* until_ms and step_ms 0 mean the daemon's defaults; job_id 0 asks for
@@ -391,6 +394,9 @@ int sl_resume(sl_client *c, int64_t id, struct sl_job *out);
 int sl_job_pid(sl_client *c, int64_t id, int64_t pid);
 int sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
                 struct sl_job *out);
+/* A running job (detached or attached; its owner or root) entered the
+ * stage name (1-256 bytes). -32005 (SL_E_STATE) once the job has ended. */
+int sl_stage(sl_client *c, int64_t id, const char *name);
 
 /*
  * Stream a job's log from offset: cb gets every chunk as it arrives

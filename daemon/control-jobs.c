@@ -650,6 +650,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return 0;
 }
 
+static void add_stages(struct daemon *d, int64_t id, cJSON *job);
+
 int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
              const cJSON *params, cJSON **result, char *cause, size_t causelen)
@@ -661,7 +663,70 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = proto_param_bool(params, "env", 0, &env, cause, causelen)) <
 	        0)
 		return rc;
-	return answer_job(d, p, id, env, result, cause, causelen);
+	if ((rc = answer_job(d, p, id, env, result, cause, causelen)) != 0)
+		return rc;
+	add_stages(d, id, *result);
+	return 0;
+}
+
+/* The job's stages (public, as its name is): null when the database could
+ * not be read. */
+static void
+add_stages(struct daemon *d, int64_t id, cJSON *job)
+{
+	struct jobs_stage_row *rows;
+	cJSON *a, *o;
+	size_t i, n;
+
+	if (job == NULL)
+		return;
+	if (jobs_stages(d, id, &rows, &n) != 0) {
+		cJSON_AddNullToObject(job, "stages");
+		return;
+	}
+	a = cJSON_AddArrayToObject(job, "stages");
+	for (i = 0; a != NULL && i < n; i++) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", rows[i].name);
+		proto_add_int(o, "started_at_ms", rows[i].started_ms);
+		if (rows[i].ended_ms > 0)
+			proto_add_int(o, "ended_at_ms", rows[i].ended_ms);
+		else
+			cJSON_AddNullToObject(o, "ended_at_ms");
+		proto_add_int(o, "footprint_peak_bytes",
+		              (int64_t)rows[i].footprint_peak_bytes);
+		proto_add_int(o, "swap_growth_bytes",
+		              (int64_t)rows[i].swap_growth_bytes);
+		cJSON_AddItemToArray(a, o);
+	}
+	jobs_stages_free(rows, n);
+}
+
+int
+control_stage(struct daemon *d, const struct peer *p, const cJSON *req_id,
+              const cJSON *params, cJSON **result, char *cause, size_t causelen)
+{
+	struct jobs_view v;
+	const char *name;
+	int64_t id;
+	int rc;
+
+	if ((rc = param_id(params, &id, cause, causelen)) != 0 ||
+	    (rc = proto_param_string(params, "name", 1, JOBS_MAX_NAME, &name,
+	                             cause, causelen)) != 0)
+		return rc;
+	if (name[0] == '\0') {
+		snprintf(cause, causelen,
+		         "name: a stage name may not be empty");
+		return PROTO_E_PARAMS;
+	}
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	jobs_view_free(&v);
+	if ((rc = jobs_stage(d, id, name, cause, causelen)) != 0)
+		return rc;
+	*result = cJSON_CreateObject();
+	return 0;
 }
 
 int
@@ -885,16 +950,32 @@ mma_json(double mn, double avg, double mx)
 	return o;
 }
 
+/* The stage of a bucket [t0, t1): the last one that began before its end
+ * and had not ended before its start (PROTOCOL.md, history). */
+static const char *
+bucket_stage(const struct jobs_stage_row *st, size_t n, int64_t t0, int64_t t1)
+{
+	const char *name = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (st[i].started_ms < t1 &&
+		    (st[i].ended_ms == 0 || st[i].ended_ms > t0))
+			name = st[i].name;
+	return name;
+}
+
 int
 control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
                     const cJSON *params, cJSON **result, char *cause,
                     size_t causelen)
 {
 	struct job_bucket *b = NULL;
+	struct jobs_stage_row *st;
 	struct jobs_view v;
 	int64_t id, since = 0, until = INT64_MAX, step = -1, lo, hi;
 	const struct job *j;
-	size_t n = 0, i;
+	size_t n = 0, i, nst;
 	char scause[256];
 	cJSON *arr;
 	int rc;
@@ -934,9 +1015,15 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         scause);
 		return rc == -E2BIG ? PROTO_E_LIMIT : PROTO_E_STORAGE;
 	}
+	if (jobs_stages(d, id, &st, &nst) != 0) {
+		st = NULL;
+		nst = 0;
+	}
 	arr = cJSON_CreateArray();
 	for (i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
+		const char *stage = bucket_stage(
+		    st, nst, b[i].ts_ms, b[i].ts_ms + (step > 0 ? step : 1));
 
 		proto_add_int(o, "ts_ms", b[i].ts_ms);
 		proto_add_int(o, "n", b[i].n);
@@ -947,8 +1034,13 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		cJSON_AddItemToObject(
 		    o, "swap_bytes",
 		    mma_json(b[i].swap_min, b[i].swap_avg, b[i].swap_max));
+		if (stage != NULL)
+			cJSON_AddStringToObject(o, "stage", stage);
+		else
+			cJSON_AddNullToObject(o, "stage");
 		cJSON_AddItemToArray(arr, o);
 	}
+	jobs_stages_free(st, nst);
 	free(b);
 	*result = cJSON_CreateObject();
 	proto_add_int(*result, "job_id", id);
@@ -982,12 +1074,14 @@ control_job_pid(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	struct proc_info pi, leader;
 	struct jobs_view v;
 	int64_t id, pid;
-	int rc, attached;
+	int rc, attached, tree = 0;
 	enum job_state state;
 
 	if ((rc = param_id(params, &id, cause, causelen)) != 0 ||
 	    (rc = proto_param_int(params, "pid", 1, 2, INT32_MAX, &pid, cause,
-	                          causelen)) != 0)
+	                          causelen)) != 0 ||
+	    (rc = proto_param_bool(params, "tree", 0, &tree, cause, causelen)) <
+	        0)
 		return rc;
 	if ((rc = job_live(d, id, &v, cause, causelen)) != 0)
 		return rc;
@@ -1012,8 +1106,10 @@ control_job_pid(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	/* The job's whole process group is signalled, as root: a process of
 	 * the caller's inside another user's group (a root service's worker
-	 * running as this user) must not hand the caller that group. */
-	if (p->uid != 0 && pi.pgid != (pid_t)pid &&
+	 * running as this user) must not hand the caller that group. With
+	 * tree no group is followed or signalled: the pid and its
+	 * descendants only. */
+	if (!tree && p->uid != 0 && pi.pgid != (pid_t)pid &&
 	    (platform_proc_info(pi.pgid, &leader) != 0 ||
 	     leader.uid != p->uid)) {
 		snprintf(cause, causelen,
@@ -1028,8 +1124,8 @@ control_job_pid(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         id, job_state_name(state));
 		return PROTO_E_STATE;
 	}
-	if ((rc = jobs_attach(d, id, p->client_id, (pid_t)pid, pi.pgid,
-	                      pi.start_time)) != 0) {
+	if ((rc = jobs_attach(d, id, p->client_id, (pid_t)pid,
+	                      tree ? 0 : pi.pgid, pi.start_time)) != 0) {
 		snprintf(cause, causelen, "job %" PRId64 " has ended", id);
 		return rc;
 	}

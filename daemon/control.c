@@ -71,8 +71,12 @@ static const struct control_param submit_params[] = {
     PARAMS_END};
 static const struct control_param id_params[] = {{"id", PROTO_T_INT, 1},
                                                  PARAMS_END};
-static const struct control_param job_pid_params[] = {
-    {"id", PROTO_T_INT, 1}, {"pid", PROTO_T_INT, 1}, PARAMS_END};
+static const struct control_param job_pid_params[] = {{"id", PROTO_T_INT, 1},
+                                                      {"pid", PROTO_T_INT, 1},
+                                                      {"tree", PROTO_T_BOOL, 0},
+                                                      PARAMS_END};
+static const struct control_param stage_params[] = {
+    {"id", PROTO_T_INT, 1}, {"name", PROTO_T_STRING, 1}, PARAMS_END};
 static const struct control_param job_exit_params[] = {
     {"id", PROTO_T_INT, 1},
     {"exit_code", PROTO_T_INT, 0}, /* exactly one of these two */
@@ -112,6 +116,7 @@ static const struct control_method methods[] = {
     {"wait", control_wait, AUTH_ANYONE, id_params},
     {"logs", control_logs, AUTH_OWNER, logs_params},
     {"events", control_events, AUTH_ANYONE, events_params},
+    {"stage", control_stage, AUTH_OWNER, stage_params},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 

@@ -82,6 +82,8 @@ int control_resume(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
 int control_status(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
+int control_stage(struct daemon *, const struct peer *, const cJSON *,
+                  const cJSON *, cJSON **, char *, size_t);
 int control_show(struct daemon *, const struct peer *, const cJSON *,
                  const cJSON *, cJSON **, char *, size_t);
 int control_cancel(struct daemon *, const struct peer *, const cJSON *,

@@ -42,6 +42,8 @@ adopt_one(void *arg, struct job *j)
 		return 0;
 	}
 	c->n++;
+	if (j->state == JOB_RUNNING || j->state == JOB_ADMITTED)
+		jobs_stage_restore(d, r);
 	/* A kill that was under way before the restart carries on. */
 	if (j->end_reason != NULL && !JOB_STATE_ENDED(j->state)) {
 		if (strcmp(j->end_reason, "swap_budget") == 0) {

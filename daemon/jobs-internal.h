@@ -11,6 +11,7 @@
  *   jobs-adopt.c    start-up: loading unended jobs, re-adoption
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
+ *   jobs-stage.c    the stages a running job reports, and their numbers
  *
  * The rules (state machine, admission, breach) are in docs/jobs.md.
  */
@@ -71,6 +72,8 @@ struct jrec {
 	enum admit_wait note_wait;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
+
+	struct jobs_stage *stage; /* jobs-stage.c; NULL before the first */
 };
 
 struct pending_event; /* jobs.c */
@@ -134,6 +137,18 @@ char *jobs_fmt_detail(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 /* HH:MM:SS local time; the number of ms when that fails (len >= 21). */
 void jobs_clock_hms(int64_t ms, char *buf, size_t len);
+
+/* ---- jobs-stage.c ---- */
+
+/* Commit the open stage, if any, as a stage_end event ending at ended_ms. */
+void jobs_stage_close(struct daemon *d, struct jrec *r, int64_t ended_ms);
+/* Each sample of a running job: the open stage's peaks. */
+void jobs_stage_sample(struct jrec *r, const struct sys_sample *s);
+/* The open stage's name, or NULL. */
+const char *jobs_stage_current(const struct jrec *r);
+void jobs_stage_free(struct jrec *r);
+/* Start-up: a re-adopted job's stage that had not ended goes on. */
+void jobs_stage_restore(struct daemon *d, struct jrec *r);
 
 /* ---- jobs-kill.c ---- */
 

@@ -362,6 +362,7 @@ jrec_end(struct daemon *d, struct jrec *r, enum job_state s, const char *reason,
 	/* Set already when the job ended while no daemon watched it. */
 	if (j->ended_ms <= 0)
 		j->ended_ms = now_ms();
+	jobs_stage_close(d, r, j->ended_ms);
 	free(j->end_reason);
 	j->end_reason = xstrdup(reason);
 	free(j->end_detail);
@@ -449,6 +450,7 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 		proctree_free(r->tree);
 		r->tree = NULL;
 	}
+	jobs_stage_close(d, r, now_ms());
 	j->state = JOB_QUEUED;
 	j->attempt++;
 	j->pid = 0;
@@ -495,6 +497,15 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 
 	if (r->breach_kill)
 		jobs_victim_gone(d, r);
+	if (known && j->attached && j->pgid == 0 && r->tree != NULL) {
+		/* Followed as a tree (job_pid with tree): its root is the
+		 * client's own process, which said it is done and goes on,
+		 * so nothing of it is followed or signalled any more, not
+		 * even by a kill already under way or a requeue. */
+		jobs_kill_stop_timer(r);
+		proctree_free(r->tree);
+		r->tree = NULL;
+	}
 	j->exit_code = known ? exit_code : 0;
 	j->term_signal = known ? term_signal : 0;
 	if (r->requeue && jrec_may_retry(r)) {
@@ -761,6 +772,7 @@ jrec_free(struct daemon *d, struct jrec *r)
 	jobs_kill_stop_timer(r);
 	proctree_free(r->tree);
 	free(r->term_detail);
+	jobs_stage_free(r);
 	job_free(r->j);
 	free(r);
 }
@@ -826,6 +838,7 @@ jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 		r->nfp--;
 	}
 	r->fp[r->nfp++] = fp;
+	jobs_stage_sample(r, s);
 	store_add_job_sample(d->store, j->id, s->ts_ms, fp, swap);
 }
 
@@ -834,6 +847,8 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 {
 	const struct job *j = r->j;
 	char at[24], since[64], grew[16], from[16], to[16], budget[16], fp[16];
+	char during[300] = "";
+	const char *stage = jobs_stage_current(r);
 
 	jobs_clock_hms(s->ts_ms, at, sizeof at);
 	if (r->growth_restarted_ms > 0) {
@@ -848,12 +863,14 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 	size_str(s->swap_used_bytes, to, sizeof to);
 	size_str(j->swap_budget_bytes, budget, sizeof budget);
 	size_str(j->footprint_bytes, fp, sizeof fp);
+	if (stage != NULL)
+		snprintf(during, sizeof during, " during %s", stage);
 	return jobs_fmt_detail(
-	    "%s at %s: swap grew %s %s (from %s to %s), "
+	    "%s%s at %s: swap grew %s %s (from %s to %s), "
 	    "over its %s budget; free %.0f%%, footprint %s, "
 	    "pressure %s%s",
-	    requeued ? "breach" : "killed", at, grew, since, from, to, budget,
-	    s->free_pct, fp, pressure_name(s->pressure),
+	    requeued ? "breach" : "killed", during, at, grew, since, from, to,
+	    budget, s->free_pct, fp, pressure_name(s->pressure),
 	    requeued ? "; requeued for another attempt" : "");
 }
 
@@ -865,6 +882,7 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	               jrec_may_retry(r);
 	struct jobs_note n = {.kind = JOBS_NOTE_BREACH, .job = j};
 	cJSON *det;
+	char *note_detail;
 	char *para = breach_paragraph(r, s, requeued);
 	/* What the record says if the retry is abandoned after all (a
 	 * cancel, the client leaving): the final paragraph. */
@@ -887,6 +905,8 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	proto_add_int(det, "sampled_at_ms", s->ts_ms);
 	if (para != NULL)
 		cJSON_AddStringToObject(det, "detail", para);
+	/* The client's copy: jobs_kill_start consumes final. */
+	note_detail = xstrdup(para);
 	/* The signal before any write: enforcement never waits on storage. */
 	jobs_kill_start(d, r, "swap_budget", final);
 	if (para != final)
@@ -896,8 +916,10 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 		n.client_id = r->client_id;
 		n.growth_bytes = r->growth_bytes;
 		n.requeued = requeued;
+		n.detail = note_detail;
 		jobs_note(d, &n);
 	}
+	free(note_detail);
 	if (r->tree == NULL && j->attached) {
 		/* Admitted but its client never reported a pid: nothing to
 		 * signal, nothing started. */

@@ -41,6 +41,7 @@ struct jobs_note {
 	enum admit_wait wait;            /* QUEUE */
 	uint64_t growth_bytes;           /* BREACH */
 	int requeued;                    /* BREACH */
+	const char *detail;              /* BREACH: the paragraph, or NULL */
 };
 
 typedef void (*jobs_note_cb)(struct daemon *d, const struct jobs_note *n);
@@ -119,6 +120,24 @@ int jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
 /* job_exit: exactly one of code >= 0, sig > 0. */
 int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
               size_t causelen);
+/* stage: a running job entered the stage name (docs/jobs.md, "Stages");
+ * -32005 when it is not running, -32004 past JOBS_MAX_STAGES, -32006 while
+ * storage fails. */
+#define JOBS_MAX_STAGES 100
+int jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
+               size_t causelen);
+/* One stage of a job: ended_ms 0 while it is the open one. */
+struct jobs_stage_row {
+	char *name;
+	int64_t started_ms, ended_ms;
+	uint64_t footprint_peak_bytes, swap_growth_bytes;
+};
+/* The job's stages, oldest first: those recorded, then the open one. *out
+ * is freed with jobs_stages_free; a negative value when the store or
+ * memory failed. */
+int jobs_stages(struct daemon *d, int64_t id, struct jobs_stage_row **out,
+                size_t *n);
+void jobs_stages_free(struct jobs_stage_row *rows, size_t n);
 /* resume: the attached client is back after a restart. */
 void jobs_resume(struct daemon *d, int64_t id, uint64_t client_id);
 /* A connection closed: its attached jobs are given up or left running. */

@@ -400,6 +400,8 @@ notify_job(struct daemon *d, const struct jobs_note *n)
 		proto_add_int(o, "swap_budget_bytes",
 		              (int64_t)n->job->swap_budget_bytes);
 		cJSON_AddBoolToObject(o, "requeued", n->requeued);
+		if (n->detail != NULL)
+			cJSON_AddStringToObject(o, "detail", n->detail);
 		server_notify(d, n->client_id, "breach", o);
 		return;
 	}

@@ -545,6 +545,41 @@ store_events(struct store *s, int64_t after_id, int64_t limit,
 }
 
 int
+store_job_events(struct store *s, int64_t job_id, const char *kind,
+                 int64_t limit,
+                 int (*cb)(void *arg, const struct store_event *e), void *arg)
+{
+	struct store_event e;
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->db,
+	                        "SELECT id, ts_ms, job_id, uid, kind, detail"
+	                        " FROM events WHERE job_id = ?1 AND kind = ?2"
+	                        " ORDER BY id LIMIT ?3",
+	                        -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_int64(st, 1, job_id);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		e.id = sqlite3_column_int64(st, 0);
+		e.ts_ms = sqlite3_column_int64(st, 1);
+		e.job_id = sqlite3_column_int64(st, 2);
+		e.uid = (uid_t)sqlite3_column_int64(st, 3);
+		e.kind = (const char *)sqlite3_column_text(st, 4);
+		e.detail = (const char *)sqlite3_column_text(st, 5);
+		if ((rc = cb(arg, &e)) != 0) {
+			sqlite3_finalize(st);
+			return rc;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int
 store_jobs_expiring(struct store *s, int64_t now_ms,
                     const struct store_retention *r,
                     void (*cb)(void *arg, int64_t id), void *arg)

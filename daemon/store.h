@@ -176,7 +176,7 @@ int store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
                     char *cause, size_t causelen);
 
 /* Events: submitted, admitted, started, breach, killed, exited, failed,
- * cancelled, lost, requeued, daemon_start, daemon_stop. */
+ * cancelled, lost, requeued, stage, stage_end, daemon_start, daemon_stop. */
 struct store_event {
 	int64_t id;
 	int64_t ts_ms;
@@ -193,6 +193,13 @@ int store_event_add(struct store *s, struct store_event *e, char *cause,
  * stops the walk and is returned. */
 int store_events(struct store *s, int64_t after_id, int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg);
+
+/* One job's events of one kind, oldest first, at most limit. As
+ * store_events otherwise. */
+int store_job_events(struct store *s, int64_t job_id, const char *kind,
+                     int64_t limit,
+                     int (*cb)(void *arg, const struct store_event *e),
+                     void *arg);
 
 /* Size of the database file(s) in bytes, for info and benchmarks. */
 int64_t store_size_bytes(struct store *s);

@@ -41,6 +41,9 @@ if [ "$want_tests" -eq 1 ]; then
 	# zsh and groff: the generated completions and man page (cli_entries).
 	pkgs+=(zsh groff-base)
 	command -v python3 >/dev/null || pkgs+=(python3)
+	# The Python package's tests (tests/python/): a venv with Debian's
+	# setuptools (offline install) and pytest.
+	pkgs+=(python3-venv python3-setuptools python3-pytest)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
 missing=()

@@ -503,6 +503,9 @@ def main():
         check(final["state"] == "exited", "wait: the job exited: %r" % (final,))
         check_logs_offset(d, c, jid, len(b"hello\nworld\n"), doc["errors"])
         shown = c.call("show", {"id": jid, "env": True})
+        # show adds the job's stages (PROTOCOL.md, show) to the Job
+        check("stages" in methods["show"] and isinstance(shown.pop("stages", None), list),
+              "show: a documented stages list")
         check_job(doc, "show with env", shown, with_env=True)
         check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
         st = c.call("status", {"all": True, "limit": 5})

@@ -1,0 +1,32 @@
+"""stageload from inside a Python process: a client of stageloadd's
+protocol, guard() for the current process, MemoryMeter traces and stage
+reports. Standard library only. docs/python.md is the manual."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .client import (Client, ConnectionLost, DaemonNotRunning, LimitReached, NoSuchJob,
+                     NoSuchProcess, PermissionDenied, StageloadError, WrongState,
+                     socket_path)
+from .guard import JobNotRun, JobTerminated, SwapBudgetExceeded, guard, stage
+from .units import format_size, parse_size
+
+__version__ = "0.1.0"
+
+__all__ = ["Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun", "JobTerminated",
+           "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess", "PermissionDenied",
+           "StageloadError", "SwapBudgetExceeded", "WrongState", "format_size", "guard",
+           "parse_size", "socket_path", "stage", "trace"]
+
+
+def __getattr__(name: str) -> Any:
+    # MemoryMeter (ctypes) and trace are loaded when first used, so that
+    # `import stageload` stays cheap.
+    if name == "MemoryMeter":
+        from .meter import MemoryMeter
+        return MemoryMeter
+    if name == "trace":
+        import importlib
+        return importlib.import_module(".trace", __name__)
+    raise AttributeError("module 'stageload' has no attribute %r" % name)

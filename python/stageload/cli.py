@@ -1,0 +1,352 @@
+"""The `stageload` console script.
+
+    stageload guard --wait-free 40 --swap-budget 8G -- python generate.py
+    stageload meter --out trace.jsonl [--interval 0.5] -- CMD [ARGS...]
+    stageload stage NAME
+
+`guard` (alias `run`) means what `stageloadctl guard` means and exits with
+the same codes (docs/cli.md, "Exit codes"): the command's own status, 128+N
+when a signal ended it, 124 when it was killed for its swap budget, 125 when
+it never ran (cancelled or refused), 126/127 when it could not be started,
+69 when no daemon answers, 77 when the daemon said permission denied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from .client import E_PERM, Client, ConnectionLost, DaemonNotRunning, StageloadError
+from .guard import JobNotRun, QueueLine, wait_admitted
+from .units import format_size, parse_size
+
+EXIT_OK = 0
+EXIT_ERR = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 69
+EXIT_NOPERM = 77
+EXIT_JOB_LOST = 123
+EXIT_JOB_BUDGET = 124
+EXIT_JOB_NOTRUN = 125
+EXIT_JOB_CANNOTRUN = 126
+EXIT_JOB_NOTFOUND = 127
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _err(msg: str) -> None:
+    sys.stderr.write("stageload: %s\n" % msg)
+    sys.stderr.flush()
+
+
+class _Interrupted(Exception):
+    def __init__(self, sig: int) -> None:
+        super().__init__(sig)
+        self.sig = sig
+
+
+def _size_arg(v: str) -> int:
+    try:
+        return parse_size(v)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def _pct_arg(v: str) -> float:
+    try:
+        f = float(v.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("bad percentage %r" % v)
+    if not 0 <= f <= 100:
+        raise argparse.ArgumentTypeError("a percentage is 0-100")
+    return f
+
+
+def _split_command(argv: Sequence[str]) -> "tuple[List[str], List[str]]":
+    argv = list(argv)
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
+def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
+    """Fork the command in a process group of its own, held at a gate
+    until the daemon knows its pid (PROTOCOL.md, job_pid); (pid, gate fd)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: exec or _exit, nothing else
+        try:
+            os.close(w)
+            os.setpgid(0, 0)
+            for s in FORWARDED + (signal.SIGCHLD, signal.SIGPIPE, signal.SIGTTOU):
+                signal.signal(s, signal.SIG_DFL)
+            go = os.read(r, 1)
+            if go != b"g":
+                os._exit(EXIT_JOB_NOTRUN)
+            os.close(r)
+            os.environ["STAGELOAD_JOB_ID"] = str(job_id)
+            try:
+                os.execvp(argv[0], argv)
+            except OSError as e:
+                sys.stderr.write("stageload: cannot run %s: %s\n" % (argv[0], e.strerror))
+                sys.stderr.flush()
+                os._exit(EXIT_JOB_NOTFOUND if isinstance(e, FileNotFoundError)
+                         else EXIT_JOB_CANNOTRUN)
+        finally:
+            os._exit(EXIT_JOB_CANNOTRUN)
+    os.close(r)
+    try:
+        os.setpgid(pid, pid)  # both sides: set before job_pid whichever runs first
+    except OSError:
+        pass
+    return pid, w
+
+
+def _foreground_tty() -> bool:
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _give_tty(pgrp: int) -> None:
+    # SIGTTOU would stop us for changing the terminal's group from the
+    # background (which we are once the command's group has it).
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(0, pgrp)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTTOU, old)
+
+
+def _status_of(wstatus: int) -> "tuple[int, Optional[int], Optional[int]]":
+    """(shell status, exit code, signal)."""
+    if os.WIFSIGNALED(wstatus):
+        sig = os.WTERMSIG(wstatus)
+        return 128 + sig, None, sig
+    code = os.WEXITSTATUS(wstatus)
+    return code, code, None
+
+
+def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
+    if not command:
+        _err("guard: no command given (stageload guard [options] -- CMD [ARGS...])")
+        return EXIT_USAGE
+    try:
+        c = Client(args.socket)
+    except DaemonNotRunning as e:
+        _err(e.message)
+        return EXIT_UNAVAILABLE
+    except (StageloadError, OSError) as e:
+        _err(str(e))
+        return EXIT_UNAVAILABLE
+    line = QueueLine(args.quiet)
+    interrupted: List[int] = []
+
+    def on_wait_signal(sig: int, frame: Any) -> None:
+        raise _Interrupted(sig)
+
+    old = {s: signal.signal(s, on_wait_signal) for s in FORWARDED}
+    try:
+        try:
+            sub = c.submit(command, attached=True, name=args.name,
+                           wait_free_pct=args.wait_free, swap_budget=args.swap_budget,
+                           expect=args.expect, priority=args.priority,
+                           exclusive=args.exclusive or None,
+                           retry_on_breach=args.retry_on_breach)
+        except StageloadError as e:
+            _err(e.message)
+            if isinstance(e, ConnectionLost):
+                return EXIT_UNAVAILABLE
+            return EXIT_NOPERM if e.code == E_PERM else EXIT_JOB_NOTRUN
+        job_id = int(sub["id"])
+        while True:
+            for s in FORWARDED:
+                signal.signal(s, on_wait_signal)
+            try:
+                wait_admitted(c, job_id, line)
+            except _Interrupted as i:
+                try:
+                    c.cancel(job_id)
+                except (StageloadError, OSError):
+                    pass
+                return 128 + i.sig
+            except JobNotRun as e:
+                _err(e.message)
+                return EXIT_JOB_NOTRUN
+            rc = _run_once(c, job_id, command, interrupted)
+            if rc is not None:
+                return rc
+            if not args.quiet:
+                _err("job %d requeued; waiting to run it again" % job_id)
+    except ConnectionLost as e:
+        _err(e.message)
+        return EXIT_UNAVAILABLE
+    except _Interrupted as i:  # before the job was registered
+        return 128 + i.sig
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        c.close()
+
+
+def _run_once(c: Client, job_id: int, command: List[str],
+              interrupted: List[int]) -> Optional[int]:
+    """Run the command once; its exit status, or None when the daemon put
+    the job back in the queue (a breach with retries left)."""
+    pid, gate = _start(command, job_id)
+
+    def forward(sig: int, frame: Any) -> None:
+        try:
+            os.killpg(pid, sig)
+        except OSError:
+            pass
+
+    for s in FORWARDED:
+        signal.signal(s, forward)
+    # In the foreground of a terminal, the command's group gets it (Ctrl-C
+    # and reading input work as in a shell), and we take it back after.
+    tty = _foreground_tty()
+    if tty:
+        _give_tty(pid)
+    try:
+        c.job_pid(job_id, pid)
+        os.write(gate, b"g")
+    except StageloadError as e:
+        _err("job %d: %s" % (job_id, e.message))
+        os.close(gate)
+        os.waitpid(pid, 0)
+        if tty:
+            _give_tty(os.getpgrp())
+        return EXIT_JOB_CANNOTRUN
+    os.close(gate)
+    while True:
+        _, wstatus = os.waitpid(pid, os.WUNTRACED if tty else 0)
+        if not os.WIFSTOPPED(wstatus):
+            break
+        # Ctrl-Z stopped the command: stop with it, as one shell job;
+        # once continued (fg), the terminal and the command go on.
+        _give_tty(os.getpgrp())
+        os.kill(os.getpid(), signal.SIGSTOP)
+        _give_tty(pid)
+        try:
+            os.killpg(pid, signal.SIGCONT)
+        except OSError:
+            pass
+    if tty:
+        _give_tty(os.getpgrp())
+    status, code, sig = _status_of(wstatus)
+    try:
+        job = c.job_exit(job_id, exit_code=code, signal=sig)
+    except StageloadError as e:
+        _err("job %d: could not report the end to the daemon: %s" % (job_id, e.message))
+        return status
+    # Answers come in order: a breach sent before the answer is here now.
+    breach: Optional[Dict[str, Any]] = None
+    for n in list(c._notes):
+        p = n.get("params") or {}
+        if n.get("method") == "breach" and p.get("id") == job_id:
+            breach = p
+    c._notes.clear()
+    if job.get("state") == "queued":
+        return None
+    if job.get("state") == "killed" and job.get("end_reason") == "swap_budget":
+        growth = (breach or {}).get("swap_growth_bytes", job.get("swap_growth_peak_bytes", 0))
+        budget = job.get("swap_budget_bytes", 0)
+        _err("job %d killed: swap grew by %s, past its budget of %s"
+             % (job_id, format_size(int(growth or 0)), format_size(int(budget or 0))))
+        return EXIT_JOB_BUDGET
+    return status
+
+
+def cmd_meter(args: argparse.Namespace, command: List[str]) -> int:
+    from .meter import MemoryMeter
+    if not command:
+        _err("meter: no command given (stageload meter --out FILE -- CMD [ARGS...])")
+        return EXIT_USAGE
+    import subprocess
+    try:
+        child = subprocess.Popen(command)
+    except FileNotFoundError:
+        _err("cannot run %s: not found" % command[0])
+        return EXIT_JOB_NOTFOUND
+    except OSError as e:
+        _err("cannot run %s: %s" % (command[0], e.strerror))
+        return EXIT_JOB_CANNOTRUN
+
+    def forward(sig: int, frame: Any) -> None:
+        child.send_signal(sig)
+
+    old = {s: signal.signal(s, forward) for s in FORWARDED}
+    m = MemoryMeter(args.out, interval=args.interval, pid=child.pid, socket=args.socket,
+                    source=args.source)
+    try:
+        m.start()
+        rc = child.wait()
+    finally:
+        m.stop()
+        for s, h in old.items():
+            signal.signal(s, h)
+    return 128 - rc if rc < 0 else rc
+
+
+def cmd_stage(args: argparse.Namespace, rest: List[str]) -> int:
+    from .guard import stage
+    if not os.environ.get("STAGELOAD_JOB_ID"):
+        _err("stage: not inside a job (STAGELOAD_JOB_ID is not set)")
+        return EXIT_USAGE
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        stage(args.name, args.socket)
+    for x in w:
+        _err("warning: %s" % x.message)
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stageload", description=(
+        "stageload from Python: run a command as a guarded job, or meter it."))
+    p.add_argument("--socket", help="the daemon's socket (default: $STAGELOAD_SOCKET, "
+                   "then /var/run/stageload.sock, then the per-user one)")
+    sub = p.add_subparsers(dest="command")
+    g = sub.add_parser("guard", aliases=["run"], help="wait for admission, run CMD, exit "
+                       "with its status (as stageloadctl guard)")
+    g.add_argument("--wait-free", type=_pct_arg, metavar="PCT")
+    g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE")
+    g.add_argument("--expect", type=_size_arg, metavar="SIZE")
+    g.add_argument("--priority", type=int, metavar="N")
+    g.add_argument("--name")
+    g.add_argument("--exclusive", action="store_true")
+    g.add_argument("--retry-on-breach", type=int, metavar="N")
+    g.add_argument("-q", "--quiet", action="store_true")
+    m = sub.add_parser("meter", help="run CMD and write a JSONL trace of its memory")
+    m.add_argument("--out", required=True, metavar="FILE")
+    m.add_argument("--interval", type=float, default=0.5, metavar="S")
+    m.add_argument("--source", choices=("auto", "daemon", "local"), default="auto")
+    s = sub.add_parser("stage", help="inside a job: say it entered stage NAME")
+    s.add_argument("name")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    opts, command = _split_command(sys.argv[1:] if argv is None else argv)
+    p = parser()
+    try:
+        args = p.parse_args(opts)
+    except SystemExit as e:
+        return EXIT_USAGE if e.code else EXIT_OK
+    if args.command in ("guard", "run"):
+        return cmd_guard(args, command)
+    if args.command == "meter":
+        return cmd_meter(args, command)
+    if args.command == "stage":
+        return cmd_stage(args, command)
+    p.print_usage(sys.stderr)
+    return EXIT_USAGE

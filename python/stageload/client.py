@@ -1,0 +1,422 @@
+"""The protocol client: one connection to stageloadd (proto/PROTOCOL.md).
+
+Every method of the protocol is a method here, named as on the wire, taking
+its params as keyword arguments and answering the result as a plain dict
+with the documented member names (sizes in bytes, times in ms since the
+epoch). Notifications that arrive while a call waits for its answer are
+kept, in order, for next_notification().
+
+A Client is for one thread at a time. Calls block until the daemon answers
+(`timeout` seconds, default 30); `wait`, and `logs` with `follow`, block
+until the job has ended, whatever the timeout.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import select
+import socket as _socket
+import time
+import weakref
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Union
+
+from .units import parse_size
+
+SYSTEM_SOCKET = "/var/run/stageload.sock"
+PROTOCOL_VERSION = 2
+
+# Error codes (PROTOCOL.md, Errors).
+E_PARSE = -32700
+E_INVALID_REQUEST = -32600
+E_METHOD = -32601
+E_PARAMS = -32602
+E_INTERNAL = -32603
+E_HELLO = -32000
+E_VERSION = -32001
+E_PERM = -32002
+E_NOJOB = -32003
+E_LIMIT = -32004
+E_STATE = -32005
+E_STORAGE = -32006
+E_NOPROC = -32007
+
+
+class StageloadError(Exception):
+    """An error answer of the daemon: code (PROTOCOL.md, Errors) and its
+    readable message."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__("%s (%d)" % (message, code) if code else message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class PermissionDenied(StageloadError):
+    """-32002: the caller's uid may not do this."""
+
+
+class NoSuchJob(StageloadError):
+    """-32003."""
+
+
+class LimitReached(StageloadError):
+    """-32004: the message names the limit."""
+
+
+class WrongState(StageloadError):
+    """-32005: e.g. a stage for a job that has ended."""
+
+
+class NoSuchProcess(StageloadError):
+    """-32007."""
+
+
+class DaemonNotRunning(StageloadError):
+    """Nothing answers at the socket: path is where it was looked for."""
+
+    def __init__(self, path: str, why: str = "") -> None:
+        msg = "daemon not running at %s (start it with: stageloadd)" % path
+        if why:
+            msg += ": " + why
+        super().__init__(0, msg)
+        self.path = path
+
+
+class ConnectionLost(StageloadError):
+    """The daemon closed the connection (it stopped, or refused us)."""
+
+    def __init__(self, message: str = "the daemon closed the connection") -> None:
+        super().__init__(0, message)
+
+
+_BY_CODE = {E_PERM: PermissionDenied, E_NOJOB: NoSuchJob, E_LIMIT: LimitReached,
+            E_STATE: WrongState, E_NOPROC: NoSuchProcess}
+
+
+def error_for(code: int, message: str, data: Any = None) -> StageloadError:
+    return _BY_CODE.get(code, StageloadError)(code, message, data)
+
+
+def socket_path(explicit: Optional[str] = None) -> str:
+    """The socket a client uses, as the C library picks it: explicit, then
+    $STAGELOAD_SOCKET, then the system socket if it exists, then the
+    per-user one ($XDG_RUNTIME_DIR/stageload.sock when that is absolute,
+    else /tmp/stageload-$UID/stageload.sock)."""
+    if explicit:
+        return explicit
+    env = os.environ.get("STAGELOAD_SOCKET")
+    if env:
+        return env
+    if os.path.exists(SYSTEM_SOCKET):
+        return SYSTEM_SOCKET
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "stageload.sock")
+    return "/tmp/stageload-%d/stageload.sock" % os.getuid()
+
+
+# Every open client, so a forked child closes their sockets: the child must
+# not talk on, or hold open, its parent's connection.
+_open: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _close_in_child() -> None:
+    for c in list(_open):
+        c._drop()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)
+
+
+def _size(v: Union[int, str, None]) -> Optional[int]:
+    return None if v is None else parse_size(v)
+
+
+class Client:
+    """One connection to the daemon. socket: see socket_path()."""
+
+    def __init__(self, socket: Optional[str] = None, timeout: float = 30.0,
+                 version: int = PROTOCOL_VERSION, client: str = "stageload-python") -> None:
+        self.path = socket_path(socket)
+        self.timeout = timeout
+        self._buf = b""
+        self._next_id = 1
+        self._notes: Deque[Dict[str, Any]] = collections.deque()
+        # Python's sockets are close-on-exec (PEP 446): a command run
+        # from here never inherits it.
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            s.connect(self.path)
+        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as e:
+            s.close()
+            raise DaemonNotRunning(self.path, e.strerror or "") from None
+        except OSError:
+            s.close()
+            raise
+        self._sock: Optional[_socket.socket] = s
+        _open.add(self)
+        try:
+            self.hello_result = self.call("hello", version=version, client=client)
+        except BaseException:
+            self.close()
+            raise
+        self.version: int = self.hello_result.get("version", version)
+        self.uid: Optional[int] = self.hello_result.get("uid")
+        self.interval_ms: int = self.hello_result.get("interval_ms", 500)
+
+    # ---- plumbing ----
+
+    def _drop(self) -> None:
+        s, self._sock = self._sock, None
+        if s is not None:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._drop()
+        _open.discard(self)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def fileno(self) -> int:
+        if self._sock is None:
+            raise ConnectionLost("the client is closed")
+        return self._sock.fileno()
+
+    def _send(self, obj: Dict[str, Any]) -> None:
+        if self._sock is None:
+            raise ConnectionLost("the client is closed")
+        data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        try:
+            self._sock.sendall(data)
+        except OSError as e:
+            self._drop()
+            raise ConnectionLost("cannot send to the daemon: %s" % e) from None
+
+    def _read_message(self, deadline: Optional[float]) -> Optional[Dict[str, Any]]:
+        """The next message, or None when the deadline passed first."""
+        while b"\n" not in self._buf:
+            if self._sock is None:
+                raise ConnectionLost("the client is closed")
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            r, _, _ = select.select([self._sock], [], [], wait)
+            if not r:
+                return None
+            try:
+                chunk = self._sock.recv(65536)
+            except InterruptedError:
+                continue
+            except OSError as e:
+                self._drop()
+                raise ConnectionLost("connection to the daemon failed: %s" % e) from None
+            if not chunk:
+                self._drop()
+                raise ConnectionLost()
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line.decode("utf-8", "replace"))
+
+    def call(self, method: str, timeout: Optional[float] = -1.0, **params: Any) -> Any:
+        """Send one request and answer its result; params that are None are
+        left out. timeout: seconds (None: wait for ever; default the
+        client's)."""
+        rid = self._next_id
+        self._next_id += 1
+        req: Dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        p = {k: v for k, v in params.items() if v is not None}
+        if p:
+            req["params"] = p
+        self._send(req)
+        if timeout is not None and timeout < 0:
+            timeout = self.timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            msg = self._read_message(deadline)
+            if msg is None:
+                # The answer may still come: the connection is now out of
+                # step, so it is closed.
+                self.close()
+                raise TimeoutError("no answer to %s within %.1fs" % (method, timeout or 0))
+            if "id" not in msg:
+                self._notes.append(msg)
+                continue
+            if msg.get("id") != rid:
+                if msg.get("id") is None and "error" in msg:
+                    e = msg["error"]
+                    raise error_for(e.get("code", 0), e.get("message", ""), e.get("data"))
+                continue
+            if "error" in msg:
+                e = msg["error"]
+                raise error_for(e.get("code", 0), e.get("message", ""), e.get("data"))
+            return msg.get("result")
+
+    def next_notification(self, timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
+        """The next notification ({"method", "params"}), waiting at most
+        timeout seconds (None: for ever); None when none came."""
+        if self._notes:
+            return self._notes.popleft()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            msg = self._read_message(deadline)
+            if msg is None:
+                return None
+            if "id" not in msg:
+                return msg
+
+    def notifications(self, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+        """Notifications as they come, until none came for timeout seconds."""
+        while True:
+            n = self.next_notification(timeout)
+            if n is None:
+                return
+            yield n
+
+    # ---- the methods of PROTOCOL.md ----
+
+    def hello(self, version: int = PROTOCOL_VERSION, client: Optional[str] = None) -> Dict[str, Any]:
+        """A second hello is refused (-32000): the connection said it first."""
+        return self.call("hello", version=version, client=client)
+
+    def info(self) -> Dict[str, Any]:
+        return self.call("info")
+
+    def history(self, since_ms: Optional[int] = None, until_ms: Optional[int] = None,
+                step_ms: Optional[int] = None, job_id: Optional[int] = None) -> Dict[str, Any]:
+        return self.call("history", since_ms=since_ms, until_ms=until_ms, step_ms=step_ms,
+                         job_id=job_id)
+
+    def subscribe(self, samples: Optional[bool] = None, events: Optional[bool] = None,
+                  pid: Optional[int] = None) -> Dict[str, Any]:
+        """Then `sample` (and `event`, `process_gone`) notifications come:
+        read them with next_notification()."""
+        return self.call("subscribe", samples=samples, events=events, pid=pid)
+
+    def unsubscribe(self) -> Dict[str, Any]:
+        return self.call("unsubscribe")
+
+    def submit(self, argv: Sequence[str], cwd: Optional[str] = None,
+               env: Optional[Union[Sequence[str], Dict[str, str]]] = None,
+               attached: bool = False, name: Optional[str] = None,
+               priority: Optional[int] = None, wait_free_pct: Optional[float] = None,
+               swap_budget: Union[int, str, None] = None,
+               expect: Union[int, str, None] = None, exclusive: Optional[bool] = None,
+               retry_on_breach: Optional[int] = None,
+               umask: Optional[int] = None) -> Dict[str, Any]:
+        """Queue a job. cwd defaults to the current directory; a detached
+        job's env to this process's environment and its umask to this
+        process's. Sizes take bytes or "8G"."""
+        if cwd is None:
+            cwd = os.getcwd()
+        if env is None and not attached:
+            env = dict(os.environ)
+        if isinstance(env, dict):
+            env = ["%s=%s" % kv for kv in env.items()]
+        if umask is None and not attached:
+            umask = os.umask(0o077)
+            os.umask(umask)
+        return self.call("submit", argv=list(argv), cwd=cwd,
+                         env=list(env) if env is not None else None,
+                         attached=attached or None, name=name, priority=priority,
+                         wait_free_pct=wait_free_pct, swap_budget_bytes=_size(swap_budget),
+                         expect_bytes=_size(expect), exclusive=exclusive,
+                         retry_on_breach=retry_on_breach, umask=umask)
+
+    def job_pid(self, id: int, pid: int, tree: Optional[bool] = None) -> Dict[str, Any]:
+        """tree: follow pid and its descendants only, never its process
+        group (what guard() uses for the current process)."""
+        return self.call("job_pid", id=id, pid=pid, tree=tree)
+
+    def job_exit(self, id: int, exit_code: Optional[int] = None,
+                 signal: Optional[int] = None) -> Dict[str, Any]:
+        return self.call("job_exit", id=id, exit_code=exit_code, signal=signal)
+
+    def resume(self, id: int) -> Dict[str, Any]:
+        return self.call("resume", id=id)
+
+    def status(self, all: Optional[bool] = None, limit: Optional[int] = None,
+               cursor: Optional[str] = None) -> Dict[str, Any]:
+        """One page ({"jobs", "next_cursor"}); jobs() reads them all."""
+        return self.call("status", all=all, limit=limit, cursor=cursor)
+
+    def jobs(self, all: bool = False) -> List[Dict[str, Any]]:
+        """Every job of the list, every page read (protocol version 2)."""
+        out: List[Dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.status(all=all or None, limit=1000 if self.version >= 2 else None,
+                               cursor=cursor)
+            out.extend(page.get("jobs", []))
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return out
+
+    def show(self, id: int, env: Optional[bool] = None) -> Dict[str, Any]:
+        return self.call("show", id=id, env=env)
+
+    def cancel(self, id: int) -> Dict[str, Any]:
+        return self.call("cancel", id=id)
+
+    def wait(self, id: int, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Blocks until the job has ended (timeout None: for ever)."""
+        return self.call("wait", id=id, timeout=timeout)
+
+    def logs(self, id: int, offset: Optional[int] = None, follow: Optional[bool] = None,
+             on_data: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
+        """The log from offset: each chunk goes to on_data (default: kept and
+        answered as result["data"]). With follow it blocks until the job
+        has ended."""
+        rid = self._next_id
+        chunks: List[str] = []
+        self._next_id += 1
+        req: Dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": "logs",
+                               "params": {k: v for k, v in
+                                          {"id": id, "offset": offset, "follow": follow}.items()
+                                          if v is not None}}
+        self._send(req)
+        deadline = None if follow else time.monotonic() + self.timeout
+        while True:
+            msg = self._read_message(deadline)
+            if msg is None:
+                self.close()
+                raise TimeoutError("no answer to logs within %.1fs" % self.timeout)
+            if "id" not in msg:
+                if msg.get("method") == "log" and msg.get("params", {}).get("id") == id:
+                    data = msg["params"].get("data", "")
+                    if on_data is not None:
+                        on_data(data)
+                    else:
+                        chunks.append(data)
+                    if deadline is not None:
+                        deadline = time.monotonic() + self.timeout
+                else:
+                    self._notes.append(msg)
+                continue
+            if msg.get("id") != rid:
+                continue
+            if "error" in msg:
+                e = msg["error"]
+                raise error_for(e.get("code", 0), e.get("message", ""), e.get("data"))
+            result = dict(msg.get("result") or {})
+            if on_data is None:
+                result["data"] = "".join(chunks)
+            return result
+
+    def events(self, after_id: Optional[int] = None, limit: Optional[int] = None,
+               follow: Optional[bool] = None, cursor: Optional[str] = None) -> Dict[str, Any]:
+        """One page; with follow the rest come as `event` notifications."""
+        return self.call("events", after_id=after_id, limit=limit, follow=follow, cursor=cursor)
+
+    def stage(self, id: int, name: str) -> Dict[str, Any]:
+        """The running job id entered stage name (its owner or root);
+        WrongState once it has ended."""
+        return self.call("stage", id=id, name=name)

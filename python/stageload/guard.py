@@ -1,0 +1,415 @@
+"""guard(): the current process as an attached job of the daemon.
+
+    with stageload.guard(wait_free=40, swap_budget="8G"):
+        run_pipeline()
+
+Entering registers the process (an attached job), waits for admission
+showing the queue line on stderr as `stageloadctl run` does, then asks the
+daemon to follow this process and its descendants (job_pid with tree: not
+its process group, which may hold the user's shell). A breach raises
+SwapBudgetExceeded in the main thread, from a SIGTERM handler, so
+`finally:` blocks run within the daemon's grace; leaving the block reports
+the exit. docs/python.md is the manual.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from types import FrameType, TracebackType
+from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
+
+from .units import format_size
+from .client import Client, ConnectionLost, DaemonNotRunning, StageloadError, WrongState
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class JobTerminated(Exception):
+    """The daemon (or someone) sent SIGTERM to the guarded process: a
+    cancel, or a breach (SwapBudgetExceeded)."""
+
+    def __init__(self, message: str, job_id: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.paragraph = message
+
+
+class SwapBudgetExceeded(JobTerminated):
+    """Swap grew past the job's budget. paragraph is the daemon's
+    explanation ("killed during decode at 05:12:03: swap grew 8.4G ...");
+    requeued is true when a retry follows (decorator form only)."""
+
+    def __init__(self, paragraph: str, job_id: Optional[int] = None,
+                 requeued: bool = False, swap_growth_bytes: Optional[int] = None,
+                 swap_budget_bytes: Optional[int] = None) -> None:
+        super().__init__(paragraph, job_id)
+        self.requeued = requeued
+        self.swap_growth_bytes = swap_growth_bytes
+        self.swap_budget_bytes = swap_budget_bytes
+
+
+class JobNotRun(StageloadError):
+    """The job ended before it ran: cancelled while queued, or refused."""
+
+
+def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
+               waiting_for: Optional[str]) -> str:
+    """The line `stageloadctl run` shows while a job waits."""
+    s = "queued: position %d of %d" % (position, of)
+    why = waiting_for or ""
+    if why == "settle":
+        return s + ", free %.0f%%, waiting for the last job to settle" % free_pct
+    if why == "expect":
+        return s + (", free %.0f%% < %.0f%% after memory promised to running jobs"
+                    % (free_pct, wait_free_pct))
+    if why == "exclusive":
+        return s + ", free %.0f%%, waiting to run alone" % free_pct
+    if why == "max_running":
+        return s + ", free %.0f%%, too many jobs running" % free_pct
+    if why == "head":
+        return s + ", free %.0f%%, waiting for the jobs ahead" % free_pct
+    if why == "storage":
+        return s + ", free %.0f%%, waiting for the daemon's database to work again" % free_pct
+    if why == "none":
+        return s + ", free %.0f%%, being admitted" % free_pct
+    return s + ", free %.0f%% < %.0f%%" % (free_pct, wait_free_pct)
+
+
+class QueueLine:
+    """The queue line on stderr: redrawn in place on a terminal, one line a
+    change otherwise."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+        self.open = False
+
+    def show(self, text: str) -> None:
+        if self.quiet or text == self.last:
+            return
+        self.last = text
+        if self.tty:
+            sys.stderr.write("\r\033[K" + text)
+            self.open = True
+        else:
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.open and self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        self.open = False
+        self.last = ""
+
+
+def wait_admitted(client: Client, job_id: int, line: QueueLine) -> int:
+    """Read notifications until job_id is admitted; its attempt. JobNotRun
+    when it ends first."""
+    try:
+        while True:
+            n = client.next_notification()
+            if n is None:
+                continue
+            m, p = n.get("method"), n.get("params") or {}
+            if p.get("id") != job_id:
+                continue
+            if m == "queue":
+                line.show(queue_line(p.get("position", 0), p.get("of", 0),
+                                     p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
+                                     p.get("waiting_for")))
+            elif m == "admitted":
+                return int(p.get("attempt", 1))
+            elif m == "ended":
+                raise JobNotRun(0, "job %d %s before it ran%s" % (
+                    job_id, p.get("state", "ended"),
+                    ": " + p["end_detail"] if p.get("end_detail") else ""))
+    finally:
+        line.end()
+
+
+def stage(name: str, socket: Optional[str] = None) -> bool:
+    """Tell the daemon the current job ($STAGELOAD_JOB_ID: set inside a
+    guard, a detached job, `stageloadctl run`) entered stage name, and mark
+    it in every running MemoryMeter of this process. False (after a
+    warning) when the job has ended or no daemon answers; True when it was
+    recorded, or there is no job to report to."""
+    from . import meter as _meter
+    _meter._mark_all(name)
+    job = os.environ.get("STAGELOAD_JOB_ID")
+    if not job:
+        return True
+    try:
+        with Client(socket, timeout=10.0) as c:
+            c.stage(int(job), name)
+        return True
+    except WrongState as e:
+        warnings.warn("stage %r not recorded: %s" % (name, e.message), stacklevel=2)
+    except (StageloadError, OSError, ValueError) as e:
+        warnings.warn("stage %r not recorded: %s" % (name, e), stacklevel=2)
+    return False
+
+
+_warned_no_daemon = False
+
+
+class guard:
+    """Context manager and decorator; see the module's doc and
+    docs/python.md. Sizes take bytes or strings ("8G")."""
+
+    def __init__(self, wait_free: Optional[float] = None,
+                 swap_budget: Union[int, str, None] = None,
+                 expect: Union[int, str, None] = None, name: Optional[str] = None,
+                 retry_on_breach: int = 0, *, priority: Optional[int] = None,
+                 exclusive: Optional[bool] = None, required: bool = True,
+                 socket: Optional[str] = None, quiet: bool = False) -> None:
+        self.wait_free = wait_free
+        self.swap_budget = swap_budget
+        self.expect = expect
+        self.name = name
+        self.retry_on_breach = retry_on_breach
+        self.priority = priority
+        self.exclusive = exclusive
+        self.required = required
+        self.socket = socket
+        self.quiet = quiet
+        self.client: Optional[Client] = None
+        self.job_id: Optional[int] = None
+        self.inside_job = False  # $STAGELOAD_JOB_ID was set: nothing registered
+        self.attempt = 0
+        self._decorated = False
+        self._old_handler: Any = None
+        self._old_env: Optional[str] = None
+        self._running = False
+
+    # ---- the decorator ----
+
+    def __call__(self, fn: F) -> F:
+        params = dict(wait_free=self.wait_free, swap_budget=self.swap_budget,
+                      expect=self.expect, name=self.name,
+                      retry_on_breach=self.retry_on_breach, priority=self.priority,
+                      exclusive=self.exclusive, required=self.required,
+                      socket=self.socket, quiet=self.quiet)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            g = guard(**params)  # one per call: calls may nest or recur
+            g._decorated = True
+            g._register()
+            while True:
+                try:
+                    g._start()
+                    try:
+                        result = fn(*args, **kwargs)
+                    except BaseException:
+                        g._finish(*sys.exc_info())
+                        raise
+                    g._finish(None, None, None)
+                    return result
+                except SwapBudgetExceeded as e:
+                    if not e.requeued or g.client is None:
+                        raise
+                    if not g.quiet:
+                        sys.stderr.write("stageload: job %d requeued after a breach; "
+                                         "waiting to run it again\n" % (g.job_id or 0))
+                    g.attempt = wait_admitted(g.client, g.job_id or 0, QueueLine(g.quiet))
+
+        return wrapper  # type: ignore[return-value]
+
+    # ---- the context manager ----
+
+    def __enter__(self) -> "guard":
+        if self.retry_on_breach and not self._decorated:
+            raise ValueError("retry_on_breach needs the decorator form: a with "
+                             "block cannot be run again")
+        self._register()
+        self._start()
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> bool:
+        self._finish(et, ev, tb)
+        return False
+
+    def stage(self, name: str) -> bool:
+        """Report a stage of this job (see stageload.stage)."""
+        return stage(name, self.socket)
+
+    # ---- the steps ----
+
+    def _register(self) -> None:
+        """Connect, submit as an attached job and wait for admission."""
+        global _warned_no_daemon
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("stageload.guard works in the main thread only: "
+                               "the breach arrives as a signal there")
+        if os.environ.get("STAGELOAD_JOB_ID"):
+            self.inside_job = True
+            self.job_id = int(os.environ["STAGELOAD_JOB_ID"])
+            return
+        try:
+            self.client = Client(self.socket)
+        except DaemonNotRunning:
+            if self.required:
+                raise
+            if not _warned_no_daemon:
+                warnings.warn("stageload: no daemon answers; running unguarded",
+                              stacklevel=3)
+                _warned_no_daemon = True
+            return
+        name = self.name or os.path.basename(sys.argv[0] if sys.argv and sys.argv[0]
+                                             else "python") or "python"
+        argv = [sys.executable] + [a for a in sys.argv if a] if sys.argv else [sys.executable]
+        try:
+            sub = self.client.submit(argv, attached=True, name=name,
+                                     wait_free_pct=self.wait_free,
+                                     swap_budget=self.swap_budget, expect=self.expect,
+                                     priority=self.priority, exclusive=self.exclusive,
+                                     retry_on_breach=self.retry_on_breach or None)
+            self.job_id = int(sub["id"])
+            try:
+                self.attempt = wait_admitted(self.client, self.job_id, QueueLine(self.quiet))
+            except KeyboardInterrupt:
+                try:
+                    self.client.cancel(self.job_id)
+                except (StageloadError, OSError):
+                    pass
+                raise
+        except BaseException:
+            self._close()
+            raise
+
+    def _start(self) -> None:
+        """The block begins: SIGTERM raises, the daemon follows us."""
+        if self.client is None:
+            return
+        self._old_handler = signal.signal(signal.SIGTERM, self._on_term)
+        self._running = True
+        self._old_env = os.environ.get("STAGELOAD_JOB_ID")
+        os.environ["STAGELOAD_JOB_ID"] = str(self.job_id)
+        try:
+            self.client.job_pid(self.job_id or 0, os.getpid(), tree=True)
+        except BaseException:
+            self._restore()
+            self._close()
+            raise
+
+    def _restore(self) -> None:
+        if self._running:
+            signal.signal(signal.SIGTERM, self._old_handler
+                          if self._old_handler is not None else signal.SIG_DFL)
+            self._running = False
+            if self._old_env is None:
+                os.environ.pop("STAGELOAD_JOB_ID", None)
+            else:
+                os.environ["STAGELOAD_JOB_ID"] = self._old_env
+
+    def _finish(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                tb: Optional[TracebackType]) -> Optional[Dict[str, Any]]:
+        """The block ended: report how; answers the job as the daemon has
+        it then (queued again after a breach with retries left)."""
+        if self.client is None:
+            return None
+        self._restore()
+        if et is None:
+            code = 0
+        elif et is SystemExit and isinstance(ev, SystemExit):
+            c = ev.code
+            code = c if isinstance(c, int) and 0 <= c <= 255 else (0 if c is None else 1)
+        else:
+            code = 1
+        job = None
+        try:
+            try:
+                job = self.client.job_exit(self.job_id or 0, exit_code=code)
+            except (ConnectionLost, OSError):
+                # The daemon restarted during the block: a new connection
+                # takes the job back (resume) and reports its end.
+                self._close()
+                self.client = Client(self.socket)
+                self.client.resume(self.job_id or 0)
+                job = self.client.job_exit(self.job_id or 0, exit_code=code)
+        except (StageloadError, OSError) as e:
+            if not self.quiet:
+                sys.stderr.write("stageload: job %s: could not report the end: %s\n"
+                                 % (self.job_id, e))
+        requeued = isinstance(ev, SwapBudgetExceeded) and ev.requeued and \
+            job is not None and job.get("state") == "queued"
+        if not requeued:
+            self._close()
+        return job
+
+    def _close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def _breach_note(self, timeout: float) -> Optional[Dict[str, Any]]:
+        """The breach notification for our job, if it comes within timeout
+        (the daemon signals first, then tells)."""
+        c = self.client
+        if c is None:
+            return None
+        deadline = time.monotonic() + timeout
+        keep = []
+        found = None
+        try:
+            while found is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                n = c.next_notification(left)
+                if n is None:
+                    break
+                p = n.get("params") or {}
+                if n.get("method") == "breach" and p.get("id") == self.job_id:
+                    found = p
+                elif n.get("method") == "ended" and p.get("id") == self.job_id:
+                    keep.append(n)
+                    break
+                else:
+                    keep.append(n)
+        except (StageloadError, OSError):
+            pass
+        if c._sock is not None:
+            c._notes.extendleft(reversed(keep))
+        return found
+
+    def _breach_asked(self) -> Optional[Dict[str, Any]]:
+        """No breach notification came (our connection is gone, e.g. the
+        daemon restarted): ask on a new connection whether the job is being
+        killed for its budget. The paragraph is then made of its numbers."""
+        try:
+            with Client(self.socket, timeout=2.0) as c:
+                job = c.show(self.job_id or 0)
+        except (StageloadError, OSError):
+            return None
+        growth = int(job.get("swap_growth_bytes") or 0)
+        budget = int(job.get("swap_budget_bytes") or 0)
+        # end_reason is shown once the job has ended; until then its
+        # growth past its budget is what a breach is
+        if job.get("end_reason") != "swap_budget" and not (budget and growth > budget):
+            return None
+        return {"swap_growth_bytes": growth, "swap_budget_bytes": budget,
+                "detail": "killed: swap grew %s, over its %s budget"
+                          % (format_size(growth), format_size(budget))}
+
+    def _on_term(self, signum: int, frame: Optional[FrameType]) -> None:
+        b = self._breach_note(1.0)
+        if b is None:
+            b = self._breach_asked()
+        if b is not None:
+            para = b.get("detail") or ("swap grew %s bytes, past its budget of %s bytes"
+                                       % (b.get("swap_growth_bytes"),
+                                          b.get("swap_budget_bytes")))
+            raise SwapBudgetExceeded(para, self.job_id, bool(b.get("requeued")),
+                                     b.get("swap_growth_bytes"), b.get("swap_budget_bytes"))
+        raise JobTerminated("job %s: terminated (SIGTERM): cancelled, or signalled "
+                            "from outside" % self.job_id, self.job_id)

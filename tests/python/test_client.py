@@ -1,0 +1,220 @@
+"""stageload.Client: every method of PROTOCOL.md against the real daemon,
+errors included."""
+
+import os
+import sys
+import time
+import warnings
+
+import pytest
+
+import stageload
+from stageload import client as slc
+
+from conftest import sltest
+
+
+def test_socket_resolution(monkeypatch, tmp_path):
+    monkeypatch.setenv("STAGELOAD_SOCKET", "/x/env.sock")
+    assert slc.socket_path("/x/explicit.sock") == "/x/explicit.sock"
+    assert slc.socket_path() == "/x/env.sock"
+    monkeypatch.delenv("STAGELOAD_SOCKET")
+    monkeypatch.setattr(slc, "SYSTEM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/42")
+    assert slc.socket_path() == "/run/user/42/stageload.sock"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/dir")  # ignored, as XDG says
+    assert slc.socket_path() == "/tmp/stageload-%d/stageload.sock" % os.getuid()
+    (tmp_path / "sys.sock").write_text("")
+    monkeypatch.setattr(slc, "SYSTEM_SOCKET", str(tmp_path / "sys.sock"))
+    assert slc.socket_path() == str(tmp_path / "sys.sock")
+
+
+def test_daemon_not_running(tmp_path):
+    path = str(tmp_path / "nobody.sock")
+    with pytest.raises(stageload.DaemonNotRunning) as e:
+        stageload.Client(path)
+    assert e.value.path == path
+    assert path in str(e.value) and "stageloadd" in str(e.value)
+
+
+def test_sizes():
+    assert stageload.parse_size("8G") == 8589934592
+    assert stageload.parse_size("1.5G") == 1610612736
+    assert stageload.parse_size(4096) == 4096
+    for bad in ("-1G", "1.5", "1X", "9P", "1 G"):
+        with pytest.raises(ValueError):
+            stageload.parse_size(bad)
+
+
+def test_hello_info_history(env):
+    with stageload.Client() as c:
+        assert c.version == 2 and c.uid == os.getuid()
+        assert "stage" in c.hello_result["methods"]
+        with pytest.raises(stageload.StageloadError) as e:
+            c.hello()
+        assert e.value.code == slc.E_HELLO
+        info = sltest.poll(lambda: (lambda i: i if i["sample"] else None)(c.info()),
+                           what="a first sample")
+        assert info["sample"]["free_pct"] == pytest.approx(50.0)
+        assert info["jobs"] == {"queued": 0, "admitted": 0, "running": 0}
+        now = int(time.time() * 1000)
+        h = c.history(since_ms=now - 60000)
+        assert h["tier"] == "raw" and h["buckets"]
+        assert "free_pct" in h["buckets"][-1]
+
+
+def test_errors(env):
+    with stageload.Client() as c:
+        with pytest.raises(stageload.StageloadError) as e:
+            c.call("nope")
+        assert e.value.code == slc.E_METHOD and "nope" in e.value.message
+        with pytest.raises(stageload.StageloadError) as e:
+            c.call("info", bogus=1)
+        assert e.value.code == slc.E_PARAMS and "bogus" in e.value.message
+        with pytest.raises(stageload.StageloadError) as e:
+            c.call("show", id="x")
+        assert e.value.code == slc.E_PARAMS
+        with pytest.raises(stageload.NoSuchJob):
+            c.show(999999)
+        with pytest.raises(stageload.NoSuchProcess):
+            c.subscribe(pid=2 ** 22 + 12345)
+        # the connection is still usable after every error
+        assert c.info()["version"] == 2
+
+
+def test_subscribe_samples_and_pid(env):
+    with stageload.Client() as c:
+        assert c.subscribe()["interval_ms"] == 100
+        n = c.next_notification(5)
+        assert n["method"] == "sample" and "swap_used_bytes" in n["params"]
+        c.subscribe(pid=os.getpid())
+        n = sltest.poll(lambda: (lambda m: m if m and "pid" in m["params"] else None)(
+            c.next_notification(1)), what="a metered sample")
+        assert n["params"]["pid"] == os.getpid()
+        assert n["params"]["footprint_bytes"] > 0
+        assert c.unsubscribe() == {}
+        # drained: nothing more comes once unsubscribed
+        while c.next_notification(0.3) is not None:
+            pass
+        assert c.next_notification(0.3) is None
+
+
+def test_detached_job_methods(env, tmp_path):
+    with stageload.Client() as c:
+        sub = c.submit(["sh", "-c", "echo hello; echo $STAGELOAD_JOB_ID"], cwd=str(tmp_path),
+                       name="py-client", swap_budget="1G")
+        jid = sub["id"]
+        assert sub["position"] >= 1
+        job = c.wait(jid)
+        assert job["state"] == "exited" and job["exit_code"] == 0
+        assert job["swap_budget_bytes"] == 1 << 30
+        shown = c.show(jid, env=True)
+        assert shown["name"] == "py-client" and "env" in shown and shown["stages"] == []
+        logs = c.logs(jid)
+        assert logs["data"] == "hello\n%d\n" % jid and logs["eof"] is True
+        chunks = []
+        c.logs(jid, offset=6, follow=True, on_data=chunks.append)
+        assert "".join(chunks) == "%d\n" % jid
+        page = c.status(all=True, limit=1)
+        assert len(page["jobs"]) == 1 and "command" in page["jobs"][0]
+        assert any(j["id"] == jid for j in c.jobs(all=True))
+        ev = c.events(after_id=0, limit=100)
+        kinds = [e["kind"] for e in ev["events"] if e["job_id"] == jid]
+        assert kinds[0] == "submitted" and "exited" in kinds
+        with pytest.raises(stageload.WrongState):
+            c.cancel(jid)
+        assert c.resume(jid)["state"] == "exited"  # an ended job: as it ended
+        with pytest.raises(stageload.WrongState):
+            c.stage(jid, "late")
+
+
+def test_cancel_and_stage_running(env, tmp_path):
+    with stageload.Client() as c:
+        jid = c.submit(["sleep", "30"], cwd=str(tmp_path))["id"]
+        sltest.poll(lambda: c.show(jid)["state"] == "running", what="running")
+        with pytest.raises(stageload.WrongState):
+            c.resume(jid)  # a detached job is never resumed
+        assert c.stage(jid, "warm-up") == {}
+        assert c.show(jid)["stages"][0]["name"] == "warm-up"
+        with pytest.raises(stageload.StageloadError) as e:
+            c.stage(jid, "")
+        assert e.value.code == slc.E_PARAMS
+        with pytest.raises(stageload.StageloadError) as e:
+            c.stage(jid, "x" * 257)
+        assert e.value.code == slc.E_PARAMS
+        for i in range(99):  # 100 a job
+            c.stage(jid, "s%d" % i)
+        with pytest.raises(stageload.LimitReached) as e:
+            c.stage(jid, "one too many")
+        assert "at most 100" in e.value.message
+        assert len(c.show(jid)["stages"]) == 100
+        c.cancel(jid)
+        job = c.wait(jid, timeout=10)
+        assert job["state"] == "killed" and job["end_reason"] == "cancel"
+
+
+def test_attached_job_methods(env):
+    with stageload.Client() as c:
+        jid = c.submit(["true"], attached=True)["id"]
+        n = sltest.poll(lambda: (lambda m: m if m and m["method"] == "admitted" else None)(
+            c.next_notification(1)), what="admitted")
+        assert n["params"]["id"] == jid
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(0.3)
+            os._exit(5)
+        try:
+            c.job_pid(jid, pid, tree=True)
+            assert c.show(jid)["state"] == "running"
+            assert c.resume(jid)["id"] == jid  # its own connection rebinds it
+        finally:
+            _, st = os.waitpid(pid, 0)
+        job = c.job_exit(jid, exit_code=os.WEXITSTATUS(st))
+        assert job["state"] == "exited" and job["exit_code"] == 5
+        while True:  # the ended notification comes to the attached connection
+            n = c.next_notification(5)
+            if n["method"] == "ended":
+                assert n["params"]["id"] == jid
+                break
+
+
+def test_job_pid_tree_is_owner_checked(env):
+    """tree does not lift the owner check: a pid of another user (init) is
+    refused for a non-root caller; root is checked for existence only."""
+    with stageload.Client() as c:
+        jid = c.submit(["true"], attached=True)["id"]
+        sltest.poll(lambda: (lambda m: m if m and m["method"] == "admitted" else None)(
+            c.next_notification(1)), what="admitted")
+        with pytest.raises(stageload.NoSuchProcess):
+            c.job_pid(jid, 2 ** 22 + 12345, tree=True)
+        with pytest.raises(stageload.StageloadError) as e:
+            c.job_pid(jid, os.getpid(), tree="yes")
+        assert e.value.code == slc.E_PARAMS
+        c.cancel(jid)
+
+
+def test_socket_closed_in_forked_child_and_cloexec(env):
+    with stageload.Client() as c:
+        fd = c.fileno()
+        assert os.get_inheritable(fd) is False  # close-on-exec
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.fstat(fd)
+                os.write(w, b"open")
+            except OSError:
+                os.write(w, b"closed")
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        assert os.read(r, 16) == b"closed"
+        os.close(r)
+        assert c.info()["version"] == 2  # the parent's connection is intact
+
+
+def test_import_is_light():
+    mods = set(sys.modules)
+    import importlib
+    importlib.reload(stageload)
+    assert "ctypes" not in set(sys.modules) - mods
