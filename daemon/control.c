@@ -294,6 +294,38 @@ oom:
 	return PROTO_E_INTERNAL;
 }
 
+/* info's counters: since the daemon started (PROTOCOL.md, info). */
+static int
+info_counters(struct daemon *d, cJSON *r)
+{
+	struct jobs_counters c;
+	cJSON *o, *a, *e;
+	int st, i;
+
+	jobs_counters(d, &c);
+	if ((o = cJSON_AddObjectToObject(r, "counters")) == NULL ||
+	    (a = cJSON_AddArrayToObject(o, "jobs_ended")) == NULL)
+		return -1;
+	for (st = JOB_EXITED; st <= JOB_LOST; st++)
+		for (i = 0; i < JOBS_NREASONS; i++) {
+			if (c.ended[st][i] == 0)
+				continue;
+			if ((e = cJSON_CreateObject()) == NULL)
+				return -1;
+			cJSON_AddItemToArray(a, e);
+			cJSON_AddStringToObject(
+			    e, "state", job_state_name((enum job_state)st));
+			if (i == 0)
+				cJSON_AddNullToObject(e, "reason");
+			else
+				cJSON_AddStringToObject(e, "reason",
+				                        jobs_reason_name(i));
+			proto_add_int(e, "count", (int64_t)c.ended[st][i]);
+		}
+	proto_add_int(o, "breaches", (int64_t)c.breaches);
+	return 0;
+}
+
 static int
 ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
          const cJSON *params, cJSON **result, char *cause, size_t causelen)
@@ -330,6 +362,11 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(o, "queued", counts[JOB_QUEUED]);
 	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
 	proto_add_int(o, "running", counts[JOB_RUNNING]);
+	if (info_counters(d, r) != 0) {
+		cJSON_Delete(r);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
 	*result = r;
 	return 0;
 }

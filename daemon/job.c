@@ -62,5 +62,6 @@ job_free(struct job *j)
 	job_free_strv(j->env);
 	free(j->end_reason);
 	free(j->end_detail);
+	free(j->kill);
 	free(j);
 }

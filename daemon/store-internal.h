@@ -29,7 +29,7 @@ struct store_tier {
 };
 extern const struct store_tier store_tiers[NTIERS];
 
-/* The job columns in bind order; ?1..?36, and ?37 is the id for update. */
+/* The job columns in bind order; ?1..?37, and ?38 is the id for update. */
 #define JOB_COLUMNS                                                            \
 	"queue_seq, uid, gid, user, name, argv, cwd, env, attached, "          \
 	"priority, wait_free_pct, swap_budget_bytes, expect_bytes, "           \
@@ -37,8 +37,8 @@ extern const struct store_tier store_tiers[NTIERS];
 	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
-	"swap_growth_peak_bytes, job_swap_bytes, umask, groups"
-#define JOB_NCOLUMNS 36
+	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, kill"
+#define JOB_NCOLUMNS 37
 #define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
 /* What a job row counts against its uid's max_stored_bytes_per_uid: the
  * bytes of its argv and env strings, cwd and name (store_job_bytes is the

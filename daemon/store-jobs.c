@@ -205,6 +205,7 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_int64(st, 34, (int64_t)j->job_swap_bytes);
 	sqlite3_bind_int(st, 35, j->umask);
 	sqlite3_bind_text(st, 36, groups, -1, SQLITE_TRANSIENT);
+	bind_text_or_null(st, 37, j->kill);
 	cJSON_free(argv);
 	cJSON_free(env);
 	free(groups);
@@ -283,6 +284,7 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	if ((e2 = store_json_groups((const char *)sqlite3_column_text(st, 36),
 	                            &j->groups, &j->ngroups)) != 0)
 		err = e2;
+	j->kill = column_strdup(st, 37, &err);
 	if (err != 0) {
 		job_free(j);
 		return err;

@@ -130,6 +130,9 @@ static const char *const store_migrations[] = {
      * prunes when the uid passes its storage bounds. */
     ("CREATE INDEX jobs_uid_ended ON jobs(uid, ended_ms, id)"
      " WHERE state IN " JOB_ENDED_STATES ";"),
+    /* 5: the numbers of a breach kill (a JSON object: budget, growth,
+     * footprint, free %, pressure, time), public members of the Job. */
+    "ALTER TABLE jobs ADD COLUMN kill TEXT;",
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -432,13 +435,13 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
 	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34, ?35, ?36)");
+	                 " ?34, ?35, ?36, ?37)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
 	PREP(s->job_upd,
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36) WHERE id = ?37");
+	     " ?32, ?33, ?34, ?35, ?36, ?37) WHERE id = ?38");
 	PREP(s->job_get, "SELECT id, " JOB_COLUMNS " FROM jobs WHERE id = ?1");
 	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS
 	                      " FROM jobs WHERE state NOT IN " JOB_ENDED_STATES

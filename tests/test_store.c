@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -224,6 +224,7 @@ test_migrate_from_1(void **state)
 	f->s = NULL;
 	db = raw_open(f->path);
 	raw_exec(db, "DROP INDEX jobs_uid_ended");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN umask");
 	raw_exec(db, "PRAGMA user_version = 1");
@@ -231,7 +232,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -268,13 +269,14 @@ test_migrate_from_2(void **state)
 	f->s = NULL;
 	db = raw_open(f->path);
 	raw_exec(db, "DROP INDEX jobs_uid_ended");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "PRAGMA user_version = 2");
 	sqlite3_close(db);
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -496,7 +498,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 4");
+	raw_exec(db, "PRAGMA user_version = 5");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
