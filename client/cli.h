@@ -58,6 +58,7 @@ int cmd_wait(struct cli *, int, char **);
 int cmd_logs(struct cli *, int, char **);
 int cmd_events(struct cli *, int, char **);
 int cmd_run(struct cli *, int, char **);
+int cmd_plot(struct cli *, int, char **);
 
 /* stageloadctl.c: the command's usage on stderr; returns EXIT_USAGE. */
 int cli_usage(const char *command);

@@ -52,6 +52,16 @@ static const struct cli_command commands[] = {
      "  --pid PID      add that process tree's footprint_bytes and "
      "swap_bytes\n"
      "  --out FILE     write to FILE instead of stdout\n"},
+    {"plot", NULL, cmd_plot,
+     "[--since T] [--until T] [--job ID] [--trace FILE] -o FILE.svg",
+     "an SVG plot of memory and swap with job lanes, a job, or a trace",
+     "  --since T      start (default 8h: 8 hours ago; forms as history)\n"
+     "  --until T      end (default now)\n"
+     "  --job ID       one job's footprint and swap over its life\n"
+     "  --trace FILE   a JSONL trace (meter, the Python MemoryMeter)\n"
+     "  -o FILE        the SVG file to write (- for stdout)\n"
+     "  --width PX     width in pixels (default 960)\n"
+     "  --utc          clock times in UTC\n"},
     {"top", NULL, cmd_top, "[--minutes N]",
      "live view of memory, swap, pressure and jobs (q quits)",
      "  --minutes N    span of the sparkline (default 10)\n"},
