@@ -2,7 +2,9 @@
 passes on it, and a Prometheus started here on loopback (a temp data dir)
 scrapes it; the test reads series back through Prometheus's query API and
 finds the fixture's free ratio, the running job's swap growth, the kill
-counted by state and reason, and the breach.
+counted by state and reason, and the breach. The example Grafana dashboard
+(docs/grafana/) is valid JSON whose queries name only metrics /metrics has
+and parse in Prometheus.
 
 Needs Debian's prometheus package (promtool, prometheus): a skip without
 it, a failure under CI=true.
@@ -10,6 +12,7 @@ it, a failure under CI=true.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +98,31 @@ def value_of(prom, q, want=None):
     return poll(get, timeout=30, step=0.5, what="%s in prometheus (want %r)" % (q, want))[0]
 
 
+def grafana_queries():
+    path = os.path.join(os.environ.get("SL_SRC", os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "..")), "docs", "grafana", "stageload-dashboard.json")
+    with open(path) as f:
+        dash = json.load(f)  # valid JSON
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    names = set()
+    for e in exprs + [v.get("definition", "") for v in dash["templating"]["list"]]:
+        names |= set(re.findall(r"\bstageload_[a-z0-9_]+", e))
+    return exprs, names
+
+
+def check_grafana(prom, body):
+    """The example dashboard asks only for metrics /metrics has, and every
+    query is one Prometheus accepts."""
+    have = set(re.findall(r"^# TYPE (\S+) ", body, re.M))
+    exprs, names = grafana_queries()
+    assert names, "no stageload metric in the dashboard"
+    missing = names - have
+    assert not missing, "the Grafana dashboard asks for metrics that do not exist: %s" % missing
+    for e in exprs:
+        prom.query(e.replace("$instance", ".*"))
+    print("grafana: %d queries over %d metrics, all exist and parse" % (len(exprs), len(names)))
+
+
 def main():
     require_tools("promtool", "prometheus")
     d = daemon()
@@ -124,6 +152,7 @@ def main():
             value_of(prom, 'stageload_jobs_waiting{waiting_for="free"}', 1)
             value_of(prom, "stageload_swap_used_bytes", 3 << 30)
             value_of(prom, "stageload_up", 1)
+            check_grafana(prom, body)
         print("OK")
     except BaseException:
         sys.stderr.write("--- daemon log ---\n" + d.log_text()[-4000:])
