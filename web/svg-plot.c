@@ -459,11 +459,13 @@ draw_marks(const struct geom *g, struct svgp_buf *b)
 		            k, k, m->job_id, x, g->y0, x, g->y1);
 		if (m->kind == SVGP_MARK_KILL)
 			draw_kill_marker(b, x, g->y0 + 6, m->job_id);
+		/* Near the right edge the label goes to the left of it. */
 		svgp_printf(b,
 		            "<text class=\"slp-mark-label\" x=\"%.1f\" "
-		            "y=\"%.1f\">",
-		            x + 3,
-		            g->y0 + (m->kind == SVGP_MARK_KILL ? 18 : 10));
+		            "y=\"%.1f\" text-anchor=\"%s\">",
+		            x > g->x1 - 90 ? x - 3 : x + 3,
+		            g->y0 + (m->kind == SVGP_MARK_KILL ? 24 : 10),
+		            x > g->x1 - 90 ? "end" : "start");
 		svgp_esc(b, m->label ? m->label : k);
 		svgp_puts(b, "</text><title>");
 		svgp_esc(b, m->label ? m->label : k);
@@ -523,7 +525,8 @@ static const char style_sheet[] =
     ".slp .slp-p-normal{fill:#bfe3c4}.slp .slp-p-warn{fill:#f2cf5b}"
     ".slp .slp-p-critical{fill:#e0564a}.slp .slp-p-unknown{fill:#ddd}"
     ".slp .slp-queued{fill:#d5d5d5}.slp .slp-running{fill:#8cc0e6}"
-    ".slp .slp-kill{stroke:#d00;stroke-width:2;fill:none}"
+    ".slp path.slp-kill{stroke:#d00;stroke-width:2;fill:none}"
+    ".slp .slp-mark-label{font-size:10px}"
     ".slp .slp-mark line{stroke-width:1;stroke-dasharray:3 3}"
     ".slp .slp-mark.slp-kill line{stroke:#d00}"
     ".slp .slp-stage line,.slp .slp-stage-key{stroke:#8a5cc2;"
@@ -538,7 +541,7 @@ static const char style_sheet[] =
     ".slp .slp-s0{stroke:#5aa9ef}.slp .slp-s1{stroke:#ff7a5c}"
     ".slp .slp-queued{fill:#444}.slp .slp-running{fill:#2f6f9c}"
     ".slp .slp-p-normal{fill:#2f5a36}.slp .slp-p-unknown{fill:#333}"
-    ".slp .slp-kill{stroke:#ff5050}"
+    ".slp path.slp-kill{stroke:#ff5050}"
     ".slp .slp-lane-label{stroke:#161616}}"
     "</style>";
 

@@ -120,7 +120,9 @@ api_status(struct web_daemon *wd, const struct web_request *rq,
 
 	if (web_arg_int(rq, "all", 0, 1, &all) < 0)
 		return api_error(b, 400, 0, "all: 0 or 1");
-	web_snap_take(wd, WEB_SNAP_JOBS | (all ? WEB_SNAP_ENDED : 0), 0, &s);
+	web_snap_take(
+	    wd, WEB_SNAP_JOBS | WEB_SNAP_QUEUE_ALL | (all ? WEB_SNAP_ENDED : 0),
+	    0, &s);
 	if (!s.up) {
 		web_snap_free(&s);
 		return daemon_down(wd, b);

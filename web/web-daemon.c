@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +99,11 @@ web_daemon_call(struct web_daemon *wd, const char *method, const char *params,
 /* Jobs of status, page after page: every live one, and (ended) the ended
  * ones back to since_ms, at most WEB_ENDED_MAX of them. */
 static int
-take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into)
+take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into,
+          int max_queued, int *queued_left)
 {
 	char params[160], cursor[80] = "";
-	int nended = 0, rc, more = 1;
+	int nended = 0, nqueued = 0, rc, more = 1;
 	cJSON *r, *jobs, *j, *next;
 
 	while (more) {
@@ -133,6 +135,11 @@ take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into)
 			    (++nended > WEB_ENDED_MAX ||
 			     web_num(j, "ended_at_ms", 0) < (double)since_ms))
 				goto done;
+			if (st != NULL && strcmp(st, "queued") == 0 &&
+			    ++nqueued > max_queued) {
+				(*queued_left)++;
+				continue;
+			}
 			cJSON_AddItemToArray(into, web_public_job(j));
 		}
 		next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
@@ -147,6 +154,37 @@ take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into)
 	done:
 		cJSON_Delete(r);
 	}
+	return 0;
+}
+
+/* The jobs holding memory: status lists them first, so one page of as
+ * many as info counts holds them all (a job admitted in between pushes
+ * the last one to the next page; the next scrape has it). */
+static int
+take_held(struct web_daemon *wd, const cJSON *info, cJSON *into)
+{
+	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(info, "jobs");
+	double held =
+	    web_num(counts, "admitted", 0) + web_num(counts, "running", 0);
+	char params[96];
+	cJSON *r, *j;
+	int rc;
+
+	if (held < 1)
+		return 0;
+	if (held > 1000)
+		held = 1000;
+	snprintf(params, sizeof params, "{\"all\":false,\"limit\":%.0f}", held);
+	if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
+		return rc;
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(r, "jobs"))
+	{
+		const char *st = web_str(j, "state");
+		if (st != NULL &&
+		    (strcmp(st, "admitted") == 0 || strcmp(st, "running") == 0))
+			cJSON_AddItemToArray(into, web_public_job(j));
+	}
+	cJSON_Delete(r);
 	return 0;
 }
 
@@ -209,11 +247,17 @@ web_snap_take(struct web_daemon *wd, int what, int64_t since_ms,
 		wd->last_restart_ms = s->now_ms;
 	}
 	wd->started_at_ms = started;
-	if (what & WEB_SNAP_JOBS) {
+	if (what & WEB_SNAP_HELD) {
+		s->jobs = cJSON_CreateArray();
+		if (s->jobs == NULL || take_held(wd, s->info, s->jobs) < 0)
+			return;
+	} else if (what & WEB_SNAP_JOBS) {
 		s->jobs = cJSON_CreateArray();
 		if (s->jobs == NULL ||
-		    take_jobs(wd, (what & WEB_SNAP_ENDED) != 0, since_ms,
-		              s->jobs) < 0)
+		    take_jobs(
+		        wd, (what & WEB_SNAP_ENDED) != 0, since_ms, s->jobs,
+		        (what & WEB_SNAP_QUEUE_ALL) ? INT_MAX : WEB_QUEUED_MAX,
+		        &s->queued_left) < 0)
 			return;
 	}
 	if (what & WEB_SNAP_EVENTS) {

@@ -122,7 +122,8 @@ queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 	    "storage", "exclusive", "max_running", "free", "expect",
 	    "settle",  "head",      "client",      "none"};
 	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(s->info, "jobs");
-	const cJSON *j;
+	const cJSON *wf = cJSON_GetObjectItemCaseSensitive(jobs, "waiting_for");
+	const cJSON *w;
 	size_t i;
 	int nwait[sizeof waits / sizeof waits[0]] = {0}, other = 0;
 
@@ -130,19 +131,18 @@ queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 	for (i = 0; i < 3; i++)
 		svgp_printf(b, "stageload_jobs{state=\"%s\"} %.0f\n", states[i],
 		            web_num(jobs, states[i], 0));
-	cJSON_ArrayForEach(j, s->jobs)
+	/* info counts them (jobs.waiting_for), so the queue is not read. */
+	cJSON_ArrayForEach(w, wf)
 	{
-		const char *st = web_str(j, "state"), *w;
-		if (st == NULL || strcmp(st, "queued") != 0)
+		if (!cJSON_IsNumber(w))
 			continue;
-		w = web_str(j, "waiting_for");
 		for (i = 0; i < sizeof waits / sizeof waits[0]; i++)
-			if (w != NULL && strcmp(w, waits[i]) == 0)
+			if (strcmp(w->string, waits[i]) == 0)
 				break;
 		if (i < sizeof waits / sizeof waits[0])
-			nwait[i]++;
+			nwait[i] += (int)w->valuedouble;
 		else
-			other++;
+			other += (int)w->valuedouble;
 	}
 	family(b, "stageload_jobs_waiting", "gauge",
 	       "Queued jobs by what they wait for (PROTOCOL.md, Job: "
@@ -221,7 +221,7 @@ web_metrics(struct web_daemon *wd, const struct web_request *rq,
 
 	(void)rq;
 	*type = "text/plain; version=0.0.4; charset=utf-8";
-	web_snap_take(wd, WEB_SNAP_JOBS, 0, &s);
+	web_snap_take(wd, WEB_SNAP_HELD, 0, &s);
 	gauge(b, "stageload_up",
 	      "1 when the web program reached the daemon for this scrape.",
 	      s.up);

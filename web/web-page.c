@@ -14,6 +14,8 @@
 #include "web.h"
 
 #define WEB_REFRESH_S 5
+/* Rows of the queue table; the rest are counted. */
+#define WEB_QUEUE_ROWS WEB_QUEUED_MAX
 
 static const struct {
 	const char *arg, *label;
@@ -146,7 +148,8 @@ queue_table(const struct web_snap *s, double free_pct, struct svgp_buf *b)
 	{
 		if (!state_is(j, "queued"))
 			continue;
-		n++;
+		if (++n > WEB_QUEUE_ROWS)
+			continue;
 		svgp_printf(b,
 		            "<tr data-job=\"%.0f\"><td class=\"n\">%.0f</td>"
 		            "<td class=\"n\">%.0f</td>",
@@ -164,6 +167,11 @@ queue_table(const struct web_snap *s, double free_pct, struct svgp_buf *b)
 	if (n == 0)
 		svgp_puts(b, "<tr><td colspan=\"6\" class=\"mut\">nothing "
 		             "queued</td></tr>");
+	if (n + s->queued_left > WEB_QUEUE_ROWS)
+		svgp_printf(b,
+		            "<tr><td colspan=\"6\" class=\"mut\">and %d more "
+		            "(/api/status lists them all)</td></tr>",
+		            n + s->queued_left - WEB_QUEUE_ROWS);
 	svgp_puts(b, "</tbody></table></div></section>");
 }
 

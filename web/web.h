@@ -26,6 +26,8 @@
 
 /* Ended jobs a page asks for at most (lanes and latest kills). */
 #define WEB_ENDED_MAX 200
+/* Queued jobs a page keeps (in queue order); the rest are counted. */
+#define WEB_QUEUED_MAX 100
 /* Lanes drawn at most; the rest are counted below the plot. */
 #define WEB_LANES_MAX 40
 
@@ -46,11 +48,12 @@ struct web_daemon {
 /* What one answer is built from. Each member is NULL when not asked for
  * or not had; the whole is freed with web_snap_free. */
 struct web_snap {
-	int up;         /* the daemon answered */
-	cJSON *info;    /* info result */
-	cJSON *jobs;    /* array of Job: live, then ended (if asked) */
-	cJSON *events;  /* array of Event, oldest first */
-	cJSON *history; /* history result */
+	int up;          /* the daemon answered */
+	cJSON *info;     /* info result */
+	cJSON *jobs;     /* array of Job: live, then ended (if asked) */
+	cJSON *events;   /* array of Event, oldest first */
+	cJSON *history;  /* history result */
+	int queued_left; /* queued jobs past WEB_QUEUED_MAX, not in jobs */
 	int64_t now_ms;
 };
 
@@ -58,6 +61,11 @@ enum {
 	WEB_SNAP_JOBS = 1,
 	WEB_SNAP_ENDED = 2, /* with ended jobs, newest first */
 	WEB_SNAP_EVENTS = 4,
+	/* only the jobs holding memory (the head of the status list): one
+	 * small page however long the queue is */
+	WEB_SNAP_HELD = 8,
+	/* every queued job, not only the first WEB_QUEUED_MAX */
+	WEB_SNAP_QUEUE_ALL = 16,
 };
 
 void web_daemon_init(struct web_daemon *wd, const char *socket);
