@@ -15,6 +15,11 @@
 
 #include "web.h"
 
+/* Jobs asked for per status page: small pages keep what one answer
+ * holds in memory small (the web program's RSS), at a few more calls. */
+#define WEB_STATUS_PAGE 200
+/* Events a page keeps (stage marks and daemon starts come from them). */
+#define WEB_EVENTS_KEPT 500
 /* A call waits this long for the daemon; a page must not hang. */
 #define WEB_CALL_TIMEOUT_MS 5000
 
@@ -109,12 +114,13 @@ take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into,
 	while (more) {
 		if (cursor[0] != '\0')
 			snprintf(params, sizeof params,
-			         "{\"all\":%s,\"limit\":1000,\"cursor\":%s}",
-			         ended ? "true" : "false", cursor);
+			         "{\"all\":%s,\"limit\":%d,\"cursor\":%s}",
+			         ended ? "true" : "false", WEB_STATUS_PAGE,
+			         cursor);
 		else
 			snprintf(params, sizeof params,
-			         "{\"all\":%s,\"limit\":1000}",
-			         ended ? "true" : "false");
+			         "{\"all\":%s,\"limit\":%d}",
+			         ended ? "true" : "false", WEB_STATUS_PAGE);
 		/* Version 1 knows no cursor: one answer holds the list. */
 		if (sl_hello_info(wd->c)->version < 2)
 			snprintf(params, sizeof params,
@@ -188,8 +194,8 @@ take_held(struct web_daemon *wd, const cJSON *info, cJSON *into)
 	return 0;
 }
 
-/* The latest 1000 events, oldest first. Events are read forward after
- * an id, so each snapshot begins where the previous one's list began and
+/* The latest WEB_EVENTS_KEPT events, oldest first. Events are read forward
+ * after an id, so each snapshot begins where the previous one's list began and
  * reads on to the end (the first reads all the daemon has, once). */
 static int
 take_events(struct web_daemon *wd, cJSON *into)
@@ -201,7 +207,8 @@ take_events(struct web_daemon *wd, cJSON *into)
 
 	for (;;) {
 		snprintf(params, sizeof params,
-		         "{\"after_id\":%" PRId64 ",\"limit\":1000}", last);
+		         "{\"after_id\":%" PRId64 ",\"limit\":%d}", last,
+		         WEB_STATUS_PAGE);
 		if ((rc = web_daemon_call(wd, "events", params, &r)) < 0)
 			return rc;
 		evs = cJSON_GetObjectItemCaseSensitive(r, "events");
@@ -211,7 +218,7 @@ take_events(struct web_daemon *wd, cJSON *into)
 			cJSON_AddItemToArray(into, web_public_event(e));
 			last = (int64_t)web_num(e, "id", (double)last);
 		}
-		while (cJSON_GetArraySize(into) > 1000)
+		while (cJSON_GetArraySize(into) > WEB_EVENTS_KEPT)
 			cJSON_DeleteItemFromArray(into, 0);
 		cJSON_Delete(r);
 		/* Nothing after where we began: a new database (the ids
@@ -222,7 +229,7 @@ take_events(struct web_daemon *wd, cJSON *into)
 			continue;
 		}
 		pages++;
-		if (n < 1000 || pages > 1000)
+		if (n < WEB_STATUS_PAGE || pages > 100000)
 			break;
 	}
 	if (cJSON_GetArraySize(into) > 0)
