@@ -287,7 +287,8 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	}
 	lane_of(job, &lane);
 	t0 = lane.started_ms > 0 ? lane.started_ms : lane.submitted_ms;
-	t1 = lane.ended_ms > 0 ? lane.ended_ms : (int64_t)num(job, "now_ms", 0);
+	/* A job still running ends at its latest sample. */
+	t1 = lane.ended_ms > 0 ? lane.ended_ms : t0;
 	if (fp.n > 0 && fp.v[fp.n - 1].t_ms > t1)
 		t1 = fp.v[fp.n - 1].t_ms;
 	if (fp.n > 0 && fp.v[0].t_ms < t0)

@@ -113,14 +113,6 @@ web_public_job(const cJSON *job)
 	return o;
 }
 
-const char *
-web_event_stage(const cJSON *ev)
-{
-	const char *s = web_str(ev, "stage");
-
-	return s;
-}
-
 cJSON *
 web_public_event(const cJSON *ev)
 {

@@ -91,9 +91,6 @@ char *web_json_print(const cJSON *o);
 double web_num(const cJSON *o, const char *name, double def);
 const char *web_str(const cJSON *o, const char *name);
 
-/* A job's stage, when events carried one (web-json.c). */
-const char *web_event_stage(const cJSON *ev);
-
 /* The pages. Each appends its body to out and returns the HTTP status;
  * *type is the Content-Type. */
 struct web_request {
