@@ -68,22 +68,31 @@ class Web:
         return r.status, dict(r.getheaders()), body
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
+        """SIGTERM; returns its exit status and stderr (a sanitizer's
+        report, in a sanitizer build)."""
+        err = ""
+        if self.proc is None:
+            return None, err
+        if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(10)
+                self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc is not None:
-            self.proc.stdout.close()
-            self.proc.stderr.close()
+        err = self.proc.stderr.read()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode, err
 
     def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc):
-        self.stop()
+        rc, err = self.stop()
+        # A clean exit after SIGTERM: under ASan, no leak or error report.
+        if exc[0] is None and rc != 0:
+            raise AssertionError("stageload-web exited %s after SIGTERM:\n%s" % (rc, err))
 
 
 def set_memory(d, free_pct, swap_used_gib, sync=True):
