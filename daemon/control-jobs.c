@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <uv.h>
 
 #include "control.h"
 #include "jobs.h"
@@ -43,6 +44,11 @@ answer_job(struct daemon *d, const struct peer *p, int64_t id, int with_env,
 
 	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
+	if (wire_may_see(p->uid, v.j) &&
+	    (rc = jobs_view_args(d, &v, cause, causelen)) != 0) {
+		jobs_view_free(&v);
+		return rc;
+	}
 	*result = wire_job(&v, p->uid, with_env);
 	jobs_view_free(&v);
 	return 0;
@@ -259,60 +265,81 @@ out:
 
 /*
  * Answers are bounded (PROTOCOL.md, "status", "events"): a list answer is
- * built entry by entry and counted as it is encoded, so it stops at
- * CONTROL_ANSWER_MAX bytes. Version 1 answers whole or not at all
+ * built entry by entry, each encoded once into the page's text, so it
+ * stops at CONTROL_ANSWER_MAX bytes. Version 1 answers whole or not at all
  * (-32004 naming the page size to use); a version 2 page ends there early,
- * its next_cursor saying where the next one begins.
+ * or once it has taken CONTROL_PAGE_NS of the loop, its next_cursor saying
+ * where the next one begins.
  */
 #define CONTROL_ANSWER_MAX (4u << 20)
+#define CONTROL_PAGE_NS (2u * 1000 * 1000)
 #define STATUS_PAGE_DEFAULT 100
 #define STATUS_PAGE_MAX 1000
 #define EVENTS_PAGE_MAX 10000
 
 struct page {
-	cJSON *arr;
-	size_t bytes;  /* encoded size of the entries so far */
+	char *text; /* "[" and the entries so far, comma-separated */
+	size_t len, cap;
 	int64_t limit; /* entries wanted (v2: the page size) */
 	size_t n;
+	uint64_t t0; /* uv_hrtime() at page_begin */
 	int v2;
 	int over; /* v1: the answer would pass the budget */
 	int full; /* v2: no more entries fit in this page */
 };
 
-/* Adds an entry (owned from here) unless the page is full; 1 when added. */
+/* Adds an entry (consumed) unless the page is full; 1 when added. */
 static int
 page_add(struct page *pg, cJSON *o)
 {
-	char *text;
+	char *text, *t;
 	size_t len;
 
 	if (o == NULL)
 		return 0;
-	if (pg->full || pg->over || (int64_t)pg->n >= pg->limit) {
+	if (pg->full || pg->over || (int64_t)pg->n >= pg->limit ||
+	    (pg->v2 && pg->n > 0 && uv_hrtime() - pg->t0 > CONTROL_PAGE_NS)) {
 		pg->full = 1;
 		cJSON_Delete(o);
 		return 0;
 	}
-	if ((text = cJSON_PrintUnformatted(o)) == NULL) {
-		cJSON_Delete(o);
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (text == NULL) {
 		pg->over = 1;
 		return 0;
 	}
-	len = strlen(text) + 1; /* and its comma */
-	free(text);
-	if (pg->bytes + len > CONTROL_ANSWER_MAX) {
+	len = strlen(text);
+	if (pg->len + len + 2 > CONTROL_ANSWER_MAX) {
 		if (!pg->v2)
 			pg->over = 1;
 		else if (pg->n > 0)
 			pg->full = 1;
 		if (pg->over || pg->full) {
-			cJSON_Delete(o);
+			free(text);
 			return 0;
 		}
 	}
-	pg->bytes += len;
+	if (pg->len + len + 2 > pg->cap) {
+		size_t cap = pg->cap * 2 > pg->len + len + 2
+		                 ? pg->cap * 2
+		                 : pg->len + len + 2;
+
+		if ((t = realloc(pg->text, cap)) == NULL) {
+			free(text);
+			pg->over = 1;
+			return 0;
+		}
+		pg->text = t;
+		pg->cap = cap;
+	}
+	if (pg->n > 0)
+		pg->text[pg->len++] = ',';
+	memcpy(pg->text + pg->len, text, len);
+	pg->len += len;
+	pg->text[pg->len] = '\0';
+	free(text);
 	pg->n++;
-	cJSON_AddItemToArray(pg->arr, o);
 	return 1;
 }
 
@@ -329,11 +356,35 @@ page_begin(struct page *pg, int v2, int64_t limit, const char *cursor,
 	}
 	pg->v2 = v2;
 	pg->limit = limit;
-	if ((pg->arr = cJSON_CreateArray()) == NULL) {
+	pg->t0 = uv_hrtime();
+	pg->cap = 4096;
+	if ((pg->text = malloc(pg->cap)) == NULL) {
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
+	memcpy(pg->text, "[", 2);
+	pg->len = 1;
 	return 0;
+}
+
+static void
+page_free(struct page *pg)
+{
+	free(pg->text);
+	pg->text = NULL;
+}
+
+/* The page's entries as the JSON array they are (consumed). */
+static cJSON *
+page_array(struct page *pg)
+{
+	cJSON *a;
+
+	pg->text[pg->len++] = ']';
+	pg->text[pg->len] = '\0';
+	a = cJSON_CreateRaw(pg->text);
+	page_free(pg);
+	return a;
 }
 
 /* A version 1 answer past the budget: the page goes, the error names the
@@ -341,8 +392,7 @@ page_begin(struct page *pg, int v2, int64_t limit, const char *cursor,
 static int
 page_over(struct page *pg, const char *what, char *cause, size_t causelen)
 {
-	cJSON_Delete(pg->arr);
-	pg->arr = NULL;
+	page_free(pg);
 	snprintf(cause, causelen,
 	         "answer larger than %u bytes: use protocol version 2 and "
 	         "page %s with limit (at most %d per page)",
@@ -363,14 +413,16 @@ ended_cb(void *arg, struct job *j)
 {
 	struct ended_ctx *c = arg;
 
-	if (!c->pg->full && !c->pg->over &&
+	int added =
 	    page_add(c->pg, c->pg->v2 ? wire_job_ended_list(j, c->viewer)
-	                              : wire_job_ended(j, c->viewer, 0))) {
+	                              : wire_job_ended(j, c->viewer, 0));
+
+	if (added) {
 		c->last_ms = j->ended_ms;
 		c->last_id = j->id;
 	}
 	job_free(j);
-	return 0;
+	return !added; /* full: the rest is not read */
 }
 
 /*
@@ -424,14 +476,14 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                     causelen)) != 0)
 		return rc;
 	if (cursor != NULL && cursor_parse(cursor, &phase, &ca, &cb) != 0) {
-		cJSON_Delete(pg.arr);
+		page_free(&pg);
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' is not one this daemon "
 		         "gave");
 		return PROTO_E_PARAMS;
 	}
 	if (phase == 'l' && jobs_list(d, all, &v, &n) != 0) {
-		cJSON_Delete(pg.arr);
+		page_free(&pg);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
@@ -444,12 +496,25 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 			}
 	}
 	for (i = start; phase == 'l' && i < n; i++) {
-		if (!page_add(&pg, v2 ? wire_job_list(&v[i], p->uid)
-		                      : wire_job(&v[i], p->uid, 0)))
+		int64_t id = v[i].j->id;
+		cJSON *o;
+
+		/* Version 1 shows argv, which the table does not keep. */
+		if (!v2 && wire_may_see(p->uid, v[i].j) &&
+		    (rc = jobs_view_args(d, &v[i], cause, causelen)) != 0)
 			break;
-		snprintf(next, sizeof next, "l%" PRId64 ".%zu", v[i].j->id, i);
+		o = v2 ? wire_job_list(&v[i], p->uid)
+		       : wire_job(&v[i], p->uid, 0);
+		jobs_view_free(&v[i]);
+		if (!page_add(&pg, o))
+			break;
+		snprintf(next, sizeof next, "l%" PRId64 ".%zu", id, i);
 	}
 	free(v);
+	if (rc != 0) {
+		page_free(&pg);
+		return rc;
+	}
 	if (pg.over)
 		return page_over(&pg, "status", cause, causelen);
 	/* The ended jobs of the database, when the page has room: a page
@@ -469,7 +534,7 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		    store_jobs_ended_before(d->store, ca, cb,
 		                            pg.limit - (int64_t)pg.n + 1,
 		                            ended_cb, &ctx) < 0) {
-			cJSON_Delete(pg.arr);
+			page_free(&pg);
 			snprintf(cause, causelen, "storage error reading jobs");
 			return PROTO_E_STORAGE;
 		}
@@ -482,7 +547,7 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if (pg.over)
 		return page_over(&pg, "status", cause, causelen);
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "jobs", pg.arr);
+	cJSON_AddItemToObject(*result, "jobs", page_array(&pg));
 	if (v2) {
 		if (pg.full && next[0] != '\0')
 			cJSON_AddStringToObject(*result, "next_cursor", next);
@@ -568,8 +633,9 @@ events_cb(void *arg, const struct store_event *e)
 {
 	struct events_ctx *c = arg;
 
-	if (page_add(c->pg, wire_event(e, c->viewer)))
-		c->last = e->id;
+	if (!page_add(c->pg, wire_event(e, c->viewer)))
+		return 1; /* full: the rest is not read */
+	c->last = e->id;
 	return 0;
 }
 
@@ -614,7 +680,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if (cursor != NULL &&
 	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
 	     events_cursor(cursor, &after) != 0)) {
-		cJSON_Delete(pg.arr);
+		page_free(&pg);
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' must be a next_cursor this "
 		         "daemon gave, without after_id");
@@ -625,7 +691,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	ctx.last = after;
 	/* One more than the page says whether a next one exists. */
 	if (store_events(d->store, after, limit + 1, events_cb, &ctx) < 0) {
-		cJSON_Delete(pg.arr);
+		page_free(&pg);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
@@ -633,12 +699,12 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return page_over(&pg, "events", cause, causelen);
 	if (follow &&
 	    notify_follow_events(d, p->client_id, p->uid, ctx.last) != 0) {
-		cJSON_Delete(pg.arr);
+		page_free(&pg);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
 	*result = cJSON_CreateObject();
-	cJSON_AddItemToObject(*result, "events", pg.arr);
+	cJSON_AddItemToObject(*result, "events", page_array(&pg));
 	if (v2) {
 		snprintf(next, sizeof next, "%" PRId64, ctx.last);
 		if (pg.full && !follow)

@@ -1,5 +1,6 @@
 /* The job record: state names and freeing. docs/jobs.md has the machine. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,89 @@ job_free(struct job *j)
 	job_free_strv(j->env);
 	free(j->end_reason);
 	free(j->end_detail);
+	free(j->command);
 	free(j->kill);
 	free(j);
+}
+
+int
+job_drop_args(struct job *j)
+{
+	char cmd[JOB_COMMAND_MAX + 1];
+
+	if (j->command == NULL) {
+		job_command(j->argv, cmd, sizeof cmd);
+		if ((j->command = strdup(cmd)) == NULL)
+			return -ENOMEM;
+	}
+	job_free_strv(j->argv);
+	job_free_strv(j->env);
+	j->argv = NULL;
+	j->env = NULL;
+	return 0;
+}
+
+/* Safe in a POSIX shell word as they are: anything else is quoted. */
+static int
+shell_plain(const char *a)
+{
+	if (*a == '\0')
+		return 0;
+	for (; *a != '\0'; a++)
+		if (!((*a >= 'a' && *a <= 'z') || (*a >= 'A' && *a <= 'Z') ||
+		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
+			return 0;
+	return 1;
+}
+
+size_t
+job_command(char *const *argv, char *out, size_t outlen)
+{
+	/* Room for one more byte than the cap, so a cut is seen. */
+	char buf[JOB_COMMAND_MAX + 8];
+	size_t n = 0, cap = JOB_COMMAND_MAX + 1;
+	const char *a;
+
+#define PUT(c)                                                                 \
+	do {                                                                   \
+		if (n == cap)                                                  \
+			goto cut;                                              \
+		buf[n++] = (c);                                                \
+	} while (0)
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
+		if (i > 0)
+			PUT(' ');
+		if (shell_plain(argv[i])) {
+			for (a = argv[i]; *a != '\0'; a++)
+				PUT(*a);
+			continue;
+		}
+		PUT('\'');
+		for (a = argv[i]; *a != '\0'; a++) {
+			if (*a == '\'') {
+				PUT('\'');
+				PUT('\\');
+				PUT('\'');
+			}
+			PUT(*a);
+		}
+		PUT('\'');
+	}
+#undef PUT
+	if (n > JOB_COMMAND_MAX)
+		goto cut;
+	buf[n] = '\0';
+	snprintf(out, outlen, "%s", buf);
+	return n;
+cut:
+	/* At most JOB_COMMAND_MAX bytes with the 3 of the ellipsis, cut
+	 * before a UTF-8 continuation byte never. */
+	n = JOB_COMMAND_MAX - 3;
+	while (n > 0 && ((unsigned char)buf[n] & 0xC0) == 0x80)
+		n--;
+	memcpy(buf + n, "\xE2\x80\xA6", 3);
+	n += 3;
+	buf[n] = '\0';
+	snprintf(out, outlen, "%s", buf);
+	return n;
 }

@@ -5,6 +5,7 @@
 #ifndef SL_JOB_H
 #define SL_JOB_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -83,8 +84,27 @@ struct job {
 	uint64_t footprint_peak_bytes;
 	uint64_t swap_growth_peak_bytes;
 	uint64_t job_swap_bytes; /* latest per-tree swap (Linux) */
+
+	/* The argv shell-quoted (job_command), for list answers. In
+	 * memory only. */
+	char *command;
+	/* What the row counts against its uid's stored bytes
+	 * (store_job_bytes), kept when argv and env are dropped. In memory
+	 * only. */
+	int64_t bytes;
 };
 
 void job_free(struct job *j);
+
+#define JOB_COMMAND_MAX 256
+/* argv as one shell command line: words quoted with '' where needed (a '
+ * as '\''), joined by spaces, at most JOB_COMMAND_MAX bytes: longer is
+ * cut on a UTF-8 boundary and ends with U+2026. Writes it to out (at least
+ * JOB_COMMAND_MAX + 1 bytes) and returns its length. */
+size_t job_command(char *const *argv, char *out, size_t outlen);
+/* A job in the table keeps its argv and env in the store only: they may
+ * be a megabyte each (docs/security.md), and are read back to start the
+ * job or to show it. Sets j->command first; -ENOMEM. */
+int job_drop_args(struct job *j);
 
 #endif

@@ -78,8 +78,27 @@ void
 jobs_view_free(struct jobs_view *v)
 {
 	job_free(v->stored);
+	job_free(v->args);
 	v->stored = NULL;
+	v->args = NULL;
 	v->j = NULL;
+}
+
+int
+jobs_view_args(struct daemon *d, struct jobs_view *v, char *cause,
+               size_t causelen)
+{
+	int rc;
+
+	if (v->j->argv != NULL || v->args != NULL)
+		return 0;
+	if ((rc = store_job_get(d->store, v->j->id, &v->args)) != 0) {
+		snprintf(cause, causelen,
+		         "storage error reading job %" PRId64 ": %s", v->j->id,
+		         rc < 0 ? strerror(-rc) : "no row");
+		return PROTO_E_STORAGE;
+	}
+	return 0;
 }
 
 int

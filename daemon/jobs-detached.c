@@ -4,6 +4,7 @@
  * here. A job re-adopted after a restart has no pipe: spawn_check() tells
  * at every sample whether it still runs.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -116,13 +117,34 @@ detached_watch(struct daemon *d, struct jrec *r, int fd)
 void
 jobs_detached_spawn(struct daemon *d, struct jrec *r)
 {
-	struct job *j = r->j;
+	struct job *j = r->j, *row = NULL;
 	struct spawn_child child;
 	char cause[256];
+	int rc;
 
+	/* Its argv and env are read from its row for the start only
+	 * (job_drop_args). */
+	if (j->argv == NULL &&
+	    ((rc = store_job_get(d->store, j->id, &row)) != 0 ||
+	     row->argv == NULL)) {
+		job_free(row);
+		jrec_end(d, r, JOB_FAILED, "spawn",
+		         jobs_fmt_detail("could not read its command from the "
+		                         "database (%s)",
+		                         rc < 0 ? strerror(-rc) : "no row"));
+		return;
+	}
+	if (row != NULL) {
+		j->argv = row->argv;
+		j->env = row->env;
+		row->argv = row->env = NULL;
+		job_free(row);
+	}
 	j->max_log_bytes = d->cfg.max_log_bytes;
-	if (d->jobs->ops->spawn(d->cfg.state_dir, j, &child, cause,
-	                        sizeof cause) != 0) {
+	rc = d->jobs->ops->spawn(d->cfg.state_dir, j, &child, cause,
+	                         sizeof cause);
+	(void)job_drop_args(j); /* j->command is set: it cannot fail */
+	if (rc != 0) {
 		jrec_end(d, r, JOB_FAILED, "spawn", xstrdup(cause));
 		return;
 	}

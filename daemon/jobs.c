@@ -92,9 +92,10 @@ jobs_add(struct jobs *js, struct jrec *r)
 struct jrec *
 jrec_new(struct jobs *js, struct job *j)
 {
-	struct jrec *r = calloc(1, sizeof *r);
+	struct jrec *r;
 
-	if (r == NULL)
+	/* The row holds them; the table does not (job_drop_args). */
+	if (job_drop_args(j) != 0 || (r = calloc(1, sizeof *r)) == NULL)
 		return NULL;
 	r->js = js;
 	r->j = j;

@@ -72,12 +72,20 @@ struct jobs_view {
 	uint64_t growth_bytes;
 	uint64_t client_id; /* attached: the connection that owns it */
 	struct job *stored; /* owned: freed by jobs_view_free */
+	/* owned: a table job's argv and env, read from the store by
+	 * jobs_view_args (the table keeps neither) */
+	struct job *args;
 };
 
 /* PROTO_E_NOJOB with cause when there is no such job. */
 int jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
              size_t causelen);
 void jobs_view_free(struct jobs_view *v);
+/* Reads a table job's argv and env from the store into v->args, for an
+ * answer that shows them (show, status in protocol version 1); nothing to
+ * do for a job loaded from the store. PROTO_E_STORAGE with cause. */
+int jobs_view_args(struct daemon *d, struct jobs_view *v, char *cause,
+                   size_t causelen);
 /* The jobs status lists from the table, in its order: those holding
  * memory, the queue in order, then (with ended) those ended but not on
  * disk. *out is malloc'd; -ENOMEM. */

@@ -317,10 +317,23 @@ notify_pump_events(struct daemon *d, struct notify *nf, uint64_t client_id)
 	}
 }
 
+/* The ended job as uid sees it. The table keeps no argv: it is read from
+ * the store once, for the first who may see it. */
+static cJSON *
+ended_object(struct daemon *d, struct jobs_view *v, uid_t uid)
+{
+	char cause[128];
+
+	if (wire_may_see(uid, v->j))
+		(void)jobs_view_args(d, v, cause, sizeof cause);
+	return wire_job(v, uid, 0);
+}
+
 /* Every waiter of the job gets it as it ended. */
 static void
-notify_ended(struct daemon *d, struct notify *nf, const struct job *j)
+notify_ended(struct daemon *d, struct notify *nf, struct jobs_view *v)
 {
+	const struct job *j = v->j;
 	size_t i;
 
 	nf->walking++;
@@ -331,7 +344,7 @@ notify_ended(struct daemon *d, struct notify *nf, const struct job *j)
 		    w->job_id != j->id)
 			continue;
 		server_reply(d, w->client_id, w->req_id,
-		             wire_job_ended(j, w->uid, 0));
+		             ended_object(d, v, w->uid));
 		watch_clear(nf, w);
 	}
 	nf->walking--;
@@ -342,6 +355,7 @@ void
 notify_job(struct daemon *d, const struct jobs_note *n)
 {
 	struct notify *nf = d->notify;
+	struct jobs_view v;
 	cJSON *o;
 
 	if (nf == NULL)
@@ -351,12 +365,15 @@ notify_job(struct daemon *d, const struct jobs_note *n)
 		notify_event(d, nf, n->event);
 		return;
 	case JOBS_NOTE_ENDED:
-		notify_ended(d, nf, n->job);
+		memset(&v, 0, sizeof v);
+		v.j = n->job;
+		notify_ended(d, nf, &v);
 		/* The attached job's own connection is told, whoever ended
 		 * it: it may be waiting for an admission that will not come. */
 		if (n->client_id != 0)
 			server_notify(d, n->client_id, "ended",
-			              wire_job_ended(n->job, n->job->uid, 0));
+			              ended_object(d, &v, n->job->uid));
+		jobs_view_free(&v);
 		return;
 	case JOBS_NOTE_ADMITTED:
 		o = cJSON_CreateObject();

@@ -29,27 +29,25 @@ struct store_tier {
 };
 extern const struct store_tier store_tiers[NTIERS];
 
-/* The job columns in bind order; ?1..?37, and ?38 is the id for update. */
+/* The columns of a jobs row in bind order (?1..?36; ?37 is the id for an
+ * update). argv and env live in job_args (schema 5): most reads of a job
+ * need neither, and a row that held them was read whole to reach the
+ * columns after them. */
 #define JOB_COLUMNS                                                            \
-	"queue_seq, uid, gid, user, name, argv, cwd, env, attached, "          \
+	"queue_seq, uid, gid, user, name, cwd, attached, "                     \
 	"priority, wait_free_pct, swap_budget_bytes, expect_bytes, "           \
 	"exclusive, retry_on_breach, attempt, state, submitted_ms, "           \
 	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
-	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, kill"
-#define JOB_NCOLUMNS 37
+	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, bytes, kill"
+#define JOB_NCOLUMNS 36
+/* A whole job: "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM; lists
+ * read argv alone (for the command line): JOB_LIST_ARGS. */
+#define JOB_ARGS "a.argv, a.env"
+#define JOB_LIST_ARGS "a.argv, NULL"
+#define JOB_FROM " FROM jobs LEFT JOIN job_args a ON a.job_id = jobs.id"
 #define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
-/* What a job row counts against its uid's max_stored_bytes_per_uid: the
- * bytes of its argv and env strings, cwd and name (store_job_bytes is the
- * same in C). */
-#define JOB_BYTES_SQL                                                          \
-	"(coalesce((SELECT sum(length(CAST(value AS BLOB)))"                   \
-	" FROM json_each(argv)), 0) +"                                         \
-	" coalesce((SELECT sum(length(CAST(value AS BLOB)))"                   \
-	" FROM json_each(env)), 0) +"                                          \
-	" coalesce(length(CAST(cwd AS BLOB)), 0) +"                            \
-	" coalesce(length(CAST(name AS BLOB)), 0))"
 
 struct job_sample_rec {
 	int64_t job_id;
@@ -92,12 +90,12 @@ struct store {
 	sqlite3_stmt *first_raw, *first[NTIERS]; /* earliest row of each */
 	sqlite3_stmt *start_markers, *ins_marker;
 	sqlite3_stmt *latest, *latest_totals;
-	sqlite3_stmt *job_ins, *job_seq, *job_upd, *job_get;
+	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
 	sqlite3_stmt *jobs_unended, *jobs_ended;
 	sqlite3_stmt *job_hist_raw, *job_hist;
 	sqlite3_stmt *ev_ins, *ev_list;
 	sqlite3_stmt *job_was_ended, *jobs_oldest_ended;
-	sqlite3_stmt *del_job_samples, *del_job_events, *del_job;
+	sqlite3_stmt *del_job_samples, *del_job_events, *del_job, *del_job_args;
 
 	/* Per uid (key uid + 1) what its job rows hold (store_usage):
 	 * bytes: a = all rows, b = ended rows; rows: a = all, b = ended. */

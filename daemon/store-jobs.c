@@ -155,60 +155,70 @@ bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
 static int
 store_job_bind(sqlite3_stmt *st, const struct job *j)
 {
-	char *argv = NULL, *env = NULL, *groups;
+	char *groups;
+	int k = 1;
 
 	if ((groups = store_groups_json(j->groups, j->ngroups)) == NULL)
 		return -ENOMEM;
-	if (j->argv != NULL && (argv = store_strv_json(j->argv)) == NULL) {
-		free(groups);
+	/* In JOB_COLUMNS order. */
+	sqlite3_bind_int64(st, k++, j->queue_seq);
+	sqlite3_bind_int64(st, k++, (int64_t)j->uid);
+	sqlite3_bind_int64(st, k++, (int64_t)j->gid);
+	bind_text_or_null(st, k++, j->user);
+	bind_text_or_null(st, k++, j->name);
+	bind_text_or_null(st, k++, j->cwd);
+	sqlite3_bind_int(st, k++, j->attached);
+	sqlite3_bind_int(st, k++, j->priority);
+	sqlite3_bind_double(st, k++, j->wait_free_pct);
+	sqlite3_bind_int64(st, k++, (int64_t)j->swap_budget_bytes);
+	sqlite3_bind_int64(st, k++, (int64_t)j->expect_bytes);
+	sqlite3_bind_int(st, k++, j->exclusive);
+	sqlite3_bind_int(st, k++, j->retry_on_breach);
+	sqlite3_bind_int(st, k++, j->attempt);
+	sqlite3_bind_text(st, k++, job_state_name(j->state), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, k++, j->submitted_ms);
+	sqlite3_bind_int64(st, k++, j->admitted_ms);
+	sqlite3_bind_int64(st, k++, j->started_ms);
+	sqlite3_bind_int64(st, k++, j->ended_ms);
+	sqlite3_bind_int64(st, k++, (int64_t)j->pid);
+	sqlite3_bind_int64(st, k++, (int64_t)j->pgid);
+	/* uint64 values are stored bit for bit in sqlite's int64. */
+	sqlite3_bind_int64(st, k++, (int64_t)j->start_time);
+	sqlite3_bind_int64(st, k++, (int64_t)j->monitor_pid);
+	sqlite3_bind_int(st, k++, j->exit_code);
+	sqlite3_bind_int(st, k++, j->term_signal);
+	bind_text_or_null(st, k++, j->end_reason);
+	bind_text_or_null(st, k++, j->end_detail);
+	sqlite3_bind_int64(st, k++, (int64_t)j->swap_base_bytes);
+	sqlite3_bind_int64(st, k++, (int64_t)j->footprint_bytes);
+	sqlite3_bind_int64(st, k++, (int64_t)j->footprint_peak_bytes);
+	sqlite3_bind_int64(st, k++, (int64_t)j->swap_growth_peak_bytes);
+	sqlite3_bind_int64(st, k++, (int64_t)j->job_swap_bytes);
+	sqlite3_bind_int(st, k++, j->umask);
+	sqlite3_bind_text(st, k++, groups, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, k++, j->bytes);
+	bind_text_or_null(st, k++, j->kill);
+	free(groups);
+	return 0;
+}
+
+/* A new job's argv and env, into job_args. */
+static int
+store_args_bind(sqlite3_stmt *st, int64_t id, const struct job *j)
+{
+	char *argv = NULL, *env = NULL;
+
+	if (j->argv != NULL && (argv = store_strv_json(j->argv)) == NULL)
 		return -ENOMEM;
-	}
 	if (j->env != NULL && (env = store_strv_json(j->env)) == NULL) {
 		cJSON_free(argv);
-		free(groups);
 		return -ENOMEM;
 	}
-	sqlite3_bind_int64(st, 1, j->queue_seq);
-	sqlite3_bind_int64(st, 2, (int64_t)j->uid);
-	sqlite3_bind_int64(st, 3, (int64_t)j->gid);
-	bind_text_or_null(st, 4, j->user);
-	bind_text_or_null(st, 5, j->name);
-	bind_text_or_null(st, 6, argv);
-	bind_text_or_null(st, 7, j->cwd);
-	bind_text_or_null(st, 8, env);
-	sqlite3_bind_int(st, 9, j->attached);
-	sqlite3_bind_int(st, 10, j->priority);
-	sqlite3_bind_double(st, 11, j->wait_free_pct);
-	sqlite3_bind_int64(st, 12, (int64_t)j->swap_budget_bytes);
-	sqlite3_bind_int64(st, 13, (int64_t)j->expect_bytes);
-	sqlite3_bind_int(st, 14, j->exclusive);
-	sqlite3_bind_int(st, 15, j->retry_on_breach);
-	sqlite3_bind_int(st, 16, j->attempt);
-	sqlite3_bind_text(st, 17, job_state_name(j->state), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 18, j->submitted_ms);
-	sqlite3_bind_int64(st, 19, j->admitted_ms);
-	sqlite3_bind_int64(st, 20, j->started_ms);
-	sqlite3_bind_int64(st, 21, j->ended_ms);
-	sqlite3_bind_int64(st, 22, (int64_t)j->pid);
-	sqlite3_bind_int64(st, 23, (int64_t)j->pgid);
-	/* uint64 values are stored bit for bit in sqlite's int64. */
-	sqlite3_bind_int64(st, 24, (int64_t)j->start_time);
-	sqlite3_bind_int64(st, 25, (int64_t)j->monitor_pid);
-	sqlite3_bind_int(st, 26, j->exit_code);
-	sqlite3_bind_int(st, 27, j->term_signal);
-	bind_text_or_null(st, 28, j->end_reason);
-	bind_text_or_null(st, 29, j->end_detail);
-	sqlite3_bind_int64(st, 30, (int64_t)j->swap_base_bytes);
-	sqlite3_bind_int64(st, 31, (int64_t)j->footprint_bytes);
-	sqlite3_bind_int64(st, 32, (int64_t)j->footprint_peak_bytes);
-	sqlite3_bind_int64(st, 33, (int64_t)j->swap_growth_peak_bytes);
-	sqlite3_bind_int64(st, 34, (int64_t)j->job_swap_bytes);
-	sqlite3_bind_int(st, 35, j->umask);
-	sqlite3_bind_text(st, 36, groups, -1, SQLITE_TRANSIENT);
-	bind_text_or_null(st, 37, j->kill);
+	sqlite3_bind_int64(st, 1, id);
+	bind_text_or_null(st, 2, argv);
+	bind_text_or_null(st, 3, env);
 	cJSON_free(argv);
 	cJSON_free(env);
-	free(groups);
 	return 0;
 }
 
@@ -228,63 +238,65 @@ column_strdup(sqlite3_stmt *st, int i, int *err)
 	return c;
 }
 
-/* Build a job from a row of "SELECT id, JOB_COLUMNS". */
+/* Build a job from a row of "SELECT id, " JOB_COLUMNS ", " JOB_ARGS. */
 static int
 store_job_row(sqlite3_stmt *st, struct job **out)
 {
 	struct job *j;
-	int err = 0, e2 = 0;
+	int err = 0, e2 = 0, k = 1;
 
 	*out = NULL;
 	if ((j = calloc(1, sizeof *j)) == NULL)
 		return -ENOMEM;
 	j->id = sqlite3_column_int64(st, 0);
-	j->queue_seq = sqlite3_column_int64(st, 1);
-	j->uid = (uid_t)sqlite3_column_int64(st, 2);
-	j->gid = (gid_t)sqlite3_column_int64(st, 3);
-	j->user = column_strdup(st, 4, &err);
-	j->name = column_strdup(st, 5, &err);
-	j->argv =
-	    store_json_strv((const char *)sqlite3_column_text(st, 6), &e2);
-	if (e2 != 0)
-		err = e2;
-	j->cwd = column_strdup(st, 7, &err);
-	j->env = store_json_strv((const char *)sqlite3_column_text(st, 8), &e2);
-	if (e2 != 0)
-		err = e2;
-	j->attached = sqlite3_column_int(st, 9);
-	j->priority = sqlite3_column_int(st, 10);
-	j->wait_free_pct = sqlite3_column_double(st, 11);
-	j->swap_budget_bytes = (uint64_t)sqlite3_column_int64(st, 12);
-	j->expect_bytes = (uint64_t)sqlite3_column_int64(st, 13);
-	j->exclusive = sqlite3_column_int(st, 14);
-	j->retry_on_breach = sqlite3_column_int(st, 15);
-	j->attempt = sqlite3_column_int(st, 16);
-	if (job_state_parse((const char *)sqlite3_column_text(st, 17),
+	j->queue_seq = sqlite3_column_int64(st, k++);
+	j->uid = (uid_t)sqlite3_column_int64(st, k++);
+	j->gid = (gid_t)sqlite3_column_int64(st, k++);
+	j->user = column_strdup(st, k++, &err);
+	j->name = column_strdup(st, k++, &err);
+	j->cwd = column_strdup(st, k++, &err);
+	j->attached = sqlite3_column_int(st, k++);
+	j->priority = sqlite3_column_int(st, k++);
+	j->wait_free_pct = sqlite3_column_double(st, k++);
+	j->swap_budget_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->expect_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->exclusive = sqlite3_column_int(st, k++);
+	j->retry_on_breach = sqlite3_column_int(st, k++);
+	j->attempt = sqlite3_column_int(st, k++);
+	if (job_state_parse((const char *)sqlite3_column_text(st, k++),
 	                    &j->state) != 0)
 		err = -EINVAL;
-	j->submitted_ms = sqlite3_column_int64(st, 18);
-	j->admitted_ms = sqlite3_column_int64(st, 19);
-	j->started_ms = sqlite3_column_int64(st, 20);
-	j->ended_ms = sqlite3_column_int64(st, 21);
-	j->pid = (pid_t)sqlite3_column_int64(st, 22);
-	j->pgid = (pid_t)sqlite3_column_int64(st, 23);
-	j->start_time = (uint64_t)sqlite3_column_int64(st, 24);
-	j->monitor_pid = (pid_t)sqlite3_column_int64(st, 25);
-	j->exit_code = sqlite3_column_int(st, 26);
-	j->term_signal = sqlite3_column_int(st, 27);
-	j->end_reason = column_strdup(st, 28, &err);
-	j->end_detail = column_strdup(st, 29, &err);
-	j->swap_base_bytes = (uint64_t)sqlite3_column_int64(st, 30);
-	j->footprint_bytes = (uint64_t)sqlite3_column_int64(st, 31);
-	j->footprint_peak_bytes = (uint64_t)sqlite3_column_int64(st, 32);
-	j->swap_growth_peak_bytes = (uint64_t)sqlite3_column_int64(st, 33);
-	j->job_swap_bytes = (uint64_t)sqlite3_column_int64(st, 34);
-	j->umask = sqlite3_column_int(st, 35);
-	if ((e2 = store_json_groups((const char *)sqlite3_column_text(st, 36),
+	j->submitted_ms = sqlite3_column_int64(st, k++);
+	j->admitted_ms = sqlite3_column_int64(st, k++);
+	j->started_ms = sqlite3_column_int64(st, k++);
+	j->ended_ms = sqlite3_column_int64(st, k++);
+	j->pid = (pid_t)sqlite3_column_int64(st, k++);
+	j->pgid = (pid_t)sqlite3_column_int64(st, k++);
+	j->start_time = (uint64_t)sqlite3_column_int64(st, k++);
+	j->monitor_pid = (pid_t)sqlite3_column_int64(st, k++);
+	j->exit_code = sqlite3_column_int(st, k++);
+	j->term_signal = sqlite3_column_int(st, k++);
+	j->end_reason = column_strdup(st, k++, &err);
+	j->end_detail = column_strdup(st, k++, &err);
+	j->swap_base_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->footprint_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->footprint_peak_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->swap_growth_peak_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->job_swap_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->umask = sqlite3_column_int(st, k++);
+	if ((e2 = store_json_groups((const char *)sqlite3_column_text(st, k++),
 	                            &j->groups, &j->ngroups)) != 0)
 		err = e2;
-	j->kill = column_strdup(st, 37, &err);
+	j->bytes = sqlite3_column_int64(st, k++);
+	j->kill = column_strdup(st, k++, &err);
+	j->argv =
+	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
+	if (e2 != 0)
+		err = e2;
+	j->env =
+	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
+	if (e2 != 0)
+		err = e2;
 	if (err != 0) {
 		job_free(j);
 		return err;
@@ -300,11 +312,12 @@ insert_job(struct store *s, struct job *j, char *cause, size_t causelen)
 	int64_t id;
 	int rc;
 
+	j->bytes = store_job_bytes(j);
 	if ((rc = store_job_bind(s->job_ins, j)) != 0) {
 		store_cause(cause, causelen, "inserting a job: out of memory");
 		return rc;
 	}
-	/* The insert and the queue_seq that follows it commit together. */
+	/* The row, its args and its queue_seq commit together. */
 	if ((rc = store_run(s->begin)) != SQLITE_OK)
 		goto fail;
 	rc = store_run(s->job_ins);
@@ -312,6 +325,15 @@ insert_job(struct store *s, struct job *j, char *cause, size_t causelen)
 	if (rc != SQLITE_OK)
 		goto fail;
 	id = sqlite3_last_insert_rowid(s->db);
+	if ((rc = store_args_bind(s->args_ins, id, j)) != 0) {
+		store_abort(s);
+		store_cause(cause, causelen, "inserting a job: out of memory");
+		return rc;
+	}
+	rc = store_run(s->args_ins);
+	sqlite3_clear_bindings(s->args_ins);
+	if (rc != SQLITE_OK)
+		goto fail;
 	if (j->queue_seq == 0) {
 		sqlite3_bind_int64(s->job_seq, 1, id);
 		if ((rc = store_run(s->job_seq)) != SQLITE_OK)
@@ -323,12 +345,8 @@ insert_job(struct store *s, struct job *j, char *cause, size_t causelen)
 	j->id = id;
 	if (j->queue_seq == 0)
 		j->queue_seq = id;
-	{
-		int64_t b = store_job_bytes(j);
-		int e = JOB_STATE_ENDED(j->state);
-
-		usage_add(s, j->uid, b, e ? b : 0, 1, e);
-	}
+	usage_add(s, j->uid, j->bytes, JOB_STATE_ENDED(j->state) ? j->bytes : 0,
+	          1, JOB_STATE_ENDED(j->state));
 	return 0;
 fail:
 	rc = store_fail(s, rc, what, cause, causelen);
@@ -372,11 +390,8 @@ update_job(struct store *s, const struct job *j, char *cause, size_t causelen)
 		            (long long)j->id);
 		return -ENOENT;
 	}
-	if (ended && was_ended == 0) {
-		int64_t b = store_job_bytes(j);
-
-		usage_add(s, j->uid, 0, b, 0, 1);
-	}
+	if (ended && was_ended == 0)
+		usage_add(s, j->uid, 0, j->bytes, 0, 1);
 	return 0;
 }
 
@@ -563,7 +578,7 @@ prune_usage(struct store *s, int64_t cut)
 
 	rc = sqlite3_prepare_v2(
 	    s->db,
-	    "SELECT uid, count(*), total(b) FROM (SELECT uid, " JOB_BYTES_SQL
+	    "SELECT uid, count(*), total(b) FROM (SELECT uid, bytes"
 	    " AS b FROM jobs WHERE state IN " JOB_ENDED_STATES
 	    " AND ended_ms < ?1) GROUP BY uid",
 	    -1, &st, NULL);
@@ -603,6 +618,12 @@ store_prune_jobs(struct store *s, int64_t now_ms,
 		         " (SELECT id FROM jobs WHERE state "
 		         "IN " JOB_ENDED_STATES " AND ended_ms < ?1)",
 		         cut)) != SQLITE_OK ||
+		    (rc = store_exec_cut(s,
+		                         "DELETE FROM job_args WHERE job_id IN"
+		                         " (SELECT id FROM jobs WHERE state "
+		                         "IN " JOB_ENDED_STATES
+		                         " AND ended_ms < ?1)",
+		                         cut)) != SQLITE_OK ||
 		    (rc = store_exec_cut(s,
 		                         "DELETE FROM events WHERE job_id IN"
 		                         " (SELECT id FROM jobs WHERE state "
@@ -689,7 +710,7 @@ store_usage_load(struct store *s)
 	rc = sqlite3_prepare_v2(
 	    s->db,
 	    "SELECT uid, total(b), total(e * b), count(*), total(e) FROM"
-	    " (SELECT uid, state IN " JOB_ENDED_STATES " AS e, " JOB_BYTES_SQL
+	    " (SELECT uid, state IN " JOB_ENDED_STATES " AS e, bytes"
 	    " AS b FROM jobs) GROUP BY uid",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -756,8 +777,10 @@ store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
 		sqlite3_bind_int64(s->del_job_samples, 1, ids[i]);
 		sqlite3_bind_int64(s->del_job_events, 1, ids[i]);
 		sqlite3_bind_int64(s->del_job, 1, ids[i]);
+		sqlite3_bind_int64(s->del_job_args, 1, ids[i]);
 		if ((rc = store_run(s->del_job_samples)) != SQLITE_OK ||
 		    (rc = store_run(s->del_job_events)) != SQLITE_OK ||
+		    (rc = store_run(s->del_job_args)) != SQLITE_OK ||
 		    (rc = store_run(s->del_job)) != SQLITE_OK)
 			goto fail;
 	}

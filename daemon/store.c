@@ -130,7 +130,25 @@ static const char *const store_migrations[] = {
      * prunes when the uid passes its storage bounds. */
     ("CREATE INDEX jobs_uid_ended ON jobs(uid, ended_ms, id)"
      " WHERE state IN " JOB_ENDED_STATES ";"),
-    /* 5: the numbers of a breach kill (a JSON object: budget, growth,
+    /* 5: argv and env in a table of their own, read only to start or
+     * show a job: a jobs row that held them (up to 1.25 MiB) was read
+     * whole to reach the columns after them, by every list and sort.
+     * What a row counts against its uid's bound, the bytes of its argv
+     * and env strings, cwd and name, is a column (store_job_bytes). */
+    ("CREATE TABLE job_args (job_id INTEGER PRIMARY KEY, argv TEXT,"
+     " env TEXT);"
+     "INSERT INTO job_args SELECT id, argv, env FROM jobs;"
+     "ALTER TABLE jobs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"
+     "UPDATE jobs SET bytes ="
+     " coalesce((SELECT sum(length(CAST(value AS BLOB)))"
+     " FROM json_each(argv)), 0) +"
+     " coalesce((SELECT sum(length(CAST(value AS BLOB)))"
+     " FROM json_each(env)), 0) +"
+     " coalesce(length(CAST(cwd AS BLOB)), 0) +"
+     " coalesce(length(CAST(name AS BLOB)), 0);"
+     "ALTER TABLE jobs DROP COLUMN argv;"
+     "ALTER TABLE jobs DROP COLUMN env;"),
+    /* 6: the numbers of a breach kill (a JSON object: budget, growth,
      * footprint, free %, pressure, time), public members of the Job. */
     "ALTER TABLE jobs ADD COLUMN kill TEXT;",
 };
@@ -435,21 +453,26 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
 	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34, ?35, ?36, ?37)");
+	                 " ?34, ?35, ?36)");
+	PREP(s->args_ins,
+	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
 	PREP(s->job_upd,
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36, ?37) WHERE id = ?38");
-	PREP(s->job_get, "SELECT id, " JOB_COLUMNS " FROM jobs WHERE id = ?1");
-	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS
-	                      " FROM jobs WHERE state NOT IN " JOB_ENDED_STATES
+	     " ?32, ?33, ?34, ?35, ?36) WHERE id = ?37");
+	PREP(s->job_get,
+	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
+	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM
+	                      " WHERE state NOT IN " JOB_ENDED_STATES
 	                      " ORDER BY priority DESC, queue_seq, id");
+	/* Lists show no env: it is not read. */
 	PREP(s->jobs_ended,
-	     "SELECT id, " JOB_COLUMNS " FROM jobs WHERE state IN"
-	     " " JOB_ENDED_STATES " AND (ended_ms < ?2 OR (ended_ms = ?2"
-	     " AND id < ?3)) ORDER BY ended_ms DESC, id DESC LIMIT ?1");
+	     "SELECT id, " JOB_COLUMNS ", " JOB_LIST_ARGS JOB_FROM
+	     " WHERE state IN " JOB_ENDED_STATES " AND (ended_ms < ?2 OR"
+	     " (ended_ms = ?2 AND id < ?3)) ORDER BY ended_ms DESC, id DESC"
+	     " LIMIT ?1");
 	PREP(s->job_hist_raw,
 	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
 	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"
@@ -467,11 +490,12 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->job_was_ended,
 	     "SELECT state IN " JOB_ENDED_STATES " FROM jobs WHERE id = ?1");
 	PREP(s->jobs_oldest_ended,
-	     "SELECT id, " JOB_BYTES_SQL " FROM jobs WHERE uid = ?1 AND state"
+	     "SELECT id, bytes FROM jobs WHERE uid = ?1 AND state"
 	     " IN " JOB_ENDED_STATES " ORDER BY uid, ended_ms, id");
 	PREP(s->del_job_samples, "DELETE FROM job_samples WHERE job_id = ?1");
 	PREP(s->del_job_events, "DELETE FROM events WHERE job_id = ?1");
 	PREP(s->del_job, "DELETE FROM jobs WHERE id = ?1");
+	PREP(s->del_job_args, "DELETE FROM job_args WHERE job_id = ?1");
 #undef PREP
 	return 0;
 }

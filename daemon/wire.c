@@ -75,71 +75,6 @@ add_opt_int(cJSON *o, const char *name, int64_t v, int present)
 		cJSON_AddNullToObject(o, name);
 }
 
-/* Safe in a POSIX shell word as they are: anything else is quoted. */
-static int
-shell_plain(const char *a)
-{
-	if (*a == '\0')
-		return 0;
-	for (; *a != '\0'; a++)
-		if (!((*a >= 'a' && *a <= 'z') || (*a >= 'A' && *a <= 'Z') ||
-		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
-			return 0;
-	return 1;
-}
-
-size_t
-wire_command(char *const *argv, char *out, size_t outlen)
-{
-	/* Room for one more byte than the cap, so a cut is seen. */
-	char buf[WIRE_COMMAND_MAX + 8];
-	size_t n = 0, cap = WIRE_COMMAND_MAX + 1;
-	const char *a;
-
-#define PUT(c)                                                                 \
-	do {                                                                   \
-		if (n == cap)                                                  \
-			goto cut;                                              \
-		buf[n++] = (c);                                                \
-	} while (0)
-	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
-		if (i > 0)
-			PUT(' ');
-		if (shell_plain(argv[i])) {
-			for (a = argv[i]; *a != '\0'; a++)
-				PUT(*a);
-			continue;
-		}
-		PUT('\'');
-		for (a = argv[i]; *a != '\0'; a++) {
-			if (*a == '\'') {
-				PUT('\'');
-				PUT('\\');
-				PUT('\'');
-			}
-			PUT(*a);
-		}
-		PUT('\'');
-	}
-#undef PUT
-	if (n > WIRE_COMMAND_MAX)
-		goto cut;
-	buf[n] = '\0';
-	snprintf(out, outlen, "%s", buf);
-	return n;
-cut:
-	/* At most WIRE_COMMAND_MAX bytes with the 3 of the ellipsis, cut
-	 * before a UTF-8 continuation byte never. */
-	n = WIRE_COMMAND_MAX - 3;
-	while (n > 0 && ((unsigned char)buf[n] & 0xC0) == 0x80)
-		n--;
-	memcpy(buf + n, "\xE2\x80\xA6", 3);
-	n += 3;
-	buf[n] = '\0';
-	snprintf(out, outlen, "%s", buf);
-	return n;
-}
-
 static cJSON *
 job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 {
@@ -200,17 +135,27 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 	else
 		cJSON_AddNullToObject(o, "kill");
 	if (list) {
-		char cmd[WIRE_COMMAND_MAX + 1];
+		char cmd[JOB_COMMAND_MAX + 1];
 
-		if (visible) {
-			wire_command(j->argv, cmd, sizeof cmd);
-			cJSON_AddStringToObject(o, "command", cmd);
-		} else
+		if (visible && j->command == NULL)
+			job_command(j->argv, cmd, sizeof cmd);
+		if (visible)
+			cJSON_AddStringToObject(o, "command",
+			                        j->command != NULL ? j->command
+			                                           : cmd);
+		else
 			cJSON_AddNullToObject(o, "command");
 	}
 	if (visible) {
+		/* A table job's argv and env are in the store only: the front
+		 * read them into the view (jobs_view_args). */
+		const struct job *a = v->args != NULL ? v->args : j;
+
 		if (!list)
-			cJSON_AddItemToObject(o, "argv", strv_json(j->argv));
+			cJSON_AddItemToObject(o, "argv",
+			                      a->argv != NULL
+			                          ? strv_json(a->argv)
+			                          : cJSON_CreateNull());
 		cJSON_AddStringToObject(o, "cwd", j->cwd ? j->cwd : "");
 		if (ended && j->end_detail != NULL)
 			cJSON_AddStringToObject(o, "end_detail", j->end_detail);
@@ -218,8 +163,8 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 			cJSON_AddNullToObject(o, "end_detail");
 		if (with_env && !list)
 			cJSON_AddItemToObject(o, "env",
-			                      j->env != NULL
-			                          ? strv_json(j->env)
+			                      a->env != NULL
+			                          ? strv_json(a->env)
 			                          : cJSON_CreateNull());
 	}
 	return o;

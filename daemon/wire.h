@@ -26,16 +26,10 @@ cJSON *wire_job(const struct jobs_view *v, uid_t viewer, int with_env);
 /* The wire Job of a job that is not in the table. */
 cJSON *wire_job_ended(const struct job *j, uid_t viewer, int with_env);
 /* The Job of a list answer (status in protocol version 2): no argv and no
- * env, but `command`, the argv shell-quoted and cut at WIRE_COMMAND_MAX
+ * env, but `command`, the argv shell-quoted and cut at JOB_COMMAND_MAX
  * bytes (null for those who may not see it). */
 cJSON *wire_job_list(const struct jobs_view *v, uid_t viewer);
 cJSON *wire_job_ended_list(const struct job *j, uid_t viewer);
-#define WIRE_COMMAND_MAX 256
-/* argv as one shell command line: words quoted with '' where needed (a '
- * as '\''), joined by spaces, at most WIRE_COMMAND_MAX bytes: longer is
- * cut on a UTF-8 boundary and ends with U+2026. Writes it to out (at least
- * WIRE_COMMAND_MAX + 1 bytes) and returns its length. */
-size_t wire_command(char *const *argv, char *out, size_t outlen);
 /* The wire Event; another user's job's detail only for root. */
 cJSON *wire_event(const struct store_event *e, uid_t viewer);
 /* The Sample object. */

@@ -129,8 +129,13 @@ def run(d):
     # The newest stay: what went was the oldest.
     assert kept == ids[-len(kept):], (kept, ids[-len(kept):])
     stored = int(sql(d, "SELECT sum(length(CAST(argv AS BLOB)) + length(CAST(env AS BLOB)))"
-                        " FROM jobs WHERE uid = %d" % NOBODY)[0])
+                        " FROM job_args JOIN jobs ON jobs.id = job_id"
+                        " WHERE uid = %d" % NOBODY)[0])
     assert stored <= BOUND + 64 * 1024, stored
+    # The args of pruned jobs went with them.
+    orphans = int(sql(d, "SELECT count(*) FROM job_args"
+                         " WHERE job_id NOT IN (SELECT id FROM jobs)")[0])
+    assert orphans == 0, "args of pruned jobs remain: %d" % orphans
     events = int(sql(d, "SELECT count(*) FROM events WHERE uid = %d AND job_id < %d"
                         % (NOBODY, kept[0]))[0])
     assert events == 0, "events of pruned jobs remain: %d" % events

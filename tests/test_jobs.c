@@ -83,7 +83,21 @@ struct rec_signal {
 struct rec_spawn {
 	int64_t job_id;
 	int attempt;
+	char argv[64]; /* argv and env as the spawn hook got them */
+	char env[64];
 };
+
+/* v's strings joined by spaces into out. */
+static void
+join_strv(char *const *v, char *out, size_t len)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (; v != NULL && *v != NULL && n < len; v++)
+		n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "",
+		                      *v);
+}
 
 struct fx {
 	char dir[256], db[320], state[320], proc[320];
@@ -147,6 +161,10 @@ fake_spawn(const char *state_dir, const struct job *j,
 	if (F->nspawns < sizeof F->spawns / sizeof F->spawns[0]) {
 		F->spawns[F->nspawns].job_id = j->id;
 		F->spawns[F->nspawns].attempt = j->attempt;
+		join_strv(j->argv, F->spawns[F->nspawns].argv,
+		          sizeof F->spawns[F->nspawns].argv);
+		join_strv(j->env, F->spawns[F->nspawns].env,
+		          sizeof F->spawns[F->nspawns].env);
 	}
 	F->nspawns++;
 	if (F->spawn_fail != 0) {
@@ -1406,6 +1424,43 @@ test_monitor_gone_before_start(void **state)
 	assert_int_equal(F->nspawns, 1);
 }
 
+/* ---- 8. what the table keeps ---- */
+
+/* argv and env stay in the store (they can be a megabyte each): the
+ * table's record has the command line only; an answer that shows them
+ * reads them back, and so does the start, also for a retry. */
+static void
+test_args_in_store_only(void **state)
+{
+	struct jobs_view v;
+	char cause[256], got[64];
+	int64_t id;
+
+	(void)state;
+	id = submit("det", 0, 0, 0, 0, 1 << 20, 1);
+	view(id, &v);
+	assert_null(v.j->argv);
+	assert_null(v.j->env);
+	assert_string_equal(v.j->command, "sleep 1000");
+	assert_int_equal(jobs_view_args(&F->d, &v, cause, sizeof cause), 0);
+	assert_non_null(v.args);
+	join_strv(v.args->argv, got, sizeof got);
+	assert_string_equal(got, "sleep 1000");
+	join_strv(v.args->env, got, sizeof got);
+	assert_string_equal(got, "PATH=/bin:/usr/bin");
+	jobs_view_free(&v);
+
+	sample(50, 0);
+	turn();
+	assert_int_equal(F->nspawns, 1);
+	assert_string_equal(F->spawns[0].argv, "sleep 1000");
+	assert_string_equal(F->spawns[0].env, "PATH=/bin:/usr/bin");
+	view(id, &v);
+	assert_null(v.j->argv);
+	assert_null(v.j->env);
+	jobs_view_free(&v);
+}
+
 int
 main(void)
 {
@@ -1422,6 +1477,7 @@ main(void)
 	    T(test_restart_queued_and_detached),
 	    T(test_spawn_failure),
 	    T(test_monitor_gone_before_start),
+	    T(test_args_in_store_only),
 	};
 #undef T
 

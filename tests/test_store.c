@@ -185,15 +185,15 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
 	                             "WHERE type = 'table' AND name IN "
 	                             "('samples', 'rollup_10s', 'rollup_1m',"
 	                             " 'rollup_10m', 'markers', 'jobs',"
-	                             " 'job_samples', 'events')"),
-	                 8);
+	                             " 'job_args', 'job_samples', 'events')"),
+	                 9);
 	/* Rollups need their primary key for the upsert. */
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'rollup_1m') WHERE pk = 1 AND name = "
@@ -203,6 +203,72 @@ test_fresh_database(void **state)
 	/* It holds argv and environments: private. */
 	assert_int_equal(stat(f->path, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
+}
+
+/* A database of this schema turned back into schema 4's shape: argv and
+ * env in the jobs rows, no job_args, no bytes, no kill. */
+static void
+raw_to_schema_4(sqlite3 *db)
+{
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
+	raw_exec(db, "ALTER TABLE jobs ADD COLUMN argv TEXT");
+	raw_exec(db, "ALTER TABLE jobs ADD COLUMN env TEXT");
+	raw_exec(db,
+	         "UPDATE jobs SET"
+	         " argv = (SELECT argv FROM job_args WHERE job_id = jobs.id),"
+	         " env = (SELECT env FROM job_args WHERE job_id = jobs.id)");
+	raw_exec(db, "DROP TABLE job_args");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN bytes");
+}
+
+/* A database of schema 4 (argv and env in the jobs rows) is brought to 6:
+ * they move to job_args unchanged, the rows count the same bytes against
+ * their uid, and the jobs rows hold neither any more. */
+static void
+test_migrate_from_4(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	char *argv[] = {"sh", "-c", "echo 'it''s'", NULL};
+	char *env[] = {"PATH=/bin", "HOME=/home/\xc3\xa9", NULL};
+	struct store_usage u;
+	struct job j, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	j.uid = 1000;
+	j.name = "n";
+	j.cwd = "/tmp";
+	j.argv = argv;
+	j.env = env;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	assert_int_equal(j.bytes, store_job_bytes(&j));
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_4(db);
+	raw_exec(db, "PRAGMA user_version = 4");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
+	                             "'jobs') WHERE name IN ('argv', 'env')"),
+	                 0);
+	sqlite3_close(db);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_non_null(got->argv);
+	assert_string_equal(got->argv[2], "echo 'it''s'");
+	assert_null(got->argv[3]);
+	assert_string_equal(got->env[1], "HOME=/home/\xc3\xa9");
+	assert_int_equal(got->bytes, j.bytes);
+	job_free(got);
+	store_usage(f->s, 1000, &u);
+	assert_int_equal(u.bytes, j.bytes);
+	assert_int_equal(u.jobs, 1);
 }
 
 /* A database of schema 1 (before jobs had a umask) is brought to 3: its
@@ -223,8 +289,8 @@ test_migrate_from_1(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	db = raw_open(f->path);
+	raw_to_schema_4(db);
 	raw_exec(db, "DROP INDEX jobs_uid_ended");
-	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN umask");
 	raw_exec(db, "PRAGMA user_version = 1");
@@ -232,7 +298,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -268,15 +334,15 @@ test_migrate_from_2(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	db = raw_open(f->path);
+	raw_to_schema_4(db);
 	raw_exec(db, "DROP INDEX jobs_uid_ended");
-	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN groups");
 	raw_exec(db, "PRAGMA user_version = 2");
 	sqlite3_close(db);
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -498,7 +564,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 5");
+	raw_exec(db, "PRAGMA user_version = 6");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -908,7 +974,7 @@ test_job_roundtrip(void **state)
 {
 	struct fixture *f = *state;
 	char cause[256] = "";
-	struct job *j, *got;
+	struct job *j, *got, *first;
 
 	assert_non_null(j = calloc(1, sizeof *j));
 	j->uid = 501;
@@ -931,22 +997,20 @@ test_job_roundtrip(void **state)
 	assert_int_equal(store_job_insert(f->s, j, cause, sizeof cause), 0);
 	assert_int_equal(j->id, 1);
 	assert_int_equal(j->queue_seq, 1);
-	assert_int_equal(store_job_get(f->s, j->id, &got), 0);
-	assert_job_equal(j, got);
-	job_free(got);
+	assert_int_equal(store_job_get(f->s, j->id, &first), 0);
+	assert_job_equal(j, first);
 
-	/* Every field changes and comes back. */
+	/* Every field changes and comes back, but argv and env: they stay as
+	 * inserted, as the table keeps neither (job_drop_args). */
+	assert_int_equal(job_drop_args(j), 0);
+	assert_null(j->argv);
+	assert_null(j->env);
 	j->queue_seq = 99;
 	j->uid = 0;
 	j->gid = 0;
 	free(j->name);
 	j->name = xstrdup("renamed");
 	j->attached = 1;
-	/* attached jobs have no environment */
-	for (char **p = j->env; *p != NULL; p++)
-		free(*p);
-	free(j->env);
-	j->env = NULL;
 	j->priority = 1000;
 	j->wait_free_pct = 0;
 	j->swap_budget_bytes = UINT64_MAX - 1;
@@ -973,8 +1037,12 @@ test_job_roundtrip(void **state)
 	j->job_swap_bytes = 5ULL << 30;
 	assert_int_equal(store_job_update(f->s, j, cause, sizeof cause), 0);
 	assert_int_equal(store_job_get(f->s, j->id, &got), 0);
+	j->argv = first->argv;
+	j->env = first->env;
+	first->argv = first->env = NULL;
 	assert_job_equal(j, got);
 	job_free(got);
+	job_free(first);
 
 	assert_int_equal(store_job_get(f->s, 77, &got), 1);
 	assert_null(got);
@@ -1727,6 +1795,10 @@ test_usage_and_make_room(void **state)
 	store_usage(f->s, 1000, &u);
 	assert_int_equal(u.bytes, 102);
 	assert_int_equal(u.jobs, 1);
+	/* Both prunes took the args of what they deleted. */
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_args"),
+	                 count_rows(f->path, "SELECT count(*) FROM jobs"));
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM jobs"), 1);
 }
 
 int
@@ -1737,6 +1809,7 @@ main(void)
 	    T(test_fresh_database),
 	    T(test_reopen_keeps_data),
 	    T(test_migrate_from_1),
+	    T(test_migrate_from_4),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),
 	    T(test_latest_empty),
