@@ -4,7 +4,6 @@
  * sparklines. Kept apart from the commands so they are unit-tested.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -627,96 +626,35 @@ cli_use_color(int fd)
 	return isatty(fd);
 }
 
-int
-cli_parse_job_args(int argc, char **argv, struct sl_job_spec *spec, int *quiet,
-                   int *json, char *cause, size_t causelen)
+const struct cli_option cli_job_options[] = {
+    {"wait-free", 0, CLI_PCT, "PCT", 0, 0,
+     "start only when free memory is >= PCT%"},
+    {"swap-budget", 0, CLI_SIZE, "SIZE", 0, 0,
+     "kill it when swap grows by more than SIZE (0: none)"},
+    {"expect", 0, CLI_SIZE, "SIZE", 0, 0,
+     "memory it will use: held back from others until reached"},
+    {"priority", 0, CLI_INT, "N", -1000, 1000,
+     "-1000..1000, higher runs first (default 0;\n"
+     "above 0: root and the daemon's admin_group only)"},
+    {"name", 0, CLI_TEXT, "NAME", 0, 0,
+     "a label (default: the command's name)"},
+    {"exclusive", 0, CLI_FLAG, NULL, 0, 0, "run only when no other job runs"},
+    {"retry-on-breach", 0, CLI_INT, "N", 0, 100,
+     "requeue up to N times after a breach"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+void
+cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec)
 {
-	static const struct option longopts[] = {
-	    {"wait-free", required_argument, NULL, 'w'},
-	    {"swap-budget", required_argument, NULL, 'b'},
-	    {"expect", required_argument, NULL, 'e'},
-	    {"priority", required_argument, NULL, 'p'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"exclusive", no_argument, NULL, 'x'},
-	    {"retry-on-breach", required_argument, NULL, 'r'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	uint64_t bytes;
-	long v;
-	int ch, idx = 0;
-
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+hq", longopts, &idx)) != -1) {
-		switch (ch) {
-		case 'w':
-			if (cli_parse_pct(optarg, &spec->wait_free_pct) < 0)
-				goto bad;
-			break;
-		case 'b':
-			if (units_parse_size(optarg, &bytes) < 0)
-				goto bad;
-			spec->swap_budget_bytes = (int64_t)bytes;
-			break;
-		case 'e':
-			if (units_parse_size(optarg, &bytes) < 0)
-				goto bad;
-			spec->expect_bytes = bytes;
-			break;
-		case 'p':
-			if (cli_parse_int(optarg, -1000, 1000, &v) < 0)
-				goto bad;
-			spec->priority = (int)v;
-			break;
-		case 'n':
-			spec->name = optarg;
-			break;
-		case 'x':
-			spec->exclusive = 1;
-			break;
-		case 'r':
-			if (cli_parse_int(optarg, 0, 100, &v) < 0)
-				goto bad;
-			spec->retry_on_breach = (int)v;
-			break;
-		case 'q':
-			if (quiet == NULL)
-				goto unknown;
-			*quiet = 1;
-			break;
-		case 'j':
-			if (json == NULL)
-				goto unknown;
-			*json = 1;
-			break;
-		case 'h':
-			opterr = 1;
-			return CLI_ARGS_HELP;
-		default:
-			goto unknown;
-		}
-	}
-	opterr = 1;
-	if (optind >= argc) {
-		snprintf(cause, causelen, "no command given (put it after --)");
-		return -EINVAL;
-	}
-	return optind;
-
-bad:
-	opterr = 1;
-	snprintf(cause, causelen, "bad value '%s' for --%s", optarg,
-	         longopts[idx].name);
-	return -EINVAL;
-unknown:
-	opterr = 1;
-	if (optopt != 0 && optopt != '?')
-		snprintf(cause, causelen, "unknown or incomplete option '-%c'",
-		         optopt);
-	else
-		snprintf(cause, causelen, "unknown or incomplete option '%s'",
-		         argv[optind - 1]);
-	return -EINVAL;
+	sl_job_spec_init(spec);
+	spec->wait_free_pct = cli_pct(a, "wait-free", spec->wait_free_pct);
+	spec->swap_budget_bytes =
+	    cli_number(a, "swap-budget", spec->swap_budget_bytes);
+	spec->expect_bytes = (uint64_t)cli_number(a, "expect", 0);
+	spec->priority = (int)cli_number(a, "priority", 0);
+	spec->name = cli_text(a, "name", NULL);
+	spec->exclusive = cli_has(a, "exclusive");
+	spec->retry_on_breach = (int)cli_number(a, "retry-on-breach", 0);
+	spec->argv = (const char *const *)a->argv;
 }

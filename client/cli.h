@@ -34,58 +34,136 @@ struct cli {
 	int json;           /* --json */
 	sl_client *client;  /* connected by cli_connect() */
 	const char *prog;
+	const char *name; /* the command as typed, for its errors */
 };
 
-struct cli_command {
+/*
+ * What an option's value is. The parser (cli-cmd.c) checks it, and says
+ * what is valid, before the command runs.
+ */
+enum cli_value {
+	CLI_FLAG,     /* no value */
+	CLI_TEXT,     /* any text */
+	CLI_CHOICE,   /* one of the words of `value`: "table|json|csv" */
+	CLI_INT,      /* a whole number from min to max */
+	CLI_ID,       /* a job id: 1 or more, "#12" too */
+	CLI_PCT,      /* 0..100: "40", "40%", "37.5" */
+	CLI_SIZE,     /* "8G", "512M", "0" (docs/units.md) */
+	CLI_DURATION, /* above 0: "500ms", "2s", "0.5" (seconds), "1m" */
+};
+
+/* One option of a command: a row of its entry's table. */
+struct cli_option {
+	const char *name; /* "limit" is --limit */
+	char letter;      /* also -f; 0: no short form */
+	enum cli_value type;
+	const char *value; /* its value in the usage: "N", "T", ... */
+	long min, max;     /* CLI_INT's range */
+	const char *help;  /* its lines in --help ("\n" between lines) */
+};
+
+struct cli_entry;
+
+#define CLI_MAX_OPTIONS 24
+
+/* A command's arguments, parsed and checked against its entry. */
+struct cli_args {
+	const struct cli_entry *entry;
+	int argc; /* the operands: what is left after the options */
+	char **argv;
+	struct {
+		int given;
+		const char *text; /* as typed */
+		int64_t n;  /* CLI_INT, CLI_ID, CLI_SIZE, CLI_DURATION (ms) */
+		double pct; /* CLI_PCT */
+	} opt[CLI_MAX_OPTIONS];
+};
+
+/* Options end at the first operand, which starts a command line. */
+#define CLI_COMMAND_LINE 0x1
+
+/*
+ * A command: everything stageloadctl knows of it, defined in its
+ * cmd-*.c next to its code and listed in cmd-list.h. --help, `help CMD`,
+ * the errors, the man page and the shell completions are made from it.
+ */
+struct cli_entry {
 	const char *name;
-	const char *alias;
-	int (*fn)(struct cli *cli, int argc, char **argv);
-	const char *args;    /* "[--all] [--json]" */
+	const char *alias;   /* another name, or NULL */
 	const char *summary; /* one line for the overview */
-	const char *help;    /* options, one per line, or NULL */
+	const char
+	    *operands; /* what follows the options, e.g. "ID...", or NULL */
+	int min_operands;
+	int max_operands;                      /* -1: any number */
+	int flags;                             /* CLI_COMMAND_LINE */
+	const struct cli_option *options;      /* ends with a {NULL} row */
+	const struct cli_option *more_options; /* a table shared with other
+	                                          commands, or NULL */
+	const char *json;    /* --json's line in the help: it has a JSON form */
+	const char *no_json; /* else, why --json is refused (or NULL) */
+	int (*exec)(struct cli *cli, struct cli_args *args);
 };
 
-/* cmd-*.c */
-int cmd_info(struct cli *, int, char **);
-int cmd_history(struct cli *, int, char **);
-int cmd_meter(struct cli *, int, char **);
-int cmd_top(struct cli *, int, char **);
-int cmd_submit(struct cli *, int, char **);
-int cmd_status(struct cli *, int, char **);
-int cmd_show(struct cli *, int, char **);
-int cmd_cancel(struct cli *, int, char **);
-int cmd_wait(struct cli *, int, char **);
-int cmd_logs(struct cli *, int, char **);
-int cmd_events(struct cli *, int, char **);
-int cmd_run(struct cli *, int, char **);
-int cmd_plot(struct cli *, int, char **);
+/* cmd-list.h, in the order --help shows them; NULL-terminated. */
+extern const struct cli_entry *const cli_entries[];
+/* The entry called name (or with that alias), or NULL. */
+const struct cli_entry *cli_find_entry(const char *name);
 
-/* stageloadctl.c: the command's usage on stderr; returns EXIT_USAGE. */
-int cli_usage(const char *command);
-/* The same on stdout for --help; returns EXIT_OK. */
-int cli_help(const char *command);
+/* The options every command takes, before or after its name. */
+extern const struct cli_option cli_global_options[];
+
+/*
+ * Parse a command's arguments (argv[0] is its name) against its entry and
+ * the global options, which set cli->socket and cli->json. Returns 0,
+ * CLI_ARGS_HELP for --help, or -EINVAL with the reason in cause, one line
+ * without the command's name ("--limit takes a whole number from 1 to
+ * 10000, not '0'").
+ */
+int cli_parse(const struct cli_entry *e, int argc, char **argv, struct cli *cli,
+              struct cli_args *a, char *cause, size_t causelen);
+#define CLI_ARGS_HELP (-1000)
+
+/* Whether the option called name was given; its value as parsed (the
+ * default when not given). name must be in the entry's tables. */
+int cli_has(const struct cli_args *a, const char *name);
+const char *cli_text(const struct cli_args *a, const char *name,
+                     const char *dflt);
+int64_t cli_number(const struct cli_args *a, const char *name, int64_t dflt);
+double cli_pct(const struct cli_args *a, const char *name, double dflt);
+
+/* The job options of submit and run (cli.c), and the spec they make. */
+extern const struct cli_option cli_job_options[];
+void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
+
+/* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */
+void cli_print_help(FILE *f, const struct cli_entry *e);
+/* A command's usage line, "stageloadctl NAME [--all] ... ID...", into a
+ * malloc'd string; when width is not 0 wrapped before that column, the
+ * first line starting at column indent. */
+char *cli_synopsis(const struct cli_entry *e, size_t indent, size_t width);
+/* The option's switches as the help shows them: "-f, --follow" or
+ * "--since T". */
+const char *cli_option_label(const struct cli_option *o, char *buf, size_t len);
+
+/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
+ * f; -EINVAL for another kind. */
+int cli_generate(FILE *f, const char *kind);
+
 /* Print "stageloadctl: " and the message on stderr, escaped as text from
  * users is (cli_safe). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_verror(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
+/* A usage error of the running command, in the one style: "stageloadctl:
+ * CMD: reason" on one line. Returns EXIT_USAGE. */
+int cli_usage_error(const struct cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Report the client's last error on stderr; returns its exit code. */
 int cli_fail(struct cli *cli);
 /* Connect once; on failure reports and returns the exit code, else 0. */
 int cli_connect(struct cli *cli);
 
 /* ---- pure helpers (cli.c) ---- */
-
-/*
- * Parse the job options of submit and run (argv[0] is the command name)
- * into spec (initialised by the caller); quiet may be NULL when -q is not
- * accepted. Returns the index of the job's command in argv (after an
- * optional "--"), CLI_ARGS_HELP for --help, or -EINVAL with cause set.
- * Uses getopt_long: the caller resets optind first.
- */
-int cli_parse_job_args(int argc, char **argv, struct sl_job_spec *spec,
-                       int *quiet, int *json, char *cause, size_t causelen);
-#define CLI_ARGS_HELP (-1000)
 
 /* The exit code for a library error code. */
 int cli_exit_for_error(int code);

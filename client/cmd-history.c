@@ -1,5 +1,4 @@
 /* stageloadctl history: memory over time, from the daemon's rollups. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,30 @@
 #include "units.h"
 
 enum format { FMT_TABLE, FMT_JSON, FMT_CSV };
+
+static int cmd_history(struct cli *, struct cli_args *);
+
+static const struct cli_option history_options[] = {
+    {"since", 0, CLI_TEXT, "T", 0, 0,
+     "start: a duration back from now (1h), an epoch or\n"
+     "\"2026-11-30 05:00\" (default 1h)"},
+    {"until", 0, CLI_TEXT, "T", 0, 0, "end (default now)"},
+    {"step", 0, CLI_DURATION, "D", 0, 0,
+     "bucket size, e.g. 10s, 1m (default: span / 60)"},
+    {"format", 0, CLI_CHOICE, "table|json|csv", 0, 0,
+     "table, json or csv (default table)"},
+    {"job", 0, CLI_ID, "ID", 0, 0,
+     "a job's footprint and swap instead of the system's"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_history_entry = {
+    .name = "history",
+    .summary = "memory over time, bucketed min/avg/max",
+    .options = history_options,
+    .json = "the same as --format json",
+    .exec = cmd_history,
+};
 
 static void
 print_table(const struct sl_history *h)
@@ -98,91 +121,41 @@ print_csv(const struct sl_history *h)
 	}
 }
 
-int
-cmd_history(struct cli *cli, int argc, char **argv)
+static int
+cmd_history(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"since", required_argument, NULL, 's'},
-	    {"until", required_argument, NULL, 'u'},
-	    {"step", required_argument, NULL, 't'},
-	    {"format", required_argument, NULL, 'f'},
-	    {"job", required_argument, NULL, 'J'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *since = "1h", *until = NULL;
-	int64_t now = cli_now_ms(), since_ms, until_ms = 0, step_ms = 0;
-	int64_t job_id = 0;
-	enum format fmt = cli->json ? FMT_JSON : FMT_TABLE;
+	const char *since = cli_text(args, "since", "1h");
+	const char *until = cli_text(args, "until", NULL);
+	const char *format = cli_text(args, "format", "table");
+	int64_t now = cli_now_ms(), since_ms, until_ms = 0;
+	int64_t step_ms = cli_number(args, "step", 0);
+	int64_t job_id = cli_number(args, "job", 0);
+	enum format fmt = FMT_TABLE;
 	struct sl_history *h;
-	int ch, rc;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			since = optarg;
-			break;
-		case 'u':
-			until = optarg;
-			break;
-		case 't':
-			if (units_parse_duration_ms(optarg, &step_ms) < 0 ||
-			    step_ms <= 0) {
-				cli_error("bad --step '%s' (e.g. 10s, 1m)",
-				          optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'f':
-			if (strcmp(optarg, "table") == 0)
-				fmt = FMT_TABLE;
-			else if (strcmp(optarg, "json") == 0)
-				fmt = FMT_JSON;
-			else if (strcmp(optarg, "csv") == 0)
-				fmt = FMT_CSV;
-			else {
-				cli_error("bad --format '%s' (table, json or "
-				          "csv)",
-				          optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'J':
-			if (cli_parse_id(optarg, &job_id) < 0) {
-				cli_error("bad job id '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'j':
-			fmt = FMT_JSON;
-			break;
-		case 'h':
-			return cli_help("history");
-		default:
-			return cli_usage("history");
-		}
-	}
-	if (optind != argc)
-		return cli_usage("history");
-	if (units_parse_time_ms(since, now, &since_ms) < 0) {
-		cli_error("bad --since '%s' (e.g. 1h, 2026-11-30 05:00, an "
-		          "epoch)",
-		          since);
-		return EXIT_USAGE;
-	}
-	if (until != NULL && units_parse_time_ms(until, now, &until_ms) < 0) {
-		cli_error("bad --until '%s'", until);
-		return EXIT_USAGE;
-	}
-	if (until_ms > 0 && until_ms <= since_ms) {
-		cli_error("--until must be after --since");
-		return EXIT_USAGE;
-	}
-	if (until_ms == 0 && since_ms >= now) {
-		cli_error("--since '%s' is in the future", since);
-		return EXIT_USAGE;
-	}
+	if (strcmp(format, "json") == 0 || cli->json)
+		fmt = FMT_JSON;
+	else if (strcmp(format, "csv") == 0)
+		fmt = FMT_CSV;
+	/* Times are read against now, so here rather than by the parser. */
+	if (units_parse_time_ms(since, now, &since_ms) < 0)
+		return cli_usage_error(cli,
+		                       "--since takes a time such as 1h, "
+		                       "\"2026-11-30 05:00\" or an epoch, not "
+		                       "'%s'",
+		                       since);
+	if (until != NULL && units_parse_time_ms(until, now, &until_ms) < 0)
+		return cli_usage_error(cli,
+		                       "--until takes a time such as 1h, "
+		                       "\"2026-11-30 05:00\" or an epoch, not "
+		                       "'%s'",
+		                       until);
+	if (until_ms > 0 && until_ms <= since_ms)
+		return cli_usage_error(cli, "--until must be after --since");
+	if (until_ms == 0 && since_ms >= now)
+		return cli_usage_error(cli, "--since '%s' is in the future",
+		                       since);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 

@@ -1,5 +1,4 @@
 /* stageloadctl info: the daemon and its latest sample. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,16 @@
 
 #include "cli.h"
 #include "proto.h"
+
+static int cmd_info(struct cli *, struct cli_args *);
+
+const struct cli_entry cmd_info_entry = {
+    .name = "info",
+    .summary = "daemon version, sample interval and the latest memory sample",
+    .json = "the daemon's answer, with the sample's fields also at the top\n"
+            "level (jq .free_pct)",
+    .exec = cmd_info,
+};
 
 /* --json prints the daemon's answer with the sample's fields also at the
  * top level, so `jq .free_pct` works without knowing the nesting. */
@@ -48,32 +57,14 @@ info_json(struct cli *cli)
 	return EXIT_OK;
 }
 
-int
-cmd_info(struct cli *cli, int argc, char **argv)
+static int
+cmd_info(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sl_info in;
 	const struct sl_sample *s = &in.sample;
 	char a[32], b[32], t[64];
-	int ch, rc;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			cli->json = 1;
-			break;
-		case 'h':
-			return cli_help("info");
-		default:
-			return cli_usage("info");
-		}
-	}
-	if (optind != argc)
-		return cli_usage("info");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json)

@@ -4,7 +4,6 @@
  * guard) are in cmd-run.c.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,28 +16,109 @@
 #include "proto.h"
 #include "text.h"
 
-/* Options of commands that take only flags; returns the exit code to
- * return, or -1 to go on. */
-static int
-simple_options(struct cli *cli, const char *cmd, int argc, char **argv,
-               const char *shortopts, const struct option *longopts,
-               int (*each)(int ch, void *arg), void *arg)
-{
-	int ch;
+static int cmd_submit(struct cli *, struct cli_args *);
+static int cmd_status(struct cli *, struct cli_args *);
+static int cmd_show(struct cli *, struct cli_args *);
+static int cmd_cancel(struct cli *, struct cli_args *);
+static int cmd_wait(struct cli *, struct cli_args *);
+static int cmd_logs(struct cli *, struct cli_args *);
+static int cmd_events(struct cli *, struct cli_args *);
 
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
-	       -1) {
-		if (ch == 'j') {
-			cli->json = 1;
-			continue;
-		}
-		if (ch == 'h')
-			return cli_help(cmd);
-		if (ch == '?' || each == NULL || each(ch, arg) != 0)
-			return cli_usage(cmd);
-	}
-	return -1;
-}
+const struct cli_entry cmd_submit_entry = {
+    .name = "submit",
+    .summary = "queue a detached job; prints its id",
+    .operands = "-- CMD [ARGS...]",
+    .min_operands = 1,
+    .max_operands = -1,
+    .flags = CLI_COMMAND_LINE,
+    .more_options = cli_job_options,
+    .json = "{\"id\",\"position\",\"queued\"} instead of the id alone",
+    .exec = cmd_submit,
+};
+
+static const struct cli_option status_options[] = {
+    {"all", 'a', CLI_FLAG, NULL, 0, 0, "ended jobs too, newest first"},
+    {"limit", 'l', CLI_INT, "N", 1, 100000,
+     "at most N ended jobs (default 50)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_status_entry = {
+    .name = "status",
+    .alias = "ps",
+    .summary = "the queue: running and queued jobs (--all: ended ones too)",
+    .options = status_options,
+    .json = "the daemon's {\"jobs\": [...]}, every page joined",
+    .exec = cmd_status,
+};
+
+static const struct cli_option show_options[] = {
+    {"env", 0, CLI_FLAG, NULL, 0, 0, "the job's environment too"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_show_entry = {
+    .name = "show",
+    .summary = "one job in a readable paragraph, with why it ended",
+    .operands = "ID",
+    .min_operands = 1,
+    .max_operands = 1,
+    .options = show_options,
+    .json = "the daemon's job object",
+    .exec = cmd_show,
+};
+
+const struct cli_entry cmd_cancel_entry = {
+    .name = "cancel",
+    .summary = "remove queued jobs; terminate running ones",
+    .operands = "ID...",
+    .min_operands = 1,
+    .max_operands = -1,
+    .exec = cmd_cancel,
+};
+
+const struct cli_entry cmd_wait_entry = {
+    .name = "wait",
+    .summary = "wait for jobs to end; exit with the last failing job's status",
+    .operands = "ID...",
+    .min_operands = 1,
+    .max_operands = -1,
+    .json = "the final job objects, one per line",
+    .exec = cmd_wait,
+};
+
+static const struct cli_option logs_options[] = {
+    {"follow", 'f', CLI_FLAG, NULL, 0, 0, "follow until the job has ended"},
+    {"raw", 0, CLI_FLAG, NULL, 0, 0,
+     "another user's job's output as it is, not escaped"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_logs_entry = {
+    .name = "logs",
+    .summary = "print a detached job's output (-f: follow until it ends)",
+    .operands = "ID",
+    .min_operands = 1,
+    .max_operands = 1,
+    .options = logs_options,
+    .no_json = "it prints the job's own bytes",
+    .exec = cmd_logs,
+};
+
+static const struct cli_option events_options[] = {
+    {"follow", 'f', CLI_FLAG, NULL, 0, 0, "keep following"},
+    {"after", 0, CLI_INT, "ID", 0, 0x7fffffffL, "start after that event id"},
+    {"limit", 0, CLI_INT, "N", 1, 10000, "at most N events (default 100)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_events_entry = {
+    .name = "events",
+    .summary = "the event log (-f: follow)",
+    .options = events_options,
+    .json = "one event object per line",
+    .exec = cmd_events,
+};
 
 /* Print a JSON-text result from sl_call() as it came, but terminal-safe
  * (cli_print_json). */
@@ -128,24 +208,14 @@ status_json_pages(struct cli *cli, int all, long limit)
 
 /* ---- submit ---- */
 
-int
-cmd_submit(struct cli *cli, int argc, char **argv)
+static int
+cmd_submit(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job_spec spec;
 	struct sl_submitted sub;
-	char cause[256];
-	int first, rc;
+	int rc;
 
-	sl_job_spec_init(&spec);
-	first = cli_parse_job_args(argc, argv, &spec, NULL, &cli->json, cause,
-	                           sizeof cause);
-	if (first == CLI_ARGS_HELP)
-		return cli_help("submit");
-	if (first < 0) {
-		cli_error("%s", cause);
-		return cli_usage("submit");
-	}
-	spec.argv = (const char *const *)&argv[first];
+	cli_job_spec(args, &spec);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (sl_submit(cli->client, &spec, &sub) < 0)
@@ -160,72 +230,40 @@ cmd_submit(struct cli *cli, int argc, char **argv)
 
 /* ---- status ---- */
 
-struct status_opts {
-	int all;
-	long limit;
-};
-
 static int
-status_option(int ch, void *arg)
+cmd_status(struct cli *cli, struct cli_args *args)
 {
-	struct status_opts *o = arg;
-
-	switch (ch) {
-	case 'a':
-		o->all = 1;
-		return 0;
-	case 'l':
-		return cli_parse_int(optarg, 1, 100000, &o->limit) < 0;
-	}
-	return 1;
-}
-
-int
-cmd_status(struct cli *cli, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    {"all", no_argument, NULL, 'a'},
-	    {"limit", required_argument, NULL, 'l'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	static const char *const head[] = {"ID",        "USER",       "STATE",
 	                                   "NAME",      "WAITED",     "RAN",
 	                                   "FOOTPRINT", "SWAP/BUDGET"};
 	static const int right[] = {1, 0, 0, 0, 1, 1, 1, 1};
-	struct status_opts o = {0, 0};
+	int all = cli_has(args, "all");
+	long limit = (long)cli_number(args, "limit", 0);
 	struct sl_job *jobs;
 	struct cli_table t;
 	size_t n, i;
 	int64_t now = cli_now_ms();
 	int rc;
 
-	rc = simple_options(cli, "status", argc, argv, "+ahl:", longopts,
-	                    status_option, &o);
-	if (rc >= 0)
-		return rc;
-	if (optind != argc)
-		return cli_usage("status");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json && sl_hello_info(cli->client)->version >= 2)
-		return status_json_pages(cli, o.all, o.limit);
+		return status_json_pages(cli, all, limit);
 	if (cli->json) {
 		char params[64];
-		if (o.limit > 0)
+		if (limit > 0)
 			snprintf(params, sizeof params,
 			         "{\"all\":%s,\"limit\":%ld}",
-			         o.all ? "true" : "false", o.limit);
+			         all ? "true" : "false", limit);
 		else
 			snprintf(params, sizeof params, "{\"all\":%s}",
-			         o.all ? "true" : "false");
+			         all ? "true" : "false");
 		return raw_call(cli, "status", params);
 	}
-	if (sl_status(cli->client, o.all, (int)o.limit, &jobs, &n) < 0)
+	if (sl_status(cli->client, all, (int)limit, &jobs, &n) < 0)
 		return cli_fail(cli);
 	if (n == 0) {
-		printf(o.all ? "no jobs\n" : "no jobs queued or running\n");
+		printf(all ? "no jobs\n" : "no jobs queued or running\n");
 		sl_jobs_free(jobs, n);
 		return EXIT_OK;
 	}
@@ -258,42 +296,19 @@ cmd_status(struct cli *cli, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* ---- show ---- */
+/* ---- show ---- */ /* ---- show ---- */
 
 static int
-show_option(int ch, void *arg)
+cmd_show(struct cli *cli, struct cli_args *args)
 {
-	if (ch != 'e')
-		return 1;
-	*(int *)arg = 1;
-	return 0;
-}
-
-int
-cmd_show(struct cli *cli, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    {"env", no_argument, NULL, 'e'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sl_job j;
 	int64_t id;
-	int env = 0, rc;
+	int env = cli_has(args, "env"), rc;
 	char *text;
 	size_t i;
 
-	rc = simple_options(cli, "show", argc, argv, "+h", longopts,
-	                    show_option, &env);
-	if (rc >= 0)
-		return rc;
-	if (optind + 1 != argc)
-		return cli_usage("show");
-	if (cli_parse_id(argv[optind], &id) < 0) {
-		cli_error("bad job id '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (cli_parse_id(args->argv[0], &id) < 0)
+		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json) {
@@ -323,46 +338,36 @@ cmd_show(struct cli *cli, int argc, char **argv)
 
 /* ---- cancel and wait ---- */
 
-/* Parse the job ids that are the remaining arguments. */
+/* The job ids that are the operands; -1 to go on, else the exit code. */
 static int
-job_ids(const char *cmd, int argc, char **argv, int64_t **ids, int *n)
+job_ids(struct cli *cli, const struct cli_args *args, int64_t **ids, int *n)
 {
 	int i;
 
-	*n = argc - optind;
-	if (*n <= 0)
-		return cli_usage(cmd);
+	*n = args->argc;
 	*ids = calloc((size_t)*n, sizeof **ids);
 	if (*ids == NULL) {
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
 	for (i = 0; i < *n; i++) {
-		if (cli_parse_id(argv[optind + i], &(*ids)[i]) < 0) {
-			cli_error("bad job id '%s'", argv[optind + i]);
+		if (cli_parse_id(args->argv[i], &(*ids)[i]) < 0) {
 			free(*ids);
-			return EXIT_USAGE;
+			return cli_usage_error(cli, "bad job id '%s'",
+			                       args->argv[i]);
 		}
 	}
 	return -1;
 }
 
-int
-cmd_cancel(struct cli *cli, int argc, char **argv)
+static int
+cmd_cancel(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sl_job j;
 	int64_t *ids;
 	int n, i, rc, status = EXIT_OK;
 
-	rc = simple_options(cli, "cancel", argc, argv, "+h", longopts, NULL,
-	                    NULL);
-	if (rc >= 0)
-		return rc;
-	if ((rc = job_ids("cancel", argc, argv, &ids, &n)) >= 0)
+	if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
 		return rc;
 	if ((rc = cli_connect(cli)) != 0) {
 		free(ids);
@@ -392,24 +397,15 @@ cmd_cancel(struct cli *cli, int argc, char **argv)
 	return status;
 }
 
-int
-cmd_wait(struct cli *cli, int argc, char **argv)
+static int
+cmd_wait(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sl_job j;
 	char state[64], params[64], *out;
 	int64_t *ids;
 	int n, i, rc, s, status = EXIT_OK;
 
-	rc =
-	    simple_options(cli, "wait", argc, argv, "+h", longopts, NULL, NULL);
-	if (rc >= 0)
-		return rc;
-	if ((rc = job_ids("wait", argc, argv, &ids, &n)) >= 0)
+	if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
 		return rc;
 	if ((rc = cli_connect(cli)) != 0) {
 		free(ids);
@@ -525,66 +521,19 @@ write_log(void *arg, int64_t offset, const char *data, size_t len)
 	return 0;
 }
 
-struct logs_opts {
-	int follow;
-	int raw;
-};
-
 static int
-logs_option(int ch, void *arg)
+cmd_logs(struct cli *cli, struct cli_args *args)
 {
-	struct logs_opts *o = arg;
-
-	switch (ch) {
-	case 'f':
-		o->follow = 1;
-		return 0;
-	case 'r':
-		o->raw = 1;
-		return 0;
-	}
-	return 1;
-}
-
-int
-cmd_logs(struct cli *cli, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    {"follow", no_argument, NULL, 'f'},
-	    {"raw", no_argument, NULL, 'r'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct logs_opts opts = {0, 0};
 	struct log_out out = {0, 0, {0}, 0};
 	struct sl_job j;
 	int64_t id;
 	int rc;
 
-	rc = simple_options(cli, "logs", argc, argv, "+fh", longopts,
-	                    logs_option, &opts);
-	if (rc >= 0)
-		return rc;
-	/* `logs ID -f` as much as `logs -f ID`. */
-	if (optind + 2 == argc && (strcmp(argv[argc - 1], "-f") == 0 ||
-	                           strcmp(argv[argc - 1], "--follow") == 0)) {
-		opts.follow = 1;
-		argc--;
-	}
-	if (optind + 1 != argc)
-		return cli_usage("logs");
-	if (cli->json) {
-		cli_error("logs prints the job's own bytes and has no --json");
-		return EXIT_USAGE;
-	}
-	if (cli_parse_id(argv[optind], &id) < 0) {
-		cli_error("bad job id '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (cli_parse_id(args->argv[0], &id) < 0)
+		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
-	if (!opts.raw) {
+	if (!cli_has(args, "raw")) {
 		/* Whose job it is decides whether its bytes are escaped: the
 		 * viewer is who the daemon sees (hello's uid). */
 		const struct sl_hello *h = sl_hello_info(cli->client);
@@ -595,7 +544,8 @@ cmd_logs(struct cli *cli, int argc, char **argv)
 		out.escape = j.uid != viewer;
 		sl_job_clear(&j);
 	}
-	rc = sl_logs(cli->client, id, 0, opts.follow, write_log, &out, NULL);
+	rc = sl_logs(cli->client, id, 0, cli_has(args, "follow"), write_log,
+	             &out, NULL);
 	/* A character the log ended inside: its bytes, escaped. */
 	errno = 0;
 	if (out.err == 0 && out.ntail > 0 &&
@@ -676,45 +626,12 @@ print_event(const struct sl_event *e, int json)
 	fflush(stdout);
 }
 
-struct events_opts {
-	int follow;
-	int64_t after;
-	long limit;
-};
-
 static int
-events_option(int ch, void *arg)
+cmd_events(struct cli *cli, struct cli_args *args)
 {
-	struct events_opts *o = arg;
-	long v;
-
-	switch (ch) {
-	case 'f':
-		o->follow = 1;
-		return 0;
-	case 'a':
-		if (cli_parse_int(optarg, 0, 0x7fffffffL, &v) < 0)
-			return 1;
-		o->after = v;
-		return 0;
-	case 'l':
-		return cli_parse_int(optarg, 1, 10000, &o->limit) < 0;
-	}
-	return 1;
-}
-
-int
-cmd_events(struct cli *cli, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    {"follow", no_argument, NULL, 'f'},
-	    {"after", required_argument, NULL, 'a'},
-	    {"limit", required_argument, NULL, 'l'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct events_opts o = {0, 0, 0};
+	int follow = cli_has(args, "follow");
+	int64_t after = cli_number(args, "after", 0);
+	long limit = (long)cli_number(args, "limit", 0);
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
@@ -722,12 +639,6 @@ cmd_events(struct cli *cli, int argc, char **argv)
 	long page;
 	int rc;
 
-	rc = simple_options(cli, "events", argc, argv, "+fh", longopts,
-	                    events_option, &o);
-	if (rc >= 0)
-		return rc;
-	if (optind != argc)
-		return cli_usage("events");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	/*
@@ -736,11 +647,11 @@ cmd_events(struct cli *cli, int argc, char **argv)
 	 * them with the last page, so an event seen twice (a notification
 	 * and a page) is printed once, by id.
 	 */
-	last = o.after;
-	page = o.limit > 0 ? o.limit : 100; /* the daemon's default */
+	last = after;
+	page = limit > 0 ? limit : 100; /* the daemon's default */
 	do {
-		if (sl_events(cli->client, last, (int)page, o.follow, &ev,
-		              &nev) < 0)
+		if (sl_events(cli->client, last, (int)page, follow, &ev, &nev) <
+		    0)
 			return cli_fail(cli);
 		for (i = 0; i < nev; i++)
 			if (ev[i].id > last) {
@@ -748,8 +659,8 @@ cmd_events(struct cli *cli, int argc, char **argv)
 				last = ev[i].id;
 			}
 		sl_events_free(ev, nev);
-	} while (o.follow && nev == (size_t)page);
-	while (o.follow) {
+	} while (follow && nev == (size_t)page);
+	while (follow) {
 		rc = sl_next_notification(cli->client, -1, &n);
 		if (rc == -EINTR)
 			continue;

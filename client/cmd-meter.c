@@ -3,13 +3,32 @@
  * with one process tree's memory, for plotting a run afterwards.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "units.h"
+
+static int cmd_meter(struct cli *, struct cli_args *);
+
+static const struct cli_option meter_options[] = {
+    {"interval", 0, CLI_DURATION, "S", 0, 0,
+     "seconds between lines (default: the daemon's interval);\n"
+     "coarser than the daemon's keeps every Nth sample"},
+    {"count", 0, CLI_INT, "N", 1, 0x7fffffffL, "stop after N lines"},
+    {"pid", 0, CLI_INT, "PID", 1, 0x7fffffffL,
+     "add that process tree's footprint_bytes and swap_bytes"},
+    {"out", 0, CLI_TEXT, "FILE", 0, 0, "write to FILE instead of stdout"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_meter_entry = {
+    .name = "meter",
+    .summary = "a JSONL trace of memory, one line per sample",
+    .options = meter_options,
+    .json = "accepted: the trace is JSON lines already",
+    .exec = cmd_meter,
+};
 
 static void
 print_sample(FILE *f, const struct sl_sample *s)
@@ -32,61 +51,17 @@ print_sample(FILE *f, const struct sl_sample *s)
 	fprintf(f, "}\n");
 }
 
-int
-cmd_meter(struct cli *cli, int argc, char **argv)
+static int
+cmd_meter(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"interval", required_argument, NULL, 'i'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"pid", required_argument, NULL, 'p'},
-	    {"out", required_argument, NULL, 'o'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int64_t interval_ms = 0, daemon_ms = 0, last_ms = -1;
-	long count = 0, pid = 0, written = 0;
-	const char *out_path = NULL;
+	int64_t interval_ms = cli_number(args, "interval", 0), daemon_ms = 0;
+	int64_t count = cli_number(args, "count", 0);
+	int64_t pid = cli_number(args, "pid", 0), last_ms = -1, written = 0;
+	const char *out_path = cli_text(args, "out", NULL);
 	struct sl_notification n;
 	FILE *out = stdout;
-	int ch, rc, status = EXIT_OK;
+	int rc, status = EXIT_OK;
 
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'i':
-			if (units_parse_duration_ms(optarg, &interval_ms) < 0 ||
-			    interval_ms <= 0) {
-				cli_error("bad --interval '%s' (seconds, e.g. "
-				          "0.5 or 2s)",
-				          optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'c':
-			if (cli_parse_int(optarg, 1, 0x7fffffffL, &count) < 0) {
-				cli_error("bad --count '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'p':
-			if (cli_parse_int(optarg, 1, 0x7fffffffL, &pid) < 0) {
-				cli_error("bad --pid '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'j':
-			break; /* the output is JSON already */
-		case 'h':
-			return cli_help("meter");
-		default:
-			return cli_usage("meter");
-		}
-	}
-	if (optind != argc)
-		return cli_usage("meter");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (sl_subscribe(cli->client, 1, 0, pid, &daemon_ms) < 0)

@@ -4,7 +4,6 @@
  * life, or a JSONL trace.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,32 @@
 #include "cli.h"
 #include "plot-data.h"
 #include "units.h"
+
+static int cmd_plot(struct cli *, struct cli_args *);
+
+static const struct cli_option plot_options[] = {
+    {"since", 0, CLI_TEXT, "T", 0, 0,
+     "start (default 8h: 8 hours ago; the forms of history)"},
+    {"until", 0, CLI_TEXT, "T", 0, 0, "end (default now)"},
+    {"job", 0, CLI_ID, "ID", 0, 0,
+     "one job's footprint and swap over its life"},
+    {"trace", 0, CLI_TEXT, "FILE", 0, 0,
+     "a JSONL trace (meter, the Python MemoryMeter)"},
+    {"out", 'o', CLI_TEXT, "FILE", 0, 0,
+     "the SVG file to write (default -: stdout)"},
+    {"width", 0, CLI_INT, "PX", 320, 10000, "width in pixels (default 960)"},
+    {"utc", 0, CLI_FLAG, NULL, 0, 0, "clock times in UTC"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_plot_entry = {
+    .name = "plot",
+    .summary = "an SVG plot of memory and swap with job lanes, a job, or a "
+               "trace",
+    .options = plot_options,
+    .no_json = "it writes SVG",
+    .exec = cmd_plot,
+};
 
 /* One call; the result as cJSON (NULL and a report on failure). */
 static cJSON *
@@ -219,85 +244,37 @@ out:
 	return rc;
 }
 
-int
-cmd_plot(struct cli *cli, int argc, char **argv)
+static int
+cmd_plot(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"since", required_argument, NULL, 's'},
-	    {"until", required_argument, NULL, 'u'},
-	    {"job", required_argument, NULL, 'j'},
-	    {"trace", required_argument, NULL, 't'},
-	    {"out", required_argument, NULL, 'o'},
-	    {"width", required_argument, NULL, 'w'},
-	    {"utc", no_argument, NULL, 'U'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	int64_t now = cli_now_ms(), since = now - 8 * 3600000LL, until = now;
-	int64_t job = 0;
-	const char *trace = NULL, *out = NULL;
+	int64_t job = cli_number(args, "job", 0);
+	const char *trace = cli_text(args, "trace", NULL);
+	const char *out = cli_text(args, "out", "-");
+	const char *t;
 	struct plotd_opts o = {0};
 	struct svgp_buf b = {0};
 	char title[128], cause[256];
-	char *end;
-	int ch, rc;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-		case 'u':
-			if (units_parse_time_ms(
-			        optarg, now, ch == 's' ? &since : &until) < 0) {
-				cli_error("bad --%s '%s' (8h, now, "
-				          "2026-11-30T05:00, an epoch)",
-				          ch == 's' ? "since" : "until",
-				          optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'j':
-			job = strtoll(optarg, &end, 10);
-			if (*end != '\0' || job <= 0) {
-				cli_error("bad --job '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 't':
-			trace = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'w':
-			o.width = (int)strtol(optarg, &end, 10);
-			if (*end != '\0' || o.width < 320 || o.width > 10000) {
-				cli_error("bad --width '%s' (320-10000)",
-				          optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'U':
-			o.utc = 1;
-			break;
-		case 'h':
-			return cli_help("plot");
-		default:
-			return cli_usage("plot");
-		}
-	}
-	if (optind != argc || out == NULL) {
-		if (out == NULL)
-			cli_error("plot needs -o FILE.svg");
-		return cli_usage("plot");
-	}
-	if (trace != NULL && job > 0) {
-		cli_error("--trace and --job: one of them");
-		return EXIT_USAGE;
-	}
-	if (until <= since) {
-		cli_error("--until must be after --since");
-		return EXIT_USAGE;
-	}
+	o.width = (int)cli_number(args, "width", 0);
+	o.utc = cli_has(args, "utc");
+	if ((t = cli_text(args, "since", NULL)) != NULL &&
+	    units_parse_time_ms(t, now, &since) < 0)
+		return cli_usage_error(cli,
+		                       "bad --since '%s' (8h, now, "
+		                       "2026-11-30T05:00, an epoch)",
+		                       t);
+	if ((t = cli_text(args, "until", NULL)) != NULL &&
+	    units_parse_time_ms(t, now, &until) < 0)
+		return cli_usage_error(cli,
+		                       "bad --until '%s' (8h, now, "
+		                       "2026-11-30T05:00, an epoch)",
+		                       t);
+	if (trace != NULL && job > 0)
+		return cli_usage_error(cli, "--trace and --job: one of them");
+	if (until <= since)
+		return cli_usage_error(cli, "--until must be after --since");
 	if (trace != NULL) {
 		char *text = read_file(trace, cause, sizeof cause);
 		if (text == NULL) {

@@ -28,6 +28,27 @@
  * has gone away before giving up and exiting with its status anyway. */
 #define REPORT_GIVE_UP_MS 60000
 
+static int cmd_run(struct cli *, struct cli_args *);
+
+static const struct cli_option run_options[] = {
+    {"quiet", 'q', CLI_FLAG, NULL, 0, 0, "no queue status on stderr"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_run_entry = {
+    .name = "run",
+    .alias = "guard",
+    .summary = "wait for admission, run CMD here, exit with its status",
+    .operands = "-- CMD [ARGS...]",
+    .min_operands = 1,
+    .max_operands = -1,
+    .flags = CLI_COMMAND_LINE,
+    .options = run_options,
+    .more_options = cli_job_options,
+    .no_json = "the command's output is its own",
+    .exec = cmd_run,
+};
+
 static int sigpipe_fds[2] = {-1, -1};
 
 static void
@@ -640,30 +661,21 @@ report_end(struct run *r)
 	return status;
 }
 
-int
-cmd_run(struct cli *cli, int argc, char **argv)
+static int
+cmd_run(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job_spec spec;
 	struct sl_submitted sub;
 	struct run r;
-	char cause[256];
-	int first, rc;
+	int rc;
 
-	sl_job_spec_init(&spec);
 	memset(&r, 0, sizeof r);
-	first = cli_parse_job_args(argc, argv, &spec, &r.quiet, NULL, cause,
-	                           sizeof cause);
-	if (first == CLI_ARGS_HELP)
-		return cli_help("run");
-	if (first < 0) {
-		cli_error("%s", cause);
-		return cli_usage("run");
-	}
-	spec.argv = (const char *const *)&argv[first];
+	cli_job_spec(args, &spec);
+	r.quiet = cli_has(args, "quiet");
 	spec.attached = 1;
 	r.cli = cli;
 	r.gate_fd = -1;
-	r.argv = &argv[first];
+	r.argv = args->argv;
 	r.tty = isatty(STDERR_FILENO);
 	if (setup_signals() < 0) {
 		cli_error("cannot set up signals: %s", strerror(errno));

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
@@ -25,6 +24,22 @@
  * line saying how many more there are, and the last line, left empty:
  * the newline ending the line before it would scroll the screen. */
 #define TOP_FIXED_LINES 13
+
+static int cmd_top(struct cli *, struct cli_args *);
+
+static const struct cli_option top_options[] = {
+    {"minutes", 0, CLI_INT, "N", 1, 7 * 24 * 60,
+     "span of the sparkline (default 10)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_top_entry = {
+    .name = "top",
+    .summary = "live view of memory, swap, pressure and jobs (q quits)",
+    .options = top_options,
+    .no_json = "a view; meter writes the same samples as JSON lines",
+    .exec = cmd_top,
+};
 
 struct point {
 	int64_t ts_ms;
@@ -371,46 +386,15 @@ load_history(struct top *t, size_t ncols)
 	sl_history_free(h);
 }
 
-int
-cmd_top(struct cli *cli, int argc, char **argv)
+static int
+cmd_top(struct cli *cli, struct cli_args *args)
 {
-	static const struct option longopts[] = {
-	    {"minutes", required_argument, NULL, 'm'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct top t;
 	struct sl_notification n;
 	struct pollfd pfd[3];
-	long minutes = 10;
-	int ch, rc, tty, status = EXIT_OK, quit = 0;
+	long minutes = (long)cli_number(args, "minutes", 10);
+	int rc, tty, status = EXIT_OK, quit = 0;
 
-	while ((ch = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'm':
-			if (cli_parse_int(optarg, 1, 7 * 24 * 60, &minutes) <
-			    0) {
-				cli_error("bad --minutes '%s'", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'j':
-			cli->json = 1;
-			break;
-		case 'h':
-			return cli_help("top");
-		default:
-			return cli_usage("top");
-		}
-	}
-	if (optind != argc)
-		return cli_usage("top");
-	if (cli->json) {
-		cli_error("top is a view and has no --json; meter writes the "
-		          "same samples as JSON lines");
-		return EXIT_USAGE;
-	}
 	memset(&t, 0, sizeof t);
 	t.cli = cli;
 	t.span_ms = minutes * 60000;

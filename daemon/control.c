@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answers.h"
 #include "control.h"
 #include "daemon.h"
 #include "jobs.h"
@@ -441,16 +442,93 @@ control_history_flush(struct daemon *d, int64_t job_id, int64_t until,
 	return PROTO_E_STORAGE;
 }
 
+/* A system history answer, written a part at a time: HISTORY_PART
+ * buckets' worth of the range per fill (about 1 ms). */
+#define HISTORY_PART 200
+struct history_answer {
+	struct store_history_cursor cur;
+	char *head; /* the result up to its buckets array's '[' */
+	size_t n;   /* buckets written */
+};
+
+static void
+history_free(void *state)
+{
+	struct history_answer *h = state;
+
+	free(h->head);
+	free(h);
+}
+
+static cJSON *
+history_bucket_json(const struct history_bucket *b)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	proto_add_int(o, "ts_ms", b->ts_ms);
+	proto_add_int(o, "n", b->n);
+	cJSON_AddItemToObject(
+	    o, "free_pct",
+	    minavgmax(b->free_pct_min, b->free_pct_avg, b->free_pct_max, 0));
+	cJSON_AddItemToObject(
+	    o, "swap_used_bytes",
+	    minavgmax(b->swap_used_min, b->swap_used_avg, b->swap_used_max, 1));
+	cJSON_AddItemToObject(
+	    o, "available_bytes",
+	    minavgmax(b->available_min, b->available_avg, b->available_max, 1));
+	cJSON_AddStringToObject(
+	    o, "pressure_max",
+	    pressure_name((enum pressure_level)b->pressure_max));
+	cJSON_AddBoolToObject(o, "gap", b->gap_before != 0);
+	return o;
+}
+
+static int
+history_fill(struct daemon *d, void *state, struct answers_buf *out)
+{
+	struct history_answer *h = state;
+	struct history_bucket *b;
+	char why[256];
+	size_t n, i;
+	int rc;
+
+	if (h->head != NULL) {
+		rc = answers_append(out, h->head, strlen(h->head));
+		free(h->head);
+		h->head = NULL;
+		if (rc != 0)
+			return rc;
+	}
+	if ((rc = store_history_next(d->store, &h->cur, HISTORY_PART, &b, &n,
+	                             why, sizeof why)) != 0) {
+		log_warnx("history: %s", why);
+		return rc;
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		if (h->n++ > 0)
+			rc = answers_append(out, ",", 1);
+		if (rc == 0)
+			rc = answers_append_json(out,
+			                         history_bucket_json(&b[i]));
+	}
+	free(b);
+	if (rc != 0)
+		return rc;
+	if (!h->cur.done)
+		return 1;
+	return answers_append(out, "]}", 2);
+}
+
+static const struct answers_ops history_ops = {history_fill, history_free};
+
 static int
 ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
             const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
-	struct history_bucket *b = NULL;
-	const char *tier = NULL;
+	struct history_answer *h;
 	int64_t since, until, step, job_id, span, nb;
-	size_t n = 0, i;
-	cJSON *r, *arr, *o;
 	char why[256];
+	cJSON *r;
 	int rc;
 
 	rc = proto_param_int(params, "job_id", 0, 1, INT64_MAX, &job_id, cause,
@@ -499,45 +577,39 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	if ((rc = control_history_flush(d, 0, until, cause, causelen)) != 0)
 		return rc;
+	if ((h = calloc(1, sizeof *h)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
 	if (d->store == NULL ||
-	    store_history(d->store, since, until, step, &tier, &b, &n, why,
-	                  sizeof why) != 0) {
+	    store_history_begin(d->store, since, until, step, &h->cur, why,
+	                        sizeof why) != 0) {
+		free(h);
 		snprintf(cause, causelen, "history: %s",
 		         d->store == NULL ? "no database" : why);
 		return PROTO_E_STORAGE;
 	}
-
+	/* The result's members before its buckets; the rest is written a
+	 * slice at a time (answers.h). */
 	r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "tier", tier != NULL ? tier : "raw");
+	cJSON_AddStringToObject(r, "tier", h->cur.tier);
 	proto_add_int(r, "step_ms", step);
 	proto_add_int(r, "since_ms", since);
 	proto_add_int(r, "until_ms", until);
-	arr = cJSON_AddArrayToObject(r, "buckets");
-	for (i = 0; i < n; i++) {
-		o = cJSON_CreateObject();
-		proto_add_int(o, "ts_ms", b[i].ts_ms);
-		proto_add_int(o, "n", b[i].n);
-		cJSON_AddItemToObject(o, "free_pct",
-		                      minavgmax(b[i].free_pct_min,
-		                                b[i].free_pct_avg,
-		                                b[i].free_pct_max, 0));
-		cJSON_AddItemToObject(o, "swap_used_bytes",
-		                      minavgmax(b[i].swap_used_min,
-		                                b[i].swap_used_avg,
-		                                b[i].swap_used_max, 1));
-		cJSON_AddItemToObject(o, "available_bytes",
-		                      minavgmax(b[i].available_min,
-		                                b[i].available_avg,
-		                                b[i].available_max, 1));
-		cJSON_AddStringToObject(
-		    o, "pressure_max",
-		    pressure_name((enum pressure_level)b[i].pressure_max));
-		cJSON_AddBoolToObject(o, "gap", b[i].gap_before != 0);
-		cJSON_AddItemToArray(arr, o);
+	cJSON_AddArrayToObject(r, "buckets");
+	if ((h->head = cJSON_PrintUnformatted(r)) == NULL ||
+	    strcmp(h->head + strlen(h->head) - 3, "[]}") != 0) {
+		cJSON_Delete(r);
+		history_free(h);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
 	}
-	free(b);
-	*result = r;
-	return 0;
+	cJSON_Delete(r);
+	h->head[strlen(h->head) - 2] = '\0'; /* up to the array's '[' */
+	if ((rc = answers_start(d, p, req_id, &history_ops, h, cause,
+	                        causelen)) != 0)
+		return rc;
+	return CONTROL_DEFERRED;
 }
 
 static int

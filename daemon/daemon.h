@@ -90,6 +90,7 @@ struct sampler;
 struct jobs;
 struct notify;
 struct tick;
+struct answers;
 
 struct daemon {
 	uv_loop_t *loop;
@@ -100,7 +101,8 @@ struct daemon {
 	struct tick *tick;
 	struct jobs *jobs;
 	struct notify *notify;
-	struct sys_sample last; /* latest system sample */
+	struct answers *answers; /* large answers being written (answers.c) */
+	struct sys_sample last;  /* latest system sample */
 	int have_last;
 	int64_t started_ms;
 	int stopping;

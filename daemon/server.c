@@ -62,6 +62,12 @@ struct client {
 	size_t queued_mem; /* the memory those take, requests included */
 	size_t oversized;  /* of those, an answer larger than the limit */
 	int handles;       /* handles still open; freed when it reaches 0 */
+	/* While an answer is written in parts (server_stream_open), what
+	 * else is sent to the client waits here, whole lines, so that no
+	 * line lands inside the answer's. */
+	char *held;
+	size_t held_len, held_cap;
+	unsigned streaming : 1;
 	unsigned hello : 1;
 	unsigned closing : 1;     /* uv_close called */
 	unsigned draining : 1;    /* no more input; close once output is out */
@@ -238,6 +244,7 @@ client_closed_cb(uv_handle_t *h)
 		c->hooks->gone(c->d, c->id);
 	proto_reader_free(&c->reader);
 	free(c->peer.groups);
+	free(c->held);
 	free(c);
 }
 
@@ -372,8 +379,55 @@ client_write_cb(uv_write_t *req, int status)
  * asked for: it is queued outside the limit, one at a time. With owned,
  * buf is a malloc'd buffer that this function frees.
  */
+static int client_write_now(struct client *c, char *buf, size_t len, int owned);
+
+/* Hold a whole line while the client's answer is written in parts; the
+ * held lines count against the same bound as queued ones. */
+static int
+client_hold(struct client *c, char *buf, size_t len, int owned)
+{
+	size_t max = c->d->cfg.max_unread_bytes, cap;
+	char *h;
+
+	if (c->held_len + len > max) {
+		log_info("client %llu (uid %u) does not read its replies "
+		         "(%zu bytes held); closing it",
+		         (unsigned long long)c->id, (unsigned)c->peer.uid,
+		         c->held_len + len);
+		if (owned)
+			free(buf);
+		client_close(c);
+		return -ENOBUFS;
+	}
+	if (c->held_len + len > c->held_cap) {
+		cap = c->held_cap * 2 > c->held_len + len ? c->held_cap * 2
+		                                          : c->held_len + len;
+		if ((h = realloc(c->held, cap)) == NULL) {
+			if (owned)
+				free(buf);
+			client_close(c);
+			return -ENOMEM;
+		}
+		c->held = h;
+		c->held_cap = cap;
+	}
+	memcpy(c->held + c->held_len, buf, len);
+	c->held_len += len;
+	if (owned)
+		free(buf);
+	return 0;
+}
+
 static int
 client_write(struct client *c, char *buf, size_t len, int owned)
+{
+	if (c->streaming && !c->closing)
+		return client_hold(c, buf, len, owned);
+	return client_write_now(c, buf, len, owned);
+}
+
+static int
+client_write_now(struct client *c, char *buf, size_t len, int owned)
 {
 	struct wreq *w;
 	uv_buf_t b;
@@ -540,6 +594,61 @@ server_send_line(struct daemon *d, uint64_t client_id, const char *line,
 	if (c == NULL)
 		return -ENOENT;
 	return client_write(c, (char *)line, len, 0);
+}
+
+int
+server_stream_open(struct daemon *d, uint64_t client_id, const cJSON *id)
+{
+	struct client *c = client_find(d->server, client_id);
+	char *head;
+	size_t len;
+	int rc;
+
+	if (c == NULL || c->closing)
+		return -ENOENT;
+	if (c->streaming)
+		return -EBUSY;
+	if ((head = proto_encode_result_head(id, &len)) == NULL)
+		return -ENOMEM;
+	if ((rc = client_write_now(c, head, len, 1)) == 0)
+		c->streaming = 1;
+	return rc;
+}
+
+int
+server_stream_write(struct daemon *d, uint64_t client_id, const char *part,
+                    size_t len)
+{
+	struct client *c = client_find(d->server, client_id);
+
+	if (c == NULL || !c->streaming)
+		return -ENOENT;
+	return client_write_now(c, (char *)part, len, 0);
+}
+
+int
+server_stream_close(struct daemon *d, uint64_t client_id)
+{
+	struct client *c = client_find(d->server, client_id);
+	char *held;
+	size_t len;
+	int rc;
+
+	if (c == NULL || !c->streaming)
+		return -ENOENT;
+	c->streaming = 0;
+	if ((rc = client_write_now(c, "}\n", 2, 0)) != 0)
+		return rc;
+	/* What waited goes out now, in its order. */
+	held = c->held;
+	len = c->held_len;
+	c->held = NULL;
+	c->held_len = c->held_cap = 0;
+	if (len == 0) {
+		free(held);
+		return 0;
+	}
+	return client_write_now(c, held, len, 1);
 }
 
 void

@@ -80,6 +80,19 @@ int server_notify(struct daemon *d, uint64_t client_id, const char *method,
  * one notification can be encoded once for many clients. */
 int server_send_line(struct daemon *d, uint64_t client_id, const char *line,
                      size_t len);
+/*
+ * An answer written in parts, for one too large to build at once
+ * (answers.h): open writes the start of the result line for id; each
+ * write sends part of the result as it is (valid JSON text, UTF-8, no
+ * newline); close ends the line. Meanwhile every other line for the
+ * client is held and sent after, so none lands inside the answer. The
+ * writer paces itself by server_client_unwritten. -ENOENT when the client
+ * has gone (or is not streaming); open is -EBUSY while one is open.
+ */
+int server_stream_open(struct daemon *d, uint64_t client_id, const cJSON *id);
+int server_stream_write(struct daemon *d, uint64_t client_id, const char *part,
+                        size_t len);
+int server_stream_close(struct daemon *d, uint64_t client_id);
 /* Close a client after what is queued for it has been written. */
 void server_close_client(struct daemon *d, uint64_t client_id);
 /* The protocol version the client's hello agreed on: its peer's version

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "answers.h"
 #include "control.h"
 #include "daemon.h"
 #include "jobs.h"
@@ -32,14 +33,31 @@ static struct daemon daemon_state;
 static void
 daemon_client_gone(struct daemon *d, uint64_t client_id)
 {
+	answers_client_gone(d, client_id);
 	notify_client_gone(d, client_id);
 	jobs_client_gone(d, client_id);
 }
 
+/* What a client is still owed: waits, logs followed, large answers. */
+static size_t
+daemon_deferred(struct daemon *d, uint64_t client_id)
+{
+	return notify_deferred(d, client_id) + answers_owed(d, client_id);
+}
+
+/* A client read all it was sent: the log it follows and the answer it is
+ * written go on. */
+static void
+daemon_writable(struct daemon *d, uint64_t client_id)
+{
+	notify_writable(d, client_id);
+	answers_writable(d, client_id);
+}
+
 static const struct server_hooks server_hooks = {
     .dispatch = control_dispatch,
-    .deferred = notify_deferred,
-    .writable = notify_writable,
+    .deferred = daemon_deferred,
+    .writable = daemon_writable,
     .gone = daemon_client_gone,
     .after_read = sampler_run_due,
 };
@@ -222,6 +240,7 @@ daemon_stop(struct daemon *d)
 	sampler_stop(d);
 	tick_stop(d); /* the last samples */
 	notify_stop(d);
+	answers_stop(d);
 	jobs_shutdown(d);
 	if (d->store != NULL) {
 		if (store_mark(d->store, now_ms(), "stop", cause,

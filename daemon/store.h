@@ -86,6 +86,24 @@ int store_history(struct store *s, int64_t since_ms, int64_t until_ms,
                   int64_t step_ms, const char **tier,
                   struct history_bucket **out, size_t *n, char *cause,
                   size_t causelen);
+/* The same read in parts, for an answer written a slice at a time: begin
+ * checks the range and picks the tier once (-EINVAL, -E2BIG as above);
+ * each next gives the buckets of up to max_buckets steps (<= 0: the rest)
+ * from where the last part ended, until c->done. A part may hold no
+ * bucket (nothing sampled then); gap_before is set as for the whole. */
+struct store_history_cursor {
+	const char *tier; /* its name, as store_history's *tier */
+	int t;            /* its index, -1 for raw */
+	int64_t next_ms, until_ms, step_ms;
+	int gap_pending; /* a start marker after the last bucket so far */
+	int done;
+};
+int store_history_begin(struct store *s, int64_t since_ms, int64_t until_ms,
+                        int64_t step_ms, struct store_history_cursor *c,
+                        char *cause, size_t causelen);
+int store_history_next(struct store *s, struct store_history_cursor *c,
+                       int64_t max_buckets, struct history_bucket **out,
+                       size_t *n, char *cause, size_t causelen);
 /* The tier store_history uses for step_ms ("raw", "10s", "1m", "10m") and
  * its resolution (0 for raw). */
 const char *store_tier_for_step(int64_t step_ms, int64_t *res_ms);

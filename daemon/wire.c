@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "proto.h"
 #include "wire.h"
 
@@ -15,16 +17,40 @@ wire_may_see(uid_t viewer, const struct job *j)
 	return viewer == 0 || viewer == j->uid;
 }
 
+/* The names of recent uids: an events page names up to 10,000 users, and
+ * each getpwuid_r may read the whole of /etc/passwd. A renamed user shows
+ * the old name for up to WIRE_NAME_TTL_NS. */
+#define WIRE_NAMES 16
+#define WIRE_NAME_TTL_NS (10ull * 1000 * 1000 * 1000)
+static struct {
+	uid_t uid;
+	uint64_t at_ns; /* 0: empty */
+	char name[64];
+} wire_names[WIRE_NAMES];
+static unsigned wire_names_next;
+
 void
 wire_user_name(uid_t uid, char *buf, size_t len)
 {
 	struct passwd pw, *res = NULL;
+	uint64_t now = uv_hrtime();
 	char tmp[2048];
+	unsigned i;
 
+	for (i = 0; i < WIRE_NAMES; i++)
+		if (wire_names[i].at_ns != 0 && wire_names[i].uid == uid &&
+		    now - wire_names[i].at_ns < WIRE_NAME_TTL_NS) {
+			snprintf(buf, len, "%s", wire_names[i].name);
+			return;
+		}
 	if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res != NULL)
 		snprintf(buf, len, "%s", pw.pw_name);
 	else
 		snprintf(buf, len, "%u", (unsigned)uid);
+	i = wire_names_next++ % WIRE_NAMES;
+	wire_names[i].uid = uid;
+	wire_names[i].at_ns = now;
+	snprintf(wire_names[i].name, sizeof wire_names[i].name, "%s", buf);
 }
 
 cJSON *

@@ -806,6 +806,24 @@ proto_encode_result(const cJSON *id, cJSON *result, size_t *len)
 }
 
 char *
+proto_encode_result_head(const cJSON *id, size_t *len)
+{
+	char *line;
+
+	/* The whole envelope around a placeholder, cut before it: the
+	 * encoder writes "result" last. */
+	if ((line = proto_encode_result(id, cJSON_CreateRaw("0"), len)) ==
+	        NULL ||
+	    *len < 4 || strcmp(line + *len - 3, "0}\n") != 0) {
+		free(line);
+		return NULL;
+	}
+	*len -= 3;
+	line[*len] = '\0';
+	return line;
+}
+
+char *
 proto_encode_error_data(const cJSON *id, int code, const char *message,
                         cJSON *data, size_t *len)
 {

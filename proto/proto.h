@@ -139,6 +139,10 @@ int proto_id_int(const cJSON *id, int64_t *out);
 char *proto_encode_request(int64_t id, const char *method, cJSON *params,
                            size_t *len);
 char *proto_encode_result(const cJSON *id, cJSON *result, size_t *len);
+/* The start of a result line up to its result value: `{"jsonrpc":"2.0",
+ * "id":ID,"result":`, for an answer written in parts (server_stream_*);
+ * the parts then write the result and the closing "}\n". */
+char *proto_encode_result_head(const cJSON *id, size_t *len);
 char *proto_encode_error(const cJSON *id, int code, const char *message,
                          size_t *len);
 /* The same with an error "data" member (owned, may be NULL). The message is

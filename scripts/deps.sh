@@ -43,6 +43,8 @@ if [ "$want_tests" -eq 1 ]; then
 	# Chromium driven by selenium (python3-selenium is the system
 	# Python's; the test finds it from another python3 too).
 	pkgs+=(prometheus chromium chromium-driver python3-selenium)
+	# zsh and groff: the generated completions and man page (cli_entries).
+	pkgs+=(zsh groff-base)
 	command -v python3 >/dev/null || pkgs+=(python3)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi

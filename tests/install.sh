@@ -9,14 +9,16 @@ BUILD=$(cd "$SL_BIN/.." && pwd)
 PREFIX=$SL_TMP/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" >"$SL_TMP/install.log" 2>&1 ||
 	fail "cmake --install failed: $(cat "$SL_TMP/install.log")"
-for f in bin/stageloadd bin/stageloadctl include/stageload.h; do
-	[ -f "$PREFIX/$f" ] || fail "$f not installed"
+for f in bin/stageloadd bin/stageloadctl include/stageload.h \
+	share/man/man1/stageloadctl.1 share/bash-completion/completions/stageloadctl \
+	share/zsh/site-functions/_stageloadctl; do
+	[ -s "$PREFIX/$f" ] || fail "$f not installed"
 done
 pc=$(find "$PREFIX" -name stageload.pc | head -n 1)
 [ -n "$pc" ] || fail "stageload.pc not installed"
 libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libstageload.* >/dev/null 2>&1 || fail "libstageload not in $libdir"
-ok "installed: binaries, header, library, $(basename "$pc")"
+ok "installed: binaries, header, library, $(basename "$pc"), man page, completions"
 
 PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH

@@ -14,17 +14,40 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <getopt.h>
 
 #include "../client/cli.h"
 
+extern const struct cli_entry cmd_run_entry, cmd_submit_entry;
+
+/* Parse argv as its command's entry does (run or submit), and read the job
+ * options into spec: returns the index of the job's command in argv, as
+ * the operands start there, or cli_parse's error. */
 static int
 parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
       size_t len)
 {
-	sl_job_spec_init(spec);
-	optind = 0;
-	return cli_parse_job_args(argc, argv, spec, quiet, NULL, cause, len);
+	const struct cli_entry *e = cli_find_entry(argv[0]);
+	/* cli_parse gathers the operands at the front of its argv: a copy,
+	 * which spec->argv points into afterwards */
+	static char *copy[32];
+	static struct cli_args a;
+	struct cli cli;
+	int rc, i;
+
+	memset(&cli, 0, sizeof cli);
+	assert_non_null(e);
+	assert_true(argc < 32);
+	memcpy(copy, argv, (size_t)(argc + 1) * sizeof *argv);
+	rc = cli_parse(e, argc, copy, &cli, &a, cause, len);
+	if (rc < 0)
+		return rc;
+	cli_job_spec(&a, spec);
+	if (quiet != NULL)
+		*quiet = cli_has(&a, "quiet");
+	for (i = 0; i < argc; i++)
+		if (spec->argv[0] == argv[i])
+			return i;
+	return -1;
 }
 
 static void
@@ -104,6 +127,115 @@ test_job_args_errors(void **state)
 	    parse(4, quiet_submit, &spec, NULL, cause, sizeof cause), -EINVAL);
 	assert_int_equal(parse(2, help, &spec, NULL, cause, sizeof cause),
 	                 CLI_ARGS_HELP);
+}
+
+/* Every entry is whole: a name, a summary, a handler, options with help
+ * lines, no option twice (its name or letter) nor one shadowing a global
+ * option, and a usage line naming each option. */
+static void
+test_entries(void **state)
+{
+	const struct cli_option *o, *p, *tables[3];
+	const struct cli_entry *e;
+	size_t i, t, u, n;
+	char *syn;
+
+	for (i = 0; (e = cli_entries[i]) != NULL; i++) {
+		assert_non_null(e->name);
+		assert_non_null(e->summary);
+		assert_non_null(e->exec);
+		assert_ptr_equal(cli_find_entry(e->name), e);
+		if (e->alias != NULL)
+			assert_ptr_equal(cli_find_entry(e->alias), e);
+		tables[0] = e->options;
+		tables[1] = e->more_options;
+		tables[2] = cli_global_options;
+		syn = cli_synopsis(e, 0, 0);
+		assert_non_null(syn);
+		n = 0;
+		for (t = 0; t < 2; t++)
+			for (o = tables[t]; o != NULL && o->name != NULL; o++) {
+				char word[64];
+				n++;
+				assert_non_null(o->help);
+				assert_true(o->help[0] != '\0');
+				assert_true(o->type == CLI_FLAG ||
+				            o->value != NULL);
+				snprintf(word, sizeof word, "--%s", o->name);
+				assert_non_null(strstr(syn, word));
+				for (u = t; u < 3; u++)
+					for (p = u == t ? o + 1 : tables[u];
+					     p != NULL && p->name != NULL;
+					     p++) {
+						assert_string_not_equal(
+						    p->name, o->name);
+						assert_true(o->letter == 0 ||
+						            p->letter !=
+						                o->letter);
+					}
+			}
+		assert_true(n <= CLI_MAX_OPTIONS);
+		assert_true(e->max_operands < 0 ||
+		            e->max_operands >= e->min_operands);
+		free(syn);
+	}
+	assert_true(i > 0);
+	assert_null(cli_find_entry("help"));
+}
+
+/* Global options on either side, values checked, operands counted. */
+static void
+test_parse_entry(void **state)
+{
+	char *a1[] = {"events", "-f", "--limit", "5", "--socket", "S", NULL};
+	char *a2[] = {"logs", "12", "-f", "--json", NULL};
+	char *a2b[] = {"logs", "12", "-f", NULL};
+	char *a3[] = {"events", "--lim=0", NULL};
+	char *a4[] = {"events", "--l", "5", NULL};
+	char *a5[] = {"show", NULL};
+	char *a6[] = {"history", "--s", "1h", NULL};
+	const struct cli_entry *ev = cli_find_entry("events");
+	const struct cli_entry *logs = cli_find_entry("logs");
+	struct cli_args a;
+	struct cli cli;
+	char cause[256];
+
+	memset(&cli, 0, sizeof cli);
+	assert_int_equal(cli_parse(ev, 6, a1, &cli, &a, cause, sizeof cause),
+	                 0);
+	assert_true(cli_has(&a, "follow"));
+	assert_int_equal(cli_number(&a, "limit", 0), 5);
+	assert_int_equal(cli_number(&a, "after", 7), 7);
+	assert_string_equal(cli.socket, "S");
+	assert_int_equal(a.argc, 0);
+	/* options after the operand; --json refused where there is none */
+	assert_int_equal(cli_parse(logs, 4, a2, &cli, &a, cause, sizeof cause),
+	                 -EINVAL);
+	assert_string_equal(cause,
+	                    "has no --json (it prints the job's own bytes)");
+	cli.json = 0;
+	assert_int_equal(cli_parse(logs, 3, a2b, &cli, &a, cause, sizeof cause),
+	                 0);
+	assert_int_equal(a.argc, 1);
+	assert_string_equal(a.argv[0], "12");
+	assert_true(cli_has(&a, "follow"));
+	assert_int_equal(cli_parse(ev, 2, a3, &cli, &a, cause, sizeof cause),
+	                 -EINVAL);
+	assert_string_equal(
+	    cause, "--limit takes a whole number from 1 to 10000, not '0'");
+	/* a prefix one option has, and one that three share */
+	assert_int_equal(cli_parse(ev, 3, a4, &cli, &a, cause, sizeof cause),
+	                 0);
+	assert_int_equal(cli_number(&a, "limit", 0), 5);
+	assert_int_equal(cli_parse(cli_find_entry("history"), 3, a6, &cli, &a,
+	                           cause, sizeof cause),
+	                 -EINVAL);
+	assert_string_equal(
+	    cause, "option '--s' is ambiguous (--since, --step, --socket)");
+	assert_int_equal(cli_parse(cli_find_entry("show"), 1, a5, &cli, &a,
+	                           cause, sizeof cause),
+	                 -EINVAL);
+	assert_string_equal(cause, "missing ID");
 }
 
 static void
@@ -433,6 +565,8 @@ main(void)
 	    cmocka_unit_test(test_job_args),
 	    cmocka_unit_test(test_job_args_defaults),
 	    cmocka_unit_test(test_job_args_errors),
+	    cmocka_unit_test(test_entries),
+	    cmocka_unit_test(test_parse_entry),
 	    cmocka_unit_test(test_parse_numbers),
 	    cmocka_unit_test(test_job_status),
 	    cmocka_unit_test(test_exit_for_error),

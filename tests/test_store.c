@@ -748,6 +748,67 @@ test_gap_marker(void **state)
 	free(b);
 }
 
+/* History read in parts of any size is the history read whole, the gap
+ * marks included: the start marked at 110 s falls in a part holding no
+ * sample (nothing was sampled from 60 to 125 s) and flags the first bucket
+ * of a later part, at 125 s. */
+static void
+test_history_parts(void **state)
+{
+	struct fixture *f = *state;
+	struct store_history_cursor c;
+	struct history_bucket *whole, *part;
+	char cause[256] = "";
+	const char *tier;
+	size_t n, np, got, i;
+	int64_t max;
+
+	assert_int_equal(store_mark(f->s, T0, "start", cause, sizeof cause), 0);
+	feed(f->s, 0, 120);
+	assert_int_equal(
+	    store_mark(f->s, T0 + 60000, "stop", cause, sizeof cause), 0);
+	assert_int_equal(
+	    store_mark(f->s, T0 + 110000, "start", cause, sizeof cause), 0);
+	feed(f->s, 250, 400);
+	assert_int_equal(store_history(f->s, T0 + 500, T0 + 200000, 1000, &tier,
+	                               &whole, &n, cause, sizeof cause),
+	                 0);
+	assert_true(n > 100);
+	for (max = 1; max <= 70; max += 23) {
+		assert_int_equal(store_history_begin(f->s, T0 + 500,
+		                                     T0 + 200000, 1000, &c,
+		                                     cause, sizeof cause),
+		                 0);
+		assert_string_equal(c.tier, tier);
+		got = 0;
+		while (!c.done) {
+			assert_int_equal(store_history_next(f->s, &c, max,
+			                                    &part, &np, cause,
+			                                    sizeof cause),
+			                 0);
+			assert_true(np <= (size_t)max);
+			assert_true(got + np <= n);
+			for (i = 0; i < np; i++) {
+				size_t k = got++;
+
+				assert_int_equal(part[i].ts_ms, whole[k].ts_ms);
+				assert_int_equal(part[i].n, whole[k].n);
+				assert_int_equal(part[i].gap_before,
+				                 whole[k].gap_before);
+				assert_true(part[i].free_pct_avg ==
+				            whole[k].free_pct_avg);
+			}
+			free(part);
+		}
+		assert_int_equal(got, n);
+	}
+	for (i = 0; i < n; i++)
+		assert_int_equal(whole[i].gap_before,
+		                 whole[i].ts_ms == T0 ||
+		                     whole[i].ts_ms == T0 + 125000);
+	free(whole);
+}
+
 static void
 fill_job(struct job *j, int priority, enum job_state st, int64_t ended)
 {
@@ -1810,6 +1871,7 @@ main(void)
 	    T(test_reopen_keeps_data),
 	    T(test_migrate_from_1),
 	    T(test_migrate_from_4),
+	    T(test_history_parts),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),
 	    T(test_latest_empty),

@@ -5,9 +5,13 @@ macOS, one target per line: NAME SRC... (paths relative to the source root).
 The cross build reads the lists from CMakeLists.txt instead of keeping its
 own copy, so a source added to a target is cross-built without anyone
 remembering to tell it. Only the forms the project uses are understood:
-set(VAR ...), add_library(NAME [STATIC|SHARED] ...), add_executable(NAME ...)
-with ${VAR} references; the platform is fixed to the APPLE branch.
+set(VAR ...), file(GLOB VAR [CONFIGURE_DEPENDS] [RELATIVE dir] patterns...)
+relative to the source root, add_library(NAME [STATIC|SHARED] ...),
+add_executable(NAME ...) with ${VAR} references; the platform is fixed to
+the APPLE branch.
 """
+import glob
+import os
 import re
 import sys
 
@@ -26,10 +30,23 @@ def main():
         text = strip_comments(f.read())
     variables = dict(APPLE)
     targets = {}
-    for m in re.finditer(r"\b(set|add_library|add_executable)\s*\(([^)]*)\)",
-                         text, re.IGNORECASE):
+    for m in re.finditer(
+            r"\b(set|add_library|add_executable|file)\s*\(([^)]*)\)",
+            text, re.IGNORECASE):
         words = m.group(2).split()
         if not words:
+            continue
+        if m.group(1).lower() == "file":
+            if words[0] != "GLOB" or len(words) < 2:
+                continue
+            patterns = words[2:]
+            if patterns[:1] == ["CONFIGURE_DEPENDS"]:
+                patterns = patterns[1:]
+            if patterns[:1] == ["RELATIVE"]:
+                patterns = patterns[2:]
+            variables[words[1]] = sorted(
+                os.path.relpath(path, root)
+                for p in patterns for path in glob.glob(os.path.join(root, p)))
             continue
         name, args = words[0], words[1:]
         expanded = []

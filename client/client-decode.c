@@ -1,0 +1,492 @@
+/*
+ * libstageload, decoding: the daemon's JSON results and notifications
+ * into the structs of stageload.h, and freeing them. Nothing here does
+ * I/O; client-transport.c and client.c call it. Numbers are read from
+ * valuedouble (proto/PROTOCOL.md).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "client-internal.h"
+#include "proto.h"
+#include "stageload.h"
+
+const cJSON *
+client_member(const cJSON *obj, const char *name)
+{
+	if (obj == NULL || !cJSON_IsObject(obj))
+		return NULL;
+	return cJSON_GetObjectItemCaseSensitive(obj, name);
+}
+
+/* A member that must be an array: NULL when it is anything else, so a
+ * malformed answer is never walked as one (cJSON iterates objects too). */
+const cJSON *
+client_array(const cJSON *obj, const char *name)
+{
+	const cJSON *v = client_member(obj, name);
+
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
+int64_t
+client_i64(const cJSON *obj, const char *name, int64_t dflt)
+{
+	const cJSON *v = client_member(obj, name);
+
+	if (v == NULL || !cJSON_IsNumber(v))
+		return dflt;
+	return (int64_t)v->valuedouble;
+}
+
+uint64_t
+client_u64(const cJSON *obj, const char *name)
+{
+	const cJSON *v = client_member(obj, name);
+
+	if (v == NULL || !cJSON_IsNumber(v) || v->valuedouble < 0)
+		return 0;
+	return (uint64_t)v->valuedouble;
+}
+
+double
+client_dbl(const cJSON *obj, const char *name, double dflt)
+{
+	const cJSON *v = client_member(obj, name);
+
+	if (v == NULL || !cJSON_IsNumber(v))
+		return dflt;
+	return v->valuedouble;
+}
+
+int
+client_bool(const cJSON *obj, const char *name)
+{
+	return cJSON_IsTrue(client_member(obj, name));
+}
+
+int
+client_has_number(const cJSON *obj, const char *name)
+{
+	return cJSON_IsNumber(client_member(obj, name));
+}
+
+void
+client_str(const cJSON *obj, const char *name, char *buf, size_t len)
+{
+	const cJSON *v = client_member(obj, name);
+
+	buf[0] = '\0';
+	if (v != NULL && cJSON_IsString(v) && v->valuestring != NULL)
+		snprintf(buf, len, "%s", v->valuestring);
+}
+
+char *
+client_dup_str(const cJSON *obj, const char *name)
+{
+	const cJSON *v = client_member(obj, name);
+
+	if (v == NULL || !cJSON_IsString(v) || v->valuestring == NULL)
+		return NULL;
+	return strdup(v->valuestring);
+}
+
+char **
+client_dup_strv(const cJSON *obj, const char *name)
+{
+	const cJSON *v = client_member(obj, name), *item;
+	char **out;
+	size_t n = 0;
+
+	if (v == NULL || !cJSON_IsArray(v))
+		return NULL;
+	out = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof *out);
+	if (out == NULL)
+		return NULL;
+	cJSON_ArrayForEach(item, v)
+	{
+		if (cJSON_IsString(item) && item->valuestring != NULL)
+			out[n++] = strdup(item->valuestring);
+	}
+	return out;
+}
+
+static void
+strv_free(char **v)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+client_decode_sample(const cJSON *o, struct sl_sample *s)
+{
+	memset(s, 0, sizeof *s);
+	s->sampled_at_ms = client_i64(o, "sampled_at_ms", 0);
+	s->total_bytes = client_u64(o, "total_bytes");
+	s->available_bytes = client_u64(o, "available_bytes");
+	s->free_pct = client_dbl(o, "free_pct", 0);
+	s->swap_total_bytes = client_u64(o, "swap_total_bytes");
+	s->swap_used_bytes = client_u64(o, "swap_used_bytes");
+	client_str(o, "pressure", s->pressure, sizeof s->pressure);
+	if (s->pressure[0] == '\0')
+		snprintf(s->pressure, sizeof s->pressure, "unknown");
+	s->has_psi = client_has_number(o, "psi_some_avg10");
+	s->psi_some_avg10 = client_dbl(o, "psi_some_avg10", 0);
+	s->compressed_bytes = client_u64(o, "compressed_bytes");
+	s->wired_bytes = client_u64(o, "wired_bytes");
+	s->has_pid = client_has_number(o, "pid");
+	if (s->has_pid) {
+		s->pid = client_i64(o, "pid", 0);
+		s->footprint_bytes = client_u64(o, "footprint_bytes");
+		s->has_swap_bytes = client_has_number(o, "swap_bytes");
+		s->swap_bytes = client_u64(o, "swap_bytes");
+		s->nprocs = (int)client_i64(o, "nprocs", 0);
+	}
+}
+
+void
+client_decode_event(const cJSON *o, struct sl_event *e)
+{
+	const cJSON *d;
+
+	memset(e, 0, sizeof *e);
+	e->id = client_i64(o, "id", 0);
+	e->ts_ms = client_i64(o, "ts_ms", 0);
+	e->job_id = client_i64(o, "job_id", 0);
+	client_str(o, "user", e->user, sizeof e->user);
+	client_str(o, "kind", e->kind, sizeof e->kind);
+	/* The daemon sends an object (breach: the triggering sample); keep
+	 * it as compact JSON text so callers need no cJSON. */
+	d = client_member(o, "detail");
+	if (d != NULL && (cJSON_IsObject(d) || cJSON_IsArray(d)))
+		e->detail = proto_print(d, 0);
+	else
+		e->detail = client_dup_str(o, "detail");
+}
+
+void
+client_decode_job(const cJSON *o, struct sl_job *j)
+{
+	memset(j, 0, sizeof *j);
+	j->id = client_i64(o, "id", 0);
+	client_str(o, "user", j->user, sizeof j->user);
+	j->uid = client_i64(o, "uid", -1);
+	client_str(o, "name", j->name, sizeof j->name);
+	client_str(o, "state", j->state, sizeof j->state);
+	j->attached = client_bool(o, "attached");
+	j->priority = (int)client_i64(o, "priority", 0);
+	j->wait_free_pct = client_dbl(o, "wait_free_pct", 0);
+	j->swap_budget_bytes = client_u64(o, "swap_budget_bytes");
+	j->expect_bytes = client_u64(o, "expect_bytes");
+	j->exclusive = client_bool(o, "exclusive");
+	j->retry_on_breach = (int)client_i64(o, "retry_on_breach", 0);
+	j->attempt = (int)client_i64(o, "attempt", 1);
+	j->position = (int)client_i64(o, "position", 0);
+	j->submitted_at_ms = client_i64(o, "submitted_at_ms", 0);
+	j->admitted_at_ms = client_i64(o, "admitted_at_ms", 0);
+	j->started_at_ms = client_i64(o, "started_at_ms", 0);
+	j->ended_at_ms = client_i64(o, "ended_at_ms", 0);
+	j->pid = client_i64(o, "pid", 0);
+	j->footprint_bytes = client_u64(o, "footprint_bytes");
+	j->footprint_peak_bytes = client_u64(o, "footprint_peak_bytes");
+	j->swap_growth_bytes = client_u64(o, "swap_growth_bytes");
+	j->swap_growth_peak_bytes = client_u64(o, "swap_growth_peak_bytes");
+	j->job_swap_bytes = client_u64(o, "job_swap_bytes");
+	j->has_exit_code = client_has_number(o, "exit_code");
+	j->exit_code = (int)client_i64(o, "exit_code", 0);
+	j->signal = (int)client_i64(o, "signal", 0);
+	client_str(o, "end_reason", j->end_reason, sizeof j->end_reason);
+	j->end_detail = client_dup_str(o, "end_detail");
+	j->argv = client_dup_strv(o, "argv");
+	j->cwd = client_dup_str(o, "cwd");
+	j->command = client_dup_str(o, "command");
+	j->env = client_dup_strv(o, "env");
+}
+
+void
+sl_job_clear(struct sl_job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->end_detail);
+	strv_free(j->argv);
+	free(j->cwd);
+	strv_free(j->env);
+	free(j->command);
+	memset(j, 0, sizeof *j);
+}
+
+int
+sl_job_ended(const struct sl_job *j)
+{
+	static const char *const ended[] = {"exited",    "killed", "failed",
+	                                    "cancelled", "lost",   NULL};
+	size_t i;
+
+	for (i = 0; ended[i] != NULL; i++)
+		if (strcmp(j->state, ended[i]) == 0)
+			return 1;
+	return 0;
+}
+
+void
+sl_notification_clear(struct sl_notification *n)
+{
+	if (n == NULL)
+		return;
+	free(n->params_json);
+	free(n->event.detail);
+	free(n->log.data);
+	memset(n, 0, sizeof *n);
+}
+
+static int
+kind_of(const char *method)
+{
+	static const struct {
+		const char *name;
+		enum sl_notification_kind kind;
+	} kinds[] = {
+	    {"sample", SL_N_SAMPLE},     {"process_gone", SL_N_PROCESS_GONE},
+	    {"event", SL_N_EVENT},       {"queue", SL_N_QUEUE},
+	    {"admitted", SL_N_ADMITTED}, {"breach", SL_N_BREACH},
+	    {"log", SL_N_LOG},           {"ended", SL_N_ENDED},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(method, kinds[i].name) == 0)
+			return kinds[i].kind;
+	return SL_N_OTHER;
+}
+
+void
+client_decode_notification(const char *method, const cJSON *o,
+                           struct sl_notification *n)
+{
+	memset(n, 0, sizeof *n);
+	snprintf(n->method, sizeof n->method, "%s", method);
+	n->kind = kind_of(method);
+	n->params_json = o != NULL ? proto_print(o, 0) : strdup("{}");
+	switch (n->kind) {
+	case SL_N_SAMPLE:
+		client_decode_sample(o, &n->sample);
+		break;
+	case SL_N_PROCESS_GONE:
+		n->pid = client_i64(o, "pid", 0);
+		break;
+	case SL_N_EVENT:
+		client_decode_event(o, &n->event);
+		break;
+	case SL_N_QUEUE:
+		n->queue.id = client_i64(o, "id", 0);
+		n->queue.position = (int)client_i64(o, "position", 0);
+		n->queue.of = (int)client_i64(o, "of", 0);
+		n->queue.free_pct = client_dbl(o, "free_pct", 0);
+		n->queue.wait_free_pct = client_dbl(o, "wait_free_pct", 0);
+		client_str(o, "waiting_for", n->queue.waiting_for,
+		           sizeof n->queue.waiting_for);
+		break;
+	case SL_N_ADMITTED:
+		n->admitted.id = client_i64(o, "id", 0);
+		n->admitted.attempt = (int)client_i64(o, "attempt", 1);
+		break;
+	case SL_N_BREACH:
+		n->breach.id = client_i64(o, "id", 0);
+		n->breach.swap_growth_bytes =
+		    client_u64(o, "swap_growth_bytes");
+		n->breach.swap_budget_bytes =
+		    client_u64(o, "swap_budget_bytes");
+		n->breach.requeued = client_bool(o, "requeued");
+		break;
+	case SL_N_LOG:
+		n->log.id = client_i64(o, "id", 0);
+		n->log.offset = client_i64(o, "offset", 0);
+		n->log.data = client_dup_str(o, "data");
+		n->log.len = n->log.data != NULL ? strlen(n->log.data) : 0;
+		break;
+	case SL_N_ENDED:
+		n->ended.id = client_i64(o, "id", 0);
+		client_str(o, "state", n->ended.state, sizeof n->ended.state);
+		client_str(o, "end_reason", n->ended.end_reason,
+		           sizeof n->ended.end_reason);
+		break;
+	case SL_N_OTHER:
+		break;
+	}
+}
+
+static void
+decode_stat(const cJSON *o, const char *name, struct sl_stat *s)
+{
+	const cJSON *v = client_member(o, name);
+
+	s->min = client_dbl(v, "min", 0);
+	s->avg = client_dbl(v, "avg", 0);
+	s->max = client_dbl(v, "max", 0);
+}
+
+void
+client_decode_hello(const cJSON *r, struct sl_hello *h)
+{
+	memset(h, 0, sizeof *h);
+	h->version = (int)client_i64(r, "version", 0);
+	client_str(r, "daemon_version", h->daemon_version,
+	           sizeof h->daemon_version);
+	client_str(r, "os", h->os, sizeof h->os);
+	h->interval_ms = client_i64(r, "interval_ms", 0);
+	h->uid = client_i64(r, "uid", -1);
+}
+
+void
+client_decode_info(const cJSON *r, struct sl_info *info)
+{
+	const cJSON *jobs, *sample;
+
+	memset(info, 0, sizeof *info);
+	client_str(r, "daemon_version", info->daemon_version,
+	           sizeof info->daemon_version);
+	info->version = (int)client_i64(r, "version", 0);
+	client_str(r, "os", info->os, sizeof info->os);
+	info->interval_ms = client_i64(r, "interval_ms", 0);
+	info->started_at_ms = client_i64(r, "started_at_ms", 0);
+	client_str(r, "socket", info->socket, sizeof info->socket);
+	client_str(r, "db_path", info->db_path, sizeof info->db_path);
+	info->db_bytes = client_u64(r, "db_bytes");
+	client_str(r, "storage_error", info->storage_error,
+	           sizeof info->storage_error);
+	sample = client_member(r, "sample");
+	if (sample != NULL && cJSON_IsObject(sample)) {
+		info->has_sample = 1;
+		client_decode_sample(sample, &info->sample);
+	}
+	jobs = client_member(r, "jobs");
+	info->jobs_queued = (int)client_i64(jobs, "queued", 0);
+	info->jobs_running = (int)client_i64(jobs, "running", 0);
+}
+
+static void
+decode_bucket(const cJSON *b, struct sl_bucket *k)
+{
+	k->ts_ms = client_i64(b, "ts_ms", 0);
+	k->n = client_i64(b, "n", 0);
+	decode_stat(b, "free_pct", &k->free_pct);
+	decode_stat(b, "swap_used_bytes", &k->swap_used_bytes);
+	decode_stat(b, "available_bytes", &k->available_bytes);
+	client_str(b, "pressure_max", k->pressure_max, sizeof k->pressure_max);
+	k->gap = client_bool(b, "gap");
+	decode_stat(b, "footprint_bytes", &k->footprint_bytes);
+	decode_stat(b, "swap_bytes", &k->swap_bytes);
+}
+
+/* Each kind of list: the result's member holding it and its items. */
+static const struct {
+	const char *name;
+	size_t size;
+} lists[] = {
+    [CLIENT_JOBS] = {"jobs", sizeof(struct sl_job)},
+    [CLIENT_EVENTS] = {"events", sizeof(struct sl_event)},
+    [CLIENT_BUCKETS] = {"buckets", sizeof(struct sl_bucket)},
+};
+
+int
+client_decode_list(const cJSON *result, enum client_list k,
+                   int (*stop)(const void *elem, void *arg), void *arg,
+                   void **items, size_t *n)
+{
+	const cJSON *array = client_array(result, lists[k].name), *item;
+	size_t size = lists[k].size;
+	size_t count = array != NULL ? (size_t)cJSON_GetArraySize(array) : 0;
+	char *v, *elem;
+
+	/* one zeroed element past the end: an empty list is not NULL */
+	v = realloc(*items, (*n + count + 1) * size);
+	if (v == NULL)
+		return -ENOMEM;
+	*items = v;
+	memset(v + *n * size, 0, (count + 1) * size);
+	cJSON_ArrayForEach(item, array)
+	{
+		elem = v + (*n)++ * size;
+		if (k == CLIENT_JOBS)
+			client_decode_job(item, (struct sl_job *)elem);
+		else if (k == CLIENT_EVENTS)
+			client_decode_event(item, (struct sl_event *)elem);
+		else
+			decode_bucket(item, (struct sl_bucket *)elem);
+		if (stop != NULL && stop(elem, arg))
+			return 1;
+	}
+	return 0;
+}
+
+void
+client_list_free(enum client_list k, void *items, size_t n)
+{
+	size_t i;
+
+	if (items == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		if (k == CLIENT_JOBS)
+			sl_job_clear((struct sl_job *)items + i);
+		else if (k == CLIENT_EVENTS)
+			free(((struct sl_event *)items)[i].detail);
+	}
+	free(items);
+}
+
+int
+client_decode_history(const cJSON *r, int64_t since_ms, int64_t until_ms,
+                      struct sl_history **out)
+{
+	struct sl_history *h = calloc(1, sizeof *h);
+	void *buckets = NULL;
+
+	*out = NULL;
+	if (h == NULL || client_decode_list(r, CLIENT_BUCKETS, NULL, NULL,
+	                                    &buckets, &h->nbuckets) < 0) {
+		free(buckets);
+		free(h);
+		return -ENOMEM;
+	}
+	h->buckets = buckets;
+	client_str(r, "tier", h->tier, sizeof h->tier);
+	h->job_id = client_i64(r, "job_id", 0);
+	h->step_ms = client_i64(r, "step_ms", 0);
+	h->since_ms = client_i64(r, "since_ms", since_ms);
+	h->until_ms = client_i64(r, "until_ms", until_ms);
+	*out = h;
+	return 0;
+}
+
+void
+sl_history_free(struct sl_history *h)
+{
+	if (h == NULL)
+		return;
+	free(h->buckets);
+	free(h);
+}
+
+void
+sl_jobs_free(struct sl_job *jobs, size_t njobs)
+{
+	client_list_free(CLIENT_JOBS, jobs, njobs);
+}
+
+void
+sl_events_free(struct sl_event *events, size_t nevents)
+{
+	client_list_free(CLIENT_EVENTS, events, nevents);
+}
