@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "proto.h"
+#include "trust.h"
 #include "units.h"
 #include "version.h"
 
@@ -402,6 +404,12 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_unread") == 0)
 		return set_size(&cfg->max_unread_bytes, key, v, 64 * 1024,
 		                1u << 30, cause, causelen);
+	if (strcmp(k, "keep_awake") == 0) {
+		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
+			return rc;
+		cfg->keep_awake = (int)n;
+		return 0;
+	}
 	if (strcmp(k, "verbose") == 0) {
 		if ((rc = set_long(&n, key, v, 0, 9, cause, causelen)) != 0)
 			return rc;
@@ -433,7 +441,17 @@ config_load_file(struct config *cfg, const char *path, char *cause,
 	struct stat st;
 	FILE *f;
 	int lineno = 0, rc = 0;
+	char why[512];
 
+	/* Root's daemon acts on what the file says (paths, limits): only a
+	 * file nobody else could have written or replaced, as for the
+	 * database (docs/security.md, "Files the daemon trusts"). Another
+	 * user's daemon can be told nothing by its own config that it could
+	 * not do itself. */
+	if (geteuid() == 0 &&
+	    trust_path_check(path, 0, TRUST_FILE, why, sizeof why) != 0)
+		return fail(cause, causelen, "refusing config file %s: %s",
+		            path, why);
 	if ((f = fopen(path, "r")) == NULL)
 		return fail(cause, causelen, "%s: %s", path, strerror(errno));
 	/* A directory opens, then fails to read: that is no empty file. */
@@ -539,6 +557,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->admin_group_set = 0;
 	cfg->max_wait_free_pct = 95;
 	cfg->hol_bound_ms = 600000;
+	cfg->keep_awake = 1;
 }
 
 struct option_def {
@@ -758,6 +777,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->max_wait_free_pct = n->max_wait_free_pct;
 	cfg->hol_bound_ms = n->hol_bound_ms;
 	cfg->verbose = n->verbose;
+	cfg->keep_awake = n->keep_awake;
 	free(n);
 	return 0;
 }

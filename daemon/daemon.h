@@ -60,6 +60,8 @@ struct config {
 
 	int verbose;
 	int foreground;
+	/* hold off idle sleep while a job holds memory (platform.h), 1 */
+	int keep_awake;
 
 	int system;              /* root daemon: world-connectable socket */
 	char config_path[1024];  /* --config FILE, "" when none */

@@ -25,6 +25,7 @@
 #include "jobs-internal.h"
 #include "jobs.h"
 #include "log.h"
+#include "platform.h"
 #include "proctree.h"
 #include "proto.h"
 #include "store.h"
@@ -967,14 +968,60 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	}
 }
 
+/*
+ * A breach is acted on only when a second reading of swap used, taken now
+ * in the same tick, shows it too: one reading can be wrong (a torn
+ * vm.swapusage on macOS, docs/macos.md), and waiting for the next sample
+ * would cost an interval. *used is then the lower of the two, on which
+ * the breach is judged again; -1 when swap could not be read again (then
+ * nothing is killed this tick).
+ */
+static int
+jobs_swap_again(const struct sys_sample *s, uint64_t *used)
+{
+	char cause[256];
+	uint64_t again;
+
+	cause[0] = '\0';
+	if (platform_swap_used(&again, cause, sizeof cause) != 0) {
+		log_warnx(
+		    "jobs: a breach not confirmed, swap could not be read "
+		    "again (%s): nothing killed",
+		    cause);
+		return -1;
+	}
+	*used = again < s->swap_used_bytes ? again : s->swap_used_bytes;
+	return 0;
+}
+
+static void
+jobs_enforce_fill(struct jrec **rs, struct enforce_job *ej, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct jrec *r = rs[i];
+
+		memset(&ej[i], 0, sizeof ej[i]);
+		ej[i].job_id = r->j->id;
+		ej[i].admitted_ms = r->j->admitted_ms;
+		ej[i].swap_budget_bytes = r->j->swap_budget_bytes;
+		ej[i].swap_base_bytes = r->j->swap_base_bytes;
+		/* One being terminated for another reason still counts as
+		 * a kill in progress only when it is a breach victim. */
+		ej[i].breach_kill = r->breach_kill;
+	}
+}
+
 static void
 jobs_enforce(struct daemon *d, const struct sys_sample *s)
 {
 	struct jobs *js = d->jobs;
 	struct enforce_job *ej;
 	struct jrec **rs;
+	struct sys_sample judged = *s;
 	size_t i, n = 0;
-	long victim;
+	long victim, first;
 
 	ej = calloc(js->n ? js->n : 1, sizeof *ej);
 	rs = calloc(js->n ? js->n : 1, sizeof *rs);
@@ -987,17 +1034,33 @@ jobs_enforce(struct daemon *d, const struct sys_sample *s)
 		struct jrec *r = js->v[i];
 		if (!jrec_holds_memory(r) || r->tree_gone)
 			continue;
-		rs[n] = r;
-		ej[n].job_id = r->j->id;
-		ej[n].admitted_ms = r->j->admitted_ms;
-		ej[n].swap_budget_bytes = r->j->swap_budget_bytes;
-		ej[n].swap_base_bytes = r->j->swap_base_bytes;
-		/* One being terminated for another reason still counts as
-		 * a kill in progress only when it is a breach victim. */
-		ej[n].breach_kill = r->breach_kill;
-		n++;
+		rs[n++] = r;
 	}
-	victim = enforce_decide(ej, n, s->swap_used_bytes);
+	jobs_enforce_fill(rs, ej, n);
+	victim = first = enforce_decide(ej, n, s->swap_used_bytes);
+	if (victim >= 0 && rs[victim]->term_reason == NULL) {
+		/* Judged again on the lower of two readings, so growth, its
+		 * peak and the record never hold a reading the second one
+		 * did not bear out. */
+		if (jobs_swap_again(s, &judged.swap_used_bytes) < 0)
+			victim = -1;
+		else if (judged.swap_used_bytes < s->swap_used_bytes) {
+			jobs_enforce_fill(rs, ej, n);
+			victim = enforce_decide(ej, n, judged.swap_used_bytes);
+		}
+		if (victim < 0) {
+			char seen[16], again[16];
+
+			size_str(s->swap_used_bytes, seen, sizeof seen);
+			size_str(judged.swap_used_bytes, again, sizeof again);
+			log_warnx("jobs: job %" PRId64 " (%s): breach not "
+			          "confirmed: swap used read %s, then %s at "
+			          "once: nothing killed",
+			          rs[first]->j->id,
+			          rs[first]->j->name ? rs[first]->j->name : "",
+			          seen, again);
+		}
+	}
 	for (i = 0; i < n; i++) {
 		struct jrec *r = rs[i];
 		r->growth_bytes = ej[i].growth_bytes;
@@ -1011,7 +1074,7 @@ jobs_enforce(struct daemon *d, const struct sys_sample *s)
 	if (victim >= 0 && rs[victim]->term_reason != NULL)
 		rs[victim]->breach_kill = 1;
 	else if (victim >= 0)
-		jobs_breach(d, rs[victim], s);
+		jobs_breach(d, rs[victim], &judged);
 	/* The minimum is persisted so a restart measures from it; after the
 	 * kill, which must not wait for these writes. */
 	for (i = 0; i < n; i++)

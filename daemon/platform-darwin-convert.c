@@ -13,8 +13,11 @@
 enum pressure_level
 darwin_pressure_level(int raw)
 {
-	/* xnu's kVMPressureNormal/Warning/Critical; 0 and anything else (a
-	 * future level, or "urgent" 8 on some releases) is not guessed at. */
+	/* The sysctl answers NOTE_MEMORYSTATUS_PRESSURE_NORMAL, _WARN or
+	 * _CRITICAL (1, 2, 4): xnu maps its internal levels, urgent
+	 * included, to these (kern_memorystatus_notify.c). 8 is
+	 * NOTE_MEMORYSTATUS_LOW_SWAP, a kevent flag the sysctl never
+	 * answers. 0 and anything else is not guessed at. */
 	switch (raw) {
 	case 1:
 		return PRESSURE_NORMAL;
@@ -80,6 +83,19 @@ darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
 		return -ERANGE;
 	}
 
+	if (raw->swap_used > raw->swap_total) {
+		/* A swap file added while xnu computed xsu_used: the
+		 * subtraction wrapped (darwin_swap_raw). Budgets are measured
+		 * by used, so such a reading is never taken. */
+		snprintf(
+		    cause, causelen,
+		    "vm.swapusage used %llu is above its total %llu: a torn "
+		    "reading",
+		    (unsigned long long)raw->swap_used,
+		    (unsigned long long)raw->swap_total);
+		return -EAGAIN;
+	}
+
 	memset(s, 0, sizeof *s);
 	s->total_bytes = raw->memsize;
 	s->free_pct = raw->memorystatus_level;
@@ -96,20 +112,33 @@ darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
 	level = (uint64_t)raw->memorystatus_level;
 	s->available_bytes =
 	    raw->memsize / 100 * level + raw->memsize % 100 * level / 100;
-	/*
-	 * vm.swapusage grows xsu_total as the dynamic pager adds swap files;
-	 * used cannot exceed total in one reading, but if a file is being
-	 * added or removed across the two fields, trust used (it is what
-	 * budgets are measured by) and widen total to match.
-	 */
 	s->swap_used_bytes = raw->swap_used;
-	s->swap_total_bytes =
-	    raw->swap_total < raw->swap_used ? raw->swap_used : raw->swap_total;
+	s->swap_total_bytes = raw->swap_total;
 	s->pressure = darwin_pressure_level(raw->vm_pressure_level);
 	s->psi_some_avg10 = -1;
 	s->compressed_bytes = compressed;
 	s->wired_bytes = wired;
 	return 0;
+}
+
+int
+darwin_swap_pick(const struct darwin_swap_raw *r, size_t n, char *cause,
+                 size_t causelen)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i++)
+		if (r[i].used <= r[i].total && r[i].total == r[i + 1].total)
+			return (int)i;
+	if (n == 0)
+		snprintf(cause, causelen, "vm.swapusage: no reading");
+	else
+		snprintf(cause, causelen,
+		         "vm.swapusage changed under each of %zu readings "
+		         "(last: used %llu, total %llu)",
+		         n, (unsigned long long)r[n - 1].used,
+		         (unsigned long long)r[n - 1].total);
+	return -EAGAIN;
 }
 
 uint64_t
@@ -187,6 +216,54 @@ darwin_list_merge(const pid_t *pids, size_t n, pid_t *out, size_t max,
 			out[*found] = pids[i];
 		(*found)++;
 	}
+}
+
+/* Does path, after prefix, start with dir as a whole component? */
+static int
+under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 &&
+	       (path[n] == '/' || path[n] == '\0');
+}
+
+int
+darwin_tcc_protected(const char *path)
+{
+	static const char *const home_dirs[] = {
+	    "Desktop", "Documents", "Downloads", "Library/Mobile Documents"};
+	const char *rest;
+	size_t i;
+
+	if (path == NULL)
+		return 0;
+	if (strncmp(path, "/Volumes/", 9) == 0 && path[9] != '\0')
+		return 1;
+	if (strncmp(path, "/Users/", 7) != 0)
+		return 0;
+	rest = path + 7;
+	if ((rest = strchr(rest, '/')) == NULL || rest == path + 7)
+		return 0; /* /Users/NAME itself, or /Users//... */
+	rest++;
+	for (i = 0; i < sizeof home_dirs / sizeof home_dirs[0]; i++)
+		if (under(rest, home_dirs[i]))
+			return 1;
+	return 0;
+}
+
+void
+darwin_spawn_hint(int err, const char *path, char *buf, size_t len)
+{
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	if (err != EPERM || !darwin_tcc_protected(path))
+		return;
+	/* Short: it goes into a 256-byte cause with the path and errno. */
+	snprintf(buf, len,
+	         "macOS privacy (TCC) blocks a LaunchDaemon's jobs here: give "
+	         "stageloadd Full Disk Access, or use stageloadctl run");
 }
 
 int

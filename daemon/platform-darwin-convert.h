@@ -44,10 +44,38 @@ struct darwin_proc_raw {
 	uint64_t ri_phys_footprint;
 };
 
+/*
+ * One vm.swapusage reading. xnu computes xsu_used = T1 - (T2 - U) from
+ * three unlocked reads: the swap total (T1, which is also xsu_total), the
+ * total again (T2) and the used segments (U). A swap file added between
+ * T1 and T2 makes xsu_used U minus the file's size (wrapping to about
+ * 2^64 when U is smaller); one removed makes it U plus the file's size.
+ * docs/macos.md has the sources.
+ */
+struct darwin_swap_raw {
+	uint64_t total; /* xsu_total */
+	uint64_t used;  /* xsu_used */
+};
+
+/* How many vm.swapusage readings darwin_swap_pick may be given. */
+#define DARWIN_SWAP_READS 4
+
+/*
+ * Of successive readings r[0..n), the index of the first one that can be
+ * trusted: used <= total, and its total equal to the next reading's (the
+ * total did not move while it was computed; a reading whose used is not
+ * above total may still be torn, by a file removed, and only the next
+ * reading's total shows it). -EAGAIN when none of r[0..n-1) is, and a
+ * reason in cause: read once more, up to DARWIN_SWAP_READS in all.
+ */
+int darwin_swap_pick(const struct darwin_swap_raw *r, size_t n, char *cause,
+                     size_t causelen);
+
 /* kern.memorystatus_vm_pressure_level (1, 2, 4) to our level. */
 enum pressure_level darwin_pressure_level(int raw);
 
-/* A system sample from raw values; ts_ms is left to the caller. */
+/* A system sample from raw values; ts_ms is left to the caller. A swap
+ * reading with used above total is torn (darwin_swap_raw): -EAGAIN. */
 int darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
                        char *cause, size_t causelen);
 
@@ -73,6 +101,20 @@ int darwin_list_result(int ret, int err);
  */
 void darwin_list_merge(const pid_t *pids, size_t n, pid_t *out, size_t max,
                        size_t *found);
+
+/*
+ * Is path in a folder macOS's privacy controls (TCC) guard from a process
+ * that has not been granted access: ~/Desktop, ~/Documents, ~/Downloads,
+ * iCloud Drive (~/Library/Mobile Documents) or a volume under /Volumes?
+ * Judged from the path alone (home folders under /Users).
+ */
+int darwin_tcc_protected(const char *path);
+
+/*
+ * The hint for a job that could not chdir or exec on path with err: for
+ * EPERM on a protected path, the cause and the two ways out; "" otherwise.
+ */
+void darwin_spawn_hint(int err, const char *path, char *buf, size_t len);
 
 /* getgrouplist's int array to a malloc'd gid_t array (macOS takes int *). */
 int darwin_groups_convert(const int *in, int n, gid_t **out);

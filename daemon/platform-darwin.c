@@ -11,11 +11,15 @@
 #include <sys/ucred.h>
 #include <sys/un.h>
 
+#include <sys/wait.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <libproc.h>
 #include <limits.h>
 #include <mach/mach.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +98,12 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	return 0;
 }
 
+static void awake_stop(int wait);
+
 void
 platform_shutdown(void)
 {
+	awake_stop(1);
 	if (darwin.ready)
 		mach_port_deallocate(mach_task_self(), darwin.host);
 	darwin.ready = 0;
@@ -121,13 +128,57 @@ sysctl_read(int which, void *buf, size_t size, char *cause, size_t causelen)
 	return 0;
 }
 
+/*
+ * vm.swapusage, read until one reading can be trusted: xnu computes it
+ * from unlocked reads, so a swap file added or removed meanwhile tears it
+ * (darwin_swap_pick says how this is told). Two reads when nothing moves.
+ */
+static int
+swap_read(struct darwin_swap_raw *out, char *cause, size_t causelen)
+{
+	struct darwin_swap_raw r[DARWIN_SWAP_READS];
+	struct xsw_usage xsu;
+	size_t n;
+	int rc, i;
+
+	for (n = 0; n < DARWIN_SWAP_READS; n++) {
+		if ((rc = sysctl_read(MIB_SWAPUSAGE, &xsu, sizeof xsu, cause,
+		                      causelen)) < 0)
+			return rc;
+		r[n].total = xsu.xsu_total;
+		r[n].used = xsu.xsu_used;
+		if (n > 0 &&
+		    (i = darwin_swap_pick(r, n + 1, cause, causelen)) >= 0) {
+			*out = r[i];
+			return 0;
+		}
+	}
+	return darwin_swap_pick(r, n, cause, causelen);
+}
+
+int
+platform_swap_used(uint64_t *used_bytes, char *cause, size_t causelen)
+{
+	struct darwin_swap_raw r;
+	int rc;
+
+	if (!darwin.ready) {
+		snprintf(cause, causelen, "platform not initialised");
+		return -EINVAL;
+	}
+	if ((rc = swap_read(&r, cause, causelen)) < 0)
+		return rc;
+	*used_bytes = r.used;
+	return 0;
+}
+
 int
 platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 {
 	struct darwin_vm_raw raw = {0};
 	vm_statistics64_data_t vm;
 	mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
-	struct xsw_usage xsu;
+	struct darwin_swap_raw swap;
 	uint64_t memsize;
 	kern_return_t kr;
 	int level, pressure, rc;
@@ -142,8 +193,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	                      causelen)) < 0 ||
 	    (rc = sysctl_read(MIB_PRESSURE, &pressure, sizeof pressure, cause,
 	                      causelen)) < 0 ||
-	    (rc = sysctl_read(MIB_SWAPUSAGE, &xsu, sizeof xsu, cause,
-	                      causelen)) < 0)
+	    (rc = swap_read(&swap, cause, causelen)) < 0)
 		return rc;
 	kr = host_statistics64(darwin.host, HOST_VM_INFO64, (host_info64_t)&vm,
 	                       &count);
@@ -156,8 +206,8 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	raw.memsize = memsize;
 	raw.memorystatus_level = level;
 	raw.vm_pressure_level = pressure;
-	raw.swap_total = xsu.xsu_total;
-	raw.swap_used = xsu.xsu_used;
+	raw.swap_total = swap.total;
+	raw.swap_used = swap.used;
 	raw.page_size = darwin.page_size;
 	raw.free_count = vm.free_count;
 	raw.wire_count = vm.wire_count;
@@ -290,12 +340,26 @@ platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
 int
 platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid)
 {
-	socklen_t len = sizeof *pid;
+	struct xucred xuc;
+	socklen_t len = sizeof xuc;
 
-	if (getpeereid(fd, uid, gid) == -1)
+	/* LOCAL_PEERCRED: the credentials the kernel copied when the peer
+	 * connected (unp_peercred in uipc_usrreq.c), the same source
+	 * getpeereid() uses. Every decision is taken on these. */
+	memset(&xuc, 0, sizeof xuc);
+	if (getsockopt(fd, SOL_LOCAL, LOCAL_PEERCRED, &xuc, &len) == -1)
 		return -errno;
-	/* LOCAL_PEERPID names the process that connected; only logs and
-	 * ownership hints use it, so its absence is not an error. */
+	if (len != sizeof xuc || xuc.cr_version != XUCRED_VERSION ||
+	    xuc.cr_ngroups < 1)
+		return -EPROTO;
+	*uid = xuc.cr_uid;
+	*gid = xuc.cr_groups[0];
+	/* LOCAL_PEERPID is not the process that connected: xnu answers the
+	 * socket's last_pid, the last process that sent or received on it
+	 * (LOCAL_PEERTOKEN looks up the same pid). A peer that passed its
+	 * descriptor on is named by whoever used it last, so the pid is
+	 * only logged, never trusted. */
+	len = sizeof *pid;
 	if (getsockopt(fd, SOL_LOCAL, LOCAL_PEERPID, pid, &len) == -1 ||
 	    len != sizeof *pid)
 		*pid = 0;
@@ -366,4 +430,157 @@ platform_default_db(int system, char *buf, size_t len)
 		home = pw != NULL ? pw->pw_dir : NULL;
 	}
 	return darwin_default_db(system, home, buf, len);
+}
+
+/*
+ * Keep-awake: the system's caffeinate holds a power assertion that
+ * prevents idle system sleep (-i) for as long as it runs, and ends by
+ * itself when the daemon does (-w pid), so a crash releases it too. zig's
+ * macOS headers carry no IOKit (IOPMAssertionCreateWithName), and
+ * caffeinate is what the IOKit call would be wrapped in anyway.
+ */
+#define CAFFEINATE "/usr/bin/caffeinate"
+#define AWAKE_REAP_MAX 8
+
+static struct {
+	pid_t pid;                  /* the running caffeinate, or 0 */
+	pid_t reap[AWAKE_REAP_MAX]; /* stopped, not yet reaped */
+	int nreap;
+} awake;
+
+static void
+awake_reap(void)
+{
+	int i = 0, status;
+	pid_t r;
+
+	while (i < awake.nreap) {
+		r = waitpid(awake.reap[i], &status, WNOHANG);
+		if (r == awake.reap[i] || (r == -1 && errno != EINTR))
+			awake.reap[i] = awake.reap[--awake.nreap];
+		else
+			i++;
+	}
+}
+
+static void
+awake_stop(int wait)
+{
+	int tries;
+
+	if (awake.pid > 0) {
+		(void)kill(awake.pid, SIGTERM);
+		if (awake.nreap < AWAKE_REAP_MAX)
+			awake.reap[awake.nreap++] = awake.pid;
+		awake.pid = 0;
+	}
+	awake_reap();
+	/* At shutdown: a moment for them to go, then leave them to launchd
+	 * (caffeinate -w ends with the daemon anyway). */
+	for (tries = 0; wait && awake.nreap > 0 && tries < 100; tries++) {
+		usleep(1000);
+		awake_reap();
+	}
+}
+
+static int
+awake_start(char *cause, size_t causelen)
+{
+	char pidarg[24];
+	int fds[2], err = 0, nullfd, fd;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(pidarg, sizeof pidarg, "%d", (int)getpid());
+	if (pipe(fds) == -1) {
+		snprintf(cause, causelen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	(void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+	(void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+	if ((nullfd = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+		err = errno;
+		close(fds[0]);
+		close(fds[1]);
+		snprintf(cause, causelen, "/dev/null: %s", strerror(err));
+		return -err;
+	}
+	if ((pid = fork()) == -1) {
+		err = errno;
+		close(fds[0]);
+		close(fds[1]);
+		close(nullfd);
+		snprintf(cause, causelen, "fork: %s", strerror(err));
+		return -err;
+	}
+	if (pid == 0) {
+		char *argv[] = {CAFFEINATE, "-i", "-w", pidarg, NULL};
+		char *envp[] = {NULL};
+
+		(void)dup2(nullfd, STDIN_FILENO);
+		(void)dup2(nullfd, STDOUT_FILENO);
+		(void)dup2(nullfd, STDERR_FILENO);
+		/* Nothing of the daemon's: its socket, database and log. */
+		for (fd = 3; fd < 4096; fd++)
+			if (fd != fds[1])
+				(void)close(fd);
+		(void)setsid(); /* no signal for the daemon's group */
+		execve(CAFFEINATE, argv, envp);
+		err = errno;
+		(void)write(fds[1], &err, sizeof err);
+		_exit(127);
+	}
+	close(fds[1]);
+	close(nullfd);
+	/* EOF: exec succeeded (the pipe is close-on-exec); data: it failed. */
+	do
+		n = read(fds[0], &err, sizeof err);
+	while (n == -1 && errno == EINTR);
+	close(fds[0]);
+	if (n == (ssize_t)sizeof err) {
+		while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+			;
+		snprintf(cause, causelen, "%s: %s", CAFFEINATE, strerror(err));
+		return -err;
+	}
+	awake.pid = pid;
+	return 0;
+}
+
+int
+platform_keep_awake(int hold, char *cause, size_t causelen)
+{
+	int status;
+
+	awake_reap();
+	/* One that ended on its own (killed by hand) is started again. */
+	if (awake.pid > 0 && waitpid(awake.pid, &status, WNOHANG) == awake.pid)
+		awake.pid = 0;
+	if (!hold) {
+		awake_stop(0);
+		return 0;
+	}
+	if (awake.pid > 0)
+		return 0;
+	return awake_start(cause, causelen);
+}
+
+/*
+ * setsid() gives the new session the login name of the process that made
+ * it (the daemon's: root), and getlogin() answers the session's, so a job
+ * would say root. setlogin(2) takes root, so this runs before the switch
+ * to the user.
+ */
+int
+platform_session_login(const char *user)
+{
+	if (user == NULL || user[0] == '\0')
+		return 0;
+	return setlogin(user) == -1 ? -errno : 0;
+}
+
+void
+platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+{
+	darwin_spawn_hint(err, path, buf, len);
 }

@@ -104,6 +104,13 @@ static struct {
 	double psi_critical;
 	struct sysfile meminfo;
 	struct sysfile psi;
+	/* Under a fixture root: <root>/meminfo.once, read by the next system
+	 * sample instead of meminfo and then removed (one reading that the
+	 * confirming platform_swap_used does not see), and <root>/keep-awake,
+	 * where platform_keep_awake writes its state. docs/daemon.md. */
+	char once_path[PATH_MAX];
+	char awake_path[PATH_MAX];
+	int awake;          /* as last written there; -1: not yet */
 	double psi_avg10;   /* as last read; -1: none */
 	int64_t psi_due_ms; /* when the real file is read next */
 	int proc_fd;        /* the real /proc, for per-process openat() */
@@ -193,6 +200,7 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	P.psi_warn = PSI_WARN_DEFAULT;
 	P.psi_critical = PSI_CRITICAL_DEFAULT;
 	P.fixture_root = 0;
+	P.awake = -1;
 	if (cfg != NULL) {
 		if (cfg->proc_root != NULL && cfg->proc_root[0] != '\0') {
 			root = cfg->proc_root;
@@ -214,6 +222,10 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	if (set_path(P.meminfo.path, sizeof(P.meminfo.path), root, "meminfo") !=
 	        0 ||
 	    set_path(P.psi.path, sizeof(P.psi.path), root, "pressure/memory") !=
+	        0 ||
+	    set_path(P.once_path, sizeof(P.once_path), root, "meminfo.once") !=
+	        0 ||
+	    set_path(P.awake_path, sizeof(P.awake_path), root, "keep-awake") !=
 	        0) {
 		snprintf(cause, causelen, "proc root too long: %s", root);
 		return -ENAMETOOLONG;
@@ -324,32 +336,90 @@ psi_read(void)
 		P.psi_avg10 = avg10;
 }
 
-int
-platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
+/*
+ * Under a fixture root, a meminfo.once that exists is read in place of
+ * meminfo, once: it is removed after reading (a test's one odd reading).
+ * 0 when there was none, 1 when buf holds it, or a negative errno.
+ */
+static ssize_t
+meminfo_once(char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if (!P.fixture_root)
+		return 0;
+	if ((fd = open(P.once_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	n = procfs_pread(fd, buf, len);
+	close(fd);
+	(void)unlink(P.once_path);
+	return n < 0 ? n : n + 1; /* + 1: an empty file is still one */
+}
+
+/* meminfo (or, with once, a fixture's meminfo.once) parsed into mi. */
+static int
+meminfo_read(int once, struct procfs_meminfo *mi, char *cause, size_t causelen)
 {
 	/* meminfo is about 1.5 KiB; one that does not fit is an error
 	 * (-EFBIG), never parsed cut. */
 	static char buf[8192];
-	struct procfs_meminfo mi;
-	int64_t now;
-	ssize_t n;
+	const char *path = P.meminfo.path;
+	ssize_t n = 0;
 	int rc;
 
 	if (!P.initialised) {
 		snprintf(cause, causelen, "platform not initialised");
 		return -EINVAL;
 	}
-	if ((n = sysfile_read(&P.meminfo, buf, sizeof(buf))) < 0) {
-		snprintf(cause, causelen, "%s: %s", P.meminfo.path,
-		         strerror((int)-n));
+	if (once && (n = meminfo_once(buf, sizeof(buf))) != 0) {
+		path = P.once_path;
+		if (n > 0)
+			n--;
+	} else
+		n = sysfile_read(&P.meminfo, buf, sizeof(buf));
+	if (n < 0) {
+		snprintf(cause, causelen, "%s: %s", path, strerror((int)-n));
 		return (int)n;
 	}
-	if ((rc = procfs_parse_meminfo(buf, (size_t)n, &mi)) != 0) {
-		snprintf(cause, causelen, "%s: %s", P.meminfo.path,
+	if ((rc = procfs_parse_meminfo(buf, (size_t)n, mi)) != 0) {
+		snprintf(cause, causelen, "%s: %s", path,
 		         rc == -ERANGE ? "value out of range"
 		                       : "malformed or truncated");
 		return rc;
 	}
+	return 0;
+}
+
+static uint64_t
+meminfo_swap_used(const struct procfs_meminfo *mi)
+{
+	return mi->swap_free_bytes < mi->swap_total_bytes
+	           ? mi->swap_total_bytes - mi->swap_free_bytes
+	           : 0;
+}
+
+int
+platform_swap_used(uint64_t *used_bytes, char *cause, size_t causelen)
+{
+	struct procfs_meminfo mi;
+	int rc;
+
+	if ((rc = meminfo_read(0, &mi, cause, causelen)) != 0)
+		return rc;
+	*used_bytes = meminfo_swap_used(&mi);
+	return 0;
+}
+
+int
+platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
+{
+	struct procfs_meminfo mi;
+	int64_t now;
+	int rc;
+
+	if ((rc = meminfo_read(1, &mi, cause, causelen)) != 0)
+		return rc;
 	s->total_bytes = mi.mem_total_bytes;
 	/* MemAvailable is an estimate and may, briefly, exceed MemTotal. */
 	s->available_bytes = mi.mem_available_bytes < mi.mem_total_bytes
@@ -358,9 +428,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	s->free_pct =
 	    100.0 * (double)s->available_bytes / (double)s->total_bytes;
 	s->swap_total_bytes = mi.swap_total_bytes;
-	s->swap_used_bytes = mi.swap_free_bytes < mi.swap_total_bytes
-	                         ? mi.swap_total_bytes - mi.swap_free_bytes
-	                         : 0;
+	s->swap_used_bytes = meminfo_swap_used(&mi);
 	s->compressed_bytes = 0;
 	s->wired_bytes = 0;
 
@@ -912,4 +980,62 @@ platform_default_db(int system, char *buf, size_t len)
 	}
 	return put_path(buf, len, "%s/%s", home,
 	                ".local/state/stageload/stageload.db");
+}
+
+/*
+ * Linux has nothing here to hold: a desktop's idle sleep is its session's
+ * (systemd-inhibit), and servers do not sleep. Under a fixture root the
+ * state is written to <root>/keep-awake ("held" or "released"), which is
+ * how tests see when the daemon takes and drops it.
+ */
+int
+platform_keep_awake(int hold, char *cause, size_t causelen)
+{
+	const char *text = hold ? "held\n" : "released\n";
+	char tmp[PATH_MAX + 8];
+	int fd, rc = 0;
+
+	if (!P.initialised || !P.fixture_root || P.awake == hold)
+		return 0;
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", P.awake_path) >=
+	    (int)sizeof tmp) {
+		snprintf(cause, causelen, "fixture path too long");
+		return -ENAMETOOLONG;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	          0644);
+	if (fd < 0)
+		rc = -errno;
+	else {
+		if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+			rc = -EIO;
+		if (close(fd) != 0 && rc == 0)
+			rc = -errno;
+		if (rc == 0 && rename(tmp, P.awake_path) != 0)
+			rc = -errno;
+	}
+	if (rc != 0) {
+		snprintf(cause, causelen, "%s: %s", P.awake_path,
+		         strerror(-rc));
+		(void)unlink(tmp);
+	} else
+		P.awake = hold;
+	return rc;
+}
+
+/* getlogin() on Linux reads utmp, not the session: nothing to set. */
+int
+platform_session_login(const char *user)
+{
+	(void)user;
+	return 0;
+}
+
+void
+platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+{
+	(void)err;
+	(void)path;
+	if (len > 0)
+		buf[0] = '\0';
 }

@@ -77,6 +77,39 @@ void platform_shutdown(void);
 /* Fill s from the system (ts_ms is set by the caller). */
 int platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen);
 
+/*
+ * Swap used now, read again on its own, by the same rule as
+ * platform_sys_sample's swap_used_bytes. Enforcement confirms a breach
+ * with it in the same tick before any signal (docs/jobs.md), since one
+ * reading can be wrong (docs/macos.md: vm.swapusage is computed from
+ * unlocked reads). On Linux under a fixture proc root it reads meminfo,
+ * never meminfo.once (docs/daemon.md).
+ */
+int platform_swap_used(uint64_t *used_bytes, char *cause, size_t causelen);
+
+/*
+ * Keep the machine from idle sleep while hold is 1, let it sleep again at
+ * 0 (macOS: /usr/bin/caffeinate -i -w <daemon pid>; Linux: nothing, except
+ * that under a fixture proc root the state is written to <root>/keep-awake
+ * for tests). Idempotent; called from the loop, never blocks.
+ */
+int platform_keep_awake(int hold, char *cause, size_t causelen);
+
+/*
+ * In a new session's leader, still as root, before it becomes the user:
+ * make user the session's login name, what getlogin() answers in the job
+ * (macOS setlogin(2); nothing on Linux, where getlogin reads utmp). Called
+ * between fork and exec: only system calls.
+ */
+int platform_session_login(const char *user);
+
+/*
+ * A spawn step (chdir, exec) failed with err on path: a readable hint
+ * about why, in buf ("" when there is nothing to add). On macOS an EPERM
+ * on a privacy-protected folder (TCC) names the cause and the ways out.
+ */
+void platform_spawn_hint(int err, const char *path, char *buf, size_t len);
+
 /* Information about one live process; -ESRCH when it does not exist. Never
  * reads proc_root: jobs are always real processes. A zombie (exited, not
  * yet reaped) is -ESRCH here, though its start time still reads. */
@@ -103,7 +136,12 @@ int platform_proc_start_time(pid_t pid, uint64_t *start_time);
 int platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
                        pid_t *out, size_t max);
 
-/* The connected peer of a Unix socket. pid is 0 when unknown. */
+/*
+ * The connected peer of a Unix socket: uid and gid as the kernel recorded
+ * them at connect time. pid is 0 when unknown, and only ever logged: on
+ * macOS it names the last process that used the socket, not the one that
+ * connected (docs/macos.md), so nothing is decided on it.
+ */
 int platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
 
 /*

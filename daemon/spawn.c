@@ -88,6 +88,8 @@ struct spawn_plan {
 	gid_t *groups;
 	int ngroups;
 	int drop; /* the daemon is root: switch to uid/gid/groups */
+	/* the session's login name (j->user) when dropping to a named user */
+	const char *login;
 	char log_path[1024];
 	char log_tmp[1040];
 	uint64_t max_log_bytes; /* 0: unbounded */
@@ -693,7 +695,7 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	struct spawn_status st;
 	struct spawn_msg m;
 	struct sigaction sa;
-	char cause[256];
+	char cause[256], hint[160];
 	int logfd, nullfd, gofds[2], errfds[2], outfds[2], keep[4];
 	ssize_t n;
 	pid_t pid;
@@ -703,6 +705,10 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	m.monitor_pid = (int32_t)getpid();
 	if (setsid() == -1)
 		m.err = errno;
+	/* Still root: the session's login name is the user's, not the
+	 * daemon's (getlogin() in the job; a no-op where it reads utmp). */
+	else if (p->login != NULL)
+		(void)platform_session_login(p->login);
 	spawn_send(p->report_fd, &m);
 	if (m.err != 0)
 		_exit(1);
@@ -778,7 +784,18 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	close(errfds[0]);
 	if (n == (ssize_t)sizeof(f)) {
 		spawn_reap(pid);
-		if (f.stage == STAGE_CHDIR)
+		platform_spawn_hint(f.err,
+		                    f.stage == STAGE_CHDIR  ? p->cwd
+		                    : f.stage == STAGE_EXEC ? p->argv[0]
+		                                            : NULL,
+		                    hint, sizeof(hint));
+		if (hint[0] != '\0')
+			/* The path cut short so the hint fits in the cause. */
+			snprintf(cause, sizeof(cause), "%s %.64s: %s; %s",
+			         spawn_stage_text(f.stage),
+			         f.stage == STAGE_CHDIR ? p->cwd : p->argv[0],
+			         strerror(f.err), hint);
+		else if (f.stage == STAGE_CHDIR)
 			snprintf(cause, sizeof(cause), "%s %s: %s",
 			         spawn_stage_text(f.stage), p->cwd,
 			         strerror(f.err));
@@ -938,6 +955,10 @@ spawn_detached(const char *state_dir, const struct job *j,
 		}
 		p.groups = j->groups;
 		p.ngroups = j->ngroups;
+		/* A uid with no name has its number here: no login name. */
+		if (j->user != NULL && j->user[0] != '\0' &&
+		    strspn(j->user, "0123456789") != strlen(j->user))
+			p.login = j->user;
 		/* A list from a system that takes more groups than this one
 		 * loses the excess: that only ever takes privilege away. */
 		max = sysconf(_SC_NGROUPS_MAX);

@@ -16,6 +16,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "notify.h"
+#include "platform.h"
 #include "spawn.h"
 #include "store.h"
 #include "tick.h"
@@ -42,6 +43,8 @@ struct tick {
 	int unflushed;                        /* samples since the last flush */
 	int mark_pending; /* the start marker is not written yet */
 	int unhealthy;    /* the store's health was last seen failing */
+	int awake;        /* keep_awake is held (platform_keep_awake) */
+	int awake_failed; /* its last change failed (logged once) */
 };
 
 /* The store owns its health (store_health); this logs its changes. */
@@ -172,6 +175,43 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 	tick_health(d, t);
 }
 
+/*
+ * While any job holds memory the machine must not idle-sleep under it
+ * (an overnight queue would stop at the first idle timeout): hold the
+ * platform's keep-awake from the tick that sees the first one admitted
+ * until the one that sees none holding memory (docs/jobs.md).
+ */
+static void
+tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
+{
+	int counts[JOB_LOST + 1] = {0};
+	int want;
+	char cause[256];
+
+	jobs_count(d, (uid_t)-1, counts);
+	want = !stopping && d->cfg.keep_awake &&
+	       counts[JOB_ADMITTED] + counts[JOB_RUNNING] > 0;
+	/* Asked again each tick while held: the platform starts its
+	 * holder again if it went. */
+	if (!want && !t->awake)
+		return;
+	cause[0] = '\0';
+	if (platform_keep_awake(want, cause, sizeof cause) != 0) {
+		if (!t->awake_failed)
+			log_warnx("keep awake: %s", cause);
+		t->awake_failed = 1;
+		return; /* tried again next tick */
+	}
+	if (t->awake_failed)
+		log_info("keep awake: works again");
+	if (want != t->awake)
+		log_debug("keep awake: %s",
+		          want ? "held: a job holds memory"
+		               : "released: no job holds memory");
+	t->awake_failed = 0;
+	t->awake = want;
+}
+
 void
 tick_run(struct daemon *d, const struct sys_sample *s)
 {
@@ -183,6 +223,7 @@ tick_run(struct daemon *d, const struct sys_sample *s)
 		jobs_on_sample(d, s); /* measure jobs, enforce, admit */
 		store_add_sample(d->store, s); /* buffered: no I/O */
 		notify_sample(d, s);           /* subscribers, meters, logs */
+		tick_keep_awake(d, d->tick, 0);
 	}
 	tick_housekeeping(d, d->tick);
 }
@@ -214,6 +255,9 @@ tick_stop(struct daemon *d)
 
 	if (d->tick == NULL)
 		return;
+	/* Running jobs are left to their monitors, but the machine may
+	 * sleep again once nobody follows them. */
+	tick_keep_awake(d, d->tick, 1);
 	free(d->tick);
 	d->tick = NULL;
 	cause[0] = '\0';

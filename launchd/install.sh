@@ -1,28 +1,43 @@
 #!/bin/sh
 # Install stageloadd as a macOS LaunchDaemon and start it.
 #
-#   sudo launchd/install.sh [--prefix DIR] [--dry-run]
+#   sudo launchd/install.sh [--prefix DIR] [--copy] [--dry-run]
 #
 # --prefix DIR  where stageloadd is installed (DIR/bin/stageloadd);
 #               default /usr/local, Homebrew on Apple Silicon: /opt/homebrew
+# --copy        run a root-owned copy of the binary, installed as
+#               /Library/PrivilegedHelperTools/org.stageload.stageloadd,
+#               instead of DIR/bin/stageloadd itself; needed when anyone
+#               but root could replace that file or a directory above it
+#               (a Homebrew prefix belongs to the Homebrew user). Run
+#               install.sh --copy again after each upgrade.
 # --dry-run     print each command it would run, one per line prefixed
 #               with "+ ", and change nothing
 #
-# Safe to run again: a loaded daemon is booted out and bootstrapped with
-# the new plist; directories and data already there are kept.
+# A root LaunchDaemon runs its binary as root: install.sh refuses one that
+# a user other than root could replace (the file, or any directory above
+# it, not owned by root or writable by group or others) unless --copy.
+#
+# Safe to run again: a loaded daemon is booted out, and once launchd has
+# let it go, enabled and bootstrapped with the new plist (bootstrap is
+# retried a few times: right after a bootout it can fail with "5:
+# Input/output error"); directories and data already there are kept.
 # Plain POSIX sh: macOS's /bin/sh is bash 3.2 in sh mode.
 set -eu
 
 DEFAULT_PREFIX=/usr/local
+BOOTSTRAP_TRIES=5
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=launchd/common.sh
 . "$here/common.sh"
+HELPER_DIR=$(dirname "$HELPER_COPY")
 prefix=$DEFAULT_PREFIX
 dry_run=0
+copy=0
 
 usage() {
-	echo "usage: $0 [--prefix DIR] [--dry-run]" >&2
+	echo "usage: $0 [--prefix DIR] [--copy] [--dry-run]" >&2
 	exit 2
 }
 
@@ -35,6 +50,10 @@ while [ $# -gt 0 ]; do
 		;;
 	--prefix=*)
 		prefix=${1#--prefix=}
+		shift
+		;;
+	--copy)
+		copy=1
 		shift
 		;;
 	--dry-run | -n)
@@ -76,14 +95,76 @@ if [ "$dry_run" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+daemon_bin=$bin
+if [ "$copy" -eq 1 ]; then
+	daemon_bin=$HELPER_COPY
+elif [ -e "$bin" ]; then
+	why=$(path_unsafe "$bin")
+	if [ -n "$why" ]; then
+		echo "$0: refusing: a root LaunchDaemon would run $bin, which a user other than root could replace ($why)." >&2
+		echo "$0: install a root-owned copy instead: $0 --prefix $prefix --copy" >&2
+		exit 1
+	fi
+fi
+
+# bootout can return before launchd has let the job go; bootstrapping it
+# again then fails. Wait (up to 20 s) until it is gone.
+wait_gone() {
+	[ "$dry_run" -eq 0 ] || return 0
+	tries=0
+	while loaded; do
+		tries=$((tries + 1))
+		if [ "$tries" -gt 100 ]; then
+			echo "$0: system/$LABEL is still loaded 20 s after bootout" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+# Right after a bootout, bootstrap intermittently fails with "5:
+# Input/output error"; it works a moment later.
+bootstrap() {
+	show launchctl bootstrap system "$dst"
+	[ "$dry_run" -eq 0 ] || return 0
+	tries=1
+	until launchctl bootstrap system "$dst"; do
+		if [ "$tries" -ge "$BOOTSTRAP_TRIES" ]; then
+			echo "$0: launchctl bootstrap system $dst failed $tries times" >&2
+			exit 1
+		fi
+		tries=$((tries + 1))
+		echo "$0: bootstrap failed; trying again ($tries of $BOOTSTRAP_TRIES)" >&2
+		sleep 1
+	done
+}
+
 run install -d -m 0755 -o root -g wheel "$DB_DIR"
 run install -d -m 0755 -o root -g wheel "$LOG_DIR"
+if [ "$copy" -eq 1 ]; then
+	# Created only when missing: macOS ships it root:wheel 1755.
+	if [ ! -d "$HELPER_DIR" ]; then
+		run install -d -m 1755 -o root -g wheel "$HELPER_DIR"
+	fi
+	run install -m 0755 -o root -g wheel "$bin" "$daemon_bin"
+	if [ "$dry_run" -eq 0 ]; then
+		why=$(path_unsafe "$daemon_bin")
+		if [ -n "$why" ]; then
+			echo "$0: refusing: the copy $daemon_bin could be replaced ($why)" >&2
+			exit 1
+		fi
+	fi
+fi
 run install -m 0644 -o root -g wheel "$src" "$dst"
-if [ "$bin" != "$DEFAULT_PREFIX/bin/stageloadd" ]; then
-	run plutil -replace ProgramArguments.0 -string "$bin" "$dst"
+if [ "$daemon_bin" != "$DEFAULT_PREFIX/bin/stageloadd" ]; then
+	run plutil -replace ProgramArguments.0 -string "$daemon_bin" "$dst"
 fi
 run plutil -lint "$dst"
 if loaded; then
 	run launchctl bootout "system/$LABEL"
+	wait_gone
 fi
-run launchctl bootstrap system "$dst"
+# A label disabled (launchctl disable, or an earlier failed load) would
+# make bootstrap fail; brew services enables it the same way.
+run launchctl enable "system/$LABEL"
+bootstrap

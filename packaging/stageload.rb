@@ -31,7 +31,13 @@ class Stageload < Formula
   end
 
   # `sudo brew services start stageload` makes this a LaunchDaemon in the
-  # system domain. The daemon creates /var/db/stageload itself and binds
+  # system domain, and brew then takes root:admin ownership of the keg, its
+  # bin and the opt link (later upgrades and uninstalls need sudo), but
+  # not of the prefix or Cellar above them, which stay the Homebrew user's:
+  # that user could still put another binary where root's daemon runs it.
+  # On a shared Mac prefer launchd/install.sh --copy (caveats below). The
+  # service DSL has no ExitTimeOut: launchd's default (20 s) applies, far
+  # more than the daemon's clean stop needs. The daemon creates /var/db/stageload itself and binds
   # /var/run/stageload.sock (mode 0666; every request is authorised by the
   # peer's credentials), the same paths launchd/install.sh uses, so clients
   # find it either way. Jobs run in their own sessions, so stopping the
@@ -51,8 +57,12 @@ class Stageload < Formula
       stageloadd runs as root so it can run queued jobs as the users who
       submitted them:
         sudo brew services start stageload
-      Or install the LaunchDaemon directly (logs in /var/log/stageload):
-        sudo #{opt_pkgshare}/launchd/install.sh --prefix #{HOMEBREW_PREFIX}
+      brew services then makes some stageload paths root's, so upgrades
+      need sudo, and the Homebrew prefix above them stays yours: anyone who
+      can write it could change what root runs. On a Mac shared with
+      others install the LaunchDaemon with a root-owned copy instead (logs
+      in /var/log/stageload; run it again after each upgrade):
+        sudo #{opt_pkgshare}/launchd/install.sh --prefix #{HOMEBREW_PREFIX} --copy
       Use one of the two, not both: they serve the same socket.
       The dashboard and /metrics (stageload-web, unprivileged, on
       http://127.0.0.1:9473/; docs/dashboards.md):

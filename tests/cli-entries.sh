@@ -47,7 +47,7 @@ while read -r name alias flags operands opts; do
 		rc=0
 		"$CTL" "$cmd" --help >"$SL_TMP/help" 2>"$SL_TMP/err" || rc=$?
 		[ "$rc" = 0 ] && [ ! -s "$SL_TMP/err" ] || fail "$cmd --help: exit $rc: $(cat "$SL_TMP/err")"
-		head -1 "$SL_TMP/help" | grep -q "^usage: stageloadctl $name " ||
+		head -1 "$SL_TMP/help" | grep -Eq "^usage: stageloadctl $name( |$)" ||
 			fail "$cmd --help starts: $(head -1 "$SL_TMP/help")"
 		"$CTL" help "$cmd" | cmp -s - "$SL_TMP/help" || fail "help $cmd differs from $cmd --help"
 		"$CTL" -h "$cmd" >/dev/null || fail "-h before $cmd"
@@ -168,7 +168,7 @@ complete_bash() {
 }
 words=" $(complete_bash "") "
 while read -r name alias flags operands opts; do
-	man_syn=$(sed -n '/^\.SH SYNOPSIS/,/^\.fi/p' "$SL_TMP/stageloadctl.1" | sed 's/\\-/-/g' | grep "^stageloadctl $name ") ||
+	man_syn=$(sed -n '/^\.SH SYNOPSIS/,/^\.fi/p' "$SL_TMP/stageloadctl.1" | sed 's/\\-/-/g' | grep -E "^stageloadctl $name( |$)") ||
 		fail "the man page's synopsis lacks $name"
 	help_syn=$("$CTL" "$name" --help | sed -n '1,/^$/p' | sed 's/^usage: //' | tr -s ' \n' ' ' | sed 's/ $//')
 	[ "$man_syn" = "$help_syn" ] || fail "$name: man synopsis '$man_syn', --help '$help_syn'"

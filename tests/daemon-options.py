@@ -66,9 +66,41 @@ def main():
             assert "--help" in out.stderr, out.stderr
 
         # A directory is not an empty config file.
-        out = run(["--config", tmp, "--socket", os.path.join(tmp, "cd.sock"),
+        confdir = os.path.join(tmp, "conf.d")
+        os.mkdir(confdir, 0o755)
+        out = run(["--config", confdir, "--socket", os.path.join(tmp, "cd.sock"),
                    "--db", os.path.join(tmp, "cd.db"), "--proc-root", tmp], timeout=10)
         assert out.returncode == 2 and "not a regular file" in out.stderr, out.stderr
+
+        # Root's daemon reads only a config file nobody else could have
+        # written or replaced (docs/security.md, "Files the daemon trusts").
+        if os.geteuid() == 0:
+            conf = os.path.join(tmp, "open.conf")
+            with open(conf, "w") as f:
+                f.write("interval = 0.2\n")
+            open_dir = os.path.join(tmp, "open")
+            os.mkdir(open_dir)
+            os.chmod(open_dir, 0o777)
+            in_open = os.path.join(open_dir, "s.conf")
+            with open(in_open, "w") as f:
+                f.write("interval = 0.2\n")
+            for path, mode, words in ((conf, 0o666, "writable by"),
+                                      (conf, 0o620, "writable by"),
+                                      (in_open, 0o644, "writable by other")):
+                os.chmod(path, mode)
+                out = run(["--config", path, "--socket", os.path.join(tmp, "r.sock"),
+                           "--db", os.path.join(tmp, "r.db"), "--proc-root", tmp],
+                          timeout=10)
+                assert out.returncode == 2, (path, mode, out)
+                assert "refusing config file " + path in out.stderr, out.stderr
+                assert words in out.stderr, (words, out.stderr)
+            os.chown(conf, 1, 1)
+            os.chmod(conf, 0o644)
+            out = run(["--config", conf, "--socket", os.path.join(tmp, "r.sock"),
+                       "--db", os.path.join(tmp, "r.db"), "--proc-root", tmp], timeout=10)
+            assert out.returncode == 2 and "refusing config file" in out.stderr, out.stderr
+        else:
+            print("note: not root; the config file's ownership rule is root's only")
 
         conf = os.path.join(tmp, "bad.conf")
         with open(conf, "w") as f:

@@ -208,20 +208,190 @@ test_swap_grows_as_files_are_added(void **state)
 	assert_true(s.free_pct == 10.0);
 }
 
-static void
-test_swap_used_read_across_a_new_file(void **state)
+/*
+ * vm.swapusage as xnu computes it (sysctl_swapusage in kern_sysctl.c,
+ * macx_swapinfo in dp_backing_file.c, vm_swap_get_free_space in
+ * vm_compressor_backing_store.c): total read once (t1), then free as the
+ * total read again (t2) minus the used segments (u), with no lock held
+ * across them, and used = t1 - free in unsigned 64-bit arithmetic.
+ */
+static struct darwin_swap_raw
+xnu_swapusage(uint64_t t1, uint64_t t2, uint64_t u)
 {
-	/* used from after a swap file was added, total from before: used is
-	 * kept, total widened, so used <= total always holds for readers. */
+	uint64_t avail = t2 - u;
+	struct darwin_swap_raw r = {.total = t1, .used = t1 - avail};
+
+	return r;
+}
+
+/* On macOS a swap file is 256 MiB to 1 GiB
+ * (vm_compressor_backing_store_internal.h). */
+#define SWAPFILE (1 * GiB)
+
+static void
+test_swap_torn_by_a_file_added(void **state)
+{
+	/* 512 MiB in use in 2 GiB of files; a third file is added between
+	 * the two reads of the total. */
+	struct darwin_swap_raw r = xnu_swapusage(2 * GiB, 3 * GiB, 512 * MiB);
 	struct darwin_vm_raw raw = mac48();
 	struct sys_sample s;
-	char cause[256];
+	char cause[256] = "";
 
-	raw.swap_total = 3 * GiB;
-	raw.swap_used = 3 * GiB + 16 * MiB;
+	/* The value the kernel hands over: 2^64 - 512 MiB. */
+	assert_int_equal(r.used, 0ULL - 512 * MiB);
+	assert_int_equal(r.total, 2 * GiB);
+	raw.swap_total = r.total;
+	raw.swap_used = r.used;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -EAGAIN);
+	assert_non_null(strstr(cause, "torn"));
+
+	/* The example: 2^64 - 1 GiB. */
+	raw.swap_total = 4 * GiB;
+	raw.swap_used = 0ULL - 1 * GiB;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -EAGAIN);
+
+	/* With more in use than the file's size the subtraction does not
+	 * wrap: used is understated by the file (3 GiB - 1 GiB), and used
+	 * <= total. Only the next reading's larger total gives it away. */
+	{
+		struct darwin_swap_raw seq[] = {
+		    xnu_swapusage(4 * GiB, 4 * GiB + SWAPFILE, 3 * GiB),
+		    xnu_swapusage(5 * GiB, 5 * GiB, 3 * GiB),
+		    xnu_swapusage(5 * GiB, 5 * GiB, 3 * GiB),
+		};
+		assert_int_equal(seq[0].used, 2 * GiB);
+		assert_true(seq[0].used <= seq[0].total);
+		assert_int_equal(darwin_swap_pick(seq, 3, cause, sizeof cause),
+		                 1);
+		assert_int_equal(seq[1].used, 3 * GiB);
+	}
+	/* The wrapped one is passed over the same way. */
+	{
+		struct darwin_swap_raw seq[] = {
+		    xnu_swapusage(2 * GiB, 3 * GiB, 512 * MiB),
+		    xnu_swapusage(3 * GiB, 3 * GiB, 512 * MiB),
+		    xnu_swapusage(3 * GiB, 3 * GiB, 520 * MiB),
+		};
+		assert_int_equal(darwin_swap_pick(seq, 3, cause, sizeof cause),
+		                 1);
+		assert_int_equal(seq[1].used, 512 * MiB);
+	}
+}
+
+static void
+test_swap_torn_by_a_file_removed(void **state)
+{
+	/* 3 GiB in use in 5 GiB of files; an emptied file (xnu moves a
+	 * file's segments out before removing it, so used does not change)
+	 * is removed between the two reads of the total. */
+	struct darwin_swap_raw seq[] = {
+	    xnu_swapusage(5 * GiB, 5 * GiB - SWAPFILE, 3 * GiB),
+	    xnu_swapusage(4 * GiB, 4 * GiB, 3 * GiB),
+	    xnu_swapusage(4 * GiB, 4 * GiB, 3 * GiB),
+	};
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+
+	/* Overstated by the file, and still no more than total: alone it
+	 * looks like 1 GiB of growth, enough to breach a 512 MiB budget. */
+	assert_int_equal(seq[0].used, 4 * GiB);
+	assert_int_equal(seq[0].total, 5 * GiB);
+	raw.swap_total = seq[0].total;
+	raw.swap_used = seq[0].used;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
-	assert_int_equal(s.swap_used_bytes, 3 * GiB + 16 * MiB);
-	assert_int_equal(s.swap_total_bytes, 3 * GiB + 16 * MiB);
+	/* Against the next reading its total had moved: not taken. */
+	assert_int_equal(darwin_swap_pick(seq, 3, cause, sizeof cause), 1);
+	assert_int_equal(seq[1].used, 3 * GiB);
+	/* The smallest file, 256 MiB, the same way. */
+	seq[0] = xnu_swapusage(5 * GiB, 5 * GiB - 256 * MiB, 3 * GiB);
+	assert_int_equal(seq[0].used, 3 * GiB + 256 * MiB);
+	assert_int_equal(darwin_swap_pick(seq, 3, cause, sizeof cause), 1);
+}
+
+static void
+test_swap_pick_steady_and_restless(void **state)
+{
+	struct darwin_swap_raw seq[DARWIN_SWAP_READS];
+	char cause[256] = "";
+	size_t i;
+
+	/* Nothing moving: the first reading. Used segments may change
+	 * between readings; only the total must hold still. */
+	seq[0] = xnu_swapusage(2 * GiB, 2 * GiB, 700 * MiB);
+	seq[1] = xnu_swapusage(2 * GiB, 2 * GiB, 710 * MiB);
+	assert_int_equal(darwin_swap_pick(seq, 2, cause, sizeof cause), 0);
+	/* One reading alone proves nothing. */
+	assert_int_equal(darwin_swap_pick(seq, 1, cause, sizeof cause),
+	                 -EAGAIN);
+	assert_int_equal(darwin_swap_pick(seq, 0, cause, sizeof cause),
+	                 -EAGAIN);
+	/* A file added under each reading: the caller gives up. */
+	for (i = 0; i < DARWIN_SWAP_READS; i++)
+		seq[i] = xnu_swapusage((2 + i) * GiB, (3 + i) * GiB, 100 * MiB);
+	assert_int_equal(
+	    darwin_swap_pick(seq, DARWIN_SWAP_READS, cause, sizeof cause),
+	    -EAGAIN);
+	assert_non_null(strstr(cause, "vm.swapusage"));
+	/* Used above total with the totals equal (no file moved, so not a
+	 * kernel reading, but never to be taken): skipped. */
+	seq[0].total = 2 * GiB;
+	seq[0].used = 3 * GiB;
+	seq[1] = xnu_swapusage(2 * GiB, 2 * GiB, 1 * GiB);
+	seq[2] = xnu_swapusage(2 * GiB, 2 * GiB, 1 * GiB);
+	assert_int_equal(darwin_swap_pick(seq, 3, cause, sizeof cause), 1);
+	/* No swap at all: 0 of 0 is a reading like any other. */
+	seq[0] = xnu_swapusage(0, 0, 0);
+	seq[1] = xnu_swapusage(0, 0, 0);
+	assert_int_equal(darwin_swap_pick(seq, 2, cause, sizeof cause), 0);
+}
+
+static void
+test_tcc_paths(void **state)
+{
+	static const char *const guarded[] = {
+	    "/Users/alice/Documents",
+	    "/Users/alice/Documents/proj",
+	    "/Users/alice/Desktop/x.py",
+	    "/Users/alice/Downloads",
+	    "/Users/alice/Library/Mobile Documents/com~apple~CloudDocs/m",
+	    "/Volumes/USB/data",
+	};
+	static const char *const open_paths[] = {
+	    "/Users/alice",
+	    "/Users/alice/src/proj",
+	    "/Users/alice/DocumentsOld",
+	    "/Users/alice/Library/Caches",
+	    "/Users/Documents",
+	    "/Volumes/",
+	    "/tmp/Documents",
+	    "relative/Documents",
+	    "",
+	};
+	char hint[160];
+	size_t i;
+
+	for (i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
+		assert_true(darwin_tcc_protected(guarded[i]));
+	for (i = 0; i < sizeof open_paths / sizeof open_paths[0]; i++)
+		assert_false(darwin_tcc_protected(open_paths[i]));
+	assert_false(darwin_tcc_protected(NULL));
+
+	darwin_spawn_hint(EPERM, "/Users/alice/Documents/proj", hint,
+	                  sizeof hint);
+	assert_non_null(strstr(hint, "Full Disk Access"));
+	assert_non_null(strstr(hint, "stageloadctl run"));
+	/* Other errors, and EPERM elsewhere, add nothing. */
+	darwin_spawn_hint(EACCES, "/Users/alice/Documents/proj", hint,
+	                  sizeof hint);
+	assert_string_equal(hint, "");
+	darwin_spawn_hint(EPERM, "/Users/alice/src", hint, sizeof hint);
+	assert_string_equal(hint, "");
+	darwin_spawn_hint(EPERM, NULL, hint, sizeof hint);
+	assert_string_equal(hint, "");
 }
 
 static void
@@ -538,8 +708,11 @@ main(void)
 	    cmocka_unit_test(test_level_range),
 	    cmocka_unit_test(test_available_does_not_overflow),
 	    cmocka_unit_test(test_swap_grows_as_files_are_added),
-	    cmocka_unit_test(test_swap_used_read_across_a_new_file),
+	    cmocka_unit_test(test_swap_torn_by_a_file_added),
+	    cmocka_unit_test(test_swap_torn_by_a_file_removed),
+	    cmocka_unit_test(test_swap_pick_steady_and_restless),
 	    cmocka_unit_test(test_no_swap),
+	    cmocka_unit_test(test_tcc_paths),
 	    cmocka_unit_test(test_pressure_levels),
 	    cmocka_unit_test(test_proc_convert),
 	    cmocka_unit_test(test_start_time_tells_recycled_pids_apart),

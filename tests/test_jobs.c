@@ -311,10 +311,37 @@ turn(void)
 
 #define RUN_UNTIL(cond) POLL_UNTIL(cond, (void)0)
 
-/* A hand-made system sample at ts, made the daemon's latest as tick_run
- * does, then handed to the table. */
+static void write_file(const char *path, const char *text);
+
+/* The fixture's meminfo with swap_used of 8 GiB in use, written whole
+ * (a new file renamed over the old, as the platform expects): what
+ * platform_swap_used reads when enforcement confirms a breach. */
 static void
-sample_at(int64_t ts, double free_pct, uint64_t swap_used)
+fixture_swap(uint64_t swap_used)
+{
+	char text[512], tmp[600], path[600];
+	uint64_t total = swap_used > 8 * GIB ? swap_used : 8 * GIB;
+
+	snprintf(text, sizeof text,
+	         "MemTotal:       16777216 kB\n"
+	         "MemFree:         8388608 kB\n"
+	         "MemAvailable:    8388608 kB\n"
+	         "SwapTotal:       %llu kB\n"
+	         "SwapFree:        %llu kB\n",
+	         (unsigned long long)(total / 1024),
+	         (unsigned long long)((total - swap_used) / 1024));
+	snprintf(tmp, sizeof tmp, "%s/meminfo.tmp", F->proc);
+	snprintf(path, sizeof path, "%s/meminfo", F->proc);
+	write_file(tmp, text);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* A hand-made system sample at ts, made the daemon's latest as tick_run
+ * does, then handed to the table; a second reading of swap (the fixture's
+ * meminfo) shows confirm_used. */
+static void
+sample_seen(int64_t ts, double free_pct, uint64_t swap_used,
+            uint64_t confirm_used)
 {
 	struct sys_sample s;
 
@@ -329,7 +356,15 @@ sample_at(int64_t ts, double free_pct, uint64_t swap_used)
 	s.psi_some_avg10 = -1;
 	F->d.last = s;
 	F->d.have_last = 1;
+	fixture_swap(confirm_used);
 	jobs_on_sample(&F->d, &s);
+}
+
+/* A sample that a second reading agrees with. */
+static void
+sample_at(int64_t ts, double free_pct, uint64_t swap_used)
+{
+	sample_seen(ts, free_pct, swap_used, swap_used);
 }
 
 static void
@@ -950,6 +985,40 @@ test_breach_youngest_victim(void **state)
 }
 
 /*
+ * A breach that a second reading of swap in the same tick does not show
+ * (a torn reading) kills nothing, and leaves no trace but the log; the
+ * same growth read twice kills as before.
+ */
+static void
+test_breach_unconfirmed(void **state)
+{
+	struct two_running t;
+	struct job *j;
+
+	(void)state;
+	start_two(&t);
+	/* Read as 2150 MiB (both over their budgets), then 1536 MiB. */
+	sample_seen(now_ms(), 80, 2150 * MIB, 1536 * MIB);
+	assert_int_equal(F->nsigs, 0);
+	assert_int_equal(count_notes(JOBS_NOTE_BREACH, 0), 0);
+	assert_int_equal(count_events("breach", t.young), 0);
+	assert_int_equal(state_of(t.young), JOB_RUNNING);
+	assert_int_equal(state_of(t.old), JOB_RUNNING);
+	/* Judged on the lower reading: neither growth nor its peak holds
+	 * the first one. */
+	j = stored(t.young);
+	assert_int_equal(j->swap_base_bytes, 1536 * MIB);
+	assert_int_equal(j->swap_growth_peak_bytes, 0);
+	job_free(j);
+	/* The second reading must show the victim's own breach: at 1700 MiB
+	 * young (the youngest) has grown 164 MiB of its 400. */
+	sample_seen(now_ms(), 80, 2150 * MIB, 1700 * MIB);
+	assert_int_equal(F->nsigs, 0);
+	/* Read the same twice: the youngest goes. */
+	breach_both(&t, 2150 * MIB);
+}
+
+/*
  * Once the victim is gone the survivor's growth counts from the swap used
  * at that moment: what grew before is the victim's.
  */
@@ -1468,6 +1537,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_admission_order),
 	    T(test_breach_youngest_victim),
+	    T(test_breach_unconfirmed),
 	    T(test_growth_restarts_after_victim),
 	    T(test_victim_gone_restarts_once),
 	    T(test_retry_requeues),

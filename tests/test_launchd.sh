@@ -158,10 +158,44 @@ fi
 # a command that was run for real, which a dry run must never do.
 FAKE=$TMP/bin
 mkdir -p "$FAKE"
+#
+# With FAKE_REAL=1 (a real run, as "root") every fake succeeds and
+# launchctl keeps state in $TMP/state: print answers loaded while
+# $TMP/state/loaded exists; bootout leaves it loaded for FAKE_GONE_AFTER
+# more prints (launchd letting the job go late); bootstrap fails with
+# launchd's "5: Input/output error" FAKE_BOOTSTRAP_FAILS times, then loads.
 for cmd in launchctl install plutil rm chown mkdir cp; do
 	cat >"$FAKE/$cmd" <<EOF
 #!/bin/sh
 echo "$cmd \$*" >>"$TMP/calls"
+S=$TMP/state
+if [ "$cmd" = launchctl ] && [ "\${FAKE_REAL:-0}" = 1 ]; then
+	case \$1 in
+	print)
+		[ -e "\$S/loaded" ] || exit 113
+		if [ -e "\$S/going" ]; then
+			n=\$(cat "\$S/going")
+			if [ "\$n" -le 0 ]; then
+				/bin/rm -f "\$S/loaded" "\$S/going"
+				exit 113
+			fi
+			echo \$((n - 1)) >"\$S/going"
+		fi
+		exit 0 ;;
+	bootout) echo "\${FAKE_GONE_AFTER:-0}" >"\$S/going"; exit 0 ;;
+	bootstrap)
+		f=\$(cat "\$S/fails" 2>/dev/null || echo 0)
+		if [ "\$f" -lt "\${FAKE_BOOTSTRAP_FAILS:-0}" ]; then
+			echo \$((f + 1)) >"\$S/fails"
+			echo "Bootstrap failed: 5: Input/output error" >&2
+			exit 5
+		fi
+		[ -e "\$S/loaded" ] && { echo "already loaded" >&2; exit 37; }
+		: >"\$S/loaded"; exit 0 ;;
+	*) exit 0 ;;
+	esac
+fi
+[ "\${FAKE_REAL:-0}" = 1 ] && exit 0
 if [ "$cmd" = launchctl ] && [ "\$1" = print ]; then
 	[ "\${FAKE_LOADED:-0}" = 1 ] && exit 0
 	exit 113
@@ -170,10 +204,13 @@ exit 1
 EOF
 	chmod +x "$FAKE/$cmd"
 done
-# uid 501 for the "must be root" checks.
+# uid 501 for the "must be root" checks; 0 for a real run.
 cat >"$FAKE/id" <<'EOF'
 #!/bin/sh
-[ "$1" = -u ] && { echo 501; exit 0; }
+if [ "$1" = -u ]; then
+	if [ "${FAKE_REAL:-0}" = 1 ]; then echo 0; else echo 501; fi
+	exit 0
+fi
 exec /usr/bin/id "$@"
 EOF
 chmod +x "$FAKE/id"
@@ -218,33 +255,50 @@ I_DIRS="+ install -d -m 0755 -o root -g wheel /var/db/stageload
 + install -d -m 0755 -o root -g wheel /var/log/stageload
 + install -m 0644 -o root -g wheel $DIR/$LABEL.plist $P"
 
+B="+ launchctl enable system/$LABEL
++ launchctl bootstrap system $P"
+
 expect_dry install.sh 0 "--dry-run" "$I_DIRS
 + plutil -lint $P
-+ launchctl bootstrap system $P"
+$B"
 
 # Idempotent: a loaded daemon is booted out before the new plist goes in.
 expect_dry install.sh 1 "--dry-run" "$I_DIRS
 + plutil -lint $P
 + launchctl bootout system/$LABEL
-+ launchctl bootstrap system $P"
+$B"
 
 expect_dry install.sh 0 "--prefix /opt/homebrew --dry-run" "$I_DIRS
 + plutil -replace ProgramArguments.0 -string /opt/homebrew/bin/stageloadd $P
 + plutil -lint $P
-+ launchctl bootstrap system $P"
+$B"
 
 expect_dry install.sh 0 "-n --prefix=/opt/homebrew/" "$I_DIRS
 + plutil -replace ProgramArguments.0 -string /opt/homebrew/bin/stageloadd $P
 + plutil -lint $P
-+ launchctl bootstrap system $P"
+$B"
+
+# --copy: the daemon runs a root-owned copy, whatever owns the prefix.
+H=/Library/PrivilegedHelperTools
+HC=$H/$LABEL
+MK_H="+ install -d -m 1755 -o root -g wheel $H
+"
+[ -d "$H" ] && MK_H=""
+expect_dry install.sh 0 "--prefix /opt/homebrew --copy --dry-run" "+ install -d -m 0755 -o root -g wheel /var/db/stageload
++ install -d -m 0755 -o root -g wheel /var/log/stageload
+$MK_H+ install -m 0755 -o root -g wheel /opt/homebrew/bin/stageloadd $HC
++ install -m 0644 -o root -g wheel $DIR/$LABEL.plist $P
++ plutil -replace ProgramArguments.0 -string $HC $P
++ plutil -lint $P
+$B"
 
 expect_dry uninstall.sh 1 "--dry-run" "+ launchctl bootout system/$LABEL
-+ rm -f $P"
++ rm -f $P $HC"
 
-expect_dry uninstall.sh 0 "--dry-run" "+ rm -f $P"
+expect_dry uninstall.sh 0 "--dry-run" "+ rm -f $P $HC"
 
 expect_dry uninstall.sh 1 "--dry-run --purge" "+ launchctl bootout system/$LABEL
-+ rm -f $P
++ rm -f $P $HC
 + rm -rf /var/db/stageload /var/log/stageload"
 
 # A prefix with a space is printed so a shell reads it back as one word.
@@ -284,6 +338,107 @@ expect_refusal install.sh 2 "absolute" --prefix relative/dir --dry-run
 expect_refusal install.sh 2 "unknown argument" --bogus
 expect_refusal uninstall.sh 2 "unknown argument" --bogus
 expect_refusal install.sh 2 "usage" --prefix
+# A binary a user could replace (here: under /tmp, which anyone can
+# write) is refused even in a dry run, naming --copy.
+expect_refusal install.sh 1 "writable by group or others" --prefix "$TMP/prefix" --dry-run
+expect_refusal install.sh 1 "--copy" --prefix "$TMP/prefix" --dry-run
+
+# --- path_unsafe ---------------------------------------------------------
+
+# The rule itself, on paths of this machine: root's /usr/bin is safe; a
+# file under /tmp, a link into /tmp, and a file another uid owns are not.
+# shellcheck disable=SC2016 # expanded by the inner sh
+unsafe_of() { $SH -c '. "$1/common.sh" && path_unsafe "$2"' sh "$DIR" "$1"; }
+check_unsafe() {
+	local path=$1 want=$2 got
+	got=$(unsafe_of "$path")
+	case $want in
+	"")
+		if [ -z "$got" ]; then
+			pass "path_unsafe $path: safe"
+		else
+			fail "path_unsafe $path: $got"
+		fi
+		;;
+	*) case $got in
+		*"$want"*) pass "path_unsafe $path: $got" ;;
+		*) fail "path_unsafe $path: '$got', expected '$want'" ;;
+		esac ;;
+	esac
+}
+check_unsafe /usr/bin/env ""
+check_unsafe "$TMP/prefix/bin/stageloadd" "writable by group or others"
+check_unsafe "$TMP/nowhere/x" "no such directory"
+if [ "$(/usr/bin/id -u)" = 0 ] && SAFE=$(mktemp -d /run/sl-launchd.XXXXXX 2>/dev/null); then
+	# A root-owned 0755 chain from / (under /run), for what follows.
+	trap '/bin/rm -rf "$TMP" "$SAFE"' EXIT
+	chmod 0755 "$SAFE"
+	mkdir -m 0755 "$SAFE/bin"
+	printf '#!/bin/sh\n' >"$SAFE/bin/stageloadd"
+	chmod 0755 "$SAFE/bin/stageloadd"
+	check_unsafe "$SAFE/bin/stageloadd" ""
+	ln -s /tmp "$SAFE/tmplink"
+	check_unsafe "$SAFE/tmplink/x" "writable by group or others"
+	ln -s "$TMP/prefix/bin/stageloadd" "$SAFE/bin/link"
+	check_unsafe "$SAFE/bin/link" "writable by group or others"
+	cp "$SAFE/bin/stageloadd" "$SAFE/bin/theirs"
+	chown 1:1 "$SAFE/bin/theirs"
+	check_unsafe "$SAFE/bin/theirs" "owned by uid 1"
+	chmod 0775 "$SAFE/bin"
+	check_unsafe "$SAFE/bin/stageloadd" "writable by group or others"
+	chmod 0755 "$SAFE/bin"
+
+	# --- a real run, launchd played by a fake -----------------------------
+	# Loaded; after bootout launchd still lists it for 3 prints; then
+	# bootstrap fails twice with "5: Input/output error".
+	mkdir -p "$TMP/state"
+	: >"$TMP/state/loaded"
+	: >"$TMP/calls"
+	rc=0
+	FAKE_REAL=1 FAKE_GONE_AFTER=3 FAKE_BOOTSTRAP_FAILS=2 PATH="$FAKE:$PATH" \
+		$SH "$DIR/install.sh" --prefix "$SAFE" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	seq=$(grep '^launchctl' "$TMP/calls" | tr '\n' ';')
+	want="launchctl print system/$LABEL;launchctl bootout system/$LABEL;"
+	want="${want}launchctl print system/$LABEL;launchctl print system/$LABEL;"
+	want="${want}launchctl print system/$LABEL;launchctl print system/$LABEL;"
+	want="${want}launchctl enable system/$LABEL;"
+	want="${want}launchctl bootstrap system $P;launchctl bootstrap system $P;"
+	want="${want}launchctl bootstrap system $P;"
+	if [ "$rc" -eq 0 ] && [ "$seq" = "$want" ] && [ -e "$TMP/state/loaded" ] &&
+		grep -q "trying again (3 of 5)" "$TMP/err"; then
+		pass "install.sh waits for the bootout, enables, and retries bootstrap"
+	else
+		fail "install.sh real run: rc=$rc calls=$seq err=$(cat "$TMP/err")"
+	fi
+	# A bootstrap that keeps failing gives up after 5 tries, exit 1.
+	rm -rf "$TMP/state" && mkdir -p "$TMP/state"
+	: >"$TMP/calls"
+	rc=0
+	FAKE_REAL=1 FAKE_BOOTSTRAP_FAILS=99 PATH="$FAKE:$PATH" \
+		$SH "$DIR/install.sh" --prefix "$SAFE" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	n=$(grep -c '^launchctl bootstrap' "$TMP/calls" || true)
+	if [ "$rc" -eq 1 ] && [ "$n" -eq 5 ] && grep -q "failed 5 times" "$TMP/err"; then
+		pass "install.sh gives up after 5 bootstraps"
+	else
+		fail "install.sh endless bootstrap failure: rc=$rc tries=$n err=$(cat "$TMP/err")"
+	fi
+	# The unsafe binary is refused in a real run too, before any command.
+	rm -rf "$TMP/state" && mkdir -p "$TMP/state"
+	: >"$TMP/calls"
+	rc=0
+	FAKE_REAL=1 PATH="$FAKE:$PATH" $SH "$DIR/install.sh" --prefix "$TMP/prefix" \
+		>"$TMP/out" 2>"$TMP/err" || rc=$?
+	if [ "$rc" -eq 1 ] && grep -q "refusing" "$TMP/err" && ! grep -qv '^launchctl print' "$TMP/calls"; then
+		pass "install.sh refuses a replaceable binary in a real run"
+	else
+		fail "install.sh real run with $TMP/prefix: rc=$rc $(cat "$TMP/err" "$TMP/calls")"
+	fi
+else
+	echo "SKIP: the root-owned path checks and the real run need root and a writable /run" >&2
+	if [ "${CI:-}" = true ]; then
+		fail "under CI=true the root-only part of this test must run"
+	fi
+fi
 
 if [ "$failures" -ne 0 ]; then
 	echo "$failures check(s) failed" >&2

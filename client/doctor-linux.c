@@ -1,0 +1,62 @@
+/*
+ * doctor.h on Linux: /proc/meminfo as the daemon reads it
+ * (docs/metrics.md). Pressure is not compared: its levels are the
+ * daemon's PSI thresholds, which the client does not know.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "doctor.h"
+
+int
+doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen)
+{
+	char line[256];
+	uint64_t kb, total = 0, avail = 0, swap_total = 0, swap_free = 0;
+	int seen = 0;
+	FILE *f;
+
+	memset(k, 0, sizeof *k);
+	k->os = "linux";
+	k->free_pct = -1;
+	if ((f = fopen("/proc/meminfo", "r")) == NULL) {
+		snprintf(cause, causelen, "/proc/meminfo: %s", strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (sscanf(line, "MemTotal: %" SCNu64, &kb) == 1) {
+			total = kb * 1024;
+			seen |= 1;
+		} else if (sscanf(line, "MemAvailable: %" SCNu64, &kb) == 1) {
+			avail = kb * 1024;
+			seen |= 2;
+		} else if (sscanf(line, "SwapTotal: %" SCNu64, &kb) == 1) {
+			swap_total = kb * 1024;
+			seen |= 4;
+		} else if (sscanf(line, "SwapFree: %" SCNu64, &kb) == 1) {
+			swap_free = kb * 1024;
+			seen |= 8;
+		}
+	}
+	fclose(f);
+	if (seen != 15 || total == 0) {
+		snprintf(
+		    cause, causelen,
+		    "/proc/meminfo lacks MemTotal, MemAvailable, SwapTotal "
+		    "or SwapFree");
+		return -EINVAL;
+	}
+	k->total_bytes = total;
+	k->total_source = "/proc/meminfo MemTotal";
+	k->free_pct =
+	    100.0 * (double)(avail < total ? avail : total) / (double)total;
+	k->free_source = "/proc/meminfo MemAvailable / MemTotal";
+	k->has_swap = 1;
+	k->swap_total_bytes = swap_total;
+	k->swap_used_bytes =
+	    swap_free < swap_total ? swap_total - swap_free : 0;
+	k->swap_source = "/proc/meminfo SwapTotal - SwapFree";
+	return 0;
+}

@@ -1,0 +1,213 @@
+"""What the daemon asks of the platform besides samples, seen through the
+fixture proc root (docs/daemon.md, "Test hooks"):
+
+- a breach is confirmed by a second reading of swap in the same tick: one
+  inconsistent reading (meminfo.once, read by one sample and removed, as a
+  torn vm.swapusage is on macOS) never kills, while the same growth read
+  twice does;
+- the keep-awake hold (macOS: caffeinate) is taken when a job is admitted
+  and released when no job holds memory, and never with keep_awake = 0
+  (the fixture's keep-awake file records each change).
+
+Jobs are real processes. Run one scenario with: platform-hooks.py NAME...
+"""
+
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from sltest import Client, Daemon, kill_leftovers, poll, write_meminfo  # noqa: E402
+
+GIB_KB = 1 << 20
+TOTAL_KB = 16 * GIB_KB
+SWAP_TOTAL_KB = 64 * GIB_KB
+INTERVAL_MS = 100
+GRACE_MS = 1000
+
+
+def meminfo_text(swap_used_gib):
+    used_kb = int(swap_used_gib * GIB_KB)
+    return ("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\n"
+            "SwapTotal:      %d kB\nSwapFree:       %d kB\n") % (
+                TOTAL_KB, TOTAL_KB // 2, TOTAL_KB // 2, SWAP_TOTAL_KB,
+                SWAP_TOTAL_KB - used_kb)
+
+
+def set_swap(d, gib):
+    write_meminfo(d.proc_root, total_kb=TOTAL_KB, avail_kb=TOTAL_KB // 2,
+                  swap_total_kb=SWAP_TOTAL_KB,
+                  swap_free_kb=SWAP_TOTAL_KB - int(gib * GIB_KB))
+
+
+def samples(d, n):
+    """Let n samples pass (the daemon's own ticks, not a sleep)."""
+    s = Client(d.socket)
+    s.call("subscribe", {"samples": True})
+    for _ in range(n):
+        s.notification("sample", timeout=5)
+    s.close()
+
+
+def sampled(d, gib):
+    """Return once a sample showing gib of swap used has been taken."""
+    c = Client(d.socket)
+    want = int(gib * GIB_KB) * 1024
+
+    def seen():
+        s = c.call("info")["sample"]
+        return s is not None and s["swap_used_bytes"] == want
+    poll(seen, what="a sample with %g GiB of swap used" % gib)
+    c.close()
+
+
+def submit(c, d, script, **opts):
+    p = {"argv": ["bash", "-c", script], "cwd": d.dir,
+         "env": ["%s=%s" % kv for kv in os.environ.items()]}
+    p.update(opts)
+    return c.call("submit", p)["id"]
+
+
+def state_of(c, jid):
+    return c.call("show", {"id": jid})["state"]
+
+
+def wait_state(c, jid, *states, timeout=10.0):
+    return poll(lambda: state_of(c, jid) in states, timeout=timeout,
+                what="job %d to be %s" % (jid, "/".join(states)))
+
+
+def events_of(c, jid):
+    evs = c.call("events", {"limit": 10000})["events"]
+    return [e["kind"] for e in evs if e["job_id"] == jid]
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ""
+
+
+# ---- scenarios ----
+
+def sc_torn_swap_never_kills(d, c):
+    """One reading of 60 GiB swap used (59 GiB over a 1 GiB budget) that
+    the confirming read does not show: nothing killed, the log says why.
+    Then real growth, read twice, kills as always."""
+    set_swap(d, 1)
+    sampled(d, 1)
+    jid = submit(c, d, "exec sleep 60", swap_budget_bytes=1 << 30)
+    wait_state(c, jid, "running")
+    samples(d, 2)
+    once = os.path.join(d.proc_root, "meminfo.once")
+    tmp = once + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(meminfo_text(60))
+    os.rename(tmp, once)
+    poll(lambda: not os.path.exists(once), what="the daemon to read meminfo.once")
+    samples(d, 3)  # that tick has ended, and a few more
+    assert state_of(c, jid) == "running", c.call("show", {"id": jid})
+    assert "breach" not in events_of(c, jid), events_of(c, jid)
+    log = d.log_text()
+    assert "breach not confirmed" in log and "nothing killed" in log, log[-3000:]
+    # Neither the growth nor its peak holds the reading: the breach was
+    # judged on the lower of the two.
+    j = c.call("show", {"id": jid})
+    assert j["swap_growth_bytes"] == 0 and j["swap_growth_peak_bytes"] == 0, j
+
+    set_swap(d, 2.5)  # 1.5 GiB of real growth, read by both
+    wait_state(c, jid, "killed", timeout=GRACE_MS / 1000 + 10)
+    j = c.call("show", {"id": jid})
+    assert j["end_reason"] == "swap_budget", j
+    assert events_of(c, jid)[-2:] == ["breach", "killed"], events_of(c, jid)
+
+
+def sc_keep_awake(d, c):
+    """Held from the first admission until no job holds memory."""
+    awake = os.path.join(d.proc_root, "keep-awake")
+    samples(d, 3)
+    assert read(awake) == "", "held with no job: %r" % read(awake)
+    stop = os.path.join(d.dir, "stop")
+    jid = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done" % stop)
+    wait_state(c, jid, "running")
+    poll(lambda: read(awake) == "held", what="keep-awake held while job %d runs" % jid)
+    # A second job keeps it; the first one ending does not release it.
+    stop2 = os.path.join(d.dir, "stop2")
+    jid2 = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done" % stop2)
+    wait_state(c, jid2, "running")
+    open(stop, "w").close()
+    wait_state(c, jid, "exited")
+    samples(d, 3)
+    assert read(awake) == "held", read(awake)
+    open(stop2, "w").close()
+    wait_state(c, jid2, "exited")
+    poll(lambda: read(awake) == "released", what="keep-awake released")
+    # A queued job does not hold memory: nothing is held while it waits.
+    write_meminfo(d.proc_root, total_kb=TOTAL_KB, avail_kb=TOTAL_KB // 10,
+                  swap_total_kb=SWAP_TOTAL_KB, swap_free_kb=SWAP_TOTAL_KB)
+    poll(lambda: c.call("info")["sample"]["free_pct"] < 11,
+         what="a sample with 10 % free")
+    jid3 = submit(c, d, "exit 0", wait_free_pct=50)
+    samples(d, 3)
+    assert state_of(c, jid3) == "queued"
+    assert read(awake) == "released", read(awake)
+    c.call("cancel", {"id": jid3})
+
+
+def sc_keep_awake_off(d, c):
+    """keep_awake = 0: never held."""
+    awake = os.path.join(d.proc_root, "keep-awake")
+    stop = os.path.join(d.dir, "stop")
+    jid = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done" % stop)
+    wait_state(c, jid, "running")
+    samples(d, 5)
+    assert read(awake) == "", read(awake)
+    open(stop, "w").close()
+    wait_state(c, jid, "exited")
+
+
+SCENARIOS = [
+    ("torn_swap_never_kills", sc_torn_swap_never_kills, ""),
+    ("keep_awake", sc_keep_awake, ""),
+    ("keep_awake_off", sc_keep_awake_off, "keep_awake = 0\n"),
+]
+
+
+def main():
+    want = set(sys.argv[1:])
+    failed = []
+    for name, fn, conf in SCENARIOS:
+        if want and name not in want:
+            continue
+        d = Daemon(interval="%gs" % (INTERVAL_MS / 1000.0),
+                   config="grace = %dms\nsettle = 0\n%s" % (GRACE_MS, conf))
+        try:
+            d.start()
+            c = Client(d.socket)
+            t0 = time.monotonic()
+            fn(d, c)
+            c.close()
+            rc = d.stop(signal.SIGTERM)
+            log = d.log_text()
+            assert rc == 0 and "Sanitizer" not in log, (rc, log[-4000:])
+            print("ok   %s (%.1fs)" % (name, time.monotonic() - t0))
+        except Exception as e:  # report every scenario, then fail
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("--- daemon log (%s) ---\n%s\n" % (name, d.log_text()[-6000:]))
+            print("FAIL %s: %s" % (name, e))
+            failed.append(name)
+        finally:
+            d.stop(signal.SIGKILL) if d.alive() else None
+            kill_leftovers(d)
+            d.cleanup()
+    if failed:
+        print("failed: " + " ".join(failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
