@@ -295,10 +295,10 @@ oom:
 	return PROTO_E_INTERNAL;
 }
 
-/* info's jobs.waiting_for: the queued jobs by what they wait for, so a
+/* info's waiting_for: the queued jobs by what they wait for, so a
  * dashboard need not read the whole queue to count them. */
 static int
-info_waiting(struct daemon *d, cJSON *jobs)
+info_waiting(struct daemon *d, cJSON *r)
 {
 	int counts[ADMIT_WAIT_CLIENT + 1] = {0};
 	struct jobs_view *v;
@@ -312,7 +312,7 @@ info_waiting(struct daemon *d, cJSON *jobs)
 		    v[i].wait <= ADMIT_WAIT_CLIENT)
 			counts[v[i].wait]++;
 	free(v);
-	if ((o = cJSON_AddObjectToObject(jobs, "waiting_for")) == NULL)
+	if ((o = cJSON_AddObjectToObject(r, "waiting_for")) == NULL)
 		return -1;
 	for (i = 0; i <= ADMIT_WAIT_CLIENT; i++)
 		if (counts[i] > 0)
@@ -389,7 +389,7 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(o, "queued", counts[JOB_QUEUED]);
 	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
 	proto_add_int(o, "running", counts[JOB_RUNNING]);
-	if (info_waiting(d, o) != 0 || info_counters(d, r) != 0) {
+	if (info_waiting(d, r) != 0 || info_counters(d, r) != 0) {
 		cJSON_Delete(r);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;

@@ -154,6 +154,9 @@ web_public_info(const cJSON *info)
 		copy_scalars(to, v, sample_members);
 	else
 		cJSON_AddNullToObject(o, "sample");
+	v = cJSON_GetObjectItemCaseSensitive(info, "waiting_for");
+	if (cJSON_IsObject(v))
+		cJSON_AddItemToObject(o, "waiting_for", cJSON_Duplicate(v, 1));
 	/* Counts: public numbers (jobs ended by state and reason). */
 	v = cJSON_GetObjectItemCaseSensitive(info, "counters");
 	if (cJSON_IsObject(v))

@@ -122,7 +122,8 @@ queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 	    "storage", "exclusive", "max_running", "free", "expect",
 	    "settle",  "head",      "client",      "none"};
 	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(s->info, "jobs");
-	const cJSON *wf = cJSON_GetObjectItemCaseSensitive(jobs, "waiting_for");
+	const cJSON *wf =
+	    cJSON_GetObjectItemCaseSensitive(s->info, "waiting_for");
 	const cJSON *w;
 	size_t i;
 	int nwait[sizeof waits / sizeof waits[0]] = {0}, other = 0;
@@ -131,7 +132,7 @@ queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 	for (i = 0; i < 3; i++)
 		svgp_printf(b, "stageload_jobs{state=\"%s\"} %.0f\n", states[i],
 		            web_num(jobs, states[i], 0));
-	/* info counts them (jobs.waiting_for), so the queue is not read. */
+	/* info counts them (waiting_for), so the queue is not read. */
 	cJSON_ArrayForEach(w, wf)
 	{
 		if (!cJSON_IsNumber(w))
