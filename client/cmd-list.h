@@ -7,6 +7,7 @@
 CLI_COMMAND(info)
 CLI_COMMAND(history)
 CLI_COMMAND(meter)
+CLI_COMMAND(plot)
 CLI_COMMAND(top)
 CLI_COMMAND(submit)
 CLI_COMMAND(run)

@@ -300,6 +300,64 @@ oom:
 	return PROTO_E_INTERNAL;
 }
 
+/* info's waiting_for: the queued jobs by what they wait for, so a
+ * dashboard need not read the whole queue to count them. */
+static int
+info_waiting(struct daemon *d, cJSON *r)
+{
+	int counts[ADMIT_WAIT_CLIENT + 1] = {0};
+	struct jobs_view *v;
+	size_t n, i;
+	cJSON *o;
+
+	if (jobs_list(d, 0, &v, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (v[i].j->state == JOB_QUEUED &&
+		    v[i].wait <= ADMIT_WAIT_CLIENT)
+			counts[v[i].wait]++;
+	free(v);
+	if ((o = cJSON_AddObjectToObject(r, "waiting_for")) == NULL)
+		return -1;
+	for (i = 0; i <= ADMIT_WAIT_CLIENT; i++)
+		if (counts[i] > 0)
+			proto_add_int(o, admit_wait_name((enum admit_wait)i),
+			              counts[i]);
+	return 0;
+}
+
+/* info's counters: since the daemon started (PROTOCOL.md, info). */
+static int
+info_counters(struct daemon *d, cJSON *r)
+{
+	struct jobs_counters c;
+	cJSON *o, *a, *e;
+	int st, i;
+
+	jobs_counters(d, &c);
+	if ((o = cJSON_AddObjectToObject(r, "counters")) == NULL ||
+	    (a = cJSON_AddArrayToObject(o, "jobs_ended")) == NULL)
+		return -1;
+	for (st = JOB_EXITED; st <= JOB_LOST; st++)
+		for (i = 0; i < JOBS_NREASONS; i++) {
+			if (c.ended[st][i] == 0)
+				continue;
+			if ((e = cJSON_CreateObject()) == NULL)
+				return -1;
+			cJSON_AddItemToArray(a, e);
+			cJSON_AddStringToObject(
+			    e, "state", job_state_name((enum job_state)st));
+			if (i == 0)
+				cJSON_AddNullToObject(e, "reason");
+			else
+				cJSON_AddStringToObject(e, "reason",
+				                        jobs_reason_name(i));
+			proto_add_int(e, "count", (int64_t)c.ended[st][i]);
+		}
+	proto_add_int(o, "breaches", (int64_t)c.breaches);
+	return 0;
+}
+
 static int
 ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
          const cJSON *params, cJSON **result, char *cause, size_t causelen)
@@ -336,6 +394,11 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(o, "queued", counts[JOB_QUEUED]);
 	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
 	proto_add_int(o, "running", counts[JOB_RUNNING]);
+	if (info_waiting(d, r) != 0 || info_counters(d, r) != 0) {
+		cJSON_Delete(r);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
 	*result = r;
 	return 0;
 }

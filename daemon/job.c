@@ -64,6 +64,7 @@ job_free(struct job *j)
 	free(j->end_reason);
 	free(j->end_detail);
 	free(j->command);
+	free(j->kill);
 	free(j);
 }
 

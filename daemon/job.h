@@ -74,6 +74,9 @@ struct job {
 	char
 	    *end_reason; /* swap_budget, cancel, client_gone, spawn, lost,... */
 	char *end_detail; /* readable paragraph: why, with the sample */
+	/* The numbers of the breach that killed it, a JSON object (wire.c
+	 * shows it as the Job's public `kill`); NULL when none. */
+	char *kill;
 
 	uint64_t swap_base_bytes; /* lowest swap used since admission (or since
 	                             the last breach kill restarted growth) */

@@ -87,6 +87,9 @@ struct jobs {
 	const struct jobs_ops *ops;
 	uv_timer_t *admit_timer;
 	struct admit_claim claim; /* the head's claim (admit.h), in memory */
+	/* Since the daemon started (jobs_counters). */
+	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
+	uint64_t breaches;
 };
 
 static inline char *

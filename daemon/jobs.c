@@ -324,6 +324,38 @@ end_event_kind(enum job_state s)
 	}
 }
 
+static const char *const jobs_reasons[JOBS_NREASONS] = {
+    "", "swap_budget", "cancel", "client_gone", "spawn", "lost", "other"};
+
+int
+jobs_reason_index(const char *reason)
+{
+	int i;
+
+	if (reason == NULL)
+		return 0;
+	for (i = 1; i < JOBS_NREASONS - 1; i++)
+		if (strcmp(reason, jobs_reasons[i]) == 0)
+			return i;
+	return JOBS_NREASONS - 1;
+}
+
+const char *
+jobs_reason_name(int i)
+{
+	return i >= 0 && i < JOBS_NREASONS ? jobs_reasons[i] : "other";
+}
+
+void
+jobs_counters(struct daemon *d, struct jobs_counters *c)
+{
+	memset(c, 0, sizeof *c);
+	if (d->jobs == NULL)
+		return;
+	memcpy(c->ended, d->jobs->ended, sizeof c->ended);
+	c->breaches = d->jobs->breaches;
+}
+
 /* The end is committed: tell everyone and drop the record. */
 static void
 jrec_announce_end(struct daemon *d, struct jrec *r)
@@ -335,6 +367,8 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	if (j->attached)
 		n.client_id = r->client_id;
 	r->end_pending = 0;
+	if (JOB_STATE_ENDED(j->state))
+		d->jobs->ended[j->state][jobs_reason_index(j->end_reason)]++;
 	if (j->end_reason != NULL)
 		cJSON_AddStringToObject(det, "reason", j->end_reason);
 	if (j->state == JOB_EXITED || j->state == JOB_KILLED) {
@@ -463,6 +497,8 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	j->footprint_bytes = 0;
 	free(j->end_reason);
 	j->end_reason = NULL;
+	free(j->kill);
+	j->kill = NULL;
 	r->term_reason = NULL;
 	free(r->term_detail);
 	r->term_detail = NULL;
@@ -874,6 +910,30 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 	    requeued ? "; requeued for another attempt" : "");
 }
 
+/* The Job's public `kill`: the numbers of the breach, none of them
+ * private (PROTOCOL.md, Job). Committed with the kill's reason. */
+static void
+breach_kill_numbers(struct job *j, const struct jrec *r,
+                    const struct sys_sample *s)
+{
+	cJSON *k = cJSON_CreateObject();
+
+	free(j->kill);
+	j->kill = NULL;
+	if (k == NULL)
+		return;
+	proto_add_int(k, "at_ms", s->ts_ms);
+	proto_add_int(k, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
+	proto_add_int(k, "swap_growth_bytes", (int64_t)r->growth_bytes);
+	proto_add_int(k, "swap_used_bytes", (int64_t)s->swap_used_bytes);
+	proto_add_int(k, "footprint_bytes", (int64_t)j->footprint_bytes);
+	cJSON_AddNumberToObject(k, "free_pct", s->free_pct);
+	cJSON_AddStringToObject(k, "pressure", pressure_name(s->pressure));
+	proto_add_int(k, "attempt", j->attempt);
+	j->kill = cJSON_PrintUnformatted(k);
+	cJSON_Delete(k);
+}
+
 static void
 jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 {
@@ -907,6 +967,8 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 		cJSON_AddStringToObject(det, "detail", para);
 	/* The client's copy: jobs_kill_start consumes final. */
 	note_detail = xstrdup(para);
+	d->jobs->breaches++;
+	breach_kill_numbers(j, r, s);
 	/* The signal before any write: enforcement never waits on storage. */
 	jobs_kill_start(d, r, "swap_budget", final);
 	if (para != final)

@@ -93,6 +93,17 @@ int jobs_view_args(struct daemon *d, struct jobs_view *v, char *cause,
 int jobs_list(struct daemon *d, int ended, struct jobs_view **out, size_t *n);
 /* Live jobs by state; of one uid, or of all with uid (uid_t)-1. */
 void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
+/* Since-start counters for info: jobs ended, by state and end reason
+ * (index 0: no reason; jobs_reason_name), and breaches (requeued ones
+ * too). In memory: they start at 0 with the daemon. */
+#define JOBS_NREASONS 7
+struct jobs_counters {
+	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
+	uint64_t breaches;
+};
+void jobs_counters(struct daemon *d, struct jobs_counters *c);
+int jobs_reason_index(const char *reason);
+const char *jobs_reason_name(int i);
 /* Is the job in the table and not ended? */
 int jobs_is_live(struct daemon *d, int64_t id);
 

@@ -29,7 +29,7 @@ struct store_tier {
 };
 extern const struct store_tier store_tiers[NTIERS];
 
-/* The columns of a jobs row in bind order (?1..?35; ?36 is the id for an
+/* The columns of a jobs row in bind order (?1..?36; ?37 is the id for an
  * update). argv and env live in job_args (schema 5): most reads of a job
  * need neither, and a row that held them was read whole to reach the
  * columns after them. */
@@ -40,8 +40,8 @@ extern const struct store_tier store_tiers[NTIERS];
 	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
-	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, bytes"
-#define JOB_NCOLUMNS 35
+	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, bytes, kill"
+#define JOB_NCOLUMNS 36
 /* A whole job: "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM; lists
  * read argv alone (for the command line): JOB_LIST_ARGS. */
 #define JOB_ARGS "a.argv, a.env"

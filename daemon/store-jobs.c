@@ -197,6 +197,7 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_int(st, k++, j->umask);
 	sqlite3_bind_text(st, k++, groups, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, k++, j->bytes);
+	bind_text_or_null(st, k++, j->kill);
 	free(groups);
 	return 0;
 }
@@ -287,6 +288,7 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	                            &j->groups, &j->ngroups)) != 0)
 		err = e2;
 	j->bytes = sqlite3_column_int64(st, k++);
+	j->kill = column_strdup(st, k++, &err);
 	j->argv =
 	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
 	if (e2 != 0)

@@ -106,7 +106,7 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 {
 	const struct job *j = v->j;
 	const struct jobs_view *r = v->live ? v : NULL;
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = cJSON_CreateObject(), *k;
 	int ended = JOB_STATE_ENDED(j->state);
 	int visible = wire_may_see(viewer, j);
 
@@ -153,6 +153,13 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 		cJSON_AddStringToObject(o, "end_reason", j->end_reason);
 	else
 		cJSON_AddNullToObject(o, "end_reason");
+	/* The numbers of a breach kill are public: no command, path or
+	 * text of the job's own is among them. */
+	if (j->state == JOB_KILLED && j->kill != NULL &&
+	    (k = cJSON_Parse(j->kill)) != NULL)
+		cJSON_AddItemToObject(o, "kill", k);
+	else
+		cJSON_AddNullToObject(o, "kill");
 	if (list) {
 		char cmd[JOB_COMMAND_MAX + 1];
 

@@ -3,6 +3,8 @@
 # shellcheck shell=sh
 
 LABEL=org.stageload.stageloadd
+# stageload-web's (install-web.sh, uninstall-web.sh)
+WEB_LABEL=org.stageload.web
 PLIST_DIR=/Library/LaunchDaemons
 DB_DIR=/var/db/stageload
 LOG_DIR=/var/log/stageload

@@ -18,6 +18,7 @@ class Stageload < Formula
   depends_on "cmake" => :build
   depends_on "pkgconf" => :build
   depends_on "cjson"
+  depends_on "libmicrohttpd"
   depends_on "libuv"
   depends_on "sqlite"
 
@@ -63,11 +64,15 @@ class Stageload < Formula
       in /var/log/stageload; run it again after each upgrade):
         sudo #{opt_pkgshare}/launchd/install.sh --prefix #{HOMEBREW_PREFIX} --copy
       Use one of the two, not both: they serve the same socket.
+      The dashboard and /metrics (stageload-web, unprivileged, on
+      http://127.0.0.1:9473/; docs/dashboards.md):
+        sudo #{opt_pkgshare}/launchd/install-web.sh --prefix #{HOMEBREW_PREFIX}
     EOS
   end
 
   test do
     assert_match "stageload", shell_output("#{bin}/stageloadd --version")
+    assert_match "stageload-web", shell_output("#{bin}/stageload-web --version")
     sock = testpath/"sl.sock"
     pid = spawn bin/"stageloadd", "--socket", sock.to_s, "--db", (testpath/"sl.db").to_s
     begin

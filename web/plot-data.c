@@ -1,0 +1,467 @@
+/*
+ * plot-data: protocol objects to svg-plot's plots (plot-data.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot-data.h"
+
+/* Arrays that grow as points come; one allocation each. */
+struct pts {
+	struct svgp_point *v;
+	size_t n, cap;
+};
+
+static int
+pts_add(struct pts *p, int64_t t, double v, int gap)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct svgp_point *nv = realloc(p->v, cap * sizeof *nv);
+		if (nv == NULL)
+			return -ENOMEM;
+		p->v = nv;
+		p->cap = cap;
+	}
+	p->v[p->n].t_ms = t;
+	p->v[p->n].v = v;
+	p->v[p->n].gap = gap;
+	p->n++;
+	return 0;
+}
+
+static double
+num(const cJSON *o, const char *name, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static const char *
+str(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The avg of a {"min","avg","max"} member, or def. */
+static double
+avg_of(const cJSON *o, const char *name, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsObject(v) ? num(v, "avg", def) : def;
+}
+
+static int
+level_of(const char *p)
+{
+	if (p == NULL)
+		return -1;
+	if (strcmp(p, "normal") == 0)
+		return 0;
+	if (strcmp(p, "warn") == 0)
+		return 1;
+	if (strcmp(p, "critical") == 0)
+		return 2;
+	return -1;
+}
+
+struct marks {
+	struct svgp_mark *v;
+	size_t n, cap;
+	/* labels built here ("kill 12", "stage decode") */
+	char (*labels)[96];
+};
+
+static int
+marks_add(struct marks *m, enum svgp_mark_kind k, int64_t t, int64_t job,
+          const char *fmt, const char *arg)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 32;
+		struct svgp_mark *nv = realloc(m->v, cap * sizeof *nv);
+		char(*nl)[96];
+		if (nv == NULL)
+			return -ENOMEM;
+		m->v = nv;
+		if ((nl = realloc(m->labels, cap * sizeof *nl)) == NULL)
+			return -ENOMEM;
+		m->labels = nl;
+		m->cap = cap;
+	}
+	snprintf(m->labels[m->n], sizeof m->labels[0], fmt, arg ? arg : "",
+	         job);
+	m->v[m->n].kind = k;
+	m->v[m->n].t_ms = t;
+	m->v[m->n].job_id = job;
+	m->v[m->n].label = NULL; /* set once the array stops moving */
+	m->n++;
+	return 0;
+}
+
+static void
+marks_fix(struct marks *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		m->v[i].label = m->labels[i];
+}
+
+static void
+marks_free(struct marks *m)
+{
+	free(m->v);
+	free(m->labels);
+}
+
+/* Stages and daemon starts from events; only those of job when job > 0. */
+static int
+marks_from_events(struct marks *m, const cJSON *events, int64_t job)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, events)
+	{
+		const char *kind = str(e, "kind");
+		int64_t ej = (int64_t)num(e, "job_id", 0);
+		int64_t t = (int64_t)num(e, "ts_ms", 0);
+
+		if (kind == NULL || (job > 0 && ej != job))
+			continue;
+		if (strcmp(kind, "stage") == 0 && str(e, "stage") != NULL) {
+			if (marks_add(m, SVGP_MARK_STAGE, t, ej, "%s",
+			              str(e, "stage")) < 0)
+				return -ENOMEM;
+		} else if (job == 0 && strcmp(kind, "daemon_start") == 0) {
+			if (marks_add(m, SVGP_MARK_RESTART, t, 0,
+			              "%sdaemon start", "") < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int
+kill_mark(struct marks *m, const cJSON *job)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(job, "kill");
+	const char *st = str(job, "state");
+	int64_t id = (int64_t)num(job, "id", 0);
+
+	if (!cJSON_IsObject(k) || st == NULL || strcmp(st, "killed") != 0)
+		return 0;
+	return marks_add(m, SVGP_MARK_KILL, (int64_t)num(k, "at_ms", 0), id,
+	                 "%skill %" PRId64, "");
+}
+
+static void
+lane_of(const cJSON *j, struct svgp_lane *l)
+{
+	const char *st = str(j, "state");
+
+	memset(l, 0, sizeof *l);
+	l->job_id = (int64_t)num(j, "id", 0);
+	l->name = str(j, "name") ? str(j, "name") : "";
+	l->user = str(j, "user") ? str(j, "user") : "";
+	l->state = st ? st : "";
+	l->submitted_ms = (int64_t)num(j, "submitted_at_ms", 0);
+	l->started_ms = (int64_t)num(j, "started_at_ms", 0);
+	l->ended_ms = (int64_t)num(j, "ended_at_ms", 0);
+	l->killed = st != NULL && strcmp(st, "killed") == 0;
+}
+
+int
+plotd_system(const struct plotd_opts *o, const cJSON *history,
+             const cJSON *jobs, const cJSON *events, int64_t t0, int64_t t1,
+             struct svgp_buf *out)
+{
+	struct pts freep = {0}, swap = {0};
+	struct svgp_level *levels = NULL;
+	struct svgp_lane *lanes = NULL;
+	struct svgp_series series[2];
+	struct marks m = {0};
+	struct svgp_plot p;
+	const cJSON *b, *j;
+	size_t nlev = 0, nb, nlanes = 0;
+	int rc = -ENOMEM;
+
+	nb = (size_t)cJSON_GetArraySize(
+	    cJSON_GetObjectItemCaseSensitive(history, "buckets"));
+	if ((levels = calloc(nb ? nb : 1, sizeof *levels)) == NULL)
+		goto out;
+	cJSON_ArrayForEach(b,
+	                   cJSON_GetObjectItemCaseSensitive(history, "buckets"))
+	{
+		int64_t t = (int64_t)num(b, "ts_ms", 0);
+		int gap =
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "gap"));
+		if (pts_add(&freep, t, avg_of(b, "free_pct", 0), gap) < 0 ||
+		    pts_add(&swap, t, avg_of(b, "swap_used_bytes", 0), gap) < 0)
+			goto out;
+		levels[nlev].t_ms = t;
+		levels[nlev].level = level_of(str(b, "pressure_max"));
+		nlev++;
+	}
+	if (o->max_lanes > 0 &&
+	    (lanes = calloc(o->max_lanes, sizeof *lanes)) == NULL)
+		goto out;
+	cJSON_ArrayForEach(j, jobs)
+	{
+		int64_t sub = (int64_t)num(j, "submitted_at_ms", 0);
+		int64_t end = (int64_t)num(j, "ended_at_ms", 0);
+		if (sub > t1 || (end > 0 && end < t0))
+			continue;
+		if (nlanes < o->max_lanes)
+			lane_of(j, &lanes[nlanes++]);
+		if (kill_mark(&m, j) < 0)
+			goto out;
+	}
+	if (marks_from_events(&m, events, 0) < 0)
+		goto out;
+	marks_fix(&m);
+	memset(series, 0, sizeof series);
+	series[0].id = "free_pct";
+	series[0].label = "free %";
+	series[0].axis = SVGP_AXIS_PCT;
+	series[0].style = 0;
+	series[0].pts = freep.v;
+	series[0].n = freep.n;
+	series[1].id = "swap_used_bytes";
+	series[1].label = "swap used";
+	series[1].axis = SVGP_AXIS_BYTES;
+	series[1].style = 1;
+	series[1].pts = swap.v;
+	series[1].n = swap.n;
+	memset(&p, 0, sizeof p);
+	p.title = o->title;
+	p.width = o->width;
+	p.utc = o->utc;
+	p.t0_ms = t0;
+	p.t1_ms = t1;
+	p.series = series;
+	p.nseries = 2;
+	p.levels = levels;
+	p.nlevels = nlev;
+	p.lanes = lanes;
+	p.nlanes = nlanes;
+	p.marks = m.v;
+	p.nmarks = m.n;
+	p.bytes_max = o->bytes_max;
+	rc = svgp_render(&p, out);
+out:
+	free(freep.v);
+	free(swap.v);
+	free(levels);
+	free(lanes);
+	marks_free(&m);
+	return rc;
+}
+
+int
+plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
+          const cJSON *events, struct svgp_buf *out)
+{
+	struct pts fp = {0}, sw = {0};
+	struct svgp_series series[2];
+	struct svgp_lane lane;
+	struct marks m = {0};
+	struct svgp_plot p;
+	const cJSON *b;
+	int64_t t0, t1, id = (int64_t)num(job, "id", 0);
+	int rc = -ENOMEM;
+
+	cJSON_ArrayForEach(b,
+	                   cJSON_GetObjectItemCaseSensitive(history, "buckets"))
+	{
+		int64_t t = (int64_t)num(b, "ts_ms", 0);
+		if (pts_add(&fp, t, avg_of(b, "footprint_bytes", 0), 0) < 0 ||
+		    pts_add(&sw, t, avg_of(b, "swap_bytes", 0), 0) < 0)
+			goto out;
+	}
+	lane_of(job, &lane);
+	t0 = lane.started_ms > 0 ? lane.started_ms : lane.submitted_ms;
+	/* A job still running ends at its latest sample. */
+	t1 = lane.ended_ms > 0 ? lane.ended_ms : t0;
+	if (fp.n > 0 && fp.v[fp.n - 1].t_ms > t1)
+		t1 = fp.v[fp.n - 1].t_ms;
+	if (fp.n > 0 && fp.v[0].t_ms < t0)
+		t0 = fp.v[0].t_ms;
+	if (t1 <= t0)
+		t1 = t0 + 1000;
+	/* A little room on both sides, so the ends and the kill show. */
+	t0 -= (t1 - t0) / 50;
+	t1 += (t1 - t0) / 50;
+	if (kill_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
+		goto out;
+	marks_fix(&m);
+	memset(series, 0, sizeof series);
+	series[0].id = "footprint_bytes";
+	series[0].label = "footprint";
+	series[0].axis = SVGP_AXIS_BYTES;
+	series[0].style = 0;
+	series[0].pts = fp.v;
+	series[0].n = fp.n;
+	series[1].id = "swap_bytes";
+	series[1].label = "job swap";
+	series[1].axis = SVGP_AXIS_BYTES;
+	series[1].style = 1;
+	series[1].pts = sw.v;
+	series[1].n = sw.n;
+	memset(&p, 0, sizeof p);
+	p.title = o->title;
+	p.width = o->width;
+	p.utc = o->utc;
+	p.t0_ms = t0;
+	p.t1_ms = t1;
+	p.series = series;
+	p.nseries = 2;
+	p.lanes = &lane;
+	p.nlanes = 1;
+	p.marks = m.v;
+	p.nmarks = m.n;
+	p.bytes_max = (double)num(job, "swap_budget_bytes", 0);
+	rc = svgp_render(&p, out);
+out:
+	free(fp.v);
+	free(sw.v);
+	marks_free(&m);
+	return rc;
+}
+
+int
+plotd_trace(const struct plotd_opts *o, const char *text, struct svgp_buf *out,
+            char *cause, size_t causelen)
+{
+	static const struct {
+		const char *id, *label;
+		enum svgp_axis axis;
+	} known[] = {
+	    {"free_pct", "free %", SVGP_AXIS_PCT},
+	    {"swap_used_bytes", "swap used", SVGP_AXIS_BYTES},
+	    {"footprint_bytes", "footprint", SVGP_AXIS_BYTES},
+	    {"swap_bytes", "job swap", SVGP_AXIS_BYTES},
+	};
+	enum { NK = sizeof known / sizeof known[0] };
+	struct pts pts[NK];
+	struct svgp_series series[NK];
+	struct svgp_level *levels = NULL;
+	size_t nlev = 0, caplev = 0, ns = 0, k;
+	struct marks m = {0};
+	struct svgp_plot p;
+	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+	const char *line = text, *nl;
+	long lineno = 0;
+	int rc = -ENOMEM;
+
+	memset(pts, 0, sizeof pts);
+	for (; line != NULL && *line != '\0'; line = nl ? nl + 1 : NULL) {
+		cJSON *obj;
+		int64_t t;
+		size_t len;
+		char *copy;
+
+		nl = strchr(line, '\n');
+		len = nl ? (size_t)(nl - line) : strlen(line);
+		lineno++;
+		if (len == 0 || (len == 1 && line[0] == '\r'))
+			continue;
+		if ((copy = strndup(line, len)) == NULL)
+			goto out;
+		obj = cJSON_Parse(copy);
+		free(copy);
+		if (!cJSON_IsObject(obj) ||
+		    !cJSON_IsNumber(
+		        cJSON_GetObjectItemCaseSensitive(obj, "ts_ms"))) {
+			cJSON_Delete(obj);
+			snprintf(cause, causelen,
+			         "line %ld is not a JSON object with ts_ms",
+			         lineno);
+			rc = -EINVAL;
+			goto out;
+		}
+		t = (int64_t)num(obj, "ts_ms", 0);
+		if (t < t0)
+			t0 = t;
+		if (t > t1)
+			t1 = t;
+		if (str(obj, "stage") != NULL &&
+		    marks_add(&m, SVGP_MARK_STAGE, t, 0, "%s",
+		              str(obj, "stage")) < 0) {
+			cJSON_Delete(obj);
+			goto out;
+		}
+		for (k = 0; k < NK; k++) {
+			const cJSON *v =
+			    cJSON_GetObjectItemCaseSensitive(obj, known[k].id);
+			if (cJSON_IsNumber(v) &&
+			    pts_add(&pts[k], t, v->valuedouble, 0) < 0) {
+				cJSON_Delete(obj);
+				goto out;
+			}
+		}
+		if (str(obj, "pressure") != NULL) {
+			if (nlev == caplev) {
+				size_t cap = caplev ? caplev * 2 : 256;
+				struct svgp_level *nv =
+				    realloc(levels, cap * sizeof *nv);
+				if (nv == NULL) {
+					cJSON_Delete(obj);
+					goto out;
+				}
+				levels = nv;
+				caplev = cap;
+			}
+			levels[nlev].t_ms = t;
+			levels[nlev].level = level_of(str(obj, "pressure"));
+			nlev++;
+		}
+		cJSON_Delete(obj);
+	}
+	if (t0 > t1) {
+		snprintf(cause, causelen, "the trace has no samples");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (t1 == t0)
+		t1 = t0 + 1000;
+	marks_fix(&m);
+	memset(series, 0, sizeof series);
+	for (k = 0; k < NK; k++) {
+		if (pts[k].n == 0)
+			continue;
+		series[ns].id = known[k].id;
+		series[ns].label = known[k].label;
+		series[ns].axis = known[k].axis;
+		series[ns].style = (int)k;
+		series[ns].pts = pts[k].v;
+		series[ns].n = pts[k].n;
+		ns++;
+	}
+	memset(&p, 0, sizeof p);
+	p.title = o->title;
+	p.width = o->width;
+	p.utc = o->utc;
+	p.t0_ms = t0;
+	p.t1_ms = t1;
+	p.series = series;
+	p.nseries = ns;
+	p.levels = levels;
+	p.nlevels = nlev;
+	p.marks = m.v;
+	p.nmarks = m.n;
+	p.bytes_max = o->bytes_max;
+	rc = svgp_render(&p, out);
+out:
+	for (k = 0; k < NK; k++)
+		free(pts[k].v);
+	free(levels);
+	marks_free(&m);
+	return rc;
+}

@@ -1,0 +1,231 @@
+/*
+ * /api/status, /api/history, /api/events: JSON of the protocol's objects
+ * (public members only, web-json.c) for Grafana's JSON and Infinity data
+ * sources and for scripts. docs/dashboards.md lists the parameters.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "web.h"
+
+#define MAX_2_53 9007199254740992LL
+
+int
+web_arg_int(const struct web_request *rq, const char *name, int64_t min,
+            int64_t max, int64_t *out)
+{
+	const char *v = rq->arg(rq->ctx, name);
+	long long n = 0;
+	const char *p;
+
+	if (v == NULL)
+		return 0;
+	p = v;
+	if (*p == '-')
+		p++;
+	if (*p == '\0' || strlen(p) > 16)
+		return -1;
+	for (; *p != '\0'; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
+	n = strtoll(v, NULL, 10);
+	if (n < min || n > max)
+		return -1;
+	*out = n;
+	return 1;
+}
+
+int
+web_arg_duration_ms(const struct web_request *rq, const char *name,
+                    int64_t *out)
+{
+	const char *v = rq->arg(rq->ctx, name);
+	char *end;
+	double d;
+	int64_t unit = 1000;
+
+	if (v == NULL)
+		return 0;
+	if (*v < '0' || *v > '9')
+		return -1;
+	d = strtod(v, &end);
+	if (strcmp(end, "s") == 0 || *end == '\0')
+		unit = 1000;
+	else if (strcmp(end, "m") == 0)
+		unit = 60000;
+	else if (strcmp(end, "h") == 0)
+		unit = 3600000;
+	else if (strcmp(end, "d") == 0)
+		unit = 86400000;
+	else
+		return -1;
+	if (!(d > 0) || d * (double)unit > 400.0 * 86400000)
+		return -1;
+	*out = (int64_t)(d * (double)unit);
+	return 1;
+}
+
+static int
+api_error(struct svgp_buf *b, int status, int code, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+	char *t;
+
+	e = cJSON_AddObjectToObject(o, "error");
+	if (code != 0)
+		cJSON_AddNumberToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	if ((t = web_json_print(o)) != NULL) {
+		svgp_puts(b, t);
+		svgp_puts(b, "\n");
+	}
+	free(t);
+	cJSON_Delete(o);
+	return status;
+}
+
+static int
+api_out(struct svgp_buf *b, cJSON *o)
+{
+	char *t = o != NULL ? web_json_print(o) : NULL;
+
+	cJSON_Delete(o);
+	if (t == NULL)
+		return api_error(b, 500, 0, "out of memory");
+	svgp_puts(b, t);
+	svgp_puts(b, "\n");
+	free(t);
+	return b->oom ? 500 : 200;
+}
+
+static int
+daemon_down(struct web_daemon *wd, struct svgp_buf *b)
+{
+	char msg[320];
+
+	snprintf(msg, sizeof msg, "daemon not reachable: %s", wd->error);
+	return api_error(b, 503, 0, msg);
+}
+
+static int
+api_status(struct web_daemon *wd, const struct web_request *rq,
+           struct svgp_buf *b)
+{
+	struct web_snap s;
+	int64_t all = 0;
+	cJSON *o;
+
+	if (web_arg_int(rq, "all", 0, 1, &all) < 0)
+		return api_error(b, 400, 0, "all: 0 or 1");
+	web_snap_take(
+	    wd, WEB_SNAP_JOBS | WEB_SNAP_QUEUE_ALL | (all ? WEB_SNAP_ENDED : 0),
+	    0, &s);
+	if (!s.up) {
+		web_snap_free(&s);
+		return daemon_down(wd, b);
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "info", web_public_info(s.info));
+	cJSON_AddItemToObject(o, "jobs", s.jobs);
+	s.jobs = NULL;
+	web_snap_free(&s);
+	return api_out(b, o);
+}
+
+static int
+api_history(struct web_daemon *wd, const struct web_request *rq,
+            struct svgp_buf *b)
+{
+	int64_t since = 0, until = 0, step = 0, job = 0, ago = 0;
+	int has_since, has_until, has_step, has_job, has_ago;
+	char params[256];
+	size_t n = 0;
+	cJSON *r = NULL;
+	int rc;
+
+	has_since = web_arg_int(rq, "since_ms", 0, MAX_2_53, &since);
+	has_until = web_arg_int(rq, "until_ms", 0, MAX_2_53, &until);
+	has_step = web_arg_int(rq, "step_ms", 0, MAX_2_53, &step);
+	has_job = web_arg_int(rq, "job_id", 1, MAX_2_53, &job);
+	has_ago = web_arg_duration_ms(rq, "since", &ago);
+	if (has_since < 0 || has_until < 0 || has_step < 0 || has_job < 0 ||
+	    has_ago < 0)
+		return api_error(b, 400, 0,
+		                 "since_ms, until_ms, step_ms, job_id: "
+		                 "integers; since: a duration (15m, 1h, 7d)");
+	if (has_ago > 0 && has_since > 0)
+		return api_error(b, 400, 0, "since and since_ms: one of them");
+	if (has_ago > 0)
+		since = web_now_ms() - ago, has_since = 1;
+	if (!has_since && !has_job)
+		since = web_now_ms() - 3600000, has_since = 1;
+	n += (size_t)snprintf(params + n, sizeof params - n, "{");
+#define ADD(flag, name, v)                                                     \
+	if (flag)                                                              \
+	n += (size_t)snprintf(params + n, sizeof params - n,                   \
+	                      "%s\"" name "\":%" PRId64, n > 1 ? "," : "", v)
+	ADD(has_since, "since_ms", since);
+	ADD(has_until, "until_ms", until);
+	ADD(has_step, "step_ms", step);
+	ADD(has_job, "job_id", job);
+#undef ADD
+	snprintf(params + n, sizeof params - n, "}");
+	rc = web_daemon_call(wd, "history", params, &r);
+	if (rc < 0 && sl_error_is_connection(rc))
+		return daemon_down(wd, b);
+	if (rc < 0)
+		return api_error(b, rc == SL_E_NOJOB ? 404 : 400, rc,
+		                 wd->error);
+	/* A history answer is numbers only (and a tier name): public. */
+	return api_out(b, r);
+}
+
+static int
+api_events(struct web_daemon *wd, const struct web_request *rq,
+           struct svgp_buf *b)
+{
+	int64_t after = 0, limit = 100;
+	char params[96];
+	cJSON *r = NULL, *o, *a, *e;
+	int rc;
+
+	if (web_arg_int(rq, "after_id", 0, MAX_2_53, &after) < 0 ||
+	    web_arg_int(rq, "limit", 1, 10000, &limit) < 0)
+		return api_error(b, 400, 0,
+		                 "after_id: an integer; limit: 1-10000");
+	snprintf(params, sizeof params,
+	         "{\"after_id\":%" PRId64 ",\"limit\":%" PRId64 "}", after,
+	         limit);
+	rc = web_daemon_call(wd, "events", params, &r);
+	if (rc < 0 && sl_error_is_connection(rc))
+		return daemon_down(wd, b);
+	if (rc < 0)
+		return api_error(b, 400, rc, wd->error);
+	o = cJSON_CreateObject();
+	a = cJSON_AddArrayToObject(o, "events");
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(r, "events"))
+	{
+		cJSON_AddItemToArray(a, web_public_event(e));
+		after = (int64_t)web_num(e, "id", (double)after);
+	}
+	cJSON_AddNumberToObject(o, "last_id", (double)after);
+	cJSON_Delete(r);
+	return api_out(b, o);
+}
+
+int
+web_api(struct web_daemon *wd, const struct web_request *rq, struct svgp_buf *b,
+        const char **type)
+{
+	*type = "application/json; charset=utf-8";
+	if (strcmp(rq->path, "/api/status") == 0)
+		return api_status(wd, rq, b);
+	if (strcmp(rq->path, "/api/history") == 0)
+		return api_history(wd, rq, b);
+	if (strcmp(rq->path, "/api/events") == 0)
+		return api_events(wd, rq, b);
+	return api_error(b, 404, 0, "no such path");
+}

@@ -1,0 +1,286 @@
+/*
+ * The web program's connection to the daemon: connect on demand,
+ * reconnect once when a call finds the connection gone, and notice a
+ * daemon restart (its started_at_ms changes). Snapshots are read fresh
+ * for every answer: the daemon's answers are cheap and there is nothing
+ * to keep in step.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "web.h"
+
+/* Jobs asked for per status page: small pages keep what one answer
+ * holds in memory small (the web program's RSS), at a few more calls. */
+#define WEB_STATUS_PAGE 200
+/* Events a page keeps (stage marks and daemon starts come from them). */
+#define WEB_EVENTS_KEPT 500
+/* A call waits this long for the daemon; a page must not hang. */
+#define WEB_CALL_TIMEOUT_MS 5000
+
+int64_t
+web_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+web_daemon_init(struct web_daemon *wd, const char *socket)
+{
+	memset(wd, 0, sizeof wd[0]);
+	wd->socket = socket;
+}
+
+void
+web_daemon_close(struct web_daemon *wd)
+{
+	sl_client_free(wd->c);
+	wd->c = NULL;
+}
+
+static int
+web_connect(struct web_daemon *wd)
+{
+	int rc;
+
+	if (wd->c != NULL && sl_is_connected(wd->c))
+		return 0;
+	if (wd->c == NULL && (wd->c = sl_client_new()) == NULL) {
+		snprintf(wd->error, sizeof wd->error, "out of memory");
+		return -ENOMEM;
+	}
+	sl_set_timeout(wd->c, WEB_CALL_TIMEOUT_MS);
+	if ((rc = sl_connect(wd->c, wd->socket)) < 0) {
+		snprintf(wd->error, sizeof wd->error, "%s", sl_errmsg(wd->c));
+		return rc;
+	}
+	if (wd->ever)
+		wd->reconnects++;
+	wd->ever = 1;
+	wd->connected_at_ms = web_now_ms();
+	wd->error[0] = '\0';
+	return 0;
+}
+
+int
+web_daemon_call(struct web_daemon *wd, const char *method, const char *params,
+                cJSON **result)
+{
+	char *text = NULL;
+	int rc, tries;
+
+	*result = NULL;
+	for (tries = 0; tries < 2; tries++) {
+		if ((rc = web_connect(wd)) < 0)
+			return rc;
+		rc = sl_call(wd->c, method, params, &text);
+		if (rc >= 0)
+			break;
+		snprintf(wd->error, sizeof wd->error, "%s", sl_errmsg(wd->c));
+		if (!sl_error_is_connection(rc))
+			return rc;
+		sl_close(wd->c);
+	}
+	if (rc < 0)
+		return rc;
+	*result = cJSON_Parse(text);
+	sl_free(text);
+	if (*result == NULL) {
+		snprintf(wd->error, sizeof wd->error,
+		         "the daemon's answer to %s is not JSON", method);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Jobs of status, page after page: every live one, and (ended) the ended
+ * ones back to since_ms, at most WEB_ENDED_MAX of them. */
+static int
+take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into,
+          int max_queued, int *queued_left)
+{
+	char params[160], cursor[80] = "";
+	int nended = 0, nqueued = 0, rc, more = 1;
+	cJSON *r, *jobs, *j, *next;
+
+	while (more) {
+		if (cursor[0] != '\0')
+			snprintf(params, sizeof params,
+			         "{\"all\":%s,\"limit\":%d,\"cursor\":%s}",
+			         ended ? "true" : "false", WEB_STATUS_PAGE,
+			         cursor);
+		else
+			snprintf(params, sizeof params,
+			         "{\"all\":%s,\"limit\":%d}",
+			         ended ? "true" : "false", WEB_STATUS_PAGE);
+		/* Version 1 knows no cursor: one answer holds the list. */
+		if (sl_hello_info(wd->c)->version < 2)
+			snprintf(params, sizeof params,
+			         "{\"all\":%s,\"limit\":%d}",
+			         ended ? "true" : "false", WEB_ENDED_MAX);
+		if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
+			return rc;
+		more = 0;
+		jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
+		cJSON_ArrayForEach(j, jobs)
+		{
+			const char *st = web_str(j, "state");
+			int is_ended = st != NULL &&
+			               strcmp(st, "queued") != 0 &&
+			               strcmp(st, "admitted") != 0 &&
+			               strcmp(st, "running") != 0;
+			if (is_ended &&
+			    (++nended > WEB_ENDED_MAX ||
+			     web_num(j, "ended_at_ms", 0) < (double)since_ms))
+				goto done;
+			if (st != NULL && strcmp(st, "queued") == 0 &&
+			    ++nqueued > max_queued) {
+				(*queued_left)++;
+				continue;
+			}
+			cJSON_AddItemToArray(into, web_public_job(j));
+		}
+		next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
+		if (cJSON_IsString(next) && strlen(next->valuestring) < 64) {
+			char *q = cJSON_PrintUnformatted(next);
+			if (q != NULL && strlen(q) < sizeof cursor) {
+				snprintf(cursor, sizeof cursor, "%s", q);
+				more = 1;
+			}
+			cJSON_free(q);
+		}
+	done:
+		cJSON_Delete(r);
+	}
+	return 0;
+}
+
+/* The jobs holding memory: status lists them first, so one page of as
+ * many as info counts holds them all (a job admitted in between pushes
+ * the last one to the next page; the next scrape has it). */
+static int
+take_held(struct web_daemon *wd, const cJSON *info, cJSON *into)
+{
+	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(info, "jobs");
+	double held =
+	    web_num(counts, "admitted", 0) + web_num(counts, "running", 0);
+	char params[96];
+	cJSON *r, *j;
+	int rc;
+
+	if (held < 1)
+		return 0;
+	if (held > 1000)
+		held = 1000;
+	snprintf(params, sizeof params, "{\"all\":false,\"limit\":%.0f}", held);
+	if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
+		return rc;
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(r, "jobs"))
+	{
+		const char *st = web_str(j, "state");
+		if (st != NULL &&
+		    (strcmp(st, "admitted") == 0 || strcmp(st, "running") == 0))
+			cJSON_AddItemToArray(into, web_public_job(j));
+	}
+	cJSON_Delete(r);
+	return 0;
+}
+
+/* The latest WEB_EVENTS_KEPT events, oldest first. Events are read forward
+ * after an id, so each snapshot begins where the previous one's list began and
+ * reads on to the end (the first reads all the daemon has, once). */
+static int
+take_events(struct web_daemon *wd, cJSON *into)
+{
+	char params[96];
+	cJSON *r, *evs, *e;
+	int rc, n, pages = 0, retried = 0;
+	int64_t last = wd->events_from;
+
+	for (;;) {
+		snprintf(params, sizeof params,
+		         "{\"after_id\":%" PRId64 ",\"limit\":%d}", last,
+		         WEB_STATUS_PAGE);
+		if ((rc = web_daemon_call(wd, "events", params, &r)) < 0)
+			return rc;
+		evs = cJSON_GetObjectItemCaseSensitive(r, "events");
+		n = cJSON_GetArraySize(evs);
+		cJSON_ArrayForEach(e, evs)
+		{
+			cJSON_AddItemToArray(into, web_public_event(e));
+			last = (int64_t)web_num(e, "id", (double)last);
+		}
+		while (cJSON_GetArraySize(into) > WEB_EVENTS_KEPT)
+			cJSON_DeleteItemFromArray(into, 0);
+		cJSON_Delete(r);
+		/* Nothing after where we began: a new database (the ids
+		 * start again) or pruned; read from the start once. */
+		if (n == 0 && pages == 0 && wd->events_from > 0 && !retried) {
+			retried = 1;
+			last = wd->events_from = 0;
+			continue;
+		}
+		pages++;
+		if (n < WEB_STATUS_PAGE || pages > 100000)
+			break;
+	}
+	if (cJSON_GetArraySize(into) > 0)
+		wd->events_from =
+		    (int64_t)web_num(cJSON_GetArrayItem(into, 0), "id", 1) - 1;
+	return 0;
+}
+
+void
+web_snap_take(struct web_daemon *wd, int what, int64_t since_ms,
+              struct web_snap *s)
+{
+	int64_t started;
+
+	memset(s, 0, sizeof *s);
+	s->now_ms = web_now_ms();
+	if (web_daemon_call(wd, "info", NULL, &s->info) < 0)
+		return;
+	started = (int64_t)web_num(s->info, "started_at_ms", 0);
+	if (wd->started_at_ms != 0 && started != wd->started_at_ms) {
+		wd->restarts++;
+		wd->last_restart_ms = s->now_ms;
+	}
+	wd->started_at_ms = started;
+	if (what & WEB_SNAP_HELD) {
+		s->jobs = cJSON_CreateArray();
+		if (s->jobs == NULL || take_held(wd, s->info, s->jobs) < 0)
+			return;
+	} else if (what & WEB_SNAP_JOBS) {
+		s->jobs = cJSON_CreateArray();
+		if (s->jobs == NULL ||
+		    take_jobs(
+		        wd, (what & WEB_SNAP_ENDED) != 0, since_ms, s->jobs,
+		        (what & WEB_SNAP_QUEUE_ALL) ? INT_MAX : WEB_QUEUED_MAX,
+		        &s->queued_left) < 0)
+			return;
+	}
+	if (what & WEB_SNAP_EVENTS) {
+		s->events = cJSON_CreateArray();
+		if (s->events == NULL || take_events(wd, s->events) < 0)
+			return;
+	}
+	s->up = 1;
+}
+
+void
+web_snap_free(struct web_snap *s)
+{
+	cJSON_Delete(s->info);
+	cJSON_Delete(s->jobs);
+	cJSON_Delete(s->events);
+	cJSON_Delete(s->history);
+	memset(s, 0, sizeof *s);
+}
