@@ -404,6 +404,21 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "max_unread") == 0)
 		return set_size(&cfg->max_unread_bytes, key, v, 64 * 1024,
 		                1u << 30, cause, causelen);
+	if (strcmp(k, "learn") == 0) {
+		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
+			return rc;
+		cfg->learn = (int)n;
+		return 0;
+	}
+	if (strcmp(k, "learn_runs") == 0)
+		return set_int(&cfg->learn_runs, key, v, 1,
+		               CONFIG_LEARN_RUNS_MAX, cause, causelen);
+	if (strcmp(k, "fast_interval") == 0)
+		return set_duration(&cfg->fast_interval_ms, key, v, 0,
+		                    3600 * 1000, cause, causelen);
+	if (strcmp(k, "fast_swap") == 0)
+		return set_double(&cfg->fast_swap_pct, key, v, 0, 100, cause,
+		                  causelen);
 	if (strcmp(k, "keep_awake") == 0) {
 		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
 			return rc;
@@ -558,6 +573,10 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_wait_free_pct = 95;
 	cfg->hol_bound_ms = 600000;
 	cfg->keep_awake = 1;
+	cfg->learn = 1;
+	cfg->learn_runs = 5;
+	cfg->fast_interval_ms = 100;
+	cfg->fast_swap_pct = 25;
 }
 
 struct option_def {
@@ -778,6 +797,10 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->hol_bound_ms = n->hol_bound_ms;
 	cfg->verbose = n->verbose;
 	cfg->keep_awake = n->keep_awake;
+	cfg->learn = n->learn;
+	cfg->learn_runs = n->learn_runs;
+	cfg->fast_interval_ms = n->fast_interval_ms;
+	cfg->fast_swap_pct = n->fast_swap_pct;
 	free(n);
 	return 0;
 }

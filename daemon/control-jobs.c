@@ -130,6 +130,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
 	double wait_free = d->cfg.default_wait_free_pct;
 	int attached = 0, exclusive = 0, rc, counts[JOB_LOST + 1], privileged;
+	int expect_given = 0;
 	struct job *j = NULL;
 	char user[64];
 	const char *base;
@@ -180,6 +181,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                          &budget, cause, causelen)) < 0 ||
 	    (rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
 	                          &expect, cause, causelen)) < 0 ||
+	    (expect_given = rc == 0, 0) ||
 	    (rc = proto_param_bool(params, "exclusive", 0, &exclusive, cause,
 	                           causelen)) < 0 ||
 	    (rc = proto_param_int(params, "retry_on_breach", 0, 0, 100, &retry,
@@ -239,6 +241,10 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	j->wait_free_pct = wait_free;
 	j->swap_budget_bytes = (uint64_t)budget;
 	j->expect_bytes = (uint64_t)expect;
+	/* Given (0 too: it opts out of a learned peak), or left to what the
+	 * name's past runs reached (jobs_learn_expect). */
+	j->expect_source = expect_given ? JOB_EXPECT_GIVEN : JOB_EXPECT_NONE;
+	j->name_given = name != NULL && name[0] != '\0';
 	j->exclusive = exclusive;
 	j->retry_on_breach = (int)retry;
 	j->umask = (int)mask;
@@ -651,6 +657,7 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 }
 
 static void add_stages(struct daemon *d, int64_t id, cJSON *job);
+static void add_learned(struct daemon *d, cJSON *job);
 
 int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
@@ -666,7 +673,46 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = answer_job(d, p, id, env, result, cause, causelen)) != 0)
 		return rc;
 	add_stages(d, id, *result);
+	add_learned(d, *result);
 	return 0;
+}
+
+/* What the past runs of the job's name reached (public, as the name is):
+ * null when the name was not given (it never learns) or the database
+ * could not be read; runs 0 when it never ran. */
+static void
+add_learned(struct daemon *d, cJSON *job)
+{
+	const cJSON *given, *name, *uid;
+	struct store_learned l;
+	cJSON *o, *stages;
+
+	if (job == NULL)
+		return;
+	given = cJSON_GetObjectItemCaseSensitive(job, "name_given");
+	name = cJSON_GetObjectItemCaseSensitive(job, "name");
+	uid = cJSON_GetObjectItemCaseSensitive(job, "uid");
+	if (!cJSON_IsTrue(given) || !cJSON_IsString(name) ||
+	    !cJSON_IsNumber(uid) ||
+	    jobs_learned(d, (uid_t)uid->valuedouble, name->valuestring, &l) !=
+	        0) {
+		cJSON_AddNullToObject(job, "learned");
+		return;
+	}
+	o = cJSON_AddObjectToObject(job, "learned");
+	if (o != NULL) {
+		proto_add_int(o, "runs", l.runs);
+		proto_add_int(o, "killed", l.killed);
+		proto_add_int(o, "footprint_peak_bytes",
+		              (int64_t)l.footprint_peak_bytes);
+		proto_add_int(o, "swap_growth_peak_bytes",
+		              (int64_t)l.swap_growth_peak_bytes);
+		stages = l.stages != NULL ? cJSON_Parse(l.stages) : NULL;
+		if (stages == NULL)
+			stages = cJSON_CreateArray();
+		cJSON_AddItemToObject(o, "stages", stages);
+	}
+	store_learned_clear(&l);
 }
 
 /* The job's stages (public, as its name is): null when the database could

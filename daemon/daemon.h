@@ -58,6 +58,16 @@ struct config {
 	double max_wait_free_pct; /* highest wait_free_pct, default 95 */
 	int64_t hol_bound_ms;     /* an unprivileged head's claim, 600 s */
 
+	/* learned peaks (docs/jobs.md, "Learned peaks"): on, and how many
+	 * of the last runs of a name count (1..CONFIG_LEARN_RUNS_MAX) */
+	int learn;      /* default 1 */
+	int learn_runs; /* default 5 */
+	/* adaptive sampling (docs/jobs.md, "Sampling rate"): the fast
+	 * interval (0: never fast; above interval_ms: interval_ms) and the
+	 * share of a budget past which a job's growth makes it fast */
+	int64_t fast_interval_ms; /* default 100 */
+	double fast_swap_pct;     /* default 25 */
+
 	int verbose;
 	int foreground;
 	/* hold off idle sleep while a job holds memory (platform.h), 1 */
@@ -75,6 +85,8 @@ struct config {
 /* Jobs keep this many recent footprints per job to tell when it settled
  * (jobs-internal.h), so settle_samples can be no larger. */
 #define CONFIG_SETTLE_SAMPLES_MAX 16
+/* As many runs as the store keeps of a name (STORE_LEARN_RUNS_MAX). */
+#define CONFIG_LEARN_RUNS_MAX STORE_LEARN_RUNS_MAX
 
 void config_defaults(struct config *cfg, int system);
 /* Parse argv (and --config FILE) into cfg. Returns 0 to run, 1 when it

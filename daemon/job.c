@@ -38,6 +38,30 @@ job_state_parse(const char *name, enum job_state *s)
 	return -EINVAL;
 }
 
+const char *
+job_expect_source_name(enum job_expect_source e)
+{
+	switch (e) {
+	case JOB_EXPECT_GIVEN:
+		return "given";
+	case JOB_EXPECT_LEARNED:
+		return "learned";
+	case JOB_EXPECT_NONE:
+		break;
+	}
+	return NULL;
+}
+
+enum job_expect_source
+job_expect_source_parse(const char *name)
+{
+	if (name != NULL && strcmp(name, "given") == 0)
+		return JOB_EXPECT_GIVEN;
+	if (name != NULL && strcmp(name, "learned") == 0)
+		return JOB_EXPECT_LEARNED;
+	return JOB_EXPECT_NONE;
+}
+
 static void
 job_free_strv(char **v)
 {

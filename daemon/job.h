@@ -23,6 +23,15 @@ enum job_state {
 #define JOB_STATE_ENDED(s) ((s) >= JOB_EXITED)
 
 const char *job_state_name(enum job_state s);
+
+enum job_expect_source {
+	JOB_EXPECT_NONE = 0,
+	JOB_EXPECT_GIVEN,
+	JOB_EXPECT_LEARNED,
+};
+/* "given", "learned", or NULL for none (the wire's and the store's). */
+const char *job_expect_source_name(enum job_expect_source e);
+enum job_expect_source job_expect_source_parse(const char *name);
 int job_state_parse(const char *name, enum job_state *s);
 
 struct job {
@@ -41,10 +50,20 @@ struct job {
 	char **env; /* NULL-terminated; NULL for attached jobs */
 	int attached;
 
+	/* The name was given (--name, guard(name=...)), not the command's
+	 * basename: only such a job learns its peaks and reserves them
+	 * (docs/jobs.md, "Learned peaks"). */
+	int name_given;
+
 	int priority;               /* higher first */
 	double wait_free_pct;       /* admit only when free % >= this */
 	uint64_t swap_budget_bytes; /* 0: no budget */
 	uint64_t expect_bytes;      /* 0: none */
+	/* Where expect_bytes came from: given at submit (0 included, which
+	 * opts out of a learned peak), learned from expect_runs past runs
+	 * of the name, or neither. */
+	enum job_expect_source expect_source;
+	int expect_runs;
 	int exclusive;
 	int retry_on_breach; /* retries allowed */
 	int umask;           /* a detached job's file mode mask */

@@ -237,6 +237,7 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	j->attempt = 1;
 	j->state = JOB_QUEUED;
 	j->submitted_ms = now_ms();
+	jobs_learn_expect(d, j);
 	if (store_job_insert(d->store, j, scause, sizeof scause) != 0) {
 		job_free(j);
 		snprintf(cause, causelen, "storage error: %s", scause);

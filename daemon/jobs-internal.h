@@ -12,6 +12,8 @@
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
+ *   jobs-learn.c    learned peaks: what a named job reserves, and
+ *                   learning from each run that ends
  *
  * The rules (state machine, admission, breach) are in docs/jobs.md.
  */
@@ -152,6 +154,15 @@ const char *jobs_stage_current(const struct jrec *r);
 void jobs_stage_free(struct jrec *r);
 /* Start-up: a re-adopted job's stage that had not ended goes on. */
 void jobs_stage_restore(struct daemon *d, struct jrec *r);
+
+/* ---- jobs-learn.c ---- */
+
+/* Set j's expect from what the last runs of its name reached, when its
+ * name was given, no expect was, and learning is on (else it reserves
+ * nothing it learnt). At submit, and again at admission. */
+void jobs_learn_expect(struct daemon *d, struct job *j);
+/* The job's end is committed: what it reached joins its name's runs. */
+void jobs_learn_record(struct daemon *d, const struct job *j);
 
 /* ---- jobs-kill.c ---- */
 

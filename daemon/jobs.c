@@ -369,6 +369,7 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	r->end_pending = 0;
 	if (JOB_STATE_ENDED(j->state))
 		d->jobs->ended[j->state][jobs_reason_index(j->end_reason)]++;
+	jobs_learn_record(d, j);
 	if (j->end_reason != NULL)
 		cJSON_AddStringToObject(det, "reason", j->end_reason);
 	if (j->state == JOB_EXITED || j->state == JOB_KILLED) {
@@ -618,6 +619,8 @@ jrec_admit(struct daemon *d, struct jrec *r)
 	struct jobs_note n = {.kind = JOBS_NOTE_ADMITTED, .job = j};
 	cJSON *det;
 
+	/* Runs of its name that ended while it waited count too. */
+	jobs_learn_expect(d, j);
 	j->state = JOB_ADMITTED;
 	j->admitted_ms = now_ms();
 	j->swap_base_bytes = d->last.swap_used_bytes;

@@ -149,6 +149,11 @@ struct jobs_stage_row {
 int jobs_stages(struct daemon *d, int64_t id, struct jobs_stage_row **out,
                 size_t *n);
 void jobs_stages_free(struct jobs_stage_row *rows, size_t n);
+/* What the last learn_runs runs of (uid, name) reached (docs/jobs.md,
+ * "Learned peaks"); clear it with store_learned_clear. < 0 when the
+ * store fails. */
+int jobs_learned(struct daemon *d, uid_t uid, const char *name,
+                 struct store_learned *out);
 /* resume: the attached client is back after a restart. */
 void jobs_resume(struct daemon *d, int64_t id, uint64_t client_id);
 /* A connection closed: its attached jobs are given up or left running. */

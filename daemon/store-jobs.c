@@ -198,6 +198,14 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_text(st, k++, groups, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, k++, j->bytes);
 	bind_text_or_null(st, k++, j->kill);
+	sqlite3_bind_int(st, k++, j->name_given);
+	if (j->expect_source == JOB_EXPECT_NONE)
+		sqlite3_bind_null(st, k++);
+	else
+		sqlite3_bind_text(st, k++,
+		                  job_expect_source_name(j->expect_source), -1,
+		                  SQLITE_STATIC);
+	sqlite3_bind_int(st, k++, j->expect_runs);
 	free(groups);
 	return 0;
 }
@@ -289,6 +297,10 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 		err = e2;
 	j->bytes = sqlite3_column_int64(st, k++);
 	j->kill = column_strdup(st, k++, &err);
+	j->name_given = sqlite3_column_int(st, k++);
+	j->expect_source =
+	    job_expect_source_parse((const char *)sqlite3_column_text(st, k++));
+	j->expect_runs = sqlite3_column_int(st, k++);
 	j->argv =
 	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
 	if (e2 != 0)
@@ -670,7 +682,11 @@ store_prune_jobs(struct store *s, int64_t now_ms,
 		         s,
 		         "DELETE FROM jobs WHERE state IN " JOB_ENDED_STATES
 		         " AND ended_ms < ?1",
-		         cut)) != SQLITE_OK)
+		         cut)) != SQLITE_OK ||
+		    (rc = store_exec_cut(s,
+		                         "DELETE FROM learned_peaks"
+		                         " WHERE ended_ms < ?1",
+		                         cut)) != SQLITE_OK)
 			return rc;
 	}
 	return SQLITE_OK;

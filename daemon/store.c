@@ -151,6 +151,28 @@ static const char *const store_migrations[] = {
     /* 6: the numbers of a breach kill (a JSON object: budget, growth,
      * footprint, free %, pressure, time), public members of the Job. */
     "ALTER TABLE jobs ADD COLUMN kill TEXT;",
+    /* 7: learned peaks. Whether a job's name was given (only those
+     * learn: docs/jobs.md, "Learned peaks"), where its expect came from
+     * ('given', 'learned', NULL: neither) and from how many runs, and
+     * one row per ended run of a given name: what it reached. Jobs from
+     * before did not say whether their name was given: they never
+     * learn. */
+    ("ALTER TABLE jobs ADD COLUMN name_given INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN expect_source TEXT;"
+     "ALTER TABLE jobs ADD COLUMN expect_runs INTEGER NOT NULL DEFAULT 0;"
+     "UPDATE jobs SET expect_source = 'given' WHERE expect_bytes > 0;"
+     "CREATE TABLE learned_peaks ("
+     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     " uid INTEGER NOT NULL,"
+     " name TEXT NOT NULL,"
+     " job_id INTEGER NOT NULL,"
+     " ended_ms INTEGER NOT NULL,"
+     " killed INTEGER NOT NULL,"
+     " footprint_peak_bytes INTEGER NOT NULL,"
+     " swap_growth_peak_bytes INTEGER NOT NULL,"
+     " stages TEXT);"
+     "CREATE INDEX learned_peaks_name ON learned_peaks(uid, name, id);"
+     "CREATE INDEX learned_peaks_uid ON learned_peaks(uid, id);"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -453,7 +475,7 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
 	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34, ?35, ?36)");
+	                 " ?34, ?35, ?36, ?37, ?38, ?39)");
 	PREP(s->args_ins,
 	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
@@ -461,7 +483,7 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36) WHERE id = ?37");
+	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39) WHERE id = ?40");
 	PREP(s->job_get,
 	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
 	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM

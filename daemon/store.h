@@ -201,6 +201,41 @@ int store_job_events(struct store *s, int64_t job_id, const char *kind,
                      int (*cb)(void *arg, const struct store_event *e),
                      void *arg);
 
+/*
+ * Learned peaks (store-learn.c, docs/jobs.md "Learned peaks"): one row per
+ * ended run of a job whose name was given. A uid keeps at most
+ * STORE_LEARN_RUNS_MAX rows per name and STORE_LEARN_ROWS_PER_UID in all
+ * (the oldest go first); retention prunes them with the ended jobs.
+ */
+#define STORE_LEARN_RUNS_MAX 20
+#define STORE_LEARN_ROWS_PER_UID 1000
+struct store_learn_run {
+	uid_t uid;
+	const char *name;
+	int64_t job_id;
+	int64_t ended_ms;
+	int killed; /* killed by the daemon: its peaks are lower bounds */
+	uint64_t footprint_peak_bytes;
+	uint64_t swap_growth_peak_bytes;
+	const char *stages; /* JSON array of {name, footprint_peak_bytes,
+	                       swap_growth_bytes}, or NULL */
+};
+int store_learn_add(struct store *s, const struct store_learn_run *run,
+                    char *cause, size_t causelen);
+/* What the last runs (at most n) of (uid, name) reached. */
+struct store_learned {
+	int runs;   /* rows read, 0 when the name never ran */
+	int killed; /* of them, killed: their peaks are lower bounds */
+	uint64_t footprint_peak_bytes;   /* the highest of them */
+	uint64_t swap_growth_peak_bytes; /* the highest of them */
+	/* Per stage, the highest of each over the runs that reported it: a
+	 * JSON array as store_learn_run's (malloc'd), NULL when none. */
+	char *stages;
+};
+int store_learn_get(struct store *s, uid_t uid, const char *name, int n,
+                    struct store_learned *out);
+void store_learned_clear(struct store_learned *l);
+
 /* Size of the database file(s) in bytes, for info and benchmarks. */
 int64_t store_size_bytes(struct store *s);
 

@@ -122,6 +122,14 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 	cJSON_AddNumberToObject(o, "wait_free_pct", j->wait_free_pct);
 	proto_add_int(o, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
 	proto_add_int(o, "expect_bytes", (int64_t)j->expect_bytes);
+	if (j->expect_source != JOB_EXPECT_NONE)
+		cJSON_AddStringToObject(
+		    o, "expect_source",
+		    job_expect_source_name(j->expect_source));
+	else
+		cJSON_AddNullToObject(o, "expect_source");
+	proto_add_int(o, "expect_runs", j->expect_runs);
+	cJSON_AddBoolToObject(o, "name_given", j->name_given);
 	cJSON_AddBoolToObject(o, "exclusive", j->exclusive);
 	proto_add_int(o, "retry_on_breach", j->retry_on_breach);
 	proto_add_int(o, "attempt", j->attempt);
