@@ -327,6 +327,9 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 	if (j->expect_bytes > 0)
 		sb_add(&b, ", expects %s",
 		       cli_size(j->expect_bytes, s1, sizeof s1));
+	if (j->expect_bytes > 0 && strcmp(j->expect_source, "learned") == 0)
+		sb_add(&b, " (learned from %d run%s)", j->expect_runs,
+		       j->expect_runs == 1 ? "" : "s");
 	if (j->priority != 0)
 		sb_add(&b, ", priority %d", j->priority);
 	if (j->exclusive)
@@ -651,7 +654,7 @@ cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec)
 	spec->wait_free_pct = cli_pct(a, "wait-free", spec->wait_free_pct);
 	spec->swap_budget_bytes =
 	    cli_number(a, "swap-budget", spec->swap_budget_bytes);
-	spec->expect_bytes = (uint64_t)cli_number(a, "expect", 0);
+	spec->expect_bytes = cli_number(a, "expect", spec->expect_bytes);
 	spec->priority = (int)cli_number(a, "priority", 0);
 	spec->name = cli_text(a, "name", NULL);
 	spec->exclusive = cli_has(a, "exclusive");

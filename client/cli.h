@@ -212,6 +212,13 @@ void cli_job_waited(const struct sl_job *j, int64_t now, char *buf, size_t len);
 void cli_job_ran(const struct sl_job *j, int64_t now, char *buf, size_t len);
 /* "1.2G/8.0G", "0B/-" (no budget) */
 void cli_job_swap(const struct sl_job *j, char *buf, size_t len);
+/* cli-learned.c: status's footprint cell of a job with a reservation
+ * gets ", expects 19G" and where it came from ("learned, 3 runs"); buf
+ * holds the cell and is appended to. */
+void cli_job_expect(const struct sl_job *j, char *buf, size_t len);
+/* show: "Learned from N runs of NAME: ..." and the stages' peaks, from
+ * the show answer's learned (nothing when null or no run). */
+void cli_print_learned(const char *show_json, FILE *f);
 /* "exited 0", "killed (swap_budget)", "queued #2" */
 void cli_job_state(const struct sl_job *j, char *buf, size_t len);
 /* The readable paragraph of `show`, into a malloc'd string. */

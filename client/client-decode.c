@@ -188,6 +188,10 @@ client_decode_job(const cJSON *o, struct sl_job *j)
 	j->wait_free_pct = client_dbl(o, "wait_free_pct", 0);
 	j->swap_budget_bytes = client_u64(o, "swap_budget_bytes");
 	j->expect_bytes = client_u64(o, "expect_bytes");
+	client_str(o, "expect_source", j->expect_source,
+	           sizeof j->expect_source);
+	j->expect_runs = (int)client_i64(o, "expect_runs", 0);
+	j->name_given = client_bool(o, "name_given");
 	j->exclusive = client_bool(o, "exclusive");
 	j->retry_on_breach = (int)client_i64(o, "retry_on_breach", 0);
 	j->attempt = (int)client_i64(o, "attempt", 1);

@@ -145,6 +145,7 @@ sl_job_spec_init(struct sl_job_spec *spec)
 	memset(spec, 0, sizeof *spec);
 	spec->wait_free_pct = -1;
 	spec->swap_budget_bytes = -1;
+	spec->expect_bytes = -1;
 	spec->umask = -1;
 }
 
@@ -286,9 +287,8 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 	if (spec->swap_budget_bytes >= 0)
 		proto_add_int(params, "swap_budget_bytes",
 		              spec->swap_budget_bytes);
-	if (spec->expect_bytes > 0)
-		proto_add_int(params, "expect_bytes",
-		              (int64_t)spec->expect_bytes);
+	if (spec->expect_bytes >= 0)
+		proto_add_int(params, "expect_bytes", spec->expect_bytes);
 	if (spec->exclusive)
 		cJSON_AddBoolToObject(params, "exclusive", 1);
 	if (spec->retry_on_breach > 0)

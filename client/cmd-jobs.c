@@ -288,6 +288,7 @@ cmd_status(struct cli *cli, struct cli_args *args)
 			                         : j->footprint_bytes,
 			         c[6], 64);
 		cli_job_swap(j, c[7], 64);
+		cli_job_expect(j, c[6], 64);
 		cli_table_add(&t, cells);
 	}
 	cli_table_print(&t, stdout);
@@ -298,16 +299,18 @@ cmd_status(struct cli *cli, struct cli_args *args)
 
 /* ---- show ---- */ /* ---- show ---- */
 
-/* The job's stages come with the show answer as JSON, which sl_job does
- * not carry. */
+/* The job's stages, and what past runs of its name reached, come with the
+ * show answer as JSON, which sl_job does not carry. */
 static void
 show_stages(struct cli *cli, int64_t id)
 {
 	char params[64], *out = NULL;
 
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
-	if (sl_call(cli->client, "show", params, &out) == 0)
+	if (sl_call(cli->client, "show", params, &out) == 0) {
 		cli_print_stages(out, cli_now_ms(), stdout);
+		cli_print_learned(out, stdout);
+	}
 	sl_free(out);
 }
 

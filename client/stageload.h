@@ -314,7 +314,10 @@ struct sl_job_spec {
 	                              and the daemon's admin_group */
 	double wait_free_pct;      /* < 0: the daemon's default */
 	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
-	uint64_t expect_bytes;     /* 0: none */
+	/* < 0: none, or for a job whose name is given the peak its past
+	 * runs of that name reached (docs/jobs.md, "Learned peaks"); 0:
+	 * none, not even a learned one */
+	int64_t expect_bytes;
 	int exclusive;
 	int retry_on_breach; /* 0..100 */
 	int umask;           /* a detached job's; -1: this process's */
@@ -371,6 +374,11 @@ struct sl_job {
 	 * (NULL then); NULL when not the caller's to see. sl_show gives
 	 * argv. */
 	char *command;
+	/* Where expect_bytes came from: "given", "learned" (from
+	 * expect_runs past runs of the name) or "" (none). */
+	char expect_source[16];
+	int expect_runs;
+	int name_given; /* the name was given, not the command's */
 };
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */

@@ -506,6 +506,14 @@ def main():
         # show adds the job's stages (PROTOCOL.md, show) to the Job
         check("stages" in methods["show"] and isinstance(shown.pop("stages", None), list),
               "show: a documented stages list")
+        # and what past runs of its name reached (null for a job whose
+        # name was not given)
+        learned = shown.pop("learned", "absent")
+        check("learned" in methods["show"] and
+              (learned is None or (isinstance(learned, dict) and
+                                   set(learned) == {"runs", "killed", "footprint_peak_bytes",
+                                                    "swap_growth_peak_bytes", "stages"})),
+              "show: a documented learned, got %r" % (learned,))
         check_job(doc, "show with env", shown, with_env=True)
         check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
         st = c.call("status", {"all": True, "limit": 5})

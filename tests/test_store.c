@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -205,11 +205,97 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
+/* A database of this schema turned back into schema 6's shape: no
+ * learned peaks, no name_given, expect_source or expect_runs. */
+static void
+raw_to_schema_6(sqlite3 *db)
+{
+	raw_exec(db, "DROP TABLE learned_peaks");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN name_given");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN expect_source");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN expect_runs");
+}
+
+/* A database of schema 6 is brought to 7: its jobs did not say whether
+ * their name was given (they never learn), an expect they had was given,
+ * and the learned peaks table is there, empty. */
+static void
+test_migrate_from_6(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	struct job j, *got;
+	struct store_learned l;
+	struct store_learn_run run;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	j.uid = 1000;
+	j.name = "n";
+	j.cwd = "/tmp";
+	j.expect_bytes = 1 << 20;
+	j.name_given = 1;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_6(db);
+	raw_exec(db, "PRAGMA user_version = 6");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->name_given, 0);
+	assert_int_equal(got->expect_source, JOB_EXPECT_GIVEN);
+	assert_int_equal(got->expect_runs, 0);
+	job_free(got);
+	assert_int_equal(store_learn_get(f->s, 1000, "n", 5, &l), 0);
+	assert_int_equal(l.runs, 0);
+	/* Rows go in; the last n are read back, killed ones flagged, stages
+	 * folded by name; a name keeps STORE_LEARN_RUNS_MAX rows. */
+	memset(&run, 0, sizeof run);
+	run.uid = 1000;
+	run.name = "n";
+	for (int i = 1; i <= STORE_LEARN_RUNS_MAX + 3; i++) {
+		run.job_id = i;
+		run.ended_ms = i;
+		run.killed = i % 2;
+		run.footprint_peak_bytes = (uint64_t)i << 20;
+		run.swap_growth_peak_bytes = (uint64_t)(100 - i);
+		run.stages =
+		    i == STORE_LEARN_RUNS_MAX + 3
+		        ? "[{\"name\":\"load\",\"footprint_peak_bytes\":5,"
+		          "\"swap_growth_bytes\":1}]"
+		        : "[{\"name\":\"load\",\"footprint_peak_bytes\":7,"
+		          "\"swap_growth_bytes\":0}]";
+		assert_int_equal(
+		    store_learn_add(f->s, &run, cause, sizeof cause), 0);
+	}
+	assert_int_equal(store_learn_get(f->s, 1000, "n", 2, &l), 0);
+	assert_int_equal(l.runs, 2);
+	assert_int_equal(l.killed, 1);
+	assert_int_equal(l.footprint_peak_bytes,
+	                 (uint64_t)(STORE_LEARN_RUNS_MAX + 3) << 20);
+	assert_int_equal(l.swap_growth_peak_bytes,
+	                 100 - (STORE_LEARN_RUNS_MAX + 2));
+	assert_string_equal(l.stages, "[{\"name\":\"load\",\"footprint_peak_"
+	                              "bytes\":7,\"swap_growth_bytes\":1}]");
+	store_learned_clear(&l);
+	assert_int_equal(store_learn_get(f->s, 1000, "n", 100, &l), 0);
+	assert_int_equal(l.runs, STORE_LEARN_RUNS_MAX);
+	store_learned_clear(&l);
+	assert_int_equal(store_learn_get(f->s, 1001, "n", 5, &l), 0);
+	assert_int_equal(l.runs, 0);
+}
+
 /* A database of this schema turned back into schema 4's shape: argv and
  * env in the jobs rows, no job_args, no bytes, no kill. */
 static void
 raw_to_schema_4(sqlite3 *db)
 {
+	raw_to_schema_6(db);
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs ADD COLUMN argv TEXT");
 	raw_exec(db, "ALTER TABLE jobs ADD COLUMN env TEXT");
@@ -254,7 +340,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -298,7 +384,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -342,7 +428,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -564,7 +650,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 6");
+	raw_exec(db, "PRAGMA user_version = 7");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -1871,6 +1957,7 @@ main(void)
 	    T(test_reopen_keeps_data),
 	    T(test_migrate_from_1),
 	    T(test_migrate_from_4),
+	    T(test_migrate_from_6),
 	    T(test_history_parts),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),

@@ -264,8 +264,9 @@ class guard:
                               stacklevel=3)
                 _warned_no_daemon = True
             return
-        name = self.name or os.path.basename(sys.argv[0] if sys.argv and sys.argv[0]
-                                             else "python") or "python"
+        # Only a given name learns its peaks (docs/jobs.md, "Learned
+        # peaks"); without one the daemon names the job after the command.
+        name = self.name or None
         argv = [sys.executable] + [a for a in sys.argv if a] if sys.argv else [sys.executable]
         try:
             sub = self.client.submit(argv, attached=True, name=name,
