@@ -116,13 +116,34 @@ admit_settled(const struct admit_running *r, int64_t now_ms,
 
 	if (now_ms - r->admitted_ms >= cfg->settle_ms)
 		return 1;
-	window = cfg->settle_samples > 1 ? (size_t)cfg->settle_samples : 1;
-	/* A job not yet sampled that often (or not started at all) has not
-	 * shown that it stopped growing. */
-	if (r->recent_footprints == NULL || r->nrecent < window)
+	if (r->recent_footprints == NULL || r->nrecent == 0)
 		return 0;
-	first = r->recent_footprints[r->nrecent - window];
 	last = r->recent_footprints[r->nrecent - 1];
+	if (r->recent_ms != NULL && cfg->settle_window_ms > 0) {
+		/* Over the last settle_window_ms, at any rate: the newest
+		 * sample at least that much older than the last (a tenth of
+		 * the window's slack for a timer's jitter). A job not
+		 * sampled that long has not shown it stopped growing,
+		 * unless the ring is full: then its oldest. */
+		int64_t edge = r->recent_ms[r->nrecent - 1] -
+		               cfg->settle_window_ms +
+		               cfg->settle_window_ms / 10;
+		size_t k = r->nrecent;
+
+		while (k > 0 && r->recent_ms[k - 1] > edge)
+			k--;
+		if (k == 0 && r->nrecent < ADMIT_RECENT_MAX)
+			return 0;
+		first = r->recent_footprints[k > 0 ? k - 1 : 0];
+	} else {
+		window =
+		    cfg->settle_samples > 1 ? (size_t)cfg->settle_samples : 1;
+		/* A job not yet sampled that often (or not started at
+		 * all) has not shown that it stopped growing. */
+		if (r->nrecent < window)
+			return 0;
+		first = r->recent_footprints[r->nrecent - window];
+	}
 	if (last <= first)
 		return 1;
 	/* Growth below settle_growth_pct of where the window started. */

@@ -49,6 +49,9 @@ struct admit_queued {
 	                       priority */
 };
 
+/* The most recent footprints a caller keeps per job (admit_running). */
+#define ADMIT_RECENT_MAX 128
+
 /* A job holding memory: admitted (not yet running) or running. */
 struct admit_running {
 	int64_t job_id;
@@ -58,8 +61,10 @@ struct admit_running {
 	uint64_t expect_bytes;    /* 0: none */
 	int exclusive;
 	/* Footprints of the job's tree at the most recent samples since it
-	 * started, oldest first; used for settle. */
+	 * started, oldest first; used for settle. recent_ms: when each was
+	 * sampled (NULL: settle counts samples, not time). */
 	const uint64_t *recent_footprints;
+	const int64_t *recent_ms;
 	size_t nrecent;
 };
 
@@ -67,8 +72,11 @@ struct admit_config {
 	int64_t settle_ms;        /* settle time; 0: no settle wait */
 	double settle_growth_pct; /* growth below this over the window */
 	int settle_samples;       /* window length in samples */
-	int max_running;          /* 0: no limit */
-	int64_t hol_bound_ms;     /* an unprivileged head's sole claim */
+	/* With the samples' times: the window in time (settle_samples
+	 * normal intervals), whatever the rate; 0: count samples. */
+	int64_t settle_window_ms;
+	int max_running;      /* 0: no limit */
+	int64_t hol_bound_ms; /* an unprivileged head's sole claim */
 };
 
 /* The head's claim: since when its user has held the head without the

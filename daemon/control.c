@@ -17,6 +17,7 @@
 #include "log.h"
 #include "notify.h"
 #include "proto.h"
+#include "sampler.h"
 #include "server.h"
 #include "version.h"
 #include "wire.h"
@@ -375,6 +376,14 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(r, "version", p->version);
 	cJSON_AddStringToObject(r, "os", STAGELOAD_OS);
 	proto_add_int(r, "interval_ms", d->cfg.interval_ms);
+	/* The rate in force and why (docs/jobs.md, "Sampling rate"). */
+	o = cJSON_AddObjectToObject(r, "sampling");
+	proto_add_int(o, "interval_ms", sampler_interval_ms(d));
+	cJSON_AddBoolToObject(o, "fast", d->fast_reason != NULL);
+	if (d->fast_reason != NULL)
+		cJSON_AddStringToObject(o, "reason", d->fast_reason);
+	else
+		cJSON_AddNullToObject(o, "reason");
 	proto_add_int(r, "started_at_ms", d->started_ms);
 	cJSON_AddStringToObject(r, "socket", d->cfg.socket_path);
 	cJSON_AddStringToObject(r, "db_path", d->cfg.db_path);

@@ -118,6 +118,9 @@ struct daemon {
 	struct answers *answers; /* large answers being written (answers.c) */
 	struct sys_sample last;  /* latest system sample */
 	int have_last;
+	/* Why the sampler is fast (jobs_fast_reason), NULL at the normal
+	 * interval: info shows it. */
+	const char *fast_reason;
 	int64_t started_ms;
 	int stopping;
 	/* The client cap the descriptor limit allows: at most max_clients. */

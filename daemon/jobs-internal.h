@@ -12,6 +12,7 @@
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
+ *   jobs-fast.c     when the sampler should be fast (adaptive sampling)
  *   jobs-learn.c    learned peaks: what a named job reserves, and
  *                   learning from each run that ends
  *
@@ -35,7 +36,11 @@
 #include "proctree.h"
 #include "spawn.h"
 
-#define JOBS_WINDOW CONFIG_SETTLE_SAMPLES_MAX /* footprints kept for settle */
+/* Footprints kept for settle: settle is judged over settle_samples
+ * normal intervals of time whatever the rate (docs/jobs.md, "Sampling
+ * rate"), so at 0.1 s the default 1.5 s takes 16, the most (16 x 0.5 s)
+ * 81. Beyond that the window is what the ring holds. */
+#define JOBS_WINDOW ADMIT_RECENT_MAX
 
 /* A job that has not ended (or whose end is not yet committed). */
 struct jrec {
@@ -44,6 +49,7 @@ struct jrec {
 	struct proctree *tree;
 	uint64_t
 	    fp[JOBS_WINDOW]; /* footprints since it started, oldest first */
+	int64_t fp_ms[JOBS_WINDOW]; /* and when each was sampled */
 	size_t nfp;
 	uint64_t growth_bytes;
 	int64_t growth_restarted_ms; /* 0: growth counts from admission */
@@ -89,6 +95,12 @@ struct jobs {
 	const struct jobs_ops *ops;
 	uv_timer_t *admit_timer;
 	struct admit_claim claim; /* the head's claim (admit.h), in memory */
+	/* jobs-fast.c: the last swap used seen and when it last rose; until
+	 * when a job's end keeps the sampler fast */
+	uint64_t fast_swap_prev;
+	int fast_have_prev;
+	int64_t fast_swap_rose_ms;
+	int64_t fast_ended_until_ms;
 	/* Since the daemon started (jobs_counters). */
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
@@ -154,6 +166,12 @@ const char *jobs_stage_current(const struct jrec *r);
 void jobs_stage_free(struct jrec *r);
 /* Start-up: a re-adopted job's stage that had not ended goes on. */
 void jobs_stage_restore(struct daemon *d, struct jrec *r);
+
+/* ---- jobs-fast.c ---- */
+
+/* A job has ended: sample at once if a job waits (it may fit now), and
+ * stay fast a moment. */
+void jobs_fast_ended(struct daemon *d);
 
 /* ---- jobs-learn.c ---- */
 

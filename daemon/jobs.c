@@ -259,6 +259,7 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			a->expect_bytes = j->expect_bytes;
 			a->exclusive = j->exclusive;
 			a->recent_footprints = r->fp;
+			a->recent_ms = r->fp_ms;
 			a->nrecent = r->nfp;
 		} else if (jrec_is_live(r) && j->state == JOB_QUEUED) {
 			struct admit_queued *a = &s->aq[k++];
@@ -384,6 +385,7 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	jobs_note(d, &n);
 	jrec_release(d, r);
 	jobs_admit_soon(d);
+	jobs_fast_ended(d);
 }
 
 /* End the job in state s; detail is consumed. */
@@ -736,6 +738,8 @@ jobs_admit(struct daemon *d)
 		in.cfg.settle_ms = d->cfg.settle_ms;
 		in.cfg.settle_growth_pct = d->cfg.settle_growth_pct;
 		in.cfg.settle_samples = d->cfg.settle_samples;
+		in.cfg.settle_window_ms =
+		    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
 		in.cfg.max_running = d->cfg.max_running;
 		in.cfg.hol_bound_ms = d->cfg.hol_bound_ms;
 		admit_decide(&in, waits, &res);
@@ -846,7 +850,8 @@ jobs_reap(struct daemon *d)
 /* ---- sampling and enforcement ---- */
 
 static void
-jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s)
+jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s,
+            int full)
 {
 	struct job *j = r->j;
 	uint64_t fp = 0, swap = 0;
@@ -874,11 +879,17 @@ jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 		j->footprint_peak_bytes = fp;
 	if (r->nfp == JOBS_WINDOW) {
 		memmove(r->fp, r->fp + 1, (JOBS_WINDOW - 1) * sizeof r->fp[0]);
+		memmove(r->fp_ms, r->fp_ms + 1,
+		        (JOBS_WINDOW - 1) * sizeof r->fp_ms[0]);
 		r->nfp--;
 	}
+	r->fp_ms[r->nfp] = s->ts_ms;
 	r->fp[r->nfp++] = fp;
 	jobs_stage_sample(r, s);
-	store_add_job_sample(d->store, j->id, s->ts_ms, fp, swap);
+	/* Stored at the normal interval only (docs/jobs.md, "Sampling
+	 * rate"). */
+	if (full)
+		store_add_job_sample(d->store, j->id, s->ts_ms, fp, swap);
 }
 
 static char *
@@ -1154,6 +1165,12 @@ jobs_retry_storage(struct daemon *d)
 void
 jobs_on_sample(struct daemon *d, const struct sys_sample *s)
 {
+	jobs_on_sample_at(d, s, 1);
+}
+
+void
+jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
+{
 	struct jobs *js = d->jobs;
 	size_t i;
 
@@ -1164,7 +1181,7 @@ jobs_on_sample(struct daemon *d, const struct sys_sample *s)
 		return;
 	jobs_reap(d);
 	for (i = 0; i < js->n; i++)
-		jrec_sample(d, js->v[i], s);
+		jrec_sample(d, js->v[i], s, full);
 	jobs_follow_unpiped(d, s->ts_ms);
 	jobs_enforce(d, s);
 	/* Always: one record's commit can succeed (and clear the error)

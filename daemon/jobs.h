@@ -61,6 +61,13 @@ void jobs_shutdown(struct daemon *d); /* leaves running jobs alone */
 /* Each tick: samples job trees, enforces budgets, then admits. Never
  * waits on storage or clients. */
 void jobs_on_sample(struct daemon *d, const struct sys_sample *s);
+/* The same; full 0 for a fast sample in between the normal ones: the
+ * jobs' samples are stored only from full ones. */
+void jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full);
+/* Why the daemon should sample at its fast interval now, a static
+ * string, or NULL for the normal interval (docs/jobs.md, "Sampling
+ * rate"). Called by the tick after each sample. */
+const char *jobs_fast_reason(struct daemon *d, const struct sys_sample *s);
 
 /* A read-only look at one job, valid until the table next changes. */
 struct jobs_view {

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "notify.h"
 #include "platform.h"
+#include "sampler.h"
 #include "spawn.h"
 #include "store.h"
 #include "tick.h"
@@ -212,20 +213,33 @@ tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
 	t->awake = want;
 }
 
+/*
+ * A sample in between the normal ones (full 0: the sampler is fast, see
+ * jobs_fast_reason) drives enforcement, admission and settle only: what is
+ * stored and published stays at the normal interval, so the fast rate
+ * costs neither the database nor the clients. The rate for the next
+ * sample is chosen last.
+ */
 void
-tick_run(struct daemon *d, const struct sys_sample *s)
+tick_run(struct daemon *d, const struct sys_sample *s, int full)
 {
 	if (d->tick == NULL)
 		return;
 	if (s != NULL) {
 		d->last = *s;
 		d->have_last = 1;
-		jobs_on_sample(d, s); /* measure jobs, enforce, admit */
-		store_add_sample(d->store, s); /* buffered: no I/O */
-		notify_sample(d, s);           /* subscribers, meters, logs */
-		tick_keep_awake(d, d->tick, 0);
+		/* measure jobs, enforce, admit */
+		jobs_on_sample_at(d, s, full);
+		if (full) {
+			store_add_sample(d->store, s); /* buffered: no I/O */
+			notify_sample(d, s); /* subscribers, meters, logs */
+			tick_keep_awake(d, d->tick, 0);
+		}
 	}
-	tick_housekeeping(d, d->tick);
+	if (full)
+		tick_housekeeping(d, d->tick);
+	d->fast_reason = s != NULL ? jobs_fast_reason(d, s) : NULL;
+	sampler_set_fast(d, d->fast_reason != NULL);
 }
 
 int
