@@ -413,9 +413,17 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "learn_runs") == 0)
 		return set_int(&cfg->learn_runs, key, v, 1,
 		               CONFIG_LEARN_RUNS_MAX, cause, causelen);
-	if (strcmp(k, "fast_interval") == 0)
-		return set_duration(&cfg->fast_interval_ms, key, v, 0,
-		                    3600 * 1000, cause, causelen);
+	if (strcmp(k, "fast_interval") == 0) {
+		if ((rc = set_duration(&cfg->fast_interval_ms, key, v, 0,
+		                       3600 * 1000, cause, causelen)) != 0)
+			return rc;
+		/* As fast as the interval may be, or 0: never fast. */
+		if (cfg->fast_interval_ms > 0 && cfg->fast_interval_ms < 10)
+			return fail(cause, causelen,
+			            "%s: '%s' is below 10ms (0: never fast)",
+			            key, v);
+		return 0;
+	}
 	if (strcmp(k, "fast_swap") == 0)
 		return set_double(&cfg->fast_swap_pct, key, v, 0, 100, cause,
 		                  causelen);

@@ -20,6 +20,7 @@ struct sampler {
 	 * (full): stored and published. */
 	uint64_t next_full_ns;
 	int fast; /* sampling at the fast interval */
+	int soon; /* the next sample is sampler_soon's: never full */
 	int in_tick;
 	int sample_failing;
 };
@@ -86,7 +87,10 @@ sampler_timer_cb(uv_timer_t *t)
 	if (sm->in_tick)
 		return;
 	sm->due_ns = now + sampler_period_ms(sm) * 1000000;
-	full = now + slack_ns >= sm->next_full_ns;
+	/* sampler_soon's sample is an extra one: the normal schedule goes
+	 * on as it was. */
+	full = !sm->soon && now + slack_ns >= sm->next_full_ns;
+	sm->soon = 0;
 	if (full)
 		sm->next_full_ns = now + interval_ns;
 	sm->in_tick = 1;
@@ -144,7 +148,8 @@ sampler_set_fast(struct daemon *d, int fast)
 		            ? (sm->next_full_ns - now + 999999) / 1000000
 		            : 0;
 	}
-	sampler_arm(sm, first);
+	/* A sample asked for at once (sampler_soon) is not put off. */
+	sampler_arm(sm, sm->soon ? 0 : first);
 }
 
 void
@@ -154,6 +159,7 @@ sampler_soon(struct daemon *d)
 
 	if (sm == NULL || d->stopping)
 		return;
+	sm->soon = 1;
 	sampler_arm(sm, 0);
 }
 

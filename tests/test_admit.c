@@ -203,6 +203,55 @@ test_settle_window(void **state)
 	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
 }
 
+/* With the samples' times, settle is judged over settle_window_ms
+ * whatever the rate: three flat fast samples (0.3 s) are not enough, a
+ * loader that paused between two models within the window has not
+ * settled, and flat for the whole window has. */
+static void
+test_settle_window_in_time(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t fp[20];
+	int64_t ms[20];
+	size_t i;
+
+	fx_init(&f, 90);
+	f.in.cfg.settle_window_ms = 1500;
+	fx_queue(&f, 2, 0, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 5000, 3 * GIB, 0);
+	/* Three samples 0.1 s apart, flat: 0.2 s observed. */
+	for (i = 0; i < 3; i++) {
+		fp[i] = 3 * GIB;
+		ms[i] = f.in.now_ms - 200 + (int64_t)i * 100;
+	}
+	r->recent_footprints = fp;
+	r->recent_ms = ms;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+	/* 16 samples 0.1 s apart: grew 1G at first, then flat for 1.0 s
+	 * (a pause between two loads): not settled over 1.5 s. */
+	for (i = 0; i < 16; i++) {
+		fp[i] = i < 5 ? 2 * GIB : 3 * GIB;
+		ms[i] = f.in.now_ms - 1500 + (int64_t)i * 100;
+	}
+	r->nrecent = 16;
+	fx_decide(&f);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_SETTLE);
+	/* Flat for all of them: settled. */
+	for (i = 0; i < 16; i++)
+		fp[i] = 3 * GIB;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+	/* The same at the normal rate: 0.5 s apart, flat over 1.5 s. */
+	for (i = 0; i < 4; i++)
+		ms[i] = f.in.now_ms - 1500 + (int64_t)i * 500;
+	r->nrecent = 4;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 0);
+}
+
 static void
 test_settle_uses_last_window(void **state)
 {
@@ -754,6 +803,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_empty_queue),
 	    cmocka_unit_test(test_wait_free),
+	    cmocka_unit_test(test_settle_window_in_time),
 	    cmocka_unit_test(test_no_sample_holds),
 	    cmocka_unit_test(test_strict_head_of_line),
 	    cmocka_unit_test(test_only_head_admitted),
