@@ -355,7 +355,7 @@ client_decode_hello(const cJSON *r, struct sl_hello *h)
 void
 client_decode_info(const cJSON *r, struct sl_info *info)
 {
-	const cJSON *jobs, *sample;
+	const cJSON *jobs, *sample, *sampling;
 
 	memset(info, 0, sizeof *info);
 	client_str(r, "daemon_version", info->daemon_version,
@@ -377,6 +377,12 @@ client_decode_info(const cJSON *r, struct sl_info *info)
 	jobs = client_member(r, "jobs");
 	info->jobs_queued = (int)client_i64(jobs, "queued", 0);
 	info->jobs_running = (int)client_i64(jobs, "running", 0);
+	sampling = client_member(r, "sampling");
+	info->sampling_interval_ms =
+	    client_i64(sampling, "interval_ms", info->interval_ms);
+	info->sampling_fast = client_bool(sampling, "fast");
+	client_str(sampling, "reason", info->sampling_reason,
+	           sizeof info->sampling_reason);
 }
 
 static void

@@ -80,7 +80,12 @@ cmd_info(struct cli *cli, struct cli_args *args)
 	       cli_size(in.db_bytes, a, sizeof a));
 	if (in.storage_error[0] != '\0')
 		printf("STORAGE    %s\n", in.storage_error);
-	printf("interval   %s\n", cli_duration(in.interval_ms, a, sizeof a));
+	printf("interval   %s", cli_duration(in.interval_ms, a, sizeof a));
+	if (in.sampling_fast)
+		printf(" (now %s: %s)",
+		       cli_duration(in.sampling_interval_ms, b, sizeof b),
+		       in.sampling_reason);
+	printf("\n");
 	if (in.started_at_ms > 0)
 		printf("up since   %s\n",
 		       cli_time(in.started_at_ms, 0, t, sizeof t));

@@ -165,6 +165,11 @@ struct sl_info {
 	struct sl_sample sample;
 	int jobs_queued;
 	int jobs_running;
+	/* The rate in force: the fast interval while fast, and why
+	 * (docs/jobs.md, "Sampling rate"); "" when not fast. */
+	int64_t sampling_interval_ms;
+	int sampling_fast;
+	char sampling_reason[64];
 };
 int sl_info(sl_client *c, struct sl_info *info);
 

@@ -11,6 +11,7 @@ Run one scenario with: sampling-fast.py NAME...
 import importlib.util
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -67,6 +68,10 @@ def sc_breach(d, m, c):
     m.set(swap_used_gib=3)  # half the budget: fast for the budget's sake
     s = poll(lambda: (lambda x: x if x["reason"] == "swap growth near a budget"
                       else None)(sampling(c)), what="the reason to be the budget")
+    out = subprocess.run([os.path.join(d.bin, "stageloadctl"), "--socket", d.socket,
+                          "info"], capture_output=True, text=True, timeout=10).stdout
+    line = [x for x in out.splitlines() if x.startswith("interval")][0]
+    assert "(now " in line and "swap growth near a budget" in line, out
     # Two seconds of fast sampling: what is stored and published meanwhile
     # stays at the normal interval.
     notes = [sub.notification("sample", timeout=5)["params"]["sampled_at_ms"]
