@@ -188,6 +188,28 @@ def sc_runs(d, m, c):
     assert j["expect_bytes"] < big // 2, (j, big)
 
 
+def sc_stages(d, m, c):
+    """The stages a run reported are learnt with their peaks and shown."""
+    m.set(free_pct=FREE)
+    jid = grower(c, d, "st", name="staged")
+    sc.wait_state(c, jid, "running")
+    c.call("stage", {"id": jid, "name": "load"})
+    touch(d, "st.go")
+    grown_ms(d, "st")
+    poll(lambda: sc.show(c, jid)["footprint_bytes"] >= GROW_MIB * MIB,
+         what="the run's footprint to be sampled grown")
+    c.call("stage", {"id": jid, "name": "hold"})
+    sc.samples(d, 2)
+    touch(d, "st.stop")
+    j = sc.wait_state(c, jid, "exited", timeout=20)
+    st = {x["name"]: x for x in j["learned"]["stages"]}
+    assert set(st) == {"load", "hold"}, j["learned"]
+    assert st["load"]["footprint_peak_bytes"] >= GROW_MIB * MIB, st
+    assert st["hold"]["footprint_peak_bytes"] >= GROW_MIB * MIB, st
+    text = cli_show(d, jid)
+    assert "Learned stages:" in text and "load" in text.split("Learned stages:")[1], text
+
+
 def sc_off(d, m, c):
     """learn = 0: nothing is learnt or reserved, today's rule."""
     m.set(free_pct=FREE)
@@ -226,6 +248,7 @@ def sc_default_name(d, m, c):
 SCENARIOS = [
     ("reserve", sc_reserve, {}),
     ("runs", sc_runs, {"extra_conf": "learn_runs = 2\n"}),
+    ("stages", sc_stages, {}),
     ("off", sc_off, {"extra_conf": "learn = 0\n"}),
     ("default_name", sc_default_name, {}),
 ]
