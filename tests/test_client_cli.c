@@ -386,7 +386,7 @@ test_paragraph(void **state)
 	j.pid = 4242;
 	j.signal = SIGTERM;
 	j.end_detail = "swap grew 9.0G since admission, over its 8.0G budget";
-	text = cli_job_paragraph(&j, 1764480100000);
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana is killed."));
 	assert_non_null(strstr(text, "swap budget 8.0G"));
