@@ -7,6 +7,7 @@
  * is written in the $'...' form with escapes instead, which bash, zsh,
  * ksh and POSIX.1-2024 shells read back as the same bytes.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,25 +42,51 @@ put(char **s, size_t *len, const char *p, size_t n)
 	return 0;
 }
 
-/* One word in $'...': the escaper's text, with its \u{XXXX} spelt \uXXXX
- * (every code point it escapes that way is below U+10000) and ' as \'. */
+/* One word in $'...': the escaper's text, with its \u{XXXX} spelt as the
+ * character's UTF-8 bytes, \xNN each (bash reads \uXXXX only in a UTF-8
+ * locale), and ' as \'. */
 static int
 put_dollar(char **s, size_t *len, const char *esc)
 {
 	const char *p;
+	char hex[16];
 	int rc = put(s, len, "$'", 2);
 
 	for (p = esc; rc == 0 && *p != '\0'; p++) {
 		if (p[0] == '\\' && p[1] == 'u' && p[2] == '{') {
-			const char *close = strchr(p + 3, '}');
-			rc = put(s, len, "\\u", 2);
-			if (rc == 0 && close != NULL) {
-				rc =
-				    put(s, len, p + 3, (size_t)(close - p - 3));
-				p = close;
-			} else {
-				p += 2;
+			char *close;
+			unsigned long cp = strtoul(p + 3, &close, 16);
+			unsigned char u[4];
+			size_t n, k;
+			if (*close != '}' || cp > 0x10ffff) {
+				rc = put(s, len, "\\\\", 2); /* cannot happen */
+				continue;
 			}
+			if (cp < 0x80) {
+				u[0] = (unsigned char)cp;
+				n = 1;
+			} else if (cp < 0x800) {
+				u[0] = (unsigned char)(0xc0 | cp >> 6);
+				u[1] = (unsigned char)(0x80 | (cp & 0x3f));
+				n = 2;
+			} else if (cp < 0x10000) {
+				u[0] = (unsigned char)(0xe0 | cp >> 12);
+				u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+				u[2] = (unsigned char)(0x80 | (cp & 0x3f));
+				n = 3;
+			} else {
+				u[0] = (unsigned char)(0xf0 | cp >> 18);
+				u[1] =
+				    (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+				u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+				u[3] = (unsigned char)(0x80 | (cp & 0x3f));
+				n = 4;
+			}
+			for (k = 0; rc == 0 && k < n; k++) {
+				snprintf(hex, sizeof hex, "\\x%02x", u[k]);
+				rc = put(s, len, hex, 4);
+			}
+			p = close;
 		} else if (p[0] == '\\') {
 			rc = put(s, len, p, 2); /* \\ \n \r \t \e \xNN */
 			p++;

@@ -507,16 +507,26 @@ cli_print_json(FILE *f, const char *json)
 void
 cli_table_print(const struct cli_table *t, FILE *f)
 {
+	cli_table_print_rows(t, f, t->nrows, "");
+}
+
+void
+cli_table_print_rows(const struct cli_table *t, FILE *f, size_t nrows,
+                     const char *eol)
+{
 	size_t *width = calloc(t->ncols, sizeof *width);
 	size_t r, c, w, pad;
 
 	if (width == NULL)
 		return;
-	for (r = 0; r < t->nrows; r++)
+	if (nrows > t->nrows)
+		nrows = t->nrows;
+	/* Widths in terminal cells, of the rows printed only. */
+	for (r = 0; r < nrows; r++)
 		for (c = 0; c < t->ncols; c++)
 			if ((w = cli_text_width(t->rows[r][c])) > width[c])
 				width[c] = w;
-	for (r = 0; r < t->nrows; r++) {
+	for (r = 0; r < nrows; r++) {
 		size_t last = 0;
 		/* no padding after the last non-empty cell of a row */
 		for (c = 0; c < t->ncols; c++)
@@ -534,6 +544,7 @@ cli_table_print(const struct cli_table *t, FILE *f)
 			else
 				fputs(cell, f);
 		}
+		fputs(eol, f);
 		fputc('\n', f);
 	}
 	free(width);

@@ -296,6 +296,10 @@ int cli_table_init(struct cli_table *t, size_t ncols, const char *const *head,
                    const int *right);
 int cli_table_add(struct cli_table *t, const char *const *cells);
 void cli_table_print(const struct cli_table *t, FILE *f);
+/* The first nrows rows (the header is row 0), each line ending with eol
+ * before its newline ("\033[K" in top); widths are of those rows. */
+void cli_table_print_rows(const struct cli_table *t, FILE *f, size_t nrows,
+                          const char *eol);
 void cli_table_free(struct cli_table *t);
 
 /* NO_COLOR (no-color.org) and a TTY decide whether to use colour. */
