@@ -330,7 +330,25 @@ def phase_max_running_storage(d, c):
     c.close()
 
 
+def width_table():
+    """The committed table is what the script makes of the Unicode data
+    (Debian's unicode-data; scripts/deps.sh --test installs it)."""
+    src = os.environ.get("SL_SRC", os.path.join(os.path.dirname(__file__), ".."))
+    if not os.path.exists("/usr/share/unicode/EastAsianWidth.txt"):
+        print("note - /usr/share/unicode/EastAsianWidth.txt missing (apt-get install "
+              "unicode-data): the width table is not compared with it")
+        return
+    r = subprocess.run([sys.executable, os.path.join(src, "scripts", "gen-width-table.py")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(src, "client", "cli-width-table.h")) as f:
+        assert f.read() == r.stdout, "client/cli-width-table.h is not what " \
+            "scripts/gen-width-table.py makes of /usr/share/unicode: run it again"
+    print("ok - client/cli-width-table.h is what scripts/gen-width-table.py makes")
+
+
 def main():
+    width_table()
     for conf, phases in (("settle = 60s\n",
                           (phase_free_head, phase_expect_exclusive_settle)),
                          ("max_running = 1\n", (phase_max_running_storage,))):
