@@ -209,6 +209,33 @@ def top_small(d):
     print("ok - top without swap: no swap sparkline, no 0..1B scale")
 
 
+def run_line(d):
+    """run's line while its attached job waits: 39.7 % against 40 %."""
+    import select
+    set_free(d, 39.7)
+    p = subprocess.Popen([CTL, "--socket", d.socket, "run", "--wait-free", "40", "--", "true"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        buf = b""
+        deadline = time.monotonic() + 15
+        while b"\n" not in buf:
+            assert time.monotonic() < deadline, buf
+            r, _, _ = select.select([p.stderr], [], [], 0.2)
+            if r:
+                chunk = os.read(p.stderr.fileno(), 4096)
+                assert chunk, buf
+                buf += chunk
+        line = buf.split(b"\n")[0].decode()
+        assert line == "queued: position 1 of 1, free 39.7% < 40%", line
+        set_free(d, 90)
+        assert p.wait(20) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    print("ok - run's line at 39.7%% free: %r" % line)
+
+
 def phase_free_head(d, c):
     set_free(d, 39.7)
     argv = ["sh", "-c", 'printf "%s\\n" "$@"', "sh", "a b", "it's", "$HOME", "*",
@@ -267,6 +294,7 @@ def phase_free_head(d, c):
     progress(d, c, j1)
     for jid in (j2, j3):
         poll(lambda: show_json(c, jid)["state"] == "exited", what="job %d to end" % jid)
+    run_line(d)
 
 
 def phase_expect_exclusive_settle(d, c):
