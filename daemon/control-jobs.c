@@ -403,6 +403,22 @@ page_array(struct page *pg)
 	return a;
 }
 
+/* A version 1 answer built in slices, at its end: {"member": [page]}. */
+static int
+page_result(struct page *pg, const char *member, struct answers_buf *out,
+            char *cause, size_t causelen)
+{
+	if (answers_append(out, "{\"", 2) != 0 ||
+	    answers_append(out, member, strlen(member)) != 0 ||
+	    answers_append(out, "\":", 2) != 0 ||
+	    answers_append(out, pg->text, pg->len) != 0 ||
+	    answers_append(out, "]}", 2) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
 /* A version 1 answer past the budget: the page goes, the error names the
  * way out. */
 static int
@@ -585,13 +601,7 @@ status_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 		return page_over(&w->pg, "status", cause, causelen);
 	if (w->more)
 		return 1;
-	if (answers_append(out, "{\"jobs\":", 8) != 0 ||
-	    answers_append(out, w->pg.text, w->pg.len) != 0 ||
-	    answers_append(out, "]}", 2) != 0) {
-		snprintf(cause, causelen, "out of memory");
-		return PROTO_E_INTERNAL;
-	}
-	return 0;
+	return page_result(&w->pg, "jobs", out, cause, causelen);
 }
 
 static const struct answers_ops status_ops = {status_fill, status_free};
@@ -856,13 +866,7 @@ events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	if (answers_append(out, "{\"events\":", 10) != 0 ||
-	    answers_append(out, w->pg.text, w->pg.len) != 0 ||
-	    answers_append(out, "]}", 2) != 0) {
-		snprintf(cause, causelen, "out of memory");
-		return PROTO_E_INTERNAL;
-	}
-	return 0;
+	return page_result(&w->pg, "events", out, cause, causelen);
 }
 
 static const struct answers_ops events_ops = {events_fill, events_free};
