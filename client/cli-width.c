@@ -84,6 +84,20 @@ next_char(const unsigned char *s, size_t *n)
 	return cp;
 }
 
+/* The length of the escape at s (proto/text.h: "\\", "\n", "\xNN",
+ * "\u{XXXX}"), all of it ASCII. */
+static size_t
+escape_len(const char *s)
+{
+	const char *close;
+
+	if (s[1] == 'x' && s[2] != '\0' && s[3] != '\0')
+		return 4;
+	if (s[1] == 'u' && s[2] == '{' && (close = strchr(s, '}')) != NULL)
+		return (size_t)(close - s) + 1;
+	return s[1] != '\0' ? 2 : 1;
+}
+
 size_t
 cli_text_width(const char *s)
 {
@@ -136,7 +150,14 @@ cli_fit_text(const char *s, int keep_backslashes, size_t cells, char *buf,
 	/* Keep what fits in cells - 1 (and in buf), then the ellipsis, one
 	 * cell. Zero-width characters stay with the one before them. */
 	for (p = safe; *p != '\0'; p += n) {
-		c = cli_char_width(next_char((const unsigned char *)p, &n));
+		if (*p == '\\') {
+			/* an escape is cut whole or not at all */
+			n = escape_len(p);
+			c = (int)n;
+		} else {
+			c = cli_char_width(
+			    next_char((const unsigned char *)p, &n));
+		}
 		if ((cells > 0 && w + (size_t)c > cells - 1) ||
 		    (size_t)(p - safe) + n + sizeof "\xe2\x80\xa6" > len)
 			break;

@@ -508,6 +508,13 @@ test_text_width(void **state)
 	/* escaped first: an ESC never reaches the terminal */
 	cli_fit("a\x1b[2Jb", 0, buf, sizeof buf);
 	assert_string_equal(buf, "a\\e[2Jb");
+	/* never inside an escape */
+	cli_fit("ab\xe2\x80\xae", 6, buf, sizeof buf);
+	assert_string_equal(buf, "ab\xe2\x80\xa6");
+	cli_fit("ab\x1b", 4, buf, sizeof buf);
+	assert_string_equal(buf, "ab\\e");
+	cli_fit("ab\x1b" "c", 4, buf, sizeof buf);
+	assert_string_equal(buf, "ab\xe2\x80\xa6");
 	cli_fit("abcdef", 0, buf, 5);
 	assert_string_equal(buf, "a\xe2\x80\xa6");
 }
