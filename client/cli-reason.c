@@ -14,8 +14,9 @@
 
 #include "cli.h"
 
-/* How a reason reads in each form; "%F" in line and sentence stands for
- * the free % comparison, "%R" for the bytes promised to running jobs. */
+/* How a reason reads in each form: "%F" stands for the free % compared
+ * with the job's, "%f" for the free %, "%w" for the job's wait_free and
+ * "%R" for the bytes promised to running jobs ("memory" when unknown). */
 static const struct {
 	const char *name;
 	const char *column;   /* status and top */
@@ -153,9 +154,15 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
 	for (i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
 		if (strcmp(why, reasons[i].name) != 0)
 			continue;
-		if (strcmp(why, "expect") == 0 && form == CLI_REASON_COLUMN &&
-		    w->reserved_bytes < 0)
-			snprintf(buf, len, "expect");
+		if (strcmp(why, "expect") == 0 && w->reserved_bytes < 0 &&
+		    form != CLI_REASON_LINE)
+			expand(
+			    form == CLI_REASON_COLUMN
+			        ? "expect"
+			        : "memory is promised to running jobs "
+			          "(--expect), which leaves less than the %w "
+			          "free it waits for",
+			    w, buf, len);
 		else
 			expand(form == CLI_REASON_COLUMN ? reasons[i].column
 			       : form == CLI_REASON_LINE ? reasons[i].line

@@ -289,7 +289,12 @@ status_columns(const char *spec, int *cols, size_t *n, char *cause,
 			if (strlen(status_cols[k].name) == len &&
 			    strncasecmp(p, status_cols[k].name, len) == 0)
 				break;
-		if (k == NCOLS || *n == NCOLS * 2) {
+		if (*n == NCOLS * 2) {
+			snprintf(cause, causelen,
+			         "--format: at most %d columns", NCOLS * 2);
+			return -EINVAL;
+		}
+		if (k == NCOLS) {
 			char bad[64];
 			snprintf(bad, sizeof bad, "%.*s",
 			         (int)(len < 40 ? len : 40), p);

@@ -465,6 +465,11 @@ test_wait_reason(void **state)
 	w.reserved_bytes = -1;
 	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
 	assert_string_equal(buf, "expect");
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_string_equal(buf,
+	                    "memory is promised to running jobs (--expect), "
+	                    "which leaves less than the 40% free it waits "
+	                    "for");
 	w.waiting_for = "settle";
 	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
 	assert_string_equal(buf, "settle");
@@ -513,7 +518,9 @@ test_text_width(void **state)
 	assert_string_equal(buf, "ab\xe2\x80\xa6");
 	cli_fit("ab\x1b", 4, buf, sizeof buf);
 	assert_string_equal(buf, "ab\\e");
-	cli_fit("ab\x1b" "c", 4, buf, sizeof buf);
+	cli_fit("ab\x1b"
+	        "c",
+	        4, buf, sizeof buf);
 	assert_string_equal(buf, "ab\xe2\x80\xa6");
 	cli_fit("abcdef", 0, buf, 5);
 	assert_string_equal(buf, "a\xe2\x80\xa6");
