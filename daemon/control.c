@@ -496,7 +496,7 @@ history_fill(struct daemon *d, void *state, struct answers_buf *out,
 	struct history_bucket *b;
 	char why[256];
 	size_t n, i;
-	int rc;
+	int rc = 0;
 
 	if (h->head != NULL) {
 		rc = answers_append(out, h->head, strlen(h->head));
