@@ -14,6 +14,8 @@ import pytest
 import stageload
 from stageload.staging import NotLoaded, UnknownName
 
+from conftest import sltest
+
 
 class Pipe:
     def __init__(self):
@@ -82,7 +84,17 @@ def test_on_call_static_method_and_instance_attribute():
     assert p.step(1) == 2 and seen[-1] == ("after", 2)
     h.remove()
     assert p.step is own
-    # an exception skips after, and still propagates
+    # an exception goes through, and after does not run
+    def bad(x):
+        raise RuntimeError("no")
+    p.bad = bad
+    h = stageload.on_call(p, "bad", after=lambda r: seen.append("after bad"))
+    with pytest.raises(RuntimeError):
+        p.bad(1)
+    assert "after bad" not in seen
+    h.remove()
+    assert p.bad is bad
+    # not callable, no hook given, no such method
     boom = Pipe()
     boom.encode = None
     with pytest.raises(TypeError):
@@ -183,7 +195,6 @@ def test_enter_marks_meters_and_reports_to_the_job(env, tmp_path):
             for s in ("encode", "denoise", "decode"):
                 models.enter(s)
                 n = m.lines
-                from conftest import sltest
                 sltest.poll(lambda: m.lines > n + 1, what="meter lines")
         jid = g.job_id
     with stageload.Client() as c:
