@@ -382,7 +382,8 @@ def warm_up():
 def run_one(args):
     import torch
 
-    torch.set_num_threads(args.threads) if args.threads else None
+    if args.threads:
+        torch.set_num_threads(args.threads)
     warm_up()
     peaks = StagePeaks()
     trace_path = os.path.join(args.trace_dir, "qwen-%s%s.jsonl"
