@@ -52,6 +52,9 @@ if [ "$want_tests" -eq 1 ]; then
 	# The Python package's tests (tests/python/): a venv with Debian's
 	# setuptools (offline install) and pytest.
 	pkgs+=(python3-venv python3-setuptools python3-pytest)
+	# The staging tests (tests/python/test_torch.py) and bench/qwen_image.py
+	# --synthetic: torch for the system Python (1.13 on Debian 12).
+	pkgs+=(python3-torch)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
 missing=()
