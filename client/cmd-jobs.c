@@ -233,6 +233,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	cli_job_spec(args, &spec);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
+	cli_warn_no_swap(cli, spec.swap_budget_bytes);
 	if (sl_submit(cli->client, &spec, &sub) < 0)
 		return cli_fail(cli);
 	if (cli->json)

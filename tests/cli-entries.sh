@@ -13,7 +13,7 @@ SRC=${SL_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 entries=$(python3 "$SRC/tests/lib/cli_entries.py" "$SRC") || fail "cannot read the entries: $entries"
 [ -n "$entries" ] || fail "no entries found in $SRC/client"
 CTL=$SL_BIN/stageloadctl
-NOSOCK=$SL_TMP/none.sock # no daemon there: a command that connects exits 69
+NOSOCK=$SL_TMP/none.sock # no daemon there: a command that connects exits 69 (doctor: 1)
 
 # one_error EXPECTED CMD ARGS...: exit 2, nothing on stdout, and exactly the
 # line EXPECTED on stderr.
@@ -97,7 +97,14 @@ while read -r name alias flags operands opts; do
 			after-operands) set -- "$cmd" $ops --socket="$NOSOCK" ;;
 			esac
 			rc=0
-			timeout 20 "$CTL" "$@" >/dev/null 2>"$SL_TMP/err" || rc=$?
+			timeout 20 "$CTL" "$@" >"$SL_TMP/out" 2>"$SL_TMP/err" || rc=$?
+			# doctor reports a daemon that is down as a failed check
+			# (exit 1, on stdout), as it reports the others.
+			if [ "$cmd" = doctor ]; then
+				[ "$rc" = 1 ] && grep -q "^\[FAIL\]  1  daemon not running at $NOSOCK" "$SL_TMP/out" ||
+					fail "$* (socket $where the command): exit $rc: $(cat "$SL_TMP/out" "$SL_TMP/err")"
+				continue
+			fi
 			[ "$rc" = 69 ] && grep -q "daemon not running at $NOSOCK" "$SL_TMP/err" ||
 				fail "$* (socket $where the command): exit $rc: $(cat "$SL_TMP/err")"
 		done
@@ -131,7 +138,11 @@ while read -r name alias flags operands opts; do
 	for args in "--json $name $extra $ops" "$name $extra --json $ops" "$name $extra $ops --json"; do
 		case $flags,$args in *cmdline*,*"-- true --json") continue ;; esac
 		# shellcheck disable=SC2086
-		out=$(timeout 20 "$CTL" --socket "$SOCK" $args) || fail "$args: exit $?"
+		# (doctor exits 1 here: a daemon reading fixture files fails its
+		# comparison with the kernel)
+		rc=0
+		out=$(timeout 20 "$CTL" --socket "$SOCK" $args) || rc=$?
+		[ "$rc" = 0 ] || { [ "$name" = doctor ] && [ "$rc" = 1 ]; } || fail "$args: exit $rc"
 		# one JSON value, or JSON lines
 		python3 -c '
 import json, sys
