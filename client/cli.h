@@ -154,6 +154,16 @@ void cli_print_stages(const char *show_json, int64_t now, FILE *f);
  * daemon cannot tell. */
 void cli_warn_no_swap(struct cli *cli, int64_t budget_bytes);
 
+/* cli-offline.c: system history read from the database at path itself,
+ * read-only with this user's rights, bucketed as the daemon buckets it
+ * (until_ms and step_ms 0: the daemon's defaults). -errno with a cause. */
+int cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
+                        int64_t step_ms, struct sl_history **out, char *cause,
+                        size_t causelen);
+/* The database of the daemon that would serve socket_path: the system
+ * daemon's for the system socket, else this user's. */
+int cli_offline_db_path(const char *socket_path, char *buf, size_t len);
+
 /* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
  * f; -EINVAL for another kind. */
 int cli_generate(FILE *f, const char *kind);
