@@ -164,8 +164,8 @@ int cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
  * daemon's for the system socket, else this user's. */
 int cli_offline_db_path(const char *socket_path, char *buf, size_t len);
 
-/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
- * f; -EINVAL for another kind. */
+/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh,
+ * complete-fish) to f; -EINVAL for another kind. */
 int cli_generate(FILE *f, const char *kind);
 
 /* Print "stageloadctl: " and the message on stderr, escaped as text from

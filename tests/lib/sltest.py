@@ -44,6 +44,7 @@ TOOL_PACKAGES = {
     "sqlite3": "sqlite3", "sync": "coreutils",
     "promtool": "prometheus", "prometheus": "prometheus",
     "chromium": "chromium", "chromedriver": "chromium-driver",
+    "mandoc": "mandoc", "zsh": "zsh", "fish": "fish",
 }
 
 
