@@ -59,7 +59,10 @@ mdoc_text(FILE *f, const char *s)
 		}
 		col += n;
 		s += n;
-		if (s[-1] == '.' && *s == ' ') {
+		/* (not after "e.g." and "i.e.", which end no sentence) */
+		if (s[-1] == '.' && *s == ' ' &&
+		    !(n == 4 && (strncmp(s - 4, "e.g.", 4) == 0 ||
+		                 strncmp(s - 4, "i.e.", 4) == 0))) {
 			fputc('\n', f);
 			col = 0;
 		}
