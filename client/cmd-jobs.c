@@ -757,8 +757,8 @@ events_match(const struct events_filter *f, const struct sl_event *e)
 
 /*
  * The newest n events that match, as journalctl -n shows them: the log is
- * read through a page of 10000 at a time (the daemon pages oldest first)
- * and the last n that match are kept. *last gets the last id read, where
+ * read through, pages of up to 10000 (the daemon pages oldest first), and
+ * the last n that match are kept. *last gets the last id read, where
  * a follow goes on from.
  */
 static int
@@ -797,7 +797,9 @@ events_tail(struct cli *cli, const struct events_filter *f, long n,
 			ev[i].detail = NULL;
 		}
 		sl_events_free(ev, nev);
-	} while (nev == (size_t)page);
+		/* A page may end early (its time or size is up: PROTOCOL.md,
+		 * events), but never empty while events follow. */
+	} while (nev > 0);
 	for (i = 0; i < kept; i++) {
 		struct sl_event *e = &ring[(head + i) % (size_t)n];
 		if (rc == EXIT_OK)

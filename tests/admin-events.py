@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, poll  # noqa: E402
+from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
 
 BIN = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
 ENV = ["PATH=/usr/bin:/bin"]
@@ -125,6 +125,22 @@ def main():
                 f.wait()
             f.stdout.close()
         print("ok   logs -n 2 prints the last two lines; logs -f -n 2 then follows")
+
+        # Past the daemon's pages (10000 events, or less when a page's
+        # time is up): still the newest.
+        write_meminfo(d.proc_root, avail_kb=(16 << 20) // 10)
+        poll(lambda: c.call("info")["sample"]["free_pct"] < 20, what="10 % free")
+        n = len(all_events(c))
+        while n < 10100:
+            q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": ENV,
+                                  "wait_free_pct": 90})["id"]
+            c.call("cancel", {"id": q})
+            n += 2
+        out = ctl(d.socket, "events", "-n", "3")
+        last = c.call("events", {"after_id": n - 10, "limit": 100})["events"]
+        assert ids_of(out) == [e["id"] for e in last[-3:]], (out, last[-3:])
+        assert ("job %d" % q) in out.splitlines()[-1], out
+        print("ok   events -n 3 past the daemon's first page (%d events)" % n)
         c.close()
         assert d.stop() == 0
     print("PASS")
