@@ -299,11 +299,17 @@ cmd_doctor(struct cli *cli, struct cli_args *args)
 	 * what can be looked at without it. */
 	if (sl_connect(cli->client, cli->socket) < 0 ||
 	    sl_info(cli->client, &in) < 0) {
+		char db[1024];
 		report(&d, "FAIL", "%s", sl_errmsg(cli->client));
 		check_socket(&d, sl_path(cli->client));
-		report(&d, "SKIP",
-		       "the rest needs the daemon (stageloadctl history reads "
-		       "its database without it)");
+		if (cli_offline_db_path(sl_path(cli->client), db, sizeof db) ==
+		        0 &&
+		    access(db, F_OK) == 0)
+			report(&d, "SKIP",
+			       "database %s is there: stageloadctl history "
+			       "reads it without the daemon",
+			       db);
+		report(&d, "SKIP", "the rest needs the daemon");
 		return doctor_end(&d);
 	}
 	report(&d, "PASS", "stageloadd %s (%s) answers on %s, protocol %d",
