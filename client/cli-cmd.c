@@ -107,6 +107,15 @@ cli_fail(struct cli *cli)
 }
 
 int
+cli_socket_given(const struct cli *cli)
+{
+	const char *env = getenv("STAGELOAD_SOCKET");
+
+	return (cli->socket != NULL && cli->socket[0] != '\0') ||
+	       (env != NULL && env[0] != '\0');
+}
+
+int
 cli_connect(struct cli *cli)
 {
 	if (cli->client == NULL) {

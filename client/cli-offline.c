@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -413,10 +414,20 @@ cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
 }
 
 int
-cli_offline_db_path(const char *socket_path, char *buf, size_t len)
+cli_offline_db_path(const char *socket_path, int socket_given, char *buf,
+                    size_t len)
 {
-	return doctor_default_db(
-	    socket_path != NULL &&
-	        strcmp(socket_path, "/var/run/stageload.sock") == 0,
-	    buf, len);
+	int sys_sock = socket_path != NULL &&
+	               strcmp(socket_path, "/var/run/stageload.sock") == 0;
+
+	/* A socket named (--socket, $STAGELOAD_SOCKET) says which daemon;
+	 * root's daemon is always the system one; otherwise this user's
+	 * database when there is one, else the system daemon's (whose socket
+	 * is gone while it is down). */
+	if (sys_sock || (!socket_given && geteuid() == 0))
+		return doctor_default_db(1, buf, len);
+	if (socket_given ||
+	    (doctor_default_db(0, buf, len) == 0 && access(buf, F_OK) == 0))
+		return doctor_default_db(0, buf, len);
+	return doctor_default_db(1, buf, len);
 }

@@ -160,9 +160,12 @@ void cli_warn_no_swap(struct cli *cli, int64_t budget_bytes);
 int cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
                         int64_t step_ms, struct sl_history **out, char *cause,
                         size_t causelen);
-/* The database of the daemon that would serve socket_path: the system
- * daemon's for the system socket, else this user's. */
-int cli_offline_db_path(const char *socket_path, char *buf, size_t len);
+/* The database of the daemon that would serve socket_path (socket_given:
+ * named by --socket or $STAGELOAD_SOCKET): the system daemon's for the
+ * system socket and for root; else this user's when it names a socket or
+ * this user has a database, else the system daemon's. */
+int cli_offline_db_path(const char *socket_path, int socket_given, char *buf,
+                        size_t len);
 
 /* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh,
  * complete-fish) to f; -EINVAL for another kind. */
@@ -179,6 +182,9 @@ int cli_usage_error(const struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Report the client's last error on stderr; returns its exit code. */
 int cli_fail(struct cli *cli);
+/* Whether the socket was named: --socket, or $STAGELOAD_SOCKET set and
+ * not empty (sl_socket_path's order). */
+int cli_socket_given(const struct cli *cli);
 /* Connect once; on failure reports and returns the exit code, else 0. */
 int cli_connect(struct cli *cli);
 

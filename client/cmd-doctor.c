@@ -302,8 +302,9 @@ cmd_doctor(struct cli *cli, struct cli_args *args)
 		char db[1024];
 		report(&d, "FAIL", "%s", sl_errmsg(cli->client));
 		check_socket(&d, sl_path(cli->client));
-		if (cli_offline_db_path(sl_path(cli->client), db, sizeof db) ==
-		        0 &&
+		if (cli_offline_db_path(sl_path(cli->client),
+		                        cli_socket_given(cli), db,
+		                        sizeof db) == 0 &&
 		    access(db, F_OK) == 0)
 			report(&d, "SKIP",
 			       "database %s is there: stageloadctl history "

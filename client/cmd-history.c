@@ -232,8 +232,9 @@ history_offline(struct cli *cli, const struct cli_args *args, enum format fmt,
 	}
 	if (cli_has(args, "db"))
 		snprintf(db, sizeof db, "%s", cli_text(args, "db", ""));
-	else if (cli_offline_db_path(sl_path(cli->client), db, sizeof db) !=
-	         0) {
+	else if (cli_offline_db_path(sl_path(cli->client),
+	                             cli_socket_given(cli), db,
+	                             sizeof db) != 0) {
 		cli_error("%s; and no database to read (--db names one)", why);
 		return EXIT_UNAVAILABLE;
 	}

@@ -82,6 +82,18 @@ def main():
         print("ok   history with the daemon stopped prints the same buckets (table, "
               "csv, json; raw and 10s), read-only, and says so")
 
+        if os.geteuid() == 0 and not os.path.exists("/var/run/stageload.sock"):
+            # No socket named and no database of this user's: the system
+            # daemon's (down: its socket is gone), which nobody may read.
+            env = dict(os.environ, HOME=d.dir, XDG_STATE_HOME=os.path.join(d.dir, "st"),
+                       XDG_RUNTIME_DIR=d.dir)
+            env.pop("STAGELOAD_SOCKET", None)
+            out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                                  "--clear-groups", BIN, "history"], capture_output=True,
+                                 text=True, timeout=30, env=env)
+            assert out.returncode in (69, 77) and "/var/lib/stageload/stageload.db" in out.stderr \
+                and "/st/stageload" not in out.stderr, out
+            print("ok   no socket named, no database of one's own: the system daemon's")
         if os.geteuid() == 0:
             out = run(d.socket, "history", "--db", d.db, user=65534)
             assert out.returncode == 77, out
