@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 
 #include "cli.h"
@@ -405,6 +406,267 @@ cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
 	if (rc == 0 && lower < until_ms)
 		rc = history_gaps(db, lower, until_ms, h, cause, causelen);
 	sqlite3_close(db);
+	if (rc != 0) {
+		sl_history_free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+/* ---- a job's history (daemon/control-jobs.c, control_job_history) ---- */
+
+struct stage_row {
+	char *name;
+	int64_t started_ms, ended_ms; /* ended 0: still open */
+};
+
+static void
+stages_free(struct stage_row *st, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(st[i].name);
+	free(st);
+}
+
+static int64_t
+detail_int(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble >= 0
+	           ? (int64_t)v->valuedouble
+	           : 0;
+}
+
+/*
+ * The job's stages as the daemon lists them (daemon/jobs-stage.c): each
+ * ended one from its stage_end event (at most 100), then the stage open
+ * when the daemon stopped, from the last stage event when no stage_end
+ * came after it.
+ */
+static int
+job_stages(sqlite3 *db, int64_t id, struct stage_row **out, size_t *n)
+{
+	struct stage_row *st = NULL, *ns;
+	int64_t open_id = 0, open_ts = 0, end_id = 0;
+	char *open_name = NULL;
+	size_t cap = 0;
+	sqlite3_stmt *q;
+	int rc, ok = 1, ended = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db,
+	                       "SELECT id, ts_ms, kind, detail FROM events"
+	                       " WHERE job_id = ?1 AND kind IN ('stage',"
+	                       " 'stage_end') ORDER BY id",
+	                       -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, id);
+	while (ok && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(q, 2);
+		const char *det = (const char *)sqlite3_column_text(q, 3);
+		cJSON *o = det != NULL ? cJSON_Parse(det) : NULL;
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+
+		if (cJSON_IsString(name) && strcmp(kind, "stage") == 0) {
+			free(open_name);
+			open_name = strdup(name->valuestring);
+			open_id = sqlite3_column_int64(q, 0);
+			open_ts = sqlite3_column_int64(q, 1);
+			ok = open_name != NULL;
+		} else if (cJSON_IsString(name) && ended < 100) {
+			end_id = sqlite3_column_int64(q, 0);
+			ended++;
+			if (*n == cap) {
+				cap = cap > 0 ? 2 * cap : 8;
+				if ((ns = realloc(st, cap * sizeof *st)) ==
+				    NULL)
+					ok = 0;
+				else
+					st = ns;
+			}
+			if (ok &&
+			    (st[*n].name = strdup(name->valuestring)) == NULL)
+				ok = 0;
+			if (ok) {
+				st[*n].started_ms =
+				    detail_int(o, "started_at_ms");
+				st[*n].ended_ms = detail_int(o, "ended_at_ms");
+				(*n)++;
+			}
+		}
+		cJSON_Delete(o);
+	}
+	sqlite3_finalize(q);
+	if (ok && open_name != NULL && open_id > end_id) {
+		if (*n == cap &&
+		    (ns = realloc(st, (cap + 1) * sizeof *st)) != NULL)
+			st = ns, cap++;
+		if (*n < cap) {
+			st[*n].name = open_name;
+			st[*n].started_ms = open_ts;
+			st[*n].ended_ms = 0;
+			(*n)++;
+			open_name = NULL;
+		} else {
+			ok = 0;
+		}
+	}
+	free(open_name);
+	if (!ok) {
+		stages_free(st, *n);
+		*n = 0;
+		return -ENOMEM;
+	}
+	*out = st;
+	return 0;
+}
+
+/* The stage of a bucket [t0, t1): the last one that began before its end
+ * and had not ended before its start. */
+static const char *
+bucket_stage(const struct stage_row *st, size_t n, int64_t t0, int64_t t1)
+{
+	const char *name = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (st[i].started_ms < t1 &&
+		    (st[i].ended_ms == 0 || st[i].ended_ms > t0))
+			name = st[i].name;
+	return name;
+}
+
+int
+cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
+                        int64_t until_ms, int64_t step_ms,
+                        struct sl_history **out, char *cause, size_t causelen)
+{
+	struct sl_history *h = NULL;
+	struct stage_row *st = NULL;
+	int64_t submitted = 0, ended = 0, lo, hi, until;
+	size_t nst = 0, cap = 0, i;
+	struct sl_bucket *b, *nb;
+	sqlite3_stmt *q;
+	sqlite3 *db;
+	int rc, found = 0;
+
+	*out = NULL;
+	if ((rc = offline_open(path, &db, cause, causelen)) != 0)
+		return rc;
+	if (sqlite3_prepare_v2(db,
+	                       "SELECT submitted_ms, ended_ms FROM jobs"
+	                       " WHERE id = ?1",
+	                       -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(q, 1, job_id);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			found = 1;
+			submitted = sqlite3_column_int64(q, 0);
+			ended = sqlite3_column_int64(q, 1);
+		}
+		sqlite3_finalize(q);
+	}
+	if (!found) {
+		sqlite3_close(db);
+		return fail(cause, causelen, -ENOENT, "%s: no job %lld", path,
+		            (long long)job_id);
+	}
+	until = until_ms > 0 ? until_ms : INT64_MAX;
+	if (step_ms <= 0) {
+		lo = since_ms > 0 ? since_ms : submitted;
+		hi = until_ms > 0 ? until_ms : ended > 0 ? ended : cli_now_ms();
+		step_ms = hi > lo ? (hi - lo) / 60 : 0;
+		if (step_ms < 500)
+			step_ms = 500;
+	}
+	/* Whole buckets: from the first that starts at or after since to the
+	 * end of the one that starts at until. */
+	lo = since_ms % step_ms == 0 ? since_ms
+	     : since_ms > INT64_MAX - step_ms
+	         ? INT64_MAX
+	         : (since_ms / step_ms + 1) * step_ms;
+	hi = floor_to(until, step_ms);
+	hi = hi > INT64_MAX - step_ms ? INT64_MAX : hi + step_ms - 1;
+	if ((h = calloc(1, sizeof *h)) == NULL ||
+	    job_stages(db, job_id, &st, &nst) != 0 ||
+	    sqlite3_prepare_v2(
+	        db,
+	        "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
+	        " total(footprint_bytes) / count(*), max(footprint_bytes),"
+	        " min(swap_bytes), total(swap_bytes) / count(*),"
+	        " max(swap_bytes), count(*) FROM job_samples WHERE job_id = ?1"
+	        " AND ts_ms BETWEEN ?3 AND ?4 GROUP BY b ORDER BY b",
+	        -1, &q, NULL) != SQLITE_OK) {
+		free(h);
+		stages_free(st, nst);
+		fail(cause, causelen, -EIO, "reading job history: %s",
+		     sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return -EIO;
+	}
+	h->job_id = job_id;
+	h->step_ms = step_ms;
+	h->since_ms = since_ms;
+	h->until_ms = until_ms;
+	sqlite3_bind_int64(q, 1, job_id);
+	sqlite3_bind_int64(q, 2, step_ms);
+	sqlite3_bind_int64(q, 3, lo);
+	sqlite3_bind_int64(q, 4, hi);
+	rc = 0;
+	while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
+		if (h->nbuckets == 100000) {
+			rc = fail(cause, causelen, -E2BIG,
+			          "job history: more than 100000 buckets; use "
+			          "a larger --step");
+			break;
+		}
+		if (h->nbuckets == cap) {
+			cap = cap > 0 ? 2 * cap : 256;
+			if ((nb = realloc(h->buckets, cap * sizeof *nb)) ==
+			    NULL) {
+				rc = fail(cause, causelen, -ENOMEM,
+				          "out of memory");
+				break;
+			}
+			h->buckets = nb;
+		}
+		/* As the daemon's answer carries them: whole bytes, cut. */
+		b = &h->buckets[h->nbuckets++];
+		memset(b, 0, sizeof *b);
+		b->ts_ms = sqlite3_column_int64(q, 0);
+		b->footprint_bytes.min =
+		    (double)(int64_t)sqlite3_column_double(q, 1);
+		b->footprint_bytes.avg =
+		    (double)(int64_t)sqlite3_column_double(q, 2);
+		b->footprint_bytes.max =
+		    (double)(int64_t)sqlite3_column_double(q, 3);
+		b->swap_bytes.min =
+		    (double)(int64_t)sqlite3_column_double(q, 4);
+		b->swap_bytes.avg =
+		    (double)(int64_t)sqlite3_column_double(q, 5);
+		b->swap_bytes.max =
+		    (double)(int64_t)sqlite3_column_double(q, 6);
+		b->n = sqlite3_column_int64(q, 7);
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	for (i = 0; rc == 0 && i < h->nbuckets; i++) {
+		const char *name =
+		    bucket_stage(st, nst, h->buckets[i].ts_ms,
+		                 h->buckets[i].ts_ms + h->step_ms);
+		if (name == NULL)
+			continue;
+		if (h->stages == NULL &&
+		    (h->stages = calloc(h->nbuckets + 1, sizeof *h->stages)) ==
+		        NULL)
+			break;
+		h->stages[i] = strdup(name);
+	}
+	stages_free(st, nst);
 	if (rc != 0) {
 		sl_history_free(h);
 		return rc;

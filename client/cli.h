@@ -160,6 +160,12 @@ void cli_warn_no_swap(struct cli *cli, int64_t budget_bytes);
 int cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
                         int64_t step_ms, struct sl_history **out, char *cause,
                         size_t causelen);
+/* The same for a job's footprint and swap (until_ms 0: no end), each
+ * bucket with its stage; -ENOENT when the database has no such job. */
+int cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
+                            int64_t until_ms, int64_t step_ms,
+                            struct sl_history **out, char *cause,
+                            size_t causelen);
 /* The database of the daemon that would serve socket_path (socket_given:
  * named by --socket or $STAGELOAD_SOCKET): the system daemon's for the
  * system socket and for root; else this user's when it names a socket or

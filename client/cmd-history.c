@@ -181,10 +181,14 @@ print_json(const struct sl_history *h, const char *db)
 	char *text;
 	size_t i;
 
-	cJSON_AddStringToObject(r, "tier", h->tier);
+	if (h->job_id > 0) {
+		cJSON_AddNumberToObject(r, "job_id", (double)h->job_id);
+	} else {
+		cJSON_AddStringToObject(r, "tier", h->tier);
+		cJSON_AddNumberToObject(r, "since_ms", (double)h->since_ms);
+		cJSON_AddNumberToObject(r, "until_ms", (double)h->until_ms);
+	}
 	cJSON_AddNumberToObject(r, "step_ms", (double)h->step_ms);
-	cJSON_AddNumberToObject(r, "since_ms", (double)h->since_ms);
-	cJSON_AddNumberToObject(r, "until_ms", (double)h->until_ms);
 	cJSON_AddStringToObject(r, "read_from", db);
 	a = cJSON_AddArrayToObject(r, "buckets");
 	for (i = 0; i < h->nbuckets; i++) {
@@ -192,6 +196,19 @@ print_json(const struct sl_history *h, const char *db)
 		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "ts_ms", (double)b->ts_ms);
 		cJSON_AddNumberToObject(o, "n", (double)b->n);
+		cJSON_AddItemToArray(a, o);
+		if (h->job_id > 0) {
+			cJSON_AddItemToObject(o, "footprint_bytes",
+			                      stat_json(&b->footprint_bytes));
+			cJSON_AddItemToObject(o, "swap_bytes",
+			                      stat_json(&b->swap_bytes));
+			if (h->stages != NULL && h->stages[i] != NULL)
+				cJSON_AddStringToObject(o, "stage",
+				                        h->stages[i]);
+			else
+				cJSON_AddNullToObject(o, "stage");
+			continue;
+		}
 		cJSON_AddItemToObject(o, "free_pct", stat_json(&b->free_pct));
 		cJSON_AddItemToObject(o, "swap_used_bytes",
 		                      stat_json(&b->swap_used_bytes));
@@ -199,7 +216,6 @@ print_json(const struct sl_history *h, const char *db)
 		                      stat_json(&b->available_bytes));
 		cJSON_AddStringToObject(o, "pressure_max", b->pressure_max);
 		cJSON_AddBoolToObject(o, "gap", b->gap);
-		cJSON_AddItemToArray(a, o);
 	}
 	text = proto_print(r, 0);
 	cJSON_Delete(r);
@@ -226,10 +242,8 @@ history_offline(struct cli *cli, const struct cli_args *args, enum format fmt,
 	struct sl_history *h;
 	int rc;
 
-	if (cli_number(args, "job", 0) > 0) {
-		cli_error("%s; history --job needs the daemon", why);
-		return EXIT_UNAVAILABLE;
-	}
+	int64_t job_id = cli_number(args, "job", 0);
+
 	if (cli_has(args, "db"))
 		snprintf(db, sizeof db, "%s", cli_text(args, "db", ""));
 	else if (cli_offline_db_path(sl_path(cli->client),
@@ -238,8 +252,12 @@ history_offline(struct cli *cli, const struct cli_args *args, enum format fmt,
 		cli_error("%s; and no database to read (--db names one)", why);
 		return EXIT_UNAVAILABLE;
 	}
-	rc = cli_offline_history(db, since_ms, until_ms, step_ms, &h, cause,
-	                         sizeof cause);
+	if (job_id > 0)
+		rc = cli_offline_job_history(db, job_id, since_ms, until_ms,
+		                             step_ms, &h, cause, sizeof cause);
+	else
+		rc = cli_offline_history(db, since_ms, until_ms, step_ms, &h,
+		                         cause, sizeof cause);
 	if (rc == -EACCES || rc == -EPERM) {
 		cli_error("%s; cannot read its database: %s (the system "
 		          "daemon's is root's: sudo %s history)",
@@ -249,6 +267,10 @@ history_offline(struct cli *cli, const struct cli_args *args, enum format fmt,
 	if (rc == -E2BIG) {
 		cli_error("%s", cause);
 		return EXIT_USAGE;
+	}
+	if (rc == -ENOENT && job_id > 0) {
+		cli_error("%s", cause);
+		return EXIT_ERR;
 	}
 	if (rc != 0) {
 		cli_error("%s; cannot read its database: %s", why, cause);

@@ -2,7 +2,7 @@
 reads the database itself, read-only, and prints the same buckets it
 printed while the daemon ran (table, CSV and JSON, a raw and a rollup
 tier), saying on stderr that the daemon is down and which file it read; it
-creates nothing beside the database; `--job` still needs the daemon (69);
+creates nothing beside the database; a job's history too, with its stages;
 a user who may not read the database gets 77 and is told to use sudo.
 """
 
@@ -37,9 +37,19 @@ def main():
             poll(lambda: abs(c.call("info")["sample"]["free_pct"] - pct) < 0.01,
                  what="a sample at %d%%" % pct)
             time.sleep(0.3)
+        # A job with two stages, to be read back by --job.
+        script = ('"$CTL" stage encode; sleep 0.6; "$CTL" stage decode; '
+                  'sleep 0.6')
+        jid = c.call("submit", {"argv": ["sh", "-c", script], "cwd": "/",
+                                "env": ["PATH=/usr/bin:/bin", "CTL=" + BIN,
+                                        "STAGELOAD_SOCKET=" + d.socket]})["id"]
+        assert c.call("wait", {"id": jid}, timeout=30)["state"] == "exited"
         until = int(time.time() * 1000)
         c.close()
         queries = [
+            ("--job", str(jid), "--since", str(t0 - 2000), "--step", "200ms"),
+            ("--job", str(jid), "--since", str(t0 - 2000), "--until", str(until),
+             "--step", "1s"),
             ("--since", str(t0 - 2000), "--until", str(until), "--step", "500ms"),
             ("--since", str(t0 - 60000), "--until", str(until), "--step", "10s"),
         ]
@@ -49,8 +59,10 @@ def main():
                 out = run(d.socket, "history", "--format", fmt, *q)
                 assert out.returncode == 0 and out.stderr == "", out
                 before[(q, fmt)] = out.stdout
-        assert before[(queries[0], "json")].count('"ts_ms"') >= 3, before
-        assert json.loads(before[(queries[1], "json")])["tier"] == "10s"
+        assert before[(queries[2], "json")].count('"ts_ms"') >= 3, before
+        assert json.loads(before[(queries[3], "json")])["tier"] == "10s"
+        stages = [b["stage"] for b in json.loads(before[(queries[0], "json")])["buckets"]]
+        assert "encode" in stages and "decode" in stages, stages
         assert d.stop() == 0
         files = sorted(os.listdir(d.dir))
 
@@ -76,11 +88,12 @@ def main():
         assert out.returncode == 69 and ("cannot read its database: %s/st/stageload/"
                                          "stageload.db: No such file" % d.dir) \
             in out.stderr, out
-        out = run(d.socket, "history", "--job", "1")
-        assert out.returncode == 69 and "history --job needs the daemon" in out.stderr, out
+        out = run(d.socket, "history", "--db", d.db, "--job", "999")
+        assert out.returncode == 1 and "no job 999" in out.stderr, out
         assert sorted(os.listdir(d.dir)) == files, (files, os.listdir(d.dir))
         print("ok   history with the daemon stopped prints the same buckets (table, "
-              "csv, json; raw and 10s), read-only, and says so")
+              "csv, json; raw and 10s; a job's, with its stages), read-only, and "
+              "says so")
 
         if os.geteuid() == 0 and not os.path.exists("/var/run/stageload.sock"):
             # No socket named and no database of this user's: the system
