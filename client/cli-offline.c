@@ -3,10 +3,11 @@
  * read-only, with the user's own rights (never more: a system daemon's
  * database is root's, mode 0600, so that is `sudo stageloadctl history`).
  * The buckets are made as the daemon makes them (daemon/store-samples.c,
- * store_history_begin and store_history_next; PROTOCOL.md, history): the
- * same tier, the same sums and averages, the same gap marks, so a range
- * prints the same before and after the daemon stops. docs/cli.md,
- * "history".
+ * store_history_begin, store_history_next and store_job_history;
+ * daemon/control-jobs.c for a job's stages; PROTOCOL.md, history): the
+ * same tier, the same sums and averages, the same gap marks and stages,
+ * so a range prints the same before and after the daemon stops
+ * (tests/admin-history.py compares them). docs/cli.md, "history".
  */
 #include <errno.h>
 #include <stdarg.h>
