@@ -674,6 +674,7 @@ print_overview(FILE *f)
 	    f,
 	    "  --version      print the version\n"
 	    "  %s help COMMAND, or COMMAND --help: one command\n"
+	    "  %s completions bash|zsh|fish: the shell's completions\n"
 	    "\n"
 	    "Examples:\n"
 	    "  %s info\n"
@@ -690,7 +691,7 @@ print_overview(FILE *f)
 	    "denied;\n"
 	    "run/guard/wait exit with the job's status.\n"
 	    "See docs/cli.md and stageloadctl(1).\n",
-	    prog, prog, prog, prog, prog, prog, prog, prog);
+	    prog, prog, prog, prog, prog, prog, prog, prog, prog);
 }
 
 void
