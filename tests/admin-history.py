@@ -38,20 +38,31 @@ def main():
                  what="a sample at %d%%" % pct)
             time.sleep(0.3)
         # A job with two stages, to be read back by --job.
-        script = ('"$CTL" stage encode; sleep 0.6; "$CTL" stage decode; '
+        # (a stage is taken only once the job is running: the script
+        # waits for that, at most 10 s)
+        script = ('i=0; until "$CTL" --json show "$STAGELOAD_JOB_ID" | '
+                  'grep -q \'"state":"running"\'; do i=$((i+1)); '
+                  '[ $i -lt 200 ] || exit 3; sleep 0.05; done; '
+                  '"$CTL" stage encode; sleep 0.6; "$CTL" stage decode; '
                   'sleep 0.6')
         jid = c.call("submit", {"argv": ["sh", "-c", script], "cwd": "/",
-                                "env": ["PATH=/usr/bin:/bin", "CTL=" + BIN,
+                                "env": ["PATH=/usr/bin:/bin", "CTL=" + os.path.abspath(BIN),
                                         "STAGELOAD_SOCKET=" + d.socket]})["id"]
         assert c.call("wait", {"id": jid}, timeout=30)["state"] == "exited"
         until = int(time.time() * 1000)
+        # A rollup row holds its whole 10 s, later samples too: the 10 s
+        # query ends at a boundary the clock has passed, so what it reads
+        # no longer changes while the daemon runs on.
+        until10 = -(-until // 10000) * 10000
+        poll(lambda: time.time() * 1000 > until10 + 300, timeout=15,
+             what="the next 10 s boundary")
         c.close()
         queries = [
             ("--job", str(jid), "--since", str(t0 - 2000), "--step", "200ms"),
             ("--job", str(jid), "--since", str(t0 - 2000), "--until", str(until),
              "--step", "1s"),
             ("--since", str(t0 - 2000), "--until", str(until), "--step", "500ms"),
-            ("--since", str(t0 - 60000), "--until", str(until), "--step", "10s"),
+            ("--since", str(t0 - 60000), "--until", str(until10), "--step", "10s"),
         ]
         before = {}
         for q in queries:
