@@ -48,6 +48,9 @@ if [ "$want_tests" -eq 1 ]; then
 	# mandoc (mandoc -T lint of the man pages) and fish (its completions
 	# too): admin_man.
 	pkgs+=(zsh groff-base mandoc fish)
+	# unicode-data: the Unicode data that client/cli-width-table.h is
+	# generated from (scripts/gen-width-table.py; cli_reason compares).
+	pkgs+=(unicode-data)
 	command -v python3 >/dev/null || pkgs+=(python3)
 	# The Python package's tests (tests/python/): a venv with Debian's
 	# setuptools (offline install) and pytest.

@@ -172,6 +172,8 @@ fi
 bash -n "$SL_TMP/complete.bash" || fail "the bash completion is not valid bash"
 if command -v zsh >/dev/null; then
 	zsh -n "$SL_TMP/_stageloadctl" || fail "the zsh completion is not valid zsh"
+elif [ "${CI:-}" = true ]; then
+	fail "zsh not installed (scripts/deps.sh --test): CI=true forbids not checking the zsh completion"
 else
 	echo "note: zsh not installed (scripts/deps.sh --test): the zsh completion is only read" >&2
 fi
