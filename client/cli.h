@@ -149,9 +149,9 @@ const char *cli_option_label(const struct cli_option *o, char *buf, size_t len);
  * nothing when the job reported none. */
 void cli_print_stages(const char *show_json, int64_t now, FILE *f);
 
-/* cmd-doctor.c: a warning on stderr when the job's swap budget can never
- * stop it: the daemon's Linux machine has no swap. Says nothing when the
- * daemon cannot tell. */
+/* cmd-doctor.c: a warning on stderr when the job's swap budget (< 0: the
+ * daemon's default one) can never stop it: the daemon's Linux machine has
+ * no swap. Says nothing when the daemon cannot tell. */
 void cli_warn_no_swap(struct cli *cli, int64_t budget_bytes);
 
 /* cli-offline.c: system history read from the database at path itself,

@@ -225,9 +225,16 @@ cli_warn_no_swap(struct cli *cli, int64_t budget_bytes)
 	struct sl_info in;
 	char a[32];
 
-	if (budget_bytes <= 0 || sl_info(cli->client, &in) < 0 ||
+	char config[8];
+
+	if (budget_bytes == 0 || sl_info(cli->client, &in) < 0 ||
 	    !in.has_sample || strcmp(in.os, "linux") != 0 ||
 	    in.sample.swap_total_bytes != 0)
+		return;
+	/* None given: the daemon's default budget (swap_budget), if any. */
+	if (budget_bytes < 0)
+		info_extra(cli, config, sizeof config, &budget_bytes);
+	if (budget_bytes <= 0)
 		return;
 	cli_error("warning: this machine has no swap, so the swap budget "
 	          "(%s) can never stop the job (stageloadctl doctor)",

@@ -102,7 +102,19 @@ def main():
         sub = subprocess.run([BIN, "--socket", d.socket, "submit", "--", "true"],
                              capture_output=True, text=True, timeout=30)
         assert sub.returncode == 0 and sub.stderr == "", sub
-    print("ok   no swap: doctor fails its check; a submit with a budget warns")
+    # The daemon's default budget warns as well.
+    d = Daemon(config="swap_budget = 2G\n")
+    write_meminfo(d.proc_root, swap_total_kb=0, swap_free_kb=0)
+    with d:
+        sampled(d)
+        sub = subprocess.run([BIN, "--socket", d.socket, "submit", "--", "true"],
+                             capture_output=True, text=True, timeout=30)
+        assert sub.returncode == 0 and "swap budget (2.0G) can never" in sub.stderr, sub
+        sub = subprocess.run([BIN, "--socket", d.socket, "submit", "--swap-budget", "0",
+                              "--", "true"], capture_output=True, text=True, timeout=30)
+        assert sub.returncode == 0 and sub.stderr == "", sub
+    print("ok   no swap: doctor fails its check; a submit with a budget (its own or "
+          "the daemon's default) warns")
 
     # The daemon down: a failed check with the list, exit 1.
     out = doctor(sock)
