@@ -379,6 +379,10 @@ struct sl_job {
 	 * (NULL then); NULL when not the caller's to see. sl_show gives
 	 * argv. */
 	char *command;
+	/* A queued job's waiting_for (PROTOCOL.md, Job): "free", "settle",
+	 * ...; a value the caller does not know reads as "other". "" when
+	 * not queued. */
+	char waiting_for[32];
 	/* Where expect_bytes came from: "given", "learned" (from
 	 * expect_runs past runs of the name) or "" (none). */
 	char expect_source[16];
