@@ -151,6 +151,13 @@ peak=$(jget "$js" 'j["footprint_peak_bytes"]')
 	die "its peak footprint is $((peak >> 20)) MiB, not about $LOAD_MIB"
 
 # --- run 1, and run 2 while run 1 loads ---
+# Free % from a sample a second after the first run ended: what it held
+# has been given back by then.
+end0=$(jget "$js" 'j["ended_at_ms"]')
+sampled_after() {
+	[ "$(jget "$(ctl info --json)" 'j["sample"]["sampled_at_ms"] > '"$1")" = True ]
+}
+poll 10 sampled_after $((end0 + 1000)) || die "no sample a second after the first run ended"
 info=$(ctl info --json)
 total=$(jget "$info" 'j["sample"]["total_bytes"]')
 free=$(jget "$info" 'j["sample"]["free_pct"]')
