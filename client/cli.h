@@ -133,6 +133,12 @@ double cli_pct(const struct cli_args *a, const char *name, double dflt);
 
 /* The job options of submit and run (cli.c), and the spec they make. */
 extern const struct cli_option cli_job_options[];
+/* submit's --after, --after-any and --hold (cmd-queue.c), into spec;
+ * *ids (the after list, for the caller to free) is what spec->after
+ * points to. -1 to go on, else the exit status (a usage error). */
+extern const struct cli_option cli_submit_queue_options[];
+int cli_submit_queue(struct cli *cli, const struct cli_args *a,
+                     struct sl_job_spec *spec, int64_t **ids);
 void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
 
 /* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */

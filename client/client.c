@@ -293,6 +293,18 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		cJSON_AddBoolToObject(params, "exclusive", 1);
 	if (spec->retry_on_breach > 0)
 		proto_add_int(params, "retry_on_breach", spec->retry_on_breach);
+	if (spec->nafter > 0) {
+		cJSON *after = cJSON_AddArrayToObject(params, "after");
+		size_t i;
+
+		for (i = 0; after != NULL && i < spec->nafter; i++)
+			cJSON_AddItemToArray(after,
+			                     proto_int_create(spec->after[i]));
+		if (spec->after_any)
+			cJSON_AddBoolToObject(params, "after_any", 1);
+	}
+	if (spec->held)
+		cJSON_AddBoolToObject(params, "held", 1);
 	/* The job makes its files as its submitter would. */
 	if (!spec->attached)
 		proto_add_int(params, "umask",
@@ -451,6 +463,18 @@ int
 sl_cancel(sl_client *c, int64_t id, struct sl_job *out)
 {
 	return job_call(c, "cancel", id_params(id), c->timeout_ms, out);
+}
+
+int
+sl_hold(sl_client *c, int64_t id, struct sl_job *out)
+{
+	return job_call(c, "hold", id_params(id), c->timeout_ms, out);
+}
+
+int
+sl_release(sl_client *c, int64_t id, struct sl_job *out)
+{
+	return job_call(c, "release", id_params(id), c->timeout_ms, out);
 }
 
 int

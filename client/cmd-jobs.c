@@ -31,6 +31,7 @@ const struct cli_entry cmd_submit_entry = {
     .min_operands = 1,
     .max_operands = -1,
     .flags = CLI_COMMAND_LINE,
+    .options = cli_submit_queue_options,
     .more_options = cli_job_options,
     .json = "{\"id\",\"position\",\"queued\"} instead of the id alone",
     .exec = cmd_submit,
@@ -213,12 +214,19 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job_spec spec;
 	struct sl_submitted sub;
+	int64_t *after;
 	int rc;
 
 	cli_job_spec(args, &spec);
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_submit_queue(cli, args, &spec, &after)) >= 0)
 		return rc;
-	if (sl_submit(cli->client, &spec, &sub) < 0)
+	if ((rc = cli_connect(cli)) != 0) {
+		free(after);
+		return rc;
+	}
+	rc = sl_submit(cli->client, &spec, &sub);
+	free(after);
+	if (rc < 0)
 		return cli_fail(cli);
 	if (cli->json)
 		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",

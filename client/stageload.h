@@ -318,6 +318,13 @@ struct sl_job_spec {
 	int exclusive;
 	int retry_on_breach; /* 0..100 */
 	int umask;           /* a detached job's; -1: this process's */
+	/* Start only after these jobs (the caller's own) have ended: with
+	 * exit 0, or any end with after_any. A job they need to succeed
+	 * that fails cancels this one (end_reason "dependency"). */
+	const int64_t *after;
+	size_t nafter; /* at most 64 */
+	int after_any;
+	int held; /* queue it held: it starts only after sl_release */
 };
 void sl_job_spec_init(struct sl_job_spec *spec);
 
@@ -386,6 +393,11 @@ void sl_jobs_free(struct sl_job *jobs, size_t njobs);
 int sl_show(sl_client *c, int64_t id, int env, struct sl_job *out);
 /* out may be NULL. */
 int sl_cancel(sl_client *c, int64_t id, struct sl_job *out);
+/* A queued job (the caller's own; root: any) is held: it keeps its
+ * place and is never admitted until released. -32005 (SL_E_STATE) when it
+ * is not queued. out may be NULL. */
+int sl_hold(sl_client *c, int64_t id, struct sl_job *out);
+int sl_release(sl_client *c, int64_t id, struct sl_job *out);
 /* Blocks until the job has ended, whatever the client's timeout. */
 int sl_wait(sl_client *c, int64_t id, struct sl_job *out);
 int sl_resume(sl_client *c, int64_t id, struct sl_job *out);

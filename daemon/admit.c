@@ -32,6 +32,10 @@ admit_wait_name(enum admit_wait w)
 		return "storage";
 	case ADMIT_WAIT_CLIENT:
 		return "client";
+	case ADMIT_WAIT_HELD:
+		return "held";
+	case ADMIT_WAIT_AFTER:
+		return "after";
 	}
 	return "unknown";
 }

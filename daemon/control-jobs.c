@@ -55,6 +55,13 @@ answer_job(struct daemon *d, const struct peer *p, int64_t id, int with_env,
 	return 0;
 }
 
+int
+control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
+                   cJSON **result, char *cause, size_t causelen)
+{
+	return answer_job(d, p, id, 0, result, cause, causelen);
+}
+
 static char **
 strv_dup(const char **v)
 {
@@ -243,6 +250,8 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	j->retry_on_breach = (int)retry;
 	j->umask = (int)mask;
 	j->privileged = privileged;
+	if ((rc = control_submit_queue(d, params, j, cause, causelen)) != 0)
+		goto out;
 	/* The table owns the job from here, whatever the outcome. */
 	rc = jobs_submit(d, j, p->client_id, &id, &position, &nq, cause,
 	                 causelen);

@@ -96,6 +96,18 @@ int control_events(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
 int control_job_history(struct daemon *, const struct peer *, const cJSON *,
                         const cJSON *, cJSON **, char *, size_t);
+/* The queue's controls (control-queue.c). */
+int control_hold(struct daemon *, const struct peer *, const cJSON *,
+                 const cJSON *, cJSON **, char *, size_t);
+int control_release(struct daemon *, const struct peer *, const cJSON *,
+                    const cJSON *, cJSON **, char *, size_t);
+/* Submit's after, after_any and held into j; 0 or PROTO_E_* with
+ * cause. */
+int control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
+                         char *cause, size_t causelen);
+/* The job as the peer may see it, as most job methods answer. */
+int control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
+                       cJSON **result, char *cause, size_t causelen);
 /* Before history answers: commit the buffered samples. 0, or, when that
  * fails and [.., until] reaches the oldest sample not yet committed (of
  * the system, job_id 0, or of that job), PROTO_E_STORAGE with the cause. */

@@ -65,6 +65,7 @@ job_free(struct job *j)
 	free(j->end_detail);
 	free(j->command);
 	free(j->kill);
+	free(j->after);
 	free(j);
 }
 

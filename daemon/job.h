@@ -48,7 +48,13 @@ struct job {
 	int exclusive;
 	int retry_on_breach; /* retries allowed */
 	int umask;           /* a detached job's file mode mask */
-	int attempt;         /* 1-based */
+	/* Dependencies (docs/jobs.md, "Dependencies"): the jobs it starts
+	 * after, and whether any end will do (after_any) or only exit 0. */
+	int64_t *after;
+	int nafter;
+	int after_any;
+	int held;    /* hold: keeps its place, never admitted until release */
+	int attempt; /* 1-based */
 	/* Submitted by root, the daemon's user or a member of its admin
 	 * group (jobs_privileged): its head is never passed over. In memory
 	 * only: judged at submit, and again when the daemon loads it. */

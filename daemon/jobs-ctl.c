@@ -44,6 +44,7 @@ view_of(const struct jrec *r, struct jobs_view *v)
 	v->end_pending = r->end_pending;
 	v->position = r->position;
 	v->wait = r->wait;
+	v->wait_after = r->wait_after;
 	v->growth_bytes = r->growth_bytes;
 	v->client_id = r->client_id;
 }

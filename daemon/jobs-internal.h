@@ -12,6 +12,7 @@
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
+ *   jobs-deps.c     dependencies (after, after_any) and holds
  *
  * The rules (state machine, admission, breach) are in docs/jobs.md.
  */
@@ -47,6 +48,7 @@ struct jrec {
 	int64_t growth_restarted_ms; /* 0: growth counts from admission */
 	long position;               /* 1-based while queued */
 	enum admit_wait wait;
+	int64_t wait_after; /* ADMIT_WAIT_AFTER: the first unended one */
 
 	uint64_t client_id;      /* attached: the connection that owns it */
 	int64_t orphan_since_ms; /* attached, no client since (restart) */
@@ -182,6 +184,17 @@ void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
 
 /* Load the unended jobs of the store (*n: how many); < 0 when it fails. */
 int jobs_adopt_load(struct daemon *d, int *n);
+
+/* ---- jobs-deps.c ---- */
+
+/* Why r cannot be the head (held, an unended dependency: sets
+ * r->wait_after), or ADMIT_WAIT_NONE. */
+enum admit_wait jobs_deps_blocked(struct jobs *js, struct jrec *r);
+/* ended's end is recorded: the queued jobs that needed it to exit 0 are
+ * cancelled (reason "dependency"), and theirs in turn. */
+void jobs_deps_ended(struct daemon *d, const struct job *ended);
+/* Start-up: the same for dependencies that ended while no daemon ran. */
+void jobs_deps_load(struct daemon *d);
 
 /* ---- jobs-ctl.c ---- */
 

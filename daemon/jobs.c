@@ -274,7 +274,7 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			 * not back since a restart) cannot be the head. */
 			a->blocked = j->attached && r->client_id == 0
 			                 ? ADMIT_WAIT_CLIENT
-			                 : ADMIT_WAIT_NONE;
+			                 : jobs_deps_blocked(js, r);
 			a->ref = i;
 		}
 	}
@@ -382,6 +382,8 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	jobs_event(d, j, end_event_kind(j->state), det);
 	jobs_note(d, &n);
 	jrec_release(d, r);
+	/* The jobs that needed it to succeed end too (jobs-deps.c). */
+	jobs_deps_ended(d, j);
 	jobs_admit_soon(d);
 }
 
@@ -672,6 +674,7 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 	n.of = of;
 	n.free_pct = free_pct;
 	n.wait = r->wait;
+	n.wait_after = r->wait_after;
 	jobs_note(d, &n);
 }
 
@@ -1204,6 +1207,8 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 		snprintf(cause, causelen, "cannot load jobs from the store");
 		return -EIO;
 	}
+	/* Dependencies that ended while no daemon ran. */
+	jobs_deps_load(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", n);
 	jobs_event(d, NULL, "daemon_start", det);

@@ -1178,6 +1178,58 @@ proto_param_strv(const cJSON *params, const char *name, int required,
 }
 
 int
+proto_param_intv(const cJSON *params, const char *name, int required,
+                 size_t max_items, int64_t min, int64_t max, int64_t **out,
+                 size_t *n, char *cause, size_t causelen)
+{
+	const cJSON *v, *it;
+	char what[96];
+	int64_t *vec;
+	size_t count = 0, i = 0;
+	double d;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = param_find(params, name, required, &v, cause, causelen)) != 0)
+		return rc;
+	if (!cJSON_IsArray(v))
+		return param_error(cause, causelen, name,
+		                   "must be an array of integers");
+	for (it = v->child; it != NULL; it = it->next)
+		count++;
+	if (max_items != 0 && count > max_items) {
+		snprintf(what, sizeof what, "has more than %zu items",
+		         max_items);
+		return param_error(cause, causelen, name, what);
+	}
+	if (count == 0)
+		return 0;
+	if ((vec = malloc(count * sizeof *vec)) == NULL) {
+		if (cause != NULL && causelen > 0)
+			snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	for (it = v->child; it != NULL; it = it->next) {
+		d = it->valuedouble;
+		if (!cJSON_IsNumber(it) || !isfinite(d) || d < (double)min ||
+		    d > (double)max || d > PROTO_MAX_SAFE_INT ||
+		    d < -PROTO_MAX_SAFE_INT || d != (double)(int64_t)d) {
+			free(vec);
+			snprintf(what, sizeof what,
+			         "must be an array of integers between %" PRId64
+			         " and %" PRId64,
+			         min, max);
+			return param_error(cause, causelen, name, what);
+		}
+		vec[i++] = (int64_t)d;
+	}
+	*out = vec;
+	*n = count;
+	return 0;
+}
+
+int
 proto_param_type(const cJSON *params, const char *name, enum proto_type t,
                  int required, char *cause, size_t causelen)
 {
@@ -1216,6 +1268,16 @@ proto_param_type(const cJSON *params, const char *name, enum proto_type t,
 				return param_error(
 				    cause, causelen, name,
 				    "must be an array of strings");
+		break;
+	case PROTO_T_INTV:
+		if (!cJSON_IsArray(v))
+			return param_error(cause, causelen, name,
+			                   "must be an array of integers");
+		for (it = v->child; it != NULL; it = it->next)
+			if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+				return param_error(
+				    cause, causelen, name,
+				    "must be an array of integers");
 		break;
 	}
 	return 0;

@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -208,8 +208,17 @@ test_fresh_database(void **state)
 /* A database of this schema turned back into schema 4's shape: argv and
  * env in the jobs rows, no job_args, no bytes, no kill. */
 static void
+raw_to_schema_6(sqlite3 *db)
+{
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_ids");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_any");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN held");
+}
+
+static void
 raw_to_schema_4(sqlite3 *db)
 {
+	raw_to_schema_6(db);
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN kill");
 	raw_exec(db, "ALTER TABLE jobs ADD COLUMN argv TEXT");
 	raw_exec(db, "ALTER TABLE jobs ADD COLUMN env TEXT");
@@ -254,7 +263,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -298,7 +307,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -342,7 +351,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -564,9 +573,56 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 6");
+	raw_exec(db, "PRAGMA user_version = 7");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+}
+
+/* A database of schema 6 is brought to 7: its jobs start after nothing
+ * and are not held; a job's dependencies and hold round-trip. */
+static void
+test_migrate_from_6(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	int64_t after[] = {3, 9007199254740992LL};
+	struct job j, k, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_6(db);
+	raw_exec(db, "PRAGMA user_version = 6");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_null(got->after);
+	assert_int_equal(got->nafter, 0);
+	assert_int_equal(got->after_any, 0);
+	assert_int_equal(got->held, 0);
+	job_free(got);
+
+	memset(&k, 0, sizeof k);
+	k.state = JOB_QUEUED;
+	k.attempt = 1;
+	k.after = after;
+	k.nafter = 2;
+	k.after_any = 1;
+	k.held = 1;
+	assert_int_equal(store_job_insert(f->s, &k, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, k.id, &got), 0);
+	assert_int_equal(got->nafter, 2);
+	assert_int_equal(got->after[0], 3);
+	assert_int_equal(got->after[1], 9007199254740992LL);
+	assert_int_equal(got->after_any, 1);
+	assert_int_equal(got->held, 1);
+	job_free(got);
 }
 
 struct expect {
@@ -1871,6 +1927,7 @@ main(void)
 	    T(test_reopen_keeps_data),
 	    T(test_migrate_from_1),
 	    T(test_migrate_from_4),
+	    T(test_migrate_from_6),
 	    T(test_history_parts),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),

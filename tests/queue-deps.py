@@ -1,0 +1,274 @@
+"""The queue's own controls through the fixture proc root: dependencies
+(submit's after and after_any), holds, and what they show. The jobs are
+real processes; docs/jobs.md, "Dependencies and holds", states the rules.
+
+Run one scenario with: queue-deps.py NAME...
+"""
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+from sltest import Client, RpcError, kill_leftovers, poll  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
+js = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(js)
+submit, show, wait_state, samples, read, events_of = (
+    js.submit, js.show, js.wait_state, js.samples, js.read, js.events_of)
+
+CTL = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+
+
+def ctl(d, *args):
+    return subprocess.run([CTL, "--socket", d.socket] + list(args),
+                          capture_output=True, text=True, timeout=30)
+
+
+def queued(c, jid):
+    j = show(c, jid)
+    return j if j["state"] == "queued" else None
+
+
+def sc_chain(d, m, c):
+    """A -> B -> C run in order; each waits with `after ID` meanwhile."""
+    log = d.dir + "/chain.log"
+    go = d.dir + "/chain.go"
+    a = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done; echo A >> %s"
+               % (go, log), name="A")
+    b = submit(c, d, "echo B >> %s" % log, after=[a], name="B")
+    cc = submit(c, d, "echo C >> %s" % log, after=[b], name="C")
+    wait_state(c, a, "running")
+    samples(d, 3)
+    jb, jc = show(c, b), show(c, cc)
+    assert jb["state"] == "queued" and jb["waiting_for"] == "after %d" % a, jb
+    assert jc["state"] == "queued" and jc["waiting_for"] == "after %d" % b, jc
+    assert jb["after"] == [a] and jb["after_any"] is False, jb
+    # Passed over, not blocking: a job behind them starts meanwhile.
+    other = submit(c, d, "exit 0", name="other")
+    wait_state(c, other, "exited")
+    assert show(c, b)["state"] == "queued"
+    open(go, "w").close()
+    for jid in (a, b, cc):
+        j = wait_state(c, jid, "exited")
+        assert j["exit_code"] == 0, j
+    assert read(log).split() == ["A", "B", "C"], read(log)
+    sa, sb = (show(c, x) for x in (a, b))
+    assert show(c, b)["started_at_ms"] >= sa["ended_at_ms"], (sa, sb)
+    assert show(c, cc)["started_at_ms"] >= show(c, b)["ended_at_ms"]
+
+
+def sc_chain_failed(d, m, c):
+    """A fails: B and C (after) end cancelled with reason dependency; D
+    (after_any) runs; nothing of B or C ever starts."""
+    log = d.dir + "/fail.log"
+    go = d.dir + "/fail.go"
+    a = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done; exit 3" % go,
+               name="A")
+    b = submit(c, d, "echo B >> %s" % log, after=[a], name="B")
+    cc = submit(c, d, "echo C >> %s" % log, after=[b], name="C")
+    dd = submit(c, d, "echo D >> %s" % log, after=[a], after_any=True,
+                name="D")
+    wait_state(c, a, "running")
+    open(go, "w").close()
+    assert wait_state(c, a, "exited")["exit_code"] == 3
+    for jid in (b, cc):
+        j = wait_state(c, jid, "cancelled")
+        assert j["end_reason"] == "dependency", j
+        assert "started_at_ms" not in j or j["started_at_ms"] is None, j
+    jb = show(c, b)
+    assert "job %d" % a in jb["end_detail"] and "exited 3" in jb["end_detail"], jb
+    assert "job %d" % b in show(c, cc)["end_detail"], show(c, cc)
+    assert wait_state(c, dd, "exited")["exit_code"] == 0
+    assert read(log).split() == ["D"], read(log)
+    kinds = [e["kind"] for e in events_of(c, b)]
+    assert kinds == ["submitted", "cancelled"], kinds
+
+
+def sc_cancelled_dep(d, m, c):
+    """A cancelled (or killed) dependency cancels its dependents too."""
+    m.set(free_pct=20)
+    a = submit(c, d, "exit 0", wait_free_pct=50, name="A")
+    b = submit(c, d, "exit 0", after=[a], name="B")
+    c.call("cancel", {"id": a})
+    j = wait_state(c, b, "cancelled")
+    assert j["end_reason"] == "dependency" and "cancelled" in j["end_detail"], j
+
+
+def sc_submit_checks(d, m, c):
+    """What can never hold is refused at submit: an unknown job, a job
+    that already failed (after), a job listed twice; after_any on a failed
+    job and after on a job that exited 0 are accepted and run at once."""
+    bad = submit(c, d, "exit 1")
+    good = submit(c, d, "exit 0")
+    wait_state(c, bad, "exited")
+    wait_state(c, good, "exited")
+    for params, code, words in (
+            ({"after": [999999]}, -32003, "no job 999999"),
+            ({"after": [bad]}, -32005, "already ended exited 1"),
+            ({"after": [good, good]}, -32602, "listed twice"),
+            ({"after": [0]}, -32602, "after"),
+            ({"after": ["1"]}, -32602, "array of integers"),
+            ({"after": list(range(1, 66))}, -32602, "more than 64")):
+        try:
+            submit(c, d, "exit 0", **params)
+        except RpcError as e:
+            assert e.code == code and words in str(e), (params, e.code, str(e))
+        else:
+            raise AssertionError("accepted %r" % params)
+    x = submit(c, d, "exit 0", after=[bad], after_any=True)
+    y = submit(c, d, "exit 0", after=[good])
+    wait_state(c, x, "exited")
+    wait_state(c, y, "exited")
+
+
+def sc_hold_release(d, m, c):
+    """A held job keeps its place and is passed over; once released it runs.
+    Only a queued job can be held."""
+    h = submit(c, d, "exit 0", held=True, name="H")
+    samples(d, 3)
+    j = show(c, h)
+    assert j["state"] == "queued" and j["waiting_for"] == "held", j
+    assert j["held"] is True and j["position"] == 1, j
+    other = submit(c, d, "exit 0", name="other")
+    wait_state(c, other, "exited")
+    samples(d, 3)
+    assert queued(c, h), show(c, h)
+    r = c.call("release", {"id": h})
+    assert r["id"] == h and r["held"] is False, r
+    wait_state(c, h, "exited")
+    # hold a queued one through the CLI, then release it
+    m.set(free_pct=20)
+    q = submit(c, d, "exit 0", wait_free_pct=50)
+    out = ctl(d, "hold", str(q))
+    assert out.returncode == 0 and "job %d: held" % q in out.stdout, out
+    assert show(c, q)["waiting_for"] == "held"
+    m.set(free_pct=80)
+    samples(d, 3)
+    assert queued(c, q), show(c, q)
+    out = ctl(d, "release", str(q))
+    assert out.returncode == 0 and "released" in out.stdout, out
+    wait_state(c, q, "exited")
+    try:
+        c.call("hold", {"id": q})
+    except RpcError as e:
+        assert e.code == -32005 and "not queued" in str(e), str(e)
+    else:
+        raise AssertionError("held an ended job")
+    kinds = [e["kind"] for e in events_of(c, q)]
+    assert "held" in kinds and "released" in kinds, kinds
+
+
+def sc_cli_after(d, m, c):
+    """stageloadctl submit --after / --after-any / --hold."""
+    go = d.dir + "/cli.go"
+    out = ctl(d, "submit", "--", "bash", "-c",
+              "while [ ! -e %s ]; do sleep 0.05; done; exit 2" % go)
+    assert out.returncode == 0, out
+    a = int(out.stdout)
+    out = ctl(d, "submit", "--after", "#%d" % a, "--", "true")
+    assert out.returncode == 0, out
+    b = int(out.stdout)
+    out = ctl(d, "submit", "--after-any", str(a), "--hold", "--", "true")
+    assert out.returncode == 0, out
+    h = int(out.stdout)
+    jh = show(c, h)
+    assert jh["after"] == [a] and jh["after_any"] and jh["held"], jh
+    out = ctl(d, "submit", "--after", "x", "--", "true")
+    assert out.returncode == 2 and "bad job id" in out.stderr, out
+    out = ctl(d, "submit", "--after", "1", "--after-any", "1", "--", "true")
+    assert out.returncode == 2, out
+    open(go, "w").close()
+    assert wait_state(c, b, "cancelled")["end_reason"] == "dependency"
+    samples(d, 3)
+    assert show(c, h)["waiting_for"] == "held", show(c, h)
+    ctl(d, "release", str(h))
+    wait_state(c, h, "exited")
+
+
+def sc_dep_failed_while_down(d, m, c):
+    """A dependency that fails while no daemon runs: the restarted daemon
+    cancels its dependents (and never starts them)."""
+    go = d.dir + "/down.go"
+    log = d.dir + "/down.log"
+    a = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done; exit 4" % go)
+    b = submit(c, d, "echo B >> %s" % log, after=[a])
+    ok = submit(c, d, "echo OK >> %s" % log, after=[a], after_any=True)
+    wait_state(c, a, "running")
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+    open(go, "w").close()
+    # Wait for A's process to end (it is left to its monitor).
+    import glob
+
+    def ended():
+        for f in glob.glob(d.dir + "/**/%d.status" % a, recursive=True):
+            for line in read(f).splitlines():
+                k, _, v = line.partition(" ")
+                if k == "ended_ms" and int(v) > 0:
+                    return True
+        return False
+    poll(ended, what="job A to end while the daemon is down")
+    d.start()
+    c = Client(d.socket)
+    assert wait_state(c, a, "exited")["exit_code"] == 4
+    j = wait_state(c, b, "cancelled")
+    assert j["end_reason"] == "dependency", j
+    wait_state(c, ok, "exited")
+    assert read(log).split() == ["OK"], read(log)
+    c.close()
+
+
+SCENARIOS = [
+    ("chain", sc_chain, {}),
+    ("chain_failed", sc_chain_failed, {}),
+    ("cancelled_dep", sc_cancelled_dep, {}),
+    ("submit_checks", sc_submit_checks, {}),
+    ("hold_release", sc_hold_release, {}),
+    ("cli_after", sc_cli_after, {}),
+    ("dep_failed_while_down", sc_dep_failed_while_down, {}),
+]
+
+
+def main():
+    want = set(sys.argv[1:])
+    failed = []
+    for name, fn, opts in SCENARIOS:
+        if want and name not in want:
+            continue
+        d = js.start_daemon(**opts)
+        m = js.Memory(d)
+        try:
+            d.start()
+            m.set()
+            c = Client(d.socket)
+            t0 = time.monotonic()
+            fn(d, m, c)
+            c.close()
+            rc = d.stop(signal.SIGTERM)
+            log = d.log_text()
+            assert rc == 0 and "Sanitizer" not in log, (rc, log[-4000:])
+            print("ok   %s (%.1fs)" % (name, time.monotonic() - t0))
+        except Exception as e:  # report every scenario, then fail
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("--- daemon log (%s) ---\n%s\n" % (name, d.log_text()[-6000:]))
+            print("FAIL %s: %s" % (name, e))
+            failed.append(name)
+        finally:
+            d.stop(signal.SIGKILL) if d.alive() else None
+            kill_leftovers(d)
+            d.cleanup()
+    if failed:
+        print("failed: " + " ".join(failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
