@@ -325,7 +325,8 @@ end_event_kind(enum job_state s)
 }
 
 static const char *const jobs_reasons[JOBS_NREASONS] = {
-    "", "swap_budget", "cancel", "client_gone", "spawn", "lost", "other"};
+    "",      "swap_budget", "cancel",     "client_gone",
+    "spawn", "lost",        "dependency", "other"};
 
 int
 jobs_reason_index(const char *reason)

@@ -50,6 +50,7 @@ def sc_chain(d, m, c):
     assert jb["state"] == "queued" and jb["waiting_for"] == "after %d" % a, jb
     assert jc["state"] == "queued" and jc["waiting_for"] == "after %d" % b, jc
     assert jb["after"] == [a] and jb["after_any"] is False, jb
+    assert c.call("info")["waiting_for"].get("after") == 2, c.call("info")
     # Passed over, not blocking: a job behind them starts meanwhile.
     other = submit(c, d, "exit 0", name="other")
     wait_state(c, other, "exited")
@@ -89,6 +90,8 @@ def sc_chain_failed(d, m, c):
     assert read(log).split() == ["D"], read(log)
     kinds = [e["kind"] for e in events_of(c, b)]
     assert kinds == ["submitted", "cancelled"], kinds
+    ended = c.call("info")["counters"]["jobs_ended"]
+    assert {"state": "cancelled", "reason": "dependency", "count": 2} in ended, ended
 
 
 def sc_cancelled_dep(d, m, c):
@@ -136,6 +139,7 @@ def sc_hold_release(d, m, c):
     j = show(c, h)
     assert j["state"] == "queued" and j["waiting_for"] == "held", j
     assert j["held"] is True and j["position"] == 1, j
+    assert c.call("info")["waiting_for"] == {"held": 1}, c.call("info")
     other = submit(c, d, "exit 0", name="other")
     wait_state(c, other, "exited")
     samples(d, 3)
