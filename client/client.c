@@ -478,6 +478,49 @@ sl_release(sl_client *c, int64_t id, struct sl_job *out)
 }
 
 int
+sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out)
+{
+	const cJSON *r;
+	cJSON *root, *params = id_params(id);
+	int rc;
+
+	if (params == NULL)
+		return client_error(c, -ENOMEM, "out of memory");
+	if ((rc = client_call(c, "resubmit", params, c->timeout_ms, &root,
+	                      &r)) < 0)
+		return rc;
+	if (out != NULL) {
+		out->id = client_i64(r, "id", 0);
+		out->position = (int)client_i64(r, "position", 0);
+		out->queued = (int)client_i64(r, "queued", 0);
+	}
+	cJSON_Delete(root);
+	return 0;
+}
+
+int
+sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+          struct sl_job *out)
+{
+	cJSON *params = id_params(id);
+
+	if (params != NULL) {
+		if (u->has_priority)
+			proto_add_int(params, "priority", u->priority);
+		if (u->has_wait_free)
+			cJSON_AddNumberToObject(params, "wait_free_pct",
+			                        u->wait_free_pct);
+		if (u->has_swap_budget)
+			proto_add_int(params, "swap_budget_bytes",
+			              (int64_t)u->swap_budget_bytes);
+		if (u->has_expect)
+			proto_add_int(params, "expect_bytes",
+			              (int64_t)u->expect_bytes);
+	}
+	return job_call(c, "update", params, c->timeout_ms, out);
+}
+
+int
 sl_wait(sl_client *c, int64_t id, struct sl_job *out)
 {
 	return job_call(c, "wait", id_params(id), -1, out);

@@ -1,7 +1,7 @@
 /*
- * stageloadctl commands about the queue's own controls: hold and release,
- * and the dependencies of submit (--after, --after-any, --hold), whose
- * options are read here. docs/jobs.md, "Dependencies and holds".
+ * stageloadctl commands about the queue's own controls: hold, release,
+ * resubmit and update, and the dependencies of submit (--after, --after-any,
+ * --hold), whose options are read here. docs/jobs.md, "Dependencies and holds".
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,6 +12,8 @@
 
 static int cmd_hold(struct cli *, struct cli_args *);
 static int cmd_release(struct cli *, struct cli_args *);
+static int cmd_resubmit(struct cli *, struct cli_args *);
+static int cmd_update(struct cli *, struct cli_args *);
 
 const struct cli_option cli_submit_queue_options[] = {
     {"after", 0, CLI_TEXT, "ID[,ID...]", 0, 0,
@@ -40,6 +42,40 @@ const struct cli_entry cmd_release_entry = {
     .min_operands = 1,
     .max_operands = -1,
     .exec = cmd_release,
+};
+
+const struct cli_entry cmd_resubmit_entry = {
+    .name = "resubmit",
+    .summary = "queue your job again: same command, directory, environment, "
+               "options",
+    .operands = "ID",
+    .min_operands = 1,
+    .max_operands = 1,
+    .json = "{\"id\",\"position\",\"queued\"} instead of the id alone",
+    .exec = cmd_resubmit,
+};
+
+static const struct cli_option update_options[] = {
+    {"wait-free", 0, CLI_PCT, "PCT", 0, 0,
+     "start only when free memory is >= PCT%"},
+    {"swap-budget", 0, CLI_SIZE, "SIZE", 0, 0,
+     "kill it when swap grows by more than SIZE (0: none)"},
+    {"expect", 0, CLI_SIZE, "SIZE", 0, 0,
+     "memory it will use: held back from others until reached"},
+    {"priority", 0, CLI_INT, "N", -1000, 1000,
+     "-1000..1000, higher runs first (above 0: root\n"
+     "and the daemon's admin_group only)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+const struct cli_entry cmd_update_entry = {
+    .name = "update",
+    .summary = "change a queued job's priority, wait-free, budget or expect",
+    .operands = "ID",
+    .min_operands = 1,
+    .max_operands = 1,
+    .options = update_options,
+    .exec = cmd_update,
 };
 
 int
@@ -139,4 +175,60 @@ static int
 cmd_release(struct cli *cli, struct cli_args *args)
 {
 	return hold_each(cli, args, 0);
+}
+
+static int
+cmd_resubmit(struct cli *cli, struct cli_args *args)
+{
+	struct sl_submitted sub;
+	int64_t id;
+	int rc;
+
+	if (cli_parse_id(args->argv[0], &id) < 0)
+		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (sl_resubmit(cli->client, id, &sub) < 0)
+		return cli_fail(cli);
+	if (cli->json)
+		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",
+		       sub.id, sub.position, sub.queued);
+	else
+		printf("%" PRId64 "\n", sub.id);
+	return EXIT_OK;
+}
+
+static int
+cmd_update(struct cli *cli, struct cli_args *args)
+{
+	struct sl_job_update u;
+	struct sl_job j;
+	int64_t id;
+	int rc;
+
+	if (cli_parse_id(args->argv[0], &id) < 0)
+		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
+	memset(&u, 0, sizeof u);
+	u.has_priority = cli_has(args, "priority");
+	u.priority = (int)cli_number(args, "priority", 0);
+	u.has_wait_free = cli_has(args, "wait-free");
+	u.wait_free_pct = cli_pct(args, "wait-free", 0);
+	u.has_swap_budget = cli_has(args, "swap-budget");
+	u.swap_budget_bytes = (uint64_t)cli_number(args, "swap-budget", 0);
+	u.has_expect = cli_has(args, "expect");
+	u.expect_bytes = (uint64_t)cli_number(args, "expect", 0);
+	/* As every command, it says first that no daemon answers. */
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	if (!u.has_priority && !u.has_wait_free && !u.has_swap_budget &&
+	    !u.has_expect)
+		return cli_usage_error(cli,
+		                       "nothing to update: give --priority, "
+		                       "--wait-free, --swap-budget or "
+		                       "--expect");
+	if (sl_update(cli->client, id, &u, &j) < 0)
+		return cli_fail(cli);
+	printf("job %" PRId64 ": updated; position %d\n", id, j.position);
+	sl_job_clear(&j);
+	return EXIT_OK;
 }

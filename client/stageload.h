@@ -398,6 +398,21 @@ int sl_cancel(sl_client *c, int64_t id, struct sl_job *out);
  * is not queued. out may be NULL. */
 int sl_hold(sl_client *c, int64_t id, struct sl_job *out);
 int sl_release(sl_client *c, int64_t id, struct sl_job *out);
+/* Submit again a detached job of the caller's (ended or not): the same
+ * argv, cwd, environment and options, as a new job; out gets its id. Only
+ * the job's owner (root too: for root's own jobs). */
+int sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out);
+/* Change a queued job's options: each has_ member says whether its value
+ * is sent; submit's checks apply. out may be NULL. */
+struct sl_job_update {
+	int has_priority, has_wait_free, has_swap_budget, has_expect;
+	int priority;
+	double wait_free_pct;
+	uint64_t swap_budget_bytes;
+	uint64_t expect_bytes;
+};
+int sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+              struct sl_job *out);
 /* Blocks until the job has ended, whatever the client's timeout. */
 int sl_wait(sl_client *c, int64_t id, struct sl_job *out);
 int sl_resume(sl_client *c, int64_t id, struct sl_job *out);

@@ -84,12 +84,10 @@ strv_dup(const char **v)
 	return out;
 }
 
-/* The submit parameters that could hold the queue for everyone: a
- * priority above 0, a wait_free_pct or expect_bytes that can never be met.
- * 0, or PROTO_E_PARAMS with the cause. */
-static int
-submit_fair(struct daemon *d, int privileged, int64_t priority,
-            double wait_free, int64_t expect, char *cause, size_t causelen)
+int
+control_submit_fair(struct daemon *d, int privileged, int64_t priority,
+                    double wait_free, int64_t expect, char *cause,
+                    size_t causelen)
 {
 	char total[16];
 
@@ -128,6 +126,25 @@ submit_fair(struct daemon *d, int privileged, int64_t priority,
 }
 
 int
+control_submit_count(struct daemon *d, const struct peer *p, char *cause,
+                     size_t causelen)
+{
+	int counts[JOB_LOST + 1];
+
+	if (p->uid == 0)
+		return 0;
+	jobs_count(d, p->uid, counts);
+	if (counts[JOB_QUEUED] + counts[JOB_ADMITTED] + counts[JOB_RUNNING] >=
+	    d->cfg.max_queued_per_uid) {
+		snprintf(cause, causelen,
+		         "limit reached: %d queued or running jobs per user",
+		         d->cfg.max_queued_per_uid);
+		return PROTO_E_LIMIT;
+	}
+	return 0;
+}
+
+int
 control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
@@ -136,7 +153,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	/* A client that does not say: the most private mask. */
 	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
 	double wait_free = d->cfg.default_wait_free_pct;
-	int attached = 0, exclusive = 0, rc, counts[JOB_LOST + 1], privileged;
+	int attached = 0, exclusive = 0, rc, privileged;
 	struct job *j = NULL;
 	char user[64];
 	const char *base;
@@ -197,23 +214,10 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	/* What would hold the queue: only the trusted may ask for it
 	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
 	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
-	if ((rc = submit_fair(d, privileged, priority, wait_free, expect, cause,
-	                      causelen)) < 0)
+	if ((rc = control_submit_fair(d, privileged, priority, wait_free,
+	                              expect, cause, causelen)) < 0 ||
+	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
 		goto out;
-
-	if (p->uid != 0) {
-		jobs_count(d, p->uid, counts);
-		if (counts[JOB_QUEUED] + counts[JOB_ADMITTED] +
-		        counts[JOB_RUNNING] >=
-		    d->cfg.max_queued_per_uid) {
-			snprintf(cause, causelen,
-			         "limit reached: %d queued or running jobs per "
-			         "user",
-			         d->cfg.max_queued_per_uid);
-			rc = PROTO_E_LIMIT;
-			goto out;
-		}
-	}
 
 	j = calloc(1, sizeof *j);
 	if (j == NULL)

@@ -1,17 +1,19 @@
 /*
  * The queue's own controls, as methods (PROTOCOL.md): submit's after,
- * after_any and held; hold and release. docs/jobs.md, "Dependencies and
- * holds", has the rules; jobs-deps.c applies them.
+ * after_any and held; hold and release; resubmit and update. docs/jobs.md,
+ * "Dependencies and holds", has the rules; jobs-deps.c applies them.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "control.h"
 #include "jobs.h"
 #include "proto.h"
+#include "wire.h"
 
 /* At most this many jobs a job may start after. */
 #define CONTROL_MAX_AFTER 64
@@ -75,4 +77,206 @@ control_release(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	(void)req_id;
 	return control_hold_set(d, p, params, 0, result, cause, causelen);
+}
+
+static char **
+strv_copy(char *const *v)
+{
+	size_t n = 0, i;
+	char **out;
+
+	while (v[n] != NULL)
+		n++;
+	if ((out = calloc(n + 1, sizeof *out)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if ((out[i] = strdup(v[i])) == NULL) {
+			while (i > 0)
+				free(out[--i]);
+			free(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* A new job as old was submitted (argv, cwd, env, options), by peer p:
+ * its credentials are the connection's now. NULL when out of memory. */
+static struct job *
+resubmit_copy(const struct peer *p, const struct job *old,
+              const struct job *args, int privileged)
+{
+	struct job *j = calloc(1, sizeof *j);
+	char user[64];
+
+	if (j == NULL)
+		return NULL;
+	wire_user_name(p->uid, user, sizeof user);
+	j->uid = p->uid;
+	j->gid = p->gid;
+	if (p->ngroups > 0) {
+		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
+		if (j->groups == NULL)
+			goto nomem;
+		memcpy(j->groups, p->groups,
+		       sizeof *j->groups * (size_t)p->ngroups);
+		j->ngroups = p->ngroups;
+	}
+	j->user = strdup(user);
+	j->name = strdup(old->name != NULL ? old->name : "");
+	j->cwd = strdup(old->cwd != NULL ? old->cwd : "/");
+	j->argv = strv_copy(args->argv);
+	j->env = strv_copy(args->env);
+	if (j->user == NULL || j->name == NULL || j->cwd == NULL ||
+	    j->argv == NULL || j->env == NULL)
+		goto nomem;
+	j->priority = old->priority;
+	j->wait_free_pct = old->wait_free_pct;
+	j->swap_budget_bytes = old->swap_budget_bytes;
+	j->expect_bytes = old->expect_bytes;
+	j->exclusive = old->exclusive;
+	j->retry_on_breach = old->retry_on_breach;
+	j->umask = old->umask;
+	j->privileged = privileged;
+	return j;
+nomem:
+	job_free(j);
+	return NULL;
+}
+
+int
+control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                 const cJSON *params, cJSON **result, char *cause,
+                 size_t causelen)
+{
+	struct jobs_view v;
+	const struct job *args;
+	struct job *j;
+	int64_t id, new_id;
+	long position;
+	size_t nq;
+	int rc, privileged;
+
+	(void)req_id;
+	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
+	                          causelen)) != 0)
+		return rc;
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	/* Its owner's alone, root's too: a job runs as whoever submits it,
+	 * and another user's command is not root's to run as root. */
+	if (v.j->uid != p->uid) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is not yours: only its owner may "
+		         "resubmit it",
+		         id);
+		return PROTO_E_PERM;
+	}
+	if (v.j->attached) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64
+		         " was attached (run, guard): its client "
+		         "ran it, so the daemon cannot run it again",
+		         id);
+		return PROTO_E_STATE;
+	}
+	if ((rc = jobs_view_args(d, &v, cause, causelen)) != 0) {
+		jobs_view_free(&v);
+		return rc;
+	}
+	args = v.args != NULL ? v.args : v.j;
+	if (args->argv == NULL || args->env == NULL) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 ": its command is not recorded", id);
+		return PROTO_E_STATE;
+	}
+	/* What submit checks, judged now and from this connection. */
+	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
+	if ((rc = control_submit_fair(
+	         d, privileged, v.j->priority, v.j->wait_free_pct,
+	         (int64_t)v.j->expect_bytes, cause, causelen)) != 0 ||
+	    (rc = control_submit_count(d, p, cause, causelen)) != 0) {
+		jobs_view_free(&v);
+		return rc;
+	}
+	j = resubmit_copy(p, v.j, args, privileged);
+	jobs_view_free(&v);
+	if (j == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	if ((rc = jobs_submit(d, j, p->client_id, &new_id, &position, &nq,
+	                      cause, causelen)) != 0)
+		return rc;
+	*result = cJSON_CreateObject();
+	proto_add_int(*result, "id", new_id);
+	proto_add_int(*result, "position", position);
+	proto_add_int(*result, "queued", (int64_t)nq);
+	proto_add_int(*result, "resubmitted", id);
+	return 0;
+}
+
+int
+control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct jobs_update u;
+	struct jobs_view v;
+	int64_t id, priority, budget, expect;
+	double wait_free;
+	int rc, privileged;
+
+	(void)req_id;
+	memset(&u, 0, sizeof u);
+	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
+	                          causelen)) != 0)
+		return rc;
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	priority = v.j->priority;
+	wait_free = v.j->wait_free_pct;
+	budget = (int64_t)v.j->swap_budget_bytes;
+	expect = (int64_t)v.j->expect_bytes;
+	jobs_view_free(&v);
+	if ((rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
+	                          cause, causelen)) < 0)
+		return rc;
+	u.have_priority = rc == 0;
+	if ((rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
+	                             &wait_free, cause, causelen)) < 0)
+		return rc;
+	u.have_wait_free = rc == 0;
+	if ((rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
+	                          &budget, cause, causelen)) < 0)
+		return rc;
+	u.have_budget = rc == 0;
+	if ((rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
+	                          &expect, cause, causelen)) < 0)
+		return rc;
+	u.have_expect = rc == 0;
+	if (!u.have_priority && !u.have_wait_free && !u.have_budget &&
+	    !u.have_expect) {
+		snprintf(cause, causelen,
+		         "invalid params: nothing to update: give priority, "
+		         "wait_free_pct, swap_budget_bytes or expect_bytes");
+		return PROTO_E_PARAMS;
+	}
+	/* Submit's rules, for the caller: root may raise a user's job. */
+	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
+	if ((rc = control_submit_fair(
+	         d, privileged, u.have_priority ? priority : 0,
+	         u.have_wait_free ? wait_free : 0, u.have_expect ? expect : 0,
+	         cause, causelen)) != 0)
+		return rc;
+	u.priority = (int)priority;
+	u.wait_free_pct = wait_free;
+	u.swap_budget_bytes = (uint64_t)budget;
+	u.expect_bytes = (uint64_t)expect;
+	if ((rc = jobs_update(d, id, &u, cause, causelen)) != 0)
+		return rc;
+	return control_answer_job(d, p, id, result, cause, causelen);
 }

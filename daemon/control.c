@@ -72,6 +72,13 @@ static const struct control_param submit_params[] = {
     {"after_any", PROTO_T_BOOL, 0},
     {"held", PROTO_T_BOOL, 0},
     PARAMS_END};
+static const struct control_param update_params[] = {
+    {"id", PROTO_T_INT, 1},
+    {"priority", PROTO_T_INT, 0},
+    {"wait_free_pct", PROTO_T_NUMBER, 0},
+    {"swap_budget_bytes", PROTO_T_INT, 0},
+    {"expect_bytes", PROTO_T_INT, 0},
+    PARAMS_END};
 static const struct control_param id_params[] = {{"id", PROTO_T_INT, 1},
                                                  PARAMS_END};
 static const struct control_param job_pid_params[] = {{"id", PROTO_T_INT, 1},
@@ -122,6 +129,8 @@ static const struct control_method methods[] = {
     {"stage", control_stage, AUTH_OWNER, stage_params},
     {"hold", control_hold, AUTH_OWNER, id_params},
     {"release", control_release, AUTH_OWNER, id_params},
+    {"resubmit", control_resubmit, AUTH_OWNER, id_params},
+    {"update", control_update, AUTH_OWNER, update_params},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 

@@ -1,9 +1,9 @@
 /*
  * The queue's own controls over a job: dependencies (submit's after and
- * after_any) and holds. A job that waits for either keeps its place and is
- * passed over (admit.h, blocked); a job whose dependency ended otherwise
- * than as it needed is cancelled with reason "dependency". The rules are
- * in docs/jobs.md, "Dependencies and holds".
+ * after_any), holds, and updates of a queued job's options. A job that waits
+ * for either keeps its place and is passed over (admit.h, blocked); a job whose
+ * dependency ended otherwise than as it needed is cancelled with reason
+ * "dependency". The rules are in docs/jobs.md, "Dependencies and holds".
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -226,6 +226,66 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 		return PROTO_E_STORAGE;
 	}
 	jobs_event(d, r->j, held ? "held" : "released", NULL);
+	jobs_admit_soon(d);
+	return 0;
+}
+
+int
+jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
+            char *cause, size_t causelen)
+{
+	struct jrec *r = jobs_find(d->jobs, id);
+	const char *health;
+	struct job *j, was;
+	cJSON *det;
+
+	if (r == NULL || !jrec_is_live(r) || r->j->state != JOB_QUEUED) {
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is not queued: only a queued job "
+		         "can be updated",
+		         id);
+		return PROTO_E_STATE;
+	}
+	if ((health = store_health(d->store)) != NULL) {
+		snprintf(cause, causelen,
+		         "storage error: %s; job %" PRId64 " is unchanged, try "
+		         "again",
+		         health, id);
+		return PROTO_E_STORAGE;
+	}
+	j = r->j;
+	was = *j;
+	if (u->have_priority)
+		j->priority = u->priority;
+	if (u->have_wait_free)
+		j->wait_free_pct = u->wait_free_pct;
+	if (u->have_budget)
+		j->swap_budget_bytes = u->swap_budget_bytes;
+	if (u->have_expect)
+		j->expect_bytes = u->expect_bytes;
+	if (jrec_commit(d, r) != 0) {
+		j->priority = was.priority;
+		j->wait_free_pct = was.wait_free_pct;
+		j->swap_budget_bytes = was.swap_budget_bytes;
+		j->expect_bytes = was.expect_bytes;
+		r->dirty = 0;
+		snprintf(cause, causelen,
+		         "storage error: job %" PRId64 " is unchanged, try "
+		         "again",
+		         id);
+		return PROTO_E_STORAGE;
+	}
+	det = cJSON_CreateObject();
+	if (u->have_priority)
+		proto_add_int(det, "priority", j->priority);
+	if (u->have_wait_free)
+		cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
+	if (u->have_budget)
+		proto_add_int(det, "swap_budget_bytes",
+		              (int64_t)j->swap_budget_bytes);
+	if (u->have_expect)
+		proto_add_int(det, "expect_bytes", (int64_t)j->expect_bytes);
+	jobs_event(d, j, "updated", det);
 	jobs_admit_soon(d);
 	return 0;
 }

@@ -128,6 +128,17 @@ int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
  * one is never admitted. PROTO_E_STATE when it is not queued. */
 int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,
               size_t causelen);
+/* update: a queued job's priority, wait_free_pct, swap budget and expect
+ * (u's members with their have_ flag set); the front has checked them as
+ * submit would. PROTO_E_STATE when it is not queued. */
+struct jobs_update {
+	int have_priority, have_wait_free, have_budget, have_expect;
+	int priority;
+	double wait_free_pct;
+	uint64_t swap_budget_bytes, expect_bytes;
+};
+int jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
+                char *cause, size_t causelen);
 /* The jobs j would start after, checked at submit: each must exist, be
  * the submitter's own (root: anyone's), and, unless after_any, not have
  * ended otherwise than with exit 0. PROTO_E_NOJOB, PROTO_E_PERM or

@@ -14,7 +14,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, kill_leftovers, poll  # noqa: E402
+from sltest import Client, RpcError, client_as, kill_leftovers, poll  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
@@ -229,6 +229,122 @@ def sc_dep_failed_while_down(d, m, c):
     c.close()
 
 
+def rpc_error(fn, *args):
+    try:
+        fn(*args)
+    except RpcError as e:
+        return e
+    raise AssertionError("no error from %r" % (args,))
+
+
+def sc_resubmit(d, m, c):
+    """resubmit runs the same argv, cwd and environment (options too) as a
+    new job; an attached job cannot be."""
+    sub = d.dir + "/sub"
+    os.mkdir(sub)
+    p = {"argv": ["bash", "-c", 'echo "$PWD $SL_MARK $#" >> ../rs.out', "x"],
+         "cwd": sub, "env": js.env_list(SL_MARK="mark-1"),
+         "swap_budget_bytes": 1 << 30, "name": "again", "retry_on_breach": 2}
+    a = c.call("submit", p)["id"]
+    wait_state(c, a, "exited")
+    r = c.call("resubmit", {"id": a})
+    b = r["id"]
+    assert b != a and r["resubmitted"] == a, r
+    jb = wait_state(c, b, "exited")
+    out = read(d.dir + "/rs.out").splitlines()
+    assert out == ["%s mark-1 0" % sub] * 2, out
+    ja = show(c, a)
+    for k in ("name", "swap_budget_bytes", "retry_on_breach", "cwd", "argv",
+              "wait_free_pct", "priority"):
+        assert ja[k] == jb[k], (k, ja[k], jb[k])
+    env_a = c.call("show", {"id": a, "env": True})["env"]
+    env_b = c.call("show", {"id": b, "env": True})["env"]
+    strip = [e for e in env_b if not e.startswith("STAGELOAD_JOB_ID=")]
+    assert strip == [e for e in env_a if not e.startswith("STAGELOAD_JOB_ID=")]
+    # The CLI prints the new id.
+    out = ctl(d, "resubmit", str(a))
+    assert out.returncode == 0, out
+    wait_state(c, int(out.stdout), "exited")
+    # An attached job's command ran in its client: not the daemon's to run.
+    at = c.call("submit", {"argv": ["true"], "cwd": "/", "attached": True})["id"]
+    e = rpc_error(c.call, "resubmit", {"id": at})
+    assert e.code == -32005 and "attached" in e.message, e
+    e = rpc_error(c.call, "resubmit", {"id": 424242})
+    assert e.code == -32003, e
+
+
+def sc_update(d, m, c):
+    """update changes a queued job's options and so the order; submit's
+    checks apply; only queued jobs."""
+    m.set(free_pct=20)
+    a = submit(c, d, "exec sleep 60", wait_free_pct=50, name="a")
+    b = submit(c, d, "exec sleep 60", wait_free_pct=50, name="b")
+    samples(d, 2)
+    order = [j["id"] for j in c.call("status")["jobs"] if j["state"] == "queued"]
+    assert order == [a, b], order
+    j = c.call("update", {"id": b, "priority": 5})
+    assert j["priority"] == 5 and j["position"] == 1, j
+    order = [j["id"] for j in c.call("status")["jobs"] if j["state"] == "queued"]
+    assert order == [b, a], order
+    # the CLI: a lower wait-free lets a start now (it is behind b: b too)
+    out = ctl(d, "update", str(b), "--wait-free", "10", "--swap-budget", "2G",
+              "--expect", "1G")
+    assert out.returncode == 0 and "updated" in out.stdout, out
+    jb = wait_state(c, b, "running")
+    assert jb["wait_free_pct"] == 10 and jb["swap_budget_bytes"] == 2 << 30, jb
+    assert jb["expect_bytes"] == 1 << 30, jb
+    assert show(c, a)["state"] == "queued"
+    e = rpc_error(c.call, "update", {"id": b, "priority": 1})
+    assert e.code == -32005 and "not queued" in e.message, e
+    e = rpc_error(c.call, "update", {"id": a})
+    assert e.code == -32602 and "nothing to update" in e.message, e
+    e = rpc_error(c.call, "update", {"id": a, "wait_free_pct": 101})
+    assert e.code == -32602, e
+    out = ctl(d, "update", str(a))
+    assert out.returncode == 2, out
+    kinds = [e["kind"] for e in events_of(c, b)]
+    assert kinds.count("updated") == 2, kinds
+    for jid in (a, b):
+        c.call("cancel", {"id": jid})
+
+
+def sc_other_user(d, m, c):
+    """Dependencies, holds, updates and resubmits are the owner's (root's
+    for all but resubmit); submit's rules apply to another user."""
+    if os.geteuid() != 0:
+        print("note: not root, the other-user checks need a second uid")
+        return
+    os.chmod(d.dir, 0o755)
+    m.set(free_pct=10)
+    mine = submit(c, d, "exit 0", wait_free_pct=50)
+    o = client_as(65534, d.socket)
+    theirs = o.call("submit", {"argv": ["true"], "cwd": "/", "env": [],
+                               "wait_free_pct": 50})["id"]
+    e = rpc_error(o.call, "submit", {"argv": ["true"], "cwd": "/", "env": [],
+                                     "after": [mine]})
+    assert e.code == -32002 and "not yours" in e.message, e
+    for method in ("hold", "release", "resubmit"):
+        e = rpc_error(o.call, method, {"id": mine})
+        assert e.code == -32002, (method, e)
+    e = rpc_error(o.call, "update", {"id": mine, "priority": -1})
+    assert e.code == -32002, e
+    # their own: a priority above 0 is refused them, as at submit
+    e = rpc_error(o.call, "update", {"id": theirs, "priority": 1})
+    assert e.code == -32602 and "only root" in e.message, e
+    assert o.call("update", {"id": theirs, "priority": -3})["priority"] == -3
+    assert o.call("hold", {"id": theirs})["held"] is True
+    # root may hold, release and update anyone's, but runs only its own
+    assert c.call("release", {"id": theirs})["held"] is False
+    assert c.call("update", {"id": theirs, "priority": 7})["priority"] == 7
+    e = rpc_error(c.call, "resubmit", {"id": theirs})
+    assert e.code == -32002 and "only its owner" in e.message, e
+    # root may start after anyone's job
+    after = submit(c, d, "exit 0", after=[theirs])
+    assert show(c, after)["after"] == [theirs]
+    o.close()
+    os.chmod(d.dir, 0o700)
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -237,6 +353,9 @@ SCENARIOS = [
     ("hold_release", sc_hold_release, {}),
     ("cli_after", sc_cli_after, {}),
     ("dep_failed_while_down", sc_dep_failed_while_down, {}),
+    ("resubmit", sc_resubmit, {}),
+    ("update", sc_update, {}),
+    ("other_user", sc_other_user, {}),
 ]
 
 
