@@ -133,12 +133,25 @@ double cli_pct(const struct cli_args *a, const char *name, double dflt);
 
 /* The job options of submit and run (cli.c), and the spec they make. */
 extern const struct cli_option cli_job_options[];
-/* submit's --after, --after-any and --hold (cmd-queue.c), into spec;
- * *ids (the after list, for the caller to free) is what spec->after
- * points to. -1 to go on, else the exit status (a usage error). */
+/* submit's own options (cmd-queue.c): --after, --after-any, --hold and
+ * --shell, into spec, which then points into x (free it with
+ * cli_submit_extra_free once submitted). -1 to go on, else the exit
+ * status (a usage error). */
 extern const struct cli_option cli_submit_queue_options[];
+struct cli_submit_extra {
+	int64_t *after;
+	char *script;
+	char *shargv[4];
+};
 int cli_submit_queue(struct cli *cli, const struct cli_args *a,
-                     struct sl_job_spec *spec, int64_t **ids);
+                     struct sl_job_spec *spec, struct cli_submit_extra *x);
+void cli_submit_extra_free(struct cli_submit_extra *x);
+/* Could the job's command be started, found as execvp finds it along
+ * path_env from the current directory? 0, -ENOENT or -EACCES. */
+int cli_submit_which(const char *cmd, const char *path_env);
+/* The same for spec's argv[0] and this process's PATH: -1 when found,
+ * else it says why and returns 127 (not found) or 126 (not executable). */
+int cli_submit_command(const struct sl_job_spec *spec);
 void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
 
 /* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */

@@ -232,6 +232,23 @@ submit_text_check(sl_client *c, const struct sl_job_spec *spec, const char *cwd)
 	return 0;
 }
 
+/* Does the JSON array of "NAME=value" strings set name? */
+static int
+env_has(const cJSON *env, const char *name)
+{
+	const cJSON *it;
+	size_t n = strlen(name);
+
+	cJSON_ArrayForEach(it, env)
+	{
+		if (cJSON_IsString(it) &&
+		    strncmp(it->valuestring, name, n) == 0 &&
+		    it->valuestring[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+
 int
 sl_submit(sl_client *c, const struct sl_job_spec *spec,
           struct sl_submitted *out)
@@ -269,6 +286,12 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		cJSON_Delete(env);
 		return client_error(c, -ENOMEM, "out of memory");
 	}
+	/* A detached Python job's print() reaches its log (and logs -f) as
+	 * it is written, not when a block fills: its stdout is a pipe. The
+	 * daemon runs exactly the environment it is given. */
+	if (env != NULL && !env_has(env, "PYTHONUNBUFFERED"))
+		cJSON_AddItemToArray(env,
+		                     cJSON_CreateString("PYTHONUNBUFFERED=1"));
 	cJSON_AddItemToObject(params, "argv", argv);
 	cJSON_AddStringToObject(params, "cwd",
 	                        spec->cwd != NULL ? spec->cwd : cwd);

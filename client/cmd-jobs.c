@@ -214,18 +214,21 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job_spec spec;
 	struct sl_submitted sub;
-	int64_t *after;
+	struct cli_submit_extra x;
 	int rc;
 
 	cli_job_spec(args, &spec);
-	if ((rc = cli_submit_queue(cli, args, &spec, &after)) >= 0)
+	if ((rc = cli_submit_queue(cli, args, &spec, &x)) >= 0)
 		return rc;
-	if ((rc = cli_connect(cli)) != 0) {
-		free(after);
+	/* A command that cannot start is refused here, as run refuses it,
+	 * rather than queued to fail later. */
+	if ((rc = cli_connect(cli)) != 0 ||
+	    (rc = cli_submit_command(&spec)) >= 0) {
+		cli_submit_extra_free(&x);
 		return rc;
 	}
 	rc = sl_submit(cli->client, &spec, &sub);
-	free(after);
+	cli_submit_extra_free(&x);
 	if (rc < 0)
 		return cli_fail(cli);
 	if (cli->json)

@@ -3,10 +3,13 @@
  * resubmit and update, and the dependencies of submit (--after, --after-any,
  * --hold), whose options are read here. docs/jobs.md, "Dependencies and holds".
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -23,6 +26,9 @@ const struct cli_option cli_submit_queue_options[] = {
      "start after these jobs ended, however they ended"},
     {"hold", 0, CLI_FLAG, NULL, 0, 0,
      "queue it held: it starts only after 'release ID'"},
+    {"shell", 0, CLI_FLAG, NULL, 0, 0,
+     "run the words of CMD as one /bin/sh -c script\n"
+     "(pipes, redirections: --shell -- 'a | b')"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -78,9 +84,128 @@ const struct cli_entry cmd_update_entry = {
     .exec = cmd_update,
 };
 
+void
+cli_submit_extra_free(struct cli_submit_extra *x)
+{
+	free(x->after);
+	free(x->script);
+	memset(x, 0, sizeof *x);
+}
+
+/* Is path a file this process may execute? 0, -ENOENT (none there, or
+ * not a regular file) or -EACCES. */
+static int
+exec_check(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return -ENOENT;
+	return access(path, X_OK) == 0 ? 0 : -EACCES;
+}
+
+/*
+ * Find cmd as execvp would in the job: a name with a slash as it is
+ * (relative to the current directory, which is the job's), else along
+ * PATH (an empty or relative element relative to that directory; unset:
+ * the system's default path). 0 when found; -ENOENT, or -EACCES when only
+ * files that may not be executed were found.
+ */
+int
+cli_submit_which(const char *cmd, const char *path_env)
+{
+	char def[256], *copy, *dir, *save = NULL, *full;
+	size_t n;
+	int rc, best = -ENOENT;
+
+	if (cmd[0] == '\0')
+		return -ENOENT;
+	if (strchr(cmd, '/') != NULL)
+		return exec_check(cmd);
+	if (path_env == NULL) {
+		n = confstr(_CS_PATH, def, sizeof def);
+		path_env = n > 0 && n <= sizeof def ? def : "/bin:/usr/bin";
+	}
+	/* strtok would skip empty elements, which mean the directory. */
+	if ((copy = strdup(path_env)) == NULL)
+		return -ENOMEM;
+	for (dir = copy; dir != NULL; dir = save) {
+		if ((save = strchr(dir, ':')) != NULL)
+			*save++ = '\0';
+		n = strlen(dir) + strlen(cmd) + 3;
+		if ((full = malloc(n)) == NULL) {
+			free(copy);
+			return -ENOMEM;
+		}
+		snprintf(full, n, "%s%s%s", dir[0] != '\0' ? dir : ".", "/",
+		         cmd);
+		rc = exec_check(full);
+		free(full);
+		if (rc == 0) {
+			free(copy);
+			return 0;
+		}
+		if (rc == -EACCES)
+			best = rc;
+	}
+	free(copy);
+	return best;
+}
+
+int
+cli_submit_command(const struct sl_job_spec *spec)
+{
+	char *safe;
+	int rc;
+
+	if (spec->argv == NULL || spec->argv[0] == NULL)
+		return -1;
+	rc = cli_submit_which(spec->argv[0], getenv("PATH"));
+	if (rc != -ENOENT && rc != -EACCES)
+		return -1;
+	if ((safe = cli_safe_dup(spec->argv[0])) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	cli_error("cannot run %s: %s (no job was queued)", safe,
+	          rc == -ENOENT ? "command not found" : "permission denied");
+	free(safe);
+	return rc == -ENOENT ? EXIT_JOB_NOTFOUND : EXIT_JOB_CANNOTRUN;
+}
+
+/* --shell: the words joined by spaces, as pueue and nq take them, run by
+ * /bin/sh -c. -1, or EXIT_ERR. */
+static int
+submit_shell(const struct cli_args *a, struct sl_job_spec *spec,
+             struct cli_submit_extra *x)
+{
+	size_t len = 0, i;
+
+	if (!cli_has(a, "shell"))
+		return -1;
+	for (i = 0; spec->argv[i] != NULL; i++)
+		len += strlen(spec->argv[i]) + 1;
+	if ((x->script = malloc(len + 1)) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	x->script[0] = '\0';
+	for (i = 0; spec->argv[i] != NULL; i++) {
+		if (i > 0)
+			strcat(x->script, " ");
+		strcat(x->script, spec->argv[i]);
+	}
+	x->shargv[0] = "/bin/sh";
+	x->shargv[1] = "-c";
+	x->shargv[2] = x->script;
+	x->shargv[3] = NULL;
+	spec->argv = (const char *const *)x->shargv;
+	return -1;
+}
+
 int
 cli_submit_queue(struct cli *cli, const struct cli_args *a,
-                 struct sl_job_spec *spec, int64_t **ids)
+                 struct sl_job_spec *spec, struct cli_submit_extra *x)
 {
 	const char *after = cli_text(a, "after", NULL);
 	const char *any = cli_text(a, "after-any", NULL);
@@ -89,13 +214,13 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	size_t n = 0, cap = 0;
 	int64_t *v = NULL, id;
 
-	*ids = NULL;
+	memset(x, 0, sizeof *x);
 	spec->held = cli_has(a, "hold");
 	if (after != NULL && any != NULL)
 		return cli_usage_error(cli, "--after and --after-any: give one "
 		                            "of them");
 	if (list == NULL)
-		return -1;
+		return submit_shell(a, spec, x);
 	if ((copy = strdup(list)) == NULL) {
 		cli_error("out of memory");
 		return EXIT_ERR;
@@ -129,8 +254,8 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	spec->after = v;
 	spec->nafter = n;
 	spec->after_any = any != NULL;
-	*ids = v;
-	return -1;
+	x->after = v;
+	return submit_shell(a, spec, x);
 }
 
 static int

@@ -307,7 +307,9 @@ struct sl_job_spec {
 	const char *const *argv; /* NULL-terminated, required */
 	const char *cwd;         /* NULL: the current directory */
 	const char *const *env;  /* NULL-terminated; NULL: the caller's
-	                            environment (detached jobs) */
+	                            environment (detached jobs). Either way
+	                            PYTHONUNBUFFERED=1 is added unless it
+	                            sets PYTHONUNBUFFERED */
 	int attached;
 	const char *name;          /* NULL: the daemon names it */
 	int priority;              /* -1000..1000; above 0 only for root

@@ -7,6 +7,7 @@ Run one scenario with: queue-deps.py NAME...
 
 import importlib.util
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -345,6 +346,96 @@ def sc_other_user(d, m, c):
     os.chmod(d.dir, 0o700)
 
 
+def sc_submit_command(d, m, c):
+    """submit of a command that cannot start fails at once, as run does,
+    and queues nothing; a found one (PATH, or a path from the current
+    directory) is queued."""
+    before = c.call("status", {"all": True})["jobs"]
+    for argv, code, words in ((["/nonexistent"], 127, "command not found"),
+                              (["no-such-command-xyz", "a"], 127, "command not found"),
+                              (["./here"], 127, "command not found")):
+        out = ctl(d, "submit", "--", *argv)
+        assert out.returncode == code and words in out.stderr, (argv, out)
+        assert "no job was queued" in out.stderr and out.stdout == "", out
+    noexec = d.dir + "/noexec"
+    with open(noexec, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(noexec, 0o644)
+    out = ctl(d, "submit", "--", noexec)
+    assert out.returncode == 126 and "permission denied" in out.stderr, out
+    assert c.call("status", {"all": True})["jobs"] == before
+    # found from the current directory, and along a relative PATH element
+    here = d.dir + "/here"
+    with open(here, "w") as f:
+        f.write("#!/bin/sh\necho here-ran\n")
+    os.chmod(here, 0o755)
+    for argv, path in ((["./here"], os.environ["PATH"]),
+                       (["here"], "bin-none:.:" + os.environ["PATH"])):
+        out = subprocess.run([CTL, "--socket", d.socket, "submit", "--"] + argv,
+                             capture_output=True, text=True, timeout=30,
+                             cwd=d.dir, env=dict(os.environ, PATH=path))
+        assert out.returncode == 0, out
+        wait_state(c, int(out.stdout), "exited")
+        assert "here-ran" in read_log(d, c, int(out.stdout))
+
+
+def read_log(d, c, jid):
+    out = ctl(d, "logs", str(jid))
+    assert out.returncode == 0, out
+    return out.stdout
+
+
+def sc_shell(d, m, c):
+    """submit --shell runs the words as one /bin/sh -c script."""
+    out = ctl(d, "submit", "--shell", "--", "echo abc | tr a-c x-z;", "echo", "$((1+2))")
+    assert out.returncode == 0, out
+    jid = int(out.stdout)
+    j = wait_state(c, jid, "exited")
+    assert j["argv"] == ["/bin/sh", "-c", "echo abc | tr a-c x-z; echo $((1+2))"], j
+    assert read_log(d, c, jid).split() == ["xyz", "3"], read_log(d, c, jid)
+
+
+def sc_python_unbuffered(d, m, c):
+    """A detached Python job's print reaches logs -f while it runs: the CLI
+    (libstageload) sends PYTHONUNBUFFERED=1 unless the submitter set it."""
+    go = d.dir + "/py.go"
+    prog = ("import os, time\nprint('first line')\n"
+            "while not os.path.exists(%r): time.sleep(0.05)\nprint('last')\n" % go)
+    # Whatever the environment running this test sets.
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    out = subprocess.run([CTL, "--socket", d.socket, "submit", "--",
+                          sys.executable, "-c", prog],
+                         capture_output=True, text=True, timeout=30, env=clean)
+    assert out.returncode == 0, out
+    jid = int(out.stdout)
+    f = subprocess.Popen([CTL, "--socket", d.socket, "logs", "-f", str(jid)],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        # Bounded: a buffered print would come only once the job ends,
+        # and it ends only after the line is seen.
+        ready, _, _ = select.select([f.stdout], [], [], 10)
+        assert ready, "no output from logs -f within 10 s while the job runs"
+        line = f.stdout.readline()
+        assert line == "first line\n", line
+        assert show(c, jid)["state"] == "running", show(c, jid)
+        open(go, "w").close()
+        assert f.stdout.readline() == "last\n"
+        assert f.wait(timeout=20) == 0
+    finally:
+        if f.poll() is None:
+            f.kill()
+            f.wait()
+        f.stdout.close()
+    env = c.call("show", {"id": jid, "env": True})["env"]
+    assert "PYTHONUNBUFFERED=1" in env, env
+    # The submitter's own setting is kept.
+    out = subprocess.run([CTL, "--socket", d.socket, "submit", "--", "true"],
+                         capture_output=True, text=True, timeout=30,
+                         env=dict(os.environ, PYTHONUNBUFFERED=""))
+    env = c.call("show", {"id": int(out.stdout), "env": True})["env"]
+    assert "PYTHONUNBUFFERED=" in env and "PYTHONUNBUFFERED=1" not in env, env
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -356,6 +447,9 @@ SCENARIOS = [
     ("resubmit", sc_resubmit, {}),
     ("update", sc_update, {}),
     ("other_user", sc_other_user, {}),
+    ("submit_command", sc_submit_command, {}),
+    ("shell", sc_shell, {}),
+    ("python_unbuffered", sc_python_unbuffered, {}),
 ]
 
 
