@@ -152,6 +152,9 @@ int cli_submit_which(const char *cmd, const char *path_env);
 /* The same for spec's argv[0] and this process's PATH: -1 when found,
  * else it says why and returns 127 (not found) or 126 (not executable). */
 int cli_submit_command(const struct sl_job_spec *spec);
+/* Is a Job object (cJSON) of group? */
+struct cJSON;
+int cli_json_in_group(const struct cJSON *job, const char *group);
 void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
 
 /* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */

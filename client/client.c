@@ -328,6 +328,8 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 	}
 	if (spec->held)
 		cJSON_AddBoolToObject(params, "held", 1);
+	if (spec->group != NULL)
+		cJSON_AddStringToObject(params, "group", spec->group);
 	/* The job makes its files as its submitter would. */
 	if (!spec->attached)
 		proto_add_int(params, "umask",

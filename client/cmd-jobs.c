@@ -41,6 +41,7 @@ static const struct cli_option status_options[] = {
     {"all", 'a', CLI_FLAG, NULL, 0, 0, "ended jobs too, newest first"},
     {"limit", 'l', CLI_INT, "N", 1, 100000,
      "at most N ended jobs (default 50)"},
+    {"group", 'g', CLI_TEXT, "NAME", 0, 0, "only the jobs of group NAME"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -146,7 +147,7 @@ raw_call(struct cli *cli, const char *method, const char *params)
  * limit ended ones (default 50).
  */
 static int
-status_json_pages(struct cli *cli, int all, long limit)
+status_json_pages(struct cli *cli, int all, long limit, const char *group)
 {
 	cJSON *jobs = cJSON_CreateArray(), *page, *item, *next;
 	char params[256], cursor[128] = "", *out = NULL, *text;
@@ -174,6 +175,10 @@ status_json_pages(struct cli *cli, int all, long limit)
 		            0)) != NULL) {
 			const cJSON *e = cJSON_GetObjectItemCaseSensitive(
 			    item, "ended_at_ms");
+			if (group != NULL && !cli_json_in_group(item, group)) {
+				cJSON_Delete(item);
+				continue;
+			}
 			if (all && cJSON_IsNumber(e) && ended++ >= want) {
 				cJSON_Delete(item);
 				done = 1;
@@ -250,6 +255,7 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	static const int right[] = {1, 0, 0, 0, 1, 1, 1, 1};
 	int all = cli_has(args, "all");
 	long limit = (long)cli_number(args, "limit", 0);
+	const char *group = cli_text(args, "group", NULL);
 	struct sl_job *jobs;
 	struct cli_table t;
 	size_t n, i;
@@ -259,7 +265,11 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json && sl_hello_info(cli->client)->version >= 2)
-		return status_json_pages(cli, all, limit);
+		return status_json_pages(cli, all, limit, group);
+	if (cli->json && group != NULL)
+		return cli_usage_error(cli,
+		                       "--group with --json needs a daemon "
+		                       "of protocol version 2");
 	if (cli->json) {
 		char params[64];
 		if (limit > 0)
@@ -284,6 +294,9 @@ cmd_status(struct cli *cli, struct cli_args *args)
 		char c[8][64];
 		const char *cells[8] = {c[0], c[1], c[2], c[3],
 		                        c[4], c[5], c[6], c[7]};
+
+		if (group != NULL && strcmp(j->group, group) != 0)
+			continue;
 		snprintf(c[0], 64, "%" PRId64, j->id);
 		cli_safe(j->user, 32, c[1], 64);
 		cli_job_state(j, c[2], 64);

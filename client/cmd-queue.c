@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
 static int cmd_hold(struct cli *, struct cli_args *);
@@ -26,6 +28,9 @@ const struct cli_option cli_submit_queue_options[] = {
      "start after these jobs ended, however they ended"},
     {"hold", 0, CLI_FLAG, NULL, 0, 0,
      "queue it held: it starts only after 'release ID'"},
+    {"group", 0, CLI_TEXT, "NAME", 0, 0,
+     "its group: the daemon may limit how many of a\n"
+     "group's jobs run at once (group.NAME.max_running)"},
     {"shell", 0, CLI_FLAG, NULL, 0, 0,
      "run the words of CMD as one /bin/sh -c script\n"
      "(pipes, redirections: --shell -- 'a | b')"},
@@ -153,6 +158,14 @@ cli_submit_which(const char *cmd, const char *path_env)
 }
 
 int
+cli_json_in_group(const cJSON *job, const char *group)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(job, "group");
+
+	return cJSON_IsString(g) && strcmp(g->valuestring, group) == 0;
+}
+
+int
 cli_submit_command(const struct sl_job_spec *spec)
 {
 	char *safe;
@@ -216,6 +229,7 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 
 	memset(x, 0, sizeof *x);
 	spec->held = cli_has(a, "hold");
+	spec->group = cli_text(a, "group", NULL);
 	if (after != NULL && any != NULL)
 		return cli_usage_error(cli, "--after and --after-any: give one "
 		                            "of them");

@@ -327,6 +327,9 @@ struct sl_job_spec {
 	size_t nafter; /* at most 64 */
 	int after_any;
 	int held; /* queue it held: it starts only after sl_release */
+	/* its group (1-32 of A-Z a-z 0-9 _ -), or NULL: the daemon may limit
+	 * how many jobs of a group run at once */
+	const char *group;
 };
 void sl_job_spec_init(struct sl_job_spec *spec);
 
@@ -380,6 +383,7 @@ struct sl_job {
 	 * (NULL then); NULL when not the caller's to see. sl_show gives
 	 * argv. */
 	char *command;
+	char group[33]; /* "" when none */
 };
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */

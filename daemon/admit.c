@@ -36,6 +36,8 @@ admit_wait_name(enum admit_wait w)
 		return "held";
 	case ADMIT_WAIT_AFTER:
 		return "after";
+	case ADMIT_WAIT_GROUP:
+		return "group";
 	}
 	return "unknown";
 }

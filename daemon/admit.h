@@ -29,8 +29,9 @@ enum admit_wait {
 	ADMIT_WAIT_HELD,        /* held (hold): until released */
 	ADMIT_WAIT_AFTER,       /* a job it starts after has not ended; the
 	                           wire says "after ID" */
+	ADMIT_WAIT_GROUP,       /* its group has its most jobs running */
 };
-#define ADMIT_WAIT_LAST ADMIT_WAIT_AFTER
+#define ADMIT_WAIT_LAST ADMIT_WAIT_GROUP
 
 const char *admit_wait_name(enum admit_wait w);
 

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "control.h"
+#include "daemon.h"
 #include "jobs.h"
 #include "proto.h"
 #include "wire.h"
@@ -23,6 +24,7 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                      char *cause, size_t causelen)
 {
 	int64_t *after = NULL;
+	const char *group = NULL;
 	size_t n = 0;
 	int rc, any = 0, held = 0;
 
@@ -32,9 +34,23 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 	    (rc = proto_param_bool(params, "after_any", 0, &any, cause,
 	                           causelen)) < 0 ||
 	    (rc = proto_param_bool(params, "held", 0, &held, cause, causelen)) <
-	        0) {
+	        0 ||
+	    (rc = proto_param_string(params, "group", 0, CONFIG_GROUP_NAME_MAX,
+	                             &group, cause, causelen)) < 0) {
 		free(after);
 		return rc;
+	}
+	if (group != NULL && !config_group_name_ok(group)) {
+		free(after);
+		snprintf(cause, causelen,
+		         "invalid params: group: 1-%d letters, digits, _ and -",
+		         CONFIG_GROUP_NAME_MAX);
+		return PROTO_E_PARAMS;
+	}
+	if (group != NULL && (j->group = strdup(group)) == NULL) {
+		free(after);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
 	}
 	j->after = after;
 	j->nafter = (int)n;
@@ -138,6 +154,8 @@ resubmit_copy(const struct peer *p, const struct job *old,
 	j->retry_on_breach = old->retry_on_breach;
 	j->umask = old->umask;
 	j->privileged = privileged;
+	if (old->group != NULL && (j->group = strdup(old->group)) == NULL)
+		goto nomem;
 	return j;
 nomem:
 	job_free(j);

@@ -66,6 +66,7 @@ job_free(struct job *j)
 	free(j->command);
 	free(j->kill);
 	free(j->after);
+	free(j->group);
 	free(j);
 }
 

@@ -54,6 +54,7 @@ struct job {
 	int nafter;
 	int after_any;
 	int held;    /* hold: keeps its place, never admitted until release */
+	char *group; /* its group (docs/jobs.md, "Groups"), or NULL */
 	int attempt; /* 1-based */
 	/* Submitted by root, the daemon's user or a member of its admin
 	 * group (jobs_privileged): its head is never passed over. In memory

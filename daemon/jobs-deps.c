@@ -38,9 +38,44 @@ deps_outcome(const struct job *j, char *buf, size_t len)
 		snprintf(buf, len, "%s", job_state_name(j->state));
 }
 
-enum admit_wait
-jobs_deps_blocked(struct jobs *js, struct jrec *r)
+void
+jobs_groups_count(struct daemon *d, int *running)
 {
+	struct jobs *js = d->jobs;
+	size_t i;
+	int g;
+
+	memset(running, 0, sizeof running[0] * CONFIG_MAX_GROUPS);
+	for (i = 0; i < js->n; i++) {
+		const struct job *j = js->v[i]->j;
+
+		if (j->group == NULL || !jrec_holds_memory(js->v[i]))
+			continue;
+		for (g = 0; g < d->cfg.ngroups; g++)
+			if (strcmp(d->cfg.groups[g].name, j->group) == 0)
+				running[g]++;
+	}
+}
+
+/* Is j's group at its limit? */
+static int
+group_full(struct daemon *d, const struct job *j, const int *running)
+{
+	int g;
+
+	if (j->group == NULL || running == NULL)
+		return 0;
+	for (g = 0; g < d->cfg.ngroups; g++)
+		if (strcmp(d->cfg.groups[g].name, j->group) == 0)
+			return d->cfg.groups[g].max_running > 0 &&
+			       running[g] >= d->cfg.groups[g].max_running;
+	return 0;
+}
+
+enum admit_wait
+jobs_deps_blocked(struct daemon *d, struct jrec *r, const int *running)
+{
+	struct jobs *js = d->jobs;
 	const struct job *j = r->j;
 	int i;
 
@@ -56,6 +91,8 @@ jobs_deps_blocked(struct jobs *js, struct jrec *r)
 			return ADMIT_WAIT_AFTER;
 		}
 	}
+	if (group_full(d, j, running))
+		return ADMIT_WAIT_GROUP;
 	return ADMIT_WAIT_NONE;
 }
 

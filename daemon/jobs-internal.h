@@ -187,9 +187,14 @@ int jobs_adopt_load(struct daemon *d, int *n);
 
 /* ---- jobs-deps.c ---- */
 
+/* The jobs holding memory in each group of the config
+ * (running[CONFIG_MAX_GROUPS], in d->cfg.groups' order). */
+void jobs_groups_count(struct daemon *d, int *running);
 /* Why r cannot be the head (held, an unended dependency: sets
- * r->wait_after), or ADMIT_WAIT_NONE. */
-enum admit_wait jobs_deps_blocked(struct jobs *js, struct jrec *r);
+ * r->wait_after, its group at its limit by running, which may be NULL),
+ * or ADMIT_WAIT_NONE. */
+enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
+                                  const int *running);
 /* ended's end is recorded: the queued jobs that needed it to exit 0 are
  * cancelled (reason "dependency"), and theirs in turn. */
 void jobs_deps_ended(struct daemon *d, const struct job *ended);

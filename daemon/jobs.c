@@ -236,6 +236,7 @@ static int
 jobs_snapshot(struct jobs *js, struct queue_snap *s)
 {
 	size_t cap = js->n ? js->n : 1, i, k = 0;
+	int running[CONFIG_MAX_GROUPS];
 
 	memset(s, 0, sizeof *s);
 	s->q = malloc(cap * sizeof *s->q);
@@ -245,6 +246,8 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 		snap_free(s);
 		return -ENOMEM;
 	}
+	/* Each group's jobs holding memory, for its limit. */
+	jobs_groups_count(js->d, running);
 	for (i = 0; i < js->n; i++) {
 		struct jrec *r = js->v[i];
 		const struct job *j = r->j;
@@ -274,7 +277,7 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			 * not back since a restart) cannot be the head. */
 			a->blocked = j->attached && r->client_id == 0
 			                 ? ADMIT_WAIT_CLIENT
-			                 : jobs_deps_blocked(js, r);
+			                 : jobs_deps_blocked(js->d, r, running);
 			a->ref = i;
 		}
 	}

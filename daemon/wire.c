@@ -145,6 +145,10 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 			                     proto_int_create(j->after[i]));
 	cJSON_AddBoolToObject(o, "after_any", j->after_any);
 	cJSON_AddBoolToObject(o, "held", j->held);
+	if (j->group != NULL)
+		cJSON_AddStringToObject(o, "group", j->group);
+	else
+		cJSON_AddNullToObject(o, "group");
 	add_opt_int(o, "position", r ? r->position : 0,
 	            r != NULL && j->state == JOB_QUEUED && r->position > 0);
 	if (r != NULL && j->state == JOB_QUEUED)

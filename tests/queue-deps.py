@@ -230,9 +230,9 @@ def sc_dep_failed_while_down(d, m, c):
     c.close()
 
 
-def rpc_error(fn, *args):
+def rpc_error(fn, *args, **kw):
     try:
-        fn(*args)
+        fn(*args, **kw)
     except RpcError as e:
         return e
     raise AssertionError("no error from %r" % (args,))
@@ -436,6 +436,66 @@ def sc_python_unbuffered(d, m, c):
     assert "PYTHONUNBUFFERED=" in env and "PYTHONUNBUFFERED=1" not in env, env
 
 
+def queued_ids(c):
+    return [j["id"] for j in c.call("status")["jobs"] if j["state"] == "queued"]
+
+
+def sc_groups(d, m, c):
+    """A group at its limit holds its jobs (waiting_for group, keeping
+    their places) while another group's run; a SIGHUP'd limit applies."""
+    g1 = submit(c, d, "exec sleep 60", group="gpu", name="g1")
+    wait_state(c, g1, "running")
+    g2 = submit(c, d, "exec sleep 60", group="gpu", name="g2")
+    c1 = submit(c, d, "exec sleep 60", group="cpu", name="c1")
+    c2 = submit(c, d, "exec sleep 60", group="cpu", name="c2")
+    c3 = submit(c, d, "exec sleep 60", group="cpu", name="c3")
+    free = submit(c, d, "exec sleep 60", group="other", name="free")
+    for jid in (c1, c2, free):
+        wait_state(c, jid, "running")
+    samples(d, 3)
+    j = show(c, g2)
+    assert j["state"] == "queued" and j["waiting_for"] == "group", j
+    assert j["group"] == "gpu" and j["position"] == 1, j
+    assert show(c, c3)["waiting_for"] == "group", show(c, c3)
+    assert queued_ids(c) == [g2, c3], queued_ids(c)
+    assert c.call("info")["waiting_for"] == {"group": 2}, c.call("info")
+    # stageloadctl status --group
+    out = ctl(d, "status", "--group", "gpu")
+    assert out.returncode == 0, out
+    ids = [int(line.split()[0]) for line in out.stdout.splitlines()[1:]]
+    assert ids == [g1, g2], out.stdout
+    out = ctl(d, "--json", "status", "-g", "cpu")
+    import json
+    assert [j["id"] for j in json.loads(out.stdout)["jobs"]] == [c1, c2, c3], out
+    # one gpu job ends: the next one starts
+    c.call("cancel", {"id": g1})
+    wait_state(c, g2, "running")
+    assert show(c, c3)["state"] == "queued"
+    # a higher limit, read again at SIGHUP, lets c3 start
+    with open(os.path.join(d.dir, "stageload.conf"), "a") as f:
+        f.write("group.cpu.max_running = 3\n")
+    d.proc.send_signal(signal.SIGHUP)
+    wait_state(c, c3, "running")
+    for jid in (g2, c1, c2, c3, free):
+        c.call("cancel", {"id": jid})
+    for bad in ("", "a b", "x" * 33, "é"):
+        e = rpc_error(submit, c, d, "true", group=bad)
+        assert e.code == -32602 and "group" in e.message, (bad, e)
+    # A bad group key stops the daemon at start, naming it.
+    bad_conf = os.path.join(d.dir, "bad.conf")
+    for line, words in (("group.gpu.max_jobs = 1", "group.NAME.max_running"),
+                        ("group.a b.max_running = 1", "letters, digits"),
+                        ("group.gpu.max_running = -1", "group.gpu.max_running")):
+        with open(bad_conf, "w") as f:
+            f.write(line + "\n")
+        out = subprocess.run([os.path.join(os.path.dirname(CTL), "stageloadd"),
+                              "--config", bad_conf, "--socket",
+                              os.path.join(d.dir, "bad.sock"), "--db",
+                              os.path.join(d.dir, "bad.db")],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 2 and words in out.stderr, (line, out)
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -450,6 +510,8 @@ SCENARIOS = [
     ("submit_command", sc_submit_command, {}),
     ("shell", sc_shell, {}),
     ("python_unbuffered", sc_python_unbuffered, {}),
+    ("groups", sc_groups, {"extra_conf": "group.gpu.max_running = 1\n"
+                                         "group.cpu.max_running = 2\n"}),
 ]
 
 

@@ -213,6 +213,7 @@ raw_to_schema_6(sqlite3 *db)
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_ids");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_any");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN held");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN queue_group");
 }
 
 static void
@@ -606,6 +607,7 @@ test_migrate_from_6(void **state)
 	assert_int_equal(got->nafter, 0);
 	assert_int_equal(got->after_any, 0);
 	assert_int_equal(got->held, 0);
+	assert_null(got->group);
 	job_free(got);
 
 	memset(&k, 0, sizeof k);
@@ -615,6 +617,7 @@ test_migrate_from_6(void **state)
 	k.nafter = 2;
 	k.after_any = 1;
 	k.held = 1;
+	k.group = "gpu";
 	assert_int_equal(store_job_insert(f->s, &k, cause, sizeof cause), 0);
 	assert_int_equal(store_job_get(f->s, k.id, &got), 0);
 	assert_int_equal(got->nafter, 2);
@@ -622,6 +625,7 @@ test_migrate_from_6(void **state)
 	assert_int_equal(got->after[1], 9007199254740992LL);
 	assert_int_equal(got->after_any, 1);
 	assert_int_equal(got->held, 1);
+	assert_string_equal(got->group, "gpu");
 	job_free(got);
 }
 
