@@ -48,6 +48,8 @@ enum cli_value {
 	CLI_INT,      /* a whole number from min to max */
 	CLI_ID,       /* a job id: 1 or more, "#12" too */
 	CLI_PCT,      /* 0..100: "40", "40%", "37.5" */
+	CLI_FREE,     /* CLI_PCT, or a size ("30G": that much available);
+	                 a size sets n and pct -1 */
 	CLI_SIZE,     /* "8G", "512M", "0" (docs/units.md) */
 	CLI_DURATION, /* above 0: "500ms", "2s", "0.5" (seconds), "1m" */
 };
@@ -75,7 +77,7 @@ struct cli_args {
 		int given;
 		const char *text; /* as typed */
 		int64_t n;  /* CLI_INT, CLI_ID, CLI_SIZE, CLI_DURATION (ms) */
-		double pct; /* CLI_PCT */
+		double pct; /* CLI_PCT, CLI_FREE */
 	} opt[CLI_MAX_OPTIONS];
 };
 

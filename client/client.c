@@ -306,6 +306,9 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 	if (spec->wait_free_pct >= 0)
 		cJSON_AddNumberToObject(params, "wait_free_pct",
 		                        spec->wait_free_pct);
+	if (spec->wait_free_bytes > 0)
+		proto_add_int(params, "wait_free_bytes",
+		              (int64_t)spec->wait_free_bytes);
 	if (spec->swap_budget_bytes >= 0)
 		proto_add_int(params, "swap_budget_bytes",
 		              spec->swap_budget_bytes);
@@ -535,6 +538,9 @@ sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
 		if (u->has_wait_free)
 			cJSON_AddNumberToObject(params, "wait_free_pct",
 			                        u->wait_free_pct);
+		if (u->has_wait_free_bytes)
+			proto_add_int(params, "wait_free_bytes",
+			              (int64_t)u->wait_free_bytes);
 		if (u->has_swap_budget)
 			proto_add_int(params, "swap_budget_bytes",
 			              (int64_t)u->swap_budget_bytes);

@@ -67,8 +67,9 @@ const struct cli_entry cmd_resubmit_entry = {
 };
 
 static const struct cli_option update_options[] = {
-    {"wait-free", 0, CLI_PCT, "PCT", 0, 0,
-     "start only when free memory is >= PCT%"},
+    {"wait-free", 0, CLI_FREE, "PCT|SIZE", 0, 0,
+     "start only when free memory is >= PCT%, or\n"
+     "(a size, 30G) when that much is available"},
     {"swap-budget", 0, CLI_SIZE, "SIZE", 0, 0,
      "kill it when swap grows by more than SIZE (0: none)"},
     {"expect", 0, CLI_SIZE, "SIZE", 0, 0,
@@ -352,6 +353,11 @@ cmd_update(struct cli *cli, struct cli_args *args)
 	u.priority = (int)cli_number(args, "priority", 0);
 	u.has_wait_free = cli_has(args, "wait-free");
 	u.wait_free_pct = cli_pct(args, "wait-free", 0);
+	if (u.has_wait_free && u.wait_free_pct < 0) {
+		u.has_wait_free = 0;
+		u.has_wait_free_bytes = 1;
+		u.wait_free_bytes = (uint64_t)cli_number(args, "wait-free", 0);
+	}
 	u.has_swap_budget = cli_has(args, "swap-budget");
 	u.swap_budget_bytes = (uint64_t)cli_number(args, "swap-budget", 0);
 	u.has_expect = cli_has(args, "expect");
@@ -359,8 +365,8 @@ cmd_update(struct cli *cli, struct cli_args *args)
 	/* As every command, it says first that no daemon answers. */
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
-	if (!u.has_priority && !u.has_wait_free && !u.has_swap_budget &&
-	    !u.has_expect)
+	if (!u.has_priority && !u.has_wait_free && !u.has_wait_free_bytes &&
+	    !u.has_swap_budget && !u.has_expect)
 		return cli_usage_error(cli,
 		                       "nothing to update: give --priority, "
 		                       "--wait-free, --swap-budget or "

@@ -315,6 +315,8 @@ struct sl_job_spec {
 	int priority;              /* -1000..1000; above 0 only for root
 	                              and the daemon's admin_group */
 	double wait_free_pct;      /* < 0: the daemon's default */
+	uint64_t wait_free_bytes;  /* 0: none; else start only when that
+	                              much memory is available (as well) */
 	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
 	uint64_t expect_bytes;     /* 0: none */
 	int exclusive;
@@ -383,7 +385,8 @@ struct sl_job {
 	 * (NULL then); NULL when not the caller's to see. sl_show gives
 	 * argv. */
 	char *command;
-	char group[33]; /* "" when none */
+	char group[33];           /* "" when none */
+	uint64_t wait_free_bytes; /* 0 when none */
 };
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */
@@ -412,8 +415,10 @@ int sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out);
  * is sent; submit's checks apply. out may be NULL. */
 struct sl_job_update {
 	int has_priority, has_wait_free, has_swap_budget, has_expect;
+	int has_wait_free_bytes; /* a size replaces a percentage: one */
 	int priority;
 	double wait_free_pct;
+	uint64_t wait_free_bytes;
 	uint64_t swap_budget_bytes;
 	uint64_t expect_bytes;
 };

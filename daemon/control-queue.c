@@ -14,16 +14,48 @@
 #include "daemon.h"
 #include "jobs.h"
 #include "proto.h"
+#include "units.h"
 #include "wire.h"
 
 /* At most this many jobs a job may start after. */
 #define CONTROL_MAX_AFTER 64
 
 int
+control_wait_free_bytes_check(struct daemon *d, int privileged, uint64_t bytes,
+                              char *cause, size_t causelen)
+{
+	uint64_t total = d->have_last ? d->last.total_bytes : 0;
+	char t[16];
+
+	/* Before the first sample the total is not known: accepted. */
+	if (bytes == 0 || total == 0)
+		return 0;
+	if (units_format_size(total, t, sizeof t) == NULL)
+		snprintf(t, sizeof t, "?");
+	if (bytes > total) {
+		snprintf(cause, causelen,
+		         "wait_free_bytes %" PRIu64 " is above the machine's "
+		         "total memory (%" PRIu64 " bytes, %s): it could never "
+		         "be free",
+		         bytes, total, t);
+		return PROTO_E_PARAMS;
+	}
+	if (!privileged &&
+	    (double)bytes * 100.0 / (double)total > d->cfg.max_wait_free_pct) {
+		snprintf(cause, causelen,
+		         "wait_free_bytes %" PRIu64 " is above the daemon's "
+		         "max_wait_free (%g %% of %s)",
+		         bytes, d->cfg.max_wait_free_pct, t);
+		return PROTO_E_PARAMS;
+	}
+	return 0;
+}
+
+int
 control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                      char *cause, size_t causelen)
 {
-	int64_t *after = NULL;
+	int64_t *after = NULL, wf_bytes = 0;
 	const char *group = NULL;
 	size_t n = 0;
 	int rc, any = 0, held = 0;
@@ -36,7 +68,11 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 	    (rc = proto_param_bool(params, "held", 0, &held, cause, causelen)) <
 	        0 ||
 	    (rc = proto_param_string(params, "group", 0, CONFIG_GROUP_NAME_MAX,
-	                             &group, cause, causelen)) < 0) {
+	                             &group, cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
+	                          &wf_bytes, cause, causelen)) < 0 ||
+	    (rc = control_wait_free_bytes_check(
+	         d, j->privileged, (uint64_t)wf_bytes, cause, causelen)) < 0) {
 		free(after);
 		return rc;
 	}
@@ -52,6 +88,7 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
+	j->wait_free_bytes = (uint64_t)wf_bytes;
 	j->after = after;
 	j->nafter = (int)n;
 	j->after_any = n > 0 && any;
@@ -148,6 +185,7 @@ resubmit_copy(const struct peer *p, const struct job *old,
 		goto nomem;
 	j->priority = old->priority;
 	j->wait_free_pct = old->wait_free_pct;
+	j->wait_free_bytes = old->wait_free_bytes;
 	j->swap_budget_bytes = old->swap_budget_bytes;
 	j->expect_bytes = old->expect_bytes;
 	j->exclusive = old->exclusive;
@@ -216,6 +254,8 @@ control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = control_submit_fair(
 	         d, privileged, v.j->priority, v.j->wait_free_pct,
 	         (int64_t)v.j->expect_bytes, cause, causelen)) != 0 ||
+	    (rc = control_wait_free_bytes_check(
+	         d, privileged, v.j->wait_free_bytes, cause, causelen)) != 0 ||
 	    (rc = control_submit_count(d, p, cause, causelen)) != 0) {
 		jobs_view_free(&v);
 		return rc;
@@ -244,7 +284,7 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct jobs_update u;
 	struct jobs_view v;
-	int64_t id, priority, budget, expect;
+	int64_t id, priority, budget, expect, wf_bytes = 0;
 	double wait_free;
 	int rc, privileged;
 
@@ -268,6 +308,10 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                             &wait_free, cause, causelen)) < 0)
 		return rc;
 	u.have_wait_free = rc == 0;
+	if ((rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
+	                          &wf_bytes, cause, causelen)) < 0)
+		return rc;
+	u.have_wait_free_bytes = rc == 0;
 	if ((rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
 	                          &budget, cause, causelen)) < 0)
 		return rc;
@@ -277,10 +321,11 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	u.have_expect = rc == 0;
 	if (!u.have_priority && !u.have_wait_free && !u.have_budget &&
-	    !u.have_expect) {
+	    !u.have_expect && !u.have_wait_free_bytes) {
 		snprintf(cause, causelen,
 		         "invalid params: nothing to update: give priority, "
-		         "wait_free_pct, swap_budget_bytes or expect_bytes");
+		         "wait_free_pct, wait_free_bytes, swap_budget_bytes or "
+		         "expect_bytes");
 		return PROTO_E_PARAMS;
 	}
 	/* Submit's rules, for the caller: root may raise a user's job. */
@@ -288,8 +333,11 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if ((rc = control_submit_fair(
 	         d, privileged, u.have_priority ? priority : 0,
 	         u.have_wait_free ? wait_free : 0, u.have_expect ? expect : 0,
-	         cause, causelen)) != 0)
+	         cause, causelen)) != 0 ||
+	    (rc = control_wait_free_bytes_check(
+	         d, privileged, (uint64_t)wf_bytes, cause, causelen)) != 0)
 		return rc;
+	u.wait_free_bytes = (uint64_t)wf_bytes;
 	u.priority = (int)priority;
 	u.wait_free_pct = wait_free;
 	u.swap_budget_bytes = (uint64_t)budget;

@@ -63,6 +63,7 @@ static const struct control_param submit_params[] = {
     {"name", PROTO_T_STRING, 0},
     {"priority", PROTO_T_INT, 0},
     {"wait_free_pct", PROTO_T_NUMBER, 0},
+    {"wait_free_bytes", PROTO_T_INT, 0},
     {"swap_budget_bytes", PROTO_T_INT, 0},
     {"expect_bytes", PROTO_T_INT, 0},
     {"exclusive", PROTO_T_BOOL, 0},
@@ -77,6 +78,7 @@ static const struct control_param update_params[] = {
     {"id", PROTO_T_INT, 1},
     {"priority", PROTO_T_INT, 0},
     {"wait_free_pct", PROTO_T_NUMBER, 0},
+    {"wait_free_bytes", PROTO_T_INT, 0},
     {"swap_budget_bytes", PROTO_T_INT, 0},
     {"expect_bytes", PROTO_T_INT, 0},
     PARAMS_END};

@@ -115,6 +115,11 @@ int control_update(struct daemon *, const struct peer *, const cJSON *,
 int control_submit_fair(struct daemon *d, int privileged, int64_t priority,
                         double wait_free, int64_t expect, char *cause,
                         size_t causelen);
+/* submit's wait_free_bytes: at most the machine's total memory (the
+ * latest sample's; anything before the first), and for the unprivileged
+ * at most max_wait_free % of it. 0 or PROTO_E_PARAMS with cause. */
+int control_wait_free_bytes_check(struct daemon *d, int privileged,
+                                  uint64_t bytes, char *cause, size_t causelen);
 /* The peer's queued and running jobs below max_queued_per_uid (root
  * exempt): 0, or PROTO_E_LIMIT with the cause. */
 int control_submit_count(struct daemon *d, const struct peer *p, char *cause,

@@ -43,6 +43,7 @@ struct job {
 
 	int priority;               /* higher first */
 	double wait_free_pct;       /* admit only when free % >= this */
+	uint64_t wait_free_bytes;   /* ... and available >= this (0: none) */
 	uint64_t swap_budget_bytes; /* 0: no budget */
 	uint64_t expect_bytes;      /* 0: none */
 	int exclusive;

@@ -38,6 +38,20 @@ deps_outcome(const struct job *j, char *buf, size_t len)
 		snprintf(buf, len, "%s", job_state_name(j->state));
 }
 
+double
+jobs_wait_free_pct(const struct job *j, uint64_t total_bytes)
+{
+	double pct;
+
+	if (j->wait_free_bytes == 0)
+		return j->wait_free_pct;
+	/* Unknown total: never met (nothing is admitted before a sample). */
+	if (total_bytes == 0)
+		return 101;
+	pct = (double)j->wait_free_bytes * 100.0 / (double)total_bytes;
+	return pct > j->wait_free_pct ? pct : j->wait_free_pct;
+}
+
 void
 jobs_groups_count(struct daemon *d, int *running)
 {
@@ -294,8 +308,12 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 	was = *j;
 	if (u->have_priority)
 		j->priority = u->priority;
-	if (u->have_wait_free)
-		j->wait_free_pct = u->wait_free_pct;
+	/* A new free condition replaces the old one, of either kind. */
+	if (u->have_wait_free || u->have_wait_free_bytes) {
+		j->wait_free_pct = u->have_wait_free ? u->wait_free_pct : 0;
+		j->wait_free_bytes =
+		    u->have_wait_free_bytes ? u->wait_free_bytes : 0;
+	}
 	if (u->have_budget)
 		j->swap_budget_bytes = u->swap_budget_bytes;
 	if (u->have_expect)
@@ -303,6 +321,7 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 	if (jrec_commit(d, r) != 0) {
 		j->priority = was.priority;
 		j->wait_free_pct = was.wait_free_pct;
+		j->wait_free_bytes = was.wait_free_bytes;
 		j->swap_budget_bytes = was.swap_budget_bytes;
 		j->expect_bytes = was.expect_bytes;
 		r->dirty = 0;
@@ -315,8 +334,11 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 	det = cJSON_CreateObject();
 	if (u->have_priority)
 		proto_add_int(det, "priority", j->priority);
-	if (u->have_wait_free)
+	if (u->have_wait_free || u->have_wait_free_bytes) {
 		cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
+		proto_add_int(det, "wait_free_bytes",
+		              (int64_t)j->wait_free_bytes);
+	}
 	if (u->have_budget)
 		proto_add_int(det, "swap_budget_bytes",
 		              (int64_t)j->swap_budget_bytes);

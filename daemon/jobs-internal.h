@@ -187,6 +187,11 @@ int jobs_adopt_load(struct daemon *d, int *n);
 
 /* ---- jobs-deps.c ---- */
 
+/* The free % j waits for: its wait_free_pct, or the share of total its
+ * wait_free_bytes is when that is more (available bytes are free % x
+ * total / 100 on either platform). */
+double jobs_wait_free_pct(const struct job *j, uint64_t total_bytes);
+
 /* The jobs holding memory in each group of the config
  * (running[CONFIG_MAX_GROUPS], in d->cfg.groups' order). */
 void jobs_groups_count(struct daemon *d, int *running);

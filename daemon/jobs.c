@@ -270,7 +270,8 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			a->uid = j->uid;
 			a->priority = j->priority;
 			a->seq = j->queue_seq;
-			a->wait_free_pct = j->wait_free_pct;
+			a->wait_free_pct =
+			    jobs_wait_free_pct(j, js->d->last.total_bytes);
 			a->exclusive = j->exclusive;
 			a->privileged = j->privileged;
 			/* An attached job nobody is there to run (its client
@@ -644,6 +645,9 @@ jrec_admit(struct daemon *d, struct jrec *r)
 	proto_add_int(det, "attempt", j->attempt);
 	cJSON_AddNumberToObject(det, "free_pct", d->last.free_pct);
 	cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
+	if (j->wait_free_bytes > 0)
+		proto_add_int(det, "wait_free_bytes",
+		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
 	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
 	jobs_event(d, j, "admitted", det);

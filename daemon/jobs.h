@@ -133,8 +133,10 @@ int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,
  * submit would. PROTO_E_STATE when it is not queued. */
 struct jobs_update {
 	int have_priority, have_wait_free, have_budget, have_expect;
+	int have_wait_free_bytes;
 	int priority;
 	double wait_free_pct;
+	uint64_t wait_free_bytes;
 	uint64_t swap_budget_bytes, expect_bytes;
 };
 int jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,

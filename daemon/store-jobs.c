@@ -276,6 +276,7 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_int(st, k++, j->after_any);
 	sqlite3_bind_int(st, k++, j->held);
 	bind_text_or_null(st, k++, j->group);
+	sqlite3_bind_int64(st, k++, (int64_t)j->wait_free_bytes);
 	free(groups);
 	return 0;
 }
@@ -373,6 +374,7 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	j->after_any = sqlite3_column_int(st, k++);
 	j->held = sqlite3_column_int(st, k++);
 	j->group = column_strdup(st, k++, &err);
+	j->wait_free_bytes = (uint64_t)sqlite3_column_int64(st, k++);
 	j->argv =
 	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
 	if (e2 != 0)

@@ -132,6 +132,7 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 	cJSON_AddBoolToObject(o, "attached", j->attached);
 	proto_add_int(o, "priority", j->priority);
 	cJSON_AddNumberToObject(o, "wait_free_pct", j->wait_free_pct);
+	proto_add_int(o, "wait_free_bytes", (int64_t)j->wait_free_bytes);
 	proto_add_int(o, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
 	proto_add_int(o, "expect_bytes", (int64_t)j->expect_bytes);
 	cJSON_AddBoolToObject(o, "exclusive", j->exclusive);

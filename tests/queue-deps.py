@@ -496,6 +496,62 @@ def sc_groups(d, m, c):
         assert out.returncode == 2 and words in out.stderr, (line, out)
 
 
+GIB = 1 << 30
+
+
+def sc_wait_free_size(d, m, c):
+    """--wait-free 6G waits until 6 GiB are available (free % x total, the
+    fixture's 16 GiB), and is admitted at the first sample that shows it;
+    memory promised to running jobs (--expect) counts as used."""
+    m.set(free_pct=30)  # 4.8 GiB available
+    samples(d, 2)
+    out = ctl(d, "submit", "--wait-free", "6G", "--", "bash", "-c", "exec sleep 60")
+    assert out.returncode == 0, out
+    jid = int(out.stdout)
+    samples(d, 3)
+    j = show(c, jid)
+    assert j["state"] == "queued" and j["waiting_for"] == "free", j
+    assert j["wait_free_bytes"] == 6 * GIB and j["wait_free_pct"] == 0, j
+    m.set(free_pct=37)  # 5.92 GiB: not yet
+    samples(d, 3)
+    assert show(c, jid)["state"] == "queued"
+    t_rise = m.set(free_pct=40, sync=False)  # 6.4 GiB
+    j = wait_state(c, jid, "running")
+    adm = [e for e in events_of(c, jid) if e["kind"] == "admitted"][0]["detail"]
+    assert abs(adm["free_pct"] - 40) < 0.01 and adm["wait_free_bytes"] == 6 * GIB, adm
+    first = js.first_sample(c, t_rise - 2 * js.INTERVAL_MS,
+                            lambda b: b["free_pct"]["max"] >= 37.5)
+    assert first == adm["sampled_at_ms"], (first, adm)
+    c.call("cancel", {"id": jid})
+    wait_state(c, jid, "killed")
+    # With a promise: 2 GiB expected by a running job count as used.
+    m.set(free_pct=80)
+    holder = submit(c, d, "exec sleep 60", expect_bytes=2 * GIB)
+    wait_state(c, holder, "running")
+    m.set(free_pct=45)  # 7.2 GiB available, 5.2 once 2 GiB are promised
+    w = submit(c, d, "exec sleep 60", wait_free_bytes=6 * GIB)
+    samples(d, 3)
+    assert show(c, w)["waiting_for"] == "expect", show(c, w)
+    m.set(free_pct=51)  # 8.16 GiB, 6.16 once promised
+    wait_state(c, w, "running")
+    # never: above the machine's total memory
+    e = rpc_error(submit, c, d, "true", wait_free_bytes=17 * GIB)
+    assert e.code == -32602 and "total memory" in e.message, e
+    out = ctl(d, "submit", "--wait-free", "17G", "--", "true")
+    assert out.returncode == 1 and "total memory" in out.stderr, out
+    # update: a size replaces a percentage and back
+    m.set(free_pct=10)
+    q = submit(c, d, "true", wait_free_pct=50)
+    out = ctl(d, "update", str(q), "--wait-free", "8G")
+    assert out.returncode == 0, out
+    j = show(c, q)
+    assert j["wait_free_bytes"] == 8 * GIB and j["wait_free_pct"] == 0, j
+    j = c.call("update", {"id": q, "wait_free_pct": 20})
+    assert j["wait_free_bytes"] == 0 and j["wait_free_pct"] == 20, j
+    for jid in (holder, w, q):
+        c.call("cancel", {"id": jid})
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -510,6 +566,7 @@ SCENARIOS = [
     ("submit_command", sc_submit_command, {}),
     ("shell", sc_shell, {}),
     ("python_unbuffered", sc_python_unbuffered, {}),
+    ("wait_free_size", sc_wait_free_size, {}),
     ("groups", sc_groups, {"extra_conf": "group.gpu.max_running = 1\n"
                                          "group.cpu.max_running = 2\n"}),
 ]

@@ -214,6 +214,7 @@ raw_to_schema_6(sqlite3 *db)
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_any");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN held");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN queue_group");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN wait_free_bytes");
 }
 
 static void
@@ -608,6 +609,7 @@ test_migrate_from_6(void **state)
 	assert_int_equal(got->after_any, 0);
 	assert_int_equal(got->held, 0);
 	assert_null(got->group);
+	assert_int_equal(got->wait_free_bytes, 0);
 	job_free(got);
 
 	memset(&k, 0, sizeof k);
@@ -618,6 +620,7 @@ test_migrate_from_6(void **state)
 	k.after_any = 1;
 	k.held = 1;
 	k.group = "gpu";
+	k.wait_free_bytes = (uint64_t)30 << 30;
 	assert_int_equal(store_job_insert(f->s, &k, cause, sizeof cause), 0);
 	assert_int_equal(store_job_get(f->s, k.id, &got), 0);
 	assert_int_equal(got->nafter, 2);
@@ -626,6 +629,7 @@ test_migrate_from_6(void **state)
 	assert_int_equal(got->after_any, 1);
 	assert_int_equal(got->held, 1);
 	assert_string_equal(got->group, "gpu");
+	assert_int_equal(got->wait_free_bytes, (uint64_t)30 << 30);
 	job_free(got);
 }
 
