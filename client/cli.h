@@ -154,6 +154,9 @@ int cli_submit_which(const char *cmd, const char *path_env);
 /* The same for spec's argv[0] and this process's PATH: -1 when found,
  * else it says why and returns 127 (not found) or 126 (not executable). */
 int cli_submit_command(const struct sl_job_spec *spec);
+/* wait --notify: a desktop notification that job j ended (cmd-queue.c);
+ * when none can be posted, a line on stderr saying why. */
+void cli_wait_notify(const struct sl_job *j);
 /* Is a Job object (cJSON) of group? */
 struct cJSON;
 int cli_json_in_group(const struct cJSON *job, const char *group);

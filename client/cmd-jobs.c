@@ -79,12 +79,20 @@ const struct cli_entry cmd_cancel_entry = {
     .exec = cmd_cancel,
 };
 
+static const struct cli_option wait_options[] = {
+    {"notify", 'n', CLI_FLAG, NULL, 0, 0,
+     "post a desktop notification as each job ends\n"
+     "(macOS: osascript; Linux: notify-send)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
 const struct cli_entry cmd_wait_entry = {
     .name = "wait",
     .summary = "wait for jobs to end; exit with the last failing job's status",
     .operands = "ID...",
     .min_operands = 1,
     .max_operands = -1,
+    .options = wait_options,
     .json = "the final job objects, one per line",
     .exec = cmd_wait,
 };
@@ -473,6 +481,8 @@ cmd_wait(struct cli *cli, struct cli_args *args)
 			printf("job %" PRId64 ": %s\n", ids[i], state);
 			fflush(stdout);
 		}
+		if (cli_has(args, "notify"))
+			cli_wait_notify(&j);
 		if (s != 0)
 			status = s;
 		sl_job_clear(&j);

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "desktop.h"
 
 static int cmd_hold(struct cli *, struct cli_args *);
 static int cmd_release(struct cli *, struct cli_args *);
@@ -156,6 +157,22 @@ cli_submit_which(const char *cmd, const char *path_env)
 	}
 	free(copy);
 	return best;
+}
+
+void
+cli_wait_notify(const struct sl_job *j)
+{
+	char state[64], body[400], cause[256], *name;
+
+	cli_job_state(j, state, sizeof state);
+	/* The name is the user's own text: escaped like everywhere. */
+	name = cli_safe_dup(j->name);
+	snprintf(body, sizeof body, "job %" PRId64 " (%s): %s", j->id,
+	         name != NULL ? name : "", state);
+	free(name);
+	if (desktop_notify("stageload", body, cause, sizeof cause) < 0)
+		cli_error("no desktop notification for job %" PRId64 ": %s",
+		          j->id, cause);
 }
 
 int

@@ -552,6 +552,32 @@ def sc_wait_free_size(d, m, c):
         c.call("cancel", {"id": jid})
 
 
+def sc_wait_notify(d, m, c):
+    """wait --notify posts a desktop notification as the job ends
+    (notify-send on Linux, here a stand-in on PATH that records its
+    arguments); without a notifier it says so and still exits with the
+    job's status."""
+    fake = os.path.join(d.dir, "fakebin")
+    os.mkdir(fake)
+    rec = os.path.join(d.dir, "notified")
+    with open(os.path.join(fake, "notify-send"), "w") as f:
+        f.write('#!/bin/sh\nfor a in "$@"; do printf "%%s\\n" "$a"; done >> %s\n' % rec)
+    os.chmod(os.path.join(fake, "notify-send"), 0o755)
+    jid = submit(c, d, "exit 3", name="gen\x1b[31m")
+    env = dict(os.environ, PATH=fake + ":" + os.environ["PATH"])
+    out = subprocess.run([CTL, "--socket", d.socket, "wait", "--notify", str(jid)],
+                         capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 3, out
+    args = read(rec).splitlines()
+    assert args[-2:] == ["stageload", "job %d (gen\\e[31m): exited 3" % jid], args
+    # no notifier anywhere on PATH: a clear message, the same status
+    env = dict(os.environ, PATH="/nonexistent")
+    out = subprocess.run([CTL, "--socket", d.socket, "wait", "-n", str(jid)],
+                         capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 3, out
+    assert "no desktop notification for job %d: notify-send not found" % jid in out.stderr, out
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -567,6 +593,7 @@ SCENARIOS = [
     ("shell", sc_shell, {}),
     ("python_unbuffered", sc_python_unbuffered, {}),
     ("wait_free_size", sc_wait_free_size, {}),
+    ("wait_notify", sc_wait_notify, {}),
     ("groups", sc_groups, {"extra_conf": "group.gpu.max_running = 1\n"
                                          "group.cpu.max_running = 2\n"}),
 ]
