@@ -333,6 +333,8 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		cJSON_AddBoolToObject(params, "held", 1);
 	if (spec->group != NULL)
 		cJSON_AddStringToObject(params, "group", spec->group);
+	if (spec->on_end != NULL)
+		cJSON_AddStringToObject(params, "on_end", spec->on_end);
 	/* The job makes its files as its submitter would. */
 	if (!spec->attached)
 		proto_add_int(params, "umask",

@@ -32,6 +32,9 @@ const struct cli_option cli_submit_queue_options[] = {
     {"group", 0, CLI_TEXT, "NAME", 0, 0,
      "its group: the daemon may limit how many of a\n"
      "group's jobs run at once (group.NAME.max_running)"},
+    {"on-end", 0, CLI_TEXT, "CMD", 0, 0,
+     "when the job ends, the daemon runs CMD (/bin/sh -c)\n"
+     "as you, its output appended to the job's log"},
     {"shell", 0, CLI_FLAG, NULL, 0, 0,
      "run the words of CMD as one /bin/sh -c script\n"
      "(pipes, redirections: --shell -- 'a | b')"},
@@ -248,6 +251,7 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	memset(x, 0, sizeof *x);
 	spec->held = cli_has(a, "hold");
 	spec->group = cli_text(a, "group", NULL);
+	spec->on_end = cli_text(a, "on-end", NULL);
 	if (after != NULL && any != NULL)
 		return cli_usage_error(cli, "--after and --after-any: give one "
 		                            "of them");

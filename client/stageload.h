@@ -332,6 +332,9 @@ struct sl_job_spec {
 	/* its group (1-32 of A-Z a-z 0-9 _ -), or NULL: the daemon may limit
 	 * how many jobs of a group run at once */
 	const char *group;
+	/* a detached job's on-end command: the daemon runs it with /bin/sh
+	 * -c, as you, once the job has ended (docs/jobs.md), or NULL */
+	const char *on_end;
 };
 void sl_job_spec_init(struct sl_job_spec *spec);
 

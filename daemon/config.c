@@ -391,6 +391,12 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "settle_samples") == 0)
 		return set_int(&cfg->settle_samples, key, v, 1,
 		               CONFIG_SETTLE_SAMPLES_MAX, cause, causelen);
+	if (strcmp(k, "on_end_timeout") == 0)
+		return set_duration(&cfg->on_end_timeout_ms, key, v, 1000,
+		                    DAY_MS, cause, causelen);
+	if (strcmp(k, "max_on_end_per_uid") == 0)
+		return set_int(&cfg->max_on_end_per_uid, key, v, 1, 1000, cause,
+		               causelen);
 	if (strcmp(k, "max_running") == 0)
 		return set_int(&cfg->max_running, key, v, 0, 1000000, cause,
 		               causelen);
@@ -625,6 +631,8 @@ config_defaults(struct config *cfg, int system)
 	cfg->settle_growth_pct = 1;
 	cfg->settle_samples = 3;
 	cfg->max_running = 0;
+	cfg->on_end_timeout_ms = 60000;
+	cfg->max_on_end_per_uid = 4;
 
 	cfg->admin_group_set = 0;
 	cfg->max_wait_free_pct = 95;
@@ -844,6 +852,8 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->settle_growth_pct = n->settle_growth_pct;
 	cfg->settle_samples = n->settle_samples;
 	cfg->max_running = n->max_running;
+	cfg->on_end_timeout_ms = n->on_end_timeout_ms;
+	cfg->max_on_end_per_uid = n->max_on_end_per_uid;
 	memcpy(cfg->groups, n->groups, sizeof cfg->groups);
 	cfg->ngroups = n->ngroups;
 	cfg->admin_group_set = n->admin_group_set;

@@ -19,6 +19,8 @@
 
 /* At most this many jobs a job may start after. */
 #define CONTROL_MAX_AFTER 64
+/* The longest on-end command. */
+#define CONTROL_MAX_ON_END 4096
 
 int
 control_wait_free_bytes_check(struct daemon *d, int privileged, uint64_t bytes,
@@ -56,7 +58,7 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                      char *cause, size_t causelen)
 {
 	int64_t *after = NULL, wf_bytes = 0;
-	const char *group = NULL;
+	const char *group = NULL, *on_end = NULL;
 	size_t n = 0;
 	int rc, any = 0, held = 0;
 
@@ -72,7 +74,9 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 	    (rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
 	                          &wf_bytes, cause, causelen)) < 0 ||
 	    (rc = control_wait_free_bytes_check(
-	         d, j->privileged, (uint64_t)wf_bytes, cause, causelen)) < 0) {
+	         d, j->privileged, (uint64_t)wf_bytes, cause, causelen)) < 0 ||
+	    (rc = proto_param_string(params, "on_end", 0, CONTROL_MAX_ON_END,
+	                             &on_end, cause, causelen)) < 0) {
 		free(after);
 		return rc;
 	}
@@ -82,6 +86,19 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 		         "invalid params: group: 1-%d letters, digits, _ and -",
 		         CONFIG_GROUP_NAME_MAX);
 		return PROTO_E_PARAMS;
+	}
+	if (on_end != NULL && (on_end[0] == '\0' || j->attached)) {
+		free(after);
+		snprintf(cause, causelen, "invalid params: on_end: %s",
+		         j->attached ? "only for a detached job (an attached "
+		                       "job's client is there when it ends)"
+		                     : "may not be empty");
+		return PROTO_E_PARAMS;
+	}
+	if (on_end != NULL && (j->on_end = strdup(on_end)) == NULL) {
+		free(after);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
 	}
 	if (group != NULL && (j->group = strdup(group)) == NULL) {
 		free(after);
@@ -193,6 +210,8 @@ resubmit_copy(const struct peer *p, const struct job *old,
 	j->umask = old->umask;
 	j->privileged = privileged;
 	if (old->group != NULL && (j->group = strdup(old->group)) == NULL)
+		goto nomem;
+	if (old->on_end != NULL && (j->on_end = strdup(old->on_end)) == NULL)
 		goto nomem;
 	return j;
 nomem:

@@ -73,6 +73,7 @@ static const struct control_param submit_params[] = {
     {"after_any", PROTO_T_BOOL, 0},
     {"held", PROTO_T_BOOL, 0},
     {"group", PROTO_T_STRING, 0},
+    {"on_end", PROTO_T_STRING, 0},
     PARAMS_END};
 static const struct control_param update_params[] = {
     {"id", PROTO_T_INT, 1},

@@ -54,6 +54,10 @@ struct config {
 	double settle_growth_pct; /* default 1 */
 	int settle_samples;       /* default 3 */
 	int max_running;          /* 0 = no limit */
+	/* a job's on-end command (docs/jobs.md, "When a job ends"): how long
+	 * it may run, 60 s; how many of one uid's run at once, 4 */
+	int64_t on_end_timeout_ms;
+	int max_on_end_per_uid;
 	/* group.NAME.max_running: jobs of one group holding memory at once
 	 * (docs/jobs.md, "Groups"); a group not listed has no limit */
 	struct config_group {

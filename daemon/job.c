@@ -67,6 +67,7 @@ job_free(struct job *j)
 	free(j->kill);
 	free(j->after);
 	free(j->group);
+	free(j->on_end);
 	free(j);
 }
 

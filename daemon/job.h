@@ -56,6 +56,8 @@ struct job {
 	int after_any;
 	int held;    /* hold: keeps its place, never admitted until release */
 	char *group; /* its group (docs/jobs.md, "Groups"), or NULL */
+	/* run by /bin/sh -c when it ends (jobs-onend.c), or NULL */
+	char *on_end;
 	int attempt; /* 1-based */
 	/* Submitted by root, the daemon's user or a member of its admin
 	 * group (jobs_privileged): its head is never passed over. In memory

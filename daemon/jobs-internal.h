@@ -13,6 +13,7 @@
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
  *   jobs-deps.c     dependencies (after, after_any) and holds
+ *   jobs-onend.c    a job's on-end command
  *
  * The rules (state machine, admission, breach) are in docs/jobs.md.
  */
@@ -79,6 +80,7 @@ struct jrec {
 };
 
 struct pending_event; /* jobs.c */
+struct onend_run;     /* jobs-onend.c */
 
 struct jobs {
 	struct daemon *d;
@@ -92,6 +94,8 @@ struct jobs {
 	/* Since the daemon started (jobs_counters). */
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
+	struct onend_run *onend; /* on-end commands running */
+	int loading; /* jobs_init is loading the store's unended jobs */
 };
 
 static inline char *
@@ -205,6 +209,14 @@ enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
 void jobs_deps_ended(struct daemon *d, const struct job *ended);
 /* Start-up: the same for dependencies that ended while no daemon ran. */
 void jobs_deps_load(struct daemon *d);
+
+/* ---- jobs-onend.c ---- */
+
+/* j's end is recorded: run its on-end command, if it has one (or record
+ * why not). */
+void jobs_onend_start(struct daemon *d, const struct job *j);
+/* Stop watching the on-end commands; they go on under their monitors. */
+void jobs_onend_shutdown(struct daemon *d);
 
 /* ---- jobs-ctl.c ---- */
 

@@ -387,6 +387,7 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	jobs_event(d, j, end_event_kind(j->state), det);
 	jobs_note(d, &n);
 	jrec_release(d, r);
+	jobs_onend_start(d, j);
 	/* The jobs that needed it to succeed end too (jobs-deps.c). */
 	jobs_deps_ended(d, j);
 	jobs_admit_soon(d);
@@ -1192,7 +1193,7 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 	                                         spawn_signal_tree};
 	struct jobs *js = calloc(1, sizeof *js);
 	cJSON *det;
-	int n;
+	int n, rc;
 
 	if (js == NULL) {
 		snprintf(cause, causelen, "out of memory");
@@ -1211,7 +1212,10 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 	uv_timer_init(d->loop, js->admit_timer);
 	js->admit_timer->data = d;
 
-	if (jobs_adopt_load(d, &n) < 0) {
+	js->loading = 1;
+	rc = jobs_adopt_load(d, &n);
+	js->loading = 0;
+	if (rc < 0) {
 		snprintf(cause, causelen, "cannot load jobs from the store");
 		return -EIO;
 	}
@@ -1255,6 +1259,7 @@ jobs_shutdown(struct daemon *d)
 		return;
 	/* Clients have been closed by now. */
 	js->note = NULL;
+	jobs_onend_shutdown(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, "daemon_stop", det);

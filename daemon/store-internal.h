@@ -41,8 +41,8 @@ extern const struct store_tier store_tiers[NTIERS];
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
 	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, bytes, kill, " \
-	"after_ids, after_any, held, queue_group, wait_free_bytes"
-#define JOB_NCOLUMNS 41
+	"after_ids, after_any, held, queue_group, wait_free_bytes, on_end"
+#define JOB_NCOLUMNS 42
 /* A whole job: "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM; lists
  * read argv alone (for the command line): JOB_LIST_ARGS. */
 #define JOB_ARGS "a.argv, a.env"

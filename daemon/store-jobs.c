@@ -277,6 +277,7 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_int(st, k++, j->held);
 	bind_text_or_null(st, k++, j->group);
 	sqlite3_bind_int64(st, k++, (int64_t)j->wait_free_bytes);
+	bind_text_or_null(st, k++, j->on_end);
 	free(groups);
 	return 0;
 }
@@ -375,6 +376,7 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	j->held = sqlite3_column_int(st, k++);
 	j->group = column_strdup(st, k++, &err);
 	j->wait_free_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->on_end = column_strdup(st, k++, &err);
 	j->argv =
 	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
 	if (e2 != 0)

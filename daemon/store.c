@@ -154,12 +154,13 @@ static const char *const store_migrations[] = {
     /* 7: the queue's own controls: the jobs a job starts after (a JSON
      * array of ids, NULL for none), whether any end of theirs will do,
      * a hold, its group (NULL for none), and the available memory it
-     * waits for (0: none). */
+     * waits for (0: none), and its on-end command (NULL for none). */
     ("ALTER TABLE jobs ADD COLUMN after_ids TEXT;"
      "ALTER TABLE jobs ADD COLUMN after_any INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN queue_group TEXT;"
-     "ALTER TABLE jobs ADD COLUMN wait_free_bytes INTEGER NOT NULL DEFAULT 0;"),
+     "ALTER TABLE jobs ADD COLUMN wait_free_bytes INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN on_end TEXT;"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -462,7 +463,7 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
 	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
 	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41)");
+	                 " ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42)");
 	PREP(s->args_ins,
 	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
@@ -470,8 +471,8 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41) WHERE id = "
-	     "?42");
+	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42)"
+	     " WHERE id = ?43");
 	PREP(s->job_get,
 	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
 	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM

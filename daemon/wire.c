@@ -209,6 +209,11 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 			                          ? strv_json(a->argv)
 			                          : cJSON_CreateNull());
 		cJSON_AddStringToObject(o, "cwd", j->cwd ? j->cwd : "");
+		/* A command, as private as argv. */
+		if (j->on_end != NULL)
+			cJSON_AddStringToObject(o, "on_end", j->on_end);
+		else
+			cJSON_AddNullToObject(o, "on_end");
 		if (ended && j->end_detail != NULL)
 			cJSON_AddStringToObject(o, "end_detail", j->end_detail);
 		else

@@ -342,6 +342,15 @@ def sc_other_user(d, m, c):
     # root may start after anyone's job
     after = submit(c, d, "exit 0", after=[theirs])
     assert show(c, after)["after"] == [theirs]
+    # their on-end command runs as them
+    for jid in (mine, theirs):  # and so `after`, by its dependency
+        c.call("cancel", {"id": jid})
+    assert wait_state(c, after, "cancelled")["end_reason"] == "dependency"
+    hooked = o.call("submit", {"argv": ["true"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+                               "on_end": "echo hook-uid $(id -u)"})["id"]
+    wait_state(c, hooked, "exited")
+    poll(lambda: on_end_events(c, hooked), what="their on-end command")
+    assert read_log(d, c, hooked) == "hook-uid 65534\n", read_log(d, c, hooked)
     o.close()
     os.chmod(d.dir, 0o700)
 
@@ -578,6 +587,120 @@ def sc_wait_notify(d, m, c):
     assert "no desktop notification for job %d: notify-send not found" % jid in out.stderr, out
 
 
+ON_END = ('echo "on-end $STAGELOAD_JOB_ID $STAGELOAD_JOB_STATE '
+          '[$STAGELOAD_JOB_EXIT_CODE] [$STAGELOAD_JOB_END_REASON] $(pwd)"; '
+          'echo ran >> %s/on-end.count')
+
+
+def on_end_events(c, jid):
+    return [e["detail"] for e in events_of(c, jid) if e["kind"] == "on_end"]
+
+
+def sc_on_end(d, m, c):
+    """--on-end runs once, as the submitter, in the job's directory with its
+    environment and the job's id, state, exit code and end reason; its
+    output is appended to the job's log; a cancelled job's runs too."""
+    sub = d.dir + "/w"
+    os.mkdir(sub)
+    out = subprocess.run([CTL, "--socket", d.socket, "submit", "--on-end",
+                          ON_END % d.dir, "--", "sh", "-c", "echo job-output; exit 3"],
+                         capture_output=True, text=True, timeout=30, cwd=sub)
+    assert out.returncode == 0, out
+    jid = int(out.stdout)
+    assert show(c, jid)["on_end"] == ON_END % d.dir
+    wait_state(c, jid, "exited")
+    poll(lambda: on_end_events(c, jid), what="the on-end command to end")
+    assert on_end_events(c, jid) == [{"exit_code": 0}], on_end_events(c, jid)
+    log = read_log(d, c, jid)
+    assert log == "job-output\non-end %d exited [3] [] %s\n" % (jid, sub), log
+    # a job cancelled in the queue
+    m.set(free_pct=10)
+    q = submit(c, d, "true", wait_free_pct=50, on_end=ON_END % d.dir)
+    c.call("cancel", {"id": q})
+    poll(lambda: on_end_events(c, q), what="the cancelled job's on-end")
+    assert read_log(d, c, q) == "on-end %d cancelled [] [cancel] %s\n" % (q, d.dir)
+    samples(d, 5)
+    assert read(d.dir + "/on-end.count").split() == ["ran", "ran"]
+    # refused: empty, attached, too long
+    for p in ({"on_end": ""}, {"on_end": "x" * 4097}):
+        e = rpc_error(submit, c, d, "true", **p)
+        assert e.code == -32602 and "on_end" in e.message, (p, e)
+    e = rpc_error(c.call, "submit", {"argv": ["true"], "cwd": "/",
+                                     "attached": True, "on_end": "true"})
+    assert e.code == -32602 and "detached" in e.message, e
+
+
+def sc_on_end_timeout(d, m, c):
+    """An on-end command past on_end_timeout is ended, with a line in the
+    job's log."""
+    jid = submit(c, d, "exit 0", on_end="echo hook-start; trap '' TERM; sleep 30")
+    wait_state(c, jid, "exited")
+    ev = poll(lambda: on_end_events(c, jid), timeout=15,
+              what="the on-end command to be ended")
+    assert ev == [{"signal": 9}], ev
+    log = read_log(d, c, jid)
+    assert log.startswith("hook-start\nstageload: on-end command still running "
+                          "after 1000 ms (on_end_timeout): terminated"), log
+
+
+def sc_on_end_not_while_down(d, m, c):
+    """A job that ends while no daemon runs: its on-end command is not
+    run, and the event says so."""
+    go = d.dir + "/down.go"
+    jid = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done" % go,
+                 on_end=ON_END % d.dir)
+    wait_state(c, jid, "running")
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+    open(go, "w").close()
+    import glob
+
+    def ended():
+        for f in glob.glob(d.dir + "/**/%d.status" % jid, recursive=True):
+            if "ended_ms" in read(f) and "ended_ms 0" not in read(f):
+                return True
+        return False
+    poll(ended, what="the job to end while the daemon is down")
+    d.start()
+    c = Client(d.socket)
+    wait_state(c, jid, "exited")
+    ev = poll(lambda: on_end_events(c, jid), what="the on_end event")
+    assert ev == [{"not_run": "the job ended while no daemon ran"}], ev
+    samples(d, 5)
+    assert read(d.dir + "/on-end.count") == ""
+    c.close()
+
+
+def sc_on_end_per_uid(d, m, c):
+    """At most max_on_end_per_uid on-end commands of one user run at once;
+    one past it is not run, and its event says why. Root is exempt."""
+    if os.geteuid() != 0:
+        print("note: not root, the per-uid bound needs a second uid")
+        return
+    os.chmod(d.dir, 0o755)
+    o = client_as(65534, d.socket)
+    p = {"argv": ["true"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+         "on_end": "sleep 2"}
+    a = o.call("submit", p)["id"]
+    wait_state(c, a, "exited")
+    b = o.call("submit", p)["id"]
+    wait_state(c, b, "exited")
+    ev = poll(lambda: on_end_events(c, b), what="b's on_end event")
+    assert ev == [{"not_run": "too many of this user's on-end commands "
+                              "running (max_on_end_per_uid)"}], ev
+    assert on_end_events(c, a) == []  # still running
+    # root's are not counted
+    r1 = submit(c, d, "true", on_end="sleep 2")
+    r2 = submit(c, d, "true", on_end="true")
+    wait_state(c, r2, "exited")
+    assert poll(lambda: on_end_events(c, r2)) == [{"exit_code": 0}]
+    # the hooks still running end on their own: wait for them
+    poll(lambda: on_end_events(c, a), what="a's on-end command to end")
+    poll(lambda: on_end_events(c, r1), what="r1's on-end command to end")
+    o.close()
+    os.chmod(d.dir, 0o700)
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -594,6 +717,10 @@ SCENARIOS = [
     ("python_unbuffered", sc_python_unbuffered, {}),
     ("wait_free_size", sc_wait_free_size, {}),
     ("wait_notify", sc_wait_notify, {}),
+    ("on_end", sc_on_end, {}),
+    ("on_end_timeout", sc_on_end_timeout, {"extra_conf": "on_end_timeout = 1s\n"}),
+    ("on_end_not_while_down", sc_on_end_not_while_down, {}),
+    ("on_end_per_uid", sc_on_end_per_uid, {"extra_conf": "max_on_end_per_uid = 1\n"}),
     ("groups", sc_groups, {"extra_conf": "group.gpu.max_running = 1\n"
                                          "group.cpu.max_running = 2\n"}),
 ]

@@ -215,6 +215,7 @@ raw_to_schema_6(sqlite3 *db)
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN held");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN queue_group");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN wait_free_bytes");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN on_end");
 }
 
 static void
@@ -621,6 +622,7 @@ test_migrate_from_6(void **state)
 	k.held = 1;
 	k.group = "gpu";
 	k.wait_free_bytes = (uint64_t)30 << 30;
+	k.on_end = "echo done";
 	assert_int_equal(store_job_insert(f->s, &k, cause, sizeof cause), 0);
 	assert_int_equal(store_job_get(f->s, k.id, &got), 0);
 	assert_int_equal(got->nafter, 2);
@@ -630,6 +632,7 @@ test_migrate_from_6(void **state)
 	assert_int_equal(got->held, 1);
 	assert_string_equal(got->group, "gpu");
 	assert_int_equal(got->wait_free_bytes, (uint64_t)30 << 30);
+	assert_string_equal(got->on_end, "echo done");
 	job_free(got);
 }
 
