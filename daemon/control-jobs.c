@@ -416,6 +416,22 @@ page_array(struct page *pg)
 	return a;
 }
 
+/* A version 1 answer built in slices, at its end: {"member": [page]}. */
+static int
+page_result(struct page *pg, const char *member, struct answers_buf *out,
+            char *cause, size_t causelen)
+{
+	if (answers_append(out, "{\"", 2) != 0 ||
+	    answers_append(out, member, strlen(member)) != 0 ||
+	    answers_append(out, "\":", 2) != 0 ||
+	    answers_append(out, pg->text, pg->len) != 0 ||
+	    answers_append(out, "]}", 2) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
 /* A version 1 answer past the budget: the page goes, the error names the
  * way out. */
 static int
@@ -598,13 +614,7 @@ status_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 		return page_over(&w->pg, "status", cause, causelen);
 	if (w->more)
 		return 1;
-	if (answers_append(out, "{\"jobs\":", 8) != 0 ||
-	    answers_append(out, w->pg.text, w->pg.len) != 0 ||
-	    answers_append(out, "]}", 2) != 0) {
-		snprintf(cause, causelen, "out of memory");
-		return PROTO_E_INTERNAL;
-	}
-	return 0;
+	return page_result(&w->pg, "jobs", out, cause, causelen);
 }
 
 static const struct answers_ops status_ops = {status_fill, status_free};
@@ -869,13 +879,7 @@ events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	if (answers_append(out, "{\"events\":", 10) != 0 ||
-	    answers_append(out, w->pg.text, w->pg.len) != 0 ||
-	    answers_append(out, "]}", 2) != 0) {
-		snprintf(cause, causelen, "out of memory");
-		return PROTO_E_INTERNAL;
-	}
-	return 0;
+	return page_result(&w->pg, "events", out, cause, causelen);
 }
 
 static const struct answers_ops events_ops = {events_fill, events_free};
@@ -978,19 +982,91 @@ bucket_stage(const struct jobs_stage_row *st, size_t n, int64_t t0, int64_t t1)
 	return name;
 }
 
+/* A job's history answer: its buckets read, written JOB_HISTORY_PART
+ * at a time. */
+#define JOB_HISTORY_PART 500
+struct job_history_answer {
+	struct job_bucket *b;
+	size_t n, i;
+	struct jobs_stage_row *st;
+	size_t nst;
+	int64_t step;
+	char head[96];
+};
+
+static void
+job_history_free(void *state)
+{
+	struct job_history_answer *h = state;
+
+	jobs_stages_free(h->st, h->nst);
+	free(h->b);
+	free(h);
+}
+
+static int
+job_history_fill(struct daemon *d, void *state, struct answers_buf *out,
+                 char *cause, size_t causelen)
+{
+	struct job_history_answer *h = state;
+	size_t end =
+	    h->i + JOB_HISTORY_PART < h->n ? h->i + JOB_HISTORY_PART : h->n;
+	int rc = 0;
+
+	(void)d;
+	if (h->i == 0)
+		rc = answers_append(out, h->head, strlen(h->head));
+	for (; h->i < end && rc == 0; h->i++) {
+		const struct job_bucket *b = &h->b[h->i];
+		const char *stage =
+		    bucket_stage(h->st, h->nst, b->ts_ms,
+		                 b->ts_ms + (h->step > 0 ? h->step : 1));
+		cJSON *o = cJSON_CreateObject();
+
+		proto_add_int(o, "ts_ms", b->ts_ms);
+		proto_add_int(o, "n", b->n);
+		cJSON_AddItemToObject(o, "footprint_bytes",
+		                      mma_json(b->footprint_min,
+		                               b->footprint_avg,
+		                               b->footprint_max));
+		cJSON_AddItemToObject(
+		    o, "swap_bytes",
+		    mma_json(b->swap_min, b->swap_avg, b->swap_max));
+		if (stage != NULL)
+			cJSON_AddStringToObject(o, "stage", stage);
+		else
+			cJSON_AddNullToObject(o, "stage");
+		if (h->i > 0)
+			rc = answers_append(out, ",", 1);
+		if (rc == 0)
+			rc = answers_append_json(out, o);
+		else
+			cJSON_Delete(o);
+	}
+	if (rc == 0 && h->i == h->n)
+		rc = answers_append(out, "]}", 2);
+	if (rc != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return h->i < h->n;
+}
+
+static const struct answers_ops job_history_ops = {job_history_fill,
+                                                   job_history_free};
+
 int
 control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
                     const cJSON *params, cJSON **result, char *cause,
                     size_t causelen)
 {
 	struct job_bucket *b = NULL;
-	struct jobs_stage_row *st;
+	struct job_history_answer *h;
 	struct jobs_view v;
 	int64_t id, since = 0, until = INT64_MAX, step = -1, lo, hi;
 	const struct job *j;
-	size_t n = 0, i, nst;
+	size_t n = 0;
 	char scause[256];
-	cJSON *arr;
 	int rc;
 
 	if ((rc = proto_param_int(params, "job_id", 1, 1, INT64_MAX, &id, cause,
@@ -1028,39 +1104,30 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         scause);
 		return rc == -E2BIG ? PROTO_E_LIMIT : PROTO_E_STORAGE;
 	}
-	if (jobs_stages(d, id, &st, &nst) != 0) {
-		st = NULL;
-		nst = 0;
+	if ((h = calloc(1, sizeof *h)) == NULL) {
+		free(b);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
 	}
-	arr = cJSON_CreateArray();
-	for (i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-		const char *stage = bucket_stage(
-		    st, nst, b[i].ts_ms, b[i].ts_ms + (step > 0 ? step : 1));
-
-		proto_add_int(o, "ts_ms", b[i].ts_ms);
-		proto_add_int(o, "n", b[i].n);
-		cJSON_AddItemToObject(o, "footprint_bytes",
-		                      mma_json(b[i].footprint_min,
-		                               b[i].footprint_avg,
-		                               b[i].footprint_max));
-		cJSON_AddItemToObject(
-		    o, "swap_bytes",
-		    mma_json(b[i].swap_min, b[i].swap_avg, b[i].swap_max));
-		if (stage != NULL)
-			cJSON_AddStringToObject(o, "stage", stage);
-		else
-			cJSON_AddNullToObject(o, "stage");
-		cJSON_AddItemToArray(arr, o);
+	if (jobs_stages(d, id, &h->st, &h->nst) != 0) {
+		h->st = NULL;
+		h->nst = 0;
 	}
-	jobs_stages_free(st, nst);
-	free(b);
-	*result = cJSON_CreateObject();
-	proto_add_int(*result, "job_id", id);
-	proto_add_int(*result, "step_ms", step);
-	cJSON_AddItemToObject(*result, "buckets", arr);
-	return 0;
+	h->b = b;
+	h->n = n;
+	h->step = step;
+	snprintf(h->head, sizeof h->head,
+	         "{\"job_id\":%" PRId64 ",\"step_ms\":%" PRId64
+	         ",\"buckets\":[",
+	         id, step);
+	/* Read whole (its bound is the protocol's), written a slice at a
+	 * time: the encoding is what took the loop's time. */
+	if ((rc = answers_start(d, p, req_id, &job_history_ops, h, cause,
+	                        causelen)) != 0)
+		return rc;
+	return CONTROL_DEFERRED;
 }
+
 /* The job, live: job_pid, job_exit. */
 static int
 job_live(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,

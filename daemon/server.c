@@ -381,6 +381,20 @@ client_write_cb(uv_write_t *req, int status)
  */
 static int client_write_now(struct client *c, char *buf, size_t len, int owned);
 
+/* A client that does not read what it is sent goes, and buf with it. */
+static int
+client_not_reading(struct client *c, const char *what, size_t n, char *buf,
+                   int owned)
+{
+	log_info("client %llu (uid %u) does not read its replies (%zu bytes "
+	         "%s); closing it",
+	         (unsigned long long)c->id, (unsigned)c->peer.uid, n, what);
+	if (owned)
+		free(buf);
+	client_close(c);
+	return -ENOBUFS;
+}
+
 /* Hold a whole line while the client's answer is written in parts; the
  * held lines count against the same bound as queued ones. */
 static int
@@ -389,16 +403,9 @@ client_hold(struct client *c, char *buf, size_t len, int owned)
 	size_t max = c->d->cfg.max_unread_bytes, cap;
 	char *h;
 
-	if (c->held_len + len > max) {
-		log_info("client %llu (uid %u) does not read its replies "
-		         "(%zu bytes held); closing it",
-		         (unsigned long long)c->id, (unsigned)c->peer.uid,
-		         c->held_len + len);
-		if (owned)
-			free(buf);
-		client_close(c);
-		return -ENOBUFS;
-	}
+	if (c->held_len + len > max)
+		return client_not_reading(c, "held", c->held_len + len, buf,
+		                          owned);
 	if (c->held_len + len > c->held_cap) {
 		cap = c->held_cap * 2 > c->held_len + len ? c->held_cap * 2
 		                                          : c->held_len + len;
@@ -458,16 +465,9 @@ client_write_now(struct client *c, char *buf, size_t len, int owned)
 	}
 	rest = len - off;
 	oversized = rest > max && c->oversized == 0;
-	if (!oversized && c->unwritten - c->oversized + rest > max) {
-		log_info("client %llu (uid %u) does not read its replies "
-		         "(%zu bytes queued); closing it",
-		         (unsigned long long)c->id, (unsigned)c->peer.uid,
-		         c->unwritten + rest);
-		if (owned)
-			free(buf);
-		client_close(c);
-		return -ENOBUFS;
-	}
+	if (!oversized && c->unwritten - c->oversized + rest > max)
+		return client_not_reading(c, "queued", c->unwritten + rest, buf,
+		                          owned);
 	/* Across the uid's connections, answers too large by themselves
 	 * included: many slow readers of one user cannot add up. What
 	 * counts is the memory: a queued reply costs its request too, which

@@ -608,16 +608,15 @@ store_event_add(struct store *s, struct store_event *e, char *cause,
 	                         cause, causelen);
 }
 
-int
-store_events(struct store *s, int64_t after_id, int64_t limit,
-             int (*cb)(void *arg, const struct store_event *e), void *arg)
+/* cb for each row of "SELECT id, ts_ms, job_id, uid, kind, detail": 0,
+ * cb's non-zero return, or a negative errno. */
+static int
+event_rows(sqlite3_stmt *st, int (*cb)(void *arg, const struct store_event *e),
+           void *arg)
 {
-	sqlite3_stmt *st = s->ev_list;
 	struct store_event e;
 	int rc;
 
-	sqlite3_bind_int64(st, 1, after_id);
-	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		e.id = sqlite3_column_int64(st, 0);
 		e.ts_ms = sqlite3_column_int64(st, 1);
@@ -625,13 +624,24 @@ store_events(struct store *s, int64_t after_id, int64_t limit,
 		e.uid = (uid_t)sqlite3_column_int64(st, 3);
 		e.kind = (const char *)sqlite3_column_text(st, 4);
 		e.detail = (const char *)sqlite3_column_text(st, 5);
-		if ((rc = cb(arg, &e)) != 0) {
-			sqlite3_reset(st);
+		if ((rc = cb(arg, &e)) != 0)
 			return rc;
-		}
 	}
-	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int
+store_events(struct store *s, int64_t after_id, int64_t limit,
+             int (*cb)(void *arg, const struct store_event *e), void *arg)
+{
+	sqlite3_stmt *st = s->ev_list;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, after_id);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	rc = event_rows(st, cb, arg);
+	sqlite3_reset(st);
+	return rc;
 }
 
 int
@@ -639,7 +649,6 @@ store_job_events(struct store *s, int64_t job_id, const char *kind,
                  int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg)
 {
-	struct store_event e;
 	sqlite3_stmt *st;
 	int rc;
 
@@ -653,20 +662,9 @@ store_job_events(struct store *s, int64_t job_id, const char *kind,
 	sqlite3_bind_int64(st, 1, job_id);
 	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		e.id = sqlite3_column_int64(st, 0);
-		e.ts_ms = sqlite3_column_int64(st, 1);
-		e.job_id = sqlite3_column_int64(st, 2);
-		e.uid = (uid_t)sqlite3_column_int64(st, 3);
-		e.kind = (const char *)sqlite3_column_text(st, 4);
-		e.detail = (const char *)sqlite3_column_text(st, 5);
-		if ((rc = cb(arg, &e)) != 0) {
-			sqlite3_finalize(st);
-			return rc;
-		}
-	}
+	rc = event_rows(st, cb, arg);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+	return rc;
 }
 
 int

@@ -12,6 +12,7 @@
 class Stageload < Formula
   desc "Memory-aware job queue and memory history daemon for shared Macs"
   homepage "https://github.com/stageload/stageload"
+  license "ISC"
   head ENV.fetch("HOMEBREW_STAGELOAD_GIT", "https://github.com/stageload/stageload.git"),
        branch: "main"
 

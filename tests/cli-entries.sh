@@ -151,6 +151,8 @@ if command -v groff >/dev/null; then
 	# -ww: every warning; a roff mistake (an unescaped line start) is one
 	groff -man -Tutf8 -ww -z "$SL_TMP/stageloadctl.1" 2>"$SL_TMP/err" && [ ! -s "$SL_TMP/err" ] ||
 		fail "the man page does not render cleanly: $(cat "$SL_TMP/err")"
+elif [ "${CI:-}" = true ]; then
+	fail "groff not installed (scripts/deps.sh --test): CI=true forbids not rendering the man page"
 else
 	echo "note: groff not installed (scripts/deps.sh --test): the man page is not rendered" >&2
 fi
@@ -159,6 +161,8 @@ fi
 bash -n "$SL_TMP/complete.bash" || fail "the bash completion is not valid bash"
 if command -v zsh >/dev/null; then
 	zsh -n "$SL_TMP/_stageloadctl" || fail "the zsh completion is not valid zsh"
+elif [ "${CI:-}" = true ]; then
+	fail "zsh not installed (scripts/deps.sh --test): CI=true forbids not checking the zsh completion"
 else
 	echo "note: zsh not installed (scripts/deps.sh --test): the zsh completion is only read" >&2
 fi

@@ -15,6 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 from sltest import Client, kill_leftovers, poll  # noqa: E402
 from webtest import EVIL_NAME, cleanup_jobs, daemon, make_jobs  # noqa: E402
 
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -88,6 +90,27 @@ def main():
         stages = [m[2] for m in marks if m[0] == "stage"]
         assert stages == ["denoisedenoise", "decodedecode"], stages  # label and title
         print("plot: a trace with its stages marked")
+
+        # The trace MemoryMeter writes (the Python package, from this
+        # tree, sampling locally): a first line saying what wrote it, then
+        # every line naming the stage it is in.
+        sys.path.insert(0, os.path.join(SRC, "python"))
+        import stageload  # noqa: E402
+        trace = os.path.join(d.dir, "meter.jsonl")
+        with stageload.MemoryMeter(trace, interval=0.1, source="local") as m:
+            m.mark("encode")
+            poll(lambda: len(open(trace).read().splitlines()) >= 4,
+                 what="meter lines in encode")
+            m.mark("decode")
+            poll(lambda: len(open(trace).read().splitlines()) >= 8,
+                 what="meter lines in decode")
+        out = os.path.join(d.dir, "meter.svg")
+        ctl(d, "plot", "--trace", trace, "-o", out)
+        root, series, lanes, marks, kills = parse(out)
+        assert {"free_pct", "footprint_bytes"} <= set(series), series.keys()
+        stages = [m[2] for m in marks if m[0] == "stage"]
+        assert stages == ["encodeencode", "decodedecode"], stages
+        print("plot: a MemoryMeter trace, one mark where each stage begins")
 
         bad = os.path.join(d.dir, "bad.jsonl")
         with open(bad, "w") as f:

@@ -114,7 +114,7 @@ FORMULA=$SRC/packaging/stageload.rb
 if [ -f "$FORMULA" ]; then
 	# brew services must serve the same socket and database as the plist.
 	for want in 'require_root true' 'service do' '"/var/run/stageload.sock"' \
-		'"/var/db/stageload/stageload.db"' 'head '; do
+		'"/var/db/stageload/stageload.db"' 'head ' 'license "ISC"'; do
 		if grep -qF -- "$want" "$FORMULA"; then
 			pass "formula has $want"
 		else

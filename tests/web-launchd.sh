@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # stageload-web's LaunchDaemon files, checked on any OS: the plist parses,
 # runs the web program as an unprivileged user on loopback against the
-# daemon plist's socket, at install-web.sh's prefix; the scripts pass
-# shellcheck and their dry runs print exactly the expected commands.
+# daemon plist's socket, at install-web.sh's prefix; the scripts are clean
+# for shellcheck, and their dry runs print exactly the expected commands.
 set -euo pipefail
 
 SRC=${SL_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}

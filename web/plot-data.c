@@ -357,6 +357,7 @@ plotd_trace(const struct plotd_opts *o, const char *text, struct svgp_buf *out,
 	struct svgp_plot p;
 	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
 	const char *line = text, *nl;
+	char *stage = NULL; /* the stage of the line before */
 	long lineno = 0;
 	int rc = -ENOMEM;
 
@@ -376,6 +377,13 @@ plotd_trace(const struct plotd_opts *o, const char *text, struct svgp_buf *out,
 			goto out;
 		obj = cJSON_Parse(copy);
 		free(copy);
+		/* MemoryMeter's first line says what wrote the trace. */
+		if (cJSON_IsObject(obj) &&
+		    cJSON_GetObjectItemCaseSensitive(obj, "trace") != NULL &&
+		    cJSON_GetObjectItemCaseSensitive(obj, "ts_ms") == NULL) {
+			cJSON_Delete(obj);
+			continue;
+		}
 		if (!cJSON_IsObject(obj) ||
 		    !cJSON_IsNumber(
 		        cJSON_GetObjectItemCaseSensitive(obj, "ts_ms"))) {
@@ -391,11 +399,20 @@ plotd_trace(const struct plotd_opts *o, const char *text, struct svgp_buf *out,
 			t0 = t;
 		if (t > t1)
 			t1 = t;
-		if (str(obj, "stage") != NULL &&
-		    marks_add(&m, SVGP_MARK_STAGE, t, 0, "%s",
-		              str(obj, "stage")) < 0) {
-			cJSON_Delete(obj);
-			goto out;
+		/* A stage is marked where it begins: a trace names the
+		 * current stage on every line (null between stages). */
+		if (cJSON_GetObjectItemCaseSensitive(obj, "stage") != NULL) {
+			const char *now = str(obj, "stage");
+
+			if (now != NULL &&
+			    (stage == NULL || strcmp(now, stage) != 0) &&
+			    marks_add(&m, SVGP_MARK_STAGE, t, 0, "%s", now) <
+			        0) {
+				cJSON_Delete(obj);
+				goto out;
+			}
+			free(stage);
+			stage = now != NULL ? strdup(now) : NULL;
 		}
 		for (k = 0; k < NK; k++) {
 			const cJSON *v =
@@ -462,6 +479,7 @@ out:
 	for (k = 0; k < NK; k++)
 		free(pts[k].v);
 	free(levels);
+	free(stage);
 	marks_free(&m);
 	return rc;
 }
