@@ -73,6 +73,7 @@ struct jrec {
 	long note_pos, note_of; /* last queue notification sent */
 	int note_free;
 	enum admit_wait note_wait;
+	int64_t note_after;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
 

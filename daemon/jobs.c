@@ -670,13 +670,15 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 	if (!r->j->attached || r->client_id == 0)
 		return;
 	if (!r->owe_queue && r->note_pos == r->position && r->note_of == of &&
-	    r->note_free == free_int && r->note_wait == r->wait)
+	    r->note_free == free_int && r->note_wait == r->wait &&
+	    r->note_after == r->wait_after)
 		return;
 	r->owe_queue = 0;
 	r->note_pos = r->position;
 	r->note_of = of;
 	r->note_free = free_int;
 	r->note_wait = r->wait;
+	r->note_after = r->wait_after;
 	n.client_id = r->client_id;
 	n.job = r->j;
 	n.position = r->position;

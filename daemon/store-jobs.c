@@ -779,7 +779,9 @@ store_job_bytes(const struct job *j)
 {
 	return strv_bytes(j->argv) + strv_bytes(j->env) +
 	       (j->cwd != NULL ? (int64_t)strlen(j->cwd) : 0) +
-	       (j->name != NULL ? (int64_t)strlen(j->name) : 0);
+	       (j->name != NULL ? (int64_t)strlen(j->name) : 0) +
+	       (j->on_end != NULL ? (int64_t)strlen(j->on_end) : 0) +
+	       (j->group != NULL ? (int64_t)strlen(j->group) : 0);
 }
 
 /* Add to uid's counts (negative to take away). Out of memory the counts

@@ -701,6 +701,24 @@ def sc_on_end_per_uid(d, m, c):
     os.chmod(d.dir, 0o700)
 
 
+def sc_attached_after(d, m, c):
+    """An attached job may wait for others too: its client hears
+    waiting_for "after N" in its queue notifications, and is admitted once
+    N exited 0."""
+    go = d.dir + "/att.go"
+    a = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done" % go)
+    wait_state(c, a, "running")
+    r = Client(d.socket)
+    jid = r.call("submit", {"argv": ["true"], "cwd": "/", "attached": True,
+                            "after": [a]})["id"]
+    n = r.notification("queue", timeout=5)["params"]
+    assert n["id"] == jid and n["waiting_for"] == "after %d" % a, n
+    open(go, "w").close()
+    n = r.notification("admitted", timeout=10)["params"]
+    assert n["id"] == jid, n
+    r.close()
+
+
 SCENARIOS = [
     ("chain", sc_chain, {}),
     ("chain_failed", sc_chain_failed, {}),
@@ -709,6 +727,7 @@ SCENARIOS = [
     ("hold_release", sc_hold_release, {}),
     ("cli_after", sc_cli_after, {}),
     ("dep_failed_while_down", sc_dep_failed_while_down, {}),
+    ("attached_after", sc_attached_after, {}),
     ("resubmit", sc_resubmit, {}),
     ("update", sc_update, {}),
     ("other_user", sc_other_user, {}),
