@@ -52,23 +52,52 @@ jobs_wait_free_pct(const struct job *j, uint64_t total_bytes)
 	return pct > j->wait_free_pct ? pct : j->wait_free_pct;
 }
 
+static int
+cmp_id(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 void
-jobs_groups_count(struct daemon *d, int *running)
+jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 {
 	struct jobs *js = d->jobs;
 	size_t i;
-	int g;
+	int g, deps = 0;
 
-	memset(running, 0, sizeof running[0] * CONFIG_MAX_GROUPS);
+	memset(c, 0, sizeof *c);
 	for (i = 0; i < js->n; i++) {
-		const struct job *j = js->v[i]->j;
+		const struct jrec *r = js->v[i];
+		const struct job *j = r->j;
 
-		if (j->group == NULL || !jrec_holds_memory(js->v[i]))
+		if (j->nafter > 0 && jrec_is_live(r) && j->state == JOB_QUEUED)
+			deps = 1;
+		if (j->group == NULL || !jrec_holds_memory(r))
 			continue;
 		for (g = 0; g < d->cfg.ngroups; g++)
 			if (strcmp(d->cfg.groups[g].name, j->group) == 0)
-				running[g]++;
+				c->running[g]++;
 	}
+	if (!deps)
+		return;
+	/* Not done: jobs_find's records, whose ends are not yet announced. */
+	if ((c->live = malloc(sizeof *c->live * (js->n ? js->n : 1))) == NULL) {
+		c->nomem = 1;
+		return;
+	}
+	for (i = 0; i < js->n; i++)
+		if (!js->v[i]->done)
+			c->live[c->nlive++] = js->v[i]->j->id;
+	qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
+}
+
+void
+jobs_deps_release(struct jobs_deps_ctx *c)
+{
+	free(c->live);
+	c->live = NULL;
 }
 
 /* Is j's group at its limit? */
@@ -77,7 +106,7 @@ group_full(struct daemon *d, const struct job *j, const int *running)
 {
 	int g;
 
-	if (j->group == NULL || running == NULL)
+	if (j->group == NULL)
 		return 0;
 	for (g = 0; g < d->cfg.ngroups; g++)
 		if (strcmp(d->cfg.groups[g].name, j->group) == 0)
@@ -87,9 +116,9 @@ group_full(struct daemon *d, const struct job *j, const int *running)
 }
 
 enum admit_wait
-jobs_deps_blocked(struct daemon *d, struct jrec *r, const int *running)
+jobs_deps_blocked(struct daemon *d, struct jrec *r,
+                  const struct jobs_deps_ctx *c)
 {
-	struct jobs *js = d->jobs;
 	const struct job *j = r->j;
 	int i;
 
@@ -100,12 +129,13 @@ jobs_deps_blocked(struct daemon *d, struct jrec *r, const int *running)
 	 * disk; one gone from the table has ended, and had it ended as this
 	 * job could not accept, this job would have been cancelled. */
 	for (i = 0; i < j->nafter; i++) {
-		if (jobs_find(js, j->after[i]) != NULL) {
+		if (c->nomem || bsearch(&j->after[i], c->live, c->nlive,
+		                        sizeof *c->live, cmp_id) != NULL) {
 			r->wait_after = j->after[i];
 			return ADMIT_WAIT_AFTER;
 		}
 	}
-	if (group_full(d, j, running))
+	if (group_full(d, j, c->running))
 		return ADMIT_WAIT_GROUP;
 	return ADMIT_WAIT_NONE;
 }

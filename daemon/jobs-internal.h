@@ -197,14 +197,22 @@ int jobs_adopt_load(struct daemon *d, int *n);
  * total / 100 on either platform). */
 double jobs_wait_free_pct(const struct job *j, uint64_t total_bytes);
 
-/* The jobs holding memory in each group of the config
- * (running[CONFIG_MAX_GROUPS], in d->cfg.groups' order). */
-void jobs_groups_count(struct daemon *d, int *running);
+/* What jobs_deps_blocked needs, worked out once per queue snapshot: the
+ * jobs holding memory in each group of the config (in d->cfg.groups'
+ * order) and the ids of the jobs not ended, sorted (only when a queued job
+ * has dependencies), so each check is a binary search. */
+struct jobs_deps_ctx {
+	int running[CONFIG_MAX_GROUPS];
+	int64_t *live; /* NULL when no queued job has dependencies */
+	size_t nlive;
+	int nomem; /* live could not be built: dependencies count as unmet */
+};
+void jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c);
+void jobs_deps_release(struct jobs_deps_ctx *c);
 /* Why r cannot be the head (held, an unended dependency: sets
- * r->wait_after, its group at its limit by running, which may be NULL),
- * or ADMIT_WAIT_NONE. */
+ * r->wait_after, its group at its limit), or ADMIT_WAIT_NONE. */
 enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
-                                  const int *running);
+                                  const struct jobs_deps_ctx *c);
 /* ended's end is recorded: the queued jobs that needed it to exit 0 are
  * cancelled (reason "dependency"), and theirs in turn. */
 void jobs_deps_ended(struct daemon *d, const struct job *ended);

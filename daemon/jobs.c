@@ -236,7 +236,7 @@ static int
 jobs_snapshot(struct jobs *js, struct queue_snap *s)
 {
 	size_t cap = js->n ? js->n : 1, i, k = 0;
-	int running[CONFIG_MAX_GROUPS];
+	struct jobs_deps_ctx deps;
 
 	memset(s, 0, sizeof *s);
 	s->q = malloc(cap * sizeof *s->q);
@@ -246,8 +246,8 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 		snap_free(s);
 		return -ENOMEM;
 	}
-	/* Each group's jobs holding memory, for its limit. */
-	jobs_groups_count(js->d, running);
+	/* Groups' counts and the live ids, for what holds a job back. */
+	jobs_deps_prepare(js->d, &deps);
 	for (i = 0; i < js->n; i++) {
 		struct jrec *r = js->v[i];
 		const struct job *j = r->j;
@@ -278,10 +278,11 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			 * not back since a restart) cannot be the head. */
 			a->blocked = j->attached && r->client_id == 0
 			                 ? ADMIT_WAIT_CLIENT
-			                 : jobs_deps_blocked(js->d, r, running);
+			                 : jobs_deps_blocked(js->d, r, &deps);
 			a->ref = i;
 		}
 	}
+	jobs_deps_release(&deps);
 	admit_order(s->aq, k, s->ar, s->nr);
 	for (i = 0; i < k; i++) {
 		s->q[i] = js->v[s->aq[i].ref];
