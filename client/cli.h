@@ -176,8 +176,32 @@ const char *cli_option_label(const struct cli_option *o, char *buf, size_t len);
  * nothing when the job reported none. */
 void cli_print_stages(const char *show_json, int64_t now, FILE *f);
 
-/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
- * f; -EINVAL for another kind. */
+/* cmd-doctor.c: a warning on stderr when the job's swap budget (< 0: the
+ * daemon's default one) can never stop it: the daemon's Linux machine has
+ * no swap. Says nothing when the daemon cannot tell. */
+void cli_warn_no_swap(struct cli *cli, int64_t budget_bytes);
+
+/* cli-offline.c: system history read from the database at path itself,
+ * read-only with this user's rights, bucketed as the daemon buckets it
+ * (until_ms and step_ms 0: the daemon's defaults). -errno with a cause. */
+int cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
+                        int64_t step_ms, struct sl_history **out, char *cause,
+                        size_t causelen);
+/* The same for a job's footprint and swap (until_ms 0: no end), each
+ * bucket with its stage; -ENOENT when the database has no such job. */
+int cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
+                            int64_t until_ms, int64_t step_ms,
+                            struct sl_history **out, char *cause,
+                            size_t causelen);
+/* The database of the daemon that would serve socket_path (socket_given:
+ * named by --socket or $STAGELOAD_SOCKET): the system daemon's for the
+ * system socket and for root; else this user's when it names a socket or
+ * this user has a database, else the system daemon's. */
+int cli_offline_db_path(const char *socket_path, int socket_given, char *buf,
+                        size_t len);
+
+/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh,
+ * complete-fish) to f; -EINVAL for another kind. */
 int cli_generate(FILE *f, const char *kind);
 
 /* Print "stageloadctl: " and the message on stderr, escaped as text from
@@ -191,6 +215,9 @@ int cli_usage_error(const struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Report the client's last error on stderr; returns its exit code. */
 int cli_fail(struct cli *cli);
+/* Whether the socket was named: --socket, or $STAGELOAD_SOCKET set and
+ * not empty (sl_socket_path's order). */
+int cli_socket_given(const struct cli *cli);
 /* Connect once; on failure reports and returns the exit code, else 0. */
 int cli_connect(struct cli *cli);
 
@@ -225,8 +252,18 @@ char *cli_safe_dup(const char *s);
  * (PROTO_TEXT_JSON): the same JSON to a reader, safe on a terminal.
  * -ENOMEM (nothing printed) when out of memory. */
 int cli_print_json(FILE *f, const char *json);
-/* Display width of UTF-8 text: code points, not bytes. */
+/* cli-width.c: terminal cells of a code point (0, 1 or 2: East Asian
+ * Wide and Fullwidth take two, combining marks none), the same in every
+ * locale; of UTF-8 text; and text from users (escaped as cli_safe does)
+ * cut to at most cells cells and len - 1 bytes, ending with "\u2026" when
+ * cut (cells 0: only len limits it). */
+int cli_char_width(uint32_t cp);
 size_t cli_text_width(const char *s);
+const char *cli_fit(const char *s, size_t cells, char *buf, size_t len);
+/* The same; with keep_backslashes, text that needs no escape but of its
+ * backslashes is kept as it is (a shell command line). */
+const char *cli_fit_text(const char *s, int keep_backslashes, size_t cells,
+                         char *buf, size_t len);
 /* "1h02m", "45s" */
 const char *cli_duration(int64_t ms, char *buf, size_t len);
 /* local "2026-11-30 05:00:01"; with_ms adds ".123" */
@@ -241,10 +278,45 @@ void cli_job_ran(const struct sl_job *j, int64_t now, char *buf, size_t len);
 void cli_job_swap(const struct sl_job *j, char *buf, size_t len);
 /* "exited 0", "killed (swap_budget)", "queued #2" */
 void cli_job_state(const struct sl_job *j, char *buf, size_t len);
-/* The readable paragraph of `show`, into a malloc'd string. */
-char *cli_job_paragraph(const struct sl_job *j, int64_t now);
+/* What a queued job waits for and the numbers to say it with. */
+struct cli_wait {
+	const char *waiting_for; /* the protocol's word; unknown ones: other */
+	double free_pct;         /* the latest sample's; NAN: unknown */
+	double wait_free_pct;    /* the job's */
+	int64_t reserved_bytes;  /* promised to running jobs; -1: unknown */
+};
+/* The readable paragraph of `show`, into a malloc'd string; a queued
+ * job's says why it waits, with the numbers of w (its waiting_for and
+ * wait_free_pct are the job's; w may be NULL: numbers unknown). */
+char *cli_job_paragraph(const struct sl_job *j, int64_t now,
+                        const struct cli_wait *w);
+/* cli-quote.c: argv as one command line a shell reads back as the same
+ * words, safe to print on a terminal; malloc'd, NULL when out of
+ * memory. */
+char *cli_shell_command(char *const *argv);
 
-/* The status line of an attached job while queued:
+/* ---- why a queued job waits (cli-reason.c) ---- */
+
+enum cli_reason_form {
+	CLI_REASON_COLUMN,   /* "free 34% < 40%", "expect 12.0G reserved" */
+	CLI_REASON_LINE,     /* "free 55%, waiting for the last job to ..." */
+	CLI_REASON_SENTENCE, /* show: "free memory is 34% < 40%, ..." */
+};
+void cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form,
+                     char *buf, size_t len);
+/* The reason of a job from a list (empty, or "-" in the other forms, when
+ * it is not queued). */
+void cli_job_reason(const struct sl_job *j, double free_pct,
+                    int64_t reserved_bytes, enum cli_reason_form form,
+                    char *buf, size_t len);
+/* Memory promised to the jobs of the list that hold memory: the sum of
+ * expect - footprint where positive, as admission counts it. */
+int64_t cli_reserved_bytes(const struct sl_job *jobs, size_t n);
+/* "39.7% < 40%": free % against a wanted %, with the fewest decimals that
+ * keep the comparison true ("40% < 40%" never). */
+void cli_pct_compare(double free_pct, double want_pct, char *buf, size_t len);
+
+/* The status line of a job while queued:
  * "queued: position 2 of 3, free 34% < 40%". */
 void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                     const char *waiting_for, char *buf, size_t len);
@@ -278,6 +350,10 @@ int cli_table_init(struct cli_table *t, size_t ncols, const char *const *head,
                    const int *right);
 int cli_table_add(struct cli_table *t, const char *const *cells);
 void cli_table_print(const struct cli_table *t, FILE *f);
+/* The first nrows rows (the header is row 0), each line ending with eol
+ * before its newline ("\033[K" in top); widths are of those rows. */
+void cli_table_print_rows(const struct cli_table *t, FILE *f, size_t nrows,
+                          const char *eol);
 void cli_table_free(struct cli_table *t);
 
 /* NO_COLOR (no-color.org) and a TTY decide whether to use colour. */

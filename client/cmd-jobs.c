@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -15,6 +17,7 @@
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
+#include "units.h"
 
 static int cmd_submit(struct cli *, struct cli_args *);
 static int cmd_status(struct cli *, struct cli_args *);
@@ -42,6 +45,10 @@ static const struct cli_option status_options[] = {
     {"limit", 'l', CLI_INT, "N", 1, 100000,
      "at most N ended jobs (default 50)"},
     {"group", 'g', CLI_TEXT, "NAME", 0, 0, "only the jobs of group NAME"},
+    {"format", 'o', CLI_TEXT, "COLS", 0, 0,
+     "the columns, comma-separated, of: id, user, state,\n"
+     "name, waited, ran, footprint, swap, reason, command\n"
+     "(default: all but command)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -99,6 +106,8 @@ const struct cli_entry cmd_wait_entry = {
 
 static const struct cli_option logs_options[] = {
     {"follow", 'f', CLI_FLAG, NULL, 0, 0, "follow until the job has ended"},
+    {"lines", 'n', CLI_INT, "N", 1, 1000000,
+     "only the last N lines (with -f: then follow)"},
     {"raw", 0, CLI_FLAG, NULL, 0, 0,
      "another user's job's output as it is, not escaped"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
@@ -106,7 +115,8 @@ static const struct cli_option logs_options[] = {
 
 const struct cli_entry cmd_logs_entry = {
     .name = "logs",
-    .summary = "print a detached job's output (-f: follow until it ends)",
+    .summary = "print a detached job's output (-n N: the last N lines, -f: "
+               "follow until it ends)",
     .operands = "ID",
     .min_operands = 1,
     .max_operands = 1,
@@ -116,15 +126,26 @@ const struct cli_entry cmd_logs_entry = {
 };
 
 static const struct cli_option events_options[] = {
+    {"lines", 'n', CLI_INT, "N", 1, 100000,
+     "the newest N events (default 20); with -f, N of\nbacklog first"},
     {"follow", 'f', CLI_FLAG, NULL, 0, 0, "keep following"},
-    {"after", 0, CLI_INT, "ID", 0, 0x7fffffffL, "start after that event id"},
-    {"limit", 0, CLI_INT, "N", 1, 10000, "at most N events (default 100)"},
+    {"since", 0, CLI_TEXT, "T", 0, 0,
+     "events at or after T: a duration back from now\n(1h), an epoch or "
+     "\"2026-11-30 05:00\""},
+    {"until", 0, CLI_TEXT, "T", 0, 0, "events before T (not with -f)"},
+    {"job", 0, CLI_ID, "ID", 0, 0, "only that job's events"},
+    {"user", 0, CLI_TEXT, "NAME", 0, 0, "only that user's jobs' events"},
+    {"after", 0, CLI_INT, "ID", 0, 0x7fffffffL,
+     "oldest first, from after that event id"},
+    {"limit", 0, CLI_INT, "N", 1, 10000,
+     "oldest first, N at a time (default 100): without\n-f only the first "
+     "N after --after"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
 const struct cli_entry cmd_events_entry = {
     .name = "events",
-    .summary = "the event log (-f: follow)",
+    .summary = "the event log: the newest 20 (-n N), -f: follow",
     .options = events_options,
     .json = "one event object per line",
     .exec = cmd_events,
@@ -240,6 +261,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 		cli_submit_extra_free(&x);
 		return rc;
 	}
+	cli_warn_no_swap(cli, spec.swap_budget_bytes);
 	rc = sl_submit(cli->client, &spec, &sub);
 	cli_submit_extra_free(&x);
 	if (rc < 0)
@@ -254,22 +276,160 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 
 /* ---- status ---- */
 
+/* The columns status can show (-o), in their default order. */
+enum status_col {
+	COL_ID,
+	COL_USER,
+	COL_STATE,
+	COL_NAME,
+	COL_WAITED,
+	COL_RAN,
+	COL_FOOTPRINT,
+	COL_SWAP,
+	COL_REASON,
+	COL_COMMAND,
+	NCOLS
+};
+
+static const struct {
+	const char *name, *head;
+	int right, dflt;
+} status_cols[NCOLS] = {
+    {"id", "ID", 1, 1},
+    {"user", "USER", 0, 1},
+    {"state", "STATE", 0, 1},
+    {"name", "NAME", 0, 1},
+    {"waited", "WAITED", 1, 1},
+    {"ran", "RAN", 1, 1},
+    {"footprint", "FOOTPRINT", 1, 1},
+    {"swap", "SWAP/BUDGET", 1, 1},
+    {"reason", "REASON", 0, 1},
+    {"command", "COMMAND", 0, 0},
+};
+
+/* -o's list of columns into cols; -EINVAL naming the bad one. */
+static int
+status_columns(const char *spec, int *cols, size_t *n, char *cause,
+               size_t causelen)
+{
+	const char *p = spec, *end;
+	size_t len, k;
+
+	*n = 0;
+	if (spec == NULL) {
+		for (k = 0; k < NCOLS; k++)
+			if (status_cols[k].dflt)
+				cols[(*n)++] = (int)k;
+		return 0;
+	}
+	for (;;) {
+		end = strchr(p, ',');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		for (k = 0; k < NCOLS; k++)
+			if (strlen(status_cols[k].name) == len &&
+			    strncasecmp(p, status_cols[k].name, len) == 0)
+				break;
+		if (*n == NCOLS * 2) {
+			snprintf(cause, causelen,
+			         "--format: at most %d columns", NCOLS * 2);
+			return -EINVAL;
+		}
+		if (k == NCOLS) {
+			char bad[64];
+			snprintf(bad, sizeof bad, "%.*s",
+			         (int)(len < 40 ? len : 40), p);
+			snprintf(cause, causelen,
+			         "--format: no column '%s' (columns: id, user, "
+			         "state, name, waited, ran, footprint, swap, "
+			         "reason, command)",
+			         bad);
+			return -EINVAL;
+		}
+		cols[(*n)++] = (int)k;
+		if (end == NULL)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* What the cells of a list need besides the job. */
+struct status_ctx {
+	int64_t now;
+	double free_pct;        /* NAN before the daemon's first sample */
+	int64_t reserved_bytes; /* promised to jobs holding memory */
+};
+
+static void
+status_cell(int col, const struct sl_job *j, const struct status_ctx *x,
+            char *buf, size_t len)
+{
+	switch (col) {
+	case COL_ID:
+		snprintf(buf, len, "%" PRId64, j->id);
+		break;
+	case COL_USER:
+		cli_fit(j->user, 16, buf, len);
+		break;
+	case COL_STATE:
+		cli_job_state(j, buf, len);
+		break;
+	case COL_NAME:
+		/* cut to leave room for the attached mark */
+		cli_fit(j->name, j->attached ? 34 : 40, buf, len);
+		if (j->attached && strlen(buf) + 7 < len)
+			strcat(buf, " (att)");
+		break;
+	case COL_WAITED:
+		cli_job_waited(j, x->now, buf, len);
+		break;
+	case COL_RAN:
+		cli_job_ran(j, x->now, buf, len);
+		break;
+	case COL_FOOTPRINT:
+		if (j->started_at_ms <= 0)
+			snprintf(buf, len, "-");
+		else
+			cli_size(sl_job_ended(j) ? j->footprint_peak_bytes
+			                         : j->footprint_bytes,
+			         buf, len);
+		break;
+	case COL_SWAP:
+		cli_job_swap(j, buf, len);
+		break;
+	case COL_REASON:
+		cli_job_reason(j, x->free_pct, x->reserved_bytes,
+		               CLI_REASON_COLUMN, buf, len);
+		break;
+	case COL_COMMAND:
+		/* only the owner and root are given it */
+		if (j->command != NULL)
+			cli_fit_text(j->command, 1, 60, buf, len);
+		else
+			snprintf(buf, len, "-");
+		break;
+	}
+}
+
 static int
 cmd_status(struct cli *cli, struct cli_args *args)
 {
-	static const char *const head[] = {"ID",        "USER",       "STATE",
-	                                   "NAME",      "WAITED",     "RAN",
-	                                   "FOOTPRINT", "SWAP/BUDGET"};
-	static const int right[] = {1, 0, 0, 0, 1, 1, 1, 1};
 	int all = cli_has(args, "all");
 	long limit = (long)cli_number(args, "limit", 0);
 	const char *group = cli_text(args, "group", NULL);
+	int cols[NCOLS * 2], right[NCOLS * 2];
+	const char *head[NCOLS * 2];
+	char cause[256], c[NCOLS * 2][256];
+	const char *cells[NCOLS * 2];
+	struct status_ctx x;
+	struct sl_info info;
 	struct sl_job *jobs;
 	struct cli_table t;
-	size_t n, i;
-	int64_t now = cli_now_ms();
+	size_t n, i, k, ncols;
 	int rc;
 
+	if (status_columns(cli_text(args, "format", NULL), cols, &ncols, cause,
+	                   sizeof cause) < 0)
+		return cli_usage_error(cli, "%s", cause);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json && sl_hello_info(cli->client)->version >= 2)
@@ -296,30 +456,23 @@ cmd_status(struct cli *cli, struct cli_args *args)
 		sl_jobs_free(jobs, n);
 		return EXIT_OK;
 	}
-	cli_table_init(&t, 8, head, right);
+	/* The free % the reasons compare: the daemon's latest sample. */
+	x.now = cli_now_ms();
+	x.free_pct = NAN;
+	if (sl_info(cli->client, &info) == 0 && info.has_sample)
+		x.free_pct = info.sample.free_pct;
+	x.reserved_bytes = cli_reserved_bytes(jobs, n);
+	for (k = 0; k < ncols; k++) {
+		head[k] = status_cols[cols[k]].head;
+		right[k] = status_cols[cols[k]].right;
+		cells[k] = c[k];
+	}
+	cli_table_init(&t, ncols, head, right);
 	for (i = 0; i < n; i++) {
-		const struct sl_job *j = &jobs[i];
-		char c[8][64];
-		const char *cells[8] = {c[0], c[1], c[2], c[3],
-		                        c[4], c[5], c[6], c[7]};
-
-		if (group != NULL && strcmp(j->group, group) != 0)
+		if (group != NULL && strcmp(jobs[i].group, group) != 0)
 			continue;
-		snprintf(c[0], 64, "%" PRId64, j->id);
-		cli_safe(j->user, 32, c[1], 64);
-		cli_job_state(j, c[2], 64);
-		cli_safe(j->name, 48, c[3], 56);
-		if (j->attached)
-			strcat(c[3], " (att)");
-		cli_job_waited(j, now, c[4], 64);
-		cli_job_ran(j, now, c[5], 64);
-		if (j->started_at_ms <= 0)
-			snprintf(c[6], 64, "-");
-		else
-			cli_size(sl_job_ended(j) ? j->footprint_peak_bytes
-			                         : j->footprint_bytes,
-			         c[6], 64);
-		cli_job_swap(j, c[7], 64);
+		for (k = 0; k < ncols; k++)
+			status_cell(cols[k], &jobs[i], &x, c[k], sizeof c[k]);
 		cli_table_add(&t, cells);
 	}
 	cli_table_print(&t, stdout);
@@ -343,9 +496,85 @@ show_stages(struct cli *cli, int64_t id)
 	sl_free(out);
 }
 
+/* The numbers a reason is said with: the daemon's latest free % and what
+ * the jobs holding memory have been promised (unknown where the daemon
+ * does not answer). */
+static int
+wait_numbers(struct cli *cli, struct cli_wait *w)
+{
+	struct sl_info info;
+	struct sl_job *jobs;
+	size_t n, i;
+	int queued = 0;
+
+	if (sl_info(cli->client, &info) == 0 && info.has_sample)
+		w->free_pct = info.sample.free_pct;
+	if (sl_status(cli->client, 0, 0, &jobs, &n) == 0) {
+		w->reserved_bytes = cli_reserved_bytes(jobs, n);
+		for (i = 0; i < n; i++)
+			queued += strcmp(jobs[i].state, "queued") == 0;
+		sl_jobs_free(jobs, n);
+	}
+	return queued;
+}
+
+/*
+ * While job id is queued, say where it is and why it waits on stderr, as
+ * run does for an attached job: in place on a terminal, one line per
+ * change otherwise. Returns once it is not queued (or the daemon does not
+ * answer: the call that follows reports that).
+ */
+static void
+watch_queued(struct cli *cli, int64_t id)
+{
+	struct sl_notification note;
+	struct sl_job j;
+	char why[192], line[256], last[256] = "";
+	int tty = isatty(STDERR_FILENO), subscribed = 0, of;
+
+	for (;;) {
+		struct cli_wait w = {NULL, NAN, 0, -1};
+		if (sl_show(cli->client, id, 0, &j) < 0)
+			break;
+		if (strcmp(j.state, "queued") != 0) {
+			sl_job_clear(&j);
+			break;
+		}
+		of = wait_numbers(cli, &w);
+		cli_job_reason(&j, w.free_pct, w.reserved_bytes,
+		               CLI_REASON_LINE, why, sizeof why);
+		snprintf(line, sizeof line, "queued: position %d of %d, %s",
+		         j.position, of > j.position ? of : j.position, why);
+		sl_job_clear(&j);
+		if (strcmp(line, last) != 0) {
+			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
+			fflush(stderr);
+			snprintf(last, sizeof last, "%s", line);
+		}
+		/* Look again after a second, or at once when an event (the
+		 * job admitted, cancelled) comes. */
+		if (!subscribed) {
+			if (sl_subscribe(cli->client, 0, 1, 0, NULL) < 0)
+				break;
+			subscribed = 1;
+		}
+		if (sl_next_notification(cli->client, 1000, &note) == 1)
+			sl_notification_clear(&note);
+		while (sl_next_notification(cli->client, 0, &note) == 1)
+			sl_notification_clear(&note);
+	}
+	if (subscribed)
+		(void)sl_unsubscribe(cli->client);
+	if (tty && last[0] != '\0') {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+}
+
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
+	struct cli_wait w = {NULL, NAN, 0, -1};
 	struct sl_job j;
 	int64_t id;
 	int env = cli_has(args, "env"), rc;
@@ -364,7 +593,9 @@ cmd_show(struct cli *cli, struct cli_args *args)
 	}
 	if (sl_show(cli->client, id, env, &j) < 0)
 		return cli_fail(cli);
-	text = cli_job_paragraph(&j, cli_now_ms());
+	if (strcmp(j.state, "queued") == 0)
+		wait_numbers(cli, &w);
+	text = cli_job_paragraph(&j, cli_now_ms(), &w);
 	if (text != NULL)
 		fputs(text, stdout);
 	free(text);
@@ -458,6 +689,7 @@ cmd_wait(struct cli *cli, struct cli_args *args)
 		return rc;
 	}
 	for (i = 0; i < n; i++) {
+		watch_queued(cli, ids[i]);
 		if (cli->json) {
 			snprintf(params, sizeof params, "{\"id\":%" PRId64 "}",
 			         ids[i]);
@@ -569,6 +801,63 @@ write_log(void *arg, int64_t offset, const char *data, size_t len)
 	return 0;
 }
 
+/*
+ * logs -n: the log is read to its end and only its last n lines are kept
+ * (a last line without its newline counts as one), then written as the
+ * whole log would be.
+ */
+struct log_tail {
+	char *buf;
+	size_t len, cap;
+	long n;
+};
+
+/* Drop what comes before the last t->n lines. */
+static void
+log_tail_cut(struct log_tail *t)
+{
+	size_t i = t->len, start = 0;
+	long lines = 0;
+
+	if (i > 0 && t->buf[i - 1] == '\n')
+		i--;
+	while (i > 0) {
+		if (t->buf[i - 1] == '\n' && ++lines == t->n) {
+			start = i;
+			break;
+		}
+		i--;
+	}
+	if (start > 0) {
+		memmove(t->buf, t->buf + start, t->len - start);
+		t->len -= start;
+	}
+}
+
+static int
+log_tail_add(void *arg, int64_t offset, const char *data, size_t len)
+{
+	struct log_tail *t = arg;
+	char *nb;
+
+	(void)offset;
+	if (t->len + len > t->cap) {
+		size_t cap = t->cap > 0 ? t->cap : 65536;
+		while (cap < t->len + len)
+			cap *= 2;
+		if ((nb = realloc(t->buf, cap)) == NULL)
+			return -ENOMEM;
+		t->buf = nb;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, data, len);
+	t->len += len;
+	/* Bounded by the lines kept, not by the log's size. */
+	if (t->len > t->cap / 2)
+		log_tail_cut(t);
+	return 0;
+}
+
 static int
 cmd_logs(struct cli *cli, struct cli_args *args)
 {
@@ -592,8 +881,31 @@ cmd_logs(struct cli *cli, struct cli_args *args)
 		out.escape = j.uid != viewer;
 		sl_job_clear(&j);
 	}
-	rc = sl_logs(cli->client, id, 0, cli_has(args, "follow"), write_log,
-	             &out, NULL);
+	if (cli_has(args, "follow"))
+		watch_queued(cli, id);
+	if (cli_has(args, "lines")) {
+		struct log_tail t = {NULL, 0, 0,
+		                     (long)cli_number(args, "lines", 1)};
+		int64_t end = 0;
+		rc = sl_logs(cli->client, id, 0, 0, log_tail_add, &t, &end);
+		if (rc == -ENOMEM) {
+			free(t.buf);
+			cli_error("out of memory");
+			return EXIT_ERR;
+		}
+		if (rc == 0) {
+			log_tail_cut(&t);
+			if (t.len > 0)
+				write_log(&out, 0, t.buf, t.len);
+			if (out.err == 0 && cli_has(args, "follow"))
+				rc = sl_logs(cli->client, id, end, 1, write_log,
+				             &out, NULL);
+		}
+		free(t.buf);
+	} else {
+		rc = sl_logs(cli->client, id, 0, cli_has(args, "follow"),
+		             write_log, &out, NULL);
+	}
 	/* A character the log ended inside: its bytes, escaped. */
 	errno = 0;
 	if (out.err == 0 && out.ntail > 0 &&
@@ -664,7 +976,7 @@ print_event(const struct sl_event *e, int json)
 		else if (e->detail != NULL)
 			detail = cli_safe_dup(e->detail);
 
-		printf("%s  %-8s %-10s %-10s %s\n",
+		printf("%7" PRId64 "  %s  %-8s %-10s %-10s %s\n", e->id,
 		       cli_time(e->ts_ms, 0, t, sizeof t), job,
 		       e->user[0] ? cli_safe(e->user, 32, user, sizeof user)
 		                  : "-",
@@ -674,21 +986,136 @@ print_event(const struct sl_event *e, int json)
 	fflush(stdout);
 }
 
+/* What events prints: --job, --user, --since and --until. */
+struct events_filter {
+	int64_t job_id; /* 0: any */
+	const char *user;
+	int64_t since_ms, until_ms; /* 0: none */
+};
+
+static int
+events_match(const struct events_filter *f, const struct sl_event *e)
+{
+	if (f->job_id > 0 && e->job_id != f->job_id)
+		return 0;
+	if (f->user != NULL && strcmp(e->user, f->user) != 0)
+		return 0;
+	if (f->since_ms > 0 && e->ts_ms < f->since_ms)
+		return 0;
+	if (f->until_ms > 0 && e->ts_ms >= f->until_ms)
+		return 0;
+	return 1;
+}
+
+/*
+ * The newest n events that match, as journalctl -n shows them: the log is
+ * read through, pages of up to 10000 (the daemon pages oldest first), and
+ * the last n that match are kept. *last gets the last id read, where
+ * a follow goes on from.
+ */
+static int
+events_tail(struct cli *cli, const struct events_filter *f, long n,
+            int64_t *last)
+{
+	struct sl_event *ring, *ev;
+	size_t nev, i, kept = 0, head = 0;
+	const int page = 10000;
+	int rc = EXIT_OK;
+
+	if ((ring = calloc((size_t)n, sizeof *ring)) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	*last = 0;
+	do {
+		if (sl_events(cli->client, *last, page, 0, &ev, &nev) < 0) {
+			rc = cli_fail(cli);
+			break;
+		}
+		for (i = 0; i < nev; i++) {
+			struct sl_event *slot;
+			*last = ev[i].id > *last ? ev[i].id : *last;
+			if (!events_match(f, &ev[i]))
+				continue;
+			/* The ring takes the event over, detail and all. */
+			slot = &ring[(head + kept) % (size_t)n];
+			if (kept == (size_t)n) {
+				free(slot->detail);
+				head = (head + 1) % (size_t)n;
+			} else {
+				kept++;
+			}
+			*slot = ev[i];
+			ev[i].detail = NULL;
+		}
+		sl_events_free(ev, nev);
+		/* A page may end early (its time or size is up: PROTOCOL.md,
+		 * events), but never empty while events follow. */
+	} while (nev > 0);
+	for (i = 0; i < kept; i++) {
+		struct sl_event *e = &ring[(head + i) % (size_t)n];
+		if (rc == EXIT_OK)
+			print_event(e, cli->json);
+		free(e->detail);
+	}
+	free(ring);
+	return rc;
+}
+
+static int
+events_time(struct cli *cli, const struct cli_args *args, const char *name,
+            int64_t now, int64_t *ms)
+{
+	const char *s = cli_text(args, name, NULL);
+
+	*ms = 0;
+	if (s != NULL && units_parse_time_ms(s, now, ms) < 0)
+		return cli_usage_error(cli,
+		                       "--%s takes a time such as 1h, "
+		                       "\"2026-11-30 05:00\" or an epoch, not "
+		                       "'%s'",
+		                       name, s);
+	return -1;
+}
+
 static int
 cmd_events(struct cli *cli, struct cli_args *args)
 {
 	int follow = cli_has(args, "follow");
+	int forward = cli_has(args, "after") || cli_has(args, "limit");
 	int64_t after = cli_number(args, "after", 0);
 	long limit = (long)cli_number(args, "limit", 0);
+	struct events_filter f;
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
-	int64_t last;
+	int64_t last, now = cli_now_ms();
 	long page;
 	int rc;
 
+	memset(&f, 0, sizeof f);
+	f.job_id = cli_number(args, "job", 0);
+	f.user = cli_text(args, "user", NULL);
+	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
+	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
+		return rc;
+	if (follow && f.until_ms > 0)
+		return cli_usage_error(cli, "--until cannot be used with -f");
+	if (forward && cli_has(args, "lines"))
+		return cli_usage_error(cli, "-n shows the newest events; "
+		                            "--after and --limit list from "
+		                            "the oldest: not both");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
+	if (!forward) {
+		/* The newest -n, then (following) what comes after them. */
+		if ((rc = events_tail(cli, &f,
+		                      (long)cli_number(args, "lines", 20),
+		                      &last)) != EXIT_OK ||
+		    !follow)
+			return rc;
+		after = last;
+	}
 	/*
 	 * Following, the backlog comes a page at a time until a page is not
 	 * full, and only then do notifications take over; the daemon starts
@@ -703,7 +1130,8 @@ cmd_events(struct cli *cli, struct cli_args *args)
 			return cli_fail(cli);
 		for (i = 0; i < nev; i++)
 			if (ev[i].id > last) {
-				print_event(&ev[i], cli->json);
+				if (events_match(&f, &ev[i]))
+					print_event(&ev[i], cli->json);
 				last = ev[i].id;
 			}
 		sl_events_free(ev, nev);
@@ -715,7 +1143,8 @@ cmd_events(struct cli *cli, struct cli_args *args)
 		if (rc < 0)
 			return cli_fail(cli);
 		if (n.kind == SL_N_EVENT && n.event.id > last) {
-			print_event(&n.event, cli->json);
+			if (events_match(&f, &n.event))
+				print_event(&n.event, cli->json);
 			last = n.event.id;
 		}
 		sl_notification_clear(&n);

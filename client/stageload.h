@@ -388,6 +388,10 @@ struct sl_job {
 	 * (NULL then); NULL when not the caller's to see. sl_show gives
 	 * argv. */
 	char *command;
+	/* A queued job's waiting_for (PROTOCOL.md, Job): "free", "settle",
+	 * ...; a value the caller does not know reads as "other". "" when
+	 * not queued. */
+	char waiting_for[32];
 	char group[33];           /* "" when none */
 	uint64_t wait_free_bytes; /* 0 when none */
 };

@@ -52,6 +52,12 @@ def sc_chain(d, m, c):
     assert jc["state"] == "queued" and jc["waiting_for"] == "after %d" % b, jc
     assert jb["after"] == [a] and jb["after_any"] is False, jb
     assert c.call("info")["waiting_for"].get("after") == 2, c.call("info")
+    # the CLI says it in words
+    out = ctl(d, "status")
+    row = [line for line in out.stdout.splitlines() if line.split()[0] == str(b)]
+    assert row and "after %d" % a in row[0], out.stdout
+    out = ctl(d, "show", str(b))
+    assert "job %d, which it starts after (--after), has not ended" % a in out.stdout, out.stdout
     # Passed over, not blocking: a job behind them starts meanwhile.
     other = submit(c, d, "exit 0", name="other")
     wait_state(c, other, "exited")
@@ -141,6 +147,9 @@ def sc_hold_release(d, m, c):
     assert j["state"] == "queued" and j["waiting_for"] == "held", j
     assert j["held"] is True and j["position"] == 1, j
     assert c.call("info")["waiting_for"] == {"held": 1}, c.call("info")
+    out = ctl(d, "status")
+    row = [line for line in out.stdout.splitlines() if line.split()[0] == str(h)]
+    assert row and " held" in row[0], out.stdout
     other = submit(c, d, "exit 0", name="other")
     wait_state(c, other, "exited")
     samples(d, 3)
@@ -468,6 +477,8 @@ def sc_groups(d, m, c):
     assert show(c, c3)["waiting_for"] == "group", show(c, c3)
     assert queued_ids(c) == [g2, c3], queued_ids(c)
     assert c.call("info")["waiting_for"] == {"group": 2}, c.call("info")
+    out = ctl(d, "show", str(g2))
+    assert "its group already has as many jobs running" in out.stdout, out.stdout
     # stageloadctl status --group
     out = ctl(d, "status", "--group", "gpu")
     assert out.returncode == 0, out
