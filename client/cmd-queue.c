@@ -36,8 +36,8 @@ const struct cli_option cli_submit_queue_options[] = {
      "when the job ends, the daemon runs CMD (/bin/sh -c)\n"
      "as you, its output appended to the job's log"},
     {"shell", 0, CLI_FLAG, NULL, 0, 0,
-     "run the words of CMD as one /bin/sh -c script\n"
-     "(pipes, redirections: --shell -- 'a | b')"},
+     "run the words of CMD as one /bin/sh -c script,\n"
+     "pipes and redirections too ('a | b')"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
