@@ -1009,56 +1009,54 @@ events_match(const struct events_filter *f, const struct sl_event *e)
 
 /*
  * The newest n events that match, as journalctl -n shows them: the log is
- * read through, pages of up to 10000 (the daemon pages oldest first), and
- * the last n that match are kept. *last gets the last id read, where
- * a follow goes on from.
+ * read newest first (before_id), a page of up to 10000 at a time, until n
+ * match or the log (or --since) is behind; they are printed oldest first.
+ * *last gets the newest id there is, where a follow goes on from.
  */
 static int
 events_tail(struct cli *cli, const struct events_filter *f, long n,
             int64_t *last)
 {
-	struct sl_event *ring, *ev;
-	size_t nev, i, kept = 0, head = 0;
+	struct sl_event *kept, *ev;
+	size_t nev, i, nkept = 0;
+	int64_t before = 0;
 	const int page = 10000;
-	int rc = EXIT_OK;
+	int rc = EXIT_OK, older = 1;
 
-	if ((ring = calloc((size_t)n, sizeof *ring)) == NULL) {
+	if ((kept = calloc((size_t)n, sizeof *kept)) == NULL) {
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
 	*last = 0;
-	do {
-		if (sl_events(cli->client, *last, page, 0, &ev, &nev) < 0) {
+	while (older && nkept < (size_t)n) {
+		if (sl_events_before(cli->client, before, page, &ev, &nev) <
+		    0) {
 			rc = cli_fail(cli);
 			break;
 		}
+		/* A page may end early (its time or size is up: PROTOCOL.md,
+		 * events), but is never empty while older events remain. */
+		older = nev > 0;
 		for (i = 0; i < nev; i++) {
-			struct sl_event *slot;
-			*last = ev[i].id > *last ? ev[i].id : *last;
-			if (!events_match(f, &ev[i]))
+			if (ev[i].id > *last)
+				*last = ev[i].id;
+			before = ev[i].id;
+			if (f->since_ms > 0 && ev[i].ts_ms < f->since_ms)
+				older = 0; /* the rest is older still */
+			if (nkept == (size_t)n || !events_match(f, &ev[i]))
 				continue;
-			/* The ring takes the event over, detail and all. */
-			slot = &ring[(head + kept) % (size_t)n];
-			if (kept == (size_t)n) {
-				free(slot->detail);
-				head = (head + 1) % (size_t)n;
-			} else {
-				kept++;
-			}
-			*slot = ev[i];
+			/* Kept, detail and all. */
+			kept[nkept++] = ev[i];
 			ev[i].detail = NULL;
 		}
 		sl_events_free(ev, nev);
-		/* A page may end early (its time or size is up: PROTOCOL.md,
-		 * events), but never empty while events follow. */
-	} while (nev > 0);
-	for (i = 0; i < kept; i++) {
-		struct sl_event *e = &ring[(head + i) % (size_t)n];
-		if (rc == EXIT_OK)
-			print_event(e, cli->json);
-		free(e->detail);
 	}
-	free(ring);
+	for (i = nkept; i-- > 0;) {
+		if (rc == EXIT_OK)
+			print_event(&kept[i], cli->json);
+		free(kept[i].detail);
+	}
+	free(kept);
 	return rc;
 }
 

@@ -107,12 +107,13 @@ static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
                                                    {"offset", PROTO_T_INT, 0},
                                                    {"follow", PROTO_T_BOOL, 0},
                                                    PARAMS_END};
-static const struct control_param events_params[] = {
-    {"after_id", PROTO_T_INT, 0},
-    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
-    {"limit", PROTO_T_INT, 0},
-    {"follow", PROTO_T_BOOL, 0},
-    PARAMS_END};
+static const struct control_param
+    events_params[] = {{"after_id", PROTO_T_INT, 0},
+                       {"before_id", PROTO_T_INT, 0}, /* newest first */
+                       {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+                       {"limit", PROTO_T_INT, 0},
+                       {"follow", PROTO_T_BOOL, 0},
+                       PARAMS_END};
 
 static const struct control_method methods[] = {
     {"hello", ctl_hello, AUTH_ANYONE, hello_params},
