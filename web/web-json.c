@@ -124,13 +124,11 @@ web_public_event(const cJSON *ev)
 	if (o == NULL)
 		return NULL;
 	copy_scalars(o, ev, event_members);
-	/* A stage report names its stage: that name is public (it is drawn
-	 * on the lanes); the rest of a detail is the owner's. */
-	if (kind != NULL && strcmp(kind, "stage") == 0 && cJSON_IsObject(d)) {
-		stage = web_str(d, "stage");
-		if (stage == NULL)
-			stage = web_str(d, "name");
-	}
+	/* A stage event's detail is {"name"} (PROTOCOL.md, stage): that name
+	 * is public (it is drawn on the lanes); the rest of a detail, and
+	 * the numbers of a stage_end, stay out. */
+	if (kind != NULL && strcmp(kind, "stage") == 0 && cJSON_IsObject(d))
+		stage = web_str(d, "name");
 	if (stage != NULL)
 		cJSON_AddStringToObject(o, "stage", stage);
 	return o;
