@@ -97,6 +97,10 @@ struct web_request {
 	const char *path;
 	/* query parameters, looked up by name (NULL when absent) */
 	const char *(*arg)(void *ctx, const char *name);
+	/* the first parameter whose name is not in known (NULL-ended), into
+	 * buf; 0 when there is none */
+	int (*unknown)(void *ctx, const char *const *known, char *buf,
+	               size_t len);
 	void *ctx;
 };
 int web_metrics(struct web_daemon *wd, const struct web_request *rq,
