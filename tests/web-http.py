@@ -32,7 +32,7 @@ from webtest import (EVIL_NAME, EVIL_STAGE, MARKER, Web, cleanup_jobs, daemon,  
 
 PRIVATE = {"argv", "env", "cwd", "command", "end_detail"}
 
-ALL_PATHS = ["/", "/?window=15m", "/?window=7d", "/metrics", "/api/status",
+ALL_PATHS = ["/", "/?window=15m", "/?window=1h", "/?window=24h", "/?window=7d", "/metrics", "/api/status",
              "/api/status?all=1", "/api/events?limit=10000",
              "/api/history?since=15m&step_ms=1000"]
 
@@ -72,21 +72,52 @@ def check_private(d, w, ids):
     print("private: %d answers, none holds argv, env or cwd" % len(paths))
 
 
-def check_escaping(w, ids):
-    st, _, page = w.get("/")
-    assert st == 200
-    assert "<script" not in page, "a raw <script in the page"
-    assert "&lt;script&gt;&quot;" in page, "the escaped name is not on the page"
-    # its lane in the SVG, and its row of the running table
-    assert page.count('data-job="%d"' % ids["runner"]) >= 2
+PAGES = ["/", "/?window=15m", "/?window=1h", "/?window=24h", "/?window=7d"]
+HTML_NAME = "&lt;script&gt;&quot;"
+HTML_STAGE = "&lt;b&gt;&quot;dec\\ode"
+
+
+def check_escaping(d, w, ids):
+    """The job name <script>"\\n and the stage name <b>"dec\\ode in every
+    answer that shows them: escaped, and there."""
+    # The running job enters the stage too, so that /metrics shows it.
+    c = Client(d.socket)
+    c.call("stage", {"id": ids["runner"], "name": EVIL_STAGE})
+    c.close()
+    for p in PAGES:
+        st, _, page = w.get(p)
+        assert st == 200, (p, st)
+        assert "<script" not in page and "<b>" not in page, ("raw markup", p)
+        assert HTML_NAME in page, ("the escaped job name is not on the page", p)
+        # the stage: marked on the killed and the running job, and the
+        # kill table's stage
+        assert page.count(HTML_STAGE) >= 5, (p, page.count(HTML_STAGE))
+        # the runner's lane in the SVG, and its row of the running table
+        assert page.count('data-job="%d"' % ids["runner"]) >= 2, p
     st, _, metrics = w.get("/metrics")
     assert 'name="<script>\\"\\n"' in metrics, "the name is not escaped in /metrics"
-    for p in ("/api/status", "/api/status?all=1"):
+    line = [ln for ln in metrics.splitlines()
+            if ln.startswith("stageload_job_stage_started_seconds{id=\"%d\"" % ids["runner"])]
+    assert len(line) == 1 and 'stage="<b>\\"dec\\\\ode"}' in line[0], line
+    assert 'name="<script>\\"\\n"' in line[0], line
+    json_paths = ["/api/status", "/api/status?all=1", "/api/events?limit=10000",
+                  "/api/history?job_id=%d" % ids["killed"]]
+    for p in json_paths:
         st, _, body = w.get(p)
+        assert st == 200, (p, st)
         assert "<" not in body and ">" not in body, p
-        names = [j["name"] for j in json.loads(body)["jobs"]]
-        assert EVIL_NAME in names, (p, names)
-    print("escaping: HTML, SVG, JSON and Prometheus")
+        o = json.loads(body)
+        if p.startswith("/api/status"):
+            names = [j["name"] for j in o["jobs"]]
+            assert EVIL_NAME in names, (p, names)
+        elif p.startswith("/api/events"):
+            stages = [e["stage"] for e in o["events"] if e["kind"] == "stage"]
+            assert stages.count(EVIL_STAGE) == 2, (p, stages)
+        else:
+            stages = {b["stage"] for b in o["buckets"]}
+            assert EVIL_STAGE in stages, (p, stages)
+    print("escaping: the job and stage names in %d pages (every window), %d JSON "
+          "answers and /metrics" % (len(PAGES), len(json_paths)))
 
 
 def get_json(w, path):
@@ -277,7 +308,7 @@ def main():
         with Web(d.socket) as w:
             check_private(d, w, ids)
             check_api(d, w, ids)
-            check_escaping(w, ids)
+            check_escaping(d, w, ids)
             check_front(w)
             check_listen(d)
             check_restart(d, w)
