@@ -280,6 +280,8 @@ def metric(body, name):
 
 
 def check_restart(d, w):
+    st, _, page = w.get("/")
+    restarts = page.count('data-mark="restart"')
     st, _, m = w.get("/metrics")
     assert metric(m, "stageload_up") == 1 and metric(m, "stageload_daemon_restarts_total") == 0
     d.stop()
@@ -296,6 +298,9 @@ def check_restart(d, w):
     assert metric(m, "stageload_web_reconnects_total") >= 1, m
     st, _, page = w.get("/")
     assert "the daemon restarted" in page, page[:800]
+    # The events it had read are read again, and the new daemon_start.
+    assert page.count('data-mark="restart"') == restarts + 1, restarts
+    assert page.count(HTML_STAGE) >= 5, page.count(HTML_STAGE)
     print("restart: stageload_up 0 while it is down; reconnected and counted")
 
 
