@@ -39,22 +39,14 @@ static const char *const job_members[] = {
     "exit_code",
     "signal",
     "end_reason",
-    "stage",
     NULL,
 };
 
 /* The numbers of a breach kill (PROTOCOL.md, Job: kill). */
 static const char *const kill_members[] = {
-    "at_ms",
-    "swap_budget_bytes",
-    "swap_growth_bytes",
-    "swap_used_bytes",
-    "footprint_bytes",
-    "free_pct",
-    "pressure",
-    "attempt",
-    "stage",
-    NULL,
+    "at_ms",           "swap_budget_bytes", "swap_growth_bytes",
+    "swap_used_bytes", "footprint_bytes",   "free_pct",
+    "pressure",        "attempt",           NULL,
 };
 
 static const char *const sample_members[] = {

@@ -280,9 +280,9 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 		svgp_printf(b, "<td class=\"n\">%.0f%%</td>",
 		            web_num(k, "free_pct", 0));
 		td_text(b, web_str(k, "pressure"));
-		stage = web_str(k, "stage");
-		if (stage == NULL)
-			stage = stage_before(s, web_num(j, "id", 0), at);
+		/* The kill numbers name no stage: the stage event before
+		 * the kill does. */
+		stage = stage_before(s, web_num(j, "id", 0), at);
 		td_text(b, stage ? stage : "-");
 		svgp_puts(b, "</tr>");
 	}
