@@ -282,11 +282,10 @@ reason_text(const char *reason)
 }
 
 char *
-cli_job_paragraph(const struct sl_job *j, int64_t now)
+cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 {
 	struct sbuf b = {0};
 	char t[64], d[32], s1[16], s2[16];
-	size_t i;
 
 	sb_add(&b, "Job %lld \"", (long long)j->id);
 	sb_add_safe(&b, j->name);
@@ -303,12 +302,13 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 	sb_add(&b, ".\n");
 
 	if (j->argv != NULL) {
-		sb_add(&b, "Command:");
-		for (i = 0; j->argv[i] != NULL; i++) {
-			sb_add(&b, " ");
-			sb_add_safe(&b, j->argv[i]);
-		}
-		sb_add(&b, "\n");
+		/* Quoted so that it can be pasted back into a shell. */
+		char *cmd = cli_shell_command(j->argv);
+		if (cmd == NULL)
+			b.oom = 1;
+		else
+			sb_add(&b, "Command: %s\n", cmd);
+		free(cmd);
 	}
 	if (j->cwd != NULL) {
 		sb_add(&b, "Directory: ");
@@ -348,8 +348,15 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 		}
 		sb_add(&b, ".\n");
 	} else if (!sl_job_ended(j)) {
+		char why[256];
 		cli_job_waited(j, now, d, sizeof d);
-		sb_add(&b, "Waiting for %s so far.\n", d);
+		cli_job_reason(j, w != NULL ? w->free_pct : NAN,
+		               w != NULL ? w->reserved_bytes : -1,
+		               CLI_REASON_SENTENCE, why, sizeof why);
+		if (strcmp(why, "-") != 0)
+			sb_add(&b, "Waiting for %s so far: %s.\n", d, why);
+		else
+			sb_add(&b, "Waiting for %s so far.\n", d);
 	}
 	if (j->started_at_ms > 0)
 		sb_add(&b,
@@ -387,49 +394,6 @@ cli_job_paragraph(const struct sl_job *j, int64_t now)
 		return NULL;
 	}
 	return b.s;
-}
-
-void
-cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
-               const char *waiting_for, char *buf, size_t len)
-{
-	const char *why = waiting_for != NULL ? waiting_for : "";
-	int n;
-
-	n = snprintf(buf, len, "queued: position %d of %d", position, of);
-	if (n < 0 || (size_t)n >= len)
-		return;
-	buf += n;
-	len -= (size_t)n;
-	if (strcmp(why, "settle") == 0)
-		snprintf(buf, len,
-		         ", free %.0f%%, waiting for the last job "
-		         "to settle",
-		         free_pct);
-	else if (strcmp(why, "expect") == 0)
-		snprintf(buf, len,
-		         ", free %.0f%% < %.0f%% after memory "
-		         "promised to running jobs",
-		         free_pct, wait_free_pct);
-	else if (strcmp(why, "exclusive") == 0)
-		snprintf(buf, len, ", free %.0f%%, waiting to run alone",
-		         free_pct);
-	else if (strcmp(why, "max_running") == 0)
-		snprintf(buf, len, ", free %.0f%%, too many jobs running",
-		         free_pct);
-	else if (strcmp(why, "head") == 0)
-		snprintf(buf, len, ", free %.0f%%, waiting for the jobs ahead",
-		         free_pct);
-	else if (strcmp(why, "storage") == 0)
-		snprintf(buf, len,
-		         ", free %.0f%%, waiting for the daemon's database to "
-		         "work again",
-		         free_pct);
-	else if (strcmp(why, "none") == 0)
-		snprintf(buf, len, ", free %.0f%%, being admitted", free_pct);
-	else
-		snprintf(buf, len, ", free %.0f%% < %.0f%%", free_pct,
-		         wait_free_pct);
 }
 
 char *
@@ -540,30 +504,29 @@ cli_print_json(FILE *f, const char *json)
 	return 0;
 }
 
-size_t
-cli_text_width(const char *s)
+void
+cli_table_print(const struct cli_table *t, FILE *f)
 {
-	size_t w = 0;
-
-	for (; *s != '\0'; s++)
-		if (((unsigned char)*s & 0xc0) != 0x80)
-			w++;
-	return w;
+	cli_table_print_rows(t, f, t->nrows, "");
 }
 
 void
-cli_table_print(const struct cli_table *t, FILE *f)
+cli_table_print_rows(const struct cli_table *t, FILE *f, size_t nrows,
+                     const char *eol)
 {
 	size_t *width = calloc(t->ncols, sizeof *width);
 	size_t r, c, w, pad;
 
 	if (width == NULL)
 		return;
-	for (r = 0; r < t->nrows; r++)
+	if (nrows > t->nrows)
+		nrows = t->nrows;
+	/* Widths in terminal cells, of the rows printed only. */
+	for (r = 0; r < nrows; r++)
 		for (c = 0; c < t->ncols; c++)
 			if ((w = cli_text_width(t->rows[r][c])) > width[c])
 				width[c] = w;
-	for (r = 0; r < t->nrows; r++) {
+	for (r = 0; r < nrows; r++) {
 		size_t last = 0;
 		/* no padding after the last non-empty cell of a row */
 		for (c = 0; c < t->ncols; c++)
@@ -581,6 +544,7 @@ cli_table_print(const struct cli_table *t, FILE *f)
 			else
 				fputs(cell, f);
 		}
+		fputs(eol, f);
 		fputc('\n', f);
 	}
 	free(width);

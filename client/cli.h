@@ -198,8 +198,18 @@ char *cli_safe_dup(const char *s);
  * (PROTO_TEXT_JSON): the same JSON to a reader, safe on a terminal.
  * -ENOMEM (nothing printed) when out of memory. */
 int cli_print_json(FILE *f, const char *json);
-/* Display width of UTF-8 text: code points, not bytes. */
+/* cli-width.c: terminal cells of a code point (0, 1 or 2: East Asian
+ * Wide and Fullwidth take two, combining marks none), the same in every
+ * locale; of UTF-8 text; and text from users (escaped as cli_safe does)
+ * cut to at most cells cells and len - 1 bytes, ending with "\u2026" when
+ * cut (cells 0: only len limits it). */
+int cli_char_width(uint32_t cp);
 size_t cli_text_width(const char *s);
+const char *cli_fit(const char *s, size_t cells, char *buf, size_t len);
+/* The same; with keep_backslashes, text that needs no escape but of its
+ * backslashes is kept as it is (a shell command line). */
+const char *cli_fit_text(const char *s, int keep_backslashes, size_t cells,
+                         char *buf, size_t len);
 /* "1h02m", "45s" */
 const char *cli_duration(int64_t ms, char *buf, size_t len);
 /* local "2026-11-30 05:00:01"; with_ms adds ".123" */
@@ -214,10 +224,45 @@ void cli_job_ran(const struct sl_job *j, int64_t now, char *buf, size_t len);
 void cli_job_swap(const struct sl_job *j, char *buf, size_t len);
 /* "exited 0", "killed (swap_budget)", "queued #2" */
 void cli_job_state(const struct sl_job *j, char *buf, size_t len);
-/* The readable paragraph of `show`, into a malloc'd string. */
-char *cli_job_paragraph(const struct sl_job *j, int64_t now);
+/* What a queued job waits for and the numbers to say it with. */
+struct cli_wait {
+	const char *waiting_for; /* the protocol's word; unknown ones: other */
+	double free_pct;         /* the latest sample's; NAN: unknown */
+	double wait_free_pct;    /* the job's */
+	int64_t reserved_bytes;  /* promised to running jobs; -1: unknown */
+};
+/* The readable paragraph of `show`, into a malloc'd string; a queued
+ * job's says why it waits, with the numbers of w (its waiting_for and
+ * wait_free_pct are the job's; w may be NULL: numbers unknown). */
+char *cli_job_paragraph(const struct sl_job *j, int64_t now,
+                        const struct cli_wait *w);
+/* cli-quote.c: argv as one command line a shell reads back as the same
+ * words, safe to print on a terminal; malloc'd, NULL when out of
+ * memory. */
+char *cli_shell_command(char *const *argv);
 
-/* The status line of an attached job while queued:
+/* ---- why a queued job waits (cli-reason.c) ---- */
+
+enum cli_reason_form {
+	CLI_REASON_COLUMN,   /* "free 34% < 40%", "expect 12.0G reserved" */
+	CLI_REASON_LINE,     /* "free 55%, waiting for the last job to ..." */
+	CLI_REASON_SENTENCE, /* show: "free memory is 34% < 40%, ..." */
+};
+void cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form,
+                     char *buf, size_t len);
+/* The reason of a job from a list (empty, or "-" in the other forms, when
+ * it is not queued). */
+void cli_job_reason(const struct sl_job *j, double free_pct,
+                    int64_t reserved_bytes, enum cli_reason_form form,
+                    char *buf, size_t len);
+/* Memory promised to the jobs of the list that hold memory: the sum of
+ * expect - footprint where positive, as admission counts it. */
+int64_t cli_reserved_bytes(const struct sl_job *jobs, size_t n);
+/* "39.7% < 40%": free % against a wanted %, with the fewest decimals that
+ * keep the comparison true ("40% < 40%" never). */
+void cli_pct_compare(double free_pct, double want_pct, char *buf, size_t len);
+
+/* The status line of a job while queued:
  * "queued: position 2 of 3, free 34% < 40%". */
 void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                     const char *waiting_for, char *buf, size_t len);
@@ -251,6 +296,10 @@ int cli_table_init(struct cli_table *t, size_t ncols, const char *const *head,
                    const int *right);
 int cli_table_add(struct cli_table *t, const char *const *cells);
 void cli_table_print(const struct cli_table *t, FILE *f);
+/* The first nrows rows (the header is row 0), each line ending with eol
+ * before its newline ("\033[K" in top); widths are of those rows. */
+void cli_table_print_rows(const struct cli_table *t, FILE *f, size_t nrows,
+                          const char *eol);
 void cli_table_free(struct cli_table *t);
 
 /* NO_COLOR (no-color.org) and a TTY decide whether to use colour. */

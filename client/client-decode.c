@@ -210,6 +210,7 @@ client_decode_job(const cJSON *o, struct sl_job *j)
 	j->argv = client_dup_strv(o, "argv");
 	j->cwd = client_dup_str(o, "cwd");
 	j->command = client_dup_str(o, "command");
+	client_str(o, "waiting_for", j->waiting_for, sizeof j->waiting_for);
 	j->env = client_dup_strv(o, "env");
 }
 

@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -40,6 +42,10 @@ static const struct cli_option status_options[] = {
     {"all", 'a', CLI_FLAG, NULL, 0, 0, "ended jobs too, newest first"},
     {"limit", 'l', CLI_INT, "N", 1, 100000,
      "at most N ended jobs (default 50)"},
+    {"format", 'o', CLI_TEXT, "COLS", 0, 0,
+     "the columns, comma-separated, of: id, user, state,\n"
+     "name, waited, ran, footprint, swap, reason, command\n"
+     "(default: all but command)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -230,21 +236,159 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 
 /* ---- status ---- */
 
+/* The columns status can show (-o), in their default order. */
+enum status_col {
+	COL_ID,
+	COL_USER,
+	COL_STATE,
+	COL_NAME,
+	COL_WAITED,
+	COL_RAN,
+	COL_FOOTPRINT,
+	COL_SWAP,
+	COL_REASON,
+	COL_COMMAND,
+	NCOLS
+};
+
+static const struct {
+	const char *name, *head;
+	int right, dflt;
+} status_cols[NCOLS] = {
+    {"id", "ID", 1, 1},
+    {"user", "USER", 0, 1},
+    {"state", "STATE", 0, 1},
+    {"name", "NAME", 0, 1},
+    {"waited", "WAITED", 1, 1},
+    {"ran", "RAN", 1, 1},
+    {"footprint", "FOOTPRINT", 1, 1},
+    {"swap", "SWAP/BUDGET", 1, 1},
+    {"reason", "REASON", 0, 1},
+    {"command", "COMMAND", 0, 0},
+};
+
+/* -o's list of columns into cols; -EINVAL naming the bad one. */
+static int
+status_columns(const char *spec, int *cols, size_t *n, char *cause,
+               size_t causelen)
+{
+	const char *p = spec, *end;
+	size_t len, k;
+
+	*n = 0;
+	if (spec == NULL) {
+		for (k = 0; k < NCOLS; k++)
+			if (status_cols[k].dflt)
+				cols[(*n)++] = (int)k;
+		return 0;
+	}
+	for (;;) {
+		end = strchr(p, ',');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		for (k = 0; k < NCOLS; k++)
+			if (strlen(status_cols[k].name) == len &&
+			    strncasecmp(p, status_cols[k].name, len) == 0)
+				break;
+		if (*n == NCOLS * 2) {
+			snprintf(cause, causelen,
+			         "--format: at most %d columns", NCOLS * 2);
+			return -EINVAL;
+		}
+		if (k == NCOLS) {
+			char bad[64];
+			snprintf(bad, sizeof bad, "%.*s",
+			         (int)(len < 40 ? len : 40), p);
+			snprintf(cause, causelen,
+			         "--format: no column '%s' (columns: id, user, "
+			         "state, name, waited, ran, footprint, swap, "
+			         "reason, command)",
+			         bad);
+			return -EINVAL;
+		}
+		cols[(*n)++] = (int)k;
+		if (end == NULL)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* What the cells of a list need besides the job. */
+struct status_ctx {
+	int64_t now;
+	double free_pct;        /* NAN before the daemon's first sample */
+	int64_t reserved_bytes; /* promised to jobs holding memory */
+};
+
+static void
+status_cell(int col, const struct sl_job *j, const struct status_ctx *x,
+            char *buf, size_t len)
+{
+	switch (col) {
+	case COL_ID:
+		snprintf(buf, len, "%" PRId64, j->id);
+		break;
+	case COL_USER:
+		cli_fit(j->user, 16, buf, len);
+		break;
+	case COL_STATE:
+		cli_job_state(j, buf, len);
+		break;
+	case COL_NAME:
+		/* cut to leave room for the attached mark */
+		cli_fit(j->name, j->attached ? 34 : 40, buf, len);
+		if (j->attached && strlen(buf) + 7 < len)
+			strcat(buf, " (att)");
+		break;
+	case COL_WAITED:
+		cli_job_waited(j, x->now, buf, len);
+		break;
+	case COL_RAN:
+		cli_job_ran(j, x->now, buf, len);
+		break;
+	case COL_FOOTPRINT:
+		if (j->started_at_ms <= 0)
+			snprintf(buf, len, "-");
+		else
+			cli_size(sl_job_ended(j) ? j->footprint_peak_bytes
+			                         : j->footprint_bytes,
+			         buf, len);
+		break;
+	case COL_SWAP:
+		cli_job_swap(j, buf, len);
+		break;
+	case COL_REASON:
+		cli_job_reason(j, x->free_pct, x->reserved_bytes,
+		               CLI_REASON_COLUMN, buf, len);
+		break;
+	case COL_COMMAND:
+		/* only the owner and root are given it */
+		if (j->command != NULL)
+			cli_fit_text(j->command, 1, 60, buf, len);
+		else
+			snprintf(buf, len, "-");
+		break;
+	}
+}
+
 static int
 cmd_status(struct cli *cli, struct cli_args *args)
 {
-	static const char *const head[] = {"ID",        "USER",       "STATE",
-	                                   "NAME",      "WAITED",     "RAN",
-	                                   "FOOTPRINT", "SWAP/BUDGET"};
-	static const int right[] = {1, 0, 0, 0, 1, 1, 1, 1};
 	int all = cli_has(args, "all");
 	long limit = (long)cli_number(args, "limit", 0);
+	int cols[NCOLS * 2], right[NCOLS * 2];
+	const char *head[NCOLS * 2];
+	char cause[256], c[NCOLS * 2][256];
+	const char *cells[NCOLS * 2];
+	struct status_ctx x;
+	struct sl_info info;
 	struct sl_job *jobs;
 	struct cli_table t;
-	size_t n, i;
-	int64_t now = cli_now_ms();
+	size_t n, i, k, ncols;
 	int rc;
 
+	if (status_columns(cli_text(args, "format", NULL), cols, &ncols, cause,
+	                   sizeof cause) < 0)
+		return cli_usage_error(cli, "%s", cause);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json && sl_hello_info(cli->client)->version >= 2)
@@ -267,27 +411,21 @@ cmd_status(struct cli *cli, struct cli_args *args)
 		sl_jobs_free(jobs, n);
 		return EXIT_OK;
 	}
-	cli_table_init(&t, 8, head, right);
+	/* The free % the reasons compare: the daemon's latest sample. */
+	x.now = cli_now_ms();
+	x.free_pct = NAN;
+	if (sl_info(cli->client, &info) == 0 && info.has_sample)
+		x.free_pct = info.sample.free_pct;
+	x.reserved_bytes = cli_reserved_bytes(jobs, n);
+	for (k = 0; k < ncols; k++) {
+		head[k] = status_cols[cols[k]].head;
+		right[k] = status_cols[cols[k]].right;
+		cells[k] = c[k];
+	}
+	cli_table_init(&t, ncols, head, right);
 	for (i = 0; i < n; i++) {
-		const struct sl_job *j = &jobs[i];
-		char c[8][64];
-		const char *cells[8] = {c[0], c[1], c[2], c[3],
-		                        c[4], c[5], c[6], c[7]};
-		snprintf(c[0], 64, "%" PRId64, j->id);
-		cli_safe(j->user, 32, c[1], 64);
-		cli_job_state(j, c[2], 64);
-		cli_safe(j->name, 48, c[3], 56);
-		if (j->attached)
-			strcat(c[3], " (att)");
-		cli_job_waited(j, now, c[4], 64);
-		cli_job_ran(j, now, c[5], 64);
-		if (j->started_at_ms <= 0)
-			snprintf(c[6], 64, "-");
-		else
-			cli_size(sl_job_ended(j) ? j->footprint_peak_bytes
-			                         : j->footprint_bytes,
-			         c[6], 64);
-		cli_job_swap(j, c[7], 64);
+		for (k = 0; k < ncols; k++)
+			status_cell(cols[k], &jobs[i], &x, c[k], sizeof c[k]);
 		cli_table_add(&t, cells);
 	}
 	cli_table_print(&t, stdout);
@@ -311,9 +449,85 @@ show_stages(struct cli *cli, int64_t id)
 	sl_free(out);
 }
 
+/* The numbers a reason is said with: the daemon's latest free % and what
+ * the jobs holding memory have been promised (unknown where the daemon
+ * does not answer). */
+static int
+wait_numbers(struct cli *cli, struct cli_wait *w)
+{
+	struct sl_info info;
+	struct sl_job *jobs;
+	size_t n, i;
+	int queued = 0;
+
+	if (sl_info(cli->client, &info) == 0 && info.has_sample)
+		w->free_pct = info.sample.free_pct;
+	if (sl_status(cli->client, 0, 0, &jobs, &n) == 0) {
+		w->reserved_bytes = cli_reserved_bytes(jobs, n);
+		for (i = 0; i < n; i++)
+			queued += strcmp(jobs[i].state, "queued") == 0;
+		sl_jobs_free(jobs, n);
+	}
+	return queued;
+}
+
+/*
+ * While job id is queued, say where it is and why it waits on stderr, as
+ * run does for an attached job: in place on a terminal, one line per
+ * change otherwise. Returns once it is not queued (or the daemon does not
+ * answer: the call that follows reports that).
+ */
+static void
+watch_queued(struct cli *cli, int64_t id)
+{
+	struct sl_notification note;
+	struct sl_job j;
+	char why[192], line[256], last[256] = "";
+	int tty = isatty(STDERR_FILENO), subscribed = 0, of;
+
+	for (;;) {
+		struct cli_wait w = {NULL, NAN, 0, -1};
+		if (sl_show(cli->client, id, 0, &j) < 0)
+			break;
+		if (strcmp(j.state, "queued") != 0) {
+			sl_job_clear(&j);
+			break;
+		}
+		of = wait_numbers(cli, &w);
+		cli_job_reason(&j, w.free_pct, w.reserved_bytes,
+		               CLI_REASON_LINE, why, sizeof why);
+		snprintf(line, sizeof line, "queued: position %d of %d, %s",
+		         j.position, of > j.position ? of : j.position, why);
+		sl_job_clear(&j);
+		if (strcmp(line, last) != 0) {
+			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
+			fflush(stderr);
+			snprintf(last, sizeof last, "%s", line);
+		}
+		/* Look again after a second, or at once when an event (the
+		 * job admitted, cancelled) comes. */
+		if (!subscribed) {
+			if (sl_subscribe(cli->client, 0, 1, 0, NULL) < 0)
+				break;
+			subscribed = 1;
+		}
+		if (sl_next_notification(cli->client, 1000, &note) == 1)
+			sl_notification_clear(&note);
+		while (sl_next_notification(cli->client, 0, &note) == 1)
+			sl_notification_clear(&note);
+	}
+	if (subscribed)
+		(void)sl_unsubscribe(cli->client);
+	if (tty && last[0] != '\0') {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+}
+
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
+	struct cli_wait w = {NULL, NAN, 0, -1};
 	struct sl_job j;
 	int64_t id;
 	int env = cli_has(args, "env"), rc;
@@ -332,7 +546,9 @@ cmd_show(struct cli *cli, struct cli_args *args)
 	}
 	if (sl_show(cli->client, id, env, &j) < 0)
 		return cli_fail(cli);
-	text = cli_job_paragraph(&j, cli_now_ms());
+	if (strcmp(j.state, "queued") == 0)
+		wait_numbers(cli, &w);
+	text = cli_job_paragraph(&j, cli_now_ms(), &w);
 	if (text != NULL)
 		fputs(text, stdout);
 	free(text);
@@ -426,6 +642,7 @@ cmd_wait(struct cli *cli, struct cli_args *args)
 		return rc;
 	}
 	for (i = 0; i < n; i++) {
+		watch_queued(cli, ids[i]);
 		if (cli->json) {
 			snprintf(params, sizeof params, "{\"id\":%" PRId64 "}",
 			         ids[i]);
@@ -558,6 +775,8 @@ cmd_logs(struct cli *cli, struct cli_args *args)
 		out.escape = j.uid != viewer;
 		sl_job_clear(&j);
 	}
+	if (cli_has(args, "follow"))
+		watch_queued(cli, id);
 	rc = sl_logs(cli->client, id, 0, cli_has(args, "follow"), write_log,
 	             &out, NULL);
 	/* A character the log ended inside: its bytes, escaped. */

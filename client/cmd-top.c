@@ -20,10 +20,6 @@
 #include "cli.h"
 
 #define JOBS_REFRESH_MS 2000
-/* Lines of the view above the job rows (with the table's header), the
- * line saying how many more there are, and the last line, left empty:
- * the newline ending the line before it would scroll the screen. */
-#define TOP_FIXED_LINES 13
 
 static int cmd_top(struct cli *, struct cli_args *);
 
@@ -269,6 +265,62 @@ refresh_jobs(struct top *t)
 	t->jobs_dirty = 0;
 }
 
+/* Lines of the view besides the job rows: the title; free, swap and
+ * pressure; the sparklines (free %, swap when there is swap) and their
+ * scale; a blank line between these parts; the table's header; the line
+ * saying how many more jobs there are; and the last line, left empty (the
+ * newline ending the line before it would scroll the screen). */
+static size_t
+fixed_lines(int blanks, int sparks, int have_swap)
+{
+	size_t n = 1 + 3 + 1 + 1 + 1;
+
+	if (sparks)
+		n += 2 + (have_swap ? 1 : 0);
+	if (blanks)
+		n += sparks ? 3 : 2;
+	return n;
+}
+
+/* The job table, as many rows as fit. */
+static void
+draw_jobs(struct top *t, int64_t now, size_t maxrows)
+{
+	static const char *const head[] = {"ID",        "USER",       "STATE",
+	                                   "REASON",    "NAME",       "RAN",
+	                                   "FOOTPRINT", "SWAP/BUDGET"};
+	static const int right[] = {1, 0, 0, 0, 0, 1, 1, 1};
+	double free_pct = t->have_last ? t->last.free_pct : NAN;
+	int64_t reserved = cli_reserved_bytes(t->jobs, t->njobs);
+	struct cli_table tab;
+	char c[8][128];
+	const char *cells[8] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
+	size_t i, shown = t->njobs < maxrows ? t->njobs : maxrows;
+
+	if (cli_table_init(&tab, 8, head, right) < 0)
+		return;
+	for (i = 0; i < shown; i++) {
+		const struct sl_job *j = &t->jobs[i];
+		snprintf(c[0], sizeof c[0], "%" PRId64, j->id);
+		cli_fit(j->user, 10, c[1], sizeof c[1]);
+		cli_job_state(j, c[2], sizeof c[2]);
+		cli_job_reason(j, free_pct, reserved, CLI_REASON_COLUMN, c[3],
+		               sizeof c[3]);
+		cli_fit(j->name, 18, c[4], sizeof c[4]);
+		cli_job_ran(j, now, c[5], sizeof c[5]);
+		if (j->started_at_ms > 0)
+			cli_size(j->footprint_bytes, c[6], sizeof c[6]);
+		else
+			snprintf(c[6], sizeof c[6], "-");
+		cli_job_swap(j, c[7], sizeof c[7]);
+		cli_table_add(&tab, cells);
+	}
+	cli_table_print_rows(&tab, stdout, shown + 1, "\033[K");
+	cli_table_free(&tab);
+	if (t->njobs > shown)
+		printf("... and %zu more\033[K\n", t->njobs - shown);
+}
+
 static void
 draw(struct top *t)
 {
@@ -276,77 +328,78 @@ draw(struct top *t)
 	const char *reset = t->color ? "\033[0m" : "";
 	const char *spark = t->color ? "\033[36m" : "";
 	int64_t now = cli_now_ms();
-	int cols, rows;
-	size_t ncols = spark_cells(), maxrows, i;
+	int cols, rows, blanks = 1, sparks = 1;
+	int have_swap = s->swap_total_bytes > 0 || s->swap_used_bytes > 0;
+	size_t ncols = spark_cells(), maxrows, fixed, i;
 	double *fc = calloc(ncols, sizeof *fc), *sc = calloc(ncols, sizeof *sc);
 	double swap_max = 1;
 	char *line = malloc(ncols * 3 + 1);
-	char a[32], b[32], c[32], tm[64];
+	char a[32], b[32], tm[64];
 
 	if (fc == NULL || sc == NULL || line == NULL)
 		goto out;
 	terminal_size(&cols, &rows);
-	/* As many job rows as fit, so a redraw never scrolls the top away. */
-	maxrows = rows > TOP_FIXED_LINES ? (size_t)rows - TOP_FIXED_LINES : 0;
+	/* As many job rows as fit, so a redraw never scrolls the top away;
+	 * on a short terminal the blank lines go, then the sparklines, so
+	 * that one job row at least is seen. */
+	fixed = fixed_lines(blanks, sparks, have_swap);
+	if (t->njobs > 0 && (size_t)rows <= fixed)
+		fixed = fixed_lines(blanks = 0, sparks, have_swap);
+	if (t->njobs > 0 && (size_t)rows <= fixed)
+		fixed = fixed_lines(blanks, sparks = 0, have_swap);
+	maxrows = (size_t)rows > fixed ? (size_t)rows - fixed : 0;
 	fputs("\033[H", stdout);
 	printf("stageload  %s  (q quits)\033[K\n",
 	       cli_time(s->sampled_at_ms, 0, tm, sizeof tm));
-	printf("\033[K\n");
-	printf("free      %5.1f%%   %s available of %s\033[K\n", s->free_pct,
+	if (blanks)
+		printf("\033[K\n");
+	/* Labels in a column of 10, values from there. */
+	printf("%-10s%.1f%%, %s available of %s\033[K\n", "free", s->free_pct,
 	       cli_size(s->available_bytes, a, sizeof a),
 	       cli_size(s->total_bytes, b, sizeof b));
-	printf("swap      %s used of %s\033[K\n",
-	       cli_size(s->swap_used_bytes, a, sizeof a),
-	       cli_size(s->swap_total_bytes, b, sizeof b));
-	printf("pressure  %s%s%s", pressure_color(t, s->pressure), s->pressure,
-	       reset);
+	if (have_swap)
+		printf("%-10s%s used of %s\033[K\n", "swap",
+		       cli_size(s->swap_used_bytes, a, sizeof a),
+		       cli_size(s->swap_total_bytes, b, sizeof b));
+	else
+		printf("%-10snone\033[K\n", "swap");
+	printf("%-10s%s%s%s", "pressure", pressure_color(t, s->pressure),
+	       s->pressure, reset);
 	if (s->has_psi)
-		printf("   (PSI some avg10 %.2f)", s->psi_some_avg10);
-	printf("\033[K\n\033[K\n");
-
-	columns(t, now, ncols, fc, sc);
-	for (i = 0; i < ncols; i++)
-		if (!isnan(sc[i]) && sc[i] > swap_max)
-			swap_max = sc[i];
-	if ((double)s->swap_total_bytes > swap_max)
-		swap_max = (double)s->swap_total_bytes;
-	printf("free %%    %s%s%s\033[K\n", spark,
-	       cli_sparkline(fc, ncols, 0, 100, line, ncols * 3 + 1), reset);
-	printf("swap      %s%s%s\033[K\n", spark,
-	       cli_sparkline(sc, ncols, 0, swap_max, line, ncols * 3 + 1),
-	       reset);
-	printf("          last %s, 0..100%% and 0..%s\033[K\n",
-	       cli_duration(t->span_ms, a, sizeof a),
-	       cli_size((uint64_t)swap_max, b, sizeof b));
+		printf(" (PSI some avg10 %.2f)", s->psi_some_avg10);
 	printf("\033[K\n");
-
-	if (t->njobs == 0) {
-		printf("no jobs queued or running\033[K\n");
-	} else {
-		printf("%6s  %-10s %-12s %-18s %8s %9s %s\033[K\n", "ID",
-		       "USER", "STATE", "NAME", "RAN", "FOOTPRINT",
-		       "SWAP/BUDGET");
-		for (i = 0; i < t->njobs && i < maxrows; i++) {
-			const struct sl_job *j = &t->jobs[i];
-			char st[32], ran[32], sw[40], user[48], name[80];
-			cli_job_state(j, st, sizeof st);
-			cli_job_ran(j, now, ran, sizeof ran);
-			cli_job_swap(j, sw, sizeof sw);
-			cli_safe(j->user, 10, user, sizeof user);
-			cli_safe(j->name, 18, name, sizeof name);
-			printf("%6" PRId64 "  %s%*s %-12.12s %s%*s %8s "
-			       "%9s %s\033[K\n",
-			       j->id, user, (int)(10 - cli_text_width(user)),
-			       "", st, name, (int)(18 - cli_text_width(name)),
-			       "", ran,
-			       j->started_at_ms > 0
-			           ? cli_size(j->footprint_bytes, c, sizeof c)
-			           : "-",
-			       sw);
+	if (sparks) {
+		if (blanks)
+			printf("\033[K\n");
+		columns(t, now, ncols, fc, sc);
+		for (i = 0; i < ncols; i++)
+			if (!isnan(sc[i]) && sc[i] > swap_max)
+				swap_max = sc[i];
+		if ((double)s->swap_total_bytes > swap_max)
+			swap_max = (double)s->swap_total_bytes;
+		printf("%-10s%s%s%s\033[K\n", "free %", spark,
+		       cli_sparkline(fc, ncols, 0, 100, line, ncols * 3 + 1),
+		       reset);
+		if (have_swap) {
+			printf("%-10s%s%s%s\033[K\n", "swap", spark,
+			       cli_sparkline(sc, ncols, 0, swap_max, line,
+			                     ncols * 3 + 1),
+			       reset);
+			printf("%-10slast %s, 0..100%% and 0..%s\033[K\n", "",
+			       cli_duration(t->span_ms, a, sizeof a),
+			       cli_size((uint64_t)swap_max, b, sizeof b));
+		} else {
+			printf("%-10slast %s, 0..100%%\033[K\n", "",
+			       cli_duration(t->span_ms, a, sizeof a));
 		}
-		if (t->njobs > maxrows)
-			printf("... and %zu more\033[K\n", t->njobs - maxrows);
 	}
+	if (blanks)
+		printf("\033[K\n");
+
+	if (t->njobs == 0)
+		printf("no jobs queued or running\033[K\n");
+	else
+		draw_jobs(t, now, maxrows);
 	fputs("\033[J", stdout);
 	fflush(stdout);
 out:

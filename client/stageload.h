@@ -371,6 +371,10 @@ struct sl_job {
 	 * (NULL then); NULL when not the caller's to see. sl_show gives
 	 * argv. */
 	char *command;
+	/* A queued job's waiting_for (PROTOCOL.md, Job): "free", "settle",
+	 * ...; a value the caller does not know reads as "other". "" when
+	 * not queued. */
+	char waiting_for[32];
 };
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */

@@ -45,6 +45,9 @@ if [ "$want_tests" -eq 1 ]; then
 	pkgs+=(prometheus chromium chromium-driver python3-selenium)
 	# zsh and groff: the generated completions and man page (cli_entries).
 	pkgs+=(zsh groff-base)
+	# unicode-data: the Unicode data that client/cli-width-table.h is
+	# generated from (scripts/gen-width-table.py; cli_reason compares).
+	pkgs+=(unicode-data)
 	command -v python3 >/dev/null || pkgs+=(python3)
 	# The Python package's tests (tests/python/): a venv with Debian's
 	# setuptools (offline install) and pytest.

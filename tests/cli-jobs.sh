@@ -204,8 +204,13 @@ done
 grep -qF "nx\e]52;c;cm0gLXJmIH4=\x07\u{009B}31m" "$SL_TMP/e-status.txt" ||
 	fail "status: $(cat -v "$SL_TMP/e-status.txt")"
 grep -qF "\"n$shown\" of" "$SL_TMP/e-show.txt" || fail "show's name: $(cat -v "$SL_TMP/e-show.txt")"
-grep -qxF "Command: sh -c exit 0 sh a$shown" "$SL_TMP/e-show.txt" ||
-	fail "show's command: $(cat -v "$SL_TMP/e-show.txt")"
+# quoted for the shell: the controls in $'...' with escapes, which bash
+# reads back as the same bytes in any locale
+grep -qxF "Command: sh -c 'exit 0' sh \$'ax\\e]52;c;cm0gLXJmIH4=\\x07\\xc2\\x9b31m\\xe2\\x80\\xaegpj.exe\\xe2\\x81\\xa6'" \
+	"$SL_TMP/e-show.txt" || fail "show's command: $(cat -v "$SL_TMP/e-show.txt")"
+line=$(sed -n 's/^Command: //p' "$SL_TMP/e-show.txt")
+[ "$(LC_ALL=C bash -c "set -- $line; printf '%s' \"\$5\"")" = "a$evil" ] ||
+	fail "show's command does not read back in bash: $line"
 grep -qxF "  SL_EVIL=$shown" "$SL_TMP/e-env.txt" || fail "show --env: $(cat -v "$SL_TMP/e-env.txt")"
 grep -qF "\"name\":\"n$shown_json\"" "$SL_TMP/e-events.txt" || fail "events: $(cat -v "$SL_TMP/e-events.txt")"
 for f in status-json show-json wait-json events-json; do

@@ -183,7 +183,7 @@ frame = t.buf[t.buf.rindex(b"\033[H", 0, t.buf.rindex(b"... and 5 more")):]
 assert b"\033[?7l" in t.buf, "autowrap left on"
 m = re.search(rb"free %    ((?:\xe2\x96[\x81-\x88]| )+)\033\[K", frame)
 assert m and len(m.group(1).decode()) == 30, frame
-rows = re.findall(rb"\n +\d+  ", frame)
+rows = re.findall(rb"\n *\d+  ", frame)
 assert len(rows) == 3, frame
 t.type(b"q")
 assert t.report() == "exit 0"

@@ -386,7 +386,7 @@ test_paragraph(void **state)
 	j.pid = 4242;
 	j.signal = SIGTERM;
 	j.end_detail = "swap grew 9.0G since admission, over its 8.0G budget";
-	text = cli_job_paragraph(&j, 1764480100000);
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana is killed."));
 	assert_non_null(strstr(text, "swap budget 8.0G"));
@@ -420,6 +420,123 @@ test_queue_line(void **state)
 	/* a small buffer truncates, never overflows */
 	cli_queue_line(2, 3, 34, 40, "free", buf, 10);
 	assert_string_equal(buf, "queued: p");
+}
+
+/* The free % against the job's: never "40% < 40%". */
+static void
+test_pct_compare(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	cli_pct_compare(39.7, 40, buf, sizeof buf);
+	assert_string_equal(buf, "39.7% < 40%");
+	cli_pct_compare(34.2, 40, buf, sizeof buf);
+	assert_string_equal(buf, "34% < 40%");
+	cli_pct_compare(39.96, 40, buf, sizeof buf);
+	assert_string_equal(buf, "39.96% < 40%");
+	cli_pct_compare(39.9999, 40, buf, sizeof buf);
+	assert_string_equal(buf, "39.999% < 40%");
+	cli_pct_compare(37.45, 37.5, buf, sizeof buf);
+	assert_string_equal(buf, "37% < 37.5%");
+	/* a free % that has passed it since: said as it is */
+	cli_pct_compare(40.2, 40, buf, sizeof buf);
+	assert_string_equal(buf, "40% >= 40%");
+	cli_queue_line(1, 1, 39.7, 40, "free", buf, sizeof buf);
+	assert_string_equal(buf, "queued: position 1 of 1, free 39.7% < 40%");
+}
+
+static void
+test_wait_reason(void **state)
+{
+	struct cli_wait w = {"free", 34.2, 40, -1};
+	char buf[256];
+
+	(void)state;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 34% < 40%");
+	w.free_pct = NAN;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free below 40%");
+	w.waiting_for = "expect";
+	w.reserved_bytes = (int64_t)12 << 30;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "expect 12G reserved");
+	w.reserved_bytes = -1;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "expect");
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_string_equal(buf,
+	                    "memory is promised to running jobs (--expect), "
+	                    "which leaves less than the 40% free it waits "
+	                    "for");
+	w.waiting_for = "settle";
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "settle");
+	/* a waiting_for this client does not know reads as other, its word
+	 * escaped where a sentence names it */
+	w.waiting_for = "held\x1b[2J";
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "other");
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_non_null(strstr(buf, "(held\\e[2J)"));
+	/* a small buffer truncates, never overflows */
+	w.waiting_for = "settle";
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, 8);
+	assert_int_equal(strlen(buf), 7);
+}
+
+/* Cells, not code points: CJK and emoji take two, combining marks none,
+ * whatever the locale. */
+static void
+test_text_width(void **state)
+{
+	char buf[128];
+
+	(void)state;
+	assert_int_equal(cli_text_width("abc"), 3);
+	assert_int_equal(cli_text_width("\xe6\x97\xa5\xe6\x9c\xac"), 4);
+	assert_int_equal(cli_text_width("\xf0\x9f\x9a\x80"), 2); /* rocket */
+	assert_int_equal(cli_text_width("e\xcc\x81"), 1);        /* e + acute */
+	assert_int_equal(cli_text_width("\xef\xbc\xa1"), 2); /* fullwidth A */
+	assert_int_equal(cli_text_width("\xe2\x80\xa6"), 1); /* ellipsis */
+	assert_int_equal(cli_char_width(0x4e00), 2);
+	assert_int_equal(cli_char_width(0x200d), 0);
+	assert_int_equal(cli_char_width('x'), 1);
+	/* cut to cells with an ellipsis; a wide character is not split */
+	cli_fit("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", 5, buf, sizeof buf);
+	assert_string_equal(buf, "\xe6\x97\xa5\xe6\x9c\xac\xe2\x80\xa6");
+	cli_fit("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", 6, buf, sizeof buf);
+	assert_string_equal(buf, "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e");
+	cli_fit("abcdef", 4, buf, sizeof buf);
+	assert_string_equal(buf, "abc\xe2\x80\xa6");
+	/* escaped first: an ESC never reaches the terminal */
+	cli_fit("a\x1b[2Jb", 0, buf, sizeof buf);
+	assert_string_equal(buf, "a\\e[2Jb");
+	/* never inside an escape */
+	cli_fit("ab\xe2\x80\xae", 6, buf, sizeof buf);
+	assert_string_equal(buf, "ab\xe2\x80\xa6");
+	cli_fit("ab\x1b", 4, buf, sizeof buf);
+	assert_string_equal(buf, "ab\\e");
+	cli_fit("ab\x1b"
+	        "c",
+	        4, buf, sizeof buf);
+	assert_string_equal(buf, "ab\xe2\x80\xa6");
+	cli_fit("abcdef", 0, buf, 5);
+	assert_string_equal(buf, "a\xe2\x80\xa6");
+}
+
+static void
+test_shell_command(void **state)
+{
+	char *argv[] = {"sh", "-c", "echo \"$1\"", "it's", "", "a\nb", NULL};
+	char *s;
+
+	(void)state;
+	s = cli_shell_command(argv);
+	assert_non_null(s);
+	assert_string_equal(s, "sh -c 'echo \"$1\"' 'it'\\''s' '' $'a\\nb'");
+	free(s);
 }
 
 static void
@@ -573,6 +690,10 @@ main(void)
 	    cmocka_unit_test(test_job_columns),
 	    cmocka_unit_test(test_paragraph),
 	    cmocka_unit_test(test_queue_line),
+	    cmocka_unit_test(test_pct_compare),
+	    cmocka_unit_test(test_wait_reason),
+	    cmocka_unit_test(test_text_width),
+	    cmocka_unit_test(test_shell_command),
 	    cmocka_unit_test(test_sparkline),
 	    cmocka_unit_test(test_meter_due),
 	    cmocka_unit_test(test_table),

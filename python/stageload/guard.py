@@ -15,6 +15,7 @@ the exit. docs/python.md is the manual.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import signal
 import sys
@@ -58,16 +59,31 @@ class JobNotRun(StageloadError):
     """The job ended before it ran: cancelled while queued, or refused."""
 
 
+def pct_compare(free_pct: float, want_pct: float) -> str:
+    """"39.7% < 40%": with the fewest decimals that keep the comparison
+    true, never "40% < 40%" (as stageloadctl says it)."""
+    want = ("%.2f" % want_pct).rstrip("0").rstrip(".")
+    below = free_pct < want_pct
+    for d in range(4):
+        f = "%.*f" % (d, free_pct)
+        if (float(f) < float(want)) == below:
+            break
+    else:
+        f = "%.3f" % ((math.floor if below else math.ceil)(free_pct * 1000) / 1000)
+    return "%s%% %s %s%%" % (f, "<" if below else ">=", want)
+
+
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
                waiting_for: Optional[str]) -> str:
     """The line `stageloadctl run` shows while a job waits."""
     s = "queued: position %d of %d" % (position, of)
     why = waiting_for or ""
+    want = ("%.2f" % wait_free_pct).rstrip("0").rstrip(".")
     if why == "settle":
         return s + ", free %.0f%%, waiting for the last job to settle" % free_pct
     if why == "expect":
-        return s + (", free %.0f%% < %.0f%% after memory promised to running jobs"
-                    % (free_pct, wait_free_pct))
+        return s + (", free %.0f%%, less than %s%% once memory promised to running "
+                    "jobs counts" % (free_pct, want))
     if why == "exclusive":
         return s + ", free %.0f%%, waiting to run alone" % free_pct
     if why == "max_running":
@@ -78,7 +94,12 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
         return s + ", free %.0f%%, waiting for the daemon's database to work again" % free_pct
     if why == "none":
         return s + ", free %.0f%%, being admitted" % free_pct
-    return s + ", free %.0f%% < %.0f%%" % (free_pct, wait_free_pct)
+    if why == "client":
+        return s + ", free %.0f%%, waiting for its stageloadctl to come back" % free_pct
+    if why in ("free", ""):
+        return s + ", free " + pct_compare(free_pct, wait_free_pct)
+    # a waiting_for this package does not know (PROTOCOL.md: "other")
+    return s + ", free %.0f%%, waiting (other: %s)" % (free_pct, why)
 
 
 class QueueLine:

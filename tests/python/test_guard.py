@@ -65,6 +65,19 @@ def alive(pid):
         return False
 
 
+def test_queue_line_rounds_honestly():
+    """39.7 % against 40 % is "39.7% < 40%", never "40% < 40%", as
+    stageloadctl says it; an unknown waiting_for is "other"."""
+    from stageload.guard import queue_line
+    assert queue_line(1, 1, 39.7, 40, "free") == "queued: position 1 of 1, free 39.7% < 40%"
+    assert queue_line(2, 3, 34.2, 40, "free") == "queued: position 2 of 3, free 34% < 40%"
+    assert queue_line(1, 1, 39.9999, 40, "free").endswith("free 39.999% < 40%")
+    assert queue_line(1, 1, 50, 40, "expect") == (
+        "queued: position 1 of 1, free 50%, less than 40% once memory promised to "
+        "running jobs counts")
+    assert queue_line(1, 1, 50, 40, "held").endswith("waiting (other: held)")
+
+
 def test_waits_for_free_and_enters_within_an_interval(env, tmp_path):
     set_free(env, 20)
     out = str(tmp_path / "out")
