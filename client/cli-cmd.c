@@ -107,6 +107,15 @@ cli_fail(struct cli *cli)
 }
 
 int
+cli_socket_given(const struct cli *cli)
+{
+	const char *env = getenv("STAGELOAD_SOCKET");
+
+	return (cli->socket != NULL && cli->socket[0] != '\0') ||
+	       (env != NULL && env[0] != '\0');
+}
+
+int
 cli_connect(struct cli *cli)
 {
 	if (cli->client == NULL) {
@@ -665,6 +674,7 @@ print_overview(FILE *f)
 	    f,
 	    "  --version      print the version\n"
 	    "  %s help COMMAND, or COMMAND --help: one command\n"
+	    "  %s completions bash|zsh|fish: the shell's completions\n"
 	    "\n"
 	    "Examples:\n"
 	    "  %s info\n"
@@ -681,7 +691,7 @@ print_overview(FILE *f)
 	    "denied;\n"
 	    "run/guard/wait exit with the job's status.\n"
 	    "See docs/cli.md and stageloadctl(1).\n",
-	    prog, prog, prog, prog, prog, prog, prog, prog);
+	    prog, prog, prog, prog, prog, prog, prog, prog, prog);
 }
 
 void

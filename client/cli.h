@@ -149,8 +149,32 @@ const char *cli_option_label(const struct cli_option *o, char *buf, size_t len);
  * nothing when the job reported none. */
 void cli_print_stages(const char *show_json, int64_t now, FILE *f);
 
-/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh) to
- * f; -EINVAL for another kind. */
+/* cmd-doctor.c: a warning on stderr when the job's swap budget (< 0: the
+ * daemon's default one) can never stop it: the daemon's Linux machine has
+ * no swap. Says nothing when the daemon cannot tell. */
+void cli_warn_no_swap(struct cli *cli, int64_t budget_bytes);
+
+/* cli-offline.c: system history read from the database at path itself,
+ * read-only with this user's rights, bucketed as the daemon buckets it
+ * (until_ms and step_ms 0: the daemon's defaults). -errno with a cause. */
+int cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
+                        int64_t step_ms, struct sl_history **out, char *cause,
+                        size_t causelen);
+/* The same for a job's footprint and swap (until_ms 0: no end), each
+ * bucket with its stage; -ENOENT when the database has no such job. */
+int cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
+                            int64_t until_ms, int64_t step_ms,
+                            struct sl_history **out, char *cause,
+                            size_t causelen);
+/* The database of the daemon that would serve socket_path (socket_given:
+ * named by --socket or $STAGELOAD_SOCKET): the system daemon's for the
+ * system socket and for root; else this user's when it names a socket or
+ * this user has a database, else the system daemon's. */
+int cli_offline_db_path(const char *socket_path, int socket_given, char *buf,
+                        size_t len);
+
+/* cli-generate.c: --generate KIND (man, complete-bash, complete-zsh,
+ * complete-fish) to f; -EINVAL for another kind. */
 int cli_generate(FILE *f, const char *kind);
 
 /* Print "stageloadctl: " and the message on stderr, escaped as text from
@@ -164,6 +188,9 @@ int cli_usage_error(const struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Report the client's last error on stderr; returns its exit code. */
 int cli_fail(struct cli *cli);
+/* Whether the socket was named: --socket, or $STAGELOAD_SOCKET set and
+ * not empty (sl_socket_path's order). */
+int cli_socket_given(const struct cli *cli);
 /* Connect once; on failure reports and returns the exit code, else 0. */
 int cli_connect(struct cli *cli);
 

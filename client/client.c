@@ -565,3 +565,26 @@ sl_events(sl_client *c, int64_t after_id, int limit, int follow,
 	*events = v;
 	return rc < 0 ? rc : 0;
 }
+
+int
+sl_events_before(sl_client *c, int64_t before_id, int limit,
+                 struct sl_event **events, size_t *nevents)
+{
+	cJSON *params = cJSON_CreateObject();
+	void *v = NULL;
+	int rc;
+
+	*nevents = 0;
+	if (params != NULL) {
+		/* 2^53, the largest a JSON integer may be, is above every
+		 * id: the newest first. */
+		proto_add_int(params, "before_id",
+		              before_id > 0 ? before_id : (int64_t)1 << 53);
+		if (limit > 0)
+			proto_add_int(params, "limit", limit);
+	}
+	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
+	               nevents, NULL, 0);
+	*events = v;
+	return rc < 0 ? rc : 0;
+}

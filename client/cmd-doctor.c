@@ -15,21 +15,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "doctor.h"
+#include "proto.h"
+#include "version.h"
 
 static int cmd_doctor(struct cli *, struct cli_args *);
 
-/* One [PASS], [FAIL], [WARN] or [SKIP] line per check: the daemon answers,
- * its latest sample is current, storage works, the socket's owner and
- * mode, and total, free % (3 points), swap used (64M + 5 %) and pressure
- * against what the kernel says (macOS: sysctl; Linux: /proc/meminfo).
- * Exit 1 when one failed. */
+/* One [PASS], [FAIL], [WARN] or [SKIP] line per check: the daemon answers
+ * and its version against ours, its latest sample is current, storage
+ * works, the database, the config file, swap to budget, the clock, the
+ * socket's owner and mode, and total, free % (3 points), swap used (64M +
+ * 5 %) and pressure against what the kernel says (macOS: sysctl; Linux:
+ * /proc/meminfo). Exit 1 when one failed, the daemon being down too. */
 const struct cli_entry cmd_doctor_entry = {
     .name = "doctor",
     .summary =
         "check the daemon and its numbers against the kernel; starts nothing",
-    .no_json = "it prints a checklist",
+    .json = "{\"ok\": bool, \"checks\": [{\"status\", \"text\"}, ...]}",
     .exec = cmd_doctor,
 };
 
@@ -39,6 +44,7 @@ const struct cli_entry cmd_doctor_entry = {
 
 struct doctor {
 	int failed, n;
+	cJSON *checks; /* --json: the checks, printed at the end */
 };
 
 static void report(struct doctor *d, const char *status, const char *fmt, ...)
@@ -56,6 +62,13 @@ report(struct doctor *d, const char *status, const char *fmt, ...)
 	d->n++;
 	if (strcmp(status, "FAIL") == 0)
 		d->failed++;
+	if (d->checks != NULL) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "status", status);
+		cJSON_AddStringToObject(o, "text", text);
+		cJSON_AddItemToArray(d->checks, o);
+		return;
+	}
 	/* The daemon's words (paths, errors) may come from elsewhere: shown
 	 * the way text from users is. */
 	printf("[%s] %2d  %s\n", status, d->n,
@@ -152,22 +165,171 @@ check_kernel(struct doctor *d, const struct sl_info *in)
 	}
 }
 
+/*
+ * What info says beyond struct sl_info: the config file in use and the
+ * default swap budget (a daemon before them has neither: config_path
+ * stays "?").
+ */
+static void
+info_extra(struct cli *cli, char *config, size_t len, int64_t *budget)
+{
+	const cJSON *path, *def, *b;
+	char *text = NULL;
+	cJSON *r;
+
+	snprintf(config, len, "?");
+	*budget = 0;
+	if (sl_call(cli->client, "info", NULL, &text) < 0)
+		return;
+	r = cJSON_Parse(text);
+	sl_free(text);
+	path = cJSON_GetObjectItemCaseSensitive(r, "config_path");
+	def = cJSON_GetObjectItemCaseSensitive(r, "defaults");
+	b = cJSON_GetObjectItemCaseSensitive(def, "swap_budget_bytes");
+	if (cJSON_IsString(path))
+		snprintf(config, len, "%s", path->valuestring);
+	else if (cJSON_IsNull(path))
+		config[0] = '\0';
+	if (cJSON_IsNumber(b))
+		*budget = (int64_t)b->valuedouble;
+	cJSON_Delete(r);
+}
+
+/*
+ * Swap to grow into: on Linux a machine without swap never grows it, so a
+ * swap budget can never stop a job (docs/jobs.md). macOS adds swap files
+ * as it needs them: no swap yet is normal there.
+ */
+static void
+check_swap(struct doctor *d, const struct sl_info *in, int64_t budget)
+{
+	char a[32];
+
+	if (strcmp(in->os, "linux") != 0)
+		report(d, "PASS", "swap: %s adds swap files as it needs them",
+		       in->os);
+	else if (in->sample.swap_total_bytes == 0)
+		report(
+		    d, "FAIL",
+		    "no swap configured: swap never grows, so no swap budget "
+		    "can stop a job (add a swap file or partition)%s",
+		    budget > 0 ? ", and the default swap_budget is set" : "");
+	else
+		report(d, "PASS", "swap configured: %s",
+		       cli_size(in->sample.swap_total_bytes, a, sizeof a));
+}
+
+void
+cli_warn_no_swap(struct cli *cli, int64_t budget_bytes)
+{
+	struct sl_info in;
+	char a[32];
+
+	char config[8];
+
+	if (budget_bytes == 0 || sl_info(cli->client, &in) < 0 ||
+	    !in.has_sample || strcmp(in.os, "linux") != 0 ||
+	    in.sample.swap_total_bytes != 0)
+		return;
+	/* None given: the daemon's default budget (swap_budget), if any. */
+	if (budget_bytes < 0)
+		info_extra(cli, config, sizeof config, &budget_bytes);
+	if (budget_bytes <= 0)
+		return;
+	cli_error("warning: this machine has no swap, so the swap budget "
+	          "(%s) can never stop the job (stageloadctl doctor)",
+	          cli_size((uint64_t)budget_bytes, a, sizeof a));
+}
+
+/* The clock: what the daemon stamped is not ahead of this clock (it went
+ * back since, and history and events would be out of order). */
+static void
+check_clock(struct doctor *d, const struct sl_info *in)
+{
+	int64_t now = cli_now_ms(), ahead = 0;
+	char t[32];
+
+	if (in->has_sample && in->sample.sampled_at_ms - now > ahead)
+		ahead = in->sample.sampled_at_ms - now;
+	if (in->started_at_ms - now > ahead)
+		ahead = in->started_at_ms - now;
+	if (ahead > STALE_MIN_MS)
+		report(d, "FAIL",
+		       "clock: the daemon's times are %s ahead of this clock "
+		       "(it was set back?)",
+		       cli_duration(ahead, t, sizeof t));
+	else
+		report(d, "PASS",
+		       "clock: the daemon's times agree with this "
+		       "clock");
+}
+
+static int
+doctor_end(struct doctor *d)
+{
+	char *text;
+
+	if (d->checks != NULL) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddBoolToObject(o, "ok", d->failed == 0);
+		cJSON_AddItemToObject(o, "checks", d->checks);
+		text = proto_print(o, 0);
+		if (text != NULL)
+			cli_print_json(stdout, text);
+		free(text);
+		cJSON_Delete(o);
+	} else if (d->failed > 0) {
+		printf("%d check(s) failed\n", d->failed);
+	}
+	return d->failed > 0 ? EXIT_ERR : EXIT_OK;
+}
+
 static int
 cmd_doctor(struct cli *cli, struct cli_args *args)
 {
-	struct doctor d = {0, 0};
+	struct doctor d = {0, 0, NULL};
 	struct sl_info in;
-	int64_t age, stale;
-	char t[32], iv[32];
-	int rc;
+	int64_t age, stale, budget;
+	char t[32], iv[32], config[1024];
 
 	(void)args;
-	if ((rc = cli_connect(cli)) != 0)
-		return rc;
-	if (sl_info(cli->client, &in) < 0)
-		return cli_fail(cli);
+	if (cli->json && (d.checks = cJSON_CreateArray()) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	if ((cli->client = sl_client_new()) == NULL) {
+		cJSON_Delete(d.checks);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	/* A daemon that is down is a failed check like the others, with
+	 * what can be looked at without it. */
+	if (sl_connect(cli->client, cli->socket) < 0 ||
+	    sl_info(cli->client, &in) < 0) {
+		char db[1024];
+		report(&d, "FAIL", "%s", sl_errmsg(cli->client));
+		check_socket(&d, sl_path(cli->client));
+		if (cli_offline_db_path(sl_path(cli->client),
+		                        cli_socket_given(cli), db,
+		                        sizeof db) == 0 &&
+		    access(db, F_OK) == 0)
+			report(&d, "SKIP",
+			       "database %s is there: stageloadctl history "
+			       "reads it without the daemon",
+			       db);
+		report(&d, "SKIP", "the rest needs the daemon");
+		return doctor_end(&d);
+	}
 	report(&d, "PASS", "stageloadd %s (%s) answers on %s, protocol %d",
 	       in.daemon_version, in.os, sl_path(cli->client), in.version);
+	if (strcmp(in.daemon_version, STAGELOAD_VERSION) == 0)
+		report(&d, "PASS", "stageloadctl %s: the same version",
+		       STAGELOAD_VERSION);
+	else
+		report(&d, "WARN",
+		       "stageloadctl %s, stageloadd %s: another version (they "
+		       "agree on protocol %d)",
+		       STAGELOAD_VERSION, in.daemon_version, in.version);
 
 	stale = in.interval_ms * 3 > STALE_MIN_MS ? in.interval_ms * 3
 	                                          : STALE_MIN_MS;
@@ -185,15 +347,22 @@ cmd_doctor(struct cli *cli, struct cli_args *args)
 	if (in.storage_error[0] != '\0')
 		report(&d, "FAIL", "storage: %s", in.storage_error);
 	else
-		report(&d, "PASS", "storage works (%s)", in.db_path);
+		report(&d, "PASS", "storage works (%s, %s)", in.db_path,
+		       cli_size(in.db_bytes, t, sizeof t));
+
+	info_extra(cli, config, sizeof config, &budget);
+	if (config[0] == '\0')
+		report(&d, "PASS",
+		       "config: no file, built-in defaults and "
+		       "options");
+	else if (strcmp(config, "?") != 0)
+		report(&d, "PASS", "config: %s", config);
+	if (in.has_sample)
+		check_swap(&d, &in, budget);
+	check_clock(&d, &in);
 
 	check_socket(&d, sl_path(cli->client));
 	if (in.has_sample)
 		check_kernel(&d, &in);
-
-	if (d.failed > 0) {
-		printf("%d check(s) failed\n", d.failed);
-		return EXIT_ERR;
-	}
-	return EXIT_OK;
+	return doctor_end(&d);
 }

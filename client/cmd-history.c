@@ -1,10 +1,14 @@
 /* stageloadctl history: memory over time, from the daemon's rollups. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "proto.h"
 #include "units.h"
 
 enum format { FMT_TABLE, FMT_JSON, FMT_CSV };
@@ -22,12 +26,16 @@ static const struct cli_option history_options[] = {
      "table, json or csv (default table)"},
     {"job", 0, CLI_ID, "ID", 0, 0,
      "a job's footprint and swap instead of the system's"},
+    {"db", 0, CLI_TEXT, "PATH", 0, 0,
+     "with the daemon down, the database to read\n(default: the one it "
+     "uses without --db)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
 const struct cli_entry cmd_history_entry = {
     .name = "history",
-    .summary = "memory over time, bucketed min/avg/max",
+    .summary = "memory over time, bucketed min/avg/max (the daemon down: from "
+               "its database)",
     .options = history_options,
     .json = "the same as --format json",
     .exec = cmd_history,
@@ -153,6 +161,132 @@ print_csv(const struct sl_history *h)
 	}
 }
 
+static cJSON *
+stat_json(const struct sl_stat *st)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "min", st->min);
+	cJSON_AddNumberToObject(o, "avg", st->avg);
+	cJSON_AddNumberToObject(o, "max", st->max);
+	return o;
+}
+
+/* The daemon's answer as it would have been (PROTOCOL.md, history), with
+ * where it was read from. */
+static int
+print_json(const struct sl_history *h, const char *db)
+{
+	cJSON *r = cJSON_CreateObject(), *a, *o;
+	char *text;
+	size_t i;
+
+	if (h->job_id > 0) {
+		cJSON_AddNumberToObject(r, "job_id", (double)h->job_id);
+	} else {
+		cJSON_AddStringToObject(r, "tier", h->tier);
+		cJSON_AddNumberToObject(r, "since_ms", (double)h->since_ms);
+		cJSON_AddNumberToObject(r, "until_ms", (double)h->until_ms);
+	}
+	cJSON_AddNumberToObject(r, "step_ms", (double)h->step_ms);
+	cJSON_AddStringToObject(r, "read_from", db);
+	a = cJSON_AddArrayToObject(r, "buckets");
+	for (i = 0; i < h->nbuckets; i++) {
+		const struct sl_bucket *b = &h->buckets[i];
+		o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "ts_ms", (double)b->ts_ms);
+		cJSON_AddNumberToObject(o, "n", (double)b->n);
+		cJSON_AddItemToArray(a, o);
+		if (h->job_id > 0) {
+			cJSON_AddItemToObject(o, "footprint_bytes",
+			                      stat_json(&b->footprint_bytes));
+			cJSON_AddItemToObject(o, "swap_bytes",
+			                      stat_json(&b->swap_bytes));
+			if (h->stages != NULL && h->stages[i] != NULL)
+				cJSON_AddStringToObject(o, "stage",
+				                        h->stages[i]);
+			else
+				cJSON_AddNullToObject(o, "stage");
+			continue;
+		}
+		cJSON_AddItemToObject(o, "free_pct", stat_json(&b->free_pct));
+		cJSON_AddItemToObject(o, "swap_used_bytes",
+		                      stat_json(&b->swap_used_bytes));
+		cJSON_AddItemToObject(o, "available_bytes",
+		                      stat_json(&b->available_bytes));
+		cJSON_AddStringToObject(o, "pressure_max", b->pressure_max);
+		cJSON_AddBoolToObject(o, "gap", b->gap);
+	}
+	text = proto_print(r, 0);
+	cJSON_Delete(r);
+	if (text == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	cli_print_json(stdout, text);
+	free(text);
+	return EXIT_OK;
+}
+
+/*
+ * The daemon does not answer: the database is read directly, read-only,
+ * as this user (docs/cli.md, "history"). Says so on stderr, so what is on
+ * stdout is what the daemon's answer would have printed.
+ */
+static int
+history_offline(struct cli *cli, const struct cli_args *args, enum format fmt,
+                int64_t since_ms, int64_t until_ms, int64_t step_ms)
+{
+	char db[1024], cause[1200];
+	const char *why = sl_errmsg(cli->client);
+	struct sl_history *h;
+	int rc;
+
+	int64_t job_id = cli_number(args, "job", 0);
+
+	if (cli_has(args, "db"))
+		snprintf(db, sizeof db, "%s", cli_text(args, "db", ""));
+	else if (cli_offline_db_path(sl_path(cli->client),
+	                             cli_socket_given(cli), db,
+	                             sizeof db) != 0) {
+		cli_error("%s; and no database to read (--db names one)", why);
+		return EXIT_UNAVAILABLE;
+	}
+	if (job_id > 0)
+		rc = cli_offline_job_history(db, job_id, since_ms, until_ms,
+		                             step_ms, &h, cause, sizeof cause);
+	else
+		rc = cli_offline_history(db, since_ms, until_ms, step_ms, &h,
+		                         cause, sizeof cause);
+	if (rc == -EACCES || rc == -EPERM) {
+		cli_error("%s; cannot read its database: %s (the system "
+		          "daemon's is root's: sudo %s history)",
+		          why, cause, cli->prog);
+		return EXIT_NOPERM;
+	}
+	if (rc == -E2BIG) {
+		cli_error("%s", cause);
+		return EXIT_USAGE;
+	}
+	if (rc == -ENOENT && job_id > 0) {
+		cli_error("%s", cause);
+		return EXIT_ERR;
+	}
+	if (rc != 0) {
+		cli_error("%s; cannot read its database: %s", why, cause);
+		return EXIT_UNAVAILABLE;
+	}
+	cli_error("the daemon is down: read %s directly, read-only", db);
+	if (fmt == FMT_JSON)
+		rc = print_json(h, db);
+	else if (fmt == FMT_CSV)
+		print_csv(h);
+	else
+		print_table(h);
+	sl_history_free(h);
+	return rc;
+}
+
 static int
 cmd_history(struct cli *cli, struct cli_args *args)
 {
@@ -164,7 +298,6 @@ cmd_history(struct cli *cli, struct cli_args *args)
 	int64_t job_id = cli_number(args, "job", 0);
 	enum format fmt = FMT_TABLE;
 	struct sl_history *h;
-	int rc;
 
 	if (strcmp(format, "json") == 0 || cli->json)
 		fmt = FMT_JSON;
@@ -188,8 +321,16 @@ cmd_history(struct cli *cli, struct cli_args *args)
 	if (until_ms == 0 && since_ms >= now)
 		return cli_usage_error(cli, "--since '%s' is in the future",
 		                       since);
-	if ((rc = cli_connect(cli)) != 0)
-		return rc;
+	if (cli->client == NULL && (cli->client = sl_client_new()) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	if (sl_connect(cli->client, cli->socket) < 0) {
+		if (sl_error_is_connection(sl_errcode(cli->client)))
+			return history_offline(cli, args, fmt, since_ms,
+			                       until_ms, step_ms);
+		return cli_fail(cli);
+	}
 
 	if (fmt == FMT_JSON) {
 		char params[256], *out = NULL;

@@ -1,4 +1,5 @@
 /* stageloadctl info: the daemon and its latest sample. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@ static int cmd_info(struct cli *, struct cli_args *);
 
 const struct cli_entry cmd_info_entry = {
     .name = "info",
-    .summary = "daemon version, sample interval and the latest memory sample",
+    .summary =
+        "the daemon, its config file, job defaults, limits and latest sample",
     .json = "the daemon's answer, with the sample's fields also at the top\n"
             "level (jq .free_pct)",
     .exec = cmd_info,
@@ -57,6 +59,77 @@ info_json(struct cli *cli)
 	return EXIT_OK;
 }
 
+static int64_t
+info_int(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+/*
+ * The config file and the job defaults in effect, from info's config_path
+ * and defaults (a daemon before them has neither: nothing is printed).
+ */
+static void
+info_print_config(struct cli *cli)
+{
+	const cJSON *path, *def, *lim, *mfd;
+	char *text = NULL, a[32], b[32], c[32], safe[4200];
+	cJSON *r;
+
+	if (sl_call(cli->client, "info", NULL, &text) < 0)
+		return;
+	r = cJSON_Parse(text);
+	sl_free(text);
+	path = cJSON_GetObjectItemCaseSensitive(r, "config_path");
+	def = cJSON_GetObjectItemCaseSensitive(r, "defaults");
+	lim = cJSON_GetObjectItemCaseSensitive(r, "limits");
+	if (cJSON_IsString(path))
+		printf("config     %s\n",
+		       cli_safe(path->valuestring, 0, safe, sizeof safe));
+	else if (cJSON_IsNull(path))
+		printf("config     none (built-in defaults and options)\n");
+	if (cJSON_IsObject(def)) {
+		const cJSON *wf =
+		    cJSON_GetObjectItemCaseSensitive(def, "wait_free_pct");
+		int64_t budget = info_int(def, "swap_budget_bytes");
+		int64_t maxrun = info_int(def, "max_running");
+		printf(
+		    "defaults   wait_free %.0f%%, swap_budget %s, max_running "
+		    "%s\n",
+		    cJSON_IsNumber(wf) ? wf->valuedouble : 0.0,
+		    budget > 0 ? cli_size((uint64_t)budget, a, sizeof a)
+		               : "none",
+		    maxrun > 0 ? (snprintf(b, sizeof b, "%" PRId64, maxrun), b)
+		               : "no limit");
+		printf(
+		    "           grace %s, settle %s, hol_bound %s\n",
+		    cli_duration(info_int(def, "grace_ms"), a, sizeof a),
+		    cli_duration(info_int(def, "settle_ms"), b, sizeof b),
+		    cli_duration(info_int(def, "hol_bound_ms"), c, sizeof c));
+	}
+	if (cJSON_IsObject(lim)) {
+		mfd = cJSON_GetObjectItemCaseSensitive(lim, "min_free_disk");
+		printf("limits     %" PRId64 " queued jobs per user, %" PRId64
+		       " connections per user, log %s,\n",
+		       info_int(lim, "max_queued_per_uid"),
+		       info_int(lim, "max_clients_per_uid"),
+		       cli_size((uint64_t)info_int(lim, "max_log_bytes"), a,
+		                sizeof a));
+		printf("           stored %s per user, min_free_disk %s "
+		       "(info --json lists all)\n",
+		       cli_size(
+		           (uint64_t)info_int(lim, "max_stored_bytes_per_uid"),
+		           b, sizeof b),
+		       cJSON_IsString(mfd)
+		           ? mfd->valuestring
+		           : cli_size((uint64_t)info_int(lim, "min_free_disk"),
+		                      c, sizeof c));
+	}
+	cJSON_Delete(r);
+}
+
 static int
 cmd_info(struct cli *cli, struct cli_args *args)
 {
@@ -86,6 +159,7 @@ cmd_info(struct cli *cli, struct cli_args *args)
 		       cli_time(in.started_at_ms, 0, t, sizeof t));
 	printf("jobs       %d running, %d queued\n", in.jobs_running,
 	       in.jobs_queued);
+	info_print_config(cli);
 	if (!in.has_sample) {
 		printf("sample     none yet\n");
 		return EXIT_OK;

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
+#include "units.h"
 
 static int cmd_submit(struct cli *, struct cli_args *);
 static int cmd_status(struct cli *, struct cli_args *);
@@ -95,6 +96,8 @@ const struct cli_entry cmd_wait_entry = {
 
 static const struct cli_option logs_options[] = {
     {"follow", 'f', CLI_FLAG, NULL, 0, 0, "follow until the job has ended"},
+    {"lines", 'n', CLI_INT, "N", 1, 1000000,
+     "only the last N lines (with -f: then follow)"},
     {"raw", 0, CLI_FLAG, NULL, 0, 0,
      "another user's job's output as it is, not escaped"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
@@ -102,7 +105,8 @@ static const struct cli_option logs_options[] = {
 
 const struct cli_entry cmd_logs_entry = {
     .name = "logs",
-    .summary = "print a detached job's output (-f: follow until it ends)",
+    .summary = "print a detached job's output (-n N: the last N lines, -f: "
+               "follow until it ends)",
     .operands = "ID",
     .min_operands = 1,
     .max_operands = 1,
@@ -112,15 +116,26 @@ const struct cli_entry cmd_logs_entry = {
 };
 
 static const struct cli_option events_options[] = {
+    {"lines", 'n', CLI_INT, "N", 1, 100000,
+     "the newest N events (default 20); with -f, N of\nbacklog first"},
     {"follow", 'f', CLI_FLAG, NULL, 0, 0, "keep following"},
-    {"after", 0, CLI_INT, "ID", 0, 0x7fffffffL, "start after that event id"},
-    {"limit", 0, CLI_INT, "N", 1, 10000, "at most N events (default 100)"},
+    {"since", 0, CLI_TEXT, "T", 0, 0,
+     "events at or after T: a duration back from now\n(1h), an epoch or "
+     "\"2026-11-30 05:00\""},
+    {"until", 0, CLI_TEXT, "T", 0, 0, "events before T (not with -f)"},
+    {"job", 0, CLI_ID, "ID", 0, 0, "only that job's events"},
+    {"user", 0, CLI_TEXT, "NAME", 0, 0, "only that user's jobs' events"},
+    {"after", 0, CLI_INT, "ID", 0, 0x7fffffffL,
+     "oldest first, from after that event id"},
+    {"limit", 0, CLI_INT, "N", 1, 10000,
+     "oldest first, N at a time (default 100): without\n-f only the first "
+     "N after --after"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
 const struct cli_entry cmd_events_entry = {
     .name = "events",
-    .summary = "the event log (-f: follow)",
+    .summary = "the event log: the newest 20 (-n N), -f: follow",
     .options = events_options,
     .json = "one event object per line",
     .exec = cmd_events,
@@ -224,6 +239,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	cli_job_spec(args, &spec);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
+	cli_warn_no_swap(cli, spec.swap_budget_bytes);
 	if (sl_submit(cli->client, &spec, &sub) < 0)
 		return cli_fail(cli);
 	if (cli->json)
@@ -752,6 +768,63 @@ write_log(void *arg, int64_t offset, const char *data, size_t len)
 	return 0;
 }
 
+/*
+ * logs -n: the log is read to its end and only its last n lines are kept
+ * (a last line without its newline counts as one), then written as the
+ * whole log would be.
+ */
+struct log_tail {
+	char *buf;
+	size_t len, cap;
+	long n;
+};
+
+/* Drop what comes before the last t->n lines. */
+static void
+log_tail_cut(struct log_tail *t)
+{
+	size_t i = t->len, start = 0;
+	long lines = 0;
+
+	if (i > 0 && t->buf[i - 1] == '\n')
+		i--;
+	while (i > 0) {
+		if (t->buf[i - 1] == '\n' && ++lines == t->n) {
+			start = i;
+			break;
+		}
+		i--;
+	}
+	if (start > 0) {
+		memmove(t->buf, t->buf + start, t->len - start);
+		t->len -= start;
+	}
+}
+
+static int
+log_tail_add(void *arg, int64_t offset, const char *data, size_t len)
+{
+	struct log_tail *t = arg;
+	char *nb;
+
+	(void)offset;
+	if (t->len + len > t->cap) {
+		size_t cap = t->cap > 0 ? t->cap : 65536;
+		while (cap < t->len + len)
+			cap *= 2;
+		if ((nb = realloc(t->buf, cap)) == NULL)
+			return -ENOMEM;
+		t->buf = nb;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, data, len);
+	t->len += len;
+	/* Bounded by the lines kept, not by the log's size. */
+	if (t->len > t->cap / 2)
+		log_tail_cut(t);
+	return 0;
+}
+
 static int
 cmd_logs(struct cli *cli, struct cli_args *args)
 {
@@ -777,8 +850,29 @@ cmd_logs(struct cli *cli, struct cli_args *args)
 	}
 	if (cli_has(args, "follow"))
 		watch_queued(cli, id);
-	rc = sl_logs(cli->client, id, 0, cli_has(args, "follow"), write_log,
-	             &out, NULL);
+	if (cli_has(args, "lines")) {
+		struct log_tail t = {NULL, 0, 0,
+		                     (long)cli_number(args, "lines", 1)};
+		int64_t end = 0;
+		rc = sl_logs(cli->client, id, 0, 0, log_tail_add, &t, &end);
+		if (rc == -ENOMEM) {
+			free(t.buf);
+			cli_error("out of memory");
+			return EXIT_ERR;
+		}
+		if (rc == 0) {
+			log_tail_cut(&t);
+			if (t.len > 0)
+				write_log(&out, 0, t.buf, t.len);
+			if (out.err == 0 && cli_has(args, "follow"))
+				rc = sl_logs(cli->client, id, end, 1, write_log,
+				             &out, NULL);
+		}
+		free(t.buf);
+	} else {
+		rc = sl_logs(cli->client, id, 0, cli_has(args, "follow"),
+		             write_log, &out, NULL);
+	}
 	/* A character the log ended inside: its bytes, escaped. */
 	errno = 0;
 	if (out.err == 0 && out.ntail > 0 &&
@@ -849,7 +943,7 @@ print_event(const struct sl_event *e, int json)
 		else if (e->detail != NULL)
 			detail = cli_safe_dup(e->detail);
 
-		printf("%s  %-8s %-10s %-10s %s\n",
+		printf("%7" PRId64 "  %s  %-8s %-10s %-10s %s\n", e->id,
 		       cli_time(e->ts_ms, 0, t, sizeof t), job,
 		       e->user[0] ? cli_safe(e->user, 32, user, sizeof user)
 		                  : "-",
@@ -859,21 +953,134 @@ print_event(const struct sl_event *e, int json)
 	fflush(stdout);
 }
 
+/* What events prints: --job, --user, --since and --until. */
+struct events_filter {
+	int64_t job_id; /* 0: any */
+	const char *user;
+	int64_t since_ms, until_ms; /* 0: none */
+};
+
+static int
+events_match(const struct events_filter *f, const struct sl_event *e)
+{
+	if (f->job_id > 0 && e->job_id != f->job_id)
+		return 0;
+	if (f->user != NULL && strcmp(e->user, f->user) != 0)
+		return 0;
+	if (f->since_ms > 0 && e->ts_ms < f->since_ms)
+		return 0;
+	if (f->until_ms > 0 && e->ts_ms >= f->until_ms)
+		return 0;
+	return 1;
+}
+
+/*
+ * The newest n events that match, as journalctl -n shows them: the log is
+ * read newest first (before_id), a page of up to 10000 at a time, until n
+ * match or the log (or --since) is behind; they are printed oldest first.
+ * *last gets the newest id there is, where a follow goes on from.
+ */
+static int
+events_tail(struct cli *cli, const struct events_filter *f, long n,
+            int64_t *last)
+{
+	struct sl_event *kept, *ev;
+	size_t nev, i, nkept = 0;
+	int64_t before = 0;
+	const int page = 10000;
+	int rc = EXIT_OK, older = 1;
+
+	if ((kept = calloc((size_t)n, sizeof *kept)) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	*last = 0;
+	while (older && nkept < (size_t)n) {
+		if (sl_events_before(cli->client, before, page, &ev, &nev) <
+		    0) {
+			rc = cli_fail(cli);
+			break;
+		}
+		/* A page may end early (its time or size is up: PROTOCOL.md,
+		 * events), but is never empty while older events remain. */
+		older = nev > 0;
+		for (i = 0; i < nev; i++) {
+			if (ev[i].id > *last)
+				*last = ev[i].id;
+			before = ev[i].id;
+			if (f->since_ms > 0 && ev[i].ts_ms < f->since_ms)
+				older = 0; /* the rest is older still */
+			if (nkept == (size_t)n || !events_match(f, &ev[i]))
+				continue;
+			/* Kept, detail and all. */
+			kept[nkept++] = ev[i];
+			ev[i].detail = NULL;
+		}
+		sl_events_free(ev, nev);
+	}
+	for (i = nkept; i-- > 0;) {
+		if (rc == EXIT_OK)
+			print_event(&kept[i], cli->json);
+		free(kept[i].detail);
+	}
+	free(kept);
+	return rc;
+}
+
+static int
+events_time(struct cli *cli, const struct cli_args *args, const char *name,
+            int64_t now, int64_t *ms)
+{
+	const char *s = cli_text(args, name, NULL);
+
+	*ms = 0;
+	if (s != NULL && units_parse_time_ms(s, now, ms) < 0)
+		return cli_usage_error(cli,
+		                       "--%s takes a time such as 1h, "
+		                       "\"2026-11-30 05:00\" or an epoch, not "
+		                       "'%s'",
+		                       name, s);
+	return -1;
+}
+
 static int
 cmd_events(struct cli *cli, struct cli_args *args)
 {
 	int follow = cli_has(args, "follow");
+	int forward = cli_has(args, "after") || cli_has(args, "limit");
 	int64_t after = cli_number(args, "after", 0);
 	long limit = (long)cli_number(args, "limit", 0);
+	struct events_filter f;
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
-	int64_t last;
+	int64_t last, now = cli_now_ms();
 	long page;
 	int rc;
 
+	memset(&f, 0, sizeof f);
+	f.job_id = cli_number(args, "job", 0);
+	f.user = cli_text(args, "user", NULL);
+	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
+	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
+		return rc;
+	if (follow && f.until_ms > 0)
+		return cli_usage_error(cli, "--until cannot be used with -f");
+	if (forward && cli_has(args, "lines"))
+		return cli_usage_error(cli, "-n shows the newest events; "
+		                            "--after and --limit list from "
+		                            "the oldest: not both");
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
+	if (!forward) {
+		/* The newest -n, then (following) what comes after them. */
+		if ((rc = events_tail(cli, &f,
+		                      (long)cli_number(args, "lines", 20),
+		                      &last)) != EXIT_OK ||
+		    !follow)
+			return rc;
+		after = last;
+	}
 	/*
 	 * Following, the backlog comes a page at a time until a page is not
 	 * full, and only then do notifications take over; the daemon starts
@@ -888,7 +1095,8 @@ cmd_events(struct cli *cli, struct cli_args *args)
 			return cli_fail(cli);
 		for (i = 0; i < nev; i++)
 			if (ev[i].id > last) {
-				print_event(&ev[i], cli->json);
+				if (events_match(&f, &ev[i]))
+					print_event(&ev[i], cli->json);
 				last = ev[i].id;
 			}
 		sl_events_free(ev, nev);
@@ -900,7 +1108,8 @@ cmd_events(struct cli *cli, struct cli_args *args)
 		if (rc < 0)
 			return cli_fail(cli);
 		if (n.kind == SL_N_EVENT && n.event.id > last) {
-			print_event(&n.event, cli->json);
+			if (events_match(&f, &n.event))
+				print_event(&n.event, cli->json);
 			last = n.event.id;
 		}
 		sl_notification_clear(&n);

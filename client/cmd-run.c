@@ -688,6 +688,8 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		return rc;
 	r.c = cli->client;
 	snprintf(r.path, sizeof r.path, "%s", sl_path(r.c));
+	if (!r.quiet)
+		cli_warn_no_swap(cli, spec.swap_budget_bytes);
 	/* Events tell us when someone cancels the job while it waits. */
 	if (sl_subscribe(r.c, 0, 1, 0, NULL) < 0)
 		return cli_fail(cli);

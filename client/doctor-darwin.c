@@ -6,6 +6,9 @@
 #include <sys/sysctl.h>
 
 #include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,4 +61,28 @@ doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen)
 	                         : "unknown");
 	k->pressure_source = "sysctl kern.memorystatus_vm_pressure_level";
 	return 0;
+}
+
+int
+doctor_default_db(int system, char *buf, size_t len)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	int n;
+
+	if (system)
+		n = snprintf(buf, len, "%s", "/var/db/stageload/stageload.db");
+	else {
+		if (home == NULL || home[0] != '/') {
+			if ((pw = getpwuid(getuid())) == NULL ||
+			    pw->pw_dir == NULL)
+				return -ENOENT;
+			home = pw->pw_dir;
+		}
+		n = snprintf(buf, len,
+		             "%s/Library/Application Support/stageload/"
+		             "stageload.db",
+		             home);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -4,6 +4,9 @@
  * daemon's PSI thresholds, which the client does not know.
  */
 #include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,4 +62,30 @@ doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen)
 	    swap_free < swap_total ? swap_total - swap_free : 0;
 	k->swap_source = "/proc/meminfo SwapTotal - SwapFree";
 	return 0;
+}
+
+static int
+put(char *buf, size_t len, const char *a, const char *b)
+{
+	int n = snprintf(buf, len, "%s%s", a, b);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int
+doctor_default_db(int system, char *buf, size_t len)
+{
+	const char *dir = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (system)
+		return put(buf, len, "/var/lib/stageload/stageload.db", "");
+	if (dir != NULL && dir[0] == '/')
+		return put(buf, len, dir, "/stageload/stageload.db");
+	if (home == NULL || home[0] != '/') {
+		if ((pw = getpwuid(getuid())) == NULL || pw->pw_dir == NULL)
+			return -ENOENT;
+		home = pw->pw_dir;
+	}
+	return put(buf, len, home, "/.local/state/stageload/stageload.db");
 }

@@ -24,4 +24,9 @@ struct doctor_kernel {
 /* Fill k from the running kernel; -errno with a cause on failure. */
 int doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen);
 
+/* The database a daemon uses when it is given no --db, as it chooses it
+ * (daemon/platform-*.c, platform_default_db): the system daemon's when
+ * system, else this user's per-user daemon's. -errno when there is none. */
+int doctor_default_db(int system, char *buf, size_t len);
+
 #endif

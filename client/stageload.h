@@ -424,6 +424,10 @@ int sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
  * sl_events_free(). */
 int sl_events(sl_client *c, int64_t after_id, int limit, int follow,
               struct sl_event **events, size_t *nevents);
+/* The same newest first: events before before_id (0: the newest), at
+ * most limit; the next page is before the last one's id. */
+int sl_events_before(sl_client *c, int64_t before_id, int limit,
+                     struct sl_event **events, size_t *nevents);
 void sl_events_free(struct sl_event *events, size_t nevents);
 
 #if defined(__GNUC__) || defined(__clang__)

@@ -15,8 +15,8 @@
 
 static const struct cli_option main_options[] = {
     {"version", 0, CLI_FLAG, NULL, 0, 0, "print the version"},
-    {"generate", 0, CLI_CHOICE, "man|complete-bash|complete-zsh", 0, 0,
-     "print the man page or a shell's completions"},
+    {"generate", 0, CLI_CHOICE, "man|complete-bash|complete-zsh|complete-fish",
+     0, 0, "print the man page or a shell's completions"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -45,6 +45,25 @@ help(struct cli *cli, const struct cli_args *top)
 		                       top->argv[1]);
 	cli_print_help(stdout, e);
 	return EXIT_OK;
+}
+
+/* completions SHELL: as --generate complete-SHELL, by the name people
+ * look for ("source <(stageloadctl completions bash)"). */
+static int
+completions(struct cli *cli, const struct cli_args *top)
+{
+	char kind[32];
+
+	cli->name = "completions";
+	if (top->argc != 2)
+		return cli_usage_error(cli, "which shell: bash, zsh or fish");
+	if (strcmp(top->argv[1], "bash") != 0 &&
+	    strcmp(top->argv[1], "zsh") != 0 &&
+	    strcmp(top->argv[1], "fish") != 0)
+		return cli_usage_error(cli, "takes bash, zsh or fish, not '%s'",
+		                       top->argv[1]);
+	snprintf(kind, sizeof kind, "complete-%s", top->argv[1]);
+	return cli_generate(stdout, kind) < 0 ? EXIT_ERR : EXIT_OK;
 }
 
 static int
@@ -78,6 +97,8 @@ dispatch(struct cli *cli, int argc, char **argv)
 		                       cli->prog);
 	if (strcmp(top.argv[0], "help") == 0)
 		return help(cli, &top);
+	if (strcmp(top.argv[0], "completions") == 0)
+		return completions(cli, &top);
 	e = cli_find_entry(top.argv[0]);
 	if (e == NULL)
 		return cli_usage_error(cli,

@@ -21,6 +21,10 @@
 
 #define DAY_MS (24LL * 3600 * 1000)
 
+#ifndef SL_DEFAULT_CONFIG
+#define SL_DEFAULT_CONFIG "/etc/stageload.conf"
+#endif
+
 static const char usage_text[] =
     "usage: stageloadd [-fhvV] [--config FILE] [--socket PATH] [--db PATH]\n"
     "                  [--state-dir DIR] [--interval SECONDS]\n"
@@ -31,7 +35,9 @@ static const char usage_text[] =
     "them when swap grows past their budget. Runs in the foreground.\n"
     "\n"
     "  --config FILE      read 'key = value' lines from FILE first; the\n"
-    "                     command line overrides it (see docs/daemon.md)\n"
+    "                     command line overrides it (see docs/daemon.md;\n"
+    "                     default: $STAGELOAD_CONFIG, else, as root,\n"
+    "                     " SL_DEFAULT_CONFIG " if it exists)\n"
     "  --socket PATH      control socket (default %s)\n"
     "  --db PATH          sqlite database (default %s); it and its\n"
     "                     directories must be the daemon's own: not in a\n"
@@ -675,6 +681,28 @@ config_argv(struct config *cfg, int argc, char **argv, int apply, int *action,
 	return 0;
 }
 
+/*
+ * Without --config: $STAGELOAD_CONFIG when it is set ("" for none: tests,
+ * and anyone who wants no file), else, for a system (root) daemon,
+ * SL_DEFAULT_CONFIG (/etc/stageload.conf) when it exists. A per-user
+ * daemon reads no file unless told: the system's file names the system
+ * daemon's socket and database. The file is checked as --config's is.
+ */
+static int
+config_default_path(struct config *cfg, char *cause, size_t causelen)
+{
+	const char *env = getenv("STAGELOAD_CONFIG");
+	const char *path = env != NULL ? env : SL_DEFAULT_CONFIG;
+	struct stat st;
+
+	if (path[0] == '\0' || (env == NULL && !cfg->system))
+		return 0;
+	if (env == NULL && lstat(path, &st) != 0 && errno == ENOENT)
+		return 0;
+	return set_path(cfg->config_path, sizeof cfg->config_path,
+	                "STAGELOAD_CONFIG", path, cause, causelen);
+}
+
 int
 config_parse(struct config *cfg, int argc, char **argv, char *cause,
              size_t causelen)
@@ -695,6 +723,9 @@ config_parse(struct config *cfg, int argc, char **argv, char *cause,
 		       STAGELOAD_OS, PROTO_VERSION);
 		return 1;
 	}
+	if (cfg->config_path[0] == '\0' &&
+	    (rc = config_default_path(cfg, cause, causelen)) != 0)
+		return rc;
 	if (cfg->config_path[0] != '\0' &&
 	    (rc = config_load_file(cfg, cfg->config_path, cause, causelen)) !=
 	        0)

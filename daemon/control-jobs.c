@@ -808,25 +808,40 @@ events_cb(void *arg, const struct store_event *e)
 }
 
 /* Version 2 takes the cursor of events as the id of the last one: a
- * decimal string, as next_cursor gives it. */
+ * decimal string, as next_cursor gives it; newest first (before_id) it is
+ * "b" and the id of the oldest one so far. */
 static int
-events_cursor(const char *cur, int64_t *after)
+events_cursor(const char *cur, int64_t *after, int64_t *before)
 {
 	long long x;
-	int used = 0;
+	int used = 0, b = cur[0] == 'b';
 
-	if (cur[0] < '0' || cur[0] > '9' ||
-	    sscanf(cur, "%lld%n", &x, &used) != 1 || cur[used] != '\0' || x < 0)
+	if (cur[b] < '0' || cur[b] > '9' ||
+	    sscanf(cur + b, "%lld%n", &x, &used) != 1 ||
+	    cur[b + used] != '\0' || x < 0 || (b && x == 0))
 		return -1;
-	*after = x;
+	*(b ? before : after) = x;
 	return 0;
+}
+
+/* A page of events: oldest first after ctx->last, or newest first
+ * before w->before (updated to the oldest one added). */
+static int
+events_read(struct daemon *d, int64_t before, struct events_ctx *ctx,
+            int64_t limit)
+{
+	if (before > 0)
+		return store_events_before(d->store, before, limit, events_cb,
+		                           ctx);
+	return store_events(d->store, ctx->last, limit, events_cb, ctx);
 }
 
 /* A version 1 events answer, built a slice at a time. */
 struct events_walk {
 	struct events_ctx ctx;
 	struct page pg;
-	int64_t left; /* events still wanted */
+	int64_t left;   /* events still wanted */
+	int64_t before; /* newest first, before this id (0: oldest first) */
 	uint64_t client_id;
 	int follow;
 };
@@ -849,8 +864,9 @@ events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 
 	page_slice(&w->pg);
 	w->ctx.pg = &w->pg;
-	if (store_events(d->store, w->ctx.last, w->left, events_cb, &w->ctx) <
-	    0) {
+	if (w->before > 0 && w->pg.n > 0)
+		w->before = w->ctx.last; /* go on below the oldest so far */
+	if (events_read(d, w->before, &w->ctx, w->left) < 0) {
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
@@ -878,11 +894,13 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct events_walk *w;
 	const char *cursor = NULL;
-	int64_t after = 0, limit = 100;
+	int64_t after = 0, before = 0, limit = 100;
 	int follow = 0, v2 = p->version >= 2, rc;
 	char next[32];
 
 	if ((rc = proto_param_int(params, "after_id", 0, 0, INT64_MAX, &after,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "before_id", 0, 1, INT64_MAX, &before,
 	                          cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "cursor", 0, 32, &cursor, cause,
 	                             causelen)) < 0 ||
@@ -893,10 +911,17 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if (cursor != NULL &&
 	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
-	     events_cursor(cursor, &after) != 0)) {
+	     cJSON_GetObjectItemCaseSensitive(params, "before_id") != NULL ||
+	     events_cursor(cursor, &after, &before) != 0)) {
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' must be a next_cursor this "
-		         "daemon gave, without after_id");
+		         "daemon gave, without after_id or before_id");
+		return PROTO_E_PARAMS;
+	}
+	if (before > 0 && (after > 0 || follow)) {
+		snprintf(cause, causelen,
+		         "invalid params: 'before_id' (newest first) cannot go "
+		         "with after_id or follow");
 		return PROTO_E_PARAMS;
 	}
 	if ((w = calloc(1, sizeof *w)) == NULL) {
@@ -912,6 +937,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	w->ctx.viewer = p->uid;
 	w->ctx.last = after;
 	w->left = limit;
+	w->before = before;
 	w->client_id = p->client_id;
 	w->follow = follow;
 	if (!v2) {
@@ -921,7 +947,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return CONTROL_DEFERRED;
 	}
 	/* One more than the page says whether a next one exists. */
-	if (store_events(d->store, after, limit + 1, events_cb, &w->ctx) < 0) {
+	if (events_read(d, before, &w->ctx, limit + 1) < 0) {
 		events_free(w);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
@@ -934,8 +960,9 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	*result = cJSON_CreateObject();
 	cJSON_AddItemToObject(*result, "events", page_array(&w->pg));
-	snprintf(next, sizeof next, "%" PRId64, w->ctx.last);
-	if ((w->pg.full || w->pg.yield) && !follow)
+	snprintf(next, sizeof next, "%s%" PRId64, before > 0 ? "b" : "",
+	         w->ctx.last);
+	if ((w->pg.full || w->pg.yield) && !follow && w->pg.n > 0)
 		cJSON_AddStringToObject(*result, "next_cursor", next);
 	else
 		cJSON_AddNullToObject(*result, "next_cursor");

@@ -93,12 +93,13 @@ static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
                                                    {"offset", PROTO_T_INT, 0},
                                                    {"follow", PROTO_T_BOOL, 0},
                                                    PARAMS_END};
-static const struct control_param events_params[] = {
-    {"after_id", PROTO_T_INT, 0},
-    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
-    {"limit", PROTO_T_INT, 0},
-    {"follow", PROTO_T_BOOL, 0},
-    PARAMS_END};
+static const struct control_param
+    events_params[] = {{"after_id", PROTO_T_INT, 0},
+                       {"before_id", PROTO_T_INT, 0}, /* newest first */
+                       {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+                       {"limit", PROTO_T_INT, 0},
+                       {"follow", PROTO_T_BOOL, 0},
+                       PARAMS_END};
 
 static const struct control_method methods[] = {
     {"hello", ctl_hello, AUTH_ANYONE, hello_params},
@@ -326,6 +327,61 @@ info_waiting(struct daemon *d, cJSON *r)
 	return 0;
 }
 
+/*
+ * info's config: the file read (null when none) and the settings in effect
+ * that a user meets: job defaults and limits (docs/daemon.md names each
+ * key; PROTOCOL.md, info).
+ */
+static int
+info_config(struct daemon *d, cJSON *r)
+{
+	const struct config *c = &d->cfg;
+	cJSON *o;
+
+	if (c->config_path[0] != '\0')
+		cJSON_AddStringToObject(r, "config_path", c->config_path);
+	else
+		cJSON_AddNullToObject(r, "config_path");
+	if ((o = cJSON_AddObjectToObject(r, "defaults")) == NULL)
+		return -1;
+	cJSON_AddNumberToObject(o, "wait_free_pct", c->default_wait_free_pct);
+	proto_add_int(o, "swap_budget_bytes",
+	              (int64_t)c->default_swap_budget_bytes);
+	proto_add_int(o, "max_running", c->max_running);
+	proto_add_int(o, "grace_ms", c->grace_ms);
+	proto_add_int(o, "settle_ms", c->settle_ms);
+	cJSON_AddNumberToObject(o, "settle_growth_pct", c->settle_growth_pct);
+	proto_add_int(o, "settle_samples", c->settle_samples);
+	cJSON_AddNumberToObject(o, "max_wait_free_pct", c->max_wait_free_pct);
+	proto_add_int(o, "hol_bound_ms", c->hol_bound_ms);
+	if ((o = cJSON_AddObjectToObject(r, "limits")) == NULL)
+		return -1;
+	proto_add_int(o, "max_line_bytes", (int64_t)c->max_line_bytes);
+	proto_add_int(o, "max_clients", c->max_clients);
+	proto_add_int(o, "max_clients_per_uid", c->max_clients_per_uid);
+	proto_add_int(o, "max_queued_per_uid", c->max_queued_per_uid);
+	proto_add_int(o, "max_deferred_per_uid", c->max_deferred_per_uid);
+	proto_add_int(o, "max_meters_per_uid", c->max_meters_per_uid);
+	proto_add_int(o, "max_argv_bytes", (int64_t)c->max_argv_bytes);
+	proto_add_int(o, "max_env_bytes", (int64_t)c->max_env_bytes);
+	proto_add_int(o, "max_stored_bytes_per_uid",
+	              (int64_t)c->max_stored_bytes_per_uid);
+	proto_add_int(o, "max_ended_jobs_per_uid", c->max_ended_jobs_per_uid);
+	proto_add_int(o, "max_log_bytes", (int64_t)c->max_log_bytes);
+	if (c->min_free_disk_auto)
+		cJSON_AddStringToObject(o, "min_free_disk", "auto");
+	else
+		proto_add_int(o, "min_free_disk",
+		              (int64_t)c->min_free_disk_bytes);
+	proto_add_int(o, "max_unread_bytes", (int64_t)c->max_unread_bytes);
+	proto_add_int(o, "max_unread_bytes_per_uid",
+	              (int64_t)c->max_unread_bytes_per_uid);
+	proto_add_int(o, "max_input_bytes_per_uid",
+	              (int64_t)c->max_input_bytes_per_uid);
+	proto_add_int(o, "hello_timeout_ms", c->hello_timeout_ms);
+	return 0;
+}
+
 /* info's counters: since the daemon started (PROTOCOL.md, info). */
 static int
 info_counters(struct daemon *d, cJSON *r)
@@ -394,7 +450,8 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(o, "queued", counts[JOB_QUEUED]);
 	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
 	proto_add_int(o, "running", counts[JOB_RUNNING]);
-	if (info_waiting(d, r) != 0 || info_counters(d, r) != 0) {
+	if (info_waiting(d, r) != 0 || info_counters(d, r) != 0 ||
+	    info_config(d, r) != 0) {
 		cJSON_Delete(r);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
@@ -496,7 +553,7 @@ history_fill(struct daemon *d, void *state, struct answers_buf *out,
 	struct history_bucket *b;
 	char why[256];
 	size_t n, i;
-	int rc;
+	int rc = 0;
 
 	if (h->head != NULL) {
 		rc = answers_append(out, h->head, strlen(h->head));

@@ -93,7 +93,7 @@ struct store {
 	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
 	sqlite3_stmt *jobs_unended, *jobs_ended;
 	sqlite3_stmt *job_hist_raw, *job_hist;
-	sqlite3_stmt *ev_ins, *ev_list;
+	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
 	sqlite3_stmt *job_was_ended, *jobs_oldest_ended;
 	sqlite3_stmt *del_job_samples, *del_job_events, *del_job, *del_job_args;
 

@@ -557,6 +557,21 @@ store_events(struct store *s, int64_t after_id, int64_t limit,
 }
 
 int
+store_events_before(struct store *s, int64_t before_id, int64_t limit,
+                    int (*cb)(void *arg, const struct store_event *e),
+                    void *arg)
+{
+	sqlite3_stmt *st = s->ev_list_before;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, before_id > 0 ? before_id : INT64_MAX);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	rc = event_rows(st, cb, arg);
+	sqlite3_reset(st);
+	return rc;
+}
+
+int
 store_job_events(struct store *s, int64_t job_id, const char *kind,
                  int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg)

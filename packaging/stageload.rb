@@ -29,6 +29,7 @@ class Stageload < Formula
     system "cmake", "--install", "build"
     # The LaunchDaemon files, for an install outside brew services.
     pkgshare.install "launchd"
+    pkgshare.install "packaging/stageload.conf.example"
   end
 
   # `sudo brew services start stageload` makes this a LaunchDaemon in the
@@ -42,7 +43,10 @@ class Stageload < Formula
   # /var/run/stageload.sock (mode 0666; every request is authorised by the
   # peer's credentials), the same paths launchd/install.sh uses, so clients
   # find it either way. Jobs run in their own sessions, so stopping the
-  # service does not take them down.
+  # service does not take them down. Like the plist it reads
+  # /etc/stageload.conf when that exists (root-owned, not writable by
+  # others; not brew's etc, which the Homebrew user could change), with
+  # the options below over it; the commented example is in pkgshare.
   service do
     run [opt_bin/"stageloadd", "--socket", "/var/run/stageload.sock",
          "--db", "/var/db/stageload/stageload.db", "--foreground"]

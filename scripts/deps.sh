@@ -15,7 +15,8 @@ as_root() {
 
 if [ "$(uname -s)" = Darwin ]; then
 	pkgs=(cmake pkg-config libuv cjson sqlite libmicrohttpd)
-	[ "$want_tests" -eq 1 ] && pkgs+=(cmocka shellcheck prometheus)
+	# mandoc is macOS's own man; zsh and bash come with it; fish: admin_man.
+	[ "$want_tests" -eq 1 ] && pkgs+=(cmocka shellcheck prometheus fish)
 	missing=()
 	for p in "${pkgs[@]}"; do
 		brew list --formula "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -43,8 +44,10 @@ if [ "$want_tests" -eq 1 ]; then
 	# Chromium driven by selenium (python3-selenium is the system
 	# Python's; the test finds it from another python3 too).
 	pkgs+=(prometheus chromium chromium-driver python3-selenium)
-	# zsh and groff: the generated completions and man page (cli_entries).
-	pkgs+=(zsh groff-base)
+	# zsh and groff: the generated completions and man page (cli_entries);
+	# mandoc (mandoc -T lint of the man pages) and fish (its completions
+	# too): admin_man.
+	pkgs+=(zsh groff-base mandoc fish)
 	# unicode-data: the Unicode data that client/cli-width-table.h is
 	# generated from (scripts/gen-width-table.py; cli_reason compares).
 	pkgs+=(unicode-data)
@@ -52,6 +55,9 @@ if [ "$want_tests" -eq 1 ]; then
 	# The Python package's tests (tests/python/): a venv with Debian's
 	# setuptools (offline install) and pytest.
 	pkgs+=(python3-venv python3-setuptools python3-pytest)
+	# The staging tests (tests/python/test_torch.py) and bench/qwen_image.py
+	# --synthetic: torch for the system Python (1.13 on Debian 12).
+	pkgs+=(python3-torch)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
 missing=()

@@ -13,7 +13,7 @@ SRC=${SL_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 entries=$(python3 "$SRC/tests/lib/cli_entries.py" "$SRC") || fail "cannot read the entries: $entries"
 [ -n "$entries" ] || fail "no entries found in $SRC/client"
 CTL=$SL_BIN/stageloadctl
-NOSOCK=$SL_TMP/none.sock # no daemon there: a command that connects exits 69
+NOSOCK=$SL_TMP/none.sock # no daemon there: a command that connects exits 69 (doctor: 1)
 
 # one_error EXPECTED CMD ARGS...: exit 2, nothing on stdout, and exactly the
 # line EXPECTED on stderr.
@@ -97,7 +97,14 @@ while read -r name alias flags operands opts; do
 			after-operands) set -- "$cmd" $ops --socket="$NOSOCK" ;;
 			esac
 			rc=0
-			timeout 20 "$CTL" "$@" >/dev/null 2>"$SL_TMP/err" || rc=$?
+			timeout 20 "$CTL" "$@" >"$SL_TMP/out" 2>"$SL_TMP/err" || rc=$?
+			# doctor reports a daemon that is down as a failed check
+			# (exit 1, on stdout), as it reports the others.
+			if [ "$cmd" = doctor ]; then
+				[ "$rc" = 1 ] && grep -q "^\[FAIL\]  1  daemon not running at $NOSOCK" "$SL_TMP/out" ||
+					fail "$* (socket $where the command): exit $rc: $(cat "$SL_TMP/out" "$SL_TMP/err")"
+				continue
+			fi
 			[ "$rc" = 69 ] && grep -q "daemon not running at $NOSOCK" "$SL_TMP/err" ||
 				fail "$* (socket $where the command): exit $rc: $(cat "$SL_TMP/err")"
 		done
@@ -131,7 +138,11 @@ while read -r name alias flags operands opts; do
 	for args in "--json $name $extra $ops" "$name $extra --json $ops" "$name $extra $ops --json"; do
 		case $flags,$args in *cmdline*,*"-- true --json") continue ;; esac
 		# shellcheck disable=SC2086
-		out=$(timeout 20 "$CTL" --socket "$SOCK" $args) || fail "$args: exit $?"
+		# (doctor exits 1 here: a daemon reading fixture files fails its
+		# comparison with the kernel)
+		rc=0
+		out=$(timeout 20 "$CTL" --socket "$SOCK" $args) || rc=$?
+		[ "$rc" = 0 ] || { [ "$name" = doctor ] && [ "$rc" = 1 ]; } || fail "$args: exit $rc"
 		# one JSON value, or JSON lines
 		python3 -c '
 import json, sys
@@ -146,15 +157,16 @@ ok "--json before and after every command with a JSON form"
 
 # --- the man page and the completions are made from the same entries ---
 "$CTL" --generate man >"$SL_TMP/stageloadctl.1" || fail "--generate man"
-if command -v groff >/dev/null; then
+# The page is mdoc: rendered by mandoc (admin_man lints it), else groff.
+if command -v mandoc >/dev/null; then
+	mandoc -T ascii -O width=1000 "$SL_TMP/stageloadctl.1" 2>"$SL_TMP/err" | col -bx >"$SL_TMP/man.txt"
+elif command -v groff >/dev/null; then
 	# -ww: every warning; a roff mistake (an unescaped line start) is one
-	groff -man -Tutf8 -ww -z "$SL_TMP/stageloadctl.1" 2>"$SL_TMP/err" && [ ! -s "$SL_TMP/err" ] ||
-		fail "the man page does not render cleanly: $(cat "$SL_TMP/err")"
-elif [ "${CI:-}" = true ]; then
-	fail "groff not installed (scripts/deps.sh --test): CI=true forbids not rendering the man page"
+	groff -mdoc -Tascii -rLL=1000n -ww -P-cbou "$SL_TMP/stageloadctl.1" 2>"$SL_TMP/err" >"$SL_TMP/man.txt"
 else
-	echo "note: groff not installed (scripts/deps.sh --test): the man page is not rendered" >&2
+	fail "neither mandoc nor groff is installed (scripts/deps.sh --test): the man page cannot be read"
 fi
+[ ! -s "$SL_TMP/err" ] || fail "the man page does not render cleanly: $(cat "$SL_TMP/err")"
 "$CTL" --generate complete-bash >"$SL_TMP/complete.bash" || fail "--generate complete-bash"
 "$CTL" --generate complete-zsh >"$SL_TMP/_stageloadctl" || fail "--generate complete-zsh"
 bash -n "$SL_TMP/complete.bash" || fail "the bash completion is not valid bash"
@@ -172,8 +184,9 @@ complete_bash() {
 }
 words=" $(complete_bash "") "
 while read -r name alias flags operands opts; do
-	man_syn=$(sed -n '/^\.SH SYNOPSIS/,/^\.fi/p' "$SL_TMP/stageloadctl.1" | sed 's/\\-/-/g' | grep -E "^stageloadctl $name( |$)") ||
-		fail "the man page's synopsis lacks $name"
+	# (mdoc sets "ID ..." where --help has "ID...")
+	man_syn=$(sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' "$SL_TMP/man.txt" | sed 's/^ *//; s/ \.\.\./.../g' |
+		grep -E "^stageloadctl $name( |$)") || fail "the man page's synopsis lacks $name"
 	help_syn=$("$CTL" "$name" --help | sed -n '1,/^$/p' | sed 's/^usage: //' | tr -s ' \n' ' ' | sed 's/ $//')
 	[ "$man_syn" = "$help_syn" ] || fail "$name: man synopsis '$man_syn', --help '$help_syn'"
 	for n in $name ${alias#-}; do
@@ -185,7 +198,7 @@ while read -r name alias flags operands opts; do
 		o=${o%=}
 		case $offered in *" --$o "*) ;; *) fail "bash completion of $name lacks --$o: $offered" ;; esac
 		grep -qE -- "--$o([^a-z-]|$)" <<<"$zsh_block" || fail "zsh completion of $name lacks --$o: $zsh_block"
-		sed -n "/^\.SS $name\b/,/^\.SS /p" "$SL_TMP/stageloadctl.1" | sed 's/\\-/-/g' | grep -qF -- "--$o\\fR" ||
+		sed -n "/^     $name\b/,/^     [a-z]/p" "$SL_TMP/man.txt" | grep -qE -- "^ +(-[a-z], )?--$o\b" ||
 			fail "the man page's $name lacks --$o"
 	done
 done <<<"$entries"

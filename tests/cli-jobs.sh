@@ -111,10 +111,10 @@ rc=0; ctl submit 2>/dev/null || rc=$?
 ok "errors"
 
 # --- events and history --job ---
-ctl events >"$SL_TMP/events.txt"
+ctl events -n 10000 >"$SL_TMP/events.txt"
 grep -Eq "job $id +[^ ]+ +submitted" "$SL_TMP/events.txt" || fail "events: $(cat "$SL_TMP/events.txt")"
 grep -Eq "job $q +[^ ]+ +cancelled" "$SL_TMP/events.txt" || fail "cancelled event"
-ctl events --json | python3 -c '
+ctl events -n 10000 --json | python3 -c '
 import json, sys
 ev = [json.loads(l) for l in sys.stdin]
 assert ev and all(k in ev[0] for k in ("id", "ts_ms", "job_id", "user", "kind", "detail")), ev[:1]

@@ -11,14 +11,16 @@ cmake --install "$BUILD" --prefix "$PREFIX" >"$SL_TMP/install.log" 2>&1 ||
 	fail "cmake --install failed: $(cat "$SL_TMP/install.log")"
 for f in bin/stageloadd bin/stageloadctl include/stageload.h \
 	share/man/man1/stageloadctl.1 share/bash-completion/completions/stageloadctl \
-	share/zsh/site-functions/_stageloadctl; do
+	share/zsh/site-functions/_stageloadctl share/man/man8/stageloadd.8 \
+	share/man/man5/stageload.conf.5 share/fish/vendor_completions.d/stageloadctl.fish \
+	share/stageload/stageload.conf.example; do
 	[ -s "$PREFIX/$f" ] || fail "$f not installed"
 done
 pc=$(find "$PREFIX" -name stageload.pc | head -n 1)
 [ -n "$pc" ] || fail "stageload.pc not installed"
 libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libstageload.* >/dev/null 2>&1 || fail "libstageload not in $libdir"
-ok "installed: binaries, header, library, $(basename "$pc"), man page, completions"
+ok "installed: binaries, header, library, $(basename "$pc"), man pages, completions, example config"
 
 PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH

@@ -191,7 +191,7 @@ test_parse_entry(void **state)
 	char *a2[] = {"logs", "12", "-f", "--json", NULL};
 	char *a2b[] = {"logs", "12", "-f", NULL};
 	char *a3[] = {"events", "--lim=0", NULL};
-	char *a4[] = {"events", "--l", "5", NULL};
+	char *a4[] = {"events", "--lim", "5", NULL};
 	char *a5[] = {"show", NULL};
 	char *a6[] = {"history", "--s", "1h", NULL};
 	const struct cli_entry *ev = cli_find_entry("events");

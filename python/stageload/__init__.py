@@ -1,6 +1,8 @@
 """stageload from inside a Python process: a client of stageloadd's
 protocol, guard() for the current process, MemoryMeter traces and stage
-reports. Standard library only. docs/python.md is the manual."""
+reports; staging of big models (release, StagedModels, on_call, stand_in:
+torch is imported only when release() runs). Standard library only.
+docs/python.md is the manual."""
 
 from __future__ import annotations
 
@@ -16,8 +18,12 @@ __version__ = "0.1.0"
 
 __all__ = ["Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun", "JobTerminated",
            "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess", "PermissionDenied",
-           "StageloadError", "SwapBudgetExceeded", "WrongState", "format_size", "guard",
-           "parse_size", "socket_path", "stage", "trace"]
+           "StageloadError", "StagedModels", "SwapBudgetExceeded", "WrongState",
+           "format_size", "guard", "on_call", "parse_size", "release", "socket_path", "stage",
+           "stand_in", "trace"]
+
+_STAGING = ("StagedModels", "StandIn", "CallHook", "NotLoaded", "UnknownName", "on_call",
+            "release", "stand_in")
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +32,9 @@ def __getattr__(name: str) -> Any:
     if name == "MemoryMeter":
         from .meter import MemoryMeter
         return MemoryMeter
+    if name in _STAGING:
+        from . import staging
+        return getattr(staging, name)
     if name == "trace":
         import importlib
         return importlib.import_module(".trace", __name__)

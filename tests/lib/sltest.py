@@ -44,6 +44,7 @@ TOOL_PACKAGES = {
     "sqlite3": "sqlite3", "sync": "coreutils",
     "promtool": "prometheus", "prometheus": "prometheus",
     "chromium": "chromium", "chromedriver": "chromium-driver",
+    "mandoc": "mandoc", "zsh": "zsh", "fish": "fish",
 }
 
 
@@ -141,7 +142,7 @@ def kill_leftovers(d):
 class Daemon:
     """A stageloadd on a private socket, database and fixture proc root."""
 
-    def __init__(self, extra=(), interval="0.1", config=None):
+    def __init__(self, extra=(), interval="0.1", config=None, env=None):
         self.bin = os.environ.get("SL_BIN", "build/bin")
         self.dir = tempfile.mkdtemp(prefix="sltest-")
         self.proc_root = os.path.join(self.dir, "proc")
@@ -160,12 +161,22 @@ class Daemon:
                 f.write(config)
             self.args += ["--config", path]
         self.args += list(extra)
+        # Variables set (or, with None, removed) in the daemon's environment.
+        self.env = env
         self.proc = None
 
     def start(self):
         logf = open(self.log, "ab")
+        env = None
+        if self.env:
+            env = dict(os.environ)
+            for k, v in self.env.items():
+                if v is None:
+                    env.pop(k, None)
+                else:
+                    env[k] = v
         self.proc = subprocess.Popen(self.args, stdout=logf, stderr=logf,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=env)
         logf.close()
         poll(self._ready, timeout=10, what="daemon to answer on " + self.socket)
         return self

@@ -2,7 +2,8 @@
 # The Python package's tests. `setup` installs python/ into a venv in the
 # build directory (offline: --no-build-isolation with the interpreter's
 # setuptools, --system-site-packages for Debian's python3-pytest); any other
-# first argument is a pytest file of tests/python/ run with that venv.
+# first argument is a pytest file of tests/python/ run with that venv
+# (test_torch.py also needs torch: Debian's python3-torch).
 # SL_PYTHON is the interpreter CMake chose (STAGELOAD_PYTHON).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +42,10 @@ fi
 [ -x "$venv/bin/python" ] || skip "no venv at $venv: the python_setup test did not run"
 "$venv/bin/python" -c 'import pytest' 2>/dev/null ||
 	skip "no pytest: install python3-pytest (scripts/deps.sh --test)"
+if [ "${1:-}" = test_torch.py ]; then
+	"$venv/bin/python" -c 'import torch' 2>/dev/null ||
+		skip "no torch for $py: install python3-torch (scripts/deps.sh --test)"
+fi
 cd "$here" || exit 1
 # -p no:cacheprovider: nothing written into the source tree
 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
