@@ -105,12 +105,6 @@ cli_parse_pct(const char *s, double *out)
 }
 
 const char *
-cli_size(uint64_t bytes, char *buf, size_t len)
-{
-	return units_format_size(bytes, buf, len);
-}
-
-const char *
 cli_duration(int64_t ms, char *buf, size_t len)
 {
 	if (ms < 0)
@@ -476,13 +470,6 @@ cli_table_add(struct cli_table *t, const char *const *cells)
 	}
 	t->nrows++;
 	return 0;
-}
-
-const char *
-cli_safe(const char *s, size_t max, char *buf, size_t len)
-{
-	proto_text_escape(s, strlen(s), 0, max, buf, len, NULL);
-	return buf;
 }
 
 char *

@@ -891,8 +891,29 @@ proto_int_create(int64_t v)
 	return cJSON_CreateRaw(digits);
 }
 
-/* Integral numbers that cJSON would print inexactly become their digits,
- * so a tree parsed from the wire prints the integers it was given. */
+/* The decimal digits of v into buf (at least 21 bytes). */
+static void
+int_digits(int64_t v, char *buf)
+{
+	char tmp[24];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0, i = 0;
+
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		buf[i++] = '-';
+	while (n > 0)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+}
+
+/* Integral numbers become their digits, so a tree parsed from the wire
+ * prints the integers it was given: cJSON would print those past 10^15
+ * inexactly, and every one through its "%1.15g", read back with sscanf,
+ * which was much of the time a client spent printing a long status. */
 static void
 exact_ints(cJSON *item)
 {
@@ -900,11 +921,11 @@ exact_ints(cJSON *item)
 	char digits[24], *dup;
 	cJSON *c;
 
-	if (cJSON_IsNumber(item) &&
-	    (v >= CJSON_EXACT_LIMIT || v <= -CJSON_EXACT_LIMIT) &&
-	    v <= PROTO_MAX_SAFE_INT && v >= -PROTO_MAX_SAFE_INT &&
-	    (double)(int64_t)v == v) {
-		snprintf(digits, sizeof digits, "%" PRId64, (int64_t)v);
+	/* -0 stays cJSON's ("-0"), as it printed it before. */
+	if (cJSON_IsNumber(item) && v <= PROTO_MAX_SAFE_INT &&
+	    v >= -PROTO_MAX_SAFE_INT && (double)(int64_t)v == v &&
+	    !(v == 0 && signbit(v))) {
+		int_digits((int64_t)v, digits);
 		if ((dup = strdup(digits)) != NULL) {
 			item->type = cJSON_Raw;
 			item->valuestring = dup;
