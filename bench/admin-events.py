@@ -1,4 +1,4 @@
-"""How long `stageloadctl events -n 20` takes (it reads the event log through,
+"""How long `stageloadctl events -n 20` takes (it reads the event log newest first,
 docs/cli.md "events") and what memory it needs, for a log of N events, and
 `history` read from the database with the daemon stopped against the same
 range answered by the daemon. Numbers go in docs/benchmarks.md, "events -n

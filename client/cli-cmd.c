@@ -183,6 +183,12 @@ explain(const struct cli_option *o, char *buf, size_t len)
 		snprintf(buf, len,
 		         "a percentage from 0 to 100 (40, 40%%, 37.5)");
 		break;
+	case CLI_FREE:
+		snprintf(
+		    buf, len,
+		    "a percentage from 0 to 100 (40, 40%%, 37.5) or a size "
+		    "(30G)");
+		break;
 	case CLI_SIZE:
 		snprintf(buf, len, "a size such as 8G, 512M or 0");
 		break;
@@ -263,6 +269,18 @@ set_value(const struct cli_option *o, const char *text, int given,
 		if (cli_parse_pct(text, &pct) < 0)
 			return -EINVAL;
 		a->opt[slot].pct = pct;
+		break;
+	case CLI_FREE:
+		/* A plain number is a percentage; a size has its unit. */
+		if (cli_parse_pct(text, &pct) == 0) {
+			a->opt[slot].pct = pct;
+			break;
+		}
+		if (strpbrk(text, "KMGTkmgt") == NULL ||
+		    units_parse_size(text, &bytes) < 0)
+			return -EINVAL;
+		a->opt[slot].pct = -1;
+		a->opt[slot].n = (int64_t)bytes;
 		break;
 	case CLI_SIZE:
 		if (units_parse_size(text, &bytes) < 0)

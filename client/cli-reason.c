@@ -41,6 +41,11 @@ static const struct {
      "the daemon's database fails, so nothing is admitted (storage)"},
     {"client", "client", "free %f, waiting for its stageloadctl to come back",
      "its stageloadctl has not come back since the daemon restarted"},
+    {"held", "held", "free %f, held (release ID lets it start)",
+     "it is held (hold): it starts only once released"},
+    {"group", "group", "free %f, its group runs as many jobs as it may",
+     "its group already has as many jobs running as the daemon's "
+     "group.NAME.max_running allows"},
     {"none", "-", "free %f, being admitted",
      "nothing holds it back: it is being admitted"},
 };
@@ -151,6 +156,27 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
 	char word[64];
 	size_t i;
 
+	/* "after N": a job it starts after (submit --after) has not ended;
+	 * N is digits, so it is safe in the template. */
+	if (strncmp(why, "after ", 6) == 0 && why[6] != '\0' &&
+	    strspn(why + 6, "0123456789") == strlen(why + 6) &&
+	    strlen(why + 6) < 20) {
+		char tmpl[128];
+
+		if (form == CLI_REASON_COLUMN)
+			snprintf(tmpl, sizeof tmpl, "after %s", why + 6);
+		else if (form == CLI_REASON_LINE)
+			snprintf(tmpl, sizeof tmpl,
+			         "free %%f, waiting for job %s to end",
+			         why + 6);
+		else
+			snprintf(tmpl, sizeof tmpl,
+			         "job %s, which it starts after (--after), "
+			         "has not ended",
+			         why + 6);
+		expand(tmpl, w, buf, len);
+		return;
+	}
 	for (i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
 		if (strcmp(why, reasons[i].name) != 0)
 			continue;

@@ -105,12 +105,6 @@ cli_parse_pct(const char *s, double *out)
 }
 
 const char *
-cli_size(uint64_t bytes, char *buf, size_t len)
-{
-	return units_format_size(bytes, buf, len);
-}
-
-const char *
 cli_duration(int64_t ms, char *buf, size_t len)
 {
 	if (ms < 0)
@@ -481,13 +475,6 @@ cli_table_add(struct cli_table *t, const char *const *cells)
 	return 0;
 }
 
-const char *
-cli_safe(const char *s, size_t max, char *buf, size_t len)
-{
-	proto_text_escape(s, strlen(s), 0, max, buf, len, NULL);
-	return buf;
-}
-
 char *
 cli_safe_dup(const char *s)
 {
@@ -594,8 +581,9 @@ cli_use_color(int fd)
 }
 
 const struct cli_option cli_job_options[] = {
-    {"wait-free", 0, CLI_PCT, "PCT", 0, 0,
-     "start only when free memory is >= PCT%"},
+    {"wait-free", 0, CLI_FREE, "PCT|SIZE", 0, 0,
+     "start only when free memory is >= PCT%, or\n"
+     "(a size, 30G) when that much is available"},
     {"swap-budget", 0, CLI_SIZE, "SIZE", 0, 0,
      "kill it when swap grows by more than SIZE (0: none)"},
     {"expect", 0, CLI_SIZE, "SIZE", 0, 0,
@@ -616,6 +604,11 @@ cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec)
 {
 	sl_job_spec_init(spec);
 	spec->wait_free_pct = cli_pct(a, "wait-free", spec->wait_free_pct);
+	if (cli_has(a, "wait-free") && spec->wait_free_pct < 0) {
+		/* A size: that much available, and no percentage besides. */
+		spec->wait_free_bytes = (uint64_t)cli_number(a, "wait-free", 0);
+		spec->wait_free_pct = 0;
+	}
 	spec->swap_budget_bytes =
 	    cli_number(a, "swap-budget", spec->swap_budget_bytes);
 	spec->expect_bytes = cli_number(a, "expect", spec->expect_bytes);

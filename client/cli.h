@@ -48,6 +48,8 @@ enum cli_value {
 	CLI_INT,      /* a whole number from min to max */
 	CLI_ID,       /* a job id: 1 or more, "#12" too */
 	CLI_PCT,      /* 0..100: "40", "40%", "37.5" */
+	CLI_FREE,     /* CLI_PCT, or a size ("30G": that much available);
+	                 a size sets n and pct -1 */
 	CLI_SIZE,     /* "8G", "512M", "0" (docs/units.md) */
 	CLI_DURATION, /* above 0: "500ms", "2s", "0.5" (seconds), "1m" */
 };
@@ -75,7 +77,7 @@ struct cli_args {
 		int given;
 		const char *text; /* as typed */
 		int64_t n;  /* CLI_INT, CLI_ID, CLI_SIZE, CLI_DURATION (ms) */
-		double pct; /* CLI_PCT */
+		double pct; /* CLI_PCT, CLI_FREE */
 	} opt[CLI_MAX_OPTIONS];
 };
 
@@ -133,6 +135,31 @@ double cli_pct(const struct cli_args *a, const char *name, double dflt);
 
 /* The job options of submit and run (cli.c), and the spec they make. */
 extern const struct cli_option cli_job_options[];
+/* submit's own options (cmd-queue.c): --after, --after-any, --hold and
+ * --shell, into spec, which then points into x (free it with
+ * cli_submit_extra_free once submitted). -1 to go on, else the exit
+ * status (a usage error). */
+extern const struct cli_option cli_submit_queue_options[];
+struct cli_submit_extra {
+	int64_t *after;
+	char *script;
+	char *shargv[4];
+};
+int cli_submit_queue(struct cli *cli, const struct cli_args *a,
+                     struct sl_job_spec *spec, struct cli_submit_extra *x);
+void cli_submit_extra_free(struct cli_submit_extra *x);
+/* Could the job's command be started, found as execvp finds it along
+ * path_env from the current directory? 0, -ENOENT or -EACCES. */
+int cli_submit_which(const char *cmd, const char *path_env);
+/* The same for spec's argv[0] and this process's PATH: -1 when found,
+ * else it says why and returns 127 (not found) or 126 (not executable). */
+int cli_submit_command(const struct sl_job_spec *spec);
+/* wait --notify: a desktop notification that job j ended (cmd-queue.c);
+ * when none can be posted, a line on stderr saying why. */
+void cli_wait_notify(const struct sl_job *j);
+/* Is a Job object (cJSON) of group? */
+struct cJSON;
+int cli_json_in_group(const struct cJSON *job, const char *group);
 void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
 
 /* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */

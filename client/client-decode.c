@@ -210,6 +210,8 @@ client_decode_job(const cJSON *o, struct sl_job *j)
 	j->exit_code = (int)client_i64(o, "exit_code", 0);
 	j->signal = (int)client_i64(o, "signal", 0);
 	client_str(o, "end_reason", j->end_reason, sizeof j->end_reason);
+	client_str(o, "group", j->group, sizeof j->group);
+	j->wait_free_bytes = (uint64_t)client_i64(o, "wait_free_bytes", 0);
 	j->end_detail = client_dup_str(o, "end_detail");
 	j->argv = client_dup_strv(o, "argv");
 	j->cwd = client_dup_str(o, "cwd");

@@ -233,6 +233,23 @@ submit_text_check(sl_client *c, const struct sl_job_spec *spec, const char *cwd)
 	return 0;
 }
 
+/* Does the JSON array of "NAME=value" strings set name? */
+static int
+env_has(const cJSON *env, const char *name)
+{
+	const cJSON *it;
+	size_t n = strlen(name);
+
+	cJSON_ArrayForEach(it, env)
+	{
+		if (cJSON_IsString(it) &&
+		    strncmp(it->valuestring, name, n) == 0 &&
+		    it->valuestring[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+
 int
 sl_submit(sl_client *c, const struct sl_job_spec *spec,
           struct sl_submitted *out)
@@ -270,6 +287,12 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		cJSON_Delete(env);
 		return client_error(c, -ENOMEM, "out of memory");
 	}
+	/* A detached Python job's print() reaches its log (and logs -f) as
+	 * it is written, not when a block fills: its stdout is a pipe. The
+	 * daemon runs exactly the environment it is given. */
+	if (env != NULL && !env_has(env, "PYTHONUNBUFFERED"))
+		cJSON_AddItemToArray(env,
+		                     cJSON_CreateString("PYTHONUNBUFFERED=1"));
 	cJSON_AddItemToObject(params, "argv", argv);
 	cJSON_AddStringToObject(params, "cwd",
 	                        spec->cwd != NULL ? spec->cwd : cwd);
@@ -284,6 +307,9 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 	if (spec->wait_free_pct >= 0)
 		cJSON_AddNumberToObject(params, "wait_free_pct",
 		                        spec->wait_free_pct);
+	if (spec->wait_free_bytes > 0)
+		proto_add_int(params, "wait_free_bytes",
+		              (int64_t)spec->wait_free_bytes);
 	if (spec->swap_budget_bytes >= 0)
 		proto_add_int(params, "swap_budget_bytes",
 		              spec->swap_budget_bytes);
@@ -293,6 +319,22 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		cJSON_AddBoolToObject(params, "exclusive", 1);
 	if (spec->retry_on_breach > 0)
 		proto_add_int(params, "retry_on_breach", spec->retry_on_breach);
+	if (spec->nafter > 0) {
+		cJSON *after = cJSON_AddArrayToObject(params, "after");
+		size_t i;
+
+		for (i = 0; after != NULL && i < spec->nafter; i++)
+			cJSON_AddItemToArray(after,
+			                     proto_int_create(spec->after[i]));
+		if (spec->after_any)
+			cJSON_AddBoolToObject(params, "after_any", 1);
+	}
+	if (spec->held)
+		cJSON_AddBoolToObject(params, "held", 1);
+	if (spec->group != NULL)
+		cJSON_AddStringToObject(params, "group", spec->group);
+	if (spec->on_end != NULL)
+		cJSON_AddStringToObject(params, "on_end", spec->on_end);
 	/* The job makes its files as its submitter would. */
 	if (!spec->attached)
 		proto_add_int(params, "umask",
@@ -454,6 +496,64 @@ sl_cancel(sl_client *c, int64_t id, struct sl_job *out)
 }
 
 int
+sl_hold(sl_client *c, int64_t id, struct sl_job *out)
+{
+	return job_call(c, "hold", id_params(id), c->timeout_ms, out);
+}
+
+int
+sl_release(sl_client *c, int64_t id, struct sl_job *out)
+{
+	return job_call(c, "release", id_params(id), c->timeout_ms, out);
+}
+
+int
+sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out)
+{
+	const cJSON *r;
+	cJSON *root, *params = id_params(id);
+	int rc;
+
+	if (params == NULL)
+		return client_error(c, -ENOMEM, "out of memory");
+	if ((rc = client_call(c, "resubmit", params, c->timeout_ms, &root,
+	                      &r)) < 0)
+		return rc;
+	if (out != NULL) {
+		out->id = client_i64(r, "id", 0);
+		out->position = (int)client_i64(r, "position", 0);
+		out->queued = (int)client_i64(r, "queued", 0);
+	}
+	cJSON_Delete(root);
+	return 0;
+}
+
+int
+sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+          struct sl_job *out)
+{
+	cJSON *params = id_params(id);
+
+	if (params != NULL) {
+		if (u->has_priority)
+			proto_add_int(params, "priority", u->priority);
+		if (u->has_wait_free)
+			cJSON_AddNumberToObject(params, "wait_free_pct",
+			                        u->wait_free_pct);
+		if (u->has_wait_free_bytes)
+			proto_add_int(params, "wait_free_bytes",
+			              (int64_t)u->wait_free_bytes);
+		if (u->has_swap_budget)
+			proto_add_int(params, "swap_budget_bytes",
+			              (int64_t)u->swap_budget_bytes);
+		if (u->has_expect)
+			proto_add_int(params, "expect_bytes",
+			              (int64_t)u->expect_bytes);
+	}
+	return job_call(c, "update", params, c->timeout_ms, out);
+}
+
+int
 sl_wait(sl_client *c, int64_t id, struct sl_job *out)
 {
 	return job_call(c, "wait", id_params(id), -1, out);
@@ -559,6 +659,29 @@ sl_events(sl_client *c, int64_t after_id, int limit, int follow,
 			proto_add_int(params, "limit", limit);
 		if (follow)
 			cJSON_AddBoolToObject(params, "follow", 1);
+	}
+	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
+	               nevents, NULL, 0);
+	*events = v;
+	return rc < 0 ? rc : 0;
+}
+
+int
+sl_events_before(sl_client *c, int64_t before_id, int limit,
+                 struct sl_event **events, size_t *nevents)
+{
+	cJSON *params = cJSON_CreateObject();
+	void *v = NULL;
+	int rc;
+
+	*nevents = 0;
+	if (params != NULL) {
+		/* 2^53, the largest a JSON integer may be, is above every
+		 * id: the newest first. */
+		proto_add_int(params, "before_id",
+		              before_id > 0 ? before_id : (int64_t)1 << 53);
+		if (limit > 0)
+			proto_add_int(params, "limit", limit);
 	}
 	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
 	               nevents, NULL, 0);

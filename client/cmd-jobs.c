@@ -34,6 +34,7 @@ const struct cli_entry cmd_submit_entry = {
     .min_operands = 1,
     .max_operands = -1,
     .flags = CLI_COMMAND_LINE,
+    .options = cli_submit_queue_options,
     .more_options = cli_job_options,
     .json = "{\"id\",\"position\",\"queued\"} instead of the id alone",
     .exec = cmd_submit,
@@ -43,6 +44,7 @@ static const struct cli_option status_options[] = {
     {"all", 'a', CLI_FLAG, NULL, 0, 0, "ended jobs too, newest first"},
     {"limit", 'l', CLI_INT, "N", 1, 100000,
      "at most N ended jobs (default 50)"},
+    {"group", 'g', CLI_TEXT, "NAME", 0, 0, "only the jobs of group NAME"},
     {"format", 'o', CLI_TEXT, "COLS", 0, 0,
      "the columns, comma-separated, of: id, user, state,\n"
      "name, waited, ran, footprint, swap, reason, command\n"
@@ -84,12 +86,20 @@ const struct cli_entry cmd_cancel_entry = {
     .exec = cmd_cancel,
 };
 
+static const struct cli_option wait_options[] = {
+    {"notify", 'n', CLI_FLAG, NULL, 0, 0,
+     "post a desktop notification as each job ends\n"
+     "(macOS: osascript; Linux: notify-send)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
 const struct cli_entry cmd_wait_entry = {
     .name = "wait",
     .summary = "wait for jobs to end; exit with the last failing job's status",
     .operands = "ID...",
     .min_operands = 1,
     .max_operands = -1,
+    .options = wait_options,
     .json = "the final job objects, one per line",
     .exec = cmd_wait,
 };
@@ -166,7 +176,7 @@ raw_call(struct cli *cli, const char *method, const char *params)
  * limit ended ones (default 50).
  */
 static int
-status_json_pages(struct cli *cli, int all, long limit)
+status_json_pages(struct cli *cli, int all, long limit, const char *group)
 {
 	cJSON *jobs = cJSON_CreateArray(), *page, *item, *next;
 	char params[256], cursor[128] = "", *out = NULL, *text;
@@ -194,6 +204,10 @@ status_json_pages(struct cli *cli, int all, long limit)
 		            0)) != NULL) {
 			const cJSON *e = cJSON_GetObjectItemCaseSensitive(
 			    item, "ended_at_ms");
+			if (group != NULL && !cli_json_in_group(item, group)) {
+				cJSON_Delete(item);
+				continue;
+			}
 			if (all && cJSON_IsNumber(e) && ended++ >= want) {
 				cJSON_Delete(item);
 				done = 1;
@@ -234,13 +248,23 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job_spec spec;
 	struct sl_submitted sub;
+	struct cli_submit_extra x;
 	int rc;
 
 	cli_job_spec(args, &spec);
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_submit_queue(cli, args, &spec, &x)) >= 0)
 		return rc;
+	/* A command that cannot start is refused here, as run refuses it,
+	 * rather than queued to fail later. */
+	if ((rc = cli_connect(cli)) != 0 ||
+	    (rc = cli_submit_command(&spec)) >= 0) {
+		cli_submit_extra_free(&x);
+		return rc;
+	}
 	cli_warn_no_swap(cli, spec.swap_budget_bytes);
-	if (sl_submit(cli->client, &spec, &sub) < 0)
+	rc = sl_submit(cli->client, &spec, &sub);
+	cli_submit_extra_free(&x);
+	if (rc < 0)
 		return cli_fail(cli);
 	if (cli->json)
 		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",
@@ -393,6 +417,7 @@ cmd_status(struct cli *cli, struct cli_args *args)
 {
 	int all = cli_has(args, "all");
 	long limit = (long)cli_number(args, "limit", 0);
+	const char *group = cli_text(args, "group", NULL);
 	int cols[NCOLS * 2], right[NCOLS * 2];
 	const char *head[NCOLS * 2];
 	char cause[256], c[NCOLS * 2][256];
@@ -410,7 +435,11 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json && sl_hello_info(cli->client)->version >= 2)
-		return status_json_pages(cli, all, limit);
+		return status_json_pages(cli, all, limit, group);
+	if (cli->json && group != NULL)
+		return cli_usage_error(cli,
+		                       "--group with --json needs a daemon "
+		                       "of protocol version 2");
 	if (cli->json) {
 		char params[64];
 		if (limit > 0)
@@ -442,6 +471,8 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	}
 	cli_table_init(&t, ncols, head, right);
 	for (i = 0; i < n; i++) {
+		if (group != NULL && strcmp(jobs[i].group, group) != 0)
+			continue;
 		for (k = 0; k < ncols; k++)
 			status_cell(cols[k], &jobs[i], &x, c[k], sizeof c[k]);
 		cli_table_add(&t, cells);
@@ -686,6 +717,8 @@ cmd_wait(struct cli *cli, struct cli_args *args)
 			printf("job %" PRId64 ": %s\n", ids[i], state);
 			fflush(stdout);
 		}
+		if (cli_has(args, "notify"))
+			cli_wait_notify(&j);
 		if (s != 0)
 			status = s;
 		sl_job_clear(&j);
@@ -980,56 +1013,54 @@ events_match(const struct events_filter *f, const struct sl_event *e)
 
 /*
  * The newest n events that match, as journalctl -n shows them: the log is
- * read through, pages of up to 10000 (the daemon pages oldest first), and
- * the last n that match are kept. *last gets the last id read, where
- * a follow goes on from.
+ * read newest first (before_id), a page of up to 10000 at a time, until n
+ * match or the log (or --since) is behind; they are printed oldest first.
+ * *last gets the newest id there is, where a follow goes on from.
  */
 static int
 events_tail(struct cli *cli, const struct events_filter *f, long n,
             int64_t *last)
 {
-	struct sl_event *ring, *ev;
-	size_t nev, i, kept = 0, head = 0;
+	struct sl_event *kept, *ev;
+	size_t nev, i, nkept = 0;
+	int64_t before = 0;
 	const int page = 10000;
-	int rc = EXIT_OK;
+	int rc = EXIT_OK, older = 1;
 
-	if ((ring = calloc((size_t)n, sizeof *ring)) == NULL) {
+	if ((kept = calloc((size_t)n, sizeof *kept)) == NULL) {
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
 	*last = 0;
-	do {
-		if (sl_events(cli->client, *last, page, 0, &ev, &nev) < 0) {
+	while (older && nkept < (size_t)n) {
+		if (sl_events_before(cli->client, before, page, &ev, &nev) <
+		    0) {
 			rc = cli_fail(cli);
 			break;
 		}
+		/* A page may end early (its time or size is up: PROTOCOL.md,
+		 * events), but is never empty while older events remain. */
+		older = nev > 0;
 		for (i = 0; i < nev; i++) {
-			struct sl_event *slot;
-			*last = ev[i].id > *last ? ev[i].id : *last;
-			if (!events_match(f, &ev[i]))
+			if (ev[i].id > *last)
+				*last = ev[i].id;
+			before = ev[i].id;
+			if (f->since_ms > 0 && ev[i].ts_ms < f->since_ms)
+				older = 0; /* the rest is older still */
+			if (nkept == (size_t)n || !events_match(f, &ev[i]))
 				continue;
-			/* The ring takes the event over, detail and all. */
-			slot = &ring[(head + kept) % (size_t)n];
-			if (kept == (size_t)n) {
-				free(slot->detail);
-				head = (head + 1) % (size_t)n;
-			} else {
-				kept++;
-			}
-			*slot = ev[i];
+			/* Kept, detail and all. */
+			kept[nkept++] = ev[i];
 			ev[i].detail = NULL;
 		}
 		sl_events_free(ev, nev);
-		/* A page may end early (its time or size is up: PROTOCOL.md,
-		 * events), but never empty while events follow. */
-	} while (nev > 0);
-	for (i = 0; i < kept; i++) {
-		struct sl_event *e = &ring[(head + i) % (size_t)n];
-		if (rc == EXIT_OK)
-			print_event(e, cli->json);
-		free(e->detail);
 	}
-	free(ring);
+	for (i = nkept; i-- > 0;) {
+		if (rc == EXIT_OK)
+			print_event(&kept[i], cli->json);
+		free(kept[i].detail);
+	}
+	free(kept);
 	return rc;
 }
 

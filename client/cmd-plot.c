@@ -94,13 +94,11 @@ plot_events(struct cli *cli, int64_t job)
 			                 (int64_t)jid->valuedouble != job)))
 				continue;
 			if (strcmp(k->valuestring, "stage") == 0) {
-				/* The stage's name, as the web program's
-				 * public event carries it. */
-				st = cJSON_GetObjectItemCaseSensitive(d,
-				                                      "stage");
-				if (!cJSON_IsString(st))
-					st = cJSON_GetObjectItemCaseSensitive(
-					    d, "name");
+				/* detail {"name"} (PROTOCOL.md, stage) as
+				 * the web program's public event carries it:
+				 * a member "stage". */
+				st =
+				    cJSON_GetObjectItemCaseSensitive(d, "name");
 				if (cJSON_IsString(st))
 					cJSON_AddStringToObject(
 					    e, "stage", st->valuestring);

@@ -312,12 +312,16 @@ struct sl_job_spec {
 	const char *const *argv; /* NULL-terminated, required */
 	const char *cwd;         /* NULL: the current directory */
 	const char *const *env;  /* NULL-terminated; NULL: the caller's
-	                            environment (detached jobs) */
+	                            environment (detached jobs). Either way
+	                            PYTHONUNBUFFERED=1 is added unless it
+	                            sets PYTHONUNBUFFERED */
 	int attached;
 	const char *name;          /* NULL: the daemon names it */
 	int priority;              /* -1000..1000; above 0 only for root
 	                              and the daemon's admin_group */
 	double wait_free_pct;      /* < 0: the daemon's default */
+	uint64_t wait_free_bytes;  /* 0: none; else start only when that
+	                              much memory is available (as well) */
 	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
 	/* < 0: none, or for a job whose name is given the peak its past
 	 * runs of that name reached (docs/jobs.md, "Learned peaks"); 0:
@@ -326,6 +330,19 @@ struct sl_job_spec {
 	int exclusive;
 	int retry_on_breach; /* 0..100 */
 	int umask;           /* a detached job's; -1: this process's */
+	/* Start only after these jobs (the caller's own) have ended: with
+	 * exit 0, or any end with after_any. A job they need to succeed
+	 * that fails cancels this one (end_reason "dependency"). */
+	const int64_t *after;
+	size_t nafter; /* at most 64 */
+	int after_any;
+	int held; /* queue it held: it starts only after sl_release */
+	/* its group (1-32 of A-Z a-z 0-9 _ -), or NULL: the daemon may limit
+	 * how many jobs of a group run at once */
+	const char *group;
+	/* a detached job's on-end command: the daemon runs it with /bin/sh
+	 * -c, as you, once the job has ended (docs/jobs.md), or NULL */
+	const char *on_end;
 };
 void sl_job_spec_init(struct sl_job_spec *spec);
 
@@ -383,6 +400,8 @@ struct sl_job {
 	 * ...; a value the caller does not know reads as "other". "" when
 	 * not queued. */
 	char waiting_for[32];
+	char group[33];           /* "" when none */
+	uint64_t wait_free_bytes; /* 0 when none */
 	/* Where expect_bytes came from: "given", "learned" (from
 	 * expect_runs past runs of the name) or "" (none). */
 	char expect_source[16];
@@ -403,6 +422,28 @@ void sl_jobs_free(struct sl_job *jobs, size_t njobs);
 int sl_show(sl_client *c, int64_t id, int env, struct sl_job *out);
 /* out may be NULL. */
 int sl_cancel(sl_client *c, int64_t id, struct sl_job *out);
+/* A queued job (the caller's own; root: any) is held: it keeps its
+ * place and is never admitted until released. -32005 (SL_E_STATE) when it
+ * is not queued. out may be NULL. */
+int sl_hold(sl_client *c, int64_t id, struct sl_job *out);
+int sl_release(sl_client *c, int64_t id, struct sl_job *out);
+/* Submit again a detached job of the caller's (ended or not): the same
+ * argv, cwd, environment and options, as a new job; out gets its id. Only
+ * the job's owner (root too: for root's own jobs). */
+int sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out);
+/* Change a queued job's options: each has_ member says whether its value
+ * is sent; submit's checks apply. out may be NULL. */
+struct sl_job_update {
+	int has_priority, has_wait_free, has_swap_budget, has_expect;
+	int has_wait_free_bytes; /* a size replaces a percentage: one */
+	int priority;
+	double wait_free_pct;
+	uint64_t wait_free_bytes;
+	uint64_t swap_budget_bytes;
+	uint64_t expect_bytes;
+};
+int sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+              struct sl_job *out);
 /* Blocks until the job has ended, whatever the client's timeout. */
 int sl_wait(sl_client *c, int64_t id, struct sl_job *out);
 int sl_resume(sl_client *c, int64_t id, struct sl_job *out);
@@ -437,6 +478,10 @@ int sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
  * sl_events_free(). */
 int sl_events(sl_client *c, int64_t after_id, int limit, int follow,
               struct sl_event **events, size_t *nevents);
+/* The same newest first: events before before_id (0: the newest), at
+ * most limit; the next page is before the last one's id. */
+int sl_events_before(sl_client *c, int64_t before_id, int limit,
+                     struct sl_event **events, size_t *nevents);
 void sl_events_free(struct sl_event *events, size_t nevents);
 
 #if defined(__GNUC__) || defined(__clang__)

@@ -32,6 +32,12 @@ admit_wait_name(enum admit_wait w)
 		return "storage";
 	case ADMIT_WAIT_CLIENT:
 		return "client";
+	case ADMIT_WAIT_HELD:
+		return "held";
+	case ADMIT_WAIT_AFTER:
+		return "after";
+	case ADMIT_WAIT_GROUP:
+		return "group";
 	}
 	return "unknown";
 }

@@ -26,7 +26,12 @@ enum admit_wait {
 	ADMIT_WAIT_STORAGE,     /* the database fails: nothing is admitted */
 	ADMIT_WAIT_CLIENT,      /* attached, its client not back since a
 	                           restart: it cannot be the head yet */
+	ADMIT_WAIT_HELD,        /* held (hold): until released */
+	ADMIT_WAIT_AFTER,       /* a job it starts after has not ended; the
+	                           wire says "after ID" */
+	ADMIT_WAIT_GROUP,       /* its group has its most jobs running */
 };
+#define ADMIT_WAIT_LAST ADMIT_WAIT_GROUP
 
 const char *admit_wait_name(enum admit_wait w);
 

@@ -145,6 +145,75 @@ set_int(int *dst, const char *key, const char *v, int min, int max, char *cause,
 	return 0;
 }
 
+int
+config_group_name_ok(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name[i] != '\0'; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_' &&
+		    name[i] != '-')
+			return 0;
+	return i > 0 && i <= CONFIG_GROUP_NAME_MAX;
+}
+
+int
+config_group_max_running(const struct config *cfg, const char *name)
+{
+	int i;
+
+	if (name == NULL)
+		return 0;
+	for (i = 0; i < cfg->ngroups; i++)
+		if (strcmp(cfg->groups[i].name, name) == 0)
+			return cfg->groups[i].max_running;
+	return 0;
+}
+
+/* group.NAME.max_running = N */
+static int
+set_group_limit(struct config *cfg, const char *key, const char *v, char *cause,
+                size_t causelen)
+{
+	static const char suffix[] = ".max_running";
+	const char *name = key + strlen("group.");
+	size_t len = strlen(name), slen = sizeof suffix - 1;
+	char buf[CONFIG_GROUP_NAME_MAX + 1];
+	int i, n;
+
+	if (len <= slen || strcmp(name + len - slen, suffix) != 0)
+		return fail(cause, causelen,
+		            "%s: unknown key (a group's key is "
+		            "group.NAME.max_running)",
+		            key);
+	len -= slen;
+	if (len > CONFIG_GROUP_NAME_MAX)
+		return fail(cause, causelen,
+		            "%s: a group's name is at most %d characters", key,
+		            CONFIG_GROUP_NAME_MAX);
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	if (!config_group_name_ok(buf))
+		return fail(cause, causelen,
+		            "%s: a group's name is letters, digits, _ and -",
+		            key);
+	if (set_int(&n, key, v, 0, 1000000, cause, causelen) != 0)
+		return -EINVAL;
+	for (i = 0; i < cfg->ngroups; i++)
+		if (strcmp(cfg->groups[i].name, buf) == 0)
+			break;
+	if (i == cfg->ngroups) {
+		if (cfg->ngroups == CONFIG_MAX_GROUPS)
+			return fail(cause, causelen,
+			            "%s: at most %d groups have a limit", key,
+			            CONFIG_MAX_GROUPS);
+		cfg->ngroups++;
+		memcpy(cfg->groups[i].name, buf, len + 1);
+	}
+	cfg->groups[i].max_running = n;
+	return 0;
+}
+
 static int
 set_double(double *dst, const char *key, const char *v, double min, double max,
            char *cause, size_t causelen)
@@ -273,6 +342,9 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 		k[i] = key[i] == '-' ? '_' : key[i];
 	k[i] = '\0';
 
+	if (strncmp(key, "group.", 6) == 0)
+		return set_group_limit(cfg, key, v, cause, causelen);
+
 	if (strcmp(k, "socket") == 0)
 		return set_path(cfg->socket_path, sizeof cfg->socket_path, key,
 		                v, cause, causelen);
@@ -325,6 +397,12 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "settle_samples") == 0)
 		return set_int(&cfg->settle_samples, key, v, 1,
 		               CONFIG_SETTLE_SAMPLES_MAX, cause, causelen);
+	if (strcmp(k, "on_end_timeout") == 0)
+		return set_duration(&cfg->on_end_timeout_ms, key, v, 1000,
+		                    DAY_MS, cause, causelen);
+	if (strcmp(k, "max_on_end_per_uid") == 0)
+		return set_int(&cfg->max_on_end_per_uid, key, v, 1, 1000, cause,
+		               causelen);
 	if (strcmp(k, "max_running") == 0)
 		return set_int(&cfg->max_running, key, v, 0, 1000000, cause,
 		               causelen);
@@ -582,6 +660,8 @@ config_defaults(struct config *cfg, int system)
 	cfg->settle_growth_pct = 1;
 	cfg->settle_samples = 3;
 	cfg->max_running = 0;
+	cfg->on_end_timeout_ms = 60000;
+	cfg->max_on_end_per_uid = 4;
 
 	cfg->admin_group_set = 0;
 	cfg->max_wait_free_pct = 95;
@@ -830,6 +910,10 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->settle_growth_pct = n->settle_growth_pct;
 	cfg->settle_samples = n->settle_samples;
 	cfg->max_running = n->max_running;
+	cfg->on_end_timeout_ms = n->on_end_timeout_ms;
+	cfg->max_on_end_per_uid = n->max_on_end_per_uid;
+	memcpy(cfg->groups, n->groups, sizeof cfg->groups);
+	cfg->ngroups = n->ngroups;
 	cfg->admin_group_set = n->admin_group_set;
 	cfg->admin_gid = n->admin_gid;
 	cfg->max_wait_free_pct = n->max_wait_free_pct;

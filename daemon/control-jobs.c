@@ -55,6 +55,13 @@ answer_job(struct daemon *d, const struct peer *p, int64_t id, int with_env,
 	return 0;
 }
 
+int
+control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
+                   cJSON **result, char *cause, size_t causelen)
+{
+	return answer_job(d, p, id, 0, result, cause, causelen);
+}
+
 static char **
 strv_dup(const char **v)
 {
@@ -77,12 +84,10 @@ strv_dup(const char **v)
 	return out;
 }
 
-/* The submit parameters that could hold the queue for everyone: a
- * priority above 0, a wait_free_pct or expect_bytes that can never be met.
- * 0, or PROTO_E_PARAMS with the cause. */
-static int
-submit_fair(struct daemon *d, int privileged, int64_t priority,
-            double wait_free, int64_t expect, char *cause, size_t causelen)
+int
+control_submit_fair(struct daemon *d, int privileged, int64_t priority,
+                    double wait_free, int64_t expect, char *cause,
+                    size_t causelen)
 {
 	char total[16];
 
@@ -121,6 +126,25 @@ submit_fair(struct daemon *d, int privileged, int64_t priority,
 }
 
 int
+control_submit_count(struct daemon *d, const struct peer *p, char *cause,
+                     size_t causelen)
+{
+	int counts[JOB_LOST + 1];
+
+	if (p->uid == 0)
+		return 0;
+	jobs_count(d, p->uid, counts);
+	if (counts[JOB_QUEUED] + counts[JOB_ADMITTED] + counts[JOB_RUNNING] >=
+	    d->cfg.max_queued_per_uid) {
+		snprintf(cause, causelen,
+		         "limit reached: %d queued or running jobs per user",
+		         d->cfg.max_queued_per_uid);
+		return PROTO_E_LIMIT;
+	}
+	return 0;
+}
+
+int
 control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
@@ -129,7 +153,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	/* A client that does not say: the most private mask. */
 	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
 	double wait_free = d->cfg.default_wait_free_pct;
-	int attached = 0, exclusive = 0, rc, counts[JOB_LOST + 1], privileged;
+	int attached = 0, exclusive = 0, rc, privileged;
 	int expect_given = 0;
 	struct job *j = NULL;
 	char user[64];
@@ -192,23 +216,10 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	/* What would hold the queue: only the trusted may ask for it
 	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
 	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
-	if ((rc = submit_fair(d, privileged, priority, wait_free, expect, cause,
-	                      causelen)) < 0)
+	if ((rc = control_submit_fair(d, privileged, priority, wait_free,
+	                              expect, cause, causelen)) < 0 ||
+	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
 		goto out;
-
-	if (p->uid != 0) {
-		jobs_count(d, p->uid, counts);
-		if (counts[JOB_QUEUED] + counts[JOB_ADMITTED] +
-		        counts[JOB_RUNNING] >=
-		    d->cfg.max_queued_per_uid) {
-			snprintf(cause, causelen,
-			         "limit reached: %d queued or running jobs per "
-			         "user",
-			         d->cfg.max_queued_per_uid);
-			rc = PROTO_E_LIMIT;
-			goto out;
-		}
-	}
 
 	j = calloc(1, sizeof *j);
 	if (j == NULL)
@@ -249,6 +260,8 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	j->retry_on_breach = (int)retry;
 	j->umask = (int)mask;
 	j->privileged = privileged;
+	if ((rc = control_submit_queue(d, params, j, cause, causelen)) != 0)
+		goto out;
 	/* The table owns the job from here, whatever the outcome. */
 	rc = jobs_submit(d, j, p->client_id, &id, &position, &nq, cause,
 	                 causelen);
@@ -854,25 +867,40 @@ events_cb(void *arg, const struct store_event *e)
 }
 
 /* Version 2 takes the cursor of events as the id of the last one: a
- * decimal string, as next_cursor gives it. */
+ * decimal string, as next_cursor gives it; newest first (before_id) it is
+ * "b" and the id of the oldest one so far. */
 static int
-events_cursor(const char *cur, int64_t *after)
+events_cursor(const char *cur, int64_t *after, int64_t *before)
 {
 	long long x;
-	int used = 0;
+	int used = 0, b = cur[0] == 'b';
 
-	if (cur[0] < '0' || cur[0] > '9' ||
-	    sscanf(cur, "%lld%n", &x, &used) != 1 || cur[used] != '\0' || x < 0)
+	if (cur[b] < '0' || cur[b] > '9' ||
+	    sscanf(cur + b, "%lld%n", &x, &used) != 1 ||
+	    cur[b + used] != '\0' || x < 0 || (b && x == 0))
 		return -1;
-	*after = x;
+	*(b ? before : after) = x;
 	return 0;
+}
+
+/* A page of events: oldest first after ctx->last, or newest first
+ * before w->before (updated to the oldest one added). */
+static int
+events_read(struct daemon *d, int64_t before, struct events_ctx *ctx,
+            int64_t limit)
+{
+	if (before > 0)
+		return store_events_before(d->store, before, limit, events_cb,
+		                           ctx);
+	return store_events(d->store, ctx->last, limit, events_cb, ctx);
 }
 
 /* A version 1 events answer, built a slice at a time. */
 struct events_walk {
 	struct events_ctx ctx;
 	struct page pg;
-	int64_t left; /* events still wanted */
+	int64_t left;   /* events still wanted */
+	int64_t before; /* newest first, before this id (0: oldest first) */
 	uint64_t client_id;
 	int follow;
 };
@@ -895,8 +923,9 @@ events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 
 	page_slice(&w->pg);
 	w->ctx.pg = &w->pg;
-	if (store_events(d->store, w->ctx.last, w->left, events_cb, &w->ctx) <
-	    0) {
+	if (w->before > 0 && w->pg.n > 0)
+		w->before = w->ctx.last; /* go on below the oldest so far */
+	if (events_read(d, w->before, &w->ctx, w->left) < 0) {
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
@@ -924,11 +953,13 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct events_walk *w;
 	const char *cursor = NULL;
-	int64_t after = 0, limit = 100;
+	int64_t after = 0, before = 0, limit = 100;
 	int follow = 0, v2 = p->version >= 2, rc;
 	char next[32];
 
 	if ((rc = proto_param_int(params, "after_id", 0, 0, INT64_MAX, &after,
+	                          cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "before_id", 0, 1, INT64_MAX, &before,
 	                          cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "cursor", 0, 32, &cursor, cause,
 	                             causelen)) < 0 ||
@@ -939,10 +970,17 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if (cursor != NULL &&
 	    (cJSON_GetObjectItemCaseSensitive(params, "after_id") != NULL ||
-	     events_cursor(cursor, &after) != 0)) {
+	     cJSON_GetObjectItemCaseSensitive(params, "before_id") != NULL ||
+	     events_cursor(cursor, &after, &before) != 0)) {
 		snprintf(cause, causelen,
 		         "invalid params: 'cursor' must be a next_cursor this "
-		         "daemon gave, without after_id");
+		         "daemon gave, without after_id or before_id");
+		return PROTO_E_PARAMS;
+	}
+	if (before > 0 && (after > 0 || follow)) {
+		snprintf(cause, causelen,
+		         "invalid params: 'before_id' (newest first) cannot go "
+		         "with after_id or follow");
 		return PROTO_E_PARAMS;
 	}
 	if ((w = calloc(1, sizeof *w)) == NULL) {
@@ -958,6 +996,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	w->ctx.viewer = p->uid;
 	w->ctx.last = after;
 	w->left = limit;
+	w->before = before;
 	w->client_id = p->client_id;
 	w->follow = follow;
 	if (!v2) {
@@ -967,7 +1006,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return CONTROL_DEFERRED;
 	}
 	/* One more than the page says whether a next one exists. */
-	if (store_events(d->store, after, limit + 1, events_cb, &w->ctx) < 0) {
+	if (events_read(d, before, &w->ctx, limit + 1) < 0) {
 		events_free(w);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
@@ -980,8 +1019,9 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	*result = cJSON_CreateObject();
 	cJSON_AddItemToObject(*result, "events", page_array(&w->pg));
-	snprintf(next, sizeof next, "%" PRId64, w->ctx.last);
-	if ((w->pg.full || w->pg.yield) && !follow)
+	snprintf(next, sizeof next, "%s%" PRId64, before > 0 ? "b" : "",
+	         w->ctx.last);
+	if ((w->pg.full || w->pg.yield) && !follow && w->pg.n > 0)
 		cJSON_AddStringToObject(*result, "next_cursor", next);
 	else
 		cJSON_AddNullToObject(*result, "next_cursor");

@@ -64,11 +64,25 @@ static const struct control_param submit_params[] = {
     {"name", PROTO_T_STRING, 0},
     {"priority", PROTO_T_INT, 0},
     {"wait_free_pct", PROTO_T_NUMBER, 0},
+    {"wait_free_bytes", PROTO_T_INT, 0},
     {"swap_budget_bytes", PROTO_T_INT, 0},
     {"expect_bytes", PROTO_T_INT, 0},
     {"exclusive", PROTO_T_BOOL, 0},
     {"retry_on_breach", PROTO_T_INT, 0},
     {"umask", PROTO_T_INT, 0},
+    {"after", PROTO_T_INTV, 0},
+    {"after_any", PROTO_T_BOOL, 0},
+    {"held", PROTO_T_BOOL, 0},
+    {"group", PROTO_T_STRING, 0},
+    {"on_end", PROTO_T_STRING, 0},
+    PARAMS_END};
+static const struct control_param update_params[] = {
+    {"id", PROTO_T_INT, 1},
+    {"priority", PROTO_T_INT, 0},
+    {"wait_free_pct", PROTO_T_NUMBER, 0},
+    {"wait_free_bytes", PROTO_T_INT, 0},
+    {"swap_budget_bytes", PROTO_T_INT, 0},
+    {"expect_bytes", PROTO_T_INT, 0},
     PARAMS_END};
 static const struct control_param id_params[] = {{"id", PROTO_T_INT, 1},
                                                  PARAMS_END};
@@ -94,12 +108,13 @@ static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
                                                    {"offset", PROTO_T_INT, 0},
                                                    {"follow", PROTO_T_BOOL, 0},
                                                    PARAMS_END};
-static const struct control_param events_params[] = {
-    {"after_id", PROTO_T_INT, 0},
-    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
-    {"limit", PROTO_T_INT, 0},
-    {"follow", PROTO_T_BOOL, 0},
-    PARAMS_END};
+static const struct control_param
+    events_params[] = {{"after_id", PROTO_T_INT, 0},
+                       {"before_id", PROTO_T_INT, 0}, /* newest first */
+                       {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+                       {"limit", PROTO_T_INT, 0},
+                       {"follow", PROTO_T_BOOL, 0},
+                       PARAMS_END};
 
 static const struct control_method methods[] = {
     {"hello", ctl_hello, AUTH_ANYONE, hello_params},
@@ -118,6 +133,10 @@ static const struct control_method methods[] = {
     {"logs", control_logs, AUTH_OWNER, logs_params},
     {"events", control_events, AUTH_ANYONE, events_params},
     {"stage", control_stage, AUTH_OWNER, stage_params},
+    {"hold", control_hold, AUTH_OWNER, id_params},
+    {"release", control_release, AUTH_OWNER, id_params},
+    {"resubmit", control_resubmit, AUTH_OWNER, id_params},
+    {"update", control_update, AUTH_OWNER, update_params},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 
@@ -306,7 +325,7 @@ oom:
 static int
 info_waiting(struct daemon *d, cJSON *r)
 {
-	int counts[ADMIT_WAIT_CLIENT + 1] = {0};
+	int counts[ADMIT_WAIT_LAST + 1] = {0};
 	struct jobs_view *v;
 	size_t n, i;
 	cJSON *o;
@@ -314,13 +333,12 @@ info_waiting(struct daemon *d, cJSON *r)
 	if (jobs_list(d, 0, &v, &n) != 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		if (v[i].j->state == JOB_QUEUED &&
-		    v[i].wait <= ADMIT_WAIT_CLIENT)
+		if (v[i].j->state == JOB_QUEUED && v[i].wait <= ADMIT_WAIT_LAST)
 			counts[v[i].wait]++;
 	free(v);
 	if ((o = cJSON_AddObjectToObject(r, "waiting_for")) == NULL)
 		return -1;
-	for (i = 0; i <= ADMIT_WAIT_CLIENT; i++)
+	for (i = 0; i <= ADMIT_WAIT_LAST; i++)
 		if (counts[i] > 0)
 			proto_add_int(o, admit_wait_name((enum admit_wait)i),
 			              counts[i]);

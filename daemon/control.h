@@ -96,6 +96,37 @@ int control_events(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
 int control_job_history(struct daemon *, const struct peer *, const cJSON *,
                         const cJSON *, cJSON **, char *, size_t);
+/* The queue's controls (control-queue.c). */
+int control_hold(struct daemon *, const struct peer *, const cJSON *,
+                 const cJSON *, cJSON **, char *, size_t);
+int control_release(struct daemon *, const struct peer *, const cJSON *,
+                    const cJSON *, cJSON **, char *, size_t);
+/* Submit's after, after_any and held into j; 0 or PROTO_E_* with
+ * cause. */
+int control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
+                         char *cause, size_t causelen);
+int control_resubmit(struct daemon *, const struct peer *, const cJSON *,
+                     const cJSON *, cJSON **, char *, size_t);
+int control_update(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
+/* The submit parameters that could hold the queue for everyone: a
+ * priority above 0, a wait_free_pct or expect_bytes that can never be met.
+ * 0, or PROTO_E_PARAMS with the cause (control-jobs.c). */
+int control_submit_fair(struct daemon *d, int privileged, int64_t priority,
+                        double wait_free, int64_t expect, char *cause,
+                        size_t causelen);
+/* submit's wait_free_bytes: at most the machine's total memory (the
+ * latest sample's; anything before the first), and for the unprivileged
+ * at most max_wait_free % of it. 0 or PROTO_E_PARAMS with cause. */
+int control_wait_free_bytes_check(struct daemon *d, int privileged,
+                                  uint64_t bytes, char *cause, size_t causelen);
+/* The peer's queued and running jobs below max_queued_per_uid (root
+ * exempt): 0, or PROTO_E_LIMIT with the cause. */
+int control_submit_count(struct daemon *d, const struct peer *p, char *cause,
+                         size_t causelen);
+/* The job as the peer may see it, as most job methods answer. */
+int control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
+                       cJSON **result, char *cause, size_t causelen);
 /* Before history answers: commit the buffered samples. 0, or, when that
  * fails and [.., until] reaches the oldest sample not yet committed (of
  * the system, job_id 0, or of that job), PROTO_E_STORAGE with the cause. */

@@ -12,6 +12,9 @@
 #include "platform.h"
 #include "store.h"
 
+#define CONFIG_GROUP_NAME_MAX 32
+#define CONFIG_MAX_GROUPS 64
+
 struct config {
 	char socket_path[1024];
 	char db_path[1024];
@@ -51,6 +54,17 @@ struct config {
 	double settle_growth_pct; /* default 1 */
 	int settle_samples;       /* default 3 */
 	int max_running;          /* 0 = no limit */
+	/* a job's on-end command (docs/jobs.md, "When a job ends"): how long
+	 * it may run, 60 s; how many of one uid's run at once, 4 */
+	int64_t on_end_timeout_ms;
+	int max_on_end_per_uid;
+	/* group.NAME.max_running: jobs of one group holding memory at once
+	 * (docs/jobs.md, "Groups"); a group not listed has no limit */
+	struct config_group {
+		char name[CONFIG_GROUP_NAME_MAX + 1];
+		int max_running;
+	} groups[CONFIG_MAX_GROUPS];
+	int ngroups;
 
 	/* queue fairness (docs/jobs.md, "Queue order") */
 	int admin_group_set;      /* admin_group given */
@@ -89,6 +103,10 @@ struct config {
 #define CONFIG_LEARN_RUNS_MAX STORE_LEARN_RUNS_MAX
 
 void config_defaults(struct config *cfg, int system);
+/* Is name a job group's name: 1-32 of A-Z a-z 0-9 _ -? */
+int config_group_name_ok(const char *name);
+/* The running limit of group name (0: none). */
+int config_group_max_running(const struct config *cfg, const char *name);
 /* Parse argv (and --config FILE) into cfg. Returns 0 to run, 1 when it
  * printed --help or --version, -EINVAL with cause on bad input. */
 int config_parse(struct config *cfg, int argc, char **argv, char *cause,

@@ -89,6 +89,9 @@ job_free(struct job *j)
 	free(j->end_detail);
 	free(j->command);
 	free(j->kill);
+	free(j->after);
+	free(j->group);
+	free(j->on_end);
 	free(j);
 }
 

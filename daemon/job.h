@@ -57,6 +57,7 @@ struct job {
 
 	int priority;               /* higher first */
 	double wait_free_pct;       /* admit only when free % >= this */
+	uint64_t wait_free_bytes;   /* ... and available >= this (0: none) */
 	uint64_t swap_budget_bytes; /* 0: no budget */
 	uint64_t expect_bytes;      /* 0: none */
 	/* Where expect_bytes came from: given at submit (0 included, which
@@ -67,7 +68,16 @@ struct job {
 	int exclusive;
 	int retry_on_breach; /* retries allowed */
 	int umask;           /* a detached job's file mode mask */
-	int attempt;         /* 1-based */
+	/* Dependencies (docs/jobs.md, "Dependencies"): the jobs it starts
+	 * after, and whether any end will do (after_any) or only exit 0. */
+	int64_t *after;
+	int nafter;
+	int after_any;
+	int held;    /* hold: keeps its place, never admitted until release */
+	char *group; /* its group (docs/jobs.md, "Groups"), or NULL */
+	/* run by /bin/sh -c when it ends (jobs-onend.c), or NULL */
+	char *on_end;
+	int attempt; /* 1-based */
 	/* Submitted by root, the daemon's user or a member of its admin
 	 * group (jobs_privileged): its head is never passed over. In memory
 	 * only: judged at submit, and again when the daemon loads it. */

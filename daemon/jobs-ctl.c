@@ -44,6 +44,7 @@ view_of(const struct jrec *r, struct jobs_view *v)
 	v->end_pending = r->end_pending;
 	v->position = r->position;
 	v->wait = r->wait;
+	v->wait_after = r->wait_after;
 	v->growth_bytes = r->growth_bytes;
 	v->client_id = r->client_id;
 }
@@ -254,6 +255,9 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	cJSON_AddStringToObject(det, "name", j->name);
 	proto_add_int(det, "priority", j->priority);
 	cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
+	if (j->wait_free_bytes > 0)
+		proto_add_int(det, "wait_free_bytes",
+		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
 	cJSON_AddBoolToObject(det, "attached", j->attached);
 	jobs_event(d, j, "submitted", det);

@@ -12,6 +12,8 @@
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
+ *   jobs-deps.c     dependencies (after, after_any) and holds
+ *   jobs-onend.c    a job's on-end command
  *   jobs-fast.c     when the sampler should be fast (adaptive sampling)
  *   jobs-learn.c    learned peaks: what a named job reserves, and
  *                   learning from each run that ends
@@ -55,6 +57,7 @@ struct jrec {
 	int64_t growth_restarted_ms; /* 0: growth counts from admission */
 	long position;               /* 1-based while queued */
 	enum admit_wait wait;
+	int64_t wait_after; /* ADMIT_WAIT_AFTER: the first unended one */
 
 	uint64_t client_id;      /* attached: the connection that owns it */
 	int64_t orphan_since_ms; /* attached, no client since (restart) */
@@ -78,6 +81,7 @@ struct jrec {
 	long note_pos, note_of; /* last queue notification sent */
 	int note_free;
 	enum admit_wait note_wait;
+	int64_t note_after;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
 
@@ -85,6 +89,7 @@ struct jrec {
 };
 
 struct pending_event; /* jobs.c */
+struct onend_run;     /* jobs-onend.c */
 
 struct jobs {
 	struct daemon *d;
@@ -104,6 +109,8 @@ struct jobs {
 	/* Since the daemon started (jobs_counters). */
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
+	struct onend_run *onend; /* on-end commands running */
+	int loading; /* jobs_init is loading the store's unended jobs */
 };
 
 static inline char *
@@ -211,6 +218,43 @@ void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
 
 /* Load the unended jobs of the store (*n: how many); < 0 when it fails. */
 int jobs_adopt_load(struct daemon *d, int *n);
+
+/* ---- jobs-deps.c ---- */
+
+/* The free % j waits for: its wait_free_pct, or the share of total its
+ * wait_free_bytes is when that is more (available bytes are free % x
+ * total / 100 on either platform). */
+double jobs_wait_free_pct(const struct job *j, uint64_t total_bytes);
+
+/* What jobs_deps_blocked needs, worked out once per queue snapshot: the
+ * jobs holding memory in each group of the config (in d->cfg.groups'
+ * order) and the ids of the jobs not ended, sorted (only when a queued job
+ * has dependencies), so each check is a binary search. */
+struct jobs_deps_ctx {
+	int running[CONFIG_MAX_GROUPS];
+	int64_t *live; /* NULL when no queued job has dependencies */
+	size_t nlive;
+	int nomem; /* live could not be built: dependencies count as unmet */
+};
+void jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c);
+void jobs_deps_release(struct jobs_deps_ctx *c);
+/* Why r cannot be the head (held, an unended dependency: sets
+ * r->wait_after, its group at its limit), or ADMIT_WAIT_NONE. */
+enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
+                                  const struct jobs_deps_ctx *c);
+/* ended's end is recorded: the queued jobs that needed it to exit 0 are
+ * cancelled (reason "dependency"), and theirs in turn. */
+void jobs_deps_ended(struct daemon *d, const struct job *ended);
+/* Start-up: the same for dependencies that ended while no daemon ran. */
+void jobs_deps_load(struct daemon *d);
+
+/* ---- jobs-onend.c ---- */
+
+/* j's end is recorded: run its on-end command, if it has one (or record
+ * why not). */
+void jobs_onend_start(struct daemon *d, const struct job *j);
+/* Stop watching the on-end commands; they go on under their monitors. */
+void jobs_onend_shutdown(struct daemon *d);
 
 /* ---- jobs-ctl.c ---- */
 

@@ -236,6 +236,7 @@ static int
 jobs_snapshot(struct jobs *js, struct queue_snap *s)
 {
 	size_t cap = js->n ? js->n : 1, i, k = 0;
+	struct jobs_deps_ctx deps;
 
 	memset(s, 0, sizeof *s);
 	s->q = malloc(cap * sizeof *s->q);
@@ -245,6 +246,8 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 		snap_free(s);
 		return -ENOMEM;
 	}
+	/* Groups' counts and the live ids, for what holds a job back. */
+	jobs_deps_prepare(js->d, &deps);
 	for (i = 0; i < js->n; i++) {
 		struct jrec *r = js->v[i];
 		const struct job *j = r->j;
@@ -268,17 +271,19 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			a->uid = j->uid;
 			a->priority = j->priority;
 			a->seq = j->queue_seq;
-			a->wait_free_pct = j->wait_free_pct;
+			a->wait_free_pct =
+			    jobs_wait_free_pct(j, js->d->last.total_bytes);
 			a->exclusive = j->exclusive;
 			a->privileged = j->privileged;
 			/* An attached job nobody is there to run (its client
 			 * not back since a restart) cannot be the head. */
 			a->blocked = j->attached && r->client_id == 0
 			                 ? ADMIT_WAIT_CLIENT
-			                 : ADMIT_WAIT_NONE;
+			                 : jobs_deps_blocked(js->d, r, &deps);
 			a->ref = i;
 		}
 	}
+	jobs_deps_release(&deps);
 	admit_order(s->aq, k, s->ar, s->nr);
 	for (i = 0; i < k; i++) {
 		s->q[i] = js->v[s->aq[i].ref];
@@ -326,7 +331,8 @@ end_event_kind(enum job_state s)
 }
 
 static const char *const jobs_reasons[JOBS_NREASONS] = {
-    "", "swap_budget", "cancel", "client_gone", "spawn", "lost", "other"};
+    "",      "swap_budget", "cancel",     "client_gone",
+    "spawn", "lost",        "dependency", "other"};
 
 int
 jobs_reason_index(const char *reason)
@@ -384,6 +390,9 @@ jrec_announce_end(struct daemon *d, struct jrec *r)
 	jobs_event(d, j, end_event_kind(j->state), det);
 	jobs_note(d, &n);
 	jrec_release(d, r);
+	jobs_onend_start(d, j);
+	/* The jobs that needed it to succeed end too (jobs-deps.c). */
+	jobs_deps_ended(d, j);
 	jobs_admit_soon(d);
 	jobs_fast_ended(d);
 }
@@ -643,6 +652,9 @@ jrec_admit(struct daemon *d, struct jrec *r)
 	proto_add_int(det, "attempt", j->attempt);
 	cJSON_AddNumberToObject(det, "free_pct", d->last.free_pct);
 	cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
+	if (j->wait_free_bytes > 0)
+		proto_add_int(det, "wait_free_bytes",
+		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
 	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
 	jobs_event(d, j, "admitted", det);
@@ -664,19 +676,22 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 	if (!r->j->attached || r->client_id == 0)
 		return;
 	if (!r->owe_queue && r->note_pos == r->position && r->note_of == of &&
-	    r->note_free == free_int && r->note_wait == r->wait)
+	    r->note_free == free_int && r->note_wait == r->wait &&
+	    r->note_after == r->wait_after)
 		return;
 	r->owe_queue = 0;
 	r->note_pos = r->position;
 	r->note_of = of;
 	r->note_free = free_int;
 	r->note_wait = r->wait;
+	r->note_after = r->wait_after;
 	n.client_id = r->client_id;
 	n.job = r->j;
 	n.position = r->position;
 	n.of = of;
 	n.free_pct = free_pct;
 	n.wait = r->wait;
+	n.wait_after = r->wait_after;
 	jobs_note(d, &n);
 }
 
@@ -1201,7 +1216,7 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 	                                         spawn_signal_tree};
 	struct jobs *js = calloc(1, sizeof *js);
 	cJSON *det;
-	int n;
+	int n, rc;
 
 	if (js == NULL) {
 		snprintf(cause, causelen, "out of memory");
@@ -1220,10 +1235,15 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 	uv_timer_init(d->loop, js->admit_timer);
 	js->admit_timer->data = d;
 
-	if (jobs_adopt_load(d, &n) < 0) {
+	js->loading = 1;
+	rc = jobs_adopt_load(d, &n);
+	js->loading = 0;
+	if (rc < 0) {
 		snprintf(cause, causelen, "cannot load jobs from the store");
 		return -EIO;
 	}
+	/* Dependencies that ended while no daemon ran. */
+	jobs_deps_load(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", n);
 	jobs_event(d, NULL, "daemon_start", det);
@@ -1262,6 +1282,7 @@ jobs_shutdown(struct daemon *d)
 		return;
 	/* Clients have been closed by now. */
 	js->note = NULL;
+	jobs_onend_shutdown(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, "daemon_stop", det);

@@ -39,6 +39,7 @@ struct jobs_note {
 	long position, of;               /* QUEUE */
 	double free_pct;                 /* QUEUE */
 	enum admit_wait wait;            /* QUEUE */
+	int64_t wait_after;              /* QUEUE: ADMIT_WAIT_AFTER's job */
 	uint64_t growth_bytes;           /* BREACH */
 	int requeued;                    /* BREACH */
 	const char *detail;              /* BREACH: the paragraph, or NULL */
@@ -77,6 +78,7 @@ struct jobs_view {
 	int end_pending;      /* ended here, not yet on disk */
 	long position;        /* 1-based while queued */
 	enum admit_wait wait; /* while queued */
+	int64_t wait_after;   /* ADMIT_WAIT_AFTER: the job it waits for */
 	uint64_t growth_bytes;
 	uint64_t client_id; /* attached: the connection that owns it */
 	struct job *stored; /* owned: freed by jobs_view_free */
@@ -103,7 +105,7 @@ void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Since-start counters for info: jobs ended, by state and end reason
  * (index 0: no reason; jobs_reason_name), and breaches (requeued ones
  * too). In memory: they start at 0 with the daemon. */
-#define JOBS_NREASONS 7
+#define JOBS_NREASONS 8
 struct jobs_counters {
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
@@ -129,6 +131,29 @@ int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
 int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
                 int64_t *id, long *position, size_t *queued, char *cause,
                 size_t causelen);
+/* hold (held 1) or release (0) a queued job: it keeps its place; a held
+ * one is never admitted. PROTO_E_STATE when it is not queued. */
+int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,
+              size_t causelen);
+/* update: a queued job's priority, wait_free_pct, swap budget and expect
+ * (u's members with their have_ flag set); the front has checked them as
+ * submit would. PROTO_E_STATE when it is not queued. */
+struct jobs_update {
+	int have_priority, have_wait_free, have_budget, have_expect;
+	int have_wait_free_bytes;
+	int priority;
+	double wait_free_pct;
+	uint64_t wait_free_bytes;
+	uint64_t swap_budget_bytes, expect_bytes;
+};
+int jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
+                char *cause, size_t causelen);
+/* The jobs j would start after, checked at submit: each must exist, be
+ * the submitter's own (root: anyone's), and, unless after_any, not have
+ * ended otherwise than with exit 0. PROTO_E_NOJOB, PROTO_E_PERM or
+ * PROTO_E_STATE with cause. */
+int jobs_after_check(struct daemon *d, const struct job *j, char *cause,
+                     size_t causelen);
 /* who: the canceller's name, for the record. */
 int jobs_cancel(struct daemon *d, int64_t id, const char *who, char *cause,
                 size_t causelen);

@@ -356,6 +356,7 @@ notify_job(struct daemon *d, const struct jobs_note *n)
 {
 	struct notify *nf = d->notify;
 	struct jobs_view v;
+	char why[48];
 	cJSON *o;
 
 	if (nf == NULL)
@@ -389,8 +390,9 @@ notify_job(struct daemon *d, const struct jobs_note *n)
 		cJSON_AddNumberToObject(o, "free_pct", n->free_pct);
 		cJSON_AddNumberToObject(o, "wait_free_pct",
 		                        n->job->wait_free_pct);
-		cJSON_AddStringToObject(o, "waiting_for",
-		                        admit_wait_name(n->wait));
+		cJSON_AddStringToObject(
+		    o, "waiting_for",
+		    wire_waiting_for(n->wait, n->wait_after, why, sizeof why));
 		server_notify(d, n->client_id, "queue", o);
 		return;
 	case JOBS_NOTE_BREACH:

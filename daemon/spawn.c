@@ -98,6 +98,9 @@ struct spawn_plan {
 	char started_path[1024];
 	char started_tmp[1040];
 	int report_fd;
+	/* spawn_hook: the command is ended (TERM, then KILL 2 s later) this
+	 * long after it started, with a line in the log; 0: never. */
+	int64_t timeout_ms;
 };
 
 /* <state_dir>/jobs/<id>.<ext> */
@@ -630,6 +633,27 @@ spawn_sigchld(int sig)
 	(void)sig; /* only to interrupt poll() */
 }
 
+/* A hook past its timeout: TERM to its group and a line in the log, then
+ * KILL once it has had 2 s. */
+static void
+spawn_timeout(const struct spawn_plan *p, struct spawn_log *w, pid_t pid,
+              int64_t *termed)
+{
+	char line[160];
+	int n;
+
+	if (*termed == 0) {
+		n = snprintf(line, sizeof(line),
+		             "stageload: on-end command still running after "
+		             "%lld ms (on_end_timeout): terminated\n",
+		             (long long)p->timeout_ms);
+		spawn_log_put(p, w, line, (size_t)n);
+		(void)kill(-pid, SIGTERM);
+		*termed = now_ms();
+	} else if (now_ms() - *termed >= 2000)
+		(void)kill(-pid, SIGKILL);
+}
+
 /* Copy the job's output to its log until the job has exited, then what
  * it left in the pipe; descendants that write later find the pipe closed.
  * Returns the log's descriptor (it changes when the log is cut). */
@@ -644,6 +668,8 @@ spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 	size_t chunk = sizeof(buf);
 	siginfo_t si;
 	int exited = 0, eof = 0, after = 0;
+	int64_t deadline = p->timeout_ms > 0 ? now_ms() + p->timeout_ms : 0;
+	int64_t termed = 0;
 	ssize_t n;
 
 	if (fstat(logfd, &sb) == 0)
@@ -674,6 +700,8 @@ spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 			if (exited && ++after > 256)
 				break;
 		}
+		if (!exited && deadline > 0 && now_ms() >= deadline)
+			spawn_timeout(p, &w, pid, &termed);
 		if (!exited) {
 			memset(&si, 0, sizeof(si));
 			if (waitid(P_PID, (id_t)pid, &si,
@@ -835,22 +863,42 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	_exit(0);
 }
 
-/* The job's environment: exactly env, with STAGELOAD_JOB_ID set. */
-static char **
-spawn_build_env(char *const *env, const char *idvar)
+/* Does env entry e set a variable that one of extra sets? */
+static int
+spawn_env_replaced(const char *e, char *const *extra)
 {
-	size_t n = 0, i, k = 0;
+	size_t i, n;
+
+	for (i = 0; extra != NULL && extra[i] != NULL; i++) {
+		n = strcspn(extra[i], "=");
+		if (strncmp(e, extra[i], n) == 0 && e[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+
+/* The job's environment: exactly env, with STAGELOAD_JOB_ID set (and a
+ * hook's extra variables, NAME=value, in place of the job's own). */
+static char **
+spawn_build_env(char *const *env, const char *idvar, char *const *extra)
+{
+	size_t n = 0, x = 0, i, k = 0;
 	char **out;
 
 	while (env != NULL && env[n] != NULL)
 		n++;
-	out = calloc(n + 2, sizeof(*out));
+	while (extra != NULL && extra[x] != NULL)
+		x++;
+	out = calloc(n + x + 2, sizeof(*out));
 	if (out == NULL)
 		return NULL;
 	for (i = 0; i < n; i++)
-		if (strncmp(env[i], "STAGELOAD_JOB_ID=", 17) != 0)
+		if (strncmp(env[i], "STAGELOAD_JOB_ID=", 17) != 0 &&
+		    !spawn_env_replaced(env[i], extra))
 			out[k++] = env[i];
 	out[k++] = (char *)idvar;
+	for (i = 0; i < x; i++)
+		out[k++] = extra[i];
 	out[k] = NULL;
 	return out;
 }
@@ -863,9 +911,37 @@ spawn_mkdir(const char *path)
 	return 0;
 }
 
+/* ext of a hook's status and start files: never the job's own. */
+#define SPAWN_HOOK "onend"
+
+static int spawn_start(const char *state_dir, const struct job *j,
+                       char *const *argv, char *const *extra, int hook,
+                       int64_t timeout_ms, struct spawn_child *child,
+                       char *cause, size_t causelen);
+
 int
 spawn_detached(const char *state_dir, const struct job *j,
                struct spawn_child *child, char *cause, size_t causelen)
+{
+	return spawn_start(state_dir, j, j->argv, NULL, 0, 0, child, cause,
+	                   causelen);
+}
+
+int
+spawn_hook(const char *state_dir, const struct job *j, const char *command,
+           char *const *extra, int64_t timeout_ms, struct spawn_child *child,
+           char *cause, size_t causelen)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)command, NULL};
+
+	return spawn_start(state_dir, j, argv, extra, 1, timeout_ms, child,
+	                   cause, causelen);
+}
+
+static int
+spawn_start(const char *state_dir, const struct job *j, char *const *argv,
+            char *const *extra, int hook, int64_t timeout_ms,
+            struct spawn_child *child, char *cause, size_t causelen)
 {
 	struct spawn_plan p;
 	struct spawn_msg m;
@@ -878,14 +954,14 @@ spawn_detached(const char *state_dir, const struct job *j,
 
 	child->monitor_pid = -1;
 	child->fd = -1;
-	if (j->argv == NULL || j->argv[0] == NULL || j->cwd == NULL ||
-	    j->id <= 0) {
+	if (argv == NULL || argv[0] == NULL || j->cwd == NULL || j->id <= 0) {
 		snprintf(cause, causelen, "job has no command or directory");
 		return -EINVAL;
 	}
 	memset(&p, 0, sizeof(p));
 	p.id = j->id;
-	p.argv = j->argv;
+	p.argv = argv;
+	p.timeout_ms = timeout_ms;
 	p.cwd = j->cwd;
 	p.drop = geteuid() == 0;
 	if (p.drop) {
@@ -909,22 +985,25 @@ spawn_detached(const char *state_dir, const struct job *j,
 	        (int)sizeof(dir) ||
 	    spawn_log_path(state_dir, j->id, p.log_path, sizeof(p.log_path)) <
 	        0 ||
-	    spawn_status_path(state_dir, j->id, p.status_path,
-	                      sizeof(p.status_path)) < 0) {
+	    spawn_job_path(state_dir, j->id,
+	                   hook ? SPAWN_HOOK ".status" : "status",
+	                   p.status_path, sizeof(p.status_path)) < 0) {
 		snprintf(cause, causelen, "state directory path too long");
 		return -ENAMETOOLONG;
 	}
 	snprintf(p.status_tmp, sizeof(p.status_tmp), "%s.tmp", p.status_path);
 	snprintf(p.log_tmp, sizeof(p.log_tmp), "%s.tmp", p.log_path);
 	p.max_log_bytes = j->max_log_bytes;
-	if (spawn_started_path(state_dir, j->id, p.started_path,
-	                       sizeof(p.started_path)) < 0) {
+	if (spawn_job_path(state_dir, j->id,
+	                   hook ? SPAWN_HOOK ".started" : "started",
+	                   p.started_path, sizeof(p.started_path)) < 0) {
 		snprintf(cause, causelen, "state directory path too long");
 		return -ENAMETOOLONG;
 	}
 	snprintf(p.started_tmp, sizeof(p.started_tmp), "%s.tmp",
 	         p.started_path);
-	p.attempt = j->attempt;
+	/* A hook's output goes after the job's, never in a fresh log. */
+	p.attempt = hook ? 2 : j->attempt;
 	p.umask = (mode_t)(j->umask & 0777);
 	if ((rc = spawn_mkdir(state_dir)) < 0 || (rc = spawn_mkdir(dir)) < 0) {
 		snprintf(cause, causelen, "cannot create %s: %s", dir,
@@ -967,7 +1046,7 @@ spawn_detached(const char *state_dir, const struct job *j,
 	}
 	snprintf(idvar, sizeof(idvar), "STAGELOAD_JOB_ID=%lld",
 	         (long long)j->id);
-	if ((p.envp = spawn_build_env(j->env, idvar)) == NULL) {
+	if ((p.envp = spawn_build_env(j->env, idvar, extra)) == NULL) {
 		snprintf(cause, causelen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1246,6 +1325,12 @@ spawn_forget(const char *state_dir, int64_t id)
 	if (spawn_status_path(state_dir, id, path, sizeof(path)) == 0)
 		(void)unlink(path);
 	if (spawn_started_path(state_dir, id, path, sizeof(path)) == 0)
+		(void)unlink(path);
+	if (spawn_job_path(state_dir, id, SPAWN_HOOK ".status", path,
+	                   sizeof(path)) == 0)
+		(void)unlink(path);
+	if (spawn_job_path(state_dir, id, SPAWN_HOOK ".started", path,
+	                   sizeof(path)) == 0)
 		(void)unlink(path);
 }
 

@@ -80,6 +80,22 @@ int spawn_detached(const char *state_dir, const struct job *j,
                    struct spawn_child *child, char *cause, size_t causelen);
 
 /*
+ * A job's on-end command (docs/jobs.md, "When a job ends"): started as
+ * spawn_detached() starts j (the same monitor, credentials, groups, umask,
+ * cwd and j->env with STAGELOAD_JOB_ID), running /bin/sh -c command with
+ * extra (NAME=value strings, NULL-terminated, replacing the job's own of
+ * those names) added to the environment. Its output is appended to the
+ * job's log; its status and start records are files of their own
+ * (<id>.onend.status, .onend.started), never the job's. Past timeout_ms
+ * (0: none) its monitor sends its group SIGTERM, and SIGKILL 2 s later,
+ * with a line in the log saying so. Reports come through child->fd as for
+ * a job.
+ */
+int spawn_hook(const char *state_dir, const struct job *j, const char *command,
+               char *const *extra, int64_t timeout_ms,
+               struct spawn_child *child, char *cause, size_t causelen);
+
+/*
  * Read one report from a monitor's pipe. Returns 1 with ev filled, 0 when
  * nothing is pending, -EPIPE when the monitor closed the pipe (it exited, or
  * died: then spawn_check() tells what became of the job), or another

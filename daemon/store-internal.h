@@ -41,8 +41,9 @@ extern const struct store_tier store_tiers[NTIERS];
 	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
 	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
 	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, bytes, kill, " \
+	"after_ids, after_any, held, queue_group, wait_free_bytes, on_end, "   \
 	"name_given, expect_source, expect_runs"
-#define JOB_NCOLUMNS 39
+#define JOB_NCOLUMNS 45
 /* A whole job: "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM; lists
  * read argv alone (for the command line): JOB_LIST_ARGS. */
 #define JOB_ARGS "a.argv, a.env"
@@ -94,7 +95,7 @@ struct store {
 	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
 	sqlite3_stmt *jobs_unended, *jobs_ended;
 	sqlite3_stmt *job_hist_raw, *job_hist;
-	sqlite3_stmt *ev_ins, *ev_list;
+	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
 	sqlite3_stmt *job_was_ended, *jobs_oldest_ended;
 	sqlite3_stmt *del_job_samples, *del_job_events, *del_job, *del_job_args;
 

@@ -152,6 +152,77 @@ bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
 		sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
 }
 
+/* Job ids as a JSON array ("[3,4]"); none is NULL. */
+static int
+store_ids_bind(sqlite3_stmt *st, int i, const int64_t *ids, int n)
+{
+	size_t cap = 3 + (size_t)(n > 0 ? n : 0) * 21, len = 1;
+	char *t;
+	int k;
+
+	if (n <= 0) {
+		sqlite3_bind_null(st, i);
+		return 0;
+	}
+	if ((t = malloc(cap)) == NULL)
+		return -ENOMEM;
+	t[0] = '[';
+	for (k = 0; k < n; k++)
+		len += (size_t)snprintf(t + len, cap - len, "%s%lld",
+		                        k > 0 ? "," : "", (long long)ids[k]);
+	t[len++] = ']';
+	t[len] = '\0';
+	sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT);
+	free(t);
+	return 0;
+}
+
+/* The column back: NULL or an array of ids (1 to 2^53), at most 1024. */
+static int
+store_json_ids(const char *text, int64_t **out, int *n)
+{
+	cJSON *a, *it;
+	int64_t *v;
+	int count, i = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (text == NULL)
+		return 0;
+	if ((a = cJSON_Parse(text)) == NULL)
+		return -EINVAL;
+	count = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+	if (count < 0 || count > 1024) {
+		cJSON_Delete(a);
+		return -EINVAL;
+	}
+	if (count == 0) {
+		cJSON_Delete(a);
+		return 0;
+	}
+	if ((v = malloc(sizeof *v * (size_t)count)) == NULL) {
+		cJSON_Delete(a);
+		return -ENOMEM;
+	}
+	cJSON_ArrayForEach(it, a)
+	{
+		double d = it->valuedouble;
+
+		if (!cJSON_IsNumber(it) ||
+		    !(d >= 1 && d <= 9007199254740992.0) ||
+		    (double)(int64_t)d != d) {
+			free(v);
+			cJSON_Delete(a);
+			return -EINVAL;
+		}
+		v[i++] = (int64_t)d;
+	}
+	cJSON_Delete(a);
+	*out = v;
+	*n = count;
+	return 0;
+}
+
 static int
 store_job_bind(sqlite3_stmt *st, const struct job *j)
 {
@@ -198,6 +269,15 @@ store_job_bind(sqlite3_stmt *st, const struct job *j)
 	sqlite3_bind_text(st, k++, groups, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, k++, j->bytes);
 	bind_text_or_null(st, k++, j->kill);
+	if (store_ids_bind(st, k++, j->after, j->nafter) != 0) {
+		free(groups);
+		return -ENOMEM;
+	}
+	sqlite3_bind_int(st, k++, j->after_any);
+	sqlite3_bind_int(st, k++, j->held);
+	bind_text_or_null(st, k++, j->group);
+	sqlite3_bind_int64(st, k++, (int64_t)j->wait_free_bytes);
+	bind_text_or_null(st, k++, j->on_end);
 	sqlite3_bind_int(st, k++, j->name_given);
 	if (j->expect_source == JOB_EXPECT_NONE)
 		sqlite3_bind_null(st, k++);
@@ -297,6 +377,14 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 		err = e2;
 	j->bytes = sqlite3_column_int64(st, k++);
 	j->kill = column_strdup(st, k++, &err);
+	if ((e2 = store_json_ids((const char *)sqlite3_column_text(st, k++),
+	                         &j->after, &j->nafter)) != 0)
+		err = e2;
+	j->after_any = sqlite3_column_int(st, k++);
+	j->held = sqlite3_column_int(st, k++);
+	j->group = column_strdup(st, k++, &err);
+	j->wait_free_bytes = (uint64_t)sqlite3_column_int64(st, k++);
+	j->on_end = column_strdup(st, k++, &err);
 	j->name_given = sqlite3_column_int(st, k++);
 	j->expect_source =
 	    job_expect_source_parse((const char *)sqlite3_column_text(st, k++));
@@ -569,6 +657,21 @@ store_events(struct store *s, int64_t after_id, int64_t limit,
 }
 
 int
+store_events_before(struct store *s, int64_t before_id, int64_t limit,
+                    int (*cb)(void *arg, const struct store_event *e),
+                    void *arg)
+{
+	sqlite3_stmt *st = s->ev_list_before;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, before_id > 0 ? before_id : INT64_MAX);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	rc = event_rows(st, cb, arg);
+	sqlite3_reset(st);
+	return rc;
+}
+
+int
 store_job_events(struct store *s, int64_t job_id, const char *kind,
                  int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg)
@@ -707,7 +810,9 @@ store_job_bytes(const struct job *j)
 {
 	return strv_bytes(j->argv) + strv_bytes(j->env) +
 	       (j->cwd != NULL ? (int64_t)strlen(j->cwd) : 0) +
-	       (j->name != NULL ? (int64_t)strlen(j->name) : 0);
+	       (j->name != NULL ? (int64_t)strlen(j->name) : 0) +
+	       (j->on_end != NULL ? (int64_t)strlen(j->on_end) : 0) +
+	       (j->group != NULL ? (int64_t)strlen(j->group) : 0);
 }
 
 /* Add to uid's counts (negative to take away). Out of memory the counts

@@ -151,7 +151,17 @@ static const char *const store_migrations[] = {
     /* 6: the numbers of a breach kill (a JSON object: budget, growth,
      * footprint, free %, pressure, time), public members of the Job. */
     "ALTER TABLE jobs ADD COLUMN kill TEXT;",
-    /* 7: learned peaks. Whether a job's name was given (only those
+    /* 7: the queue's own controls: the jobs a job starts after (a JSON
+     * array of ids, NULL for none), whether any end of theirs will do,
+     * a hold, its group (NULL for none), and the available memory it
+     * waits for (0: none), and its on-end command (NULL for none). */
+    ("ALTER TABLE jobs ADD COLUMN after_ids TEXT;"
+     "ALTER TABLE jobs ADD COLUMN after_any INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN queue_group TEXT;"
+     "ALTER TABLE jobs ADD COLUMN wait_free_bytes INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN on_end TEXT;"),
+    /* 8: learned peaks. Whether a job's name was given (only those
      * learn: docs/jobs.md, "Learned peaks"), where its expect came from
      * ('given', 'learned', NULL: neither) and from how many runs, and
      * one row per ended run of a given name: what it reached. Jobs from
@@ -471,11 +481,13 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->latest_totals,
 	     "SELECT total_bytes, swap_total_bytes FROM samples"
 	     " WHERE total_bytes IS NOT NULL ORDER BY ts_ms DESC LIMIT 1");
-	PREP(s->job_ins, "INSERT INTO jobs (" JOB_COLUMNS ") VALUES (?1, ?2,"
-	                 " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-	                 " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
-	                 " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	                 " ?34, ?35, ?36, ?37, ?38, ?39)");
+	PREP(s->job_ins,
+	     "INSERT INTO jobs (" JOB_COLUMNS ") VALUES (?1, ?2,"
+	     " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
+	     " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
+	     " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
+	     " ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44,"
+	     " ?45)");
 	PREP(s->args_ins,
 	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
@@ -483,7 +495,8 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
 	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
 	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39) WHERE id = ?40");
+	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44,"
+	     " ?45) WHERE id = ?46");
 	PREP(s->job_get,
 	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
 	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM
@@ -509,6 +522,9 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"
 	                 " FROM events WHERE id > ?1 ORDER BY id LIMIT ?2");
+	PREP(s->ev_list_before,
+	     "SELECT id, ts_ms, job_id, uid, kind, detail FROM events"
+	     " WHERE id < ?1 ORDER BY id DESC LIMIT ?2");
 	PREP(s->job_was_ended,
 	     "SELECT state IN " JOB_ENDED_STATES " FROM jobs WHERE id = ?1");
 	PREP(s->jobs_oldest_ended,

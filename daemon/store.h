@@ -193,6 +193,10 @@ int store_event_add(struct store *s, struct store_event *e, char *cause,
  * stops the walk and is returned. */
 int store_events(struct store *s, int64_t after_id, int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg);
+/* The same newest first: events with id < before_id (<= 0: all). */
+int store_events_before(struct store *s, int64_t before_id, int64_t limit,
+                        int (*cb)(void *arg, const struct store_event *e),
+                        void *arg);
 
 /* One job's events of one kind, oldest first, at most limit. As
  * store_events otherwise. */

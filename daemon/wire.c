@@ -2,6 +2,7 @@
  * The wire objects (wire.h): Job, Event and Sample as PROTOCOL.md defines
  * them, and who may see what of a job.
  */
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,13 +102,24 @@ add_opt_int(cJSON *o, const char *name, int64_t v, int present)
 		cJSON_AddNullToObject(o, name);
 }
 
+const char *
+wire_waiting_for(enum admit_wait w, int64_t after, char *buf, size_t len)
+{
+	if (w != ADMIT_WAIT_AFTER || after <= 0)
+		return admit_wait_name(w);
+	snprintf(buf, len, "after %" PRId64, after);
+	return buf;
+}
+
 static cJSON *
 job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 {
 	const struct job *j = v->j;
 	const struct jobs_view *r = v->live ? v : NULL;
-	cJSON *o = cJSON_CreateObject(), *k;
+	cJSON *o = cJSON_CreateObject(), *k, *after;
 	int ended = JOB_STATE_ENDED(j->state);
+	char why[48];
+	int i;
 	int visible = wire_may_see(viewer, j);
 
 	if (o == NULL)
@@ -120,6 +132,7 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 	cJSON_AddBoolToObject(o, "attached", j->attached);
 	proto_add_int(o, "priority", j->priority);
 	cJSON_AddNumberToObject(o, "wait_free_pct", j->wait_free_pct);
+	proto_add_int(o, "wait_free_bytes", (int64_t)j->wait_free_bytes);
 	proto_add_int(o, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
 	proto_add_int(o, "expect_bytes", (int64_t)j->expect_bytes);
 	if (j->expect_source != JOB_EXPECT_NONE)
@@ -133,11 +146,24 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 	cJSON_AddBoolToObject(o, "exclusive", j->exclusive);
 	proto_add_int(o, "retry_on_breach", j->retry_on_breach);
 	proto_add_int(o, "attempt", j->attempt);
+	/* The queue's own controls (docs/jobs.md, "Dependencies and
+	 * holds"): public, as the order is. */
+	if ((after = cJSON_AddArrayToObject(o, "after")) != NULL)
+		for (i = 0; i < j->nafter; i++)
+			cJSON_AddItemToArray(after,
+			                     proto_int_create(j->after[i]));
+	cJSON_AddBoolToObject(o, "after_any", j->after_any);
+	cJSON_AddBoolToObject(o, "held", j->held);
+	if (j->group != NULL)
+		cJSON_AddStringToObject(o, "group", j->group);
+	else
+		cJSON_AddNullToObject(o, "group");
 	add_opt_int(o, "position", r ? r->position : 0,
 	            r != NULL && j->state == JOB_QUEUED && r->position > 0);
 	if (r != NULL && j->state == JOB_QUEUED)
-		cJSON_AddStringToObject(o, "waiting_for",
-		                        admit_wait_name(r->wait));
+		cJSON_AddStringToObject(
+		    o, "waiting_for",
+		    wire_waiting_for(r->wait, r->wait_after, why, sizeof why));
 	proto_add_int(o, "submitted_at_ms", j->submitted_ms);
 	add_opt_int(o, "admitted_at_ms", j->admitted_ms, j->admitted_ms > 0);
 	add_opt_int(o, "started_at_ms", j->started_ms, j->started_ms > 0);
@@ -191,6 +217,11 @@ job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
 			                          ? strv_json(a->argv)
 			                          : cJSON_CreateNull());
 		cJSON_AddStringToObject(o, "cwd", j->cwd ? j->cwd : "");
+		/* A command, as private as argv. */
+		if (j->on_end != NULL)
+			cJSON_AddStringToObject(o, "on_end", j->on_end);
+		else
+			cJSON_AddNullToObject(o, "on_end");
 		if (ended && j->end_detail != NULL)
 			cJSON_AddStringToObject(o, "end_detail", j->end_detail);
 		else

@@ -20,6 +20,10 @@
 int wire_may_see(uid_t viewer, const struct job *j);
 /* The user's name, or the uid as a number when it has none. */
 void wire_user_name(uid_t uid, char *buf, size_t len);
+/* A queued job's waiting_for: admit_wait_name, but "after ID" for an
+ * unended dependency (after: its id). Writes buf (at least 32 bytes). */
+const char *wire_waiting_for(enum admit_wait w, int64_t after, char *buf,
+                             size_t len);
 /* The wire Job; what only a live job has (position, waiting_for, growth)
  * comes from v when v->live. NULL when out of memory. */
 cJSON *wire_job(const struct jobs_view *v, uid_t viewer, int with_env);

@@ -891,8 +891,29 @@ proto_int_create(int64_t v)
 	return cJSON_CreateRaw(digits);
 }
 
-/* Integral numbers that cJSON would print inexactly become their digits,
- * so a tree parsed from the wire prints the integers it was given. */
+/* The decimal digits of v into buf (at least 21 bytes). */
+static void
+int_digits(int64_t v, char *buf)
+{
+	char tmp[24];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0, i = 0;
+
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		buf[i++] = '-';
+	while (n > 0)
+		buf[i++] = tmp[--n];
+	buf[i] = '\0';
+}
+
+/* Integral numbers become their digits, so a tree parsed from the wire
+ * prints the integers it was given: cJSON would print those past 10^15
+ * inexactly, and every one through its "%1.15g", read back with sscanf,
+ * which was much of the time a client spent printing a long status. */
 static void
 exact_ints(cJSON *item)
 {
@@ -900,11 +921,11 @@ exact_ints(cJSON *item)
 	char digits[24], *dup;
 	cJSON *c;
 
-	if (cJSON_IsNumber(item) &&
-	    (v >= CJSON_EXACT_LIMIT || v <= -CJSON_EXACT_LIMIT) &&
-	    v <= PROTO_MAX_SAFE_INT && v >= -PROTO_MAX_SAFE_INT &&
-	    (double)(int64_t)v == v) {
-		snprintf(digits, sizeof digits, "%" PRId64, (int64_t)v);
+	/* -0 stays cJSON's ("-0"), as it printed it before. */
+	if (cJSON_IsNumber(item) && v <= PROTO_MAX_SAFE_INT &&
+	    v >= -PROTO_MAX_SAFE_INT && (double)(int64_t)v == v &&
+	    !(v == 0 && signbit(v))) {
+		int_digits((int64_t)v, digits);
 		if ((dup = strdup(digits)) != NULL) {
 			item->type = cJSON_Raw;
 			item->valuestring = dup;
@@ -1178,6 +1199,58 @@ proto_param_strv(const cJSON *params, const char *name, int required,
 }
 
 int
+proto_param_intv(const cJSON *params, const char *name, int required,
+                 size_t max_items, int64_t min, int64_t max, int64_t **out,
+                 size_t *n, char *cause, size_t causelen)
+{
+	const cJSON *v, *it;
+	char what[96];
+	int64_t *vec;
+	size_t count = 0, i = 0;
+	double d;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = param_find(params, name, required, &v, cause, causelen)) != 0)
+		return rc;
+	if (!cJSON_IsArray(v))
+		return param_error(cause, causelen, name,
+		                   "must be an array of integers");
+	for (it = v->child; it != NULL; it = it->next)
+		count++;
+	if (max_items != 0 && count > max_items) {
+		snprintf(what, sizeof what, "has more than %zu items",
+		         max_items);
+		return param_error(cause, causelen, name, what);
+	}
+	if (count == 0)
+		return 0;
+	if ((vec = malloc(count * sizeof *vec)) == NULL) {
+		if (cause != NULL && causelen > 0)
+			snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	for (it = v->child; it != NULL; it = it->next) {
+		d = it->valuedouble;
+		if (!cJSON_IsNumber(it) || !isfinite(d) || d < (double)min ||
+		    d > (double)max || d > PROTO_MAX_SAFE_INT ||
+		    d < -PROTO_MAX_SAFE_INT || d != (double)(int64_t)d) {
+			free(vec);
+			snprintf(what, sizeof what,
+			         "must be an array of integers between %" PRId64
+			         " and %" PRId64,
+			         min, max);
+			return param_error(cause, causelen, name, what);
+		}
+		vec[i++] = (int64_t)d;
+	}
+	*out = vec;
+	*n = count;
+	return 0;
+}
+
+int
 proto_param_type(const cJSON *params, const char *name, enum proto_type t,
                  int required, char *cause, size_t causelen)
 {
@@ -1216,6 +1289,16 @@ proto_param_type(const cJSON *params, const char *name, enum proto_type t,
 				return param_error(
 				    cause, causelen, name,
 				    "must be an array of strings");
+		break;
+	case PROTO_T_INTV:
+		if (!cJSON_IsArray(v))
+			return param_error(cause, causelen, name,
+			                   "must be an array of integers");
+		for (it = v->child; it != NULL; it = it->next)
+			if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+				return param_error(
+				    cause, causelen, name,
+				    "must be an array of integers");
 		break;
 	}
 	return 0;

@@ -180,6 +180,12 @@ int proto_param_string(const cJSON *params, const char *name, int required,
 int proto_param_strv(const cJSON *params, const char *name, int required,
                      size_t max_items, size_t total_max, const char ***out,
                      char *cause, size_t causelen);
+/* An array of integers, each from min to max, at most max_items of them;
+ * *out is malloc'd (NULL when the array is empty or absent), *n its
+ * length. */
+int proto_param_intv(const cJSON *params, const char *name, int required,
+                     size_t max_items, int64_t min, int64_t max, int64_t **out,
+                     size_t *n, char *cause, size_t causelen);
 /* A parameter's JSON type, as a dispatch table lists it. */
 enum proto_type {
 	PROTO_T_INT,    /* a number; integral and in range: proto_param_int */
@@ -187,6 +193,7 @@ enum proto_type {
 	PROTO_T_BOOL,
 	PROTO_T_STRING,
 	PROTO_T_STRV, /* an array of strings */
+	PROTO_T_INTV, /* an array of integers: proto_param_intv */
 };
 /* 0 when name is absent (JSON null too) and not required, or present with
  * type t; else PROTO_E_PARAMS with the cause proto_param_* would give.

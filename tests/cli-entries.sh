@@ -118,7 +118,8 @@ ok "$ncmd commands: --help shows every option; errors in one style; --socket on 
 one_error "stageloadctl: events: --limit takes a whole number from 1 to 10000, not '0'" events --limit 0
 one_error "stageloadctl: ps: --limit takes a whole number from 1 to 100000, not 'x'" ps --limit=x
 one_error "stageloadctl: submit: --priority takes a whole number from -1000 to 1000, not '2000'" submit --priority 2000 -- true
-one_error "stageloadctl: guard: --wait-free takes a percentage from 0 to 100 (40, 40%, 37.5), not '140'" guard --wait-free 140 -- true
+one_error "stageloadctl: guard: --wait-free takes a percentage from 0 to 100 (40, 40%, 37.5) or a size (30G), not '140'" guard --wait-free 140 -- true
+one_error "stageloadctl: submit: --wait-free takes a percentage from 0 to 100 (40, 40%, 37.5) or a size (30G), not '30X'" submit --wait-free 30X -- true
 one_error "stageloadctl: history: --format takes table, json or csv, not 'xml'" history --format xml
 one_error "stageloadctl: show: missing ID" show
 one_error "stageloadctl: show: unexpected argument '2'" show 1 2

@@ -1,7 +1,9 @@
 """stageloadctl plot writes well-formed SVG (Python's XML parser reads it)
 with the expected series: system history with a lane per job and the kill
-marked, one job over its life, and a JSONL trace with its stages marked.
-Names from users are escaped (a job is named <script>"\\n).
+marked and the stages jobs reported, one job over its life with its stages,
+and a JSONL trace with its stages marked. Names from users are escaped (a
+job is named <script>"\\n, a stage <b>"dec\\ode) and kept whole (a stage
+of 120 two-byte characters is not cut inside one).
 """
 
 import json
@@ -13,7 +15,8 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll  # noqa: E402
-from webtest import EVIL_NAME, cleanup_jobs, daemon, make_jobs  # noqa: E402
+from webtest import (EVIL_NAME, EVIL_STAGE, LONG_STAGE, cleanup_jobs, daemon,  # noqa: E402
+                     make_jobs)
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -63,14 +66,26 @@ def main():
         assert EVIL_NAME.strip() in text, "the job's name, unescaped by the parser"
         raw = open(out).read()
         assert "<script" not in raw and "&lt;script&gt;&quot;" in raw
-        print("plot: system history, %d lanes, the kill marked" % len(lanes))
+        stages = [(m[1], m[2]) for m in marks if m[0] == "stage"]
+        want = [(str(ids["killed"]), n * 2) for n in ("load", EVIL_STAGE)] + \
+               [(str(ids["runner"]), n * 2) for n in ("encode", LONG_STAGE)]
+        assert sorted(stages) == sorted(want), stages  # label and title, whole
+        assert "<b>" not in raw and "&lt;b&gt;&quot;dec\\ode" in raw
+        print("plot: system history, %d lanes, the kill and 4 stages marked" % len(lanes))
 
         out = os.path.join(d.dir, "job.svg")
         ctl(d, "plot", "--job", str(ids["killed"]), "-o", out)
         root, series, lanes, marks, kills = parse(out)
         assert {"footprint_bytes", "swap_bytes"} <= set(series), series.keys()
         assert lanes == {ids["killed"]} and str(ids["killed"]) in kills, (lanes, kills)
-        print("plot: a job's footprint and swap, its kill marked")
+        stages = [(m[1], m[2]) for m in marks if m[0] == "stage"]
+        assert stages == [(str(ids["killed"]), n * 2) for n in ("load", EVIL_STAGE)], stages
+        out = os.path.join(d.dir, "runner.svg")
+        ctl(d, "plot", "--job", str(ids["runner"]), "-o", out)
+        root, series, lanes, marks, kills = parse(out)
+        stages = [(m[1], m[2]) for m in marks if m[0] == "stage"]
+        assert stages == [(str(ids["runner"]), n * 2) for n in ("encode", LONG_STAGE)], stages
+        print("plot: a job's footprint and swap, its kill and stages marked")
 
         trace = os.path.join(d.dir, "trace.jsonl")
         t0 = 1764480000000
@@ -111,6 +126,21 @@ def main():
         stages = [m[2] for m in marks if m[0] == "stage"]
         assert stages == ["encodeencode", "decodedecode"], stages
         print("plot: a MemoryMeter trace, one mark where each stage begins")
+
+        # A trace's stage may be longer than a label holds: the label is
+        # cut before a character, never inside one (the XML parser reads it).
+        trace = os.path.join(d.dir, "long.jsonl")
+        with open(trace, "w") as f:
+            for i in range(3):
+                f.write(json.dumps({"ts_ms": t0 + i * 500, "free_pct": 50,
+                                    "stage": "\u00e9" * 300}) + "\n")
+        out = os.path.join(d.dir, "long.svg")
+        ctl(d, "plot", "--trace", trace, "-o", out)
+        root, series, lanes, marks, kills = parse(out)
+        stages = [m[2] for m in marks if m[0] == "stage"]
+        assert len(stages) == 1 and 200 < len(stages[0]) and \
+            set(stages[0]) == {"\u00e9"}, stages
+        print("plot: a trace's long stage cut between characters")
 
         bad = os.path.join(d.dir, "bad.jsonl")
         with open(bad, "w") as f:

@@ -212,6 +212,34 @@ def sc_stages(d, m, c):
     assert "Learned stages:" in text and "load" in text.split("Learned stages:")[1], text
 
 
+def sc_resubmit_update(d, m, c):
+    """A resubmitted job learns afresh unless its expect was given; an
+    update's expect is given (0 opts out)."""
+    m.set(free_pct=FREE)
+    peak = prime(c, d, "p1", name="learner")["footprint_peak_bytes"]
+    m.set(free_pct=10)  # nothing starts meanwhile
+    q = grower(c, d, "q", name="learner", wait_free_pct=WAIT_FREE)
+    jq = sc.show(c, q)
+    assert jq["expect_source"] == "learned" and jq["expect_bytes"] == peak, jq
+    jq = c.call("update", {"id": q, "expect_bytes": 0})
+    jq = sc.show(c, q)
+    assert jq["expect_source"] == "given" and jq["expect_bytes"] == 0, jq
+    g = grower(c, d, "g", name="learner", expect_bytes=5 << 20)
+    r = c.call("resubmit", {"id": p1_id(c)})["id"]
+    jr = sc.show(c, r)
+    assert jr["name_given"] is True and jr["expect_source"] == "learned", jr
+    assert jr["expect_bytes"] == peak, jr
+    r2 = c.call("resubmit", {"id": g})["id"]
+    jr2 = sc.show(c, r2)
+    assert jr2["expect_source"] == "given" and jr2["expect_bytes"] == 5 << 20, jr2
+    for jid in (q, g, r, r2):
+        c.call("cancel", {"id": jid})
+
+
+def p1_id(c):
+    return min(j["id"] for j in c.call("status", {"all": True})["jobs"])
+
+
 def sc_off(d, m, c):
     """learn = 0: nothing is learnt or reserved, today's rule."""
     m.set(free_pct=FREE)
@@ -251,6 +279,7 @@ SCENARIOS = [
     ("reserve", sc_reserve, {}),
     ("runs", sc_runs, {"extra_conf": "learn_runs = 2\n"}),
     ("stages", sc_stages, {}),
+    ("resubmit_update", sc_resubmit_update, {}),
     ("off", sc_off, {"extra_conf": "learn = 0\n"}),
     ("default_name", sc_default_name, {}),
 ]

@@ -8,7 +8,8 @@
 - a connection has at most 4 large answers under way: the 5th and later
   of a client that does not read are refused with -32004;
 - status and events in protocol version 1, also written in slices, are
-  the same as the version 2 pages put together.
+  the same as the version 2 pages put together; events newest first
+  (before_id, or a "b" cursor) are the same the other way round.
 Runs as any user.
 """
 
@@ -19,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, poll  # noqa: E402
+from sltest import Client, Daemon, RpcError, poll  # noqa: E402
 
 SAMPLES = 20000
 STEP = 500
@@ -155,6 +156,21 @@ def v1_is_v2_pages(d):
         if cur is None:
             break
     assert [e["id"] for e in v1_events] == [e["id"] for e in evs]
+    # Newest first (before_id; in version 2 the cursor goes on below the
+    # oldest so far): the same events, the other way round.
+    back, cur = [], "b%d" % (evs[-1]["id"] + 1)
+    while cur is not None:
+        r = c2.call("events", {"limit": 9, "cursor": cur})
+        back += r["events"]
+        cur = r["next_cursor"]
+    assert [e["id"] for e in back] == [e["id"] for e in reversed(evs)]
+    newest = c.call("events", {"before_id": 1 << 53, "limit": 5})["events"]
+    assert [e["id"] for e in newest] == [e["id"] for e in reversed(evs)][:5]
+    try:
+        c2.call("events", {"before_id": 5, "follow": True})
+        raise AssertionError("before_id with follow was taken")
+    except RpcError as e:
+        assert e.code == -32602, e
     c.close()
     c2.close()
 

@@ -1417,6 +1417,18 @@ test_print_exact(void **state)
 	free(out);
 	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(t, "a")));
 	cJSON_Delete(t);
+	/* Every integer is printed from its digits (small, negative, zero,
+	 * the largest safe), -0 and other numbers as cJSON prints them: the
+	 * same text as before the digits were ours. */
+	t = cJSON_Parse("[0,-0,7,-7,10,999999999999999,-1000000000000000,"
+	                "9007199254740992,1764480000000,0.25,-2.5,1e300]");
+	assert_non_null(t);
+	out = proto_print(t, 0);
+	assert_string_equal(out, "[0,-0,7,-7,10,999999999999999,"
+	                         "-1000000000000000,9007199254740992,"
+	                         "1764480000000,0.25,-2.5,1e+300]");
+	free(out);
+	cJSON_Delete(t);
 }
 
 int

@@ -185,7 +185,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -205,10 +205,10 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
-/* A database of this schema turned back into schema 6's shape: no
+/* A database of this schema turned back into schema 7's shape: no
  * learned peaks, no name_given, expect_source or expect_runs. */
 static void
-raw_to_schema_6(sqlite3 *db)
+raw_to_schema_7(sqlite3 *db)
 {
 	raw_exec(db, "DROP TABLE learned_peaks");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN name_given");
@@ -216,11 +216,11 @@ raw_to_schema_6(sqlite3 *db)
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN expect_runs");
 }
 
-/* A database of schema 6 is brought to 7: its jobs did not say whether
+/* A database of schema 7 is brought to 8: its jobs did not say whether
  * their name was given (they never learn), an expect they had was given,
  * and the learned peaks table is there, empty. */
 static void
-test_migrate_from_6(void **state)
+test_migrate_from_7(void **state)
 {
 	struct fixture *f = *state;
 	char cause[256] = "";
@@ -241,8 +241,8 @@ test_migrate_from_6(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	db = raw_open(f->path);
-	raw_to_schema_6(db);
-	raw_exec(db, "PRAGMA user_version = 6");
+	raw_to_schema_7(db);
+	raw_exec(db, "PRAGMA user_version = 7");
 	sqlite3_close(db);
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
@@ -293,6 +293,18 @@ test_migrate_from_6(void **state)
 /* A database of this schema turned back into schema 4's shape: argv and
  * env in the jobs rows, no job_args, no bytes, no kill. */
 static void
+raw_to_schema_6(sqlite3 *db)
+{
+	raw_to_schema_7(db);
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_ids");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN after_any");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN held");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN queue_group");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN wait_free_bytes");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN on_end");
+}
+
+static void
 raw_to_schema_4(sqlite3 *db)
 {
 	raw_to_schema_6(db);
@@ -340,7 +352,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -384,7 +396,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -428,7 +440,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 7);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -650,9 +662,64 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 7");
+	raw_exec(db, "PRAGMA user_version = 8");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+}
+
+/* A database of schema 6 is brought to 7: its jobs start after nothing
+ * and are not held; a job's dependencies and hold round-trip. */
+static void
+test_migrate_from_6(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	int64_t after[] = {3, 9007199254740992LL};
+	struct job j, k, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_6(db);
+	raw_exec(db, "PRAGMA user_version = 6");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_null(got->after);
+	assert_int_equal(got->nafter, 0);
+	assert_int_equal(got->after_any, 0);
+	assert_int_equal(got->held, 0);
+	assert_null(got->group);
+	assert_int_equal(got->wait_free_bytes, 0);
+	job_free(got);
+
+	memset(&k, 0, sizeof k);
+	k.state = JOB_QUEUED;
+	k.attempt = 1;
+	k.after = after;
+	k.nafter = 2;
+	k.after_any = 1;
+	k.held = 1;
+	k.group = "gpu";
+	k.wait_free_bytes = (uint64_t)30 << 30;
+	k.on_end = "echo done";
+	assert_int_equal(store_job_insert(f->s, &k, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, k.id, &got), 0);
+	assert_int_equal(got->nafter, 2);
+	assert_int_equal(got->after[0], 3);
+	assert_int_equal(got->after[1], 9007199254740992LL);
+	assert_int_equal(got->after_any, 1);
+	assert_int_equal(got->held, 1);
+	assert_string_equal(got->group, "gpu");
+	assert_int_equal(got->wait_free_bytes, (uint64_t)30 << 30);
+	assert_string_equal(got->on_end, "echo done");
+	job_free(got);
 }
 
 struct expect {
@@ -1958,6 +2025,7 @@ main(void)
 	    T(test_migrate_from_1),
 	    T(test_migrate_from_4),
 	    T(test_migrate_from_6),
+	    T(test_migrate_from_7),
 	    T(test_history_parts),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),

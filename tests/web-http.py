@@ -3,7 +3,13 @@
 - no answer holds a job's argv, environment or cwd (the web program runs
   as root here, so the daemon shows it all of them: only its allow-lists
   keep them in);
-- a job named <script>"\\n is escaped in HTML, SVG, JSON and Prometheus;
+- the JSON API's answers are the protocol's for the same parameters:
+  /api/history the same buckets as `history` for a range and step (system
+  and a job), /api/events and /api/status the same objects minus the
+  private members (argv, env, cwd, command, end_detail, an event's
+  detail); bad parameters are 400 with a body that names them;
+- a job named <script>"\\n and a stage named <b>"dec\\ode are escaped in
+  every answer: the page in every window, the JSON API, /metrics;
 - a Host that is not its own gets 421, other paths 404, other methods 405;
 - a --listen that is not loopback is refused without --allow-remote;
 - it follows a daemon restart (reconnects, says so on the page and in
@@ -17,12 +23,16 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, client_as, kill_leftovers, poll  # noqa: E402
-from webtest import EVIL_NAME, MARKER, Web, cleanup_jobs, daemon, make_jobs  # noqa: E402
+from webtest import (EVIL_NAME, EVIL_STAGE, MARKER, Web, cleanup_jobs, daemon,  # noqa: E402
+                     make_jobs)
 
-ALL_PATHS = ["/", "/?window=15m", "/?window=7d", "/metrics", "/api/status",
+PRIVATE = {"argv", "env", "cwd", "command", "end_detail"}
+
+ALL_PATHS = ["/", "/?window=15m", "/?window=1h", "/?window=24h", "/?window=7d", "/metrics", "/api/status",
              "/api/status?all=1", "/api/events?limit=10000",
              "/api/history?since=15m&step_ms=1000"]
 
@@ -62,21 +72,135 @@ def check_private(d, w, ids):
     print("private: %d answers, none holds argv, env or cwd" % len(paths))
 
 
-def check_escaping(w, ids):
-    st, _, page = w.get("/")
-    assert st == 200
-    assert "<script" not in page, "a raw <script in the page"
-    assert "&lt;script&gt;&quot;" in page, "the escaped name is not on the page"
-    # its lane in the SVG, and its row of the running table
-    assert page.count('data-job="%d"' % ids["runner"]) >= 2
+PAGES = ["/", "/?window=15m", "/?window=1h", "/?window=24h", "/?window=7d"]
+HTML_NAME = "&lt;script&gt;&quot;"
+HTML_STAGE = "&lt;b&gt;&quot;dec\\ode"
+
+
+def check_escaping(d, w, ids):
+    """The job name <script>"\\n and the stage name <b>"dec\\ode in every
+    answer that shows them: escaped, and there."""
+    # The running job enters the stage too, so that /metrics shows it.
+    c = Client(d.socket)
+    c.call("stage", {"id": ids["runner"], "name": EVIL_STAGE})
+    c.close()
+    for p in PAGES:
+        st, _, page = w.get(p)
+        assert st == 200, (p, st)
+        assert "<script" not in page and "<b>" not in page, ("raw markup", p)
+        assert HTML_NAME in page, ("the escaped job name is not on the page", p)
+        # the stage: marked on the killed and the running job, and the
+        # kill table's stage
+        assert page.count(HTML_STAGE) >= 5, (p, page.count(HTML_STAGE))
+        # the runner's lane in the SVG, and its row of the running table
+        assert page.count('data-job="%d"' % ids["runner"]) >= 2, p
     st, _, metrics = w.get("/metrics")
     assert 'name="<script>\\"\\n"' in metrics, "the name is not escaped in /metrics"
-    for p in ("/api/status", "/api/status?all=1"):
+    line = [ln for ln in metrics.splitlines()
+            if ln.startswith("stageload_job_stage_started_seconds{id=\"%d\"" % ids["runner"])]
+    assert len(line) == 1 and 'stage="<b>\\"dec\\\\ode"}' in line[0], line
+    assert 'name="<script>\\"\\n"' in line[0], line
+    json_paths = ["/api/status", "/api/status?all=1", "/api/events?limit=10000",
+                  "/api/history?job_id=%d" % ids["killed"]]
+    for p in json_paths:
         st, _, body = w.get(p)
+        assert st == 200, (p, st)
         assert "<" not in body and ">" not in body, p
-        names = [j["name"] for j in json.loads(body)["jobs"]]
-        assert EVIL_NAME in names, (p, names)
-    print("escaping: HTML, SVG, JSON and Prometheus")
+        o = json.loads(body)
+        if p.startswith("/api/status"):
+            names = [j["name"] for j in o["jobs"]]
+            assert EVIL_NAME in names, (p, names)
+        elif p.startswith("/api/events"):
+            stages = [e["stage"] for e in o["events"] if e["kind"] == "stage"]
+            assert stages.count(EVIL_STAGE) == 2, (p, stages)
+        else:
+            stages = {b["stage"] for b in o["buckets"]}
+            assert EVIL_STAGE in stages, (p, stages)
+    print("escaping: the job and stage names in %d pages (every window), %d JSON "
+          "answers and /metrics" % (len(PAGES), len(json_paths)))
+
+
+def get_json(w, path):
+    st, h, body = w.get(path)
+    assert st == 200, (path, st, body[:300])
+    assert h["Content-Type"].startswith("application/json"), (path, h)
+    return json.loads(body)
+
+
+def check_api(d, w, ids):
+    c = Client(d.socket)
+    poll(lambda: len(c.call("history", {"since_ms": int(time.time() * 1000) - 60000,
+                                        "step_ms": 1000})["buckets"]) >= 4,
+         timeout=30, step=0.2, what="4 buckets of history")
+    now = int(time.time() * 1000)
+    # A range that has ended: its buckets no longer change.
+    for q in ({"since_ms": now - 60000, "until_ms": now - 2000, "step_ms": 1000},
+              {"since_ms": now - 60000, "until_ms": now - 2000, "step_ms": 7000},
+              {"since_ms": now - 3600000, "until_ms": now, "step_ms": 600000},
+              {"job_id": ids["killed"], "step_ms": 500},
+              {"job_id": ids["runner"], "since_ms": now - 30000, "until_ms": now - 1000,
+               "step_ms": 2000}):
+        web = get_json(w, "/api/history?" + "&".join("%s=%d" % kv for kv in q.items()))
+        proto = c.call("history", q)
+        assert web == proto, (q, web, proto)
+        assert web["buckets"], q
+    print("api: /api/history = the protocol's history for 5 ranges and steps")
+
+    # Events: the protocol's, with detail replaced by a stage event's name.
+    web = get_json(w, "/api/events?after_id=0&limit=10000")["events"]
+    proto = c.call("events", {"after_id": 0, "limit": 10000})["events"]
+    want = []
+    for e in proto:
+        o = {k: v for k, v in e.items() if k != "detail"}
+        if e["kind"] == "stage":
+            o["stage"] = e["detail"]["name"]
+        want.append(o)
+    assert web == want, (web, want)
+    stages = [e["stage"] for e in web if e["kind"] == "stage"]
+    assert EVIL_STAGE in stages, stages
+    ev2 = get_json(w, "/api/events?after_id=%d&limit=2" % proto[1]["id"])
+    assert ev2["events"] == want[2:4] and ev2["last_id"] == want[3]["id"], ev2
+    assert not any("detail" in e for e in web)
+    print("api: /api/events = the protocol's events (%d), without detail" % len(web))
+
+    # Status: the protocol's jobs minus the private members. A running
+    # job's numbers move between two calls: compare until they agree.
+    def same(all_):
+        web = get_json(w, "/api/status" + ("?all=1" if all_ else ""))
+        proto = c.call("status", {"all": all_, "limit": 200})["jobs"]
+        for j in web["jobs"]:
+            assert not (PRIVATE & set(j)), j
+        strip = [{k: v for k, v in j.items() if k not in PRIVATE} for j in proto]
+        info = c.call("info")
+        return (web["jobs"] == strip and
+                web["info"]["daemon_version"] == info["daemon_version"] and
+                web["info"]["counters"] == info["counters"] and
+                web["info"]["waiting_for"] == info["waiting_for"])
+    for all_ in (False, True):
+        poll(lambda: same(all_), timeout=10, step=0.05,
+             what="/api/status%s to equal status" % ("?all=1" if all_ else ""))
+    c.close()
+    print("api: /api/status = the protocol's status minus %s" % ", ".join(sorted(PRIVATE)))
+
+    bad = [("/api/history?step_ms=-5", "step_ms"), ("/api/history?since_ms=abc", "since_ms"),
+           ("/api/history?since=5x", "since"), ("/api/history?until_ms=1.5", "until_ms"),
+           ("/api/history?job_id=0", "job_id"), ("/api/history?since=5m&since_ms=1", "since"),
+           ("/api/history?step_ms=0", "step_ms"),
+           ("/api/history?since_ms=0&step_ms=1", "bucket"),
+           ("/api/history?job_id=999999", "999999"),
+           ("/api/history?stepms=1000", "stepms"),
+           ("/api/events?limit=0", "limit"), ("/api/events?limit=10001", "limit"),
+           ("/api/events?after_id=x", "after_id"), ("/api/events?afterid=1", "afterid"),
+           ("/api/status?all=2", "all"), ("/api/status?al=1", "al"),
+           ("/api/status?%ff%c3=1", "'??'")]
+    for path, word in bad:
+        st, h, body = w.get(path)
+        assert st in (400, 404), (path, st, body[:200])
+        assert h["Content-Type"].startswith("application/json"), (path, h)
+        msg = json.loads(body)["error"]["message"]
+        assert word in msg, (path, msg)
+    print("api: %d bad requests: 400 (404 for a job that is not there), "
+          "each naming what is wrong" % len(bad))
 
 
 def raw_request(port, data):
@@ -156,6 +280,8 @@ def metric(body, name):
 
 
 def check_restart(d, w):
+    st, _, page = w.get("/")
+    restarts = page.count('data-mark="restart"')
     st, _, m = w.get("/metrics")
     assert metric(m, "stageload_up") == 1 and metric(m, "stageload_daemon_restarts_total") == 0
     d.stop()
@@ -172,6 +298,9 @@ def check_restart(d, w):
     assert metric(m, "stageload_web_reconnects_total") >= 1, m
     st, _, page = w.get("/")
     assert "the daemon restarted" in page, page[:800]
+    # The events it had read are read again, and the new daemon_start.
+    assert page.count('data-mark="restart"') == restarts + 1, restarts
+    assert page.count(HTML_STAGE) >= 5, page.count(HTML_STAGE)
     print("restart: stageload_up 0 while it is down; reconnected and counted")
 
 
@@ -183,7 +312,8 @@ def main():
         check_daemon_fields(d, ids)
         with Web(d.socket) as w:
             check_private(d, w, ids)
-            check_escaping(w, ids)
+            check_api(d, w, ids)
+            check_escaping(d, w, ids)
             check_front(w)
             check_listen(d)
             check_restart(d, w)

@@ -1,7 +1,12 @@
 """The dashboard page in a real headless Chromium (Debian's chromium and
 chromium-driver, driven by python3-selenium): with a daemon on a fixture
 proc root that has history and jobs (one killed), the page's SVG has the
-memory series, a lane per job and the kill marker; a screenshot is kept
+memory series, a lane per job, the kill marker and the stages the jobs
+reported (their names escaped, whole); the kill table names the stage the
+killed job was in; each window link (15 min, 1 h, 24 h, 7 d) plots its
+span; the queue table says why a job waits in the words `stageloadctl run`
+prints for it; the running table shows swap growth against the budget;
+a screenshot is kept
 under the build dir (artifacts/web-page.png); the page updates itself when
 the fixture changes; it fits a narrow window and turns dark in dark mode.
 
@@ -9,14 +14,21 @@ A skip without the browser or selenium, a failure under CI=true.
 """
 
 import os
+import re
+import select
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E402
-from webtest import Web, cleanup_jobs, daemon, make_jobs, set_memory  # noqa: E402
+from webtest import (EVIL_STAGE, LONG_STAGE, Web, cleanup_jobs, daemon,  # noqa: E402
+                     make_jobs, set_memory)
+
+WINDOWS = [("15 min", 15 * 60000), ("1 h", 3600000), ("24 h", 86400000),
+           ("7 d", 7 * 86400000)]
 
 
 def import_selenium():
@@ -53,6 +65,153 @@ def artifacts():
                      "artifacts")
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def text(e):
+    return e.get_attribute("textContent")
+
+
+def check_stages(drv, ids):
+    from selenium.webdriver.common.by import By
+    got = {}
+    for e in drv.find_elements(By.CSS_SELECTOR, "svg g.slp-stage"):
+        got.setdefault(int(e.get_attribute("data-job")), []).append(
+            text(e.find_element(By.TAG_NAME, "title")))
+    assert got == {ids["killed"]: ["load", EVIL_STAGE],
+                   ids["runner"]: ["encode", LONG_STAGE]}, got
+    row = drv.find_element(By.CSS_SELECTOR, '#kills tr.kill[data-job="%d"]' % ids["killed"])
+    cells = row.find_elements(By.TAG_NAME, "td")
+    assert text(cells[-1]) == EVIL_STAGE, [text(c) for c in cells]
+    print("page: 4 stage marks, names whole and escaped; the kill's stage in its table")
+
+
+def x_extent(d):
+    xs = [float(x) for x in re.findall(r"[ML]\s*([-0-9.]+)[ ,]", d)]
+    return max(xs) - min(xs) if xs else 0.0
+
+
+def check_windows(drv, host):
+    """Each link of the window bar plots its span: the SVG's time axis
+    (data-t0/t1) and the free % series narrowing as the span grows."""
+    from selenium.webdriver.common.by import By
+    widths = []
+    drv.get("http://%s/" % host)
+    for label, span in WINDOWS:
+        link = [a for a in drv.find_elements(By.CSS_SELECTOR, "nav#window a")
+                if a.text == label]
+        assert len(link) == 1, (label, [a.text for a in
+                                        drv.find_elements(By.CSS_SELECTOR, "nav#window a")])
+        link[0].click()
+        poll(lambda: [a.text for a in drv.find_elements(
+            By.CSS_SELECTOR, "nav#window a[aria-current]")] == [label],
+            what="the %s window to load" % label)
+        svg = drv.find_element(By.CSS_SELECTOR, "#plot svg")
+        t0, t1 = int(svg.get_attribute("data-t0")), int(svg.get_attribute("data-t1"))
+        assert t1 - t0 == span, (label, t1 - t0, span)
+        free = drv.find_element(By.CSS_SELECTOR, 'svg path[data-series="free_pct"]')
+        widths.append(x_extent(free.get_attribute("d")))
+    # About a minute of history: a wider window draws it narrower.
+    assert widths[0] > widths[1] >= widths[2] >= widths[3] and widths[0] > 0, widths
+    print("page: window links plot 15 min, 1 h, 24 h, 7 d (series widths %s)" %
+          ["%.0f" % w for w in widths])
+
+
+class Waiting:
+    """A `stageloadctl run` that queues, and the words of its latest queue
+    line after "queued: position N of M, " (its stderr, not a terminal)."""
+
+    def __init__(self, d, args):
+        bin_ = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+        c = Client(d.socket)
+        before = {j["id"] for j in c.call("status", {"all": True})["jobs"]}
+        self.proc = subprocess.Popen([bin_, "--socket", d.socket, "run"] + args +
+                                     ["--", "sleep", "60"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        self.buf = b""
+        self.words = None
+        self.next_words()
+        self.id = poll(lambda: [j["id"] for j in c.call("status", {"all": True})["jobs"]
+                                if j["id"] not in before], what="the run's job")[0]
+        c.close()
+
+    def next_words(self, timeout=15):
+        """The words of the next queue line (deadline-bounded)."""
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            r, _, _ = select.select([self.proc.stderr], [], [], max(left, 0))
+            assert r, "no queue line from run within %ss" % timeout
+            chunk = os.read(self.proc.stderr.fileno(), 4096)
+            assert chunk, "run ended: %r" % self.buf
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        m = re.match(r"queued: position \d+ of \d+, (.*)$", line.decode())
+        assert m, line
+        self.words = m.group(1)
+        return self.words
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stderr.close()
+
+
+def check_queue_words(d, drv, host, ids):
+    """The queue table's words for a job are those `stageloadctl run`
+    prints for it (the same waiting_for, the same numbers): free, head
+    and exclusive; free 94.7% against the 95% a job waits for reads
+    "94.7% < 95%", never "95% < 95%"."""
+    from selenium.webdriver.common.by import By
+    runs = []
+
+    def compare():
+        c = Client(d.socket)
+        waits = {j["id"]: j["waiting_for"] for j in c.call("status")["jobs"]
+                 if j["state"] == "queued"}
+        c.close()
+        drv.get("http://%s/" % host)
+        for r in runs:
+            if r.proc.poll() is not None:
+                continue
+            row = drv.find_element(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % r.id)
+            cell = text(row.find_elements(By.TAG_NAME, "td")[4])
+            assert cell == r.words, (r.id, waits.get(r.id), cell, r.words)
+            seen[waits[r.id]] = cell
+    seen = {}
+    try:
+        c = Client(d.socket)
+        c.call("cancel", {"id": ids["queued"]})  # the runs go to the head
+        c.close()
+        set_memory(d, 94.7, 3)
+        runs.append(Waiting(d, ["--wait-free", "95", "--name", "w95"]))
+        runs.append(Waiting(d, ["--exclusive", "--wait-free", "10", "--name", "alone"]))
+        compare()  # w95 waits for free memory, alone for the job ahead
+        runs[0].stop()  # alone is at the head: it waits to run alone
+        runs[1].next_words()
+        compare()
+        assert set(seen) == {"free", "head", "exclusive"}, seen
+        assert seen["free"] == "free 94.7% < 95%", seen
+        print("page: queue words as `run` prints them (%s)" %
+              "; ".join("%s: %s" % kv for kv in sorted(seen.items())))
+    finally:
+        for r in runs:
+            if r.proc.returncode is None:
+                r.stop()
+        set_memory(d, 80, 3)
+
+
+def check_running(d, drv, ids):
+    from selenium.webdriver.common.by import By
+    c = Client(d.socket)
+    j = c.call("show", {"id": ids["runner"]})
+    c.close()
+    row = drv.find_element(By.CSS_SELECTOR, '#running tr[data-job="%d"]' % ids["runner"])
+    m = row.find_element(By.TAG_NAME, "meter")
+    assert float(m.get_attribute("max")) == j["swap_budget_bytes"] == 8 << 30, m
+    assert float(m.get_attribute("value")) == j["swap_growth_bytes"] == 512 << 20, m
+    cells = [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
+    assert text(m) == "6%", cells  # 512M of 8G
+    print("page: running job's swap growth against its budget (%s)" % " ".join(cells[4:8]))
 
 
 def main():
@@ -92,9 +251,15 @@ def main():
             assert kill, "no kill marker for the killed job"
             assert css(By.CSS_SELECTOR, '#kills tr.kill[data-job="%d"]' % ids["killed"])
             assert css(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % ids["queued"])
+            check_stages(drv, ids)
+            check_running(d, drv, ids)
             shot = os.path.join(artifacts(), "web-page.png")
             drv.save_screenshot(shot)
             print("page: series, %d lanes, kill marker; screenshot %s" % (len(lanes), shot))
+
+            check_queue_words(d, drv, w.host(), ids)
+            check_windows(drv, w.host())
+            drv.get("http://%s/?window=15m" % w.host())
 
             before = drv.find_element(By.ID, "free-pct").text
             assert before == "80.0%", before

@@ -72,12 +72,41 @@ level_of(const char *p)
 	return -1;
 }
 
+/* A label holds a whole stage name (the daemon takes at most 256 bytes)
+ * or "kill " and a job id. */
+#define MARK_LABEL_MAX 272
+
 struct marks {
 	struct svgp_mark *v;
 	size_t n, cap;
-	/* labels built here ("kill 12", "stage decode") */
-	char (*labels)[96];
+	/* labels built here ("kill 12", "decode") */
+	char (*labels)[MARK_LABEL_MAX];
 };
+
+/* A label cut to its buffer (a trace's stage may be longer than the
+ * daemon allows) ends before a character it would split: the SVG must
+ * stay valid UTF-8 for an XML parser. */
+static void
+cut_utf8(char *s, size_t len)
+{
+	size_t n = strlen(s), i, need;
+
+	if (n + 1 < len || n == 0)
+		return;
+	/* The last lead byte and how many bytes its character needs. */
+	i = n;
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return;
+	i--;
+	need = ((unsigned char)s[i] & 0xe0) == 0xc0   ? 2
+	       : ((unsigned char)s[i] & 0xf0) == 0xe0 ? 3
+	       : ((unsigned char)s[i] & 0xf8) == 0xf0 ? 4
+	                                              : 1;
+	if (n - i < need)
+		s[i] = '\0';
+}
 
 static int
 marks_add(struct marks *m, enum svgp_mark_kind k, int64_t t, int64_t job,
@@ -86,7 +115,7 @@ marks_add(struct marks *m, enum svgp_mark_kind k, int64_t t, int64_t job,
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 32;
 		struct svgp_mark *nv = realloc(m->v, cap * sizeof *nv);
-		char(*nl)[96];
+		char(*nl)[MARK_LABEL_MAX];
 		if (nv == NULL)
 			return -ENOMEM;
 		m->v = nv;
@@ -97,6 +126,7 @@ marks_add(struct marks *m, enum svgp_mark_kind k, int64_t t, int64_t job,
 	}
 	snprintf(m->labels[m->n], sizeof m->labels[0], fmt, arg ? arg : "",
 	         job);
+	cut_utf8(m->labels[m->n], sizeof m->labels[0]);
 	m->v[m->n].kind = k;
 	m->v[m->n].t_ms = t;
 	m->v[m->n].job_id = job;

@@ -146,6 +146,40 @@ conn_arg(void *ctx, const char *name)
 	                                   MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct unknown_arg {
+	const char *const *known;
+	char *buf;
+	size_t len;
+	int found;
+};
+
+static enum MHD_Result
+unknown_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+           const char *value)
+{
+	struct unknown_arg *u = cls;
+	const char *const *k;
+
+	(void)kind;
+	(void)value;
+	for (k = u->known; *k != NULL; k++)
+		if (strcmp(key, *k) == 0)
+			return MHD_YES;
+	snprintf(u->buf, u->len, "%s", key);
+	u->found = 1;
+	return MHD_NO;
+}
+
+static int
+conn_unknown(void *ctx, const char *const *known, char *buf, size_t len)
+{
+	struct unknown_arg u = {known, buf, len, 0};
+
+	MHD_get_connection_values((struct MHD_Connection *)ctx,
+	                          MHD_GET_ARGUMENT_KIND, unknown_cb, &u);
+	return u.found;
+}
+
 static enum MHD_Result
 answer(struct MHD_Connection *conn, int status, const char *type,
        struct svgp_buf *b)
@@ -225,6 +259,7 @@ web_handle(void *cls, struct MHD_Connection *conn, const char *url,
 	}
 	rq.path = url;
 	rq.arg = conn_arg;
+	rq.unknown = conn_unknown;
 	rq.ctx = conn;
 	if (strcmp(url, "/") == 0)
 		status = web_page(&w->wd, &rq, &b, &type);

@@ -101,6 +101,35 @@ api_out(struct svgp_buf *b, cJSON *o)
 	return b->oom ? 500 : 200;
 }
 
+/* A parameter this path does not take is an error, not ignored: a
+ * misspelt step_ms would otherwise give another step silently. */
+static int
+unknown_arg(const struct web_request *rq, const char *const *known,
+            struct svgp_buf *b, int *status)
+{
+	char name[64], msg[320];
+	const char *const *k;
+	size_t n;
+
+	if (rq->unknown == NULL ||
+	    !rq->unknown(rq->ctx, known, name, sizeof name))
+		return 0;
+	/* The name is the client's text, perhaps not UTF-8, perhaps cut
+	 * inside a character: only ASCII of it is shown. */
+	for (n = 0; name[n] != '\0'; n++)
+		if ((unsigned char)name[n] < 0x20 ||
+		    (unsigned char)name[n] >= 0x7f)
+			name[n] = '?';
+	n = (size_t)snprintf(msg, sizeof msg,
+	                     "unknown parameter '%s'; %s takes:", name,
+	                     rq->path);
+	for (k = known; *k != NULL && n < sizeof msg; k++)
+		n += (size_t)snprintf(msg + n, sizeof msg - n, "%s %s",
+		                      k == known ? "" : ",", *k);
+	*status = api_error(b, 400, 0, msg);
+	return 1;
+}
+
 static int
 daemon_down(struct web_daemon *wd, struct svgp_buf *b)
 {
@@ -118,6 +147,11 @@ api_status(struct web_daemon *wd, const struct web_request *rq,
 	int64_t all = 0;
 	cJSON *o;
 
+	static const char *const known[] = {"all", NULL};
+	int st;
+
+	if (unknown_arg(rq, known, b, &st))
+		return st;
 	if (web_arg_int(rq, "all", 0, 1, &all) < 0)
 		return api_error(b, 400, 0, "all: 0 or 1");
 	web_snap_take(
@@ -146,6 +180,11 @@ api_history(struct web_daemon *wd, const struct web_request *rq,
 	cJSON *r = NULL;
 	int rc;
 
+	static const char *const known[] = {"since",   "since_ms", "until_ms",
+	                                    "step_ms", "job_id",   NULL};
+
+	if (unknown_arg(rq, known, b, &rc))
+		return rc;
 	has_since = web_arg_int(rq, "since_ms", 0, MAX_2_53, &since);
 	has_until = web_arg_int(rq, "until_ms", 0, MAX_2_53, &until);
 	has_step = web_arg_int(rq, "step_ms", 0, MAX_2_53, &step);
@@ -192,6 +231,10 @@ api_events(struct web_daemon *wd, const struct web_request *rq,
 	cJSON *r = NULL, *o, *a, *e;
 	int rc;
 
+	static const char *const known[] = {"after_id", "limit", NULL};
+
+	if (unknown_arg(rq, known, b, &rc))
+		return rc;
 	if (web_arg_int(rq, "after_id", 0, MAX_2_53, &after) < 0 ||
 	    web_arg_int(rq, "limit", 1, 10000, &limit) < 0)
 		return api_error(b, 400, 0,

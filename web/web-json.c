@@ -39,22 +39,14 @@ static const char *const job_members[] = {
     "exit_code",
     "signal",
     "end_reason",
-    "stage",
     NULL,
 };
 
 /* The numbers of a breach kill (PROTOCOL.md, Job: kill). */
 static const char *const kill_members[] = {
-    "at_ms",
-    "swap_budget_bytes",
-    "swap_growth_bytes",
-    "swap_used_bytes",
-    "footprint_bytes",
-    "free_pct",
-    "pressure",
-    "attempt",
-    "stage",
-    NULL,
+    "at_ms",           "swap_budget_bytes", "swap_growth_bytes",
+    "swap_used_bytes", "footprint_bytes",   "free_pct",
+    "pressure",        "attempt",           NULL,
 };
 
 static const char *const sample_members[] = {
@@ -124,13 +116,11 @@ web_public_event(const cJSON *ev)
 	if (o == NULL)
 		return NULL;
 	copy_scalars(o, ev, event_members);
-	/* A stage report names its stage: that name is public (it is drawn
-	 * on the lanes); the rest of a detail is the owner's. */
-	if (kind != NULL && strcmp(kind, "stage") == 0 && cJSON_IsObject(d)) {
-		stage = web_str(d, "stage");
-		if (stage == NULL)
-			stage = web_str(d, "name");
-	}
+	/* A stage event's detail is {"name"} (PROTOCOL.md, stage): that name
+	 * is public (it is drawn on the lanes); the rest of a detail, and
+	 * the numbers of a stage_end, stay out. */
+	if (kind != NULL && strcmp(kind, "stage") == 0 && cJSON_IsObject(d))
+		stage = web_str(d, "name");
 	if (stage != NULL)
 		cJSON_AddStringToObject(o, "stage", stage);
 	return o;

@@ -158,13 +158,19 @@ queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 		    other);
 }
 
+/* A job's labels (id, user, name), and stage when it is not NULL. */
 static void
-job_labels(struct svgp_buf *b, const char *name, const cJSON *j)
+job_labels(struct svgp_buf *b, const char *name, const cJSON *j,
+           const char *stage)
 {
 	svgp_printf(b, "%s{id=\"%.0f\",user=\"", name, web_num(j, "id", 0));
 	label(b, web_str(j, "user"));
 	svgp_puts(b, "\",name=\"");
 	label(b, web_str(j, "name"));
+	if (stage != NULL) {
+		svgp_puts(b, "\",stage=\"");
+		label(b, stage);
+	}
 	svgp_puts(b, "\"}");
 }
 
@@ -181,8 +187,50 @@ job_metric(const struct web_snap *s, struct svgp_buf *b, const char *name,
 		if (st == NULL ||
 		    (strcmp(st, "admitted") != 0 && strcmp(st, "running") != 0))
 			continue;
-		job_labels(b, name, j);
+		job_labels(b, name, j, NULL);
 		value(b, web_num(j, member, 0));
+	}
+}
+
+/* The stage a job holding memory is in: its latest `stage`, still open
+ * (show's stages, PROTOCOL.md), labelled with its name; the value is
+ * when it began. One `show` a held job (they are few: they hold the
+ * memory); a job in no stage has no line. */
+static void
+stage_metric(struct web_daemon *wd, const struct web_snap *s,
+             struct svgp_buf *b)
+{
+	const cJSON *j;
+	char params[48];
+
+	family(b, "stageload_job_stage_started_seconds", "gauge",
+	       "When a job holding memory began the stage it reported last "
+	       "and is in, in seconds since the epoch.");
+	cJSON_ArrayForEach(j, s->jobs)
+	{
+		const char *st = web_str(j, "state"), *name;
+		const cJSON *stages, *last;
+		cJSON *r = NULL;
+
+		if (st == NULL ||
+		    (strcmp(st, "admitted") != 0 && strcmp(st, "running") != 0))
+			continue;
+		snprintf(params, sizeof params, "{\"id\":%.0f}",
+		         web_num(j, "id", 0));
+		if (web_daemon_call(wd, "show", params, &r) < 0)
+			continue;
+		stages = cJSON_GetObjectItemCaseSensitive(r, "stages");
+		last =
+		    cJSON_GetArrayItem(stages, cJSON_GetArraySize(stages) - 1);
+		name = web_str(last, "name");
+		if (name != NULL &&
+		    cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+		        last, "ended_at_ms"))) {
+			job_labels(b, "stageload_job_stage_started_seconds", j,
+			           name);
+			value(b, web_num(last, "started_at_ms", 0) / 1000.0);
+		}
+		cJSON_Delete(r);
 	}
 }
 
@@ -271,6 +319,7 @@ web_metrics(struct web_daemon *wd, const struct web_request *rq,
 		           "Swap budget of a job holding memory in bytes (0: "
 		           "none).",
 		           "swap_budget_bytes");
+		stage_metric(wd, &s, b);
 		counter_metrics(&s, b);
 	}
 	web_snap_free(&s);

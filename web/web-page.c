@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "plot-data.h"
 #include "web.h"
 
@@ -83,45 +84,18 @@ td_text(struct svgp_buf *b, const char *t)
 	svgp_puts(b, "</td>");
 }
 
-/* What a queued job waits for, in the words `stageloadctl run` uses. */
+/* What a queued job waits for, in the words `stageloadctl run` prints
+ * after "queued: position P of N, " (client/cli-reason.c's table). */
 static void
-wait_words(const cJSON *j, double free_pct, char *buf, size_t len)
+wait_words(const cJSON *j, double free_pct, int64_t reserved, char *buf,
+           size_t len)
 {
-	const char *w = web_str(j, "waiting_for");
-	double want = web_num(j, "wait_free_pct", 0);
+	struct cli_wait w = {web_str(j, "waiting_for"), free_pct,
+	                     web_num(j, "wait_free_pct", 0), reserved};
 
-	if (w == NULL)
-		w = "";
-	if (strcmp(w, "settle") == 0)
-		snprintf(buf, len,
-		         "free %.0f%%, waiting for the last job to "
-		         "settle",
-		         free_pct);
-	else if (strcmp(w, "expect") == 0)
-		snprintf(buf, len,
-		         "free %.0f%% < %.0f%% after memory promised to "
-		         "running jobs",
-		         free_pct, want);
-	else if (strcmp(w, "exclusive") == 0)
-		snprintf(buf, len, "free %.0f%%, waiting to run alone",
-		         free_pct);
-	else if (strcmp(w, "max_running") == 0)
-		snprintf(buf, len, "free %.0f%%, too many jobs running",
-		         free_pct);
-	else if (strcmp(w, "head") == 0)
-		snprintf(buf, len, "free %.0f%%, waiting for the jobs ahead",
-		         free_pct);
-	else if (strcmp(w, "storage") == 0)
-		snprintf(buf, len,
-		         "free %.0f%%, waiting for the daemon's database to "
-		         "work again",
-		         free_pct);
-	else if (strcmp(w, "client") == 0)
-		snprintf(buf, len, "waiting for its client to come back");
-	else if (strcmp(w, "none") == 0)
-		snprintf(buf, len, "free %.0f%%, being admitted", free_pct);
-	else
-		snprintf(buf, len, "free %.0f%% < %.0f%%", free_pct, want);
+	if (w.waiting_for == NULL)
+		w.waiting_for = "";
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, len);
 }
 
 static int
@@ -132,12 +106,36 @@ state_is(const cJSON *j, const char *st)
 	return s != NULL && strcmp(s, st) == 0;
 }
 
+/* Memory promised to the jobs holding memory, as admission counts it
+ * (docs/jobs.md, "Admission"; cli_reserved_bytes for stageloadctl): what
+ * each expects and has not reached yet. */
+static int64_t
+reserved_bytes(const struct web_snap *s)
+{
+	const cJSON *j;
+	double r = 0;
+
+	cJSON_ArrayForEach(j, s->jobs)
+	{
+		const char *st = web_str(j, "state");
+		double e = web_num(j, "expect_bytes", 0);
+		double f = web_num(j, "footprint_bytes", 0);
+		if (st != NULL &&
+		    (strcmp(st, "admitted") == 0 ||
+		     strcmp(st, "running") == 0) &&
+		    e > f)
+			r += e - f;
+	}
+	return (int64_t)r;
+}
+
 static void
 queue_table(const struct web_snap *s, double free_pct, struct svgp_buf *b)
 {
 	const cJSON *j;
 	int n = 0;
-	char buf[160];
+	int64_t reserved = reserved_bytes(s);
+	char buf[256];
 
 	svgp_puts(b,
 	          "<section id=\"queue\"><h2>Queue</h2><div class=\"scroll\">"
@@ -157,7 +155,7 @@ queue_table(const struct web_snap *s, double free_pct, struct svgp_buf *b)
 		            web_num(j, "id", 0));
 		td_text(b, web_str(j, "user"));
 		td_text(b, web_str(j, "name"));
-		wait_words(j, free_pct, buf, sizeof buf);
+		wait_words(j, free_pct, reserved, buf, sizeof buf);
 		td_text(b, buf);
 		clock_str((int64_t)web_num(j, "submitted_at_ms", 0), s->now_ms,
 		          buf, sizeof buf);
@@ -280,9 +278,9 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 		svgp_printf(b, "<td class=\"n\">%.0f%%</td>",
 		            web_num(k, "free_pct", 0));
 		td_text(b, web_str(k, "pressure"));
-		stage = web_str(k, "stage");
-		if (stage == NULL)
-			stage = stage_before(s, web_num(j, "id", 0), at);
+		/* The kill numbers name no stage: the stage event before
+		 * the kill does. */
+		stage = stage_before(s, web_num(j, "id", 0), at);
 		td_text(b, stage ? stage : "-");
 		svgp_puts(b, "</tr>");
 	}

@@ -41,8 +41,13 @@ struct web_daemon {
 	int64_t connected_at_ms;
 	int64_t last_restart_ms; /* when we saw it restarted */
 	int ever;                /* connected once */
-	int64_t events_from;     /* the last event list began after it */
-	char error[256];         /* why the last attempt failed, "" when up */
+	/* The latest WEB_EVENTS_KEPT public events, oldest first, kept
+	 * between answers so that each reads only the events after them
+	 * (events_last: the newest one's id); NULL until read once, and
+	 * again after the daemon restarted (its ids may begin anew). */
+	cJSON *events;
+	int64_t events_last;
+	char error[256]; /* why the last attempt failed, "" when up */
 };
 
 /* What one answer is built from. Each member is NULL when not asked for
@@ -51,7 +56,8 @@ struct web_snap {
 	int up;          /* the daemon answered */
 	cJSON *info;     /* info result */
 	cJSON *jobs;     /* array of Job: live, then ended (if asked) */
-	cJSON *events;   /* array of Event, oldest first */
+	cJSON *events;   /* array of Event, oldest first: the daemon's
+	                  * cache (wd->events), not freed with the snap */
 	cJSON *history;  /* history result */
 	int queued_left; /* queued jobs past WEB_QUEUED_MAX, not in jobs */
 	int64_t now_ms;
@@ -97,6 +103,10 @@ struct web_request {
 	const char *path;
 	/* query parameters, looked up by name (NULL when absent) */
 	const char *(*arg)(void *ctx, const char *name);
+	/* the first parameter whose name is not in known (NULL-ended), into
+	 * buf; 0 when there is none */
+	int (*unknown)(void *ctx, const char *const *known, char *buf,
+	               size_t len);
 	void *ctx;
 };
 int web_metrics(struct web_daemon *wd, const struct web_request *rq,

@@ -17,7 +17,8 @@ import sys
 
 # What the if(APPLE) branch of CMakeLists.txt sets.
 APPLE = {"SL_PLATFORM_SRC": ["daemon/platform-darwin.c"],
-         "SL_DOCTOR_SRC": ["client/doctor-darwin.c"], "SL_OS": ["darwin"]}
+         "SL_DOCTOR_SRC": ["client/doctor-darwin.c", "client/desktop-darwin.c"],
+         "SL_OS": ["darwin"]}
 KEYWORDS = {"STATIC", "SHARED", "MODULE", "OBJECT", "EXCLUDE_FROM_ALL"}
 
 

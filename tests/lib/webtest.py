@@ -1,8 +1,11 @@
 """Helpers of the stageload-web tests: the web program on a free loopback
 port, HTTP requests with a chosen Host, and a daemon on a fixture proc root
-holding the jobs a dashboard shows: one killed for its budget, one running
+holding the jobs a dashboard shows: one killed for its budget in a stage
+whose name needs escaping (EVIL_STAGE, after a stage "load"), one running
 with swap growth whose argv and environment hold MARKER and whose name
-needs escaping everywhere (EVIL_NAME), one queued waiting for free memory.
+needs escaping everywhere (EVIL_NAME), in a stage with a long name of
+two-byte characters (LONG_STAGE, after "encode"), one queued waiting for
+free memory.
 """
 
 import http.client
@@ -22,6 +25,9 @@ TOTAL_KB = 16 * GIB_KB
 SWAP_TOTAL_KB = 64 * GIB_KB
 MARKER = "sl-secret-7f3a9c"
 EVIL_NAME = '<script>"\n'
+EVIL_STAGE = '<b>"dec\\ode'
+# 240 bytes: a label cut at a byte count would split a character.
+LONG_STAGE = "\u00fc" * 120
 
 
 def free_port():
@@ -138,10 +144,14 @@ def make_jobs(d):
     killed = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
                                "name": "hog", "swap_budget_bytes": 1 << 30})["id"]
     poll(lambda: show(c, killed)["state"] == "running", what="hog to run")
+    c.call("stage", {"id": killed, "name": "load"})
+    c.call("stage", {"id": killed, "name": EVIL_STAGE})
     runner = c.call("submit", {"argv": ["sh", "-c", "exec sleep 120", MARKER],
                                "cwd": d.dir, "env": env_list(SECRET=MARKER),
                                "name": EVIL_NAME, "swap_budget_bytes": 8 << 30})["id"]
     poll(lambda: show(c, runner)["state"] == "running", what="gen to run")
+    c.call("stage", {"id": runner, "name": "encode"})
+    c.call("stage", {"id": runner, "name": LONG_STAGE})
     # Swap grows 1.5G: past hog's 1G budget, within gen's 8G.
     set_memory(d, 80, 2.5, sync=False)
     poll(lambda: show(c, killed)["state"] == "killed", timeout=15, what="hog to be killed")

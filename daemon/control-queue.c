@@ -1,0 +1,373 @@
+/*
+ * The queue's own controls, as methods (PROTOCOL.md): submit's after,
+ * after_any and held; hold and release; resubmit and update. docs/jobs.md,
+ * "Dependencies and holds", has the rules; jobs-deps.c applies them.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "control.h"
+#include "daemon.h"
+#include "jobs.h"
+#include "proto.h"
+#include "units.h"
+#include "wire.h"
+
+/* At most this many jobs a job may start after. */
+#define CONTROL_MAX_AFTER 64
+/* The longest on-end command. */
+#define CONTROL_MAX_ON_END 4096
+
+int
+control_wait_free_bytes_check(struct daemon *d, int privileged, uint64_t bytes,
+                              char *cause, size_t causelen)
+{
+	uint64_t total = d->have_last ? d->last.total_bytes : 0;
+	char t[16];
+
+	/* Before the first sample the total is not known: accepted. */
+	if (bytes == 0 || total == 0)
+		return 0;
+	if (units_format_size(total, t, sizeof t) == NULL)
+		snprintf(t, sizeof t, "?");
+	if (bytes > total) {
+		snprintf(cause, causelen,
+		         "wait_free_bytes %" PRIu64 " is above the machine's "
+		         "total memory (%" PRIu64 " bytes, %s): it could never "
+		         "be free",
+		         bytes, total, t);
+		return PROTO_E_PARAMS;
+	}
+	if (!privileged &&
+	    (double)bytes * 100.0 / (double)total > d->cfg.max_wait_free_pct) {
+		snprintf(cause, causelen,
+		         "wait_free_bytes %" PRIu64 " is above the daemon's "
+		         "max_wait_free (%g %% of %s)",
+		         bytes, d->cfg.max_wait_free_pct, t);
+		return PROTO_E_PARAMS;
+	}
+	return 0;
+}
+
+int
+control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
+                     char *cause, size_t causelen)
+{
+	int64_t *after = NULL, wf_bytes = 0;
+	const char *group = NULL, *on_end = NULL;
+	size_t n = 0;
+	int rc, any = 0, held = 0;
+
+	if ((rc = proto_param_intv(params, "after", 0, CONTROL_MAX_AFTER, 1,
+	                           INT64_MAX, &after, &n, cause, causelen)) <
+	        0 ||
+	    (rc = proto_param_bool(params, "after_any", 0, &any, cause,
+	                           causelen)) < 0 ||
+	    (rc = proto_param_bool(params, "held", 0, &held, cause, causelen)) <
+	        0 ||
+	    (rc = proto_param_string(params, "group", 0, CONFIG_GROUP_NAME_MAX,
+	                             &group, cause, causelen)) < 0 ||
+	    (rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
+	                          &wf_bytes, cause, causelen)) < 0 ||
+	    (rc = control_wait_free_bytes_check(
+	         d, j->privileged, (uint64_t)wf_bytes, cause, causelen)) < 0 ||
+	    (rc = proto_param_string(params, "on_end", 0, CONTROL_MAX_ON_END,
+	                             &on_end, cause, causelen)) < 0) {
+		free(after);
+		return rc;
+	}
+	if (group != NULL && !config_group_name_ok(group)) {
+		free(after);
+		snprintf(cause, causelen,
+		         "invalid params: group: 1-%d letters, digits, _ and -",
+		         CONFIG_GROUP_NAME_MAX);
+		return PROTO_E_PARAMS;
+	}
+	if (on_end != NULL && (on_end[0] == '\0' || j->attached)) {
+		free(after);
+		snprintf(cause, causelen, "invalid params: on_end: %s",
+		         j->attached ? "only for a detached job (an attached "
+		                       "job's client is there when it ends)"
+		                     : "may not be empty");
+		return PROTO_E_PARAMS;
+	}
+	if (on_end != NULL && (j->on_end = strdup(on_end)) == NULL) {
+		free(after);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	if (group != NULL && (j->group = strdup(group)) == NULL) {
+		free(after);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	j->wait_free_bytes = (uint64_t)wf_bytes;
+	j->after = after;
+	j->nafter = (int)n;
+	j->after_any = n > 0 && any;
+	j->held = held;
+	return jobs_after_check(d, j, cause, causelen);
+}
+
+static int
+control_hold_set(struct daemon *d, const struct peer *p, const cJSON *params,
+                 int held, cJSON **result, char *cause, size_t causelen)
+{
+	struct jobs_view v;
+	int64_t id;
+	int rc;
+
+	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
+	                          causelen)) != 0)
+		return rc;
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	jobs_view_free(&v);
+	if ((rc = jobs_hold(d, id, held, cause, causelen)) != 0)
+		return rc;
+	return control_answer_job(d, p, id, result, cause, causelen);
+}
+
+int
+control_hold(struct daemon *d, const struct peer *p, const cJSON *req_id,
+             const cJSON *params, cJSON **result, char *cause, size_t causelen)
+{
+	(void)req_id;
+	return control_hold_set(d, p, params, 1, result, cause, causelen);
+}
+
+int
+control_release(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                const cJSON *params, cJSON **result, char *cause,
+                size_t causelen)
+{
+	(void)req_id;
+	return control_hold_set(d, p, params, 0, result, cause, causelen);
+}
+
+static char **
+strv_copy(char *const *v)
+{
+	size_t n = 0, i;
+	char **out;
+
+	while (v[n] != NULL)
+		n++;
+	if ((out = calloc(n + 1, sizeof *out)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if ((out[i] = strdup(v[i])) == NULL) {
+			while (i > 0)
+				free(out[--i]);
+			free(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* A new job as old was submitted (argv, cwd, env, options), by peer p:
+ * its credentials are the connection's now. NULL when out of memory. */
+static struct job *
+resubmit_copy(const struct peer *p, const struct job *old,
+              const struct job *args, int privileged)
+{
+	struct job *j = calloc(1, sizeof *j);
+	char user[64];
+
+	if (j == NULL)
+		return NULL;
+	wire_user_name(p->uid, user, sizeof user);
+	j->uid = p->uid;
+	j->gid = p->gid;
+	if (p->ngroups > 0) {
+		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
+		if (j->groups == NULL)
+			goto nomem;
+		memcpy(j->groups, p->groups,
+		       sizeof *j->groups * (size_t)p->ngroups);
+		j->ngroups = p->ngroups;
+	}
+	j->user = strdup(user);
+	j->name = strdup(old->name != NULL ? old->name : "");
+	j->cwd = strdup(old->cwd != NULL ? old->cwd : "/");
+	j->argv = strv_copy(args->argv);
+	j->env = strv_copy(args->env);
+	if (j->user == NULL || j->name == NULL || j->cwd == NULL ||
+	    j->argv == NULL || j->env == NULL)
+		goto nomem;
+	j->priority = old->priority;
+	j->wait_free_pct = old->wait_free_pct;
+	j->wait_free_bytes = old->wait_free_bytes;
+	j->swap_budget_bytes = old->swap_budget_bytes;
+	/* A given expect goes with it; a learned one is learned afresh
+	 * (jobs_learn_expect, at submit). */
+	j->name_given = old->name_given;
+	if (old->expect_source == JOB_EXPECT_GIVEN) {
+		j->expect_bytes = old->expect_bytes;
+		j->expect_source = JOB_EXPECT_GIVEN;
+	}
+	j->exclusive = old->exclusive;
+	j->retry_on_breach = old->retry_on_breach;
+	j->umask = old->umask;
+	j->privileged = privileged;
+	if (old->group != NULL && (j->group = strdup(old->group)) == NULL)
+		goto nomem;
+	if (old->on_end != NULL && (j->on_end = strdup(old->on_end)) == NULL)
+		goto nomem;
+	return j;
+nomem:
+	job_free(j);
+	return NULL;
+}
+
+int
+control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                 const cJSON *params, cJSON **result, char *cause,
+                 size_t causelen)
+{
+	struct jobs_view v;
+	const struct job *args;
+	struct job *j;
+	int64_t id, new_id;
+	long position;
+	size_t nq;
+	int rc, privileged;
+
+	(void)req_id;
+	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
+	                          causelen)) != 0)
+		return rc;
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	/* Its owner's alone, root's too: a job runs as whoever submits it,
+	 * and another user's command is not root's to run as root. */
+	if (v.j->uid != p->uid) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 " is not yours: only its owner may "
+		         "resubmit it",
+		         id);
+		return PROTO_E_PERM;
+	}
+	if (v.j->attached) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64
+		         " was attached (run, guard): its client "
+		         "ran it, so the daemon cannot run it again",
+		         id);
+		return PROTO_E_STATE;
+	}
+	if ((rc = jobs_view_args(d, &v, cause, causelen)) != 0) {
+		jobs_view_free(&v);
+		return rc;
+	}
+	args = v.args != NULL ? v.args : v.j;
+	if (args->argv == NULL || args->env == NULL) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 ": its command is not recorded", id);
+		return PROTO_E_STATE;
+	}
+	/* What submit checks, judged now and from this connection. */
+	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
+	if ((rc = control_submit_fair(
+	         d, privileged, v.j->priority, v.j->wait_free_pct,
+	         (int64_t)v.j->expect_bytes, cause, causelen)) != 0 ||
+	    (rc = control_wait_free_bytes_check(
+	         d, privileged, v.j->wait_free_bytes, cause, causelen)) != 0 ||
+	    (rc = control_submit_count(d, p, cause, causelen)) != 0) {
+		jobs_view_free(&v);
+		return rc;
+	}
+	j = resubmit_copy(p, v.j, args, privileged);
+	jobs_view_free(&v);
+	if (j == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	if ((rc = jobs_submit(d, j, p->client_id, &new_id, &position, &nq,
+	                      cause, causelen)) != 0)
+		return rc;
+	*result = cJSON_CreateObject();
+	proto_add_int(*result, "id", new_id);
+	proto_add_int(*result, "position", position);
+	proto_add_int(*result, "queued", (int64_t)nq);
+	proto_add_int(*result, "resubmitted", id);
+	return 0;
+}
+
+int
+control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
+               const cJSON *params, cJSON **result, char *cause,
+               size_t causelen)
+{
+	struct jobs_update u;
+	struct jobs_view v;
+	int64_t id, priority, budget, expect, wf_bytes = 0;
+	double wait_free;
+	int rc, privileged;
+
+	(void)req_id;
+	memset(&u, 0, sizeof u);
+	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
+	                          causelen)) != 0)
+		return rc;
+	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
+		return rc;
+	priority = v.j->priority;
+	wait_free = v.j->wait_free_pct;
+	budget = (int64_t)v.j->swap_budget_bytes;
+	expect = (int64_t)v.j->expect_bytes;
+	jobs_view_free(&v);
+	if ((rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
+	                          cause, causelen)) < 0)
+		return rc;
+	u.have_priority = rc == 0;
+	if ((rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
+	                             &wait_free, cause, causelen)) < 0)
+		return rc;
+	u.have_wait_free = rc == 0;
+	if ((rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
+	                          &wf_bytes, cause, causelen)) < 0)
+		return rc;
+	u.have_wait_free_bytes = rc == 0;
+	if ((rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
+	                          &budget, cause, causelen)) < 0)
+		return rc;
+	u.have_budget = rc == 0;
+	if ((rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
+	                          &expect, cause, causelen)) < 0)
+		return rc;
+	u.have_expect = rc == 0;
+	if (!u.have_priority && !u.have_wait_free && !u.have_budget &&
+	    !u.have_expect && !u.have_wait_free_bytes) {
+		snprintf(cause, causelen,
+		         "invalid params: nothing to update: give priority, "
+		         "wait_free_pct, wait_free_bytes, swap_budget_bytes or "
+		         "expect_bytes");
+		return PROTO_E_PARAMS;
+	}
+	/* Submit's rules, for the caller: root may raise a user's job. */
+	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
+	if ((rc = control_submit_fair(
+	         d, privileged, u.have_priority ? priority : 0,
+	         u.have_wait_free ? wait_free : 0, u.have_expect ? expect : 0,
+	         cause, causelen)) != 0 ||
+	    (rc = control_wait_free_bytes_check(
+	         d, privileged, (uint64_t)wf_bytes, cause, causelen)) != 0)
+		return rc;
+	u.wait_free_bytes = (uint64_t)wf_bytes;
+	u.priority = (int)priority;
+	u.wait_free_pct = wait_free;
+	u.swap_budget_bytes = (uint64_t)budget;
+	u.expect_bytes = (uint64_t)expect;
+	if ((rc = jobs_update(d, id, &u, cause, causelen)) != 0)
+		return rc;
+	return control_answer_job(d, p, id, result, cause, causelen);
+}
