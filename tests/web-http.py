@@ -30,7 +30,7 @@ from sltest import Client, client_as, kill_leftovers, poll  # noqa: E402
 from webtest import (EVIL_NAME, EVIL_STAGE, MARKER, Web, cleanup_jobs, daemon,  # noqa: E402
                      make_jobs)
 
-PRIVATE = {"argv", "env", "cwd", "command", "end_detail"}
+PRIVATE = {"argv", "env", "cwd", "command", "end_detail", "on_end"}
 
 ALL_PATHS = ["/", "/?window=15m", "/?window=1h", "/?window=24h", "/?window=7d", "/metrics", "/api/status",
              "/api/status?all=1", "/api/events?limit=10000",

@@ -19,11 +19,15 @@ static const char *const job_members[] = {
     "attached",
     "priority",
     "wait_free_pct",
+    "wait_free_bytes",
     "swap_budget_bytes",
     "expect_bytes",
     "exclusive",
     "retry_on_breach",
     "attempt",
+    "after_any",
+    "held",
+    "group",
     "position",
     "waiting_for",
     "submitted_at_ms",
@@ -95,6 +99,18 @@ web_public_job(const cJSON *job)
 	if (o == NULL)
 		return NULL;
 	copy_scalars(o, job, job_members);
+	/* The ids a job waits for (public, as the jobs are): numbers only. */
+	k = cJSON_GetObjectItemCaseSensitive(job, "after");
+	if (cJSON_IsArray(k)) {
+		cJSON *after = cJSON_AddArrayToObject(o, "after"), *id;
+
+		cJSON_ArrayForEach(id, k)
+		{
+			if (after != NULL && cJSON_IsNumber(id))
+				cJSON_AddItemToArray(after,
+				                     cJSON_Duplicate(id, 0));
+		}
+	}
 	k = cJSON_GetObjectItemCaseSensitive(job, "kill");
 	if (cJSON_IsObject(k)) {
 		cJSON *ko = cJSON_AddObjectToObject(o, "kill");
