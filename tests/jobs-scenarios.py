@@ -1078,13 +1078,19 @@ SCENARIOS = [
 ]
 
 
-def main():
+def run_scenarios(scenarios, make_daemon=None):
+    """Run the (name, fn, opts) scenarios named on the command line (all
+    when none), each on a daemon of its own (make_daemon(**opts), by
+    default start_daemon) with its fixture memory: fn(d, m, client), then
+    a clean stop (jobs are left running, see kill_leftovers; a sanitizer
+    build reports errors and leaks here). Every scenario is reported; exit
+    1 when one failed. The other scenario files run theirs with it."""
     want = set(sys.argv[1:])
     failed = []
-    for name, fn, opts in SCENARIOS:
+    for name, fn, opts in scenarios:
         if want and name not in want:
             continue
-        d = start_daemon(**opts)
+        d = (make_daemon or start_daemon)(**opts)
         m = Memory(d)
         try:
             d.start()
@@ -1093,8 +1099,6 @@ def main():
             t0 = time.monotonic()
             fn(d, m, c)
             c.close()
-            # A clean stop (jobs are left running, see kill_leftovers); a
-            # sanitizer build reports errors and leaks here.
             rc = d.stop(signal.SIGTERM)
             log = d.log_text()
             assert rc == 0 and "Sanitizer" not in log, (rc, log[-4000:])
@@ -1112,6 +1116,10 @@ def main():
     if failed:
         print("failed: " + " ".join(failed))
         sys.exit(1)
+
+
+def main():
+    run_scenarios(SCENARIOS)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,13 @@ Run one scenario with: sampling-fast.py NAME...
 
 import importlib.util
 import os
-import signal
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, kill_leftovers, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
@@ -153,38 +152,12 @@ SCENARIOS = [
 
 
 def main():
-    want = set(sys.argv[1:])
-    failed = []
-    for name, fn, interval, conf in SCENARIOS:
-        if want and name not in want:
-            continue
-        d = Daemon(interval=interval,
-                   config="grace = %dms\nsettle = 0\n%s" % (sc.GRACE_MS, conf))
-        m = sc.Memory(d)
-        try:
-            d.start()
-            m.set()
-            c = Client(d.socket)
-            t0 = time.monotonic()
-            fn(d, m, c)
-            c.close()
-            rc = d.stop(signal.SIGTERM)
-            log = d.log_text()
-            assert rc == 0 and "Sanitizer" not in log, (rc, log[-4000:])
-            print("ok   %s (%.1fs)" % (name, time.monotonic() - t0))
-        except Exception as e:  # report every scenario, then fail
-            import traceback
-            traceback.print_exc()
-            sys.stderr.write("--- daemon log (%s) ---\n%s\n" % (name, d.log_text()[-6000:]))
-            print("FAIL %s: %s" % (name, e))
-            failed.append(name)
-        finally:
-            d.stop(signal.SIGKILL) if d.alive() else None
-            kill_leftovers(d)
-            d.cleanup()
-    if failed:
-        print("failed: " + " ".join(failed))
-        sys.exit(1)
+    sc.run_scenarios(
+        [(name, fn, {"interval": interval, "conf": conf})
+         for name, fn, interval, conf in SCENARIOS],
+        make_daemon=lambda interval, conf: Daemon(
+            interval=interval,
+            config="grace = %dms\nsettle = 0\n%s" % (sc.GRACE_MS, conf)))
 
 
 if __name__ == "__main__":
