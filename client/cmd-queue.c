@@ -264,11 +264,14 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	for (tok = strtok_r(copy, ",", &save); tok != NULL;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (cli_parse_id(tok, &id) < 0) {
-			free(copy);
-			free(v);
-			return cli_usage_error(
+			/* tok is in copy: the error first, then the frees. */
+			int rc = cli_usage_error(
 			    cli, "--%s: bad job id '%s'",
 			    after != NULL ? "after" : "after-any", tok);
+
+			free(copy);
+			free(v);
+			return rc;
 		}
 		if (n == cap) {
 			int64_t *nv;
