@@ -62,26 +62,66 @@ control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
 	return answer_job(d, p, id, 0, result, cause, causelen);
 }
 
+/* NULL stays NULL: an attached job has no env. */
 static char **
-strv_dup(const char **v)
+strv_dup(const char *const *v, int *nomem)
 {
 	size_t n = 0, i;
 	char **out;
 
+	if (v == NULL)
+		return NULL;
 	while (v[n] != NULL)
 		n++;
 	out = calloc(n + 1, sizeof *out);
-	if (out == NULL)
-		return NULL;
-	for (i = 0; i < n; i++) {
+	for (i = 0; out != NULL && i < n; i++) {
 		if ((out[i] = strdup(v[i])) == NULL) {
 			while (i > 0)
 				free(out[--i]);
 			free(out);
-			return NULL;
+			out = NULL;
 		}
 	}
+	if (out == NULL)
+		*nomem = 1;
 	return out;
+}
+
+struct job *
+control_job_new(const struct peer *p, const char *name, const char *cwd,
+                const char *const *argv, const char *const *env)
+{
+	struct job *j = calloc(1, sizeof *j);
+	char user[64];
+	int nomem = 0;
+
+	if (j == NULL)
+		return NULL;
+	wire_user_name(p->uid, user, sizeof user);
+	j->uid = p->uid;
+	j->gid = p->gid;
+	/* The connection's groups, not the group database's: a process that
+	 * dropped a group does not get it back in its jobs. */
+	if (p->ngroups > 0) {
+		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
+		if (j->groups == NULL)
+			goto nomem;
+		memcpy(j->groups, p->groups,
+		       sizeof *j->groups * (size_t)p->ngroups);
+		j->ngroups = p->ngroups;
+	}
+	j->user = strdup(user);
+	j->name = strdup(name);
+	j->cwd = strdup(cwd);
+	j->argv = strv_dup(argv, &nomem);
+	j->env = strv_dup(env, &nomem);
+	if (j->user == NULL || j->name == NULL || j->cwd == NULL ||
+	    j->argv == NULL || nomem)
+		goto nomem;
+	return j;
+nomem:
+	job_free(j);
+	return NULL;
 }
 
 int
@@ -156,7 +196,6 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int attached = 0, exclusive = 0, rc, privileged;
 	int expect_given = 0;
 	struct job *j = NULL;
-	char user[64];
 	const char *base;
 	size_t i, nq;
 	int64_t id;
@@ -221,31 +260,11 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
 		goto out;
 
-	j = calloc(1, sizeof *j);
-	if (j == NULL)
-		goto nomem;
-	wire_user_name(p->uid, user, sizeof user);
 	base = strrchr(argv[0], '/');
 	base = base != NULL && base[1] != '\0' ? base + 1 : argv[0];
-	j->uid = p->uid;
-	j->gid = p->gid;
-	/* The connection's groups, not the group database's: a process that
-	 * dropped a group does not get it back in its jobs. */
-	if (p->ngroups > 0) {
-		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
-		if (j->groups == NULL)
-			goto nomem;
-		memcpy(j->groups, p->groups,
-		       sizeof *j->groups * (size_t)p->ngroups);
-		j->ngroups = p->ngroups;
-	}
-	j->user = strdup(user);
-	j->name = strdup(name != NULL && name[0] != '\0' ? name : base);
-	j->argv = strv_dup(argv);
-	j->cwd = strdup(cwd);
-	j->env = attached ? NULL : strv_dup(env);
-	if (j->user == NULL || j->name == NULL || j->argv == NULL ||
-	    j->cwd == NULL || (!attached && j->env == NULL))
+	if ((j = control_job_new(p,
+	                         name != NULL && name[0] != '\0' ? name : base,
+	                         cwd, argv, attached ? NULL : env)) == NULL)
 		goto nomem;
 	j->attached = attached;
 	j->priority = (int)priority;

@@ -149,57 +149,19 @@ control_release(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return control_hold_set(d, p, params, 0, result, cause, causelen);
 }
 
-static char **
-strv_copy(char *const *v)
-{
-	size_t n = 0, i;
-	char **out;
-
-	while (v[n] != NULL)
-		n++;
-	if ((out = calloc(n + 1, sizeof *out)) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if ((out[i] = strdup(v[i])) == NULL) {
-			while (i > 0)
-				free(out[--i]);
-			free(out);
-			return NULL;
-		}
-	}
-	return out;
-}
-
 /* A new job as old was submitted (argv, cwd, env, options), by peer p:
  * its credentials are the connection's now. NULL when out of memory. */
 static struct job *
 resubmit_copy(const struct peer *p, const struct job *old,
               const struct job *args, int privileged)
 {
-	struct job *j = calloc(1, sizeof *j);
-	char user[64];
+	struct job *j;
 
-	if (j == NULL)
+	if ((j = control_job_new(p, old->name != NULL ? old->name : "",
+	                         old->cwd != NULL ? old->cwd : "/",
+	                         (const char *const *)args->argv,
+	                         (const char *const *)args->env)) == NULL)
 		return NULL;
-	wire_user_name(p->uid, user, sizeof user);
-	j->uid = p->uid;
-	j->gid = p->gid;
-	if (p->ngroups > 0) {
-		j->groups = malloc(sizeof *j->groups * (size_t)p->ngroups);
-		if (j->groups == NULL)
-			goto nomem;
-		memcpy(j->groups, p->groups,
-		       sizeof *j->groups * (size_t)p->ngroups);
-		j->ngroups = p->ngroups;
-	}
-	j->user = strdup(user);
-	j->name = strdup(old->name != NULL ? old->name : "");
-	j->cwd = strdup(old->cwd != NULL ? old->cwd : "/");
-	j->argv = strv_copy(args->argv);
-	j->env = strv_copy(args->env);
-	if (j->user == NULL || j->name == NULL || j->cwd == NULL ||
-	    j->argv == NULL || j->env == NULL)
-		goto nomem;
 	j->priority = old->priority;
 	j->wait_free_pct = old->wait_free_pct;
 	j->wait_free_bytes = old->wait_free_bytes;

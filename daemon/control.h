@@ -68,6 +68,12 @@ int control_dispatch_in(const struct control_method *table, size_t n,
 
 /* Per-object check of AUTH_OWNER rows: the job, in *v, when the peer is
  * its owner or root; PROTO_E_NOJOB or PROTO_E_PERM with cause otherwise. */
+/* A new job of peer p: the connection's credentials and groups, its
+ * login name, and copies of name, cwd, argv and env (env NULL for an
+ * attached job). The caller sets the rest. NULL when out of memory. */
+struct job *control_job_new(const struct peer *p, const char *name,
+                            const char *cwd, const char *const *argv,
+                            const char *const *env);
 int control_job_owner(struct daemon *d, const struct peer *p, int64_t id,
                       struct jobs_view *v, char *cause, size_t causelen);
 
