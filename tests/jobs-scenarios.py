@@ -1078,10 +1078,11 @@ SCENARIOS = [
 ]
 
 
-def run_scenarios(scenarios, make_daemon=None):
+def run_scenarios(scenarios, make_daemon=None, memory=True):
     """Run the (name, fn, opts) scenarios named on the command line (all
     when none), each on a daemon of its own (make_daemon(**opts), by
-    default start_daemon) with its fixture memory: fn(d, m, client), then
+    default start_daemon) with its fixture memory: fn(d, m, client), or
+    without memory=True fn(d, client) on the daemon's own fixture; then
     a clean stop (jobs are left running, see kill_leftovers; a sanitizer
     build reports errors and leaks here). Every scenario is reported; exit
     1 when one failed. The other scenario files run theirs with it."""
@@ -1091,13 +1092,16 @@ def run_scenarios(scenarios, make_daemon=None):
         if want and name not in want:
             continue
         d = (make_daemon or start_daemon)(**opts)
-        m = Memory(d)
         try:
             d.start()
-            m.set()
             c = Client(d.socket)
             t0 = time.monotonic()
-            fn(d, m, c)
+            if memory:
+                m = Memory(d)
+                m.set()
+                fn(d, m, c)
+            else:
+                fn(d, c)
             c.close()
             rc = d.stop(signal.SIGTERM)
             log = d.log_text()

@@ -12,13 +12,19 @@ fixture proc root (docs/daemon.md, "Test hooks"):
 Jobs are real processes. Run one scenario with: platform-hooks.py NAME...
 """
 
+import importlib.util
 import os
-import signal
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, kill_leftovers, poll, write_meminfo  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
+
+# The scenario runner (run_scenarios) is jobs-scenarios.py's.
+_spec = importlib.util.spec_from_file_location(
+    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
+sc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sc)
 
 GIB_KB = 1 << 20
 TOTAL_KB = 16 * GIB_KB
@@ -177,36 +183,12 @@ SCENARIOS = [
 
 
 def main():
-    want = set(sys.argv[1:])
-    failed = []
-    for name, fn, conf in SCENARIOS:
-        if want and name not in want:
-            continue
-        d = Daemon(interval="%gs" % (INTERVAL_MS / 1000.0),
-                   config="grace = %dms\nsettle = 0\n%s" % (GRACE_MS, conf))
-        try:
-            d.start()
-            c = Client(d.socket)
-            t0 = time.monotonic()
-            fn(d, c)
-            c.close()
-            rc = d.stop(signal.SIGTERM)
-            log = d.log_text()
-            assert rc == 0 and "Sanitizer" not in log, (rc, log[-4000:])
-            print("ok   %s (%.1fs)" % (name, time.monotonic() - t0))
-        except Exception as e:  # report every scenario, then fail
-            import traceback
-            traceback.print_exc()
-            sys.stderr.write("--- daemon log (%s) ---\n%s\n" % (name, d.log_text()[-6000:]))
-            print("FAIL %s: %s" % (name, e))
-            failed.append(name)
-        finally:
-            d.stop(signal.SIGKILL) if d.alive() else None
-            kill_leftovers(d)
-            d.cleanup()
-    if failed:
-        print("failed: " + " ".join(failed))
-        sys.exit(1)
+    sc.run_scenarios(
+        [(name, fn, {"conf": conf}) for name, fn, conf in SCENARIOS],
+        make_daemon=lambda conf: Daemon(
+            interval="%gs" % (INTERVAL_MS / 1000.0),
+            config="grace = %dms\nsettle = 0\n%s" % (GRACE_MS, conf)),
+        memory=False)
 
 
 if __name__ == "__main__":
