@@ -195,6 +195,14 @@ spawn_write_all(int fd, const void *buf, size_t len)
 	return (ssize_t)done;
 }
 
+static int spawn_private_fd = -1;
+
+void
+spawn_close_in_children(int fd)
+{
+	spawn_private_fd = fd;
+}
+
 /* The daemon's handlers and ignored signals must not leak into children:
  * a handler inherited by fork() could write into a reused descriptor, and
  * an ignored signal stays ignored across exec(). */
@@ -1080,6 +1088,8 @@ spawn_start(const char *state_dir, const struct job *j, char *const *argv,
 		goto out;
 	}
 	if (mid == 0) {
+		if (spawn_private_fd >= 0)
+			close(spawn_private_fd);
 		spawn_reset_signals();
 		close(fds[0]);
 		mid = fork();

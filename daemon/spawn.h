@@ -140,6 +140,13 @@ int spawn_started(const char *state_dir, struct job *j);
  */
 int spawn_signal_tree(pid_t pgid, const pid_t *pids, size_t npids, int sig);
 
+/*
+ * A descriptor every child closes first thing after fork(), before the
+ * monitor's work that runs with everything inherited (one at a time: a
+ * second call replaces the first; -1 forgets it).
+ */
+void spawn_close_in_children(int fd);
+
 /* <state_dir>/jobs/<id>.log and .status; -ENAMETOOLONG if they do not fit. */
 /* Remove a job's files (log, status, start record): its record is gone. */
 void spawn_forget(const char *state_dir, int64_t id);

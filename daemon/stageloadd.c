@@ -22,6 +22,7 @@
 #include "notify.h"
 #include "sampler.h"
 #include "server.h"
+#include "spawn.h"
 #include "tick.h"
 #include "trust.h"
 #include "version.h"
@@ -337,6 +338,10 @@ main(int argc, char **argv)
 	 * touches the first one's database. */
 	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
+	/* A monitor outlives the daemon; holding the socket's lock for the
+	 * moments before it closes what it inherited, it would keep a
+	 * daemon restarted after a crash from starting. */
+	spawn_close_in_children(d->sock_lock_fd);
 
 	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0) {
 		server_stop(d);
