@@ -56,16 +56,21 @@ def main():
         poll(lambda: c.call("info")["sample"]["free_pct"] < 20, what="10 % free")
         t0 = time.monotonic()
         n = len(c.call("events", {"limit": 10000})["events"])
+        first = None
         while n < a.events:
             jid = c.call("submit", {"argv": ["true"], "cwd": "/", "env": ENV,
                                     "wait_free_pct": 90})["id"]
             c.call("cancel", {"id": jid})
+            first = first or jid
             n += 2
         print("# %d events made in %.1f s" % (n, time.monotonic() - t0))
         since = str(int(time.time() * 1000) - 3600 * 1000)
         for label, args in (
                 ("events -n 20", ["events", "-n", "20"]),
-                ("events -n 20 --job (one job)", ["events", "-n", "20", "--job", str(jid)]),
+                ("events -n 20 --job (the newest job)",
+                 ["events", "-n", "20", "--job", str(jid)]),
+                ("events -n 20 --job (the oldest job)",
+                 ["events", "-n", "20", "--job", str(first)]),
                 ("events --limit 20 (the first page only)", ["events", "--limit", "20"]),
                 ("history --since 1h (daemon)", ["history", "--since", since])):
             ms, rss = timed(["--socket", d.socket] + args, a.runs)

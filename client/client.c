@@ -644,8 +644,8 @@ sl_logs(sl_client *c, int64_t id, int64_t offset, int follow, sl_log_cb cb,
 }
 
 int
-sl_events(sl_client *c, int64_t after_id, int limit, int follow,
-          struct sl_event **events, size_t *nevents)
+sl_events_query(sl_client *c, const struct sl_events_query *q,
+                struct sl_event **events, size_t *nevents)
 {
 	cJSON *params = cJSON_CreateObject();
 	void *v = NULL;
@@ -653,11 +653,19 @@ sl_events(sl_client *c, int64_t after_id, int limit, int follow,
 
 	*nevents = 0;
 	if (params != NULL) {
-		if (after_id > 0)
-			proto_add_int(params, "after_id", after_id);
-		if (limit > 0)
-			proto_add_int(params, "limit", limit);
-		if (follow)
+		if (q->after_id > 0)
+			proto_add_int(params, "after_id", q->after_id);
+		/* 2^53, the largest a JSON integer may be, is above every
+		 * id: the newest first. */
+		if (q->before_id != 0)
+			proto_add_int(params, "before_id",
+			              q->before_id > 0 ? q->before_id
+			                               : (int64_t)1 << 53);
+		if (q->job_id > 0)
+			proto_add_int(params, "job_id", q->job_id);
+		if (q->limit > 0)
+			proto_add_int(params, "limit", q->limit);
+		if (q->follow)
 			cJSON_AddBoolToObject(params, "follow", 1);
 	}
 	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
@@ -667,24 +675,20 @@ sl_events(sl_client *c, int64_t after_id, int limit, int follow,
 }
 
 int
+sl_events(sl_client *c, int64_t after_id, int limit, int follow,
+          struct sl_event **events, size_t *nevents)
+{
+	struct sl_events_query q = {after_id, 0, 0, limit, follow};
+
+	return sl_events_query(c, &q, events, nevents);
+}
+
+int
 sl_events_before(sl_client *c, int64_t before_id, int limit,
                  struct sl_event **events, size_t *nevents)
 {
-	cJSON *params = cJSON_CreateObject();
-	void *v = NULL;
-	int rc;
+	struct sl_events_query q = {0, before_id > 0 ? before_id : -1, 0,
+	                            limit, 0};
 
-	*nevents = 0;
-	if (params != NULL) {
-		/* 2^53, the largest a JSON integer may be, is above every
-		 * id: the newest first. */
-		proto_add_int(params, "before_id",
-		              before_id > 0 ? before_id : (int64_t)1 << 53);
-		if (limit > 0)
-			proto_add_int(params, "limit", limit);
-	}
-	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
-	               nevents, NULL, 0);
-	*events = v;
-	return rc < 0 ? rc : 0;
+	return sl_events_query(c, &q, events, nevents);
 }

@@ -1015,16 +1015,17 @@ events_match(const struct events_filter *f, const struct sl_event *e)
  * The newest n events that match, as journalctl -n shows them: the log is
  * read newest first (before_id), a page of up to 10000 at a time, until n
  * match or the log (or --since) is behind; they are printed oldest first.
+ * --job asks the daemon for that job's alone: an old job's few events are
+ * read by their index, not found by walking the whole log back to them.
  * *last gets the newest id there is, where a follow goes on from.
  */
 static int
 events_tail(struct cli *cli, const struct events_filter *f, long n,
             int64_t *last)
 {
+	struct sl_events_query q = {0, -1, f->job_id, 10000, 0};
 	struct sl_event *kept, *ev;
 	size_t nev, i, nkept = 0;
-	int64_t before = 0;
-	const int page = 10000;
 	int rc = EXIT_OK, older = 1;
 
 	if ((kept = calloc((size_t)n, sizeof *kept)) == NULL) {
@@ -1033,8 +1034,7 @@ events_tail(struct cli *cli, const struct events_filter *f, long n,
 	}
 	*last = 0;
 	while (older && nkept < (size_t)n) {
-		if (sl_events_before(cli->client, before, page, &ev, &nev) <
-		    0) {
+		if (sl_events_query(cli->client, &q, &ev, &nev) < 0) {
 			rc = cli_fail(cli);
 			break;
 		}
@@ -1044,7 +1044,7 @@ events_tail(struct cli *cli, const struct events_filter *f, long n,
 		for (i = 0; i < nev; i++) {
 			if (ev[i].id > *last)
 				*last = ev[i].id;
-			before = ev[i].id;
+			q.before_id = ev[i].id;
 			if (f->since_ms > 0 && ev[i].ts_ms < f->since_ms)
 				older = 0; /* the rest is older still */
 			if (nkept == (size_t)n || !events_match(f, &ev[i]))
@@ -1088,11 +1088,11 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	int64_t after = cli_number(args, "after", 0);
 	long limit = (long)cli_number(args, "limit", 0);
 	struct events_filter f;
+	struct sl_events_query q;
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
 	int64_t last, now = cli_now_ms();
-	long page;
 	int rc;
 
 	memset(&f, 0, sizeof f);
@@ -1125,10 +1125,13 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	 * and a page) is printed once, by id.
 	 */
 	last = after;
-	page = limit > 0 ? limit : 100; /* the daemon's default */
+	memset(&q, 0, sizeof q);
+	q.job_id = f.job_id;
+	q.limit = limit > 0 ? (int)limit : 100; /* the daemon's default */
+	q.follow = follow;
 	do {
-		if (sl_events(cli->client, last, (int)page, follow, &ev, &nev) <
-		    0)
+		q.after_id = last;
+		if (sl_events_query(cli->client, &q, &ev, &nev) < 0)
 			return cli_fail(cli);
 		for (i = 0; i < nev; i++)
 			if (ev[i].id > last) {
@@ -1137,7 +1140,7 @@ cmd_events(struct cli *cli, struct cli_args *args)
 				last = ev[i].id;
 			}
 		sl_events_free(ev, nev);
-	} while (follow && nev == (size_t)page);
+	} while (follow && nev == (size_t)q.limit);
 	while (follow) {
 		rc = sl_next_notification(cli->client, -1, &n);
 		if (rc == -EINTR)

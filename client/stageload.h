@@ -482,6 +482,16 @@ int sl_events(sl_client *c, int64_t after_id, int limit, int follow,
  * most limit; the next page is before the last one's id. */
 int sl_events_before(sl_client *c, int64_t before_id, int limit,
                      struct sl_event **events, size_t *nevents);
+/* Either of those, and of one job alone: zero it, set what is wanted. */
+struct sl_events_query {
+	int64_t after_id;  /* oldest first, after it */
+	int64_t before_id; /* > 0: newest first, below it; -1: the newest */
+	int64_t job_id;    /* > 0: this job's events alone (by its index) */
+	int limit;         /* 0: the daemon's default, 100 */
+	int follow;        /* not with before_id */
+};
+int sl_events_query(sl_client *c, const struct sl_events_query *q,
+                    struct sl_event **events, size_t *nevents);
 void sl_events_free(struct sl_event *events, size_t nevents);
 
 #if defined(__GNUC__) || defined(__clang__)

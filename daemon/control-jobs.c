@@ -871,7 +871,8 @@ control_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
 struct events_ctx {
 	struct page *pg;
 	uid_t viewer;
-	int64_t last; /* the last event's id in the answer */
+	int64_t job_id; /* this job's alone; 0: all */
+	int64_t last;   /* the last event's id in the answer */
 };
 
 static int
@@ -909,9 +910,10 @@ events_read(struct daemon *d, int64_t before, struct events_ctx *ctx,
             int64_t limit)
 {
 	if (before > 0)
-		return store_events_before(d->store, before, limit, events_cb,
-		                           ctx);
-	return store_events(d->store, ctx->last, limit, events_cb, ctx);
+		return store_events_before(d->store, before, ctx->job_id, limit,
+		                           events_cb, ctx);
+	return store_events(d->store, ctx->last, ctx->job_id, limit, events_cb,
+	                    ctx);
 }
 
 /* A version 1 events answer, built a slice at a time. */
@@ -955,8 +957,9 @@ events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 		return 1;
 	/* The follow begins after the last event of the answer; what it
 	 * sends comes after the answer (notify sends it later). */
-	if (w->follow && notify_follow_events(d, w->client_id, w->ctx.viewer,
-	                                      w->ctx.last) != 0) {
+	if (w->follow &&
+	    notify_follow_events(d, w->client_id, w->ctx.viewer, w->ctx.last,
+	                         w->ctx.job_id) != 0) {
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
@@ -972,7 +975,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct events_walk *w;
 	const char *cursor = NULL;
-	int64_t after = 0, before = 0, limit = 100;
+	int64_t after = 0, before = 0, job = 0, limit = 100;
 	int follow = 0, v2 = p->version >= 2, rc;
 	char next[32];
 
@@ -982,6 +985,8 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                          cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "cursor", 0, 32, &cursor, cause,
 	                             causelen)) < 0 ||
+	    (rc = proto_param_int(params, "job_id", 0, 1, INT64_MAX, &job,
+	                          cause, causelen)) < 0 ||
 	    (rc = proto_param_int(params, "limit", 0, 1, EVENTS_PAGE_MAX,
 	                          &limit, cause, causelen)) < 0 ||
 	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,
@@ -1013,6 +1018,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	w->ctx.pg = &w->pg;
 	w->ctx.viewer = p->uid;
+	w->ctx.job_id = job;
 	w->ctx.last = after;
 	w->left = limit;
 	w->before = before;
@@ -1030,8 +1036,8 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
-	if (follow &&
-	    notify_follow_events(d, p->client_id, p->uid, w->ctx.last) != 0) {
+	if (follow && notify_follow_events(d, p->client_id, p->uid, w->ctx.last,
+	                                   w->ctx.job_id) != 0) {
 		events_free(w);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;

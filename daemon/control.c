@@ -112,6 +112,7 @@ static const struct control_param
     events_params[] = {{"after_id", PROTO_T_INT, 0},
                        {"before_id", PROTO_T_INT, 0}, /* newest first */
                        {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+                       {"job_id", PROTO_T_INT, 0},    /* one job's alone */
                        {"limit", PROTO_T_INT, 0},
                        {"follow", PROTO_T_BOOL, 0},
                        PARAMS_END};

@@ -43,8 +43,8 @@ struct watch {
 	uint64_t client_id; /* 0: dropped while the list was walked */
 	uid_t uid;
 	enum watch_kind kind;
-	cJSON *req_id; /* WAIT, LOG: the request to answer */
-	int64_t job_id;
+	cJSON *req_id;  /* WAIT, LOG: the request to answer */
+	int64_t job_id; /* WAIT, LOG; EVENTS: the one job followed, 0: all */
 	/* SUB */
 	int samples, events;
 	struct meter *meter; /* metered tree, NULL when none */

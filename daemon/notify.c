@@ -235,6 +235,12 @@ watch_find(struct notify *nf, uint64_t client_id, enum watch_kind kind)
  * follow is still catching up from the store gets it from there, in
  * order, and not here.
  */
+static int
+follows(const struct watch *w, const struct store_event *e)
+{
+	return w->job_id == 0 || w->job_id == e->job_id;
+}
+
 static void
 notify_event(struct daemon *d, struct notify *nf, const struct store_event *e)
 {
@@ -243,14 +249,15 @@ notify_event(struct daemon *d, struct notify *nf, const struct store_event *e)
 	umap_clear(&nf->sent);
 	for (i = 0; nf->ncatching > 0 && i < nf->n; i++)
 		if (nf->v[i].client_id != 0 && nf->v[i].kind == WATCH_EVENTS &&
-		    !nf->v[i].live)
+		    !nf->v[i].live && follows(&nf->v[i], e))
 			umap_get(&nf->sent, nf->v[i].client_id);
 	nf->walking++;
 	for (i = 0; i < nf->n; i++) {
 		struct watch *w = &nf->v[i];
 
-		if (w->client_id == 0 || !(w->kind == WATCH_EVENTS ||
-		                           (w->kind == WATCH_SUB && w->events)))
+		if (w->client_id == 0 ||
+		    !((w->kind == WATCH_EVENTS && follows(w, e)) ||
+		      (w->kind == WATCH_SUB && w->events)))
 			continue;
 		if (umap_find(&nf->sent, w->client_id) != NULL ||
 		    umap_get(&nf->sent, w->client_id) == NULL)
@@ -305,8 +312,8 @@ notify_pump_events(struct daemon *d, struct notify *nf, uint64_t client_id)
 			c.n = 0;
 			/* < 0: storage, try again next tick; > 0: the client
 			 * went, and its watch with it. */
-			if (store_events(d->store, w->cursor, EVENTS_CHUNK,
-			                 catchup_cb, &c) != 0)
+			if (store_events(d->store, w->cursor, w->job_id,
+			                 EVENTS_CHUNK, catchup_cb, &c) != 0)
 				break;
 			if (c.n < EVENTS_CHUNK) {
 				w->live = 1;
@@ -688,7 +695,7 @@ notify_unsubscribe(struct daemon *d, uint64_t client_id)
 
 int
 notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
-                     int64_t after_id)
+                     int64_t after_id, int64_t job_id)
 {
 	struct notify *nf = d->notify;
 	struct watch *w;
@@ -700,6 +707,7 @@ notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
 	/* Whatever came after the answer's last event is read from the
 	 * store once the answer is out, then it goes live. */
 	w->cursor = after_id;
+	w->job_id = job_id;
 	nf->ncatching++;
 	return 0;
 }

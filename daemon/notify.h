@@ -45,11 +45,12 @@ int notify_subscribe(struct daemon *d, uint64_t client_id, uid_t uid,
                      int samples, int events, pid_t pid, uint64_t start_time,
                      char *cause, size_t causelen);
 void notify_unsubscribe(struct daemon *d, uint64_t client_id);
-/* events with follow: every event after after_id (the answer's last), as
- * uid may see it: those already recorded are read from the store once the
- * answer is out, then each new one as it comes. unsubscribe ends it. */
+/* events with follow: every event after after_id (the answer's last), of
+ * job job_id alone when > 0, as uid may see it: those already recorded are
+ * read from the store once the answer is out, then each new one as it
+ * comes. unsubscribe ends it. */
 int notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
-                         int64_t after_id);
+                         int64_t after_id, int64_t job_id);
 /* wait: answer req_id with the job once it has ended. 0 (deferred), or a
  * PROTO_E_* code with cause. */
 int notify_wait(struct daemon *d, uint64_t client_id, uid_t uid,

@@ -96,6 +96,8 @@ struct store {
 	sqlite3_stmt *jobs_unended, *jobs_ended;
 	sqlite3_stmt *job_hist_raw, *job_hist;
 	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
+	/* the same for one job: events_job is its index */
+	sqlite3_stmt *ev_list_job, *ev_list_before_job;
 	sqlite3_stmt *job_was_ended, *jobs_oldest_ended;
 	sqlite3_stmt *del_job_samples, *del_job_events, *del_job, *del_job_args;
 

@@ -643,29 +643,35 @@ event_rows(sqlite3_stmt *st, int (*cb)(void *arg, const struct store_event *e),
 }
 
 int
-store_events(struct store *s, int64_t after_id, int64_t limit,
+store_events(struct store *s, int64_t after_id, int64_t job_id, int64_t limit,
              int (*cb)(void *arg, const struct store_event *e), void *arg)
 {
-	sqlite3_stmt *st = s->ev_list;
+	sqlite3_stmt *st = job_id > 0 ? s->ev_list_job : s->ev_list;
 	int rc;
 
 	sqlite3_bind_int64(st, 1, after_id);
 	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	if (job_id > 0)
+		sqlite3_bind_int64(st, 3, job_id);
 	rc = event_rows(st, cb, arg);
 	sqlite3_reset(st);
 	return rc;
 }
 
 int
-store_events_before(struct store *s, int64_t before_id, int64_t limit,
+store_events_before(struct store *s, int64_t before_id, int64_t job_id,
+                    int64_t limit,
                     int (*cb)(void *arg, const struct store_event *e),
                     void *arg)
 {
-	sqlite3_stmt *st = s->ev_list_before;
+	sqlite3_stmt *st =
+	    job_id > 0 ? s->ev_list_before_job : s->ev_list_before;
 	int rc;
 
 	sqlite3_bind_int64(st, 1, before_id > 0 ? before_id : INT64_MAX);
 	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	if (job_id > 0)
+		sqlite3_bind_int64(st, 3, job_id);
 	rc = event_rows(st, cb, arg);
 	sqlite3_reset(st);
 	return rc;

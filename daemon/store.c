@@ -525,6 +525,12 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->ev_list_before,
 	     "SELECT id, ts_ms, job_id, uid, kind, detail FROM events"
 	     " WHERE id < ?1 ORDER BY id DESC LIMIT ?2");
+	PREP(s->ev_list_job, "SELECT id, ts_ms, job_id, uid, kind, detail"
+	                     " FROM events WHERE job_id = ?3 AND id > ?1"
+	                     " ORDER BY id LIMIT ?2");
+	PREP(s->ev_list_before_job,
+	     "SELECT id, ts_ms, job_id, uid, kind, detail FROM events"
+	     " WHERE job_id = ?3 AND id < ?1 ORDER BY id DESC LIMIT ?2");
 	PREP(s->job_was_ended,
 	     "SELECT state IN " JOB_ENDED_STATES " FROM jobs WHERE id = ?1");
 	PREP(s->jobs_oldest_ended,

@@ -188,13 +188,16 @@ struct store_event {
 /* Commits the event and sets e->id. */
 int store_event_add(struct store *s, struct store_event *e, char *cause,
                     size_t causelen);
-/* Events with id > after_id, oldest first, at most limit (<= 0: all). The
- * event's strings are valid only during the callback; a non-zero return
+/* Events with id > after_id, oldest first, at most limit (<= 0: all), of
+ * job job_id only when it is > 0 (read by its index, however old the job).
+ * The event's strings are valid only during the callback; a non-zero return
  * stops the walk and is returned. */
-int store_events(struct store *s, int64_t after_id, int64_t limit,
+int store_events(struct store *s, int64_t after_id, int64_t job_id,
+                 int64_t limit,
                  int (*cb)(void *arg, const struct store_event *e), void *arg);
 /* The same newest first: events with id < before_id (<= 0: all). */
-int store_events_before(struct store *s, int64_t before_id, int64_t limit,
+int store_events_before(struct store *s, int64_t before_id, int64_t job_id,
+                        int64_t limit,
                         int (*cb)(void *arg, const struct store_event *e),
                         void *arg);
 

@@ -5,6 +5,9 @@ notifications table):
 - a connection that both subscribed with `events` and follows gets each
   event once;
 - `unsubscribe` ends a follow;
+- `job_id` keeps one job's events, oldest or newest first, and a follow
+  with it gets that job's later events alone, while the connection's
+  subscription still gets every event once;
 - an attached job's connection hears `ended` when another connection
   cancels the job while it is queued.
 Runs as any user.
@@ -15,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
 
 ENV = ["PATH=/usr/bin:/bin"]
 
@@ -78,6 +81,50 @@ def main():
         c.call("cancel", {"id": live})
         no_more_events(f)
         print("ok   unsubscribe ends an events follow")
+
+        # job_id: one job's events, either way; a follow of it hears that
+        # job alone.
+        first = next(e["job_id"] for e in c.call("events", {"limit": 10})["events"]
+                     if e["job_id"] is not None)
+        mine = [e for e in c.call("events", {"limit": 10000})["events"]
+                if e["job_id"] == first]
+        assert len(mine) == 2, mine
+        got = c.call("events", {"job_id": first, "limit": 10000})["events"]
+        assert got == mine, (got, mine)
+        got = c.call("events", {"job_id": first, "before_id": 1 << 53, "limit": 1})["events"]
+        assert got == mine[-1:], got
+        assert c.call("events", {"job_id": first, "after_id": mine[-1]["id"]})["events"] == []
+        try:
+            c.call("events", {"job_id": 0})
+            raise AssertionError("job_id 0 was taken")
+        except RpcError as e:
+            assert e.code == -32602, e
+        one = queued_job(c)
+        g = Client(d.socket)
+        page = g.call("events", {"job_id": one, "limit": 1, "follow": True})["events"]
+        assert [e["kind"] for e in page] == ["submitted"], page
+        # Once one of its events has come the follow is live (it caught up
+        # from the store, filtered there, or heard it live).
+        c.call("hold", {"id": one})
+        n = g.notification("event")
+        assert n["params"]["job_id"] == one and n["params"]["kind"] == "held", n
+        other = queued_job(c)
+        c.call("cancel", {"id": one})
+        n = g.notification("event")
+        assert n["params"]["job_id"] == one and n["params"]["kind"] == "cancelled", n
+        no_more_events(g)
+        # Following one job and subscribed: the others' come once, by the
+        # subscription; the job's own once too.
+        g.call("subscribe", {"samples": False, "events": True})
+        c.call("cancel", {"id": other})
+        two = queued_job(c)
+        got = [(e["job_id"], e["kind"]) for e in
+               (g.notification("event")["params"] for _ in range(2))]
+        assert got == [(other, "cancelled"), (two, "submitted")], got
+        no_more_events(g)
+        g.close()
+        c.call("cancel", {"id": two})
+        print("ok   job_id keeps one job's events; a follow of it hears that job alone")
 
         # An attached job's connection hears that another one cancelled it.
         a = Client(d.socket)

@@ -1417,17 +1417,31 @@ test_events(void **state)
 		assert_int_equal(e.id, (int64_t)i + 1);
 	}
 	memset(&l, 0, sizeof l);
-	assert_int_equal(store_events(f->s, 0, 0, collect_event, &l), 0);
+	assert_int_equal(store_events(f->s, 0, 0, 0, collect_event, &l), 0);
 	assert_int_equal(l.n, 5);
 	assert_string_equal(l.kinds[0], "daemon_start");
 	assert_string_equal(l.details[1], "{\"n\":1}");
 	assert_string_equal(l.details[4], "(null)");
 	memset(&l, 0, sizeof l);
-	assert_int_equal(store_events(f->s, 2, 2, collect_event, &l), 0);
+	assert_int_equal(store_events(f->s, 2, 0, 2, collect_event, &l), 0);
 	assert_int_equal(l.n, 2);
 	assert_int_equal(l.ids[0], 3);
 	assert_int_equal(l.ids[1], 4);
 	assert_string_equal(l.kinds[1], "started");
+	/* One job's alone, either way, by its index. */
+	memset(&l, 0, sizeof l);
+	assert_int_equal(store_events(f->s, 0, 12, 0, collect_event, &l), 0);
+	assert_int_equal(l.n, 4);
+	assert_int_equal(l.ids[0], 2);
+	memset(&l, 0, sizeof l);
+	assert_int_equal(store_events_before(f->s, 5, 12, 2, collect_event, &l),
+	                 0);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.ids[0], 4);
+	assert_int_equal(l.ids[1], 3);
+	memset(&l, 0, sizeof l);
+	assert_int_equal(store_events(f->s, 0, 13, 0, collect_event, &l), 0);
+	assert_int_equal(l.n, 0);
 }
 
 static void

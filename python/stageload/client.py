@@ -412,9 +412,14 @@ class Client:
             return result
 
     def events(self, after_id: Optional[int] = None, limit: Optional[int] = None,
-               follow: Optional[bool] = None, cursor: Optional[str] = None) -> Dict[str, Any]:
-        """One page; with follow the rest come as `event` notifications."""
-        return self.call("events", after_id=after_id, limit=limit, follow=follow, cursor=cursor)
+               follow: Optional[bool] = None, cursor: Optional[str] = None,
+               before_id: Optional[int] = None,
+               job_id: Optional[int] = None) -> Dict[str, Any]:
+        """One page, oldest first after after_id (newest first below
+        before_id), of job job_id alone when given; with follow the rest
+        come as `event` notifications."""
+        return self.call("events", after_id=after_id, limit=limit, follow=follow, cursor=cursor,
+                         before_id=before_id, job_id=job_id)
 
     def stage(self, id: int, name: str) -> Dict[str, Any]:
         """The running job id entered stage name (its owner or root);
