@@ -180,7 +180,7 @@ def run_attack(d, c, name, nconn, plan, interval, read=True):
     sent = int(os.read(ready_r, 64).split()[0] or b"0")
 
     # Root's info, over and over, while the attack is on.
-    slowest = [0.0]
+    infos_ms = []
     done = threading.Event()
 
     def infos():
@@ -188,7 +188,7 @@ def run_attack(d, c, name, nconn, plan, interval, read=True):
         while not done.is_set():
             t = time.monotonic()
             rc.call("info")
-            slowest[0] = max(slowest[0], (time.monotonic() - t) * 1000)
+            infos_ms.append((time.monotonic() - t) * 1000)
             time.sleep(0.01)
         rc.close()
     th = threading.Thread(target=infos)
@@ -214,7 +214,8 @@ def run_attack(d, c, name, nconn, plan, interval, read=True):
     return {"attack": name, "requests": sent,
             "db_growth_kib": (db_bytes(d) - db_before) // 1024,
             "rss_peak_kib": status_kb(d.proc.pid, "VmHWM"),
-            "info_max_ms": round(slowest[0], 2),
+            "info_max_ms": round(max(infos_ms), 2),
+            "info_p99_ms": round(sorted(infos_ms)[len(infos_ms) * 99 // 100], 2),
             "breach_max_ms": round(max(lats), 1)}
 
 
@@ -282,13 +283,13 @@ def main():
                     end()
             c.close()
     print("| attack | requests sent | database growth | daemon peak RSS | "
-          "slowest root info | breach to SIGTERM, max of 5 |")
+          "root info p99 / slowest | breach to SIGTERM, max of 5 |")
     print("|---|---|---|---|---|---|")
     bad = False
     for r in rows:
-        print("| %s | %d | %.1f MiB | %.1f MiB | %.2f ms | %.1f ms |" % (
+        print("| %s | %d | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
             r["attack"], r["requests"], r["db_growth_kib"] / 1024.0,
-            r["rss_peak_kib"] / 1024.0,
+            r["rss_peak_kib"] / 1024.0, r["info_p99_ms"],
             r["info_max_ms"], r["breach_max_ms"]))
         bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50
     sys.exit(1 if bad else 0)

@@ -68,6 +68,7 @@ struct store_area_health {
 struct store {
 	sqlite3 *db;
 	char *path;
+	struct store_ckpt *ckpt; /* NULL: checkpoints on the loop */
 
 	/* rings of samples not yet committed; oldest at head */
 	struct sys_sample *sbuf;
@@ -122,6 +123,12 @@ void store_abort(struct store *s);
 int store_run(sqlite3_stmt *st);
 /* Run a one-off statement with ?1 bound to cut: an sqlite result. */
 int store_exec_cut(struct store *s, const char *sql, int64_t cut);
+
+/* store-checkpoint.c: the thread that checkpoints the WAL, started once
+ * the database is open and stopped (joined) before it is closed; without
+ * it, checkpoints run on the caller's thread. */
+void store_checkpointer_start(struct store *s);
+void store_checkpointer_stop(struct store *s);
 
 /* store-jobs.c: recount store_usage from the rows (at open, and at a
  * prune after it could not be kept): one query. */

@@ -1,10 +1,11 @@
 /*
  * The store's core: opening the database (identity check, WAL and pragmas,
- * schema migrations, prepared statements), closing it, its size and WAL
- * checkpoints, the statement helpers the other store-*.c files share, and
- * storage health (store_health). Samples and rollups are in store-samples.c,
- * jobs and events in store-jobs.c. docs/storage.md is the reference for the
- * schema, the rollup tiers, retention and how readers open the file.
+ * schema migrations, prepared statements), closing it, its size (WAL
+ * checkpoints are store-checkpoint.c's), the statement helpers the other
+ * store-*.c files share, and storage health (store_health). Samples and rollups
+ * are in store-samples.c, jobs and events in store-jobs.c. docs/storage.md is
+ * the reference for the schema, the rollup tiers, retention and how readers
+ * open the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -668,6 +669,7 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 		            path);
 		goto fail;
 	}
+	store_checkpointer_start(s);
 	*sp = s;
 	return 0;
 fail:
@@ -682,6 +684,9 @@ store_close(struct store *s)
 
 	if (s == NULL)
 		return;
+	/* Its connection first: the loop's, closed last, checkpoints the
+	 * WAL into the database and removes it. */
+	store_checkpointer_stop(s);
 	if (s->db != NULL) {
 		/* Statements are finalized by walking the connection's list
 		 * so none is forgotten. */
@@ -695,16 +700,6 @@ store_close(struct store *s)
 	umap_free(&s->usage_bytes);
 	umap_free(&s->usage_rows);
 	free(s);
-}
-
-int
-store_checkpoint(struct store *s)
-{
-	int rc;
-
-	rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-	                               NULL, NULL);
-	return rc == SQLITE_OK ? 0 : store_errno(rc);
 }
 
 int

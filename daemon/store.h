@@ -49,8 +49,17 @@ size_t store_pending(struct store *s);
 int64_t store_unwritten_since(struct store *s, int64_t job_id);
 /* Samples (system and job) dropped because the buffer was full. */
 uint64_t store_dropped(struct store *s);
-/* Passive WAL checkpoint. */
+/* A passive WAL checkpoint: asked of the checkpoint thread, which also runs
+ * one whenever a commit leaves the WAL past 1000 pages (store-checkpoint.c);
+ * here and now when there is no such thread. */
 int store_checkpoint(struct store *s);
+struct store_ckpt_stats {
+	uint64_t runs;           /* checkpoints the thread ran */
+	int64_t last_us, max_us; /* how long they took */
+	int last_rc;             /* the last one's: 0 or a negative errno */
+};
+/* The checkpoint thread's counts; -ENOTSUP when there is none. */
+int store_checkpoint_stats(struct store *s, struct store_ckpt_stats *st);
 /* Drop data older than the retention; a member <= 0 keeps that data
  * forever. */
 /* Every ended job store_prune would delete now: cb(arg, id) for each, so

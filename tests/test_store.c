@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1688,6 +1689,49 @@ test_checkpoint_and_size(void **state)
 	assert_int_equal(store_checkpoint(f->s), 0);
 }
 
+/* Commits that take the WAL past 1000 pages wake the checkpoint thread,
+ * which copies it into the database file by itself; store_checkpoint asks
+ * it for one more. */
+static int
+ckpt_runs_past(struct store *s, uint64_t runs)
+{
+	struct store_ckpt_stats st;
+	struct timespec ts = {0, 5 * 1000 * 1000};
+	int i;
+
+	for (i = 0; i < 2000; i++) { /* at most 10 s */
+		assert_int_equal(store_checkpoint_stats(s, &st), 0);
+		if (st.runs > runs) {
+			assert_int_equal(st.last_rc, 0);
+			assert_true(st.max_us >= st.last_us);
+			return 1;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void
+test_checkpoint_thread(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ckpt_stats st;
+	struct stat sb;
+	off_t before;
+
+	assert_int_equal(store_checkpoint_stats(f->s, &st), 0);
+	assert_int_equal(st.runs, 0);
+	assert_int_equal(stat(f->path, &sb), 0);
+	before = sb.st_size;
+	feed(f->s, 0, 6000); /* some 850 commits, several pages each */
+	assert_true(ckpt_runs_past(f->s, 0));
+	assert_int_equal(stat(f->path, &sb), 0);
+	assert_true(sb.st_size > before);
+	assert_int_equal(store_checkpoint_stats(f->s, &st), 0);
+	assert_int_equal(store_checkpoint(f->s), 0);
+	assert_true(ckpt_runs_past(f->s, st.runs));
+}
+
 /* ---- storage health (store_health): a real failure, not a mock: another
  * connection holds the write lock, so every write of the store waits out
  * its busy timeout and fails with "database is locked". ---- */
@@ -2061,6 +2105,7 @@ main(void)
 	    T(test_buffer_bounded),
 	    T(test_duplicate_timestamp),
 	    T(test_checkpoint_and_size),
+	    T(test_checkpoint_thread),
 	    T(test_health_job_update),
 	    T(test_health_oldest_first),
 	    T(test_usage_and_make_room),
