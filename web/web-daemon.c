@@ -104,6 +104,27 @@ web_daemon_call(struct web_daemon *wd, const char *method, const char *params,
 	return 0;
 }
 
+/* The answer's next_cursor, as JSON text for the next request's params:
+ * 1 when there is one (a version 2 page that is not the last). */
+static int
+take_cursor(const cJSON *r, char *cursor, size_t len)
+{
+	const cJSON *next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
+	char *q;
+	int ok = 0;
+
+	cursor[0] = '\0';
+	if (!cJSON_IsString(next) || strlen(next->valuestring) >= 64 ||
+	    (q = cJSON_PrintUnformatted(next)) == NULL)
+		return 0;
+	if (strlen(q) < len) {
+		snprintf(cursor, len, "%s", q);
+		ok = 1;
+	}
+	cJSON_free(q);
+	return ok;
+}
+
 /* Jobs of status, page after page: every live one, and (ended) the ended
  * ones back to since_ms, at most WEB_ENDED_MAX of them. */
 static int
@@ -112,7 +133,7 @@ take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into,
 {
 	char params[160], cursor[80] = "";
 	int nended = 0, nqueued = 0, rc, more = 1;
-	cJSON *r, *jobs, *j, *next;
+	cJSON *r, *jobs, *j;
 
 	while (more) {
 		if (cursor[0] != '\0')
@@ -151,49 +172,50 @@ take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into,
 			}
 			cJSON_AddItemToArray(into, web_public_job(j));
 		}
-		next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
-		if (cJSON_IsString(next) && strlen(next->valuestring) < 64) {
-			char *q = cJSON_PrintUnformatted(next);
-			if (q != NULL && strlen(q) < sizeof cursor) {
-				snprintf(cursor, sizeof cursor, "%s", q);
-				more = 1;
-			}
-			cJSON_free(q);
-		}
+		more = take_cursor(r, cursor, sizeof cursor);
 	done:
 		cJSON_Delete(r);
 	}
 	return 0;
 }
 
-/* The jobs holding memory: status lists them first, so one page of as
- * many as info counts holds them all (a job admitted in between pushes
- * the last one to the next page; the next scrape has it). */
+/* The jobs holding memory: status lists them first, so pages of as many
+ * as info counts hold them all; a version 2 page may end early (its time
+ * is up), and the next one goes on (a job admitted in between pushes the
+ * last one further; the next scrape has it). */
 static int
 take_held(struct web_daemon *wd, const cJSON *info, cJSON *into)
 {
 	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(info, "jobs");
 	double held =
 	    web_num(counts, "admitted", 0) + web_num(counts, "running", 0);
-	char params[96];
+	char params[160], cursor[80] = "";
+	int rc, got = 0, more = 1;
 	cJSON *r, *j;
-	int rc;
 
-	if (held < 1)
-		return 0;
 	if (held > 1000)
 		held = 1000;
-	snprintf(params, sizeof params, "{\"all\":false,\"limit\":%.0f}", held);
-	if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
-		return rc;
-	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(r, "jobs"))
-	{
-		const char *st = web_str(j, "state");
-		if (st != NULL &&
-		    (strcmp(st, "admitted") == 0 || strcmp(st, "running") == 0))
+	while (more && got < held) {
+		snprintf(params, sizeof params,
+		         "{\"all\":false,\"limit\":%.0f%s%s}", held - got,
+		         cursor[0] != '\0' ? ",\"cursor\":" : "", cursor);
+		if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
+			return rc;
+		more = take_cursor(r, cursor, sizeof cursor);
+		cJSON_ArrayForEach(j,
+		                   cJSON_GetObjectItemCaseSensitive(r, "jobs"))
+		{
+			const char *st = web_str(j, "state");
+			if (st == NULL || (strcmp(st, "admitted") != 0 &&
+			                   strcmp(st, "running") != 0)) {
+				more = 0; /* past the held ones */
+				break;
+			}
 			cJSON_AddItemToArray(into, web_public_job(j));
+			got++;
+		}
+		cJSON_Delete(r);
 	}
-	cJSON_Delete(r);
 	return 0;
 }
 
@@ -206,7 +228,7 @@ take_events(struct web_daemon *wd)
 {
 	char params[96];
 	cJSON *r, *evs, *e;
-	int rc, n, pages = 0;
+	int rc, n, more, pages = 0;
 
 	if (wd->events == NULL) {
 		if ((wd->events = cJSON_CreateArray()) == NULL)
@@ -234,9 +256,14 @@ take_events(struct web_daemon *wd)
 		}
 		while (cJSON_GetArraySize(wd->events) > WEB_EVENTS_KEPT)
 			cJSON_DeleteItemFromArray(wd->events, 0);
+		/* A version 2 page may end early (its time or size is up)
+		 * with a next_cursor; a full one may be the last. */
+		more = n == WEB_STATUS_PAGE ||
+		       cJSON_IsString(
+		           cJSON_GetObjectItemCaseSensitive(r, "next_cursor"));
 		cJSON_Delete(r);
 		pages++;
-		if (n < WEB_STATUS_PAGE || pages > 100000)
+		if (!more || n == 0 || pages > 100000)
 			break;
 	}
 	return 0;
