@@ -56,18 +56,21 @@ plot_call(struct cli *cli, const char *method, const char *params)
 }
 
 /* Events of the kinds a plot marks (stages, daemon starts), of one job
- * when job > 0, read page by page. */
+ * when job > 0 (the daemon reads that job's alone), read page by page. */
 static cJSON *
 plot_events(struct cli *cli, int64_t job)
 {
 	cJSON *all = cJSON_CreateArray(), *r, *e, *next;
 	int64_t after = 0;
-	char params[96];
+	char params[96], only[40] = "";
 	int n;
 
+	if (job > 0)
+		snprintf(only, sizeof only, ",\"job_id\":%" PRId64, job);
 	while (all != NULL) {
 		snprintf(params, sizeof params,
-		         "{\"after_id\":%" PRId64 ",\"limit\":10000}", after);
+		         "{\"after_id\":%" PRId64 ",\"limit\":10000%s}", after,
+		         only);
 		if ((r = plot_call(cli, "events", params)) == NULL) {
 			cJSON_Delete(all);
 			return NULL;
