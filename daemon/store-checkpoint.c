@@ -12,6 +12,13 @@
  * so the loop's commits go on meanwhile; a reader's snapshot only holds
  * back the frames it still sees, which a later checkpoint copies.
  *
+ * sqlite restarts the WAL (and cuts its file back to journal_size_limit)
+ * only at a write that finds it all copied. Commits that come faster than
+ * the thread copies them would keep that from ever happening, and the WAL
+ * would grow without end: past STORE_CKPT_CAP_PAGES the loop finishes the
+ * copy itself, in the commit, as sqlite's automatic checkpoint would, once
+ * the thread's run (which copied most of it) is over.
+ *
  * Without threads in the sqlite library (sqlite3_threadsafe() == 0), or
  * when the second connection cannot be opened, checkpoints stay on the
  * loop, as sqlite's automatic ones did.
@@ -34,16 +41,21 @@
 
 /* sqlite's own default for its automatic checkpoint: 4 MiB of pages. */
 #define STORE_CKPT_PAGES 1000
+/* The WAL's bound under writes faster than the thread: 32 MiB of pages. */
+#define STORE_CKPT_CAP_PAGES (8 * STORE_CKPT_PAGES)
 #define STORE_CKPT_STACK (512 * 1024)
 
 struct store_ckpt {
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	sqlite3 *db; /* the thread's alone */
+	pthread_cond_t cv;   /* to the thread: want, held or stop changed */
+	pthread_cond_t idle; /* from the thread: running went 0 */
+	sqlite3 *db;         /* the thread's alone */
 	int want, stop;
+	int running; /* the thread is in a checkpoint */
+	int held;    /* the loop is in one: the thread waits */
 	/* under mu, for store_checkpoint_stats */
-	uint64_t runs;
+	uint64_t runs, capped;
 	int64_t last_us, max_us;
 	int last_rc;
 };
@@ -66,17 +78,20 @@ ckpt_main(void *arg)
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (!c->want && !c->stop)
+		while ((!c->want || c->held) && !c->stop)
 			pthread_cond_wait(&c->cv, &c->mu);
 		if (c->stop)
 			break;
 		c->want = 0;
+		c->running = 1;
 		pthread_mutex_unlock(&c->mu);
 		t0 = ckpt_now_us();
 		rc = sqlite3_wal_checkpoint_v2(
 		    c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 		us = ckpt_now_us() - t0;
 		pthread_mutex_lock(&c->mu);
+		c->running = 0;
+		pthread_cond_broadcast(&c->idle);
 		c->runs++;
 		c->last_us = us;
 		if (us > c->max_us)
@@ -96,14 +111,31 @@ ckpt_request(struct store_ckpt *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* After each commit of the loop's connection, with the WAL's size. */
+/* After each commit of the loop's connection, with the WAL's size; the
+ * commit's lock is released, so the hook may checkpoint (sqlite's own
+ * automatic checkpoint is such a hook). */
 static int
 ckpt_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
-	(void)db;
-	(void)name;
-	if (pages >= STORE_CKPT_PAGES)
-		ckpt_request(arg);
+	struct store_ckpt *c = arg;
+
+	if (pages < STORE_CKPT_CAP_PAGES) {
+		if (pages >= STORE_CKPT_PAGES)
+			ckpt_request(c);
+		return SQLITE_OK;
+	}
+	pthread_mutex_lock(&c->mu);
+	c->held = 1;
+	while (c->running)
+		pthread_cond_wait(&c->idle, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+	                                NULL, NULL);
+	pthread_mutex_lock(&c->mu);
+	c->held = 0;
+	c->want = 0; /* copied: nothing for the thread until the next */
+	c->capped++;
+	pthread_mutex_unlock(&c->mu);
 	return SQLITE_OK;
 }
 
@@ -144,10 +176,6 @@ store_checkpointer_start(struct store *s)
 	 * checkpoint through it does nothing. */
 	if (rc == SQLITE_OK && !ckpt_in_wal(c->db))
 		rc = SQLITE_ERROR;
-	/* As the loop's connection: the WAL shrinks back to 4 MiB. */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(c->db, "PRAGMA journal_size_limit = 4194304",
-		                  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_close(c->db);
 		free(c);
@@ -155,6 +183,7 @@ store_checkpointer_start(struct store *s)
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	pthread_cond_init(&c->idle, NULL);
 	pthread_attr_init(&attr);
 	(void)pthread_attr_setstacksize(&attr, STORE_CKPT_STACK);
 	/* Signals are the loop's: the thread starts with all blocked. */
@@ -164,6 +193,7 @@ store_checkpointer_start(struct store *s)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
+		pthread_cond_destroy(&c->idle);
 		pthread_cond_destroy(&c->cv);
 		pthread_mutex_destroy(&c->mu);
 		sqlite3_close(c->db);
@@ -187,6 +217,7 @@ store_checkpointer_stop(struct store *s)
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
+	pthread_cond_destroy(&c->idle);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	sqlite3_close(c->db);
@@ -218,6 +249,7 @@ store_checkpoint_stats(struct store *s, struct store_ckpt_stats *st)
 		return -ENOTSUP;
 	pthread_mutex_lock(&c->mu);
 	st->runs = c->runs;
+	st->capped = c->capped;
 	st->last_us = c->last_us;
 	st->max_us = c->max_us;
 	st->last_rc = c->last_rc == SQLITE_OK ? 0 : store_errno(c->last_rc);

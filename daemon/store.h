@@ -50,11 +50,13 @@ int64_t store_unwritten_since(struct store *s, int64_t job_id);
 /* Samples (system and job) dropped because the buffer was full. */
 uint64_t store_dropped(struct store *s);
 /* A passive WAL checkpoint: asked of the checkpoint thread, which also runs
- * one whenever a commit leaves the WAL past 1000 pages (store-checkpoint.c);
+ * one whenever a commit leaves the WAL past 1000 pages (store-checkpoint.c;
+ * past 8000 the commit finishes the copy itself, so that the WAL restarts);
  * here and now when there is no such thread. */
 int store_checkpoint(struct store *s);
 struct store_ckpt_stats {
 	uint64_t runs;           /* checkpoints the thread ran */
+	uint64_t capped;         /* the loop's, past the WAL's bound (32 MiB) */
 	int64_t last_us, max_us; /* how long they took */
 	int last_rc;             /* the last one's: 0 or a negative errno */
 };

@@ -44,6 +44,7 @@ struct tick {
 	int unflushed;                        /* samples since the last flush */
 	int mark_pending; /* the start marker is not written yet */
 	int unhealthy;    /* the store's health was last seen failing */
+	int ckpt_rc;      /* the checkpoint thread's last result, as logged */
 	int awake;        /* keep_awake is held (platform_keep_awake) */
 	int awake_failed; /* its last change failed (logged once) */
 };
@@ -62,6 +63,25 @@ tick_health(struct daemon *d, struct tick *t)
 	else if (health == NULL && t->unhealthy)
 		log_info("storage works again");
 	t->unhealthy = health != NULL;
+}
+
+/* The checkpoint thread's failures (I/O, a full disk: the WAL then grows)
+ * are logged when its result changes, once a minute at most. */
+static void
+tick_checkpoint_log(struct daemon *d, struct tick *t)
+{
+	struct store_ckpt_stats st;
+
+	if (store_checkpoint_stats(d->store, &st) != 0 ||
+	    st.last_rc == t->ckpt_rc)
+		return;
+	if (st.last_rc != 0)
+		log_warnx("storage: checkpointing the WAL failed: %s (it "
+		          "grows until a checkpoint works)",
+		          strerror(-st.last_rc));
+	else
+		log_info("storage: the WAL is checkpointed again");
+	t->ckpt_rc = st.last_rc;
 }
 
 /*
@@ -155,6 +175,7 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 	if (now - t->last_checkpoint >= CHECKPOINT_EVERY_MS) {
 		tick_flush(d, t);
 		t->last_checkpoint = now;
+		tick_checkpoint_log(d, t);
 		store_checkpoint(d->store);
 	} else if (t->unflushed >= FLUSH_EVERY_SAMPLES || t->mark_pending ||
 	           store_health(d->store) != NULL)

@@ -1732,6 +1732,46 @@ test_checkpoint_thread(void **state)
 	assert_true(ckpt_runs_past(f->s, st.runs));
 }
 
+/* Commits faster than the thread copies them: the WAL stays within its
+ * bound (32 MiB of pages, then the commit finishes the copy and the next
+ * one restarts it), where it would otherwise grow by every commit. */
+static void
+test_checkpoint_wal_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ckpt_stats st;
+	char cause[256] = "", wal[320], *big;
+	char *argv[] = {"x", NULL, NULL};
+	struct stat sb;
+	off_t most = 0;
+	struct job j;
+	int i;
+
+	snprintf(wal, sizeof wal, "%s-wal", f->path);
+	assert_non_null(big = malloc(1 << 20));
+	memset(big, 'a', (1 << 20) - 1);
+	big[(1 << 20) - 1] = '\0';
+	argv[1] = big;
+	for (i = 0; i < 120; i++) { /* 120 MiB, a commit each */
+		memset(&j, 0, sizeof j);
+		j.state = JOB_QUEUED;
+		j.attempt = 1;
+		j.uid = 1000;
+		j.name = "big";
+		j.cwd = "/tmp";
+		j.argv = argv;
+		assert_int_equal(
+		    store_job_insert(f->s, &j, cause, sizeof cause), 0);
+		if (stat(wal, &sb) == 0 && sb.st_size > most)
+			most = sb.st_size;
+	}
+	free(big);
+	assert_int_equal(store_checkpoint_stats(f->s, &st), 0);
+	assert_true(st.capped > 0);
+	/* The bound, the commit that passed it, and sqlite's headers. */
+	assert_true(most < (off_t)40 << 20);
+}
+
 /* ---- storage health (store_health): a real failure, not a mock: another
  * connection holds the write lock, so every write of the store waits out
  * its busy timeout and fails with "database is locked". ---- */
@@ -2106,6 +2146,7 @@ main(void)
 	    T(test_duplicate_timestamp),
 	    T(test_checkpoint_and_size),
 	    T(test_checkpoint_thread),
+	    T(test_checkpoint_wal_bounded),
 	    T(test_health_job_update),
 	    T(test_health_oldest_first),
 	    T(test_usage_and_make_room),
