@@ -250,6 +250,7 @@ daemon_stop(struct daemon *d)
 		store_close(d->store);
 		d->store = NULL;
 	}
+	spawn_close_in_children(-1); /* the lock's descriptor goes */
 	server_release(d);
 	uv_close((uv_handle_t *)&sig_term, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_int, signal_close_cb);
