@@ -120,9 +120,14 @@ rc=0; ctl history --since "$(($(date +%s) + 86400))" >/dev/null 2>"$SL_TMP/f.err
 ok "history"
 
 # --- top without a terminal: one plain line per sample ---
-timeout 1 "$SL_BIN/stageloadctl" --socket "$SOCK" top >"$SL_TMP/top.txt" || true
-[ "$(grep -c ' free 25.0% available 4.0G swap 1.0G/4.0G pressure critical' "$SL_TMP/top.txt")" -ge 3 ] ||
-	fail "top plain lines: $(head -3 "$SL_TMP/top.txt")"
+top_lines() {
+	[ "$(grep -c ' free 25.0% available 4.0G swap 1.0G/4.0G pressure critical' "$SL_TMP/top.txt")" -ge 3 ]
+}
+"$SL_BIN/stageloadctl" --socket "$SOCK" top >"$SL_TMP/top.txt" &
+top_pid=$!
+poll 10 top_lines || { kill "$top_pid"; fail "top plain lines: $(head -3 "$SL_TMP/top.txt")"; }
+kill "$top_pid"
+wait "$top_pid" 2>/dev/null || true
 if grep -q $'\033' "$SL_TMP/top.txt"; then fail "escape codes when not a TTY"; fi
 ok "top without a TTY"
 

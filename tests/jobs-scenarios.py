@@ -358,8 +358,10 @@ def sc_breach_db_locked(d, m, c):
               what="the breach event once storage works")[0]["detail"]
     delay = t_term - br["sampled_at_ms"]
     # Each write waits out the 50 ms busy timeout before it fails; a kill
-    # that waited for the breach's writes would come 100 ms or more late.
-    assert 0 <= delay < 60, "SIGTERM %.0f ms after the breaching sample" % delay
+    # that waited for even one of the breach's writes would come 50 ms or
+    # more late. Here it is a few ms (2 ms, ASan build included); the
+    # rest of the 50 is for the job's handler to run on a busy machine.
+    assert 0 <= delay < 50, "SIGTERM %.0f ms after the breaching sample" % delay
     wait_state(c, jid, "killed")
     print("breach with the database locked: SIGTERM %.0f ms after the sample" % delay)
 

@@ -101,10 +101,18 @@ def test_waits_for_free_and_enters_within_an_interval(env, tmp_path):
             assert "queued: position 1 of 1, free 20% < 40%\n" in p.stderr.read()
             entered = int(read(out).split()[1])
             admitted = c.show(job["id"])["admitted_at_ms"]
-            # admitted at the first sample after the rise (interval 100 ms;
-            # 50 ms for the sampler's timer), entered right after
-            assert admitted - rise_ms <= 150, (admitted - rise_ms)
-            assert entered - rise_ms <= 100 + 400, (entered - rise_ms)
+            # In the daemon's own time: admitted at the first sample that
+            # saw the rise (interval 100 ms), whatever the load here ...
+            adm = next(e for e in c.events(job_id=job["id"], limit=100)["events"]
+                       if e["kind"] == "admitted")["detail"]
+            first = next(b["ts_ms"] for b in c.history(since_ms=int(rise_ms) - 200,
+                                                       step_ms=1)["buckets"]
+                         if b["free_pct"]["max"] >= 40)
+            assert adm["sampled_at_ms"] == first, (adm, first)
+            # ... and in the wall clock, loosely (a slow build, a busy
+            # machine): entered soon after.
+            assert admitted - rise_ms <= 100 + 1500, (admitted - rise_ms)
+            assert entered - rise_ms <= 100 + 1500, (entered - rise_ms)
             assert c.show(job["id"])["state"] == "exited"
     finally:
         p.kill()
@@ -150,23 +158,26 @@ def test_a_block_that_ignores_the_breach_is_killed_after_the_grace(env, tmp_path
     s = script(tmp_path, """
         import sys, time, stageload
         out = open(sys.argv[1], "w", buffering=1)
-        with stageload.guard(swap_budget="100M", quiet=True):
-            out.write("in\\n")
+        with stageload.guard(swap_budget="100M", quiet=True) as g:
+            out.write("in %d\\n" % g.job_id)
             while True:
                 try:
                     time.sleep(0.05)
                 except stageload.SwapBudgetExceeded:
-                    out.write("ignored %d\\n" % (time.time() * 1000))
+                    out.write("ignored\\n")
     """)
     p = subprocess.Popen([sys.executable, s, out])
     try:
-        wait_line(out, "in")
+        wait_line(out, "in ")
+        jid = int(read(out).split()[1])
         set_swap_used(env, 500)
         wait_line(out, "ignored")
-        t_term = int(read(out).split("ignored ")[1].split()[0])
         assert p.wait(10) == -signal.SIGKILL
-        killed_after = time.time() * 1000 - t_term
-        assert 800 <= killed_after <= 3000, killed_after  # the grace is 1 s
+        # In the daemon's own time: killed a grace (1 s) after the breach.
+        with stageload.Client() as c:
+            c.wait(jid, timeout=10)
+            ts = {e["kind"]: e["ts_ms"] for e in c.events(job_id=jid, limit=100)["events"]}
+        assert 1000 <= ts["killed"] - ts["breach"] <= 3000, ts
     finally:
         p.kill()
         p.wait()

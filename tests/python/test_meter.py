@@ -45,13 +45,16 @@ def test_lines_at_the_interval(env, tmp_path, source):
     header, samples = got[0], got[1:]
     assert header["trace"] == "stageload" and header["source"] == source
     assert header["pid"] == os.getpid() and header["interval_ms"] == 500
-    assert 9 <= len(samples) <= 11, len(samples)  # 5 s at 0.5 s: 10 +- 1
+    # 5 s at 0.5 s: 10, one fewer if a late tick (a busy machine) pushed
+    # one past the end
+    assert 8 <= len(samples) <= 11, len(samples)
     for s in samples:
         assert set(s) == FIELDS
         assert s["footprint_bytes"] > 0 and s["swap_bytes"] is not None
         assert s["pressure"] in ("normal", "warn", "critical", "unknown")
     gaps = [b["ts_ms"] - a["ts_ms"] for a, b in zip(samples, samples[1:])]
-    assert all(350 <= g <= 700 for g in gaps), gaps
+    # never closer than the interval allows; a late tick makes one longer
+    assert all(350 <= g <= 1500 for g in gaps), gaps
     stages = [s["stage"] for s in samples]
     n = stages.index("second")
     assert set(stages[:n]) == {"first"} and set(stages[n:]) == {"second"}, stages
@@ -115,8 +118,9 @@ def test_summary_per_stage(tmp_path):
 def test_console_meter(env, tmp_path):
     path = str(tmp_path / "cmd.jsonl")
     r = subprocess.run([venv_bin("stageload"), "meter", "--out", path, "--interval", "0.2",
-                        "--", "sh", "-c", "sleep 1; exit 4"])
+                        "--", "sh", "-c", "sleep 2; exit 4"])
     assert r.returncode == 4
     got = lines(path)
     assert got[0]["source"] == "daemon" and got[0]["pid"] > 0
-    assert 3 <= len(got) - 1 <= 7 and set(got[1]) == FIELDS
+    # 2 s at 0.2 s: 10, less what the meter's connection took to start
+    assert 4 <= len(got) - 1 <= 12 and set(got[1]) == FIELDS

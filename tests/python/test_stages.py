@@ -30,8 +30,10 @@ def test_detached_job_stages_in_show(env, tmp_path):
         st = c.show(jid)["stages"]
     assert [s["name"] for s in st] == ["encode", "decode"]
     enc, dec = st
-    assert 550 <= enc["ended_at_ms"] - enc["started_at_ms"] <= 1500
-    assert 250 <= dec["ended_at_ms"] - dec["started_at_ms"] <= 1200
+    # the lower bounds are the sleeps; the upper ones leave room for a slow
+    # build's stageloadctl and a busy machine
+    assert 550 <= enc["ended_at_ms"] - enc["started_at_ms"] <= 3000
+    assert 250 <= dec["ended_at_ms"] - dec["started_at_ms"] <= 3000
     assert enc["ended_at_ms"] <= dec["started_at_ms"]
     assert enc["footprint_peak_bytes"] > 0 and dec["swap_growth_bytes"] == 0
     out = ctl("show", str(jid)).stdout
