@@ -625,10 +625,13 @@ def sc_ended_while_down(d, m, c):
     monitor recorded, not the restart's."""
     import glob
     m.set(free_pct=80)
-    jid = submit(c, d, "sleep 0.5; exit 3")
+    # It ends once the daemon has stopped: when the test makes the file.
+    go = d.dir + "/ewd.go"
+    jid = submit(c, d, "until [ -e %s ]; do sleep 0.02; done; exit 3" % go)
     wait_state(c, jid, "running")
     c.close()
     assert d.stop(signal.SIGTERM) == 0
+    open(go, "w").close()
 
     def recorded():
         for f in glob.glob(d.dir + "/**/%d.status" % jid, recursive=True):
@@ -837,9 +840,12 @@ def sc_attached(d, m, c):
                             "cwd": d.dir, "attached": True})["id"]
     n = a.notification("admitted", timeout=5)["params"]
     assert n == {"id": jid, "attempt": 1}, n
-    p = subprocess.Popen(["sh", "-c", "sleep 0.3; exit 7"], start_new_session=True)
+    # It lives until its stdin closes, after the check.
+    p = subprocess.Popen(["sh", "-c", "read x; exit 7"], start_new_session=True,
+                         stdin=subprocess.PIPE)
     a.call("job_pid", {"id": jid, "pid": p.pid})
     assert show(c, jid)["state"] == "running"
+    p.stdin.close()
     p.wait()
     j = a.call("job_exit", {"id": jid, "exit_code": p.returncode})
     assert j["state"] == "exited" and j["exit_code"] == 7, j

@@ -184,15 +184,18 @@ def before(d):
     c = Client(d.socket)
     run = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env(),
                             "swap_budget_bytes": 1 << 30})["id"]
-    end = c.call("submit", {"argv": ["sh", "-c", "sleep 0.3; exit 4"], "cwd": d.dir,
-                            "env": env()})["id"]
+    # It ends once the daemon is gone: when the test makes "go".
+    end = c.call("submit", {"argv": ["sh", "-c", "until [ -e go ]; do sleep 0.02; done; exit 4"],
+                            "cwd": d.dir, "env": env()})["id"]
     state(c, run, "running")
-    state(c, end, "running")
+    pid = state(c, end, "running")["pid"]
     queued = c.call("submit", {"argv": ["true"], "cwd": d.dir, "env": env(),
                                "wait_free_pct": 99})["id"]
     c.close()
     d.proc.kill()
     d.proc.wait()
+    open(os.path.join(d.dir, "go"), "w").close()
+    poll(lambda: not os.path.exists("/proc/%d" % pid), what="the job to end")
     return run, end, queued
 
 

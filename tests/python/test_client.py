@@ -159,15 +159,19 @@ def test_attached_job_methods(env):
         n = sltest.poll(lambda: (lambda m: m if m and m["method"] == "admitted" else None)(
             c.next_notification(1)), what="admitted")
         assert n["params"]["id"] == jid
+        r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:
-            time.sleep(0.3)
+        if pid == 0:  # the job's process, until the test is done with it
+            os.close(w)
+            os.read(r, 1)
             os._exit(5)
+        os.close(r)
         try:
             c.job_pid(jid, pid, tree=True)
             assert c.show(jid)["state"] == "running"
             assert c.resume(jid)["id"] == jid  # its own connection rebinds it
         finally:
+            os.close(w)
             _, st = os.waitpid(pid, 0)
         job = c.job_exit(jid, exit_code=os.WEXITSTATUS(st))
         assert job["state"] == "exited" and job["exit_code"] == 5
