@@ -16,12 +16,12 @@
 # budget and both exit 0.
 #
 # Holds the ctest RESOURCE_LOCK "swap" (swap growth is system-wide).
-# ok and bad always succeed, so "A && ok || bad" is an if-else here.
 # shellcheck disable=SC2015,SC2016
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/swap.sh"
+. "$here/lib/kernel.sh"
 
 BIN=${SL_BIN:-$here/../build/bin}
 HOG=$BIN/swaphog
@@ -29,72 +29,9 @@ LOAD_MIB=1024
 LIMIT_MIB=1536
 SWAPFILE_MIB=768
 BUDGET=64M
-passed=0
-failed=0
 
-ok() {
-	echo "ok: $*"
-	passed=$((passed + 1))
-}
-bad() {
-	echo "FAIL: $*"
-	failed=$((failed + 1))
-}
-die() {
-	echo "FAIL: $*" >&2
-	[ -n "${daemon_log:-}" ] && [ -f "$daemon_log" ] &&
-		{ echo "--- daemon log (last 30 lines) ---" >&2; tail -n 30 "$daemon_log" >&2; }
-	exit 1
-}
-
-swap_require_root
-if [ "$(uname -s)" != Linux ]; then
-	[ "${CI:-}" = true ] && die "the real-kernel test needs Linux"
-	echo "SKIP: the real-kernel test needs Linux" >&2
-	exit 77
-fi
-for b in stageloadd stageloadctl swaphog; do
-	[ -x "$BIN/$b" ] || die "$BIN/$b not built"
-done
-command -v python3 >/dev/null || die "python3 is needed"
-
-tmp=$(mktemp -d /tmp/sl-klearn.XXXXXX)
-daemon_pid=
-daemon_log=
-job_pgids=()
-
-stop_everything() {
-	local g
-	for g in "${job_pgids[@]}"; do
-		kill -KILL -- "-$g" 2>/dev/null
-	done
-	if [ -n "$daemon_pid" ]; then
-		kill -TERM "$daemon_pid" 2>/dev/null
-		wait "$daemon_pid" 2>/dev/null
-		daemon_pid=
-	fi
-}
-swap_on_exit stop_everything
-swap_on_exit 'rm -rf "$tmp"'
-
-ctl() {
-	"$BIN/stageloadctl" --socket "$tmp/sl.sock" "$@"
-}
-
-# jget JSON EXPR: a Python expression over the parsed JSON `j`.
-jget() {
-	python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
-}
-
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ $SECONDS -lt $end ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
-}
+kernel_setup sl-klearn
+sock=$tmp/sl.sock
 
 # submit_loader TAG HOLD_MS [OPTIONS...]: a loader in the cgroup; its id.
 submit_loader() {
@@ -136,7 +73,7 @@ echo "cgroup v$SWAP_CG_VERSION at $SWAP_CGROUP, limit $LIMIT_MIB MiB; loaders of
 daemon_log=$tmp/daemon.log
 # The default interval and fast interval; settle 0, so that only the
 # reservation holds run 2 back while run 1 loads.
-"$BIN/stageloadd" --socket "$tmp/sl.sock" --db "$tmp/sl.db" --grace 1s --settle 0 -v \
+"$BIN/stageloadd" --socket "$sock" --db "$tmp/sl.db" --grace 1s --settle 0 -v \
 	>"$daemon_log" 2>&1 &
 daemon_pid=$!
 poll 10 ctl info || die "stageloadd did not answer within 10 s"
@@ -203,5 +140,4 @@ js=$(ctl show --json "$id2")
 [ "$(jget "$js" 'j["learned"]["runs"]')" = 3 ] && ok "show: learned from the 3 runs" ||
 	bad "show: learned $(jget "$js" 'j["learned"]')"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+kernel_done

@@ -21,13 +21,12 @@
 # Swap growth is system-wide ("swap used now minus the lowest seen since
 # admission"), so this test holds the ctest RESOURCE_LOCK "swap" and makes
 # sure swap has settled before each job.
-# ok and bad always succeed, so "A && ok || bad" is an if-else here;
-# cleanup commands are quoted to expand when they run.
 # shellcheck disable=SC2015,SC2016
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/swap.sh"
+. "$here/lib/kernel.sh"
 
 BIN=${SL_BIN:-$here/../build/bin}
 HOG=$BIN/swaphog
@@ -36,77 +35,9 @@ HOG_MIB=192       # what the job allocates: 128 MiB must go to swap
 SWAPFILE_MIB=320
 BUDGET_MIB=32     # the tight budget: passed early in the job's growth
 SLACK_MS=250      # scheduling slack on top of one interval
-passed=0
-failed=0
 
-ok() {
-	echo "ok: $*"
-	passed=$((passed + 1))
-}
-bad() {
-	echo "FAIL: $*"
-	failed=$((failed + 1))
-}
-# A failure that makes the rest meaningless: report and stop (the trap
-# cleans up).
-die() {
-	echo "FAIL: $*" >&2
-	[ -n "${daemon_log:-}" ] && [ -f "$daemon_log" ] &&
-		{ echo "--- daemon log (last 30 lines) ---" >&2; tail -n 30 "$daemon_log" >&2; }
-	exit 1
-}
-
-swap_require_root
-if [ "$(uname -s)" != Linux ]; then
-	[ "${CI:-}" = true ] && die "the real-kernel test needs Linux"
-	echo "SKIP: the real-kernel test needs Linux" >&2
-	exit 77
-fi
-for b in stageloadd stageloadctl swaphog; do
-	[ -x "$BIN/$b" ] || die "$BIN/$b not built"
-done
-command -v python3 >/dev/null || die "python3 is needed"
-
-tmp=$(mktemp -d /tmp/sl-kernel.XXXXXX)
-daemon_pid=
+kernel_setup sl-kernel
 ddir=
-job_pgids=()
-
-# Jobs first (their process groups), then the daemon; swap.sh then empties
-# and removes the cgroup and the swapfile.
-stop_everything() {
-	local g
-	for g in "${job_pgids[@]}"; do
-		kill -KILL -- "-$g" 2>/dev/null
-	done
-	if [ -n "$daemon_pid" ]; then
-		kill -TERM "$daemon_pid" 2>/dev/null
-		wait "$daemon_pid" 2>/dev/null
-		daemon_pid=
-	fi
-}
-swap_on_exit stop_everything
-swap_on_exit 'rm -rf "$tmp"'
-
-ctl() {
-	"$BIN/stageloadctl" --socket "$ddir/sl.sock" "$@"
-}
-
-# jget JSON EXPR: a Python expression over the parsed JSON `j`.
-jget() {
-	python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
-}
-
-# poll SECONDS CMD...: until CMD succeeds; 1 after SECONDS.
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ $SECONDS -lt $end ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 start_daemon() {
 	local interval=$1
@@ -115,9 +46,10 @@ start_daemon() {
 	# start at 1 again, and an earlier job 1's status file must not be
 	# taken for this one's.
 	ddir=$(mktemp -d "$tmp/daemon.XXXXXX")
+	sock=$ddir/sl.sock
 	# The real /proc: no --proc-root. A short grace and settle keep the
 	# runs quick; the swap budgets come with each job.
-	"$BIN/stageloadd" --socket "$ddir/sl.sock" --db "$ddir/sl.db" \
+	"$BIN/stageloadd" --socket "$sock" --db "$ddir/sl.db" \
 		--interval "$interval" --grace 1s --settle 1s -v \
 		>"$daemon_log" 2>&1 &
 	daemon_pid=$!
@@ -200,7 +132,7 @@ kill_run() {
 		[ $rc -eq 124 ] && ok "wait gives 124 (killed for its swap budget)" ||
 			bad "wait gave $rc, expected 124"
 	else
-		"$BIN/stageloadctl" --socket "$ddir/sl.sock" run -q \
+		"$BIN/stageloadctl" --socket "$sock" run -q \
 			--swap-budget "${BUDGET_MIB}M" --wait-free 0 --name swaphog -- \
 			bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$SWAP_CGROUP" \
 			"$HOG" -s 16 -i 50 -H 20000 -t "$tmp/term" -r "$tmp/ready" $HOG_MIB \
@@ -321,5 +253,4 @@ kill_run 0.1 detached
 kill_run 0.5 attached
 generous_run
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+kernel_done

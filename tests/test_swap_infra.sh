@@ -3,29 +3,18 @@
 # cgroup limited below its size, pushes SwapTotal-SwapFree up by at least
 # the excess; its SIGTERM trap records the arrival time; and everything the
 # test made (swapfile, cgroup) is gone afterwards.
-# ok and bad always succeed, so "A && ok || bad" is an if-else here;
-# cleanup commands are quoted to expand when they run.
+# Cleanup commands are quoted to expand when they run.
 # shellcheck disable=SC2015,SC2016
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/swap.sh"
+. "$here/lib/kernel.sh"
 
 HOG=${SL_BIN:-}/swaphog
 LIMIT_MIB=64
 HOG_MIB=192
 SWAPFILE_MIB=256
-passed=0
-failed=0
-
-ok() {
-	echo "ok: $*"
-	passed=$((passed + 1))
-}
-bad() {
-	echo "FAIL: $*"
-	failed=$((failed + 1))
-}
 now_ms() {
 	date +%s%3N
 }
@@ -102,5 +91,4 @@ grep -q "^$swapfile " /proc/swaps && bad "swapfile still active" || ok "swapfile
 [ -e "$swapfile" ] && bad "swapfile still exists" || ok "swapfile removed"
 [ -d "$cg" ] && bad "cgroup $cg still exists" || ok "cgroup removed"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+kernel_done
