@@ -153,8 +153,14 @@ kill_run() {
 	kill "$SWAP_WATCH_PID" 2>/dev/null
 	wait "$SWAP_WATCH_PID" 2>/dev/null
 	SWAP_WATCH_PID=
-	if [ -z "$saw" ] || [ -z "$arrived" ]; then
+	if [ -z "$arrived" ]; then
 		bad "budget passed at '${saw}', SIGTERM arrived at '${arrived}': missing"
+	elif [ -z "$saw" ]; then
+		# The daemon sampled right at the crossing and the job freed its
+		# swap before the watcher's next poll (a loaded machine): nothing
+		# to measure against, and the checks below (killed for its budget,
+		# a recorded growth over it) still hold the kill to account.
+		ok "SIGTERM arrived before the test's watcher saw the budget passed (latency not measured in this run)"
 	else
 		delta=$((arrived - saw))
 		lo=$((-SLACK_MS))
