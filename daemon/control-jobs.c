@@ -524,15 +524,16 @@ cursor_parse(const char *cur, char *phase, int64_t *a, int64_t *b)
 struct status_walk {
 	uid_t viewer;
 	int all, v2;
+	int ended; /* the ended part alone: no walk through the queue */
 	int64_t ended_left; /* v1: ended jobs still wanted */
 	char cursor[64];    /* where the next page begins ("": the start) */
 	int more;           /* a next page exists */
 	struct page pg;     /* v1: the answer so far */
 };
 
-/* One page from w->cursor into pg: live jobs, then with all the ended
- * ones; it ends when pg is full, or has had its slice of time. Leaves
- * w->cursor after the last entry added, and w->more. */
+/* One page from w->cursor into pg: live jobs (unless w->ended), then with
+ * all the ended ones; it ends when pg is full, or has had its slice of
+ * time. Leaves w->cursor after the last entry added, and w->more. */
 static int
 status_walk(struct daemon *d, struct status_walk *w, struct page *pg,
             char *cause, size_t causelen)
@@ -551,7 +552,7 @@ status_walk(struct daemon *d, struct status_walk *w, struct page *pg,
 		         "gave");
 		return PROTO_E_PARAMS;
 	}
-	if (phase == 'l' && jobs_list(d, w->all, &v, &n) != 0) {
+	if (phase == 'l' && !w->ended && jobs_list(d, w->all, &v, &n) != 0) {
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
@@ -651,11 +652,13 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct status_walk *w;
 	const char *cursor = NULL;
-	int all = 0, v2 = p->version >= 2, rc;
+	int all = 0, ended = 0, v2 = p->version >= 2, rc;
 	int64_t limit = v2 ? STATUS_PAGE_DEFAULT : 50;
 
 	if ((rc = proto_param_bool(params, "all", 0, &all, cause, causelen)) <
 	        0 ||
+	    (rc = proto_param_bool(params, "ended", 0, &ended, cause,
+	                           causelen)) < 0 ||
 	    (rc = proto_param_int(params, "limit", 0, v2 ? 1 : 0,
 	                          v2 ? STATUS_PAGE_MAX : 100000, &limit, cause,
 	                          causelen)) < 0 ||
@@ -667,7 +670,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return PROTO_E_INTERNAL;
 	}
 	w->viewer = p->uid;
-	w->all = all;
+	w->all = all || ended;
+	w->ended = ended;
 	w->v2 = v2;
 	w->ended_left = limit;
 	if (cursor != NULL)

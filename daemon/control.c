@@ -99,6 +99,7 @@ static const struct control_param job_exit_params[] = {
     PARAMS_END};
 static const struct control_param status_params[] = {
     {"all", PROTO_T_BOOL, 0},
+    {"ended", PROTO_T_BOOL, 0}, /* the ended part alone */
     {"limit", PROTO_T_INT, 0},
     {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
     PARAMS_END};
