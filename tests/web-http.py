@@ -20,6 +20,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -27,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, client_as, kill_leftovers, poll  # noqa: E402
-from webtest import (EVIL_NAME, EVIL_STAGE, MARKER, Web, cleanup_jobs, daemon,  # noqa: E402
+from webtest import (EVIL_NAME, EVIL_STAGE, MARKER, Web, cleanup_jobs, daemon, env_list,  # noqa: E402,E501
                      make_jobs)
 
 PRIVATE = {"argv", "env", "cwd", "command", "end_detail", "on_end"}
@@ -203,6 +204,35 @@ def check_api(d, w, ids):
           "each naming what is wrong" % len(bad))
 
 
+def check_queue_rows(d, w, ids):
+    """The page lists the first 100 queued jobs and says how many more
+    there are; its ended jobs (the kill) come from the ended part of
+    status, not from paging through the queue to it."""
+    c = Client(d.socket)
+    more = [c.call("submit", {"argv": ["true"], "cwd": d.dir, "env": env_list(),
+                              "name": "filler", "wait_free_pct": 95})["id"]
+            for _ in range(130)]
+    try:
+        queued = c.call("info")["jobs"]["queued"]
+        assert queued == 131, queued  # with the waiter
+        st, _, page = w.get("/")
+        assert st == 200, st
+        m = re.search(r"and (\d+) more \(/api/status lists them all\)", page)
+        assert m and int(m.group(1)) == queued - 100, (m and m.group(0), queued)
+        assert '<tr data-job="%d"' % more[98] in page, "the 100th queued job is not listed"
+        assert '<tr data-job="%d"' % more[99] not in page, "the 101st queued job is listed"
+        assert re.search(r'class="kill"[^>]*data-job="%d"' % ids["killed"], page), \
+            "the kill (an ended job) is not on the page"
+        st, _, body = w.get("/api/status")
+        assert len([j for j in json.loads(body)["jobs"] if j["state"] == "queued"]) == 131
+    finally:
+        for jid in more:
+            c.call("cancel", {"id": jid})
+        c.close()
+    print("page: the first 100 of %d queued jobs and \"and %d more\"; the kill from the "
+          "ended part" % (queued, queued - 100))
+
+
 def raw_request(port, data):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(data)
@@ -315,6 +345,7 @@ def main():
             check_api(d, w, ids)
             check_escaping(d, w, ids)
             check_front(w)
+            check_queue_rows(d, w, ids)
             check_listen(d)
             check_restart(d, w)
         print("OK")

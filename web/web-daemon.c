@@ -125,58 +125,101 @@ take_cursor(const cJSON *r, char *cursor, size_t len)
 	return ok;
 }
 
-/* Jobs of status, page after page: every live one, and (ended) the ended
- * ones back to since_ms, at most WEB_ENDED_MAX of them. */
+/* What take_jobs keeps of status's answers, and where it stops. */
+struct take {
+	cJSON *into;
+	int64_t since_ms;
+	int max_queued, nqueued, nended;
+	int queued_left; /* queued jobs seen past max_queued */
+	int count_rest;  /* go on counting them (one version 1 answer) */
+	int stop;        /* past what is wanted: no more pages */
+};
+
+static void
+take_one(struct take *t, const cJSON *j)
+{
+	const char *st = web_str(j, "state");
+	int queued = st != NULL && strcmp(st, "queued") == 0;
+	int live = queued || (st != NULL && (strcmp(st, "admitted") == 0 ||
+	                                     strcmp(st, "running") == 0));
+
+	if (!live && (++t->nended > WEB_ENDED_MAX ||
+	              web_num(j, "ended_at_ms", 0) < (double)t->since_ms)) {
+		t->stop = 1;
+		return;
+	}
+	if (queued && ++t->nqueued > t->max_queued) {
+		t->queued_left++;
+		t->stop = !t->count_rest;
+		return;
+	}
+	cJSON_AddItemToArray(t->into, web_public_job(j));
+}
+
+/* One part of status (which: its params), page after page until its end
+ * or t->stop. */
 static int
-take_jobs(struct web_daemon *wd, int ended, int64_t since_ms, cJSON *into,
-          int max_queued, int *queued_left)
+take_part(struct web_daemon *wd, const char *which, struct take *t)
 {
 	char params[160], cursor[80] = "";
-	int nended = 0, nqueued = 0, rc, more = 1;
-	cJSON *r, *jobs, *j;
+	int rc, more = 1;
+	cJSON *r, *j;
 
-	while (more) {
-		if (cursor[0] != '\0')
-			snprintf(params, sizeof params,
-			         "{\"all\":%s,\"limit\":%d,\"cursor\":%s}",
-			         ended ? "true" : "false", WEB_STATUS_PAGE,
-			         cursor);
-		else
-			snprintf(params, sizeof params,
-			         "{\"all\":%s,\"limit\":%d}",
-			         ended ? "true" : "false", WEB_STATUS_PAGE);
-		/* Version 1 knows no cursor: one answer holds the list. */
-		if (sl_hello_info(wd->c)->version < 2)
-			snprintf(params, sizeof params,
-			         "{\"all\":%s,\"limit\":%d}",
-			         ended ? "true" : "false", WEB_ENDED_MAX);
+	while (more && !t->stop) {
+		snprintf(params, sizeof params, "{%s,\"limit\":%d%s%s}", which,
+		         WEB_STATUS_PAGE,
+		         cursor[0] != '\0' ? ",\"cursor\":" : "", cursor);
 		if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
 			return rc;
-		more = 0;
-		jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
-		cJSON_ArrayForEach(j, jobs)
+		cJSON_ArrayForEach(j,
+		                   cJSON_GetObjectItemCaseSensitive(r, "jobs"))
 		{
-			const char *st = web_str(j, "state");
-			int is_ended = st != NULL &&
-			               strcmp(st, "queued") != 0 &&
-			               strcmp(st, "admitted") != 0 &&
-			               strcmp(st, "running") != 0;
-			if (is_ended &&
-			    (++nended > WEB_ENDED_MAX ||
-			     web_num(j, "ended_at_ms", 0) < (double)since_ms))
-				goto done;
-			if (st != NULL && strcmp(st, "queued") == 0 &&
-			    ++nqueued > max_queued) {
-				(*queued_left)++;
-				continue;
-			}
-			cJSON_AddItemToArray(into, web_public_job(j));
+			take_one(t, j);
+			if (t->stop)
+				break;
 		}
 		more = take_cursor(r, cursor, sizeof cursor);
-	done:
 		cJSON_Delete(r);
 	}
 	return 0;
+}
+
+/* Jobs of status: those holding memory and the first max_queued of the
+ * queue (*queued_left: how many more, as info counts them), and (ended)
+ * the ended ones back to since_ms, at most WEB_ENDED_MAX, read from the
+ * ended part itself (status's ended), not by paging through the queue. */
+static int
+take_jobs(struct web_daemon *wd, const cJSON *info, int ended, int64_t since_ms,
+          cJSON *into, int max_queued, int *queued_left)
+{
+	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(info, "jobs");
+	struct take t;
+	char params[64];
+	int rc;
+
+	memset(&t, 0, sizeof t);
+	t.into = into;
+	t.since_ms = since_ms;
+	t.max_queued = max_queued;
+	/* Version 1 knows no cursor: one answer holds the list. */
+	if (sl_hello_info(wd->c)->version < 2) {
+		t.count_rest = 1;
+		snprintf(params, sizeof params, "\"all\":%s,\"limit\":%d",
+		         ended ? "true" : "false", WEB_ENDED_MAX);
+		rc = take_part(wd, params, &t);
+		*queued_left = t.queued_left;
+		return rc;
+	}
+	if ((rc = take_part(wd, "\"all\":false", &t)) < 0)
+		return rc;
+	if (t.queued_left > 0) {
+		double left = web_num(counts, "queued", 0) - max_queued;
+		*queued_left = left > t.queued_left ? (int)left : t.queued_left;
+	}
+	if (!ended)
+		return 0;
+	t.stop = 0;
+	return take_part(wd, "\"ended\":true", &t);
 }
 
 /* The jobs holding memory: status lists them first, so pages of as many
@@ -301,10 +344,11 @@ web_snap_take(struct web_daemon *wd, int what, int64_t since_ms,
 	} else if (what & WEB_SNAP_JOBS) {
 		s->jobs = cJSON_CreateArray();
 		if (s->jobs == NULL ||
-		    take_jobs(
-		        wd, (what & WEB_SNAP_ENDED) != 0, since_ms, s->jobs,
-		        (what & WEB_SNAP_QUEUE_ALL) ? INT_MAX : WEB_QUEUED_MAX,
-		        &s->queued_left) < 0)
+		    take_jobs(wd, s->info, (what & WEB_SNAP_ENDED) != 0,
+		              since_ms, s->jobs,
+		              (what & WEB_SNAP_QUEUE_ALL) ? INT_MAX
+		                                          : WEB_QUEUED_MAX,
+		              &s->queued_left) < 0)
 			return;
 	}
 	if (what & WEB_SNAP_EVENTS) {
