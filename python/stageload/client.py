@@ -344,17 +344,19 @@ class Client:
         return self.call("resume", id=id)
 
     def status(self, all: Optional[bool] = None, limit: Optional[int] = None,
-               cursor: Optional[str] = None) -> Dict[str, Any]:
-        """One page ({"jobs", "next_cursor"}); jobs() reads them all."""
-        return self.call("status", all=all, limit=limit, cursor=cursor)
+               cursor: Optional[str] = None, ended: Optional[bool] = None) -> Dict[str, Any]:
+        """One page ({"jobs", "next_cursor"}); jobs() reads them all. ended:
+        the ended jobs alone, newest first."""
+        return self.call("status", all=all, limit=limit, cursor=cursor, ended=ended)
 
-    def jobs(self, all: bool = False) -> List[Dict[str, Any]]:
-        """Every job of the list, every page read (protocol version 2)."""
+    def jobs(self, all: bool = False, ended: bool = False) -> List[Dict[str, Any]]:
+        """Every job of the list (ended: the ended ones alone), every page
+        read (protocol version 2)."""
         out: List[Dict[str, Any]] = []
         cursor = None
         while True:
             page = self.status(all=all or None, limit=1000 if self.version >= 2 else None,
-                               cursor=cursor)
+                               cursor=cursor, ended=ended or None)
             out.extend(page.get("jobs", []))
             cursor = page.get("next_cursor")
             if not cursor:

@@ -118,9 +118,13 @@ def test_detached_job_methods(env, tmp_path):
         page = c.status(all=True, limit=1)
         assert len(page["jobs"]) == 1 and "command" in page["jobs"][0]
         assert any(j["id"] == jid for j in c.jobs(all=True))
+        assert [j["id"] for j in c.jobs(ended=True)][:1] == [jid]  # the newest ended
         ev = c.events(after_id=0, limit=100)
         kinds = [e["kind"] for e in ev["events"] if e["job_id"] == jid]
         assert kinds[0] == "submitted" and "exited" in kinds
+        mine = c.events(job_id=jid, limit=100)["events"]
+        assert [e["kind"] for e in mine] == kinds
+        assert c.events(job_id=jid, before_id=1 << 53, limit=1)["events"] == mine[-1:]
         with pytest.raises(stageload.WrongState):
             c.cancel(jid)
         assert c.resume(jid)["state"] == "exited"  # an ended job: as it ended
