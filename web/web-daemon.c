@@ -156,10 +156,10 @@ take_one(struct take *t, const cJSON *j)
 	cJSON_AddItemToArray(t->into, web_public_job(j));
 }
 
-/* One part of status (which: its params), page after page until its end
- * or t->stop. */
+/* One part of status (which: its params; limit: the page's size, in
+ * version 1 the ended jobs'), page after page until its end or t->stop. */
 static int
-take_part(struct web_daemon *wd, const char *which, struct take *t)
+take_part(struct web_daemon *wd, const char *which, int limit, struct take *t)
 {
 	char params[160], cursor[80] = "";
 	int rc, more = 1;
@@ -167,8 +167,8 @@ take_part(struct web_daemon *wd, const char *which, struct take *t)
 
 	while (more && !t->stop) {
 		snprintf(params, sizeof params, "{%s,\"limit\":%d%s%s}", which,
-		         WEB_STATUS_PAGE,
-		         cursor[0] != '\0' ? ",\"cursor\":" : "", cursor);
+		         limit, cursor[0] != '\0' ? ",\"cursor\":" : "",
+		         cursor);
 		if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
 			return rc;
 		cJSON_ArrayForEach(j,
@@ -204,13 +204,13 @@ take_jobs(struct web_daemon *wd, const cJSON *info, int ended, int64_t since_ms,
 	/* Version 1 knows no cursor: one answer holds the list. */
 	if (sl_hello_info(wd->c)->version < 2) {
 		t.count_rest = 1;
-		snprintf(params, sizeof params, "\"all\":%s,\"limit\":%d",
-		         ended ? "true" : "false", WEB_ENDED_MAX);
-		rc = take_part(wd, params, &t);
+		snprintf(params, sizeof params, "\"all\":%s",
+		         ended ? "true" : "false");
+		rc = take_part(wd, params, WEB_ENDED_MAX, &t);
 		*queued_left = t.queued_left;
 		return rc;
 	}
-	if ((rc = take_part(wd, "\"all\":false", &t)) < 0)
+	if ((rc = take_part(wd, "\"all\":false", WEB_STATUS_PAGE, &t)) < 0)
 		return rc;
 	if (t.queued_left > 0) {
 		double left = web_num(counts, "queued", 0) - max_queued;
@@ -219,7 +219,7 @@ take_jobs(struct web_daemon *wd, const cJSON *info, int ended, int64_t since_ms,
 	if (!ended)
 		return 0;
 	t.stop = 0;
-	return take_part(wd, "\"ended\":true", &t);
+	return take_part(wd, "\"ended\":true", WEB_STATUS_PAGE, &t);
 }
 
 /* The jobs holding memory: status lists them first, so pages of as many
