@@ -53,8 +53,9 @@ if [ "$want_tests" -eq 1 ]; then
 	pkgs+=(unicode-data)
 	command -v python3 >/dev/null || pkgs+=(python3)
 	# The Python package's tests (tests/python/): a venv with Debian's
-	# setuptools (offline install) and pytest.
-	pkgs+=(python3-venv python3-setuptools python3-pytest)
+	# setuptools and wheel (an offline install builds a wheel: without
+	# python3-wheel, "invalid command 'bdist_wheel'") and pytest.
+	pkgs+=(python3-venv python3-setuptools python3-wheel python3-pytest)
 	# The staging tests (tests/python/test_torch.py) and bench/qwen_image.py
 	# --synthetic: torch for the system Python (1.13 on Debian 12).
 	pkgs+=(python3-torch)

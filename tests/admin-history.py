@@ -8,22 +8,32 @@ a user who may not read the database gets 77 and is told to use sudo.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, poll, users_bin, write_meminfo  # noqa: E402
 
 BIN = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
 
 
-def run(sock, *args, user=None):
-    pre = []
-    if user is not None:
-        pre = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"]
-    return subprocess.run(pre + [BIN, "--socket", sock] + list(args), capture_output=True,
-                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+def run(sock, *args, user=None, env=None):
+    """stageloadctl; as user, a copy every user can run (the build may be
+    under /root, 0700)."""
+    if user is None:
+        return subprocess.run([BIN, "--socket", sock] + list(args), capture_output=True,
+                              text=True, timeout=30, stdin=subprocess.DEVNULL, env=env)
+    ubin = users_bin(os.path.dirname(BIN))
+    try:
+        env = dict(env if env is not None else os.environ, LD_LIBRARY_PATH=ubin)
+        argv = [os.path.join(ubin, "stageloadctl")] + (["--socket", sock] if sock else [])
+        return subprocess.run(["setpriv", "--reuid", str(user), "--regid", str(user),
+                               "--clear-groups"] + argv + list(args), capture_output=True,
+                              text=True, timeout=30, stdin=subprocess.DEVNULL, env=env)
+    finally:
+        shutil.rmtree(ubin, ignore_errors=True)
 
 
 def main():
@@ -112,9 +122,7 @@ def main():
             env = dict(os.environ, HOME=d.dir, XDG_STATE_HOME=os.path.join(d.dir, "st"),
                        XDG_RUNTIME_DIR=d.dir)
             env.pop("STAGELOAD_SOCKET", None)
-            out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
-                                  "--clear-groups", BIN, "history"], capture_output=True,
-                                 text=True, timeout=30, env=env)
+            out = run(None, "history", user=65534, env=env)
             assert out.returncode in (69, 77) and "/var/lib/stageload/stageload.db" in out.stderr \
                 and "/st/stageload" not in out.stderr, out
             print("ok   no socket named, no database of one's own: the system daemon's")

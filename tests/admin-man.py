@@ -13,7 +13,6 @@ completions"):
 """
 
 import os
-import pty
 import select
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import require_tools  # noqa: E402
+from ptyjob import pty_fork  # noqa: E402
 
 BIN_DIR = os.environ.get("SL_BIN", "build/bin")
 BIN = os.path.join(BIN_DIR, "stageloadctl")
@@ -61,7 +61,7 @@ class Zsh:
     """An interactive zsh on a pseudo-terminal with the completion loaded."""
 
     def __init__(self, fpath_dir, home):
-        self.pid, self.fd = pty.fork()
+        self.pid, self.fd = pty_fork()
         if self.pid == 0:
             os.environ.update(HOME=home, ZDOTDIR=home, TERM="xterm", PS1="%% ")
             os.execvp("zsh", ["zsh", "-f", "-i"])

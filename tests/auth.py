@@ -21,12 +21,11 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import (Client, Daemon, RELAY, RelayClient, RpcError, poll, skip,  # noqa: E402
-                    write_meminfo)
+                    users_bin as copy_for_users, write_meminfo)
 
 E_PERM = -32002
 E_LIMIT = -32004
@@ -240,26 +239,10 @@ USERS_BIN = None
 
 
 def users_bin(bin_dir, u):
-    """A directory every user can enter (mode 0755, made here; the caller
-    removes it) with a copy of stageloadctl and libstageload.
-
-    The build may sit under a home only its owner can enter (/root is 0700
-    on Debian): a test user could then not load libstageload.so.0 from it
-    ("cannot open shared object file"). The users therefore run this copy,
-    with LD_LIBRARY_PATH naming it (a build's RUNPATH is the build's own
-    lib directory, which the loader searches after LD_LIBRARY_PATH and
-    skips when it cannot enter it). Says so when the build itself is out
-    of the users' reach, and fails with the reason when even the copy
-    cannot run as u."""
-    top = tempfile.mkdtemp(prefix="sl-auth-bin.")
-    os.chmod(top, 0o755)
-    lib_dir = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "lib")
-    shutil.copy(os.path.join(bin_dir, "stageloadctl"), top)
-    for f in os.listdir(lib_dir) if os.path.isdir(lib_dir) else []:
-        if f.startswith("libstageload.so"):
-            shutil.copy(os.path.join(lib_dir, f), top)  # links followed
-    for f in os.listdir(top):
-        os.chmod(os.path.join(top, f), 0o755)
+    """sltest.users_bin's copy of stageloadctl, which the test users run.
+    Says so when the build itself is out of the users' reach, and fails
+    with the reason when even the copy cannot run as u."""
+    top = copy_for_users(bin_dir)
 
     def runs(path, env):
         r = subprocess.run(["setpriv", "--reuid=%d" % u.uid, "--regid=%d" % u.gid,

@@ -20,6 +20,7 @@ Usage: groups.py   run the test (root only)
 """
 
 import grp
+import shutil
 import os
 import signal
 import subprocess
@@ -28,7 +29,7 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "lib"))
-from sltest import Client, Daemon, skip, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, skip, users_bin, write_meminfo  # noqa: E402
 import auth  # noqa: E402
 from auth import PATH_ENV, User, UserClient, log, remove_users, run_tool  # noqa: E402
 
@@ -97,12 +98,17 @@ def check(d, R, u, gx):
 
     # stageloadctl itself, under setpriv --clear-groups.
     out = os.path.join(u.home, "groups-cli.out")
-    r = subprocess.run(
-        ["setpriv", "--reuid=%d" % u.uid, "--regid=%d" % u.gid, "--clear-groups", "--",
-         os.path.join(d.bin, "stageloadctl"), "--socket", d.socket, "submit", "--",
-         "sh", "-c", "id -G > %s" % out],
-        capture_output=True, text=True, timeout=30, cwd=u.home,
-        env={"PATH": "/usr/bin:/bin", "LANG": "C"})
+    # A copy every user can run: the build may be under /root (0700).
+    ubin = users_bin(d.bin)
+    try:
+        r = subprocess.run(
+            ["setpriv", "--reuid=%d" % u.uid, "--regid=%d" % u.gid, "--clear-groups", "--",
+             os.path.join(ubin, "stageloadctl"), "--socket", d.socket, "submit", "--",
+             "sh", "-c", "id -G > %s" % out],
+            capture_output=True, text=True, timeout=30, cwd=u.home,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C", "LD_LIBRARY_PATH": ubin})
+    finally:
+        shutil.rmtree(ubin, ignore_errors=True)
     assert r.returncode == 0, (r.returncode, r.stderr)
     got = read_groups(R, int(r.stdout.strip()), out)
     assert got == [u.gid], (got, u.gid)

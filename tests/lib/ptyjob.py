@@ -13,11 +13,23 @@ import signal
 import time
 
 
+NO_PTY = ("no pseudo-terminal can be opened (%s): the terminal tests need /dev/pts; "
+          "in a chroot, mount it: mount -t devpts devpts ROOT/dev/pts")
+
+
+def pty_fork():
+    """pty.fork(), or a clear failure where the system has no ptys."""
+    try:
+        return pty.fork()
+    except OSError as e:
+        raise SystemExit("FAIL: " + NO_PTY % e)
+
+
 class PtyJob:
     def __init__(self, argv, env=None):
         rep_r, rep_w = os.pipe()
         fg_r, fg_w = os.pipe()
-        leader, fd = pty.fork()
+        leader, fd = pty_fork()
         if leader == 0:
             _shell(argv, env, rep_w, fg_r)
         os.close(rep_w)

@@ -120,6 +120,28 @@ def fill_fs(path):
         os.close(fd)
 
 
+def users_bin(bin_dir):
+    """A directory every user can enter (mode 0755, made here; the caller
+    removes it) with a copy of stageloadctl and libstageload: run it as
+    another user with LD_LIBRARY_PATH naming it.
+
+    The build may sit under a home only its owner can enter (/root is 0700
+    on Debian): another user could then not load libstageload.so.0 from it
+    ("cannot open shared object file"). A build's RUNPATH is its own lib
+    directory, which the loader searches after LD_LIBRARY_PATH and skips
+    when it cannot enter it."""
+    top = tempfile.mkdtemp(prefix="sl-users-bin.")
+    os.chmod(top, 0o755)
+    lib_dir = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "lib")
+    shutil.copy(os.path.join(bin_dir, "stageloadctl"), top)
+    for f in os.listdir(lib_dir) if os.path.isdir(lib_dir) else []:
+        if f.startswith("libstageload.so"):
+            shutil.copy(os.path.join(lib_dir, f), top)  # links followed
+    for f in os.listdir(top):
+        os.chmod(os.path.join(top, f), 0o755)
+    return top
+
+
 def kill_leftovers(d):
     """Jobs outlive a killed daemon by design: end every process whose
     command line or cwd points into this test's directory."""

@@ -27,6 +27,8 @@ if [ "${1:-}" = setup ]; then
 		skip "$py has no venv/ensurepip: install python3-venv (scripts/deps.sh --test)"
 	"$py" -c 'import setuptools' 2>/dev/null ||
 		skip "$py has no setuptools: install python3-setuptools (scripts/deps.sh --test)"
+	"$py" -c 'import wheel' 2>/dev/null ||
+		skip "$py has no wheel: install python3-wheel (scripts/deps.sh --test)"
 	"$py" -c 'import pytest' 2>/dev/null ||
 		skip "$py has no pytest: install python3-pytest (scripts/deps.sh --test)"
 	rm -rf "$venv" "$venv.src"
