@@ -41,13 +41,25 @@ class Prometheus:
             f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
                     "scrape_configs:\n  - job_name: stageload\n"
                     "    static_configs:\n      - targets: ['%s']\n" % target)
-        self.log = open(os.path.join(self.dir, "prometheus.log"), "w")
-        self.proc = subprocess.Popen(
-            ["prometheus", "--config.file=" + conf,
-             "--storage.tsdb.path=" + os.path.join(self.dir, "data"),
-             "--web.listen-address=127.0.0.1:%d" % self.port],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
-        poll(self.ready, timeout=60, step=0.2, what="prometheus to be ready")
+        # free_port's port is free when it answers; another test may bind
+        # it before Prometheus does: then another port.
+        for attempt in range(3):
+            self.log = open(os.path.join(self.dir, "prometheus.log"), "w")
+            self.proc = subprocess.Popen(
+                ["prometheus", "--config.file=" + conf,
+                 "--storage.tsdb.path=" + os.path.join(self.dir, "data"),
+                 "--web.listen-address=127.0.0.1:%d" % self.port],
+                stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir)
+            try:
+                poll(self.ready, timeout=60, step=0.2, what="prometheus to be ready")
+                return
+            except AssertionError:
+                if attempt == 2 or "address already in use" not in self.log_text():
+                    raise
+                self.proc.kill()
+                self.proc.wait()
+                self.log.close()
+                self.port = free_port()
 
     def ready(self):
         if self.proc.poll() is not None:
@@ -80,6 +92,7 @@ class Prometheus:
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
+                self.proc.kill()
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
