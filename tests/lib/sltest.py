@@ -246,6 +246,10 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         finally:
+            # The jobs' monitors outlive the daemon by design: one that
+            # ends after the directory is gone would make it again to
+            # write its job's status.
+            kill_leftovers(self)
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):
