@@ -111,6 +111,18 @@ def read(path):
         return ""
 
 
+def monitor_ended(d, jid):
+    """True once job jid's monitor has recorded its end in the status file
+    (what a job that ends while no daemon runs leaves)."""
+    import glob
+    for f in glob.glob(d.dir + "/**/%d.status" % jid, recursive=True):
+        for line in read(f).splitlines():
+            k, _, v = line.partition(" ")
+            if k == "ended_ms" and int(v) > 0:
+                return True
+    return False
+
+
 def pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -623,7 +635,6 @@ def sc_retry_across_restart(d, m, c):
 def sc_ended_while_down(d, m, c):
     """A detached job that ended while no daemon ran keeps the end time its
     monitor recorded, not the restart's."""
-    import glob
     m.set(free_pct=80)
     # It ends once the daemon has stopped: when the test makes the file.
     go = d.dir + "/ewd.go"
@@ -632,15 +643,7 @@ def sc_ended_while_down(d, m, c):
     c.close()
     assert d.stop(signal.SIGTERM) == 0
     open(go, "w").close()
-
-    def recorded():
-        for f in glob.glob(d.dir + "/**/%d.status" % jid, recursive=True):
-            for line in read(f).splitlines():
-                k, _, v = line.partition(" ")
-                if k == "ended_ms" and int(v) > 0:
-                    return True
-        return False
-    poll(recorded, what="the monitor to record the end")
+    poll(lambda: monitor_ended(d, jid), what="the monitor to record the end")
     t_recorded = int(time.time() * 1000)
     d.start()
     c = Client(d.socket)

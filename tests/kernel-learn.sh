@@ -43,17 +43,6 @@ submit_loader() {
 		$LOAD_MIB
 }
 
-track_job() {
-	local id=$1 js pid i
-	for i in $(seq 1 100); do
-		js=$(ctl show --json "$id" 2>/dev/null) &&
-			pid=$(jget "$js" 'j.get("pid") or ""') && [ -n "$pid" ] &&
-			{ job_pgids+=("$pid"); return 0; }
-		sleep 0.05
-	done
-	return 1
-}
-
 state_is() {
 	[ "$(jget "$(ctl show --json "$1")" 'j["state"]')" = "$2" ]
 }

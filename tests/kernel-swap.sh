@@ -85,18 +85,6 @@ submit_hog() {
 		"$HOG" -s 16 -i 50 -H "$2" -t "$tmp/term" -r "$tmp/ready" $HOG_MIB
 }
 
-# Note the job's process group for cleanup as soon as it has one.
-track_job() {
-	local id=$1 js pid i
-	for i in $(seq 1 100); do
-		js=$(ctl show --json "$id" 2>/dev/null) &&
-			pid=$(jget "$js" 'j.get("pid") or ""') && [ -n "$pid" ] &&
-			{ job_pgids+=("$pid"); return 0; }
-		sleep 0.05
-	done
-	return 1
-}
-
 # --- setup: swapfile and cgroup ---
 swap_file_create $SWAPFILE_MIB || die "cannot create a swapfile"
 swap_cgroup_create "sl-kernel-$$" $LIMIT_MIB || die "cannot create a memory cgroup"

@@ -218,16 +218,7 @@ def sc_dep_failed_while_down(d, m, c):
     assert d.stop(signal.SIGTERM) == 0
     open(go, "w").close()
     # Wait for A's process to end (it is left to its monitor).
-    import glob
-
-    def ended():
-        for f in glob.glob(d.dir + "/**/%d.status" % a, recursive=True):
-            for line in read(f).splitlines():
-                k, _, v = line.partition(" ")
-                if k == "ended_ms" and int(v) > 0:
-                    return True
-        return False
-    poll(ended, what="job A to end while the daemon is down")
+    poll(lambda: js.monitor_ended(d, a), what="job A to end while the daemon is down")
     d.start()
     c = Client(d.socket)
     assert wait_state(c, a, "exited")["exit_code"] == 4

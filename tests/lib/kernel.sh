@@ -83,6 +83,19 @@ poll() {
 	return 1
 }
 
+# track_job ID: note the job's process group for cleanup as soon as it
+# has one.
+track_job() {
+	local id=$1 js pid i
+	for i in $(seq 1 100); do
+		js=$(ctl show --json "$id" 2>/dev/null) &&
+			pid=$(jget "$js" 'j.get("pid") or ""') && [ -n "$pid" ] &&
+			{ job_pgids+=("$pid"); return 0; }
+		sleep 0.05
+	done
+	return 1
+}
+
 # kernel_done: the summary line, and the exit status.
 kernel_done() {
 	echo "$passed passed, $failed failed"
