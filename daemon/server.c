@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +30,16 @@
 /* How often a half-closed client owed deferred answers is checked: are
  * they all sent, has the peer gone entirely? */
 #define SERVER_EOF_CHECK_MS 1000
+/* Connections accepted in one turn of the loop at most. libuv accepts
+ * for as long as the backlog has any, so a connect/close loop would keep
+ * the loop in one accept burst forever: no timer (the sampler: enforcement)
+ * and no close callback (memory) would run. Past this many the rest wait
+ * for the next turn. */
+#define SERVER_ACCEPTS_PER_TURN 64
+/* Refused connections are counted and logged once a minute per uid, not
+ * once each: a refusal must cost a constant, and a log line is not one. */
+#define SERVER_REFUSAL_LOG_MS 60000
+#define SERVER_REFUSAL_UIDS 32 /* uids counted apart; the rest together */
 /* Longest line before hello (a hello is a few hundred bytes): until then a
  * connection may make the daemon buffer only this much, not max_line, so
  * connections that never say hello cost little memory. */
@@ -74,11 +85,27 @@ struct client {
 	unsigned half_closed : 1; /* EOF read; open for deferred answers */
 };
 
+/* Refused connections of one uid not yet logged (uid -1: every uid past
+ * SERVER_REFUSAL_UIDS; the global cap is counted under its own flag). */
+struct refusals {
+	uid_t uid;
+	int global; /* refused by the global cap, not the uid's */
+	unsigned long n;
+};
+
 struct server {
 	struct daemon *d;
 	const struct server_hooks *hooks;
 	uv_pipe_t listener;
+	/* The next turn's accept of a connection left waiting (see
+	 * SERVER_ACCEPTS_PER_TURN), then the once-a-minute refusal report. */
+	uv_timer_t resume, report;
+	int handles; /* freed when the last of the three has closed */
 	int listening;
+	uint64_t turn_ms; /* the loop time of the turn accepts are counted in */
+	int turn_accepts;
+	struct refusals refused[SERVER_REFUSAL_UIDS + 1];
+	size_t nrefused;
 	/* Sorted by id: ids only grow, so adding is an append. */
 	struct client **clients;
 	size_t nclients, cap;
@@ -685,9 +712,74 @@ server_client_unwritten(struct daemon *d, uint64_t client_id)
 	return c != NULL ? c->unwritten : 0;
 }
 
+/*
+ * A connection whose peer has closed its end and left nothing unread is
+ * over: it would close as soon as its EOF is read. Several of them can
+ * wait for that in one turn, so a uid at its cap checks its own before it
+ * is refused; otherwise a connect/close loop would be refused for the
+ * connections it has already closed.
+ */
+static int
+client_finished(struct client *c, const struct pollfd *pfd)
+{
+	int unread = 0;
+
+	if (!(pfd->revents & (POLLHUP | POLLERR)))
+		return 0;
+	if (ioctl(pfd->fd, FIONREAD, &unread) != 0)
+		return 0;
+	return unread == 0 && c->unwritten == 0;
+}
+
+/* Close those of uid's clients that have finished (client_finished);
+ * returns how many are left. */
+static int
+server_uid_reap(struct server *srv, uid_t uid)
+{
+	struct pollfd pfd[64];
+	struct client *batch[64];
+	size_t i = 0, k, n;
+	uv_os_fd_t fd;
+	int left = 0;
+
+	while (i < srv->nclients) {
+		for (n = 0; i < srv->nclients && n < 64; i++) {
+			struct client *c = srv->clients[i];
+
+			if (c->peer.uid != uid || c->draining)
+				continue;
+			if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0) {
+				left++;
+				continue;
+			}
+			pfd[n].fd = fd;
+			pfd[n].events = POLLIN;
+			pfd[n].revents = 0;
+			batch[n++] = c;
+		}
+		if (n == 0)
+			continue;
+		if (poll(pfd, n, 0) < 0) {
+			left += (int)n;
+			continue;
+		}
+		for (k = 0; k < n; k++) {
+			if (!client_finished(batch[k], &pfd[k])) {
+				left++;
+				continue;
+			}
+			/* Unlinking moves the clients after it down. */
+			client_close(batch[k]);
+			i--;
+		}
+	}
+	return left;
+}
+
 /* Open connections of one uid, greeted or not, so that one uid's silent
- * connections cannot fill the global cap and lock everyone out. A scan is
- * cheap next to the accept it guards. */
+ * connections cannot fill the global cap and lock everyone out. Those
+ * being closed (draining their last output) do not count. A scan is cheap
+ * next to the accept it guards. */
 static int
 server_uid_count(struct server *srv, uid_t uid)
 {
@@ -695,9 +787,111 @@ server_uid_count(struct server *srv, uid_t uid)
 	int n = 0;
 
 	for (i = 0; i < srv->nclients; i++)
-		if (srv->clients[i]->peer.uid == uid)
+		if (srv->clients[i]->peer.uid == uid &&
+		    !srv->clients[i]->draining)
 			n++;
 	return n;
+}
+
+static void
+refusal_log(const struct refusals *r, unsigned long n, int limit, int first)
+{
+	const char *s = n == 1 ? "" : "s";
+
+	if (first && r->global)
+		log_info("connection refused: too many connections (limit %d); "
+		         "further refusals are logged once a minute",
+		         limit);
+	else if (first)
+		log_info("connection refused for uid %u: too many connections "
+		         "for the uid (limit %d); further refusals are logged "
+		         "once a minute",
+		         (unsigned)r->uid, limit);
+	else if (r->global)
+		log_info(
+		    "%lu connection%s refused in the last minute: too many "
+		    "connections (limit %d)",
+		    n, s, limit);
+	else if (r->uid == (uid_t)-1)
+		log_info("%lu connection%s refused for other uids in the last "
+		         "minute",
+		         n, s);
+	else
+		log_info("%lu connection%s refused for uid %u in the last "
+		         "minute: too many connections for the uid (limit %d)",
+		         n, s, (unsigned)r->uid, limit);
+}
+
+static int
+refusal_limit(const struct server *srv, int global)
+{
+	const struct daemon *d = srv->d;
+	int limit = d->cfg.max_clients;
+
+	if (!global)
+		return d->cfg.max_clients_per_uid;
+	if (d->fd_max_clients > 0 && d->fd_max_clients < limit)
+		limit = d->fd_max_clients;
+	return limit;
+}
+
+static void
+server_report_cb(uv_timer_t *t)
+{
+	struct server *srv = t->data;
+	size_t i;
+
+	for (i = 0; i < srv->nrefused; i++)
+		if (srv->refused[i].n > 0)
+			refusal_log(&srv->refused[i], srv->refused[i].n,
+			            refusal_limit(srv, srv->refused[i].global),
+			            0);
+	/* Nothing refused for a minute: the next refusal is logged at once
+	 * again. */
+	if (srv->nrefused == 0)
+		uv_timer_stop(t);
+	srv->nrefused = 0;
+}
+
+/*
+ * Count a refused connection. The first one while no report is due is
+ * logged at once; the others are added up and logged by the report.
+ */
+static void
+server_count_refusal(struct server *srv, uid_t uid, int global)
+{
+	struct refusals *r = NULL;
+	size_t i;
+
+	if (!uv_is_active((uv_handle_t *)&srv->report)) {
+		struct refusals first = {uid, global, 1};
+
+		refusal_log(&first, 1, refusal_limit(srv, global), 1);
+		uv_timer_start(&srv->report, server_report_cb,
+		               SERVER_REFUSAL_LOG_MS, SERVER_REFUSAL_LOG_MS);
+		return;
+	}
+	for (i = 0; i < srv->nrefused && r == NULL; i++)
+		if (srv->refused[i].uid == uid &&
+		    srv->refused[i].global == global)
+			r = &srv->refused[i];
+	if (r == NULL && srv->nrefused < SERVER_REFUSAL_UIDS) {
+		r = &srv->refused[srv->nrefused++];
+		r->uid = uid;
+		r->global = global;
+		r->n = 0;
+	}
+	if (r == NULL) {
+		/* The last slot is everyone else's. */
+		r = &srv->refused[SERVER_REFUSAL_UIDS];
+		if (srv->nrefused == SERVER_REFUSAL_UIDS) {
+			srv->nrefused++;
+			r->uid = (uid_t)-1;
+			r->global = 0;
+			r->n = 0;
+		}
+	}
+	r->n++;
 }
 
 static void
@@ -867,6 +1061,7 @@ server_reject(struct server *srv)
 			uv_try_write((uv_stream_t *)p, &b, 1);
 			free(line);
 		}
+		server_count_refusal(srv, (uid_t)-1, 1);
 	}
 	uv_close((uv_handle_t *)p, reject_closed_cb);
 }
@@ -898,25 +1093,41 @@ peer_groups(uv_os_fd_t fd, struct peer *p)
 	return 0;
 }
 
+/* Close a client that never joined the table (no id, no input share). */
 static void
-server_connection_cb(uv_stream_t *ls, int status)
+client_discard(struct client *c)
 {
-	struct server *srv = ls->data;
+	c->closing = 1;
+	uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
+	uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+}
+
+/*
+ * Over its uid's cap? Connections of the uid that have finished are
+ * closed first (server_uid_reap): a connect/close loop must not be refused
+ * for the connections it has already closed. Root is never capped.
+ */
+static int
+server_uid_full(struct server *srv, uid_t uid)
+{
+	int limit = srv->d->cfg.max_clients_per_uid;
+
+	if (uid == 0 || server_uid_count(srv, uid) < limit)
+		return 0;
+	return server_uid_reap(srv, uid) >= limit;
+}
+
+/* Take the connection libuv holds for us: refuse it, or make it a
+ * client. */
+static void
+server_accept(struct server *srv)
+{
 	struct daemon *d = srv->d;
 	struct client *c, **nc;
 	uv_os_fd_t fd;
-	int rc, limit;
+	int rc;
 
-	if (status < 0) {
-		log_warnx("accept: %s", uv_strerror(status));
-		return;
-	}
-	limit = d->cfg.max_clients;
-	if (d->fd_max_clients > 0 && d->fd_max_clients < limit)
-		limit = d->fd_max_clients;
-	if ((int)srv->nclients >= limit) {
-		log_info("connection refused: %zu clients (limit %d)",
-		         srv->nclients, limit);
+	if ((int)srv->nclients >= refusal_limit(srv, 1)) {
 		server_reject(srv);
 		return;
 	}
@@ -945,36 +1156,38 @@ server_connection_cb(uv_stream_t *ls, int status)
 	                                  ? d->cfg.max_line_bytes
 	                                  : SERVER_HELLO_LINE);
 
-	if ((rc = uv_accept(ls, (uv_stream_t *)&c->pipe)) != 0 ||
+	if ((rc = uv_accept((uv_stream_t *)&srv->listener,
+	                    (uv_stream_t *)&c->pipe)) != 0 ||
 	    (rc = uv_fileno((uv_handle_t *)&c->pipe, &fd)) != 0 ||
 	    (rc = platform_peer_cred(fd, &c->peer.uid, &c->peer.gid,
-	                             &c->peer.pid)) != 0 ||
-	    (rc = peer_groups(fd, &c->peer)) != 0) {
+	                             &c->peer.pid)) != 0) {
 		log_warnx("accept: cannot read peer credentials: %s",
 		          rc < 0 ? strerror(-rc) : "unknown error");
-		c->closing = 1;
-		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
-		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+		client_discard(c);
 		return;
 	}
 	/* The uid is known now, before the client says anything: the cap
-	 * holds for silent connections too. */
-	if (c->peer.uid != 0 &&
-	    server_uid_count(srv, c->peer.uid) >= d->cfg.max_clients_per_uid) {
+	 * holds for silent connections too. A refusal costs a constant: one
+	 * error line, a close, a count (server_count_refusal). */
+	if (server_uid_full(srv, c->peer.uid)) {
 		char why[128];
 
 		snprintf(why, sizeof why,
 		         "too many connections for uid %u (limit %d)",
 		         (unsigned)c->peer.uid, d->cfg.max_clients_per_uid);
-		log_info("connection refused: %s", why);
+		server_count_refusal(srv, c->peer.uid, 0);
 		client_refuse(c, why);
+		return;
+	}
+	if ((rc = peer_groups(fd, &c->peer)) != 0) {
+		log_warnx("accept: cannot read the peer's groups: %s",
+		          strerror(-rc));
+		client_discard(c);
 		return;
 	}
 	if ((c->input = uid_input_get(srv, c->peer.uid)) == NULL) {
 		log_warnx("accept: out of memory");
-		c->closing = 1;
-		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
-		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
+		client_discard(c);
 		return;
 	}
 	c->input->clients++;
@@ -989,6 +1202,43 @@ server_connection_cb(uv_stream_t *ls, int status)
 	if ((rc = uv_read_start((uv_stream_t *)&c->pipe, client_alloc_cb,
 	                        client_read_cb)) != 0)
 		client_close(c);
+}
+
+/* The next turn: take the connection left waiting, which starts libuv's
+ * accepting again. */
+static void
+server_resume_cb(uv_timer_t *t)
+{
+	struct server *srv = t->data;
+
+	srv->turn_ms = uv_now(srv->d->loop);
+	srv->turn_accepts = 1;
+	server_accept(srv);
+}
+
+static void
+server_connection_cb(uv_stream_t *ls, int status)
+{
+	struct server *srv = ls->data;
+	uint64_t now = uv_now(srv->d->loop);
+
+	if (status < 0) {
+		log_warnx("accept: %s", uv_strerror(status));
+		return;
+	}
+	/* The loop's time moves once a turn: a new time is a new turn. */
+	if (now != srv->turn_ms) {
+		srv->turn_ms = now;
+		srv->turn_accepts = 0;
+	}
+	if (++srv->turn_accepts > SERVER_ACCEPTS_PER_TURN) {
+		/* Not accepted: libuv stops watching the listener and keeps
+		 * the connection until uv_accept, which the timer makes once
+		 * the timers, reads and closes of this turn have run. */
+		uv_timer_start(&srv->resume, server_resume_cb, 0, 0);
+		return;
+	}
+	server_accept(srv);
 }
 
 /*
@@ -1196,14 +1446,25 @@ refuse:
 	return rc;
 }
 
+/* The listener and the two timers: srv goes with the last of them. */
 static void
 listener_closed_cb(uv_handle_t *h)
 {
 	struct server *srv = h->data;
 
+	if (--srv->handles > 0)
+		return;
 	free(srv->clients);
 	free(srv->inputs); /* empty: every client has been closed */
 	free(srv);
+}
+
+static void
+server_close_handles(struct server *srv)
+{
+	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+	uv_close((uv_handle_t *)&srv->resume, listener_closed_cb);
+	uv_close((uv_handle_t *)&srv->report, listener_closed_cb);
 }
 
 int
@@ -1251,7 +1512,12 @@ server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
 	srv->d = d;
 	srv->hooks = hooks;
 	uv_pipe_init(d->loop, &srv->listener, 0);
+	uv_timer_init(d->loop, &srv->resume);
+	uv_timer_init(d->loop, &srv->report);
 	srv->listener.data = srv;
+	srv->resume.data = srv;
+	srv->report.data = srv;
+	srv->handles = 3;
 	if ((rc = uv_pipe_open(&srv->listener, fd)) != 0)
 		close(fd);
 	else
@@ -1260,7 +1526,7 @@ server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
 	if (rc != 0) {
 		snprintf(cause, causelen, "cannot listen on %s: %s", path,
 		         uv_strerror(rc));
-		uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+		server_close_handles(srv);
 		goto fail;
 	}
 	srv->listening = 1;
@@ -1282,7 +1548,7 @@ server_stop(struct daemon *d)
 	while (srv->nclients > 0)
 		client_close(srv->clients[srv->nclients - 1]);
 	d->server = NULL;
-	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+	server_close_handles(srv);
 }
 
 void
