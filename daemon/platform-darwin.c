@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <libproc.h>
 #include <limits.h>
+#include <malloc/malloc.h>
 #include <mach/mach.h>
 #include <pwd.h>
 #include <signal.h>
@@ -583,4 +584,11 @@ void
 platform_spawn_hint(int err, const char *path, char *buf, size_t len)
 {
 	darwin_spawn_hint(err, path, buf, len);
+}
+
+void
+platform_trim_memory(void)
+{
+	/* Every zone, as much as it can give back. */
+	malloc_zone_pressure_relief(NULL, 0);
 }

@@ -15,6 +15,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1038,4 +1041,12 @@ platform_spawn_hint(int err, const char *path, char *buf, size_t len)
 	(void)path;
 	if (len > 0)
 		buf[0] = '\0';
+}
+
+void
+platform_trim_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }

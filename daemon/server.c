@@ -40,6 +40,17 @@
  * once each: a refusal must cost a constant, and a log line is not one. */
 #define SERVER_REFUSAL_LOG_MS 60000
 #define SERVER_REFUSAL_UIDS 32 /* uids counted apart; the rest together */
+/* Requests of one uid's connections handled in one turn of the loop at
+ * most. A read can bring thousands of pipelined requests; answered in one
+ * go they would hold the loop (the sampler, enforcement, every other user)
+ * for as long. Counted per uid, so that a user's many connections get no
+ * more than its one; the rest wait, in the kernel or in the connection's
+ * reader, for the next turn. */
+#define SERVER_LINES_PER_TURN 64
+/* Memory freed since it was last given back to the system past which it is
+ * given back (platform_trim_memory), at most once per SERVER_TRIM_MS. */
+#define SERVER_TRIM_BYTES (4 << 20)
+#define SERVER_TRIM_MS 1000
 /* Longest line before hello (a hello is a few hundred bytes): until then a
  * connection may make the daemon buffer only this much, not max_line, so
  * connections that never say hello cost little memory. */
@@ -54,6 +65,8 @@ struct uid_input {
 	size_t clients;   /* clients counted here */
 	size_t bytes;     /* the sum of their readers' buffers (cap) */
 	size_t unwritten; /* the memory their queued output takes */
+	uint64_t turn_ms; /* the loop time turn_lines are counted in */
+	int turn_lines;   /* requests handled in that turn */
 };
 
 struct client {
@@ -83,6 +96,9 @@ struct client {
 	unsigned closing : 1;     /* uv_close called */
 	unsigned draining : 1;    /* no more input; close once output is out */
 	unsigned half_closed : 1; /* EOF read; open for deferred answers */
+	/* Not read: its uid's requests this turn are spent (resumed next
+	 * turn). */
+	unsigned wait_turn : 1;
 };
 
 /* Refused connections of one uid not yet logged (uid -1: every uid past
@@ -97,11 +113,17 @@ struct server {
 	struct daemon *d;
 	const struct server_hooks *hooks;
 	uv_pipe_t listener;
-	/* The next turn's accept of a connection left waiting (see
-	 * SERVER_ACCEPTS_PER_TURN), then the once-a-minute refusal report. */
-	uv_timer_t resume, report;
-	int handles; /* freed when the last of the three has closed */
+	/* The next turn: the accept of a connection left waiting (see
+	 * SERVER_ACCEPTS_PER_TURN), the requests of clients that had spent
+	 * theirs; the once-a-minute refusal report; giving freed memory back.
+	 */
+	uv_idle_t resume;
+	uv_timer_t report, trim;
+	int handles; /* freed when the last of the four has closed */
 	int listening;
+	int accept_waiting; /* libuv holds a connection for us */
+	size_t resume_from; /* where the next resume starts: each in turn */
+	size_t freed;       /* bytes freed since the last trim */
 	uint64_t turn_ms; /* the loop time of the turn accepts are counted in */
 	int turn_accepts;
 	struct refusals refused[SERVER_REFUSAL_UIDS + 1];
@@ -127,6 +149,9 @@ struct wreq {
 /* One read buffer serves every client: lines are copied by the reader
  * before the next read can happen. */
 static char read_buf[64 * 1024];
+
+static void server_freed(struct server *srv, size_t n);
+static void client_wait_turn(struct client *c);
 
 static void client_close(struct client *c);
 static void client_drain(struct client *c);
@@ -198,9 +223,9 @@ client_input_sync(struct client *c)
 {
 	if (c->input == NULL)
 		return;
-	c->input->bytes += c->reader.cap;
+	c->input->bytes += proto_reader_mem(&c->reader);
 	c->input->bytes -= c->input_counted;
-	c->input_counted = c->reader.cap;
+	c->input_counted = proto_reader_mem(&c->reader);
 }
 
 /* The client stops counting (it is closing: its reader is freed once its
@@ -269,6 +294,7 @@ client_closed_cb(uv_handle_t *h)
 		return;
 	if (!c->d->stopping && c->id != 0 && c->hooks->gone != NULL)
 		c->hooks->gone(c->d, c->id);
+	server_freed(c->d->server, proto_reader_mem(&c->reader));
 	proto_reader_free(&c->reader);
 	free(c->peer.groups);
 	free(c->held);
@@ -382,6 +408,7 @@ client_write_cb(uv_write_t *req, int status)
 		c->input->unwritten -= w->len + sizeof *w;
 	if (w->oversized)
 		c->oversized = 0;
+	server_freed(c->d->server, w->len + sizeof *w);
 	if (w->buf != w->data)
 		free(w->buf);
 	free(w);
@@ -935,6 +962,25 @@ client_request(struct client *c, struct proto_msg *m)
 	}
 }
 
+/* Has c's uid had its share of this turn (SERVER_LINES_PER_TURN)? With
+ * count, one more request is counted first. */
+static int
+client_uid_spent(struct client *c, int count)
+{
+	struct uid_input *u = c->input;
+	uint64_t now = uv_now(c->d->loop);
+
+	if (u == NULL)
+		return 0;
+	if (now != u->turn_ms) {
+		u->turn_ms = now;
+		u->turn_lines = 0;
+	}
+	if (count)
+		u->turn_lines++;
+	return u->turn_lines >= SERVER_LINES_PER_TURN;
+}
+
 static int
 client_line_cb(void *arg, char *line, size_t len)
 {
@@ -954,38 +1000,45 @@ client_line_cb(void *arg, char *line, size_t len)
 		client_request(c, &m);
 	/* Notifications and responses from clients are ignored. */
 	proto_msg_free(&m);
-	return c->closing || c->draining ? 1 : 0;
+	if (c->closing || c->draining)
+		return 1;
+	/* Counted: past its uid's share of the turn, stop here. */
+	return client_uid_spent(c, 1) ? PROTO_READ_PAUSE : 0;
 }
 
+/* No buffer (UV_ENOBUFS) while the client's uid has spent its turn: what
+ * it sent stays in the kernel until the next. */
 static void
 client_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	(void)h;
+	struct client *c = h->data;
+
 	(void)suggested;
-	*buf = uv_buf_init(read_buf, sizeof read_buf);
+	if (client_uid_spent(c, 0))
+		*buf = uv_buf_init(NULL, 0);
+	else
+		*buf = uv_buf_init(read_buf, sizeof read_buf);
 }
 
+/* Stop reading c until its uid's next turn. What it sent past the pause
+ * waits in its reader. */
 static void
-client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+client_pause(struct client *c)
 {
-	struct client *c = s->data;
-	char msg[256];
-	int rc;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+	client_wait_turn(c);
+}
 
-	if (nread == 0 || c->closing)
-		return;
-	if (nread < 0) {
-		if (nread == UV_EOF)
-			client_eof(c);
-		else
-			client_close(c);
-		return;
-	}
-	client_input_budget(c);
-	rc = proto_reader_feed(&c->reader, buf->base, (size_t)nread,
-	                       client_line_cb, c);
-	client_input_sync(c);
-	if (rc == PROTO_READ_LIMIT) {
+/* What a feed of c's reader returned: a pause, a framing error, or
+ * nothing to do. */
+static void
+client_fed(struct client *c, int rc)
+{
+	char msg[256];
+
+	if (rc == PROTO_READ_PAUSE && !c->closing && !c->draining) {
+		client_pause(c);
+	} else if (rc == PROTO_READ_LIMIT) {
 		snprintf(msg, sizeof msg,
 		         "limit reached: max_input_per_uid: the connections of "
 		         "uid %u may hold %zu bytes of unfinished requests in "
@@ -1009,9 +1062,64 @@ client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		client_send_error(c, NULL, PROTO_E_PARSE,
 		                  "line is not valid UTF-8");
 		client_drain(c);
+	} else if (rc == -ENOMEM) {
+		log_warnx("client %llu: out of memory; closing it",
+		          (unsigned long long)c->id);
+		client_close(c);
 	}
 	if (c->hooks->after_read != NULL)
 		c->hooks->after_read(c->d);
+}
+
+static void
+client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct client *c = s->data;
+	int rc;
+
+	if (nread == 0 || c->closing)
+		return;
+	if (nread == UV_ENOBUFS) {
+		client_pause(c);
+		return;
+	}
+	if (nread < 0) {
+		if (nread == UV_EOF)
+			client_eof(c);
+		else
+			client_close(c);
+		return;
+	}
+	client_input_budget(c);
+	rc = proto_reader_feed(&c->reader, buf->base, (size_t)nread,
+	                       client_line_cb, c);
+	client_input_sync(c);
+	client_fed(c, rc);
+}
+
+/* Its turn again: the requests it sent past its pause, then reading. */
+static void
+client_resume(struct client *c)
+{
+	int rc;
+
+	c->wait_turn = 0;
+	if (c->closing || c->draining)
+		return;
+	if (client_uid_spent(c, 0)) {
+		client_wait_turn(c);
+		return;
+	}
+	client_input_budget(c);
+	rc = proto_reader_feed(&c->reader, NULL, 0, client_line_cb, c);
+	client_input_sync(c);
+	if (rc == 0 && !c->closing && !c->draining &&
+	    uv_read_start((uv_stream_t *)&c->pipe, client_alloc_cb,
+	                  client_read_cb) != 0) {
+		client_close(c);
+		return;
+	}
+	client_fed(c, rc);
 }
 
 static void
@@ -1204,16 +1312,71 @@ server_accept(struct server *srv)
 		client_close(c);
 }
 
-/* The next turn: take the connection left waiting, which starts libuv's
- * accepting again. */
+/*
+ * The next turn, after its timers: take the connection left waiting, which
+ * starts libuv's accepting again, and give clients that had spent their
+ * turn the next. An idle handle, not a 0 ms timer: libuv may run a timer
+ * started from its own callback again in the same pass, and a client that
+ * pauses again must wait for the next turn.
+ */
 static void
-server_resume_cb(uv_timer_t *t)
+server_resume_cb(uv_idle_t *h)
+{
+	struct server *srv = h->data;
+	struct client *c;
+	size_t k, n, start;
+
+	uv_idle_stop(h);
+	if (srv->accept_waiting) {
+		srv->accept_waiting = 0;
+		srv->turn_ms = uv_now(srv->d->loop);
+		srv->turn_accepts = 1;
+		server_accept(srv);
+	}
+	/* Each turn starts one further along, so that a uid's connections
+	 * share its turns. A client closed meanwhile moves the later ones
+	 * down; one skipped so waits for the next turn. */
+	n = srv->nclients;
+	start = n > 0 ? srv->resume_from++ % n : 0;
+	for (k = 0; k < n && srv->nclients > 0; k++) {
+		c = srv->clients[(start + k) % srv->nclients];
+		if (c->wait_turn && !c->closing)
+			client_resume(c);
+	}
+	for (k = 0; k < srv->nclients; k++)
+		if (srv->clients[k]->wait_turn)
+			uv_idle_start(h, server_resume_cb);
+}
+
+static void
+client_wait_turn(struct client *c)
+{
+	c->wait_turn = 1;
+	if (c->srv != NULL)
+		uv_idle_start(&c->srv->resume, server_resume_cb);
+}
+
+static void
+server_trim_cb(uv_timer_t *t)
 {
 	struct server *srv = t->data;
 
-	srv->turn_ms = uv_now(srv->d->loop);
-	srv->turn_accepts = 1;
-	server_accept(srv);
+	srv->freed = 0;
+	platform_trim_memory();
+}
+
+/* n bytes a client held are free: once a few MiB are, the allocator is
+ * asked to give them back to the system, a second later (after a flood
+ * the daemon should not keep its peak), never more often. */
+static void
+server_freed(struct server *srv, size_t n)
+{
+	if (srv == NULL)
+		return;
+	srv->freed += n;
+	if (srv->freed >= SERVER_TRIM_BYTES &&
+	    !uv_is_active((uv_handle_t *)&srv->trim))
+		uv_timer_start(&srv->trim, server_trim_cb, SERVER_TRIM_MS, 0);
 }
 
 static void
@@ -1233,9 +1396,10 @@ server_connection_cb(uv_stream_t *ls, int status)
 	}
 	if (++srv->turn_accepts > SERVER_ACCEPTS_PER_TURN) {
 		/* Not accepted: libuv stops watching the listener and keeps
-		 * the connection until uv_accept, which the timer makes once
-		 * the timers, reads and closes of this turn have run. */
-		uv_timer_start(&srv->resume, server_resume_cb, 0, 0);
+		 * the connection until uv_accept, which server_resume_cb
+		 * makes next turn, after its timers. */
+		srv->accept_waiting = 1;
+		uv_idle_start(&srv->resume, server_resume_cb);
 		return;
 	}
 	server_accept(srv);
@@ -1446,7 +1610,7 @@ refuse:
 	return rc;
 }
 
-/* The listener and the two timers: srv goes with the last of them. */
+/* The listener, the idle handle and the timers: srv goes with the last. */
 static void
 listener_closed_cb(uv_handle_t *h)
 {
@@ -1465,6 +1629,7 @@ server_close_handles(struct server *srv)
 	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
 	uv_close((uv_handle_t *)&srv->resume, listener_closed_cb);
 	uv_close((uv_handle_t *)&srv->report, listener_closed_cb);
+	uv_close((uv_handle_t *)&srv->trim, listener_closed_cb);
 }
 
 int
@@ -1512,12 +1677,15 @@ server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
 	srv->d = d;
 	srv->hooks = hooks;
 	uv_pipe_init(d->loop, &srv->listener, 0);
-	uv_timer_init(d->loop, &srv->resume);
+	uv_idle_init(d->loop, &srv->resume);
 	uv_timer_init(d->loop, &srv->report);
+	uv_timer_init(d->loop, &srv->trim);
+	uv_unref((uv_handle_t *)&srv->trim);
 	srv->listener.data = srv;
 	srv->resume.data = srv;
 	srv->report.data = srv;
-	srv->handles = 3;
+	srv->trim.data = srv;
+	srv->handles = 4;
 	if ((rc = uv_pipe_open(&srv->listener, fd)) != 0)
 		close(fd);
 	else
