@@ -330,27 +330,16 @@ end_event_kind(enum job_state s)
 	}
 }
 
-static const char *const jobs_reasons[JOBS_NREASONS] = {
-    "",      "swap_budget", "cancel",     "client_gone",
-    "spawn", "lost",        "dependency", "other"};
-
 int
 jobs_reason_index(const char *reason)
 {
-	int i;
-
-	if (reason == NULL)
-		return 0;
-	for (i = 1; i < JOBS_NREASONS - 1; i++)
-		if (strcmp(reason, jobs_reasons[i]) == 0)
-			return i;
-	return JOBS_NREASONS - 1;
+	return names_end_parse(reason);
 }
 
 const char *
 jobs_reason_name(int i)
 {
-	return i >= 0 && i < JOBS_NREASONS ? jobs_reasons[i] : "other";
+	return names_end_name(i);
 }
 
 void
