@@ -53,12 +53,38 @@ cli_pct_compare(double free_pct, double want_pct, char *buf, size_t len)
 	snprintf(buf, len, "%s%% %s %s%%", f, below ? "<" : ">=", w);
 }
 
+/* bytes, below the size want but rounded to the same text: in want's unit
+ * with the decimals, cut rather than rounded, that keep it below ("14.9G
+ * < 15G", never "15G < 15G"). */
+static void
+size_below(int64_t bytes, const char *want, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	const char *u = strchr(units, want[strlen(want) - 1]);
+	double scale = 1024, v, cut = 0;
+	int d, k;
+
+	if (u == NULL || *u == '\0')
+		return;
+	for (k = 0; units + k < u; k++)
+		scale *= 1024;
+	v = (double)bytes / scale;
+	for (d = 1; d <= 3; d++) {
+		double p = pow(10, d);
+		cut = floor(v * p) / p;
+		if (cut < strtod(want, NULL))
+			break;
+	}
+	snprintf(buf, len, "%.*f%c", d > 3 ? 3 : d, cut, *u);
+}
+
 /* Free memory against what the job waits for: a size when it waits for
  * wait_free_bytes ("free 8.1G < 22G"), else a percentage. */
 static void
 free_compare(const struct cli_wait *w, char *buf, size_t len)
 {
 	char have[24], want[24];
+	int below;
 
 	if (w->wait_free_bytes == 0) {
 		if (isnan(w->free_pct))
@@ -73,10 +99,11 @@ free_compare(const struct cli_wait *w, char *buf, size_t len)
 		snprintf(buf, len, "below %s", want);
 		return;
 	}
+	below = (uint64_t)w->available_bytes < w->wait_free_bytes;
 	cli_size((uint64_t)w->available_bytes, have, sizeof have);
-	snprintf(buf, len, "%s %s %s", have,
-	         (uint64_t)w->available_bytes < w->wait_free_bytes ? "<" : ">=",
-	         want);
+	if (below && strcmp(have, want) == 0)
+		size_below(w->available_bytes, want, have, sizeof have);
+	snprintf(buf, len, "%s %s %s", have, below ? "<" : ">=", want);
 }
 
 /* Expand a template of proto/names.h: %F the comparison, %f the free %,

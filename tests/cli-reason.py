@@ -7,7 +7,9 @@ free against 40 % never reads "40% < 40%". A Japanese and an emoji name
 keep status's table aligned, measured in terminal cells (East Asian Width,
 computed here by Python's unicodedata, not by the code under test), and a
 long name is cut with an ellipsis. show's command line, given back to
-sh -c, runs the same argv; -o id,user,reason prints those columns.
+sh -c, runs the same argv; -o id,user,reason prints those columns. A job
+that waits for a size (--wait-free 12G) has its reason said as a size in
+status, top and show.
 
 The daemons read a fixture proc root: free % is what the test writes.
 """
@@ -358,6 +360,22 @@ def phase_max_running_storage(d, c):
     c.close()
 
 
+def phase_wait_free_bytes(d, c):
+    """--wait-free 12G: the reason compares the available memory with 12G
+    in status, top and show, never a percentage the job does not wait
+    for; show's paragraph says what it waits for as a size."""
+    set_free(d, 50)  # 8G of 16G available
+    jid = submit(d, "--wait-free", "12G", "--", "true")
+    waiting_for(c, jid, "free")
+    check_reason(d, c, jid, r"free 8\.0G < 12G",
+                 r"free memory is 8\.0G < 12G \(its --wait-free\)")
+    text = ctl(d, "show", str(jid)).stdout
+    assert "waits for 12G free" in text, text
+    set_free(d, 80)  # 12.8G: enough
+    poll(lambda: show_json(c, jid)["state"] == "exited", what="job %d to run" % jid)
+    print("ok - --wait-free 12G: status, top and show name 12G")
+
+
 def width_table():
     """The committed table is what the script makes of the Unicode data
     (Debian's unicode-data; scripts/deps.sh --test installs it)."""
@@ -379,7 +397,8 @@ def main():
     width_table()
     for conf, phases in (("settle = 60s\n",
                           (phase_free_head, phase_expect_exclusive_settle)),
-                         ("max_running = 1\n", (phase_max_running_storage,))):
+                         ("max_running = 1\n", (phase_max_running_storage,)),
+                         ("settle = 0\n", (phase_wait_free_bytes,))):
         d = Daemon(config=conf)
         try:
             write_meminfo(d.proc_root, total_kb=TOTAL_KB, avail_kb=TOTAL_KB // 2)

@@ -500,6 +500,13 @@ test_wait_reason_bytes(void **state)
 	assert_string_equal(buf, "free 8.0G < 22G");
 	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
 	assert_string_equal(buf, "free memory is 8.0G < 22G (its --wait-free)");
+	/* just below: never "22G < 22G" */
+	w.available_bytes = ((int64_t)22 << 30) - ((int64_t)40 << 20);
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 21.9G < 22G");
+	w.available_bytes = ((int64_t)22 << 30) + 1;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 22G >= 22G");
 	w.available_bytes = 0; /* no sample yet */
 	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
 	assert_string_equal(buf, "free below 22G");
