@@ -307,6 +307,9 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 		return PROTO_E_STORAGE;
 	}
 	jobs_event(d, r->j, held ? "held" : "released", NULL);
+	/* hold and release answer the job as it is now: held, or what it
+	 * waits for once released. */
+	jobs_classify(d);
 	jobs_admit_soon(d);
 	return 0;
 }

@@ -517,6 +517,9 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	det = cJSON_CreateObject();
 	proto_add_int(det, "attempt", j->attempt);
 	jobs_event(d, j, "requeued", det);
+	/* What it waits for now, not what it waited for before its last
+	 * admission (answers before the next pass: job_exit's). */
+	jobs_classify(d);
 	jobs_admit_soon(d);
 }
 
@@ -700,6 +703,58 @@ jobs_log_pass(const struct jrec *r, const struct jrec *head,
 	         (unsigned)head->j->uid, held);
 }
 
+/* What admission decides on: the queue and the jobs holding memory of s,
+ * the latest sample, the daemon's health, settings and head claim. */
+static void
+admit_input(struct daemon *d, const struct queue_snap *s,
+            struct admit_input *in)
+{
+	memset(in, 0, sizeof *in);
+	in->queued = s->aq;
+	in->nqueued = s->nq;
+	in->running = s->ar;
+	in->nrunning = s->nr;
+	in->have_sample = d->have_last;
+	in->storage_ok = store_health(d->store) == NULL;
+	in->free_pct = d->last.free_pct;
+	in->total_bytes = d->last.total_bytes;
+	in->now_ms = now_ms();
+	in->claim = d->jobs->claim;
+	in->cfg.settle_ms = d->cfg.settle_ms;
+	in->cfg.settle_growth_pct = d->cfg.settle_growth_pct;
+	in->cfg.settle_samples = d->cfg.settle_samples;
+	in->cfg.settle_window_ms =
+	    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
+	in->cfg.max_running = d->cfg.max_running;
+	in->cfg.hol_bound_ms = d->cfg.hol_bound_ms;
+}
+
+void
+jobs_classify(struct daemon *d)
+{
+	struct queue_snap s;
+	struct admit_input in;
+	struct admit_result res;
+	enum admit_wait *waits;
+	size_t i;
+
+	if (d->jobs == NULL)
+		return;
+	memset(&s, 0, sizeof s);
+	if (jobs_snapshot(d->jobs, &s) != 0)
+		return;
+	if (s.nq > 0 && (waits = malloc(s.nq * sizeof *waits)) != NULL) {
+		admit_input(d, &s, &in);
+		admit_decide(&in, waits, &res);
+		/* The claim and the queue stay as they are: the pass that
+		 * admits is jobs_admit's. */
+		for (i = 0; i < s.nq; i++)
+			s.q[i]->wait = waits[i];
+		free(waits);
+	}
+	snap_free(&s);
+}
+
 /* One admission pass: admit while the rule allows, then tell the attached
  * clients where they stand. */
 static void
@@ -728,24 +783,7 @@ jobs_admit(struct daemon *d)
 		}
 		if ((waits = malloc(s.nq * sizeof *waits)) == NULL)
 			break;
-		memset(&in, 0, sizeof in);
-		in.queued = s.aq;
-		in.nqueued = s.nq;
-		in.running = s.ar;
-		in.nrunning = s.nr;
-		in.have_sample = d->have_last;
-		in.storage_ok = store_health(d->store) == NULL;
-		in.free_pct = d->last.free_pct;
-		in.total_bytes = d->last.total_bytes;
-		in.now_ms = now_ms();
-		in.claim = js->claim;
-		in.cfg.settle_ms = d->cfg.settle_ms;
-		in.cfg.settle_growth_pct = d->cfg.settle_growth_pct;
-		in.cfg.settle_samples = d->cfg.settle_samples;
-		in.cfg.settle_window_ms =
-		    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
-		in.cfg.max_running = d->cfg.max_running;
-		in.cfg.hol_bound_ms = d->cfg.hol_bound_ms;
+		admit_input(d, &s, &in);
 		admit_decide(&in, waits, &res);
 		before = js->claim;
 		js->claim = res.claim;

@@ -118,7 +118,8 @@ def main() -> int:
         sentence(proto, "a queued job also has `waiting_for`", "The daemon may add")))
     for name in wait_names[1:]:
         check(name in said, "PROTOCOL.md, Job: waiting_for %r missing" % name)
-    for name in said - {"waiting_for", "queue", "hold", "group.NAME.max_running"}:
+    for name in said - {"waiting_for", "queue", "hold", "release", "job_exit",
+                         "group.NAME.max_running"}:
         check(name in wait_names, "PROTOCOL.md, Job: waiting_for %r not in names.h" % name)
 
     cli = read("docs/cli.md")
