@@ -221,14 +221,22 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
 }
 
 void
+cli_queue_line_wait(int position, int of, const struct cli_wait *w, char *buf,
+                    size_t len)
+{
+	char why[192];
+
+	cli_wait_reason(w, CLI_REASON_LINE, why, sizeof why);
+	snprintf(buf, len, "queued: position %d of %d, %s", position, of, why);
+}
+
+void
 cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                const char *waiting_for, char *buf, size_t len)
 {
 	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0};
-	char why[192];
 
-	cli_wait_reason(&w, CLI_REASON_LINE, why, sizeof why);
-	snprintf(buf, len, "queued: position %d of %d, %s", position, of, why);
+	cli_queue_line_wait(position, of, &w, buf, len);
 }
 
 int64_t

@@ -330,6 +330,9 @@ void cli_pct_compare(double free_pct, double want_pct, char *buf, size_t len);
  * "queued: position 2 of 3, free 34% < 40%". */
 void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                     const char *waiting_for, char *buf, size_t len);
+/* The same with every number of w (a --wait-free SIZE's too). */
+void cli_queue_line_wait(int position, int of, const struct cli_wait *w,
+                         char *buf, size_t len);
 
 /*
  * A sparkline of n values scaled between lo and hi, one block character
