@@ -63,15 +63,17 @@ names_state_parse(const char *name)
 	return -1;
 }
 
+/* clang-format off */
 static const struct {
 	const char *name, *text;
 } ends[NAMES_END_COUNT] = {
-    [NAMES_END_NONE] = {"", NULL},
+	[NAMES_END_NONE] = {"", NULL},
+	[NAMES_END_OTHER] = {"other", NULL},
 #define NAMES_X(e, name, text) [NAMES_END_##e] = {name, text},
-    NAMES_END_LIST(NAMES_X)
+	NAMES_END_LIST(NAMES_X)
 #undef NAMES_X
-        [NAMES_END_OTHER] = {"other", NULL},
 };
+/* clang-format on */
 
 const char *
 names_end_name(int e)

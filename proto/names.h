@@ -57,12 +57,15 @@
 	  "its group already has as many jobs running as the daemon's "        \
 	  "group.NAME.max_running allows")
 
+/* The list expands to the enumerators. */
+/* clang-format off */
 enum names_wait {
 #define NAMES_X(e, name, column, line, sentence) NAMES_WAIT_##e,
 	NAMES_WAIT_LIST(NAMES_X)
 #undef NAMES_X
-	    NAMES_WAIT_COUNT
+	NAMES_WAIT_COUNT
 };
+/* clang-format on */
 
 struct names_wait_words {
 	const char *name;     /* on the wire */
@@ -90,12 +93,15 @@ int names_wait_parse(const char *name);
 	X(CANCELLED, "cancelled")                                              \
 	X(LOST, "lost")
 
+/* The list expands to the enumerators. */
+/* clang-format off */
 enum names_state {
 #define NAMES_X(e, name) NAMES_STATE_##e,
 	NAMES_STATE_LIST(NAMES_X)
 #undef NAMES_X
-	    NAMES_STATE_COUNT
+	NAMES_STATE_COUNT
 };
+/* clang-format on */
 /* "unknown" out of range. */
 const char *names_state_name(int s);
 /* The state of a name, or -1. */
@@ -113,14 +119,17 @@ int names_state_parse(const char *name);
 	X(DEPENDENCY, "dependency",                                            \
 	  "a job it starts after did not end as it needed")
 
+/* The list expands to the enumerators. */
+/* clang-format off */
 enum names_end {
 	NAMES_END_NONE = 0, /* ended on its own, or not ended */
 #define NAMES_X(e, name, text) NAMES_END_##e,
 	NAMES_END_LIST(NAMES_X)
 #undef NAMES_X
-	    NAMES_END_OTHER, /* a reason this build does not know */
+	NAMES_END_OTHER, /* a reason this build does not know */
 	NAMES_END_COUNT
 };
+/* clang-format on */
 /* "" for none, "other" for other and out of range. */
 const char *names_end_name(int e);
 /* NAMES_END_NONE for NULL, NAMES_END_OTHER for one not in the list. */
@@ -174,12 +183,15 @@ const char *names_pressure_level_name(int level);
 	X(DAEMON_START, "daemon_start")                                        \
 	X(DAEMON_STOP, "daemon_stop")
 
+/* The list expands to the enumerators. */
+/* clang-format off */
 enum names_event {
 #define NAMES_X(e, name) NAMES_EVENT_##e,
 	NAMES_EVENT_LIST(NAMES_X)
 #undef NAMES_X
-	    NAMES_EVENT_COUNT
+	NAMES_EVENT_COUNT
 };
+/* clang-format on */
 /* "unknown" out of range. */
 const char *names_event_name(int e);
 
