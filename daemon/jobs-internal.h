@@ -149,7 +149,7 @@ void jobs_note(struct daemon *d, struct jobs_note *n);
 int jrec_commit(struct daemon *d, struct jrec *r);
 /* Record an event (detail: JSON object, consumed); announced once it is
  * committed. */
-void jobs_event(struct daemon *d, const struct job *j, const char *kind,
+void jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
                 cJSON *detail);
 /* The job's process started (attached: job_pid; detached: the monitor). */
 void jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,

@@ -186,7 +186,7 @@ jobs_flush_events(struct daemon *d)
 /* Record an event (detail: JSON object, consumed). Announced once it is
  * committed; kept in memory and retried while storage fails. */
 void
-jobs_event(struct daemon *d, const struct job *j, const char *kind,
+jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
            cJSON *detail)
 {
 	struct jobs *js = d->jobs;
@@ -196,7 +196,7 @@ jobs_event(struct daemon *d, const struct job *j, const char *kind,
 		cJSON_Delete(detail);
 		return;
 	}
-	snprintf(p->kind, sizeof p->kind, "%s", kind);
+	snprintf(p->kind, sizeof p->kind, "%s", names_event_name(kind));
 	p->detail = detail != NULL ? cJSON_PrintUnformatted(detail) : NULL;
 	cJSON_Delete(detail);
 	p->e.ts_ms = now_ms();
@@ -313,20 +313,20 @@ jobs_queue(struct jobs *js, size_t *n)
 
 /* ---- ending ---- */
 
-static const char *
+static enum names_event
 end_event_kind(enum job_state s)
 {
 	switch (s) {
 	case JOB_EXITED:
-		return "exited";
+		return NAMES_EVENT_EXITED;
 	case JOB_KILLED:
-		return "killed";
+		return NAMES_EVENT_KILLED;
 	case JOB_FAILED:
-		return "failed";
+		return NAMES_EVENT_FAILED;
 	case JOB_CANCELLED:
-		return "cancelled";
+		return NAMES_EVENT_CANCELLED;
 	default:
-		return "lost";
+		return NAMES_EVENT_LOST;
 	}
 }
 
@@ -516,7 +516,7 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	jrec_commit(d, r);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "attempt", j->attempt);
-	jobs_event(d, j, "requeued", det);
+	jobs_event(d, j, NAMES_EVENT_REQUEUED, det);
 	/* What it waits for now, not what it waited for before its last
 	 * admission (answers before the next pass: job_exit's). */
 	jobs_classify(d);
@@ -606,7 +606,7 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 	det = cJSON_CreateObject();
 	proto_add_int(det, "pid", pid);
 	proto_add_int(det, "attempt", j->attempt);
-	jobs_event(d, j, "started", det);
+	jobs_event(d, j, NAMES_EVENT_STARTED, det);
 	if (r->term_pending) {
 		r->term_pending = 0;
 		jobs_kill_term(d, r);
@@ -649,7 +649,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
 	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
-	jobs_event(d, j, "admitted", det);
+	jobs_event(d, j, NAMES_EVENT_ADMITTED, det);
 
 	if (j->attached) {
 		if ((n.client_id = r->client_id) != 0)
@@ -1029,7 +1029,7 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	jobs_kill_start(d, r, "swap_budget", final);
 	if (para != final)
 		free(para);
-	jobs_event(d, j, "breach", det);
+	jobs_event(d, j, NAMES_EVENT_BREACH, det);
 	if (j->attached && r->client_id != 0) {
 		n.client_id = r->client_id;
 		n.growth_bytes = r->growth_bytes;
@@ -1273,7 +1273,7 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 	jobs_deps_load(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", n);
-	jobs_event(d, NULL, "daemon_start", det);
+	jobs_event(d, NULL, NAMES_EVENT_DAEMON_START, det);
 	if (n > 0)
 		log_info("jobs: %d unended jobs loaded", n);
 	return 0;
@@ -1312,7 +1312,7 @@ jobs_shutdown(struct daemon *d)
 	jobs_onend_shutdown(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
-	jobs_event(d, NULL, "daemon_stop", det);
+	jobs_event(d, NULL, NAMES_EVENT_DAEMON_STOP, det);
 	while (js->n > 0) {
 		struct jrec *r = js->v[js->n - 1];
 		/* Running jobs are left to their monitors; but one whose
