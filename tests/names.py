@@ -2,8 +2,9 @@
 says them agrees with it: the Python package's queue line (guard.WAIT_LINES
 is names.h's line column, word for word), proto/PROTOCOL.md's lists of
 states, end reasons, pressure names, event kinds and waiting_for values,
-docs/cli.md's REASON table, and the words the daemon's sources pass as an
-end reason. A name added to names.h and missed by any of
+docs/cli.md's REASON table, the words the daemon's sources pass as an end
+reason, and those the CLI and the web program compare a job's state, end
+reason or an event's kind with. A name added to names.h and missed by any of
 them fails here; so does one they say that names.h lacks.
 
 Reads the sources only (SL_SRC, default the tree this file is in).
@@ -139,6 +140,22 @@ def main() -> int:
             check(r in ends, "daemon/%s: end reason %r not in names.h" % (fn, r))
         for r in re.findall(r'jobs_kill_start\(\s*\w+,\s*\w+,\s*"([a-z_]+)"', text):
             check(r in ends, "daemon/%s: end reason %r not in names.h" % (fn, r))
+
+    # What the clients compare a job's state, end reason or an event's
+    # kind with (strcmp(j->state, "queued")) is a word of the lists.
+    n = 0
+    for sub in ("client", "web"):
+        for fn in sorted(os.listdir(os.path.join(SRC, sub))):
+            # cli-generate.c's "kind" is what it generates (man, bash)
+            if not fn.endswith(".c") or fn == "cli-generate.c":
+                continue
+            text = read(os.path.join(sub, fn))
+            for field, want in (("state", states), ("end_reason", ends), ("kind", events)):
+                pat = r'(?:strcmp|state_is)\(\s*[^,;]*\b%s\b[^,;]*,\s*"([a-z_]+)"\)' % field
+                for w in re.findall(pat, text):
+                    n += 1
+                    check(w in want, "%s/%s: %s %r not in names.h" % (sub, fn, field, w))
+    check(n >= 20, "found only %d comparisons of states, end reasons and kinds" % n)
 
     for f in failures:
         print("FAIL:", f)
