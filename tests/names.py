@@ -156,6 +156,19 @@ def main() -> int:
                     n += 1
                     check(w in want, "%s/%s: %s %r not in names.h" % (sub, fn, field, w))
     check(n >= 20, "found only %d comparisons of states, end reasons and kinds" % n)
+    # and the Python package's (job.get("state") == "queued")
+    pkg = os.path.join(SRC, "python", "stageload")
+    m = 0
+    for fn in sorted(os.listdir(pkg)):
+        if not fn.endswith(".py"):
+            continue
+        text = read(os.path.join("python", "stageload", fn))
+        for field, want in (("state", states), ("end_reason", ends), ("kind", events)):
+            pat = r'(?:get\("%s"\)|\["%s"\])\s*[!=]=\s*"([a-z_]+)"' % (field, field)
+            for w in re.findall(pat, text):
+                m += 1
+                check(w in want, "python/stageload/%s: %s %r not in names.h" % (fn, field, w))
+    check(m >= 4, "found only %d comparisons in the Python package" % m)
 
     for f in failures:
         print("FAIL:", f)
