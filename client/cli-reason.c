@@ -79,14 +79,17 @@ size_below(int64_t bytes, const char *want, char *buf, size_t len)
 }
 
 /* Free memory against what the job waits for: a size when it waits for
- * wait_free_bytes ("free 8.1G < 22G"), else a percentage. */
+ * wait_free_bytes ("free 8.1G < 22G"), else a percentage; with both, the
+ * one not met (the size first). */
 static void
 free_compare(const struct cli_wait *w, char *buf, size_t len)
 {
 	char have[24], want[24];
 	int below;
 
-	if (w->wait_free_bytes == 0) {
+	if (w->wait_free_bytes == 0 ||
+	    (w->wait_free_pct > 0 && w->available_bytes > 0 &&
+	     (uint64_t)w->available_bytes >= w->wait_free_bytes)) {
 		if (isnan(w->free_pct))
 			snprintf(buf, len, "below %.0f%%", w->wait_free_pct);
 		else

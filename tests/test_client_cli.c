@@ -507,6 +507,14 @@ test_wait_reason_bytes(void **state)
 	w.available_bytes = ((int64_t)22 << 30) + 1;
 	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
 	assert_string_equal(buf, "free 22G >= 22G");
+	/* with a % besides, the one not met is said */
+	w.wait_free_pct = 95;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 92% < 95%");
+	w.available_bytes = (int64_t)8 << 30;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 8.0G < 22G");
+	w.wait_free_pct = 0;
 	w.available_bytes = 0; /* no sample yet */
 	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
 	assert_string_equal(buf, "free below 22G");
