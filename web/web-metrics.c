@@ -104,18 +104,18 @@ system_metrics(const struct web_snap *s, struct svgp_buf *b)
 static void
 queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 {
-	static const char *const states[] = {"queued", "admitted", "running"};
 	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(s->info, "jobs");
 	const cJSON *wf =
 	    cJSON_GetObjectItemCaseSensitive(s->info, "waiting_for");
 	const cJSON *w;
-	size_t i;
 	int nwait[NAMES_WAIT_COUNT] = {0}, other = 0, k;
 
 	family(b, "stageload_jobs", "gauge", "Jobs not ended, by state.");
-	for (i = 0; i < 3; i++)
-		svgp_printf(b, "stageload_jobs{state=\"%s\"} %.0f\n", states[i],
-		            web_num(jobs, states[i], 0));
+	/* The states before the end, as info counts them. */
+	for (k = NAMES_STATE_QUEUED; k <= NAMES_STATE_RUNNING; k++)
+		svgp_printf(b, "stageload_jobs{state=\"%s\"} %.0f\n",
+		            names_state_name(k),
+		            web_num(jobs, names_state_name(k), 0));
 	/* info counts them (waiting_for), so the queue is not read. */
 	cJSON_ArrayForEach(w, wf)
 	{
