@@ -51,6 +51,13 @@ answer_job(struct daemon *d, const struct peer *p, int64_t id, int with_env,
 		return rc;
 	}
 	*result = wire_job(&v, p->uid, with_env);
+	/* Queued with nothing holding it back (released, or requeued after
+	 * a breach, before the pass that admits it): the Job's list has no
+	 * word for that, so null (PROTOCOL.md, Job). */
+	if (*result != NULL && v.live && v.j->state == JOB_QUEUED &&
+	    v.wait == ADMIT_WAIT_NONE)
+		cJSON_ReplaceItemInObjectCaseSensitive(*result, "waiting_for",
+		                                       cJSON_CreateNull());
 	jobs_view_free(&v);
 	return 0;
 }

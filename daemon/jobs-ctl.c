@@ -260,7 +260,7 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
 	cJSON_AddBoolToObject(det, "attached", j->attached);
-	jobs_event(d, j, "submitted", det);
+	jobs_event(d, j, NAMES_EVENT_SUBMITTED, det);
 	free(jobs_queue(js, queued));
 	*id = j->id;
 	*position = r->position;

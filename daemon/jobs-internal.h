@@ -140,13 +140,16 @@ struct jrec *jrec_new(struct jobs *js, struct job *j);
  * also sets every queued record's position. */
 struct jrec **jobs_queue(struct jobs *js, size_t *n);
 void jobs_admit_soon(struct daemon *d);
+/* Every queued record's position and wait as the next admission pass would
+ * find them, admitting nothing; for answers given before that pass. */
+void jobs_classify(struct daemon *d);
 /* Tell the layers above (jobs.h, struct jobs_note). */
 void jobs_note(struct daemon *d, struct jobs_note *n);
 /* Write the record; on failure it is kept dirty and retried each sample. */
 int jrec_commit(struct daemon *d, struct jrec *r);
 /* Record an event (detail: JSON object, consumed); announced once it is
  * committed. */
-void jobs_event(struct daemon *d, const struct job *j, const char *kind,
+void jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
                 cJSON *detail);
 /* The job's process started (attached: job_pid; detached: the monitor). */
 void jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,

@@ -311,10 +311,19 @@ class Client:
                swap_budget: Union[int, str, None] = None,
                expect: Union[int, str, None] = None, exclusive: Optional[bool] = None,
                retry_on_breach: Optional[int] = None,
-               umask: Optional[int] = None) -> Dict[str, Any]:
+               umask: Optional[int] = None,
+               wait_free_bytes: Union[int, str, None] = None,
+               after: Optional[Sequence[int]] = None, after_any: Optional[bool] = None,
+               held: Optional[bool] = None, group: Optional[str] = None,
+               on_end: Optional[str] = None) -> Dict[str, Any]:
         """Queue a job. cwd defaults to the current directory; a detached
         job's env to this process's environment and its umask to this
-        process's. Sizes take bytes or "8G"."""
+        process's. Sizes take bytes or "8G". wait_free_bytes: wait, besides,
+        until that much memory is available; after: job ids it starts after
+        (once they exited 0, or ended at all with after_any); held: queued
+        held until release(); group: its group (the daemon's
+        group.NAME.max_running); on_end: a command run once a detached job
+        has ended (PROTOCOL.md, submit)."""
         if cwd is None:
             cwd = os.getcwd()
         if env is None and not attached:
@@ -329,7 +338,10 @@ class Client:
                          attached=attached or None, name=name, priority=priority,
                          wait_free_pct=wait_free_pct, swap_budget_bytes=_size(swap_budget),
                          expect_bytes=_size(expect), exclusive=exclusive,
-                         retry_on_breach=retry_on_breach, umask=umask)
+                         retry_on_breach=retry_on_breach, umask=umask,
+                         wait_free_bytes=_size(wait_free_bytes),
+                         after=list(after) if after is not None else None,
+                         after_any=after_any, held=held, group=group, on_end=on_end)
 
     def job_pid(self, id: int, pid: int, tree: Optional[bool] = None) -> Dict[str, Any]:
         """tree: follow pid and its descendants only, never its process
@@ -367,6 +379,30 @@ class Client:
 
     def cancel(self, id: int) -> Dict[str, Any]:
         return self.call("cancel", id=id)
+
+    def hold(self, id: int) -> Dict[str, Any]:
+        """Keep a queued job from starting until release(); the Job after
+        the call."""
+        return self.call("hold", id=id)
+
+    def release(self, id: int) -> Dict[str, Any]:
+        return self.call("release", id=id)
+
+    def resubmit(self, id: int) -> Dict[str, Any]:
+        """Queue a new job as an ended one was submitted ({"id",
+        "position", "queued", "resubmitted"})."""
+        return self.call("resubmit", id=id)
+
+    def update(self, id: int, priority: Optional[int] = None,
+               wait_free_pct: Optional[float] = None,
+               wait_free_bytes: Union[int, str, None] = None,
+               swap_budget: Union[int, str, None] = None,
+               expect: Union[int, str, None] = None) -> Dict[str, Any]:
+        """Change a queued job's options (at least one); the Job after the
+        call."""
+        return self.call("update", id=id, priority=priority, wait_free_pct=wait_free_pct,
+                         wait_free_bytes=_size(wait_free_bytes),
+                         swap_budget_bytes=_size(swap_budget), expect_bytes=_size(expect))
 
     def wait(self, id: int, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Blocks until the job has ended (timeout None: for ever)."""
