@@ -337,18 +337,21 @@ main(int argc, char **argv)
 
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
-	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
+	if (server_claim(d, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 	/* A monitor outlives the daemon; holding the socket's lock for the
 	 * moments before it closes what it inherited, it would keep a
 	 * daemon restarted after a crash from starting. */
 	spawn_close_in_children(d->sock_lock_fd);
 
+	/* The daemon's files are trusted before the socket exists: nobody
+	 * connects to a daemon that then refuses its database. */
 	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0) {
-		server_stop(d);
 		server_release(d);
 		fatalx("%s", cause);
 	}
+	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {
 		server_stop(d);
 		server_release(d);
