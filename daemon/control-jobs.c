@@ -1371,8 +1371,9 @@ control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (!v.in_table) {
-		/* ended: the client learns how */
+	if (!v.live) {
+		/* Ended, detached or attached, still in the table or not:
+		 * the client learns how (PROTOCOL.md, resume). */
 		*result = wire_job(&v, p->uid, 0);
 		jobs_view_free(&v);
 		return 0;
