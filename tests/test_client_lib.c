@@ -231,50 +231,77 @@ fake_finish(struct fake *f)
 static void
 test_path_order(void **state)
 {
-	char buf[512], sys[300];
+	char buf[512], sys[300], want[600];
+	enum socket_kind k;
+	unsigned long me = (unsigned long)geteuid();
 	FILE *f;
 
+	(void)state;
 	/* explicit wins over everything */
 	assert_int_equal(client_socket_path_resolve("/x.sock", "/env.sock",
-	                                            NULL, "/run/u", 1000, buf,
-	                                            sizeof buf),
+	                                            NULL, "/run/u", NULL, 1000,
+	                                            buf, sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/x.sock");
+	assert_int_equal(k, SOCKET_NAMED);
 	/* then $STAGELOAD_SOCKET */
 	assert_int_equal(client_socket_path_resolve("", "/env.sock", NULL,
-	                                            "/run/u", 1000, buf,
-	                                            sizeof buf),
+	                                            "/run/u", NULL, 1000, buf,
+	                                            sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/env.sock");
+	assert_int_equal(k, SOCKET_NAMED);
 	/* a system socket that does not exist is skipped */
 	snprintf(sys, sizeof sys, "%s/system.sock", tmpdir);
 	unlink(sys);
 	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "/run/u",
-	                                            1000, buf, sizeof buf),
+	                                            NULL, 1000, buf, sizeof buf,
+	                                            &k),
 	                 0);
 	assert_string_equal(buf, "/run/u/stageload.sock");
+	assert_int_equal(k, SOCKET_USER);
 	/* and used when it exists */
 	f = fopen(sys, "w");
 	assert_non_null(f);
 	fclose(f);
 	assert_int_equal(client_socket_path_resolve(NULL, "", sys, "/run/u",
-	                                            1000, buf, sizeof buf),
+	                                            NULL, 1000, buf, sizeof buf,
+	                                            &k),
 	                 0);
 	assert_string_equal(buf, sys);
+	assert_int_equal(k, SOCKET_SYSTEM);
 	unlink(sys);
-	/* no XDG_RUNTIME_DIR: the private directory under /tmp */
-	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", 1000,
-	                                            buf, sizeof buf),
+	/* no XDG_RUNTIME_DIR: under the home, when it is the user's own */
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", tmpdir,
+	                                            me, buf, sizeof buf, &k),
+	                 0);
+	snprintf(want, sizeof want, "%s/.stageload/stageload.sock", tmpdir);
+	assert_string_equal(buf, want);
+	assert_int_equal(k, SOCKET_USER);
+	/* a home of another user's, or none: the private directory under
+	 * /tmp */
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", tmpdir,
+	                                            me + 1, buf, sizeof buf,
+	                                            &k),
+	                 0);
+	snprintf(want, sizeof want, "/tmp/stageload-%lu/stageload.sock",
+	         me + 1);
+	assert_string_equal(buf, want);
+	assert_int_equal(k, SOCKET_TMP);
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", NULL,
+	                                            1000, buf, sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
 	/* a relative XDG_RUNTIME_DIR is ignored, as the daemon ignores it */
 	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "run",
-	                                            1000, buf, sizeof buf),
+	                                            "/nonexistent", 1000, buf,
+	                                            sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
-	assert_int_equal(
-	    client_socket_path_resolve("/x.sock", NULL, NULL, NULL, 0, buf, 4),
-	    -ENAMETOOLONG);
+	assert_int_equal(k, SOCKET_TMP);
+	assert_int_equal(client_socket_path_resolve("/x.sock", NULL, NULL, NULL,
+	                                            NULL, 0, buf, 4, &k),
+	                 -ENAMETOOLONG);
 }
 
 static void
