@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -335,6 +336,47 @@ test_not_running(void **state)
 	assert_int_equal(sl_fd(c), -1);
 	/* calls on a closed client fail cleanly */
 	assert_int_equal(sl_call(c, "info", NULL, NULL), -ENOTCONN);
+	sl_client_free(c);
+}
+
+/* A listener in a directory anyone may write could be anyone's: refused
+ * before connecting, so it never gets a connection, let alone hello. */
+static void
+test_untrusted_socket(void **state)
+{
+	char dir[600], path[700];
+	struct sockaddr_un sun;
+	struct pollfd pfd;
+	sl_client *c = sl_client_new();
+	int fd, rc;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(dir, sizeof dir, "%s/open", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 01777), 0);
+	snprintf(path, sizeof path, "%s/sl.sock", dir);
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	assert_true(strlen(path) < sizeof sun.sun_path);
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof sun), 0);
+	assert_int_equal(listen(fd, 4), 0);
+
+	rc = sl_connect(c, path);
+	assert_int_equal(rc, -EPERM);
+	assert_non_null(strstr(sl_errmsg(c), "refusing the socket"));
+	assert_non_null(strstr(sl_errmsg(c), "writable by other users"));
+	assert_int_equal(sl_is_connected(c), 0);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 0), 0); /* nobody connected */
+
+	close(fd);
+	unlink(path);
+	rmdir(dir);
 	sl_client_free(c);
 }
 
@@ -907,6 +949,7 @@ main(void)
 	    cmocka_unit_test(test_path_order),
 	    cmocka_unit_test(test_path_env),
 	    cmocka_unit_test(test_not_running),
+	    cmocka_unit_test(test_untrusted_socket),
 	    cmocka_unit_test(test_calls_and_notifications),
 	    cmocka_unit_test(test_version_refused),
 	    cmocka_unit_test(test_status_pages),
