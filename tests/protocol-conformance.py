@@ -376,7 +376,6 @@ def check_attached_daemon_end(d, doc):
     goes back to the queue, once its process is gone (here a zombie its
     client has not reaped), without waiting for job_exit; a later
     job_exit is answered with the job as it is then."""
-    errs = doc["errors"]
     text = doc["methods"]["job_exit"]
     check("without waiting for" in text and "answered with the ended Job" in text,
           "PROTOCOL.md, job_exit: says the daemon ends the job without waiting for it")
