@@ -755,6 +755,11 @@ sl_connect(sl_client *c, const char *path)
 		return client_error(c, rc, "cannot connect to %s: %s", c->path,
 		                    strerror(-rc));
 	}
+	if ((rc = socket_peer_check(fd, c->path, kind, geteuid(), why,
+	                            sizeof why)) != 0) {
+		close(fd);
+		return client_error(c, rc, "%s", why);
+	}
 	c->fd = fd;
 	proto_reader_init(&c->reader, CLIENT_MAX_LINE);
 	rc = hello(c);

@@ -5,8 +5,13 @@
  * `submit`, and could claim any uid in `hello`. So a socket is used only
  * when root or the caller made it, in a directory nobody else can write:
  * then nobody else can have put a listener there, nor swap one in between
- * the check and the connect.
+ * the check and the connect. Once connected, the listener's own uid, as the
+ * kernel recorded it, is checked too: a directory given to others by an
+ * access control list alone is not seen by the path rule.
  */
+#ifdef __linux__
+#define _GNU_SOURCE /* struct ucred */
+#endif
 #include <errno.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -130,6 +135,43 @@ socket_way_out(enum socket_kind kind)
 	return "use a socket root or you made, in a directory only root and "
 	       "you can write (--socket, $STAGELOAD_SOCKET, or the per-user "
 	       "default of PROTOCOL.md)";
+}
+
+int
+socket_peer_check(int fd, const char *path, enum socket_kind kind, uid_t uid,
+                  char *cause, size_t causelen)
+{
+	uid_t want = kind == SOCKET_SYSTEM ? 0 : uid, peer;
+	char who[96];
+#ifdef SO_PEERCRED
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return socket_fail(cause, causelen, -errno,
+		                   "cannot read the credentials of the daemon "
+		                   "at %s: %s",
+		                   path, strerror(errno));
+	peer = cr.uid;
+#else
+	gid_t gid;
+
+	if (getpeereid(fd, &peer, &gid) != 0)
+		return socket_fail(cause, causelen, -errno,
+		                   "cannot read the credentials of the daemon "
+		                   "at %s: %s",
+		                   path, strerror(errno));
+#endif
+	if (peer == 0 || peer == want)
+		return 0;
+	return socket_fail(
+	    cause, causelen, -EPERM,
+	    "refusing the daemon at %s: it runs as %s, %s, and would receive "
+	    "what you send (a job's command, environment and directory); %s",
+	    path, socket_owner(peer, who, sizeof who),
+	    kind == SOCKET_SYSTEM ? "not as root"
+	                          : "neither as root nor as you",
+	    socket_way_out(kind));
 }
 
 /* The directory a path is in. */

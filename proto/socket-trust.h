@@ -54,4 +54,13 @@ int socket_user_path(const char *xdg_runtime, const char *home, uid_t uid,
 int socket_check(const char *path, enum socket_kind kind, uid_t uid,
                  char *cause, size_t causelen);
 
+/*
+ * After connecting fd to path, before sending anything: the listener's uid
+ * as the kernel recorded it (SO_PEERCRED, getpeereid) must be root's or,
+ * but for the system socket, uid. Returns 0, or -EPERM with cause naming
+ * it; another negative errno when it cannot be read.
+ */
+int socket_peer_check(int fd, const char *path, enum socket_kind kind,
+                      uid_t uid, char *cause, size_t causelen);
+
 #endif

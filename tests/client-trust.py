@@ -47,6 +47,31 @@ while True:
     c.close()
 """
 
+# A socket root made (so its path passes every check) on which a process
+# of the other user listens: bound as root, then listen() after setuid, so
+# the kernel records the other user as the listener.
+HANDED = r"""
+import os, socket, sys
+path, uid, gid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o666)
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+s.listen(8)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    c.settimeout(2)
+    try:
+        data = c.recv(65536)
+    except OSError:
+        data = b""
+    print("got %r" % (data[:200],), flush=True)
+    c.close()
+"""
+
 failures = []
 
 
@@ -61,6 +86,33 @@ def as_user(u, argv, env, **kw):
             "--"] + argv
     return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/",
                           env=env, **kw)
+
+
+def check_handed(victim, mallory, env, ctl, pyenv, code):
+    top = tempfile.mkdtemp(prefix="sl-handed-")
+    os.chmod(top, 0o755)
+    path = os.path.join(top, "sl.sock")
+    proc = subprocess.Popen([auth.PYTHON, "-c", HANDED, path, str(mallory.uid),
+                             str(mallory.gid)], stdout=subprocess.PIPE, text=True, cwd="/")
+    try:
+        assert proc.stdout.readline().strip() == "listening"
+        r = as_user(victim, [ctl, "--socket", path, "submit", "--", "true"], env)
+        out = r.stdout + r.stderr
+        check(r.returncode != 0 and "runs as uid %d (%s)" % (mallory.uid, mallory.name) in out,
+              "stageloadctl refuses a daemon running as the other user: %s" % out.strip())
+        line = proc.stdout.readline().strip()
+        check(line == "got b''", "it was sent nothing: %s" % line)
+        r = as_user(victim, [auth.PYTHON, "-c", code.replace("Client()", "Client(%r)" % path)],
+                    pyenv)
+        check(r.stdout.startswith("refused:") and mallory.name in r.stdout,
+              "Python refuses it too: %s" % (r.stdout + r.stderr).strip())
+        line = proc.stdout.readline().strip()
+        check(line == "got b''", "Python sent it nothing: %s" % line)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def main():
@@ -135,6 +187,9 @@ def main():
         check(r.returncode != 0 and mallory.name in r.stdout + r.stderr,
               "the victim's daemon refuses to listen there: %s"
               % (r.stdout + r.stderr).strip()[-300:])
+        # A root-made socket in root's directory with the other user's
+        # process listening: refused once connected, before hello.
+        check_handed(victim, mallory, env, ctl, pyenv, code)
         # With a home of its own, the victim's default is under it: the
         # spoofed directory is never looked at.
         home_env = dict(env, HOME=victim.home)

@@ -20,6 +20,7 @@ import pwd
 import select
 import socket as _socket
 import stat as _stat
+import struct
 import sys
 import time
 import weakref
@@ -254,6 +255,27 @@ def _dir_trusted(path: str, uid: int) -> Optional[str]:
     return None
 
 
+def check_peer(sock: _socket.socket, path: str, kind: str = "named",
+               uid: Optional[int] = None) -> None:
+    """Raise UntrustedSocket unless the daemon connected at sock runs as
+    root or (but for the system socket) uid, as the kernel recorded it
+    (SO_PEERCRED; where Python cannot read it, the path's checks stand
+    alone)."""
+    if not hasattr(_socket, "SO_PEERCRED"):
+        return
+    uid = os.geteuid() if uid is None else uid
+    want = 0 if kind == "system" else uid
+    fmt = "3i"
+    _, peer, _ = struct.unpack(fmt, sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,
+                                                    struct.calcsize(fmt)))
+    if peer not in (0, want):
+        raise UntrustedSocket(path, (
+            "refusing the daemon at %s: it runs as %s, %s, and would receive what you "
+            "send (a job's command, environment and directory); %s"
+            % (path, _owner(peer), "not as root" if kind == "system"
+               else "neither as root nor as you", _WAY_OUT.get(kind, _WAY_OUT_OTHER))))
+
+
 def check_socket(path: str, kind: str = "named", uid: Optional[int] = None) -> None:
     """Raise UntrustedSocket unless a client of uid (default: this
     process's) may send to the socket at path, which came from kind
@@ -340,6 +362,11 @@ class Client:
             s.close()
             raise DaemonNotRunning(self.path, e.strerror or "") from None
         except OSError:
+            s.close()
+            raise
+        try:
+            check_peer(s, self.path, kind)
+        except BaseException:
             s.close()
             raise
         self._sock: Optional[_socket.socket] = s
