@@ -10,7 +10,7 @@ from typing import Any
 
 from .client import (Client, ConnectionLost, DaemonNotRunning, LimitReached, NoSuchJob,
                      NoSuchProcess, PermissionDenied, StageloadError, UntrustedSocket,
-                     WrongState, check_socket, socket_path)
+                     WrongState, check_peer, check_socket, socket_path)
 from .guard import JobNotRun, JobTerminated, SwapBudgetExceeded, guard, stage
 from .units import format_size, parse_size
 
@@ -19,9 +19,8 @@ __version__ = "0.1.0"
 __all__ = ["Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun", "JobTerminated",
            "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess", "PermissionDenied",
            "StageloadError", "StagedModels", "SwapBudgetExceeded", "UntrustedSocket",
-           "WrongState", "check_socket", "format_size", "guard", "on_call", "parse_size",
-           "release", "socket_path", "stage",
-           "stand_in", "trace"]
+           "WrongState", "check_peer", "check_socket", "format_size", "guard", "on_call",
+           "parse_size", "release", "socket_path", "stage", "stand_in", "trace"]
 
 _STAGING = ("StagedModels", "StandIn", "CallHook", "NotLoaded", "UnknownName", "on_call",
             "release", "stand_in")
