@@ -84,6 +84,8 @@ struct jrec {
 	int64_t note_after;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
+	int exit_owed; /* attached: the daemon ended the attempt its client
+	                  has not reported yet; that job_exit only asks */
 
 	struct jobs_stage *stage; /* jobs-stage.c; NULL before the first */
 };
@@ -214,7 +216,8 @@ void jobs_detached_unwatch(struct jrec *r);
 
 /* ---- jobs-attached.c ---- */
 
-/* Give up a job whose client did not come back after a restart. */
+/* Each sample: end an attached job the daemon is ending once its process
+ * is gone; give up one whose client did not come back after a restart. */
 void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
 
 /* ---- jobs-adopt.c ---- */

@@ -22,6 +22,7 @@
 #include "notify.h"
 #include "sampler.h"
 #include "server.h"
+#include "socket-trust.h"
 #include "spawn.h"
 #include "tick.h"
 #include "trust.h"
@@ -185,6 +186,26 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 }
 
 /*
+ * The per-user default socket under /tmp (no $XDG_RUNTIME_DIR, no usable
+ * home) is held to the clients' rule (socket-trust.c): its directory, when
+ * there, must be this user's with mode 0700, or no client would talk to
+ * this daemon. Another user who made it first is named in the refusal.
+ */
+static int
+default_socket_check(const struct daemon *d, char *cause, size_t causelen)
+{
+	enum socket_kind kind;
+	char def[1024];
+
+	if (d->cfg.system ||
+	    socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                     geteuid(), def, sizeof def, &kind) != 0 ||
+	    kind != SOCKET_TMP || strcmp(def, d->cfg.socket_path) != 0)
+		return 0;
+	return socket_check(def, kind, geteuid(), cause, causelen);
+}
+
+/*
  * Every client is a descriptor: make room for the connection cap when the
  * hard limit allows, instead of failing accept() far below it. The rest
  * (up to 1024) is for the database, job logs and monitors, and the
@@ -335,6 +356,8 @@ main(int argc, char **argv)
 	uv_signal_start(&sig_int, signal_cb, SIGINT);
 	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
 
+	if (default_socket_check(d, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
 	if (server_claim(d, cause, sizeof cause) != 0)
