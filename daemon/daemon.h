@@ -10,7 +10,18 @@
 #include <uv.h>
 
 #include "platform.h"
-#include "store.h"
+
+struct store;
+
+/* How long the store keeps what (config: retention). */
+struct store_retention {
+	int64_t raw_ms;  /* full-rate samples; default 2 days */
+	int64_t t10s_ms; /* 10 s rollup; default 14 days */
+	int64_t t1m_ms;  /* 1 min rollup; default 90 days */
+	int64_t t10m_ms; /* 10 min rollup; default 2 years */
+	/* ended jobs, their samples and events; default 90 days */
+	int64_t jobs_ms;
+};
 
 #define CONFIG_GROUP_NAME_MAX 32
 #define CONFIG_MAX_GROUPS 64
@@ -93,14 +104,14 @@ struct config {
 
 	/* read buffers (partial lines) of one uid's connections, 64 MiB */
 	size_t max_input_bytes_per_uid;
-	size_t max_unread_bytes_per_uid; /* output queued for one uid, 32 MiB */
+	size_t max_unread_bytes_per_uid; /* output queued for one uid, 16 MiB */
 };
 
 /* Jobs keep this many recent footprints per job to tell when it settled
  * (jobs-internal.h), so settle_samples can be no larger. */
 #define CONFIG_SETTLE_SAMPLES_MAX 16
 /* As many runs as the store keeps of a name (STORE_LEARN_RUNS_MAX). */
-#define CONFIG_LEARN_RUNS_MAX STORE_LEARN_RUNS_MAX
+#define CONFIG_LEARN_RUNS_MAX 20
 
 void config_defaults(struct config *cfg, int system);
 /* Is name a job group's name: 1-32 of A-Z a-z 0-9 _ -? */
