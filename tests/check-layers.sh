@@ -539,6 +539,7 @@ self_test() {
 	# the layer table: hi above lo; lo calling (and including) hi goes up,
 	# though the two are no cycle; a file in no row is refused too
 	mkdir "$tmp/ordered" "$tmp/ordered-objs"
+	# shellcheck disable=SC2016 # backquotes are the table's, not a command
 	printf '## The layers\n\n| layer | files | owns |\n|---|---|---|\n| hi | `hi.c` | |\n| lo | `lo.c`, `lo-*.c` | |\n\n## Next\n' >"$tmp/layers.md"
 	printf 'int lo(int);\nint hi(int n) { return lo(n); }\n' >"$tmp/ordered/hi.c"
 	printf '/* hi */\n' >"$tmp/ordered/hi.h"
