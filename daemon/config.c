@@ -19,7 +19,6 @@
 #include "units.h"
 #include "version.h"
 
-#define CONFIG_DAY_MS (24LL * 3600 * 1000)
 
 #define DAY_MS (24LL * 3600 * 1000)
 
@@ -634,11 +633,11 @@ config_defaults(struct config *cfg, int system)
 	if (platform_default_db(system, cfg->db_path, sizeof cfg->db_path) != 0)
 		cfg->db_path[0] = '\0';
 	cfg->interval_ms = 500;
-	cfg->retention.raw_ms = 2 * CONFIG_DAY_MS;
-	cfg->retention.t10s_ms = 14 * CONFIG_DAY_MS;
-	cfg->retention.t1m_ms = 90 * CONFIG_DAY_MS;
-	cfg->retention.t10m_ms = 2 * 365 * CONFIG_DAY_MS;
-	cfg->retention.jobs_ms = 90 * CONFIG_DAY_MS;
+	cfg->retention.raw_ms = 2 * DAY_MS;
+	cfg->retention.t10s_ms = 14 * DAY_MS;
+	cfg->retention.t1m_ms = 90 * DAY_MS;
+	cfg->retention.t10m_ms = 2 * 365 * DAY_MS;
+	cfg->retention.jobs_ms = 90 * DAY_MS;
 	cfg->psi_warn = 10;
 	cfg->psi_critical = 40;
 
