@@ -6,12 +6,14 @@
 #define SL_DAEMON_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <uv.h>
 
 #include "platform.h"
 
 struct store;
+struct cJSON;
 
 /* How long the store keeps what (config: retention). */
 struct store_retention {
@@ -119,7 +121,8 @@ int config_group_name_ok(const char *name);
 /* The running limit of group name (0: none). */
 int config_group_max_running(const struct config *cfg, const char *name);
 /* Parse argv (and --config FILE) into cfg. Returns 0 to run, 1 when it
- * printed --help or --version, -EINVAL with cause on bad input. */
+ * printed --help, --version or --print-config, -EINVAL with cause on bad
+ * input. */
 int config_parse(struct config *cfg, int argc, char **argv, char *cause,
                  size_t causelen);
 /* SIGHUP: parse argv and the config file again into a fresh config and copy
@@ -127,6 +130,12 @@ int config_parse(struct config *cfg, int argc, char **argv, char *cause,
  * option that only takes effect at start-up changed. */
 int config_reload(struct config *cfg, int argc, char **argv,
                   int *restart_needed, char *cause, size_t causelen);
+/* Every setting as a config file line, each after its one line of help:
+ * what --print-config prints. */
+void config_print(const struct config *cfg, FILE *f);
+/* info's "defaults" and "limits": the settings that have a key there. */
+int config_info(const struct config *cfg, struct cJSON *defaults,
+                struct cJSON *limits);
 
 struct server;
 struct sampler;
