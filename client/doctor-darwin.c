@@ -31,7 +31,7 @@ int
 doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen)
 {
 	struct xsw_usage xsu;
-	uint64_t memsize;
+	uint64_t memsize, usable = 0;
 	int level, pressure, rc;
 
 	memset(k, 0, sizeof *k);
@@ -46,8 +46,17 @@ doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen)
 	    (rc = read_one("vm.swapusage", &xsu, sizeof xsu, cause, causelen)) <
 	        0)
 		return rc;
-	k->total_bytes = memsize;
-	k->total_source = "sysctl hw.memsize";
+	/* The daemon's total: the base of memorystatus_level, hw.memsize
+	 * on a kernel without it (docs/macos.md). */
+	if (read_one("hw.memsize_usable", &usable, sizeof usable, cause,
+	             causelen) == 0 &&
+	    usable > 0) {
+		k->total_bytes = usable;
+		k->total_source = "sysctl hw.memsize_usable";
+	} else {
+		k->total_bytes = memsize;
+		k->total_source = "sysctl hw.memsize";
+	}
 	k->free_pct = level;
 	k->free_source = "sysctl kern.memorystatus_level";
 	k->has_swap = 1;

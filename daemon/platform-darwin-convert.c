@@ -42,12 +42,24 @@ int
 darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
                    char *cause, size_t causelen)
 {
-	uint64_t free_bytes, wired, compressed, sum;
+	uint64_t free_bytes, wired, compressed, sum, total;
 	uint64_t level;
 
 	if (raw->memsize == 0) {
 		snprintf(cause, causelen, "hw.memsize is 0");
 		return -EINVAL;
+	}
+	/* memorystatus_level is pages available over max_mem's pages
+	 * (vm_pressure_response), and hw.memsize_usable answers max_mem:
+	 * installed RAM less what the firmware and kernel keep back. Its
+	 * share of hw.memsize would overstate available by that much. */
+	total = raw->memsize_usable != 0 ? raw->memsize_usable : raw->memsize;
+	if (total > raw->memsize) {
+		snprintf(cause, causelen,
+		         "hw.memsize_usable %llu is above hw.memsize %llu",
+		         (unsigned long long)raw->memsize_usable,
+		         (unsigned long long)raw->memsize);
+		return -ERANGE;
 	}
 	if (raw->memorystatus_level < 0 || raw->memorystatus_level > 100) {
 		snprintf(cause, causelen,
@@ -97,7 +109,7 @@ darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
 	}
 
 	memset(s, 0, sizeof *s);
-	s->total_bytes = raw->memsize;
+	s->total_bytes = total;
 	s->free_pct = raw->memorystatus_level;
 	/*
 	 * macOS has no MemAvailable. memorystatus_level is the kernel's own
@@ -107,11 +119,10 @@ darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
 	 * consistent with the plain one. The cost is 1 % granularity (about
 	 * 480 MiB on a 48 GiB machine). free_count would be far too low: the
 	 * kernel keeps few pages free and fills the rest with reclaimable
-	 * cache. Split to keep memsize * level from overflowing.
+	 * cache. Split to keep total * level from overflowing.
 	 */
 	level = (uint64_t)raw->memorystatus_level;
-	s->available_bytes =
-	    raw->memsize / 100 * level + raw->memsize % 100 * level / 100;
+	s->available_bytes = total / 100 * level + total % 100 * level / 100;
 	s->swap_used_bytes = raw->swap_used;
 	s->swap_total_bytes = raw->swap_total;
 	s->pressure = darwin_pressure_level(raw->vm_pressure_level);

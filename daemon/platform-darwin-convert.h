@@ -17,7 +17,10 @@
 
 /* The system-wide values read for one sample. */
 struct darwin_vm_raw {
-	uint64_t memsize;       /* sysctl hw.memsize, bytes */
+	uint64_t memsize; /* sysctl hw.memsize, bytes: installed RAM */
+	/* sysctl hw.memsize_usable, bytes: the kernel's max_mem, what
+	 * memorystatus_level is a share of; 0 when the kernel lacks it */
+	uint64_t memsize_usable;
 	int memorystatus_level; /* sysctl kern.memorystatus_level, 0-100 */
 	int vm_pressure_level;  /* sysctl kern.memorystatus_vm_pressure_level */
 	uint64_t swap_total;    /* sysctl vm.swapusage xsu_total, bytes */
@@ -74,8 +77,13 @@ int darwin_swap_pick(const struct darwin_swap_raw *r, size_t n, char *cause,
 /* kern.memorystatus_vm_pressure_level (1, 2, 4) to our level. */
 enum pressure_level darwin_pressure_level(int raw);
 
-/* A system sample from raw values; ts_ms is left to the caller. A swap
- * reading with used above total is torn (darwin_swap_raw): -EAGAIN. */
+/*
+ * A system sample from raw values; ts_ms is left to the caller. Total and
+ * available come from hw.memsize_usable (hw.memsize when it is 0), the
+ * base memorystatus_level is a share of, so available / total is the free
+ * %; one above hw.memsize is a unit mix-up: -ERANGE. A swap reading with
+ * used above total is torn (darwin_swap_raw): -EAGAIN.
+ */
 int darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
                        char *cause, size_t causelen);
 

@@ -41,6 +41,7 @@ struct sysctl_mib {
 
 enum {
 	MIB_MEMSIZE,
+	MIB_MEMSIZE_USABLE,
 	MIB_LEVEL,
 	MIB_PRESSURE,
 	MIB_SWAPUSAGE,
@@ -56,6 +57,7 @@ static struct {
     .mibs =
         {
             [MIB_MEMSIZE] = {.name = "hw.memsize"},
+            [MIB_MEMSIZE_USABLE] = {.name = "hw.memsize_usable"},
             [MIB_LEVEL] = {.name = "kern.memorystatus_level"},
             [MIB_PRESSURE] = {.name = "kern.memorystatus_vm_pressure_level"},
             [MIB_SWAPUSAGE] = {.name = "vm.swapusage"},
@@ -81,11 +83,17 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	for (i = 0; i < MIB_COUNT; i++) {
 		m = &darwin.mibs[i];
 		m->len = CTL_MAXNAME;
-		if (sysctlnametomib(m->name, m->mib, &m->len) == -1) {
-			snprintf(cause, causelen, "sysctl %s: %s", m->name,
-			         strerror(errno));
-			return -errno;
+		if (sysctlnametomib(m->name, m->mib, &m->len) == 0)
+			continue;
+		if (i == MIB_MEMSIZE_USABLE && errno == ENOENT) {
+			/* A kernel without it: totals fall back to
+			 * hw.memsize (darwin_sys_convert). */
+			m->len = 0;
+			continue;
 		}
+		snprintf(cause, causelen, "sysctl %s: %s", m->name,
+		         strerror(errno));
+		return -errno;
 	}
 	darwin.host = mach_host_self();
 	/* host_statistics64 counts kernel pages (16 KiB on Apple Silicon,
@@ -179,7 +187,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	vm_statistics64_data_t vm;
 	mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
 	struct darwin_swap_raw swap;
-	uint64_t memsize;
+	uint64_t memsize, usable = 0;
 	kern_return_t kr;
 	int level, pressure, rc;
 
@@ -189,6 +197,9 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	}
 	if ((rc = sysctl_read(MIB_MEMSIZE, &memsize, sizeof memsize, cause,
 	                      causelen)) < 0 ||
+	    (darwin.mibs[MIB_MEMSIZE_USABLE].len > 0 &&
+	     (rc = sysctl_read(MIB_MEMSIZE_USABLE, &usable, sizeof usable,
+	                       cause, causelen)) < 0) ||
 	    (rc = sysctl_read(MIB_LEVEL, &level, sizeof level, cause,
 	                      causelen)) < 0 ||
 	    (rc = sysctl_read(MIB_PRESSURE, &pressure, sizeof pressure, cause,
@@ -204,6 +215,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	}
 
 	raw.memsize = memsize;
+	raw.memsize_usable = usable;
 	raw.memorystatus_level = level;
 	raw.vm_pressure_level = pressure;
 	raw.swap_total = swap.total;

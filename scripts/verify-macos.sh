@@ -97,7 +97,7 @@ skip() { result SKIP "$@"; }
 CHECKS="1|quiet|the daemon answers: stageloadctl info (version, interval, a sample under 5 s old)
 2|quiet|free % against sysctl kern.memorystatus_level, within $FREE_TOL_PCT points
 3|quiet|free % against memory_pressure -Q (System-wide memory free percentage), within $FREE_TOL_PCT points
-4|quiet|total memory equals sysctl hw.memsize exactly
+4|quiet|total memory equals sysctl hw.memsize_usable (the base of kern.memorystatus_level) exactly
 5|quiet|swap used against sysctl vm.swapusage used, within $SWAP_TOL_MIB MiB + 5 %; total equal unless a swap file came or went
 6|quiet|pressure against sysctl kern.memorystatus_vm_pressure_level (1 normal, 2 warn, 4 critical)
 7|quiet|the socket /var/run/stageload.sock is root's and mode 0666, and launchd runs the daemon (launchctl print system/$LABEL)
@@ -236,11 +236,16 @@ else
 fi
 
 total=$(echo "$info" | json_num total_bytes)
-memsize=$(sysctl -n hw.memsize 2>/dev/null)
+memname=hw.memsize_usable
+memsize=$(sysctl -n "$memname" 2>/dev/null)
+if [ -z "$memsize" ]; then
+	memname=hw.memsize # a kernel without it: the daemon takes this too
+	memsize=$(sysctl -n "$memname" 2>/dev/null)
+fi
 if [ "$total" = "$memsize" ]; then
-	pass 4 "total $total bytes = hw.memsize"
+	pass 4 "total $total bytes = $memname"
 else
-	fail 4 "total $total bytes, hw.memsize $memsize"
+	fail 4 "total $total bytes, $memname $memsize"
 fi
 
 swap_used=$(echo "$info" | json_num swap_used_bytes)

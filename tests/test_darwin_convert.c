@@ -25,6 +25,8 @@ mac48(void)
 {
 	struct darwin_vm_raw raw = {
 	    .memsize = 48 * GiB,
+	    /* max_mem: what the firmware and kernel leave of 48 GiB */
+	    .memsize_usable = 48 * GiB - 918 * MiB,
 	    .memorystatus_level = 42,
 	    .vm_pressure_level = 1,
 	    .swap_total = 2 * GiB,
@@ -46,12 +48,17 @@ test_mac48_sample(void **state)
 	uint64_t expect_avail;
 
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
-	assert_int_equal(s.total_bytes, 51539607552ULL);
+	/* Total is hw.memsize_usable, the base of memorystatus_level. */
+	assert_int_equal(s.total_bytes, 51539607552ULL - 962592768ULL);
 	assert_true(s.free_pct == 42.0);
-	/* 42 % of 48 GiB, rounded down: 21646635171.84 bytes. */
-	expect_avail = (uint64_t)((unsigned __int128)raw.memsize * 42 / 100);
-	assert_int_equal(expect_avail, 21646635171ULL);
+	/* 42 % of it, rounded down: 21242346209.28 bytes; so available
+	 * over total is the free % again. */
+	expect_avail =
+	    (uint64_t)((unsigned __int128)raw.memsize_usable * 42 / 100);
+	assert_int_equal(expect_avail, 21242346209ULL);
 	assert_int_equal(s.available_bytes, expect_avail);
+	assert_int_equal(s.available_bytes * 100 / s.total_bytes, 41);
+	assert_int_equal((s.available_bytes + 1) * 100 / s.total_bytes, 42);
 	assert_int_equal(s.swap_total_bytes, 2 * GiB);
 	assert_int_equal(s.swap_used_bytes, 512 * MiB);
 	assert_int_equal(s.pressure, PRESSURE_NORMAL);
@@ -126,7 +133,7 @@ test_level_range(void **state)
 
 	raw.memorystatus_level = 100;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
-	assert_int_equal(s.available_bytes, raw.memsize);
+	assert_int_equal(s.available_bytes, raw.memsize_usable);
 	raw.memorystatus_level = 0;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
 	assert_int_equal(s.available_bytes, 0);
@@ -147,6 +154,31 @@ test_level_range(void **state)
 	assert_non_null(strstr(cause, "hw.memsize"));
 }
 
+/* Without hw.memsize_usable (0) the total is hw.memsize; one above
+ * hw.memsize is a unit mix-up, never a sample. */
+static void
+test_memsize_usable(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+
+	raw.memsize_usable = 0;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.total_bytes, 48 * GiB);
+	assert_int_equal(s.available_bytes,
+	                 (uint64_t)((unsigned __int128)(48 * GiB) * 42 / 100));
+
+	raw.memsize_usable = raw.memsize;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.total_bytes, 48 * GiB);
+
+	raw.memsize_usable = raw.memsize + PAGE_16K;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -ERANGE);
+	assert_non_null(strstr(cause, "hw.memsize_usable"));
+}
+
 static void
 test_available_does_not_overflow(void **state)
 {
@@ -156,6 +188,7 @@ test_available_does_not_overflow(void **state)
 	char cause[256];
 
 	raw.memsize = UINT64_MAX - 7;
+	raw.memsize_usable = 0;
 	raw.memorystatus_level = 99;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
 	assert_int_equal(s.available_bytes,
@@ -706,6 +739,7 @@ main(void)
 	    cmocka_unit_test(test_page_counts_that_overflow_ram),
 	    cmocka_unit_test(test_bad_page_size),
 	    cmocka_unit_test(test_level_range),
+	    cmocka_unit_test(test_memsize_usable),
 	    cmocka_unit_test(test_available_does_not_overflow),
 	    cmocka_unit_test(test_swap_grows_as_files_are_added),
 	    cmocka_unit_test(test_swap_torn_by_a_file_added),
