@@ -205,6 +205,9 @@ void jobs_detached_spawn(struct daemon *d, struct jrec *r);
 /* A re-adopted job without a pipe: has it ended? (each sample) */
 void jobs_detached_check(struct daemon *d, struct jrec *r);
 /* The monitor recorded the job's end (or that it could not start). */
+/* Why a detached job exited non-zero, when the end of its log tells
+ * (platform_log_hint), as a malloc'd end_detail; NULL when it does not. */
+char *jobs_detached_exit_hint(struct daemon *d, const struct job *j);
 void jobs_detached_ended(struct daemon *d, struct jrec *r,
                          const struct spawn_status *st);
 void jobs_detached_unwatch(struct jrec *r);

@@ -580,7 +580,10 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 	}
 	jrec_forget_process(r);
 	if (known) {
-		jrec_end(d, r, JOB_EXITED, NULL, NULL);
+		jrec_end(d, r, JOB_EXITED, NULL,
+		         !j->attached && exit_code != 0 && term_signal == 0
+		             ? jobs_detached_exit_hint(d, j)
+		             : NULL);
 		return;
 	}
 	detail =

@@ -7,12 +7,14 @@
 #include <sys/proc_info.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/sysctl.h>
 #include <sys/ucred.h>
 #include <sys/un.h>
 
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libproc.h>
@@ -53,6 +55,7 @@ static struct {
 	mach_port_t host;
 	uint64_t page_size;
 	struct sysctl_mib mibs[MIB_COUNT];
+	char boot_alias[256]; /* find_boot_alias */
 } darwin = {
     .mibs =
         {
@@ -63,6 +66,8 @@ static struct {
             [MIB_SWAPUSAGE] = {.name = "vm.swapusage"},
         },
 };
+
+static void find_boot_alias(void);
 
 int
 platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
@@ -102,6 +107,7 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	    page_size == 0)
 		page_size = vm_kernel_page_size;
 	darwin.page_size = page_size;
+	find_boot_alias();
 	darwin.ready = 1;
 	return 0;
 }
@@ -592,7 +598,52 @@ platform_session_login(const char *user)
 }
 
 void
-platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                    size_t len)
 {
-	darwin_spawn_hint(err, path, buf, len);
+	darwin_spawn_hint(
+	    err, path, home,
+	    darwin.boot_alias[0] != '\0' ? darwin.boot_alias : NULL, buf, len);
+}
+
+void
+platform_log_hint(const char *text, size_t len, const char *home, char *buf,
+                  size_t buflen)
+{
+	darwin_log_hint(text, len, home,
+	                darwin.boot_alias[0] != '\0' ? darwin.boot_alias : NULL,
+	                buf, buflen);
+}
+
+/*
+ * The name of /Volumes' link to / ("Macintosh HD"): the boot volume's
+ * alias there, which TCC does not guard as a removable volume. Read once
+ * at start; a volume renamed later only makes the hint less apt.
+ */
+static void
+find_boot_alias(void)
+{
+	char path[PATH_MAX], target[8];
+	struct dirent *e;
+	struct stat st;
+	ssize_t n;
+	DIR *dir;
+
+	darwin.boot_alias[0] = '\0';
+	if ((dir = opendir("/Volumes")) == NULL)
+		return;
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] == '.' ||
+		    snprintf(path, sizeof path, "/Volumes/%s", e->d_name) >=
+		        (int)sizeof path ||
+		    lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+			continue;
+		n = readlink(path, target, sizeof target);
+		if (n == 1 && target[0] == '/') {
+			snprintf(darwin.boot_alias, sizeof darwin.boot_alias,
+			         "%s", e->d_name);
+			break;
+		}
+	}
+	closedir(dir);
 }

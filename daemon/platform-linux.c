@@ -1032,10 +1032,25 @@ platform_session_login(const char *user)
 }
 
 void
-platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                    size_t len)
 {
 	(void)err;
 	(void)path;
+	(void)home;
 	if (len > 0)
+		buf[0] = '\0';
+}
+
+/* Linux has no per-folder privacy control that a root daemon's job
+ * would meet and the user's own shell would not. */
+void
+platform_log_hint(const char *text, size_t len, const char *home, char *buf,
+                  size_t buflen)
+{
+	(void)text;
+	(void)len;
+	(void)home;
+	if (buflen > 0)
 		buf[0] = '\0';
 }

@@ -107,8 +107,21 @@ int platform_session_login(const char *user);
  * A spawn step (chdir, exec) failed with err on path: a readable hint
  * about why, in buf ("" when there is nothing to add). On macOS an EPERM
  * on a privacy-protected folder (TCC) names the cause and the ways out.
+ * home is the job's $HOME (NULL: unknown), where those folders may be.
  */
-void platform_spawn_hint(int err, const char *path, char *buf, size_t len);
+void platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                         size_t len);
+
+/*
+ * A detached job exited non-zero: a readable hint from the end of its log
+ * (text[0..len), not NUL-terminated) about why, in buf ("" when none). On
+ * macOS a line saying "Operation not permitted" about a path in a
+ * privacy-protected folder (TCC) names the path, the cause and the ways
+ * out: the usual failure of a job reading a model in ~/Documents. home as
+ * for platform_spawn_hint.
+ */
+void platform_log_hint(const char *text, size_t len, const char *home,
+                       char *buf, size_t buflen);
 
 /* Information about one live process; -ESRCH when it does not exist. Never
  * reads proc_root: jobs are always real processes. A zombie (exited, not
