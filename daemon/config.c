@@ -511,6 +511,9 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	if (strcmp(k, "fast_swap") == 0)
 		return set_double(&cfg->fast_swap_pct, key, v, 0, 100, cause,
 		                  causelen);
+	if (strcmp(k, "keep_awake_queue") == 0)
+		return set_duration(&cfg->keep_awake_queue_ms, key, v, 0,
+		                    365 * DAY_MS, cause, causelen);
 	if (strcmp(k, "keep_awake") == 0) {
 		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
 			return rc;
@@ -667,6 +670,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_wait_free_pct = 95;
 	cfg->hol_bound_ms = 600000;
 	cfg->keep_awake = 1;
+	cfg->keep_awake_queue_ms = 12 * 3600 * 1000;
 	cfg->learn = 1;
 	cfg->learn_runs = 5;
 	cfg->fast_interval_ms = 100;
@@ -920,6 +924,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	cfg->hol_bound_ms = n->hol_bound_ms;
 	cfg->verbose = n->verbose;
 	cfg->keep_awake = n->keep_awake;
+	cfg->keep_awake_queue_ms = n->keep_awake_queue_ms;
 	cfg->learn = n->learn;
 	cfg->learn_runs = n->learn_runs;
 	cfg->fast_interval_ms = n->fast_interval_ms;

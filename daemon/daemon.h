@@ -86,6 +86,9 @@ struct config {
 	int foreground;
 	/* hold off idle sleep while a job holds memory (platform.h), 1 */
 	int keep_awake;
+	/* and while a queued job could start, for at most this long since
+	 * the last admission (awake.h), 12 h; 0: never for the queue */
+	int64_t keep_awake_queue_ms;
 
 	int system;              /* root daemon: world-connectable socket */
 	char config_path[1024];  /* --config FILE, "" when none */

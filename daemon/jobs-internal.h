@@ -111,6 +111,7 @@ struct jobs {
 	uint64_t breaches;
 	struct onend_run *onend; /* on-end commands running */
 	int loading; /* jobs_init is loading the store's unended jobs */
+	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };
 
 static inline char *

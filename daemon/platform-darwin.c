@@ -462,6 +462,7 @@ platform_default_db(int system, char *buf, size_t len)
 
 static struct {
 	pid_t pid;                  /* the running caffeinate, or 0 */
+	int hold;                   /* what it holds: PLATFORM_AWAKE_* */
 	pid_t reap[AWAKE_REAP_MAX]; /* stopped, not yet reaped */
 	int nreap;
 } awake;
@@ -501,8 +502,13 @@ awake_stop(int wait)
 	}
 }
 
+/*
+ * -i (PreventUserIdleSystemSleep) for a job holding memory, on battery
+ * too; -s (PreventSystemSleep) for a waiting queue, which macOS honours
+ * only on AC power (caffeinate(8)): a queue never drains a battery.
+ */
 static int
-awake_start(char *cause, size_t causelen)
+awake_start(int hold, char *cause, size_t causelen)
 {
 	char pidarg[24];
 	int fds[2], err = 0, nullfd, fd;
@@ -532,7 +538,9 @@ awake_start(char *cause, size_t causelen)
 		return -err;
 	}
 	if (pid == 0) {
-		char *argv[] = {CAFFEINATE, "-i", "-w", pidarg, NULL};
+		char *argv[] = {CAFFEINATE,
+		                hold == PLATFORM_AWAKE_QUEUE ? "-s" : "-i",
+		                "-w", pidarg, NULL};
 		char *envp[] = {NULL};
 
 		(void)dup2(nullfd, STDIN_FILENO);
@@ -562,6 +570,7 @@ awake_start(char *cause, size_t causelen)
 		return -err;
 	}
 	awake.pid = pid;
+	awake.hold = hold;
 	return 0;
 }
 
@@ -574,13 +583,29 @@ platform_keep_awake(int hold, char *cause, size_t causelen)
 	/* One that ended on its own (killed by hand) is started again. */
 	if (awake.pid > 0 && waitpid(awake.pid, &status, WNOHANG) == awake.pid)
 		awake.pid = 0;
+	if (hold && awake.pid > 0 && awake.hold == hold)
+		return 0;
 	if (!hold) {
 		awake_stop(0);
 		return 0;
 	}
-	if (awake.pid > 0)
+	/* Another kind of hold is another caffeinate: the old one goes
+	 * once the new one runs, so the machine is never left unheld. */
+	if (awake.pid > 0) {
+		pid_t old = awake.pid;
+		int rc;
+
+		awake.pid = 0;
+		if ((rc = awake_start(hold, cause, causelen)) != 0) {
+			awake.pid = old; /* still holds what it held */
+			return rc;
+		}
+		(void)kill(old, SIGTERM);
+		if (awake.nreap < AWAKE_REAP_MAX)
+			awake.reap[awake.nreap++] = old;
 		return 0;
-	return awake_start(cause, causelen);
+	}
+	return awake_start(hold, cause, causelen);
 }
 
 /*

@@ -991,7 +991,9 @@ platform_default_db(int system, char *buf, size_t len)
 int
 platform_keep_awake(int hold, char *cause, size_t causelen)
 {
-	const char *text = hold ? "held\n" : "released\n";
+	const char *text = hold == PLATFORM_AWAKE_QUEUE ? "held-queue\n"
+	                   : hold                       ? "held\n"
+	                                                : "released\n";
 	char tmp[PATH_MAX + 8];
 	int fd, rc = 0;
 

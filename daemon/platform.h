@@ -88,11 +88,16 @@ int platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen);
 int platform_swap_used(uint64_t *used_bytes, char *cause, size_t causelen);
 
 /*
- * Keep the machine from idle sleep while hold is 1, let it sleep again at
- * 0 (macOS: /usr/bin/caffeinate -i -w <daemon pid>; Linux: nothing, except
+ * Keep the machine from idle sleep: hold PLATFORM_AWAKE_JOBS while a job
+ * holds memory, on battery too; PLATFORM_AWAKE_QUEUE while queued jobs
+ * wait, on AC power only; 0 to let it sleep again (macOS:
+ * /usr/bin/caffeinate -i or -s -w <daemon pid>; Linux: nothing, except
  * that under a fixture proc root the state is written to <root>/keep-awake
- * for tests). Idempotent; called from the loop, never blocks.
+ * for tests: "held", "held-queue" or "released"). Idempotent; called from
+ * the loop, never blocks.
  */
+#define PLATFORM_AWAKE_JOBS 1
+#define PLATFORM_AWAKE_QUEUE 2
 int platform_keep_awake(int hold, char *cause, size_t causelen);
 
 /*
