@@ -404,6 +404,14 @@ platform_peer_groups(int fd, gid_t **groups, int *ngroups)
 }
 
 int
+platform_peer_groups_max(void)
+{
+	struct xucred xuc;
+
+	return (int)(sizeof xuc.cr_groups / sizeof xuc.cr_groups[0]);
+}
+
+int
 platform_user_groups(const char *user, gid_t gid, gid_t **groups, int *ngroups)
 {
 	int cap = 32, n, *buf;

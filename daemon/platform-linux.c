@@ -110,7 +110,9 @@ static struct {
 	 * where platform_keep_awake writes its state. docs/daemon.md. */
 	char once_path[PATH_MAX];
 	char awake_path[PATH_MAX];
-	int awake;          /* as last written there; -1: not yet */
+	int awake; /* as last written there; -1: not yet */
+	/* and <root>/peer-groups-max: platform_peer_groups_max's answer */
+	char groups_max_path[PATH_MAX];
 	double psi_avg10;   /* as last read; -1: none */
 	int64_t psi_due_ms; /* when the real file is read next */
 	int proc_fd;        /* the real /proc, for per-process openat() */
@@ -226,7 +228,9 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	    set_path(P.once_path, sizeof(P.once_path), root, "meminfo.once") !=
 	        0 ||
 	    set_path(P.awake_path, sizeof(P.awake_path), root, "keep-awake") !=
-	        0) {
+	        0 ||
+	    set_path(P.groups_max_path, sizeof(P.groups_max_path), root,
+	             "peer-groups-max") != 0) {
 		snprintf(cause, causelen, "proc root too long: %s", root);
 		return -ENAMETOOLONG;
 	}
@@ -1023,6 +1027,28 @@ platform_keep_awake(int hold, char *cause, size_t causelen)
 	} else
 		P.awake = hold;
 	return rc;
+}
+
+int
+platform_peer_groups_max(void)
+{
+	char buf[16];
+	ssize_t n;
+	int fd, max = 0;
+
+	/* SO_PEERGROUPS passes every group: no cap, but for tests. */
+	if (!P.initialised || !P.fixture_root)
+		return 0;
+	if ((fd = open(P.groups_max_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) <
+	    0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		max = atoi(buf);
+	}
+	return max > 0 ? max : 0;
 }
 
 /* getlogin() on Linux reads utmp, not the session: nothing to set. */

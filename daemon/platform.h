@@ -173,6 +173,16 @@ int platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
  */
 int platform_peer_groups(int fd, gid_t **groups, int *ngroups);
 
+/*
+ * The most groups platform_peer_groups can report, when the system cuts
+ * the list there (macOS: 16, the size of xucred's cr_groups; a peer with
+ * that many may have more it cannot pass on), or 0 when it reports every
+ * group (Linux). Under a Linux fixture proc root, the number in
+ * <root>/peer-groups-max when that file exists, read at each call, for
+ * tests.
+ */
+int platform_peer_groups_max(void);
+
 /* Supplementary groups of user name (with primary gid): malloc'd array. */
 int platform_user_groups(const char *user, gid_t gid, gid_t **groups,
                          int *ngroups);

@@ -11,7 +11,9 @@ fixture proc root (docs/daemon.md, "Test hooks"):
   taken ("held-queue", macOS: on AC power only) for at most
   keep_awake_queue since the last admission; `info` says which and why;
   never with keep_awake = 0 (the fixture's keep-awake file records each
-  change).
+  change);
+- a submitter whose groups are as many as the system passes on (macOS: 16;
+  the fixture's peer-groups-max) is told its detached job gets no more.
 
 Jobs are real processes. Run one scenario with: platform-hooks.py NAME...
 """
@@ -225,12 +227,77 @@ def sc_keep_awake_off(d, c):
     wait_state(c, jid, "exited")
 
 
+def sc_groups_capped(d, c):
+    """A detached job's submitter is told when its connection's groups are
+    as many as the system passes on (macOS: 16; here the fixture's
+    peer-groups-max), since the job gets no more; an attached job keeps
+    the shell's own groups and is not."""
+    import subprocess
+    cap = os.path.join(d.proc_root, "peer-groups-max")
+    saved = os.getgroups()
+    if not saved and os.geteuid() == 0:
+        # Root with no supplementary groups (a container): two for this
+        # scenario, given back at its end.
+        os.setgroups([0, 100])
+    try:
+        groups_capped_with(d, c, cap, len(os.getgroups()))
+    finally:
+        if os.geteuid() == 0:
+            os.setgroups(saved)
+
+
+def groups_capped_with(d, c, cap, n):
+    import subprocess
+
+    def write_cap(v):
+        with open(cap + ".tmp", "w") as f:
+            f.write("%d\n" % v)
+        os.rename(cap + ".tmp", cap)
+
+    def submit_answer(**opts):
+        # A connection of its own: the groups are read when it connects.
+        c2 = Client(d.socket)
+        p = {"argv": ["true"], "cwd": d.dir, "env": ["A=1"]}
+        p.update(opts)
+        r = c2.call("submit", p)
+        c2.close()
+        return r
+
+    r = submit_answer()
+    assert "groups_capped" not in r, r  # no cap (Linux)
+    write_cap(n + 1)
+    r = submit_answer()
+    assert "groups_capped" not in r, (n, r)
+    if n == 0:
+        print("     (this process has no supplementary groups: the capped "
+              "case is not shown)")
+        return
+    write_cap(n)
+    r = submit_answer()
+    assert r.get("groups_capped") is True, (n, r)
+    r = submit_answer(attached=True)
+    assert "groups_capped" not in r, r
+    c.call("cancel", {"id": r["id"]})
+    # stageloadctl submit warns, and --json carries it.
+    ctl = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+    p = subprocess.run([ctl, "--socket", d.socket, "--json", "submit", "--",
+                        "true"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert '"groups_capped":true' in p.stdout, p.stdout
+    assert "warning:" in p.stderr and "groups" in p.stderr, p.stderr
+    os.unlink(cap)
+    p = subprocess.run([ctl, "--socket", d.socket, "submit", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr)
+
+
 SCENARIOS = [
     ("torn_swap_never_kills", sc_torn_swap_never_kills, ""),
     ("keep_awake", sc_keep_awake, ""),
     ("keep_awake_queue_bound", sc_keep_awake_queue_bound,
      "keep_awake_queue = 2s\n"),
     ("keep_awake_off", sc_keep_awake_off, "keep_awake = 0\n"),
+    ("groups_capped", sc_groups_capped, ""),
 ]
 
 
