@@ -1,5 +1,6 @@
-# Shared by install.sh and uninstall.sh: where things live, and how a
-# command is shown (and, unless --dry-run, run). Sourced, not run.
+# Shared by the install and uninstall scripts of the daemon and of
+# stageload-web: where things live, how a command is shown (and, unless
+# --dry-run, run), and how a LaunchDaemon is loaded again. Sourced, not run.
 # shellcheck shell=sh
 
 LABEL=org.stageload.stageloadd
@@ -31,11 +32,59 @@ run() {
 	[ "$dry_run" -eq 1 ] || "$@"
 }
 
-# Read-only: is the daemon loaded in the system domain? Without launchctl
-# (a dry run on another OS) it cannot be, as far as anyone can tell.
+# Read-only: is LABEL ($LABEL when not given) loaded in the system
+# domain? Without launchctl (a dry run on another OS) it cannot be, as far
+# as anyone can tell.
 loaded() {
 	command -v launchctl >/dev/null 2>&1 &&
-		launchctl print "system/$LABEL" >/dev/null 2>&1
+		launchctl print "system/${1:-$LABEL}" >/dev/null 2>&1
+}
+
+# bootout can return before launchd has let the job go; bootstrapping it
+# again then fails. Wait (up to 20 s) until LABEL is gone.
+wait_gone() {
+	[ "$dry_run" -eq 0 ] || return 0
+	tries=0
+	while loaded "$1"; do
+		tries=$((tries + 1))
+		if [ "$tries" -gt 100 ]; then
+			echo "$0: system/$1 is still loaded 20 s after bootout" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+# Right after a bootout, bootstrap intermittently fails with "5:
+# Input/output error"; it works a moment later. Tries BOOTSTRAP_TRIES
+# times, a second apart.
+BOOTSTRAP_TRIES=5
+bootstrap() {
+	show launchctl bootstrap system "$1"
+	[ "$dry_run" -eq 0 ] || return 0
+	tries=1
+	until launchctl bootstrap system "$1"; do
+		if [ "$tries" -ge "$BOOTSTRAP_TRIES" ]; then
+			echo "$0: launchctl bootstrap system $1 failed $tries times" >&2
+			exit 1
+		fi
+		tries=$((tries + 1))
+		echo "$0: bootstrap failed; trying again ($tries of $BOOTSTRAP_TRIES)" >&2
+		sleep 1
+	done
+}
+
+# (Re)load LABEL from PLIST: a loaded one is booted out and waited for,
+# then the label is enabled (one disabled by launchctl disable, or by an
+# earlier failed load, would make bootstrap fail; brew services enables
+# it the same way) and bootstrapped.
+reload() {
+	if loaded "$1"; then
+		run launchctl bootout "system/$1"
+		wait_gone "$1"
+	fi
+	run launchctl enable "system/$1"
+	bootstrap "$2"
 }
 
 # Why a root LaunchDaemon must not run PATH: prints the first component

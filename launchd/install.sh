@@ -26,7 +26,6 @@
 set -eu
 
 DEFAULT_PREFIX=/usr/local
-BOOTSTRAP_TRIES=5
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=launchd/common.sh
@@ -107,38 +106,6 @@ elif [ -e "$bin" ]; then
 	fi
 fi
 
-# bootout can return before launchd has let the job go; bootstrapping it
-# again then fails. Wait (up to 20 s) until it is gone.
-wait_gone() {
-	[ "$dry_run" -eq 0 ] || return 0
-	tries=0
-	while loaded; do
-		tries=$((tries + 1))
-		if [ "$tries" -gt 100 ]; then
-			echo "$0: system/$LABEL is still loaded 20 s after bootout" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
-}
-
-# Right after a bootout, bootstrap intermittently fails with "5:
-# Input/output error"; it works a moment later.
-bootstrap() {
-	show launchctl bootstrap system "$dst"
-	[ "$dry_run" -eq 0 ] || return 0
-	tries=1
-	until launchctl bootstrap system "$dst"; do
-		if [ "$tries" -ge "$BOOTSTRAP_TRIES" ]; then
-			echo "$0: launchctl bootstrap system $dst failed $tries times" >&2
-			exit 1
-		fi
-		tries=$((tries + 1))
-		echo "$0: bootstrap failed; trying again ($tries of $BOOTSTRAP_TRIES)" >&2
-		sleep 1
-	done
-}
-
 run install -d -m 0755 -o root -g wheel "$DB_DIR"
 run install -d -m 0755 -o root -g wheel "$LOG_DIR"
 if [ "$copy" -eq 1 ]; then
@@ -160,11 +127,4 @@ if [ "$daemon_bin" != "$DEFAULT_PREFIX/bin/stageloadd" ]; then
 	run plutil -replace ProgramArguments.0 -string "$daemon_bin" "$dst"
 fi
 run plutil -lint "$dst"
-if loaded; then
-	run launchctl bootout "system/$LABEL"
-	wait_gone
-fi
-# A label disabled (launchctl disable, or an earlier failed load) would
-# make bootstrap fail; brew services enables it the same way.
-run launchctl enable "system/$LABEL"
-bootstrap
+reload "$LABEL" "$dst"

@@ -97,8 +97,9 @@ else
 	fail "plist check"
 fi
 
-# Both scripts take their paths and label from the one common.sh.
-for f in install.sh uninstall.sh; do
+# The scripts take their paths, labels and the way a LaunchDaemon is
+# loaded again from the one common.sh.
+for f in install.sh uninstall.sh install-web.sh uninstall-web.sh; do
 	# shellcheck disable=SC2016 # a literal line, not an expansion
 	if grep -qxF '. "$here/common.sh"' "$DIR/$f"; then
 		pass "$f sources common.sh"
@@ -137,8 +138,9 @@ fi
 # --- shellcheck --------------------------------------------------------
 
 if command -v shellcheck >/dev/null; then
-	if (cd "$SRC" && shellcheck -x launchd/install.sh launchd/uninstall.sh); then
-		pass "shellcheck install.sh uninstall.sh (and common.sh through them)"
+	if (cd "$SRC" && shellcheck -x launchd/install.sh launchd/uninstall.sh \
+		launchd/install-web.sh launchd/uninstall-web.sh); then
+		pass "shellcheck of the install and uninstall scripts (and common.sh through them)"
 	else
 		fail "shellcheck"
 	fi
@@ -421,6 +423,30 @@ if [ "$(/usr/bin/id -u)" = 0 ] && SAFE=$(mktemp -d /run/sl-launchd.XXXXXX 2>/dev
 		pass "install.sh gives up after 5 bootstraps"
 	else
 		fail "install.sh endless bootstrap failure: rc=$rc tries=$n err=$(cat "$TMP/err")"
+	fi
+	# install-web.sh shares the wait and the retry (launchd/common.sh):
+	# the same late bootout and failing bootstraps.
+	printf '#!/bin/sh\n' >"$SAFE/bin/stageload-web"
+	chmod 0755 "$SAFE/bin/stageload-web"
+	WP=/Library/LaunchDaemons/org.stageload.web.plist
+	rm -rf "$TMP/state" && mkdir -p "$TMP/state"
+	: >"$TMP/state/loaded"
+	: >"$TMP/calls"
+	rc=0
+	FAKE_REAL=1 FAKE_GONE_AFTER=2 FAKE_BOOTSTRAP_FAILS=2 PATH="$FAKE:$PATH" \
+		$SH "$DIR/install-web.sh" --prefix "$SAFE" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	seq=$(grep '^launchctl' "$TMP/calls" | tr '\n' ';')
+	want="launchctl print system/org.stageload.web;launchctl bootout system/org.stageload.web;"
+	want="${want}launchctl print system/org.stageload.web;launchctl print system/org.stageload.web;"
+	want="${want}launchctl print system/org.stageload.web;"
+	want="${want}launchctl enable system/org.stageload.web;"
+	want="${want}launchctl bootstrap system $WP;launchctl bootstrap system $WP;"
+	want="${want}launchctl bootstrap system $WP;"
+	if [ "$rc" -eq 0 ] && [ "$seq" = "$want" ] && [ -e "$TMP/state/loaded" ] &&
+		grep -q "trying again (3 of 5)" "$TMP/err"; then
+		pass "install-web.sh waits for the bootout, enables, and retries bootstrap (common.sh)"
+	else
+		fail "install-web.sh real run: rc=$rc calls=$seq err=$(cat "$TMP/err")"
 	fi
 	# The unsafe binary is refused in a real run too, before any command.
 	rm -rf "$TMP/state" && mkdir -p "$TMP/state"
