@@ -29,7 +29,7 @@ static const char usage_text[] =
     "usage: stageloadd [-fhvV] [--config FILE] [--socket PATH] [--db PATH]\n"
     "                  [--state-dir DIR] [--interval SECONDS]\n"
     "                  [--retention SPEC] [--proc-root DIR] [--grace TIME]\n"
-    "                  [--settle TIME]\n"
+    "                  [--settle TIME] [--log-file PATH] [--pid-file PATH]\n"
     "\n"
     "Samples system memory into sqlite, queues memory-hungry jobs and stops\n"
     "them when swap grows past their budget. Runs in the foreground.\n"
@@ -52,6 +52,10 @@ static const char usage_text[] =
     "  --grace TIME       SIGTERM to SIGKILL delay for jobs (default 10s)\n"
     "  --settle TIME      longest wait for the last admitted job to settle\n"
     "                     (default 30s)\n"
+    "  --log-file PATH    log to PATH (appended) instead of stderr; SIGUSR1\n"
+    "                     opens it again, after a rotation\n"
+    "  --pid-file PATH    write the daemon's pid to PATH while it runs\n"
+    "                     (newsyslog signals it through this)\n"
     "  -f, --foreground   timestamp log lines (a terminal, launchd's log "
     "file)\n"
     "  -v, --verbose      log debug messages\n"
@@ -67,7 +71,7 @@ static const char usage_text[] =
     "  stageloadd --retention raw=1d,10m=5y\n"
     "\n"
     "SIGTERM or SIGINT stops the daemon and leaves running jobs alone;\n"
-    "SIGHUP re-reads the config file.\n";
+    "SIGHUP re-reads the config file; SIGUSR1 reopens the log file.\n";
 
 static int fail(char *cause, size_t causelen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -364,6 +368,12 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 	}
 	if (strcmp(k, "state_dir") == 0)
 		return set_path(cfg->state_dir, sizeof cfg->state_dir, key, v,
+		                cause, causelen);
+	if (strcmp(k, "log_file") == 0)
+		return set_path(cfg->log_file, sizeof cfg->log_file, key, v,
+		                cause, causelen);
+	if (strcmp(k, "pid_file") == 0)
+		return set_path(cfg->pid_file, sizeof cfg->pid_file, key, v,
 		                cause, causelen);
 	if (strcmp(k, "proc_root") == 0)
 		return set_path(cfg->proc_root, sizeof cfg->proc_root, key, v,
@@ -688,7 +698,7 @@ static const struct option_def options[] = {
     {"state-dir", 0, 1},    {"interval", 0, 1},  {"retention", 0, 1},
     {"proc-root", 0, 1},    {"grace", 0, 1},     {"settle", 0, 1},
     {"foreground", 'f', 0}, {"verbose", 'v', 0}, {"version", 'V', 0},
-    {"help", 'h', 0},
+    {"help", 'h', 0},       {"log-file", 0, 1},  {"pid-file", 0, 1},
 };
 
 /*
@@ -884,6 +894,8 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 	                  strcmp(n->db_path, cfg->db_path) != 0 ||
 	                  strcmp(n->state_dir, cfg->state_dir) != 0 ||
 	                  strcmp(n->proc_root, cfg->proc_root) != 0 ||
+	                  strcmp(n->log_file, cfg->log_file) != 0 ||
+	                  strcmp(n->pid_file, cfg->pid_file) != 0 ||
 	                  n->interval_ms != cfg->interval_ms ||
 	                  n->psi_warn != cfg->psi_warn ||
 	                  n->psi_critical != cfg->psi_critical;

@@ -19,6 +19,10 @@ struct config {
 	char socket_path[1024];
 	char db_path[1024];
 	char state_dir[1024]; /* job logs and monitor status files */
+	/* --log-file: the log, reopened at SIGUSR1 ("": stderr) */
+	char log_file[1024];
+	/* --pid-file: the daemon's pid while it runs ("": none) */
+	char pid_file[1024];
 	char proc_root[1024]; /* "" for the real /proc */
 	int64_t interval_ms;  /* sample interval, default 500 */
 	struct store_retention retention;

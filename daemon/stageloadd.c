@@ -6,6 +6,7 @@
  * cannot start, 2 for a bad command line or config file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ static const struct server_hooks server_hooks = {
     .gone = daemon_client_gone,
     .after_read = sampler_run_due,
 };
-static uv_signal_t sig_term, sig_int, sig_hup;
+static uv_signal_t sig_term, sig_int, sig_hup, sig_usr1;
 static int saved_argc;
 static char **saved_argv;
 
@@ -255,6 +256,86 @@ daemon_stop(struct daemon *d)
 	uv_close((uv_handle_t *)&sig_term, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_int, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_hup, signal_close_cb);
+	uv_close((uv_handle_t *)&sig_usr1, signal_close_cb);
+	/* Only the pid of a daemon that runs; it goes with the socket. */
+	if (d->cfg.pid_file[0] != '\0' && unlink(d->cfg.pid_file) != 0 &&
+	    errno != ENOENT)
+		log_warn("cannot remove the pid file %s", d->cfg.pid_file);
+}
+
+/*
+ * The log file (--log-file), checked as the daemon's other files are: a
+ * root daemon appending to a file someone else could swap for a link
+ * would write where they chose. Opened before anything is logged.
+ */
+static int
+daemon_log_file(struct daemon *d, char *cause, size_t causelen)
+{
+	char what[1100];
+	int rc;
+
+	if (d->cfg.log_file[0] == '\0')
+		return 0;
+	snprintf(what, sizeof what, "the log file %s", d->cfg.log_file);
+	if ((rc = daemon_trust(what, d->cfg.log_file, TRUST_FILE, cause,
+	                       causelen)) != 0)
+		return rc;
+	return log_open_file(d->cfg.log_file, cause, causelen);
+}
+
+/*
+ * The pid file (--pid-file), written once the socket is this daemon's (a
+ * second daemon stops before it gets here), for newsyslog to signal the
+ * daemon after rotating its log (launchd/org.stageload.stageloadd.newsyslog).
+ */
+static int
+daemon_pid_file(struct daemon *d, char *cause, size_t causelen)
+{
+	char what[1100], line[32];
+	int fd, n, rc;
+
+	if (d->cfg.pid_file[0] == '\0')
+		return 0;
+	snprintf(what, sizeof what, "the pid file %s", d->cfg.pid_file);
+	if ((rc = daemon_trust(what, d->cfg.pid_file, TRUST_FILE, cause,
+	                       causelen)) != 0)
+		return rc;
+	fd = open(d->cfg.pid_file,
+	          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd == -1) {
+		rc = -errno;
+		snprintf(cause, causelen, "cannot write the pid file %s: %s",
+		         d->cfg.pid_file, strerror(-rc));
+		return rc;
+	}
+	n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+	rc = write(fd, line, (size_t)n) == n ? 0 : -EIO;
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	if (rc != 0)
+		snprintf(cause, causelen, "cannot write the pid file %s: %s",
+		         d->cfg.pid_file, strerror(-rc));
+	return rc;
+}
+
+/* SIGUSR1: newsyslog (or logrotate) has moved the log file away; lines
+ * go to a new one at the same path from here on. */
+static void
+signal_usr1_cb(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+	char cause[2048];
+
+	(void)signum;
+	if (d->cfg.log_file[0] == '\0') {
+		log_info("SIGUSR1: no log file to reopen");
+		return;
+	}
+	if (daemon_log_file(d, cause, sizeof cause) != 0) {
+		log_warnx("SIGUSR1: %s; logging on where it was", cause);
+		return;
+	}
+	log_info("SIGUSR1: log file %s reopened", d->cfg.log_file);
 }
 
 static void
@@ -313,6 +394,10 @@ main(int argc, char **argv)
 		return 2;
 	}
 	log_init(d->cfg.foreground, d->cfg.verbose);
+	if (daemon_log_file(d, cause, sizeof cause) != 0) {
+		fprintf(stderr, "stageloadd: %s\n", cause);
+		return 1;
+	}
 
 	raise_fd_limit(d);
 	d->loop = uv_default_loop();
@@ -330,10 +415,12 @@ main(int argc, char **argv)
 	uv_signal_init(d->loop, &sig_term);
 	uv_signal_init(d->loop, &sig_int);
 	uv_signal_init(d->loop, &sig_hup);
-	sig_term.data = sig_int.data = sig_hup.data = d;
+	uv_signal_init(d->loop, &sig_usr1);
+	sig_term.data = sig_int.data = sig_hup.data = sig_usr1.data = d;
 	uv_signal_start(&sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&sig_int, signal_cb, SIGINT);
 	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
+	uv_signal_start(&sig_usr1, signal_usr1_cb, SIGUSR1);
 
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
@@ -344,7 +431,8 @@ main(int argc, char **argv)
 	 * daemon restarted after a crash from starting. */
 	spawn_close_in_children(d->sock_lock_fd);
 
-	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0) {
+	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0 ||
+	    (rc = daemon_pid_file(d, cause, sizeof cause)) != 0) {
 		server_stop(d);
 		server_release(d);
 		fatalx("%s", cause);

@@ -9,6 +9,8 @@ WEB_LABEL=org.stageload.web
 PLIST_DIR=/Library/LaunchDaemons
 DB_DIR=/var/db/stageload
 LOG_DIR=/var/log/stageload
+# newsyslog's entry for the daemon's log (org.stageload.stageloadd.newsyslog)
+NEWSYSLOG_CONF=/etc/newsyslog.d/$LABEL.conf
 # The root-owned copy of the binary install.sh --copy makes.
 HELPER_COPY=/Library/PrivilegedHelperTools/$LABEL
 

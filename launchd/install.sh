@@ -123,6 +123,8 @@ if [ "$copy" -eq 1 ]; then
 	fi
 fi
 run install -m 0644 -o root -g wheel "$src" "$dst"
+# The log's rotation: newsyslog moves it away and signals the daemon.
+run install -m 0644 -o root -g wheel "$here/$LABEL.newsyslog" "$NEWSYSLOG_CONF"
 if [ "$daemon_bin" != "$DEFAULT_PREFIX/bin/stageloadd" ]; then
 	run plutil -replace ProgramArguments.0 -string "$daemon_bin" "$dst"
 fi

@@ -37,10 +37,10 @@ script_var() {
 if python3 - "$PLIST" "$LABEL" \
 	"$(script_var install.sh DEFAULT_PREFIX)" \
 	"$(script_var common.sh DB_DIR)" \
-	"$(script_var common.sh LOG_DIR)" <<'PY'; then
+	"$(script_var common.sh LOG_DIR)" "$DIR/$LABEL.newsyslog" <<'PY'; then
 import os, plistlib, sys
 
-path, label, prefix, db_dir, log_dir = sys.argv[1:]
+path, label, prefix, db_dir, log_dir, newsyslog = sys.argv[1:]
 with open(path, "rb") as f:
     p = plistlib.load(f)
 errors = []
@@ -87,6 +87,34 @@ if args:
         errors.append("--db %s is not in install.sh's DB_DIR %s" % (db, db_dir))
 if os.path.dirname(p.get("StandardErrorPath", "")) != log_dir:
     errors.append("StandardErrorPath is not in install.sh's LOG_DIR " + log_dir)
+# The daemon's own log, rotated by newsyslog and reopened at its signal
+# through the pid file; never launchd's StandardErrorPath, which launchd
+# opens once.
+log_file = opt("--log-file") if args else None
+pid_file = opt("--pid-file") if args else None
+if log_file is None or os.path.dirname(log_file) != log_dir:
+    errors.append("--log-file %s is not in LOG_DIR %s" % (log_file, log_dir))
+if log_file == p.get("StandardErrorPath"):
+    errors.append("--log-file is StandardErrorPath: launchd keeps that one open")
+if pid_file is None or os.path.dirname(pid_file) != db_dir:
+    errors.append("--pid-file %s is not in DB_DIR %s" % (pid_file, db_dir))
+entries = [l.split() for l in open(newsyslog) if l.strip() and not l.startswith("#")]
+if len(entries) != 1:
+    errors.append("newsyslog: %d entries, expected 1" % len(entries))
+else:
+    e = entries[0]
+    # logfilename owner:group mode count size when flags pid_file sig_num
+    if len(e) != 9:
+        errors.append("newsyslog: %d fields, expected 9: %r" % (len(e), e))
+    else:
+        if e[0] != log_file:
+            errors.append("newsyslog rotates %s, not --log-file %s" % (e[0], log_file))
+        if e[7] != pid_file:
+            errors.append("newsyslog signals through %s, not --pid-file %s" % (e[7], pid_file))
+        if e[8] != "30":  # SIGUSR1 on macOS (<sys/signal.h>)
+            errors.append("newsyslog sends signal %s, not 30 (macOS SIGUSR1)" % e[8])
+        if e[1] != "root:wheel" or not e[2].isdigit() or int(e[2], 8) & 0o022:
+            errors.append("newsyslog: the new file must be root's, not writable by others")
 
 for e in errors:
     print("plist:", e, file=sys.stderr)
@@ -253,9 +281,11 @@ $expected"
 }
 
 P=/Library/LaunchDaemons/$LABEL.plist
+NS=/etc/newsyslog.d/$LABEL.conf
 I_DIRS="+ install -d -m 0755 -o root -g wheel /var/db/stageload
 + install -d -m 0755 -o root -g wheel /var/log/stageload
-+ install -m 0644 -o root -g wheel $DIR/$LABEL.plist $P"
++ install -m 0644 -o root -g wheel $DIR/$LABEL.plist $P
++ install -m 0644 -o root -g wheel $DIR/$LABEL.newsyslog $NS"
 
 B="+ launchctl enable system/$LABEL
 + launchctl bootstrap system $P"
@@ -290,17 +320,18 @@ expect_dry install.sh 0 "--prefix /opt/homebrew --copy --dry-run" "+ install -d 
 + install -d -m 0755 -o root -g wheel /var/log/stageload
 $MK_H+ install -m 0755 -o root -g wheel /opt/homebrew/bin/stageloadd $HC
 + install -m 0644 -o root -g wheel $DIR/$LABEL.plist $P
++ install -m 0644 -o root -g wheel $DIR/$LABEL.newsyslog $NS
 + plutil -replace ProgramArguments.0 -string $HC $P
 + plutil -lint $P
 $B"
 
 expect_dry uninstall.sh 1 "--dry-run" "+ launchctl bootout system/$LABEL
-+ rm -f $P $HC"
++ rm -f $P $HC $NS"
 
-expect_dry uninstall.sh 0 "--dry-run" "+ rm -f $P $HC"
+expect_dry uninstall.sh 0 "--dry-run" "+ rm -f $P $HC $NS"
 
 expect_dry uninstall.sh 1 "--dry-run --purge" "+ launchctl bootout system/$LABEL
-+ rm -f $P $HC
++ rm -f $P $HC $NS
 + rm -rf /var/db/stageload /var/log/stageload"
 
 # A prefix with a space is printed so a shell reads it back as one word.
@@ -464,6 +495,75 @@ else
 	if [ "${CI:-}" = true ]; then
 		fail "under CI=true the root-only part of this test must run"
 	fi
+fi
+
+# --- the log's rotation, with the real daemon --------------------------
+
+# What newsyslog does with the entry in org.stageload.stageloadd.newsyslog:
+# move the log file away, then send the signal to the pid in the pid
+# file; the daemon must then write to a new file at the same path. The
+# entry's signal, 30, is SIGUSR1 on macOS; here the same signal by name.
+BIN=${SL_BIN:-$SRC/build/bin}
+if [ -x "$BIN/stageloadd" ]; then
+	D=$(mktemp -d "${TMPDIR:-/tmp}/sl-logfile.XXXXXX")
+	mkdir -p "$D/proc" "$D/log"
+	chmod 0755 "$D/log"
+	printf 'MemTotal: 16777216 kB\nMemAvailable: 8388608 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n' >"$D/proc/meminfo"
+	LOGF=$D/log/stageloadd.log
+	PIDF=$D/stageloadd.pid
+	STAGELOAD_CONFIG="" "$BIN/stageloadd" -f --socket "$D/sl.sock" --db "$D/sl.db" \
+		--proc-root "$D/proc" --log-file "$LOGF" --pid-file "$PIDF" \
+		2>"$D/stderr" &
+	dpid=$!
+	trap '/bin/rm -rf "$TMP" "${SAFE:-}"; kill "$dpid" 2>/dev/null || true; /bin/rm -rf "$D"' EXIT
+	# poll_for SECS CMD...: until CMD succeeds, at most SECS seconds
+	poll_for() {
+		local end=$((SECONDS + $1))
+		shift
+		until "$@"; do
+			[ "$SECONDS" -lt "$end" ] || return 1
+			sleep 0.05
+		done
+	}
+	has() { [ -f "$1" ] && grep -q -- "$2" "$1"; }
+	if ! poll_for 10 has "$LOGF" "started"; then
+		fail "the daemon did not log its start to --log-file: $(cat "$D/stderr" "$LOGF" 2>/dev/null)"
+	elif [ "$(cat "$PIDF" 2>/dev/null)" != "$dpid" ]; then
+		fail "--pid-file holds '$(cat "$PIDF" 2>/dev/null)', not the daemon's pid $dpid"
+	elif [ -s "$D/stderr" ]; then
+		fail "the daemon wrote to stderr with --log-file: $(cat "$D/stderr")"
+	else
+		mv "$LOGF" "$LOGF.0"
+		kill -USR1 "$(cat "$PIDF")"
+		if poll_for 10 has "$LOGF" "SIGUSR1: log file $LOGF reopened" &&
+			! grep -q "reopened" "$LOGF.0"; then
+			pass "after newsyslog's move and signal the daemon logs to a new $LOGF"
+		else
+			fail "no new log file after SIGUSR1: $(ls -l "$D/log"; cat "$LOGF.0")"
+		fi
+		kill -TERM "$dpid"
+		wait "$dpid" || true
+		if has "$LOGF" "stopped" && [ ! -e "$PIDF" ]; then
+			pass "the stop is logged to the new file and the pid file goes"
+		else
+			fail "after the stop: pid file $(ls "$PIDF" 2>&1), log: $(cat "$LOGF")"
+		fi
+	fi
+	kill "$dpid" 2>/dev/null || true
+	# A log file someone could swap (a symbolic link) is refused at start.
+	ln -s "$D/elsewhere" "$D/log/link.log"
+	rc=0
+	STAGELOAD_CONFIG="" "$BIN/stageloadd" --socket "$D/sl2.sock" --db "$D/sl2.db" \
+		--proc-root "$D/proc" --log-file "$D/log/link.log" >/dev/null 2>"$D/stderr" || rc=$?
+	if [ "$rc" -eq 1 ] && grep -q "log file" "$D/stderr" && [ ! -e "$D/elsewhere" ]; then
+		pass "a --log-file that is a symbolic link is refused: $(cat "$D/stderr")"
+	else
+		fail "--log-file through a link: exit $rc, $(cat "$D/stderr")"
+	fi
+	/bin/rm -rf "$D"
+else
+	echo "SKIP: $BIN/stageloadd not built: the log's rotation is not checked" >&2
+	[ "${CI:-}" != true ] || fail "stageloadd must be built under CI=true"
 fi
 
 if [ "$failures" -ne 0 ]; then
