@@ -370,6 +370,32 @@ signal_cb(uv_signal_t *h, int signum)
 	             : "");
 }
 
+/*
+ * `brew services start stageload` without sudo loads the formula's service
+ * as the user's LaunchAgent, under the same label, with the service's
+ * arguments: the system socket and database, which a user cannot serve.
+ * Failing there, the agent would be started again every 10 s for ever;
+ * the formula has keep_alive successful_exit: false, so exiting 0 with
+ * the reason ends it. launchd names the job a process runs for in
+ * XPC_SERVICE_NAME. (Not yet seen on a Mac: docs/macos.md.)
+ */
+#define BREW_LABEL "homebrew.mxcl.stageload"
+
+static int
+brew_user_agent(void)
+{
+	const char *job = getenv("XPC_SERVICE_NAME");
+
+	if (job == NULL || strcmp(job, BREW_LABEL) != 0 || geteuid() == 0)
+		return 0;
+	log_warnx("started by launchd as %s for uid %lu: the system daemon "
+	          "needs root (sudo brew services start stageload); a "
+	          "user's own daemon runs as stageloadd without brew "
+	          "services. Exiting 0, so launchd does not start it again",
+	          BREW_LABEL, (unsigned long)geteuid());
+	return 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -394,6 +420,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	log_init(d->cfg.foreground, d->cfg.verbose);
+	if (brew_user_agent())
+		return 0;
 	if (daemon_log_file(d, cause, sizeof cause) != 0) {
 		fprintf(stderr, "stageloadd: %s\n", cause);
 		return 1;

@@ -143,7 +143,9 @@ FORMULA=$SRC/packaging/stageload.rb
 if [ -f "$FORMULA" ]; then
 	# brew services must serve the same socket and database as the plist.
 	for want in 'require_root true' 'service do' '"/var/run/stageload.sock"' \
-		'"/var/db/stageload/stageload.db"' 'head ' 'license "ISC"'; do
+		'"/var/db/stageload/stageload.db"' 'head ' 'license "ISC"' \
+		'stop_timeout 30' 'keep_alive successful_exit: false' \
+		'"-DSTAGELOAD_STATIC_DEPS=ON"'; do
 		if grep -qF -- "$want" "$FORMULA"; then
 			pass "formula has $want"
 		else
@@ -561,6 +563,26 @@ if [ -x "$BIN/stageloadd" ]; then
 		fail "--log-file through a link: exit $rc, $(cat "$D/stderr")"
 	fi
 	/bin/rm -rf "$D"
+
+	# `brew services start` without sudo: launchd runs the formula's
+	# service (the system's paths) as the user, under Homebrew's label.
+	# The daemon says why it cannot serve and exits 0, which the
+	# formula's keep_alive successful_exit: false does not restart.
+	if [ "$(/usr/bin/id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		rc=0
+		out=$(XPC_SERVICE_NAME=homebrew.mxcl.stageload STAGELOAD_CONFIG="" \
+			setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$BIN/stageloadd" --socket "$TMP/brew.sock" --db "$TMP/brew/sl.db" \
+			--foreground 2>&1) || rc=$?
+		if [ "$rc" -eq 0 ] && [ ! -e "$TMP/brew.sock" ] &&
+			grep -q "needs root (sudo brew services start stageload)" <<<"$out"; then
+			pass "a brew services user agent exits 0 and says why"
+		else
+			fail "brew services user agent: exit $rc, $out"
+		fi
+	else
+		echo "SKIP: the brew services user agent check needs root and setpriv" >&2
+	fi
 else
 	echo "SKIP: $BIN/stageloadd not built: the log's rotation is not checked" >&2
 	[ "${CI:-}" != true ] || fail "stageloadd must be built under CI=true"
