@@ -132,6 +132,65 @@ path_unsafe() {
 	done
 }
 
+# The libraries the Mach-O program BIN loads, one path a line, as otool -L
+# lists them, with @executable_path, @loader_path and @rpath resolved
+# (@rpath against the program's LC_RPATH entries; the first that exists).
+# Exits 2 without otool (the Command Line Tools: xcode-select --install).
+libs_of() {
+	command -v otool >/dev/null 2>&1 || return 2
+	bin_dir=$(cd -P "$(dirname "$1")" 2>/dev/null && pwd -P) || return 1
+	rpaths=$(otool -l "$1" 2>/dev/null |
+		awk '$1 == "cmd" && $2 == "LC_RPATH" { r = 1; next }
+		     r && $1 == "path" { print $2; r = 0 }' |
+		sed "s|^@loader_path|$bin_dir|; s|^@executable_path|$bin_dir|")
+	# The first line names the file; each next one is a library and
+	# its versions in parentheses.
+	otool -L "$1" 2>/dev/null | sed -n '2,$p' |
+		sed 's/^[[:space:]]*//; s/ (compatibility version.*//; s/ (current version.*//' |
+		while IFS= read -r lib; do
+			case $lib in
+			@loader_path/* | @executable_path/*)
+				echo "$bin_dir/${lib#*/}"
+				;;
+			@rpath/*)
+				found=
+				for r in $rpaths; do
+					if [ -e "$r/${lib#@rpath/}" ]; then
+						found=$r/${lib#@rpath/}
+						break
+					fi
+				done
+				echo "${found:-$lib}"
+				;;
+			*) echo "$lib" ;;
+			esac
+		done
+}
+
+# Why a root program BIN must not be run for a library it loads: the
+# first one (outside /usr/lib and /System, which are the sealed system
+# volume's or the dyld shared cache's) that someone other than root could
+# replace, by path_unsafe's rule, or nothing. Exits 2, printing nothing,
+# without otool: the caller says the libraries were not checked.
+libs_unsafe() {
+	libs=$(libs_of "$1") || return $?
+	# A name may hold spaces: one a line.
+	printf '%s\n' "$libs" | while IFS= read -r lib; do
+		case $lib in
+		"" | /usr/lib/* | /System/*) continue ;;
+		@*)
+			echo "library $lib: cannot tell where it is"
+			break
+			;;
+		esac
+		why=$(path_unsafe "$lib")
+		if [ -n "$why" ]; then
+			echo "library $lib: $why"
+			break
+		fi
+	done
+}
+
 # One file or directory: owned by root, not writable by group or others.
 component_unsafe() {
 	# ls -ldn is the portable way to the mode and the numeric owner; its

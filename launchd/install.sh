@@ -16,7 +16,9 @@
 #
 # A root LaunchDaemon runs its binary as root: install.sh refuses one that
 # a user other than root could replace (the file, or any directory above
-# it, not owned by root or writable by group or others) unless --copy.
+# it, not owned by root or writable by group or others) unless --copy, and
+# one that loads a library someone else could replace, --copy or not
+# (otool -L; skipped with a warning without the Command Line Tools).
 #
 # Safe to run again: a loaded daemon is booted out, and once launchd has
 # let it go, enabled and bootstrapped with the new plist (bootstrap is
@@ -92,6 +94,22 @@ fi
 if [ "$dry_run" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	echo "$0: must run as root (sudo $0)" >&2
 	exit 1
+fi
+
+# What the program loads, by the same rule (a library someone else could
+# replace runs as root too): stageloadd built with STAGELOAD_STATIC_DEPS
+# loads only the system's. Checked with --copy as well, since the copy
+# loads the same libraries.
+if [ -e "$bin" ]; then
+	rc=0
+	why=$(libs_unsafe "$bin") || rc=$?
+	if [ "$rc" -eq 2 ]; then
+		echo "$0: warning: otool is not installed, so the libraries $bin loads are not checked (install the Command Line Tools: xcode-select --install)" >&2
+	elif [ -n "$why" ]; then
+		echo "$0: refusing: a root LaunchDaemon would run $bin, which loads a $why." >&2
+		echo "$0: build it with -DSTAGELOAD_STATIC_DEPS=ON (the default on macOS), so it loads only the system's libraries" >&2
+		exit 1
+	fi
 fi
 
 daemon_bin=$bin

@@ -423,6 +423,71 @@ if [ "$(/usr/bin/id -u)" = 0 ] && SAFE=$(mktemp -d /run/sl-launchd.XXXXXX 2>/dev
 	check_unsafe "$SAFE/bin/stageloadd" "writable by group or others"
 	chmod 0755 "$SAFE/bin"
 
+	# --- the libraries a root program loads (otool played by a fake) -----
+	# otool -L prints $TMP/otool-L after the file's name, otool -l prints
+	# $TMP/otool-l: what a Mach-O stageloadd linked with libuv from a keg
+	# would show.
+	OT=$TMP/otool-bin
+	mkdir -p "$OT"
+	# shellcheck disable=SC2016 # the fake expands them
+	printf '#!/bin/sh\ncase $1 in\n-L) echo "$2:"; cat "%s" ;;\n-l) cat "%s" ;;\nesac\n' \
+		"$TMP/otool-L" "$TMP/otool-l" >"$OT/otool"
+	chmod +x "$OT/otool"
+	mkdir -m 0755 "$SAFE/lib"
+	: >"$SAFE/lib/libuv.1.dylib"
+	chmod 0644 "$SAFE/lib/libuv.1.dylib"
+	printf 'Load command 12\n          cmd LC_RPATH\n      cmdsize 32\n         path @loader_path/../lib (offset 12)\n' >"$TMP/otool-l"
+	printf '\t@rpath/libuv.1.dylib (compatibility version 2.0.0, current version 2.0.0)\n\t/usr/lib/libSystem.B.dylib (compatibility version 1.0.0, current version 1345.0.0)\n' >"$TMP/otool-L"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	libs=$(PATH="$OT:$PATH" $SH -c '. "$1/common.sh" && libs_of "$2"' sh "$DIR" "$SAFE/bin/stageloadd")
+	if [ "$libs" = "$SAFE/bin/../lib/libuv.1.dylib
+/usr/lib/libSystem.B.dylib" ]; then
+		pass "libs_of resolves @rpath through LC_RPATH's @loader_path"
+	else
+		fail "libs_of: $libs"
+	fi
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	libs_unsafe_of() { PATH="$OT:$PATH" $SH -c '. "$1/common.sh" && libs_unsafe "$2"' sh "$DIR" "$1"; }
+	got=$(libs_unsafe_of "$SAFE/bin/stageloadd")
+	if [ -z "$got" ]; then
+		pass "libs_unsafe: root's libraries pass"
+	else
+		fail "libs_unsafe with root's libraries: $got"
+	fi
+	# A library in a directory others can write (a keg the Homebrew
+	# user owns is refused the same way: not root's).
+	mkdir -p "$TMP/prefix/lib"
+	: >"$TMP/prefix/lib/libcjson.1.dylib"
+	printf '\t%s (compatibility version 1.0.0, current version 1.7.18)\n\t/usr/lib/libSystem.B.dylib (compatibility version 1.0.0, current version 1.0.0)\n' \
+		"$TMP/prefix/lib/libcjson.1.dylib" >"$TMP/otool-L"
+	got=$(libs_unsafe_of "$SAFE/bin/stageloadd")
+	case $got in
+	"library $TMP/prefix/lib/libcjson.1.dylib: "*"writable by group or others"*)
+		pass "libs_unsafe names a library others could replace: $got" ;;
+	*) fail "libs_unsafe with a library under /tmp: '$got'" ;;
+	esac
+	# install.sh refuses such a program, --copy or not, before any command.
+	for args in "--prefix $SAFE --dry-run" "--prefix $SAFE --copy --dry-run"; do
+		: >"$TMP/calls"
+		rc=0
+		# shellcheck disable=SC2086 # a word list
+		PATH="$OT:$FAKE:$PATH" $SH "$DIR/install.sh" $args >"$TMP/out" 2>"$TMP/err" || rc=$?
+		if [ "$rc" -eq 1 ] && grep -q "loads a library $TMP/prefix/lib/libcjson.1.dylib" "$TMP/err" &&
+			grep -q "STAGELOAD_STATIC_DEPS" "$TMP/err" && [ ! -s "$TMP/out" ]; then
+			pass "install.sh $args refuses a program loading a replaceable library"
+		else
+			fail "install.sh $args with a replaceable library: rc=$rc $(cat "$TMP/err" "$TMP/out")"
+		fi
+	done
+	# Without otool: a warning, and the install goes on.
+	rc=0
+	PATH="$FAKE:$PATH" $SH "$DIR/install.sh" --prefix "$SAFE" --dry-run >"$TMP/out" 2>"$TMP/err" || rc=$?
+	if [ "$rc" -eq 0 ] && grep -q "otool is not installed.*xcode-select --install" "$TMP/err"; then
+		pass "install.sh without otool warns that the libraries are not checked"
+	else
+		fail "install.sh without otool: rc=$rc $(cat "$TMP/err")"
+	fi
+
 	# --- a real run, launchd played by a fake -----------------------------
 	# Loaded; after bootout launchd still lists it for 3 prints; then
 	# bootstrap fails twice with "5: Input/output error".
