@@ -135,9 +135,13 @@ path_unsafe() {
 # The libraries the Mach-O program BIN loads, one path a line, as otool -L
 # lists them, with @executable_path, @loader_path and @rpath resolved
 # (@rpath against the program's LC_RPATH entries; the first that exists).
-# Exits 2 without otool (the Command Line Tools: xcode-select --install).
+# Exits 2 when otool does not run (the Command Line Tools: xcode-select
+# --install).
 libs_of() {
-	command -v otool >/dev/null 2>&1 || return 2
+	# Without the Command Line Tools, /usr/bin/otool is a stand-in that
+	# only offers to install them: it must run, not only exist.
+	command -v otool >/dev/null 2>&1 && otool -L "$1" >/dev/null 2>&1 ||
+		return 2
 	bin_dir=$(cd -P "$(dirname "$1")" 2>/dev/null && pwd -P) || return 1
 	rpaths=$(otool -l "$1" 2>/dev/null |
 		awk '$1 == "cmd" && $2 == "LC_RPATH" { r = 1; next }

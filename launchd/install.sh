@@ -104,7 +104,7 @@ if [ -e "$bin" ]; then
 	rc=0
 	why=$(libs_unsafe "$bin") || rc=$?
 	if [ "$rc" -eq 2 ]; then
-		echo "$0: warning: otool is not installed, so the libraries $bin loads are not checked (install the Command Line Tools: xcode-select --install)" >&2
+		echo "$0: warning: otool does not run here, so the libraries $bin loads are not checked (install the Command Line Tools: xcode-select --install)" >&2
 	elif [ -n "$why" ]; then
 		echo "$0: refusing: a root LaunchDaemon would run $bin, which loads a $why." >&2
 		echo "$0: build it with -DSTAGELOAD_STATIC_DEPS=ON (the default on macOS), so it loads only the system's libraries" >&2

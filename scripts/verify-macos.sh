@@ -311,7 +311,7 @@ else
 	rc=0
 	why=$(libs_unsafe "$program") || rc=$?
 	if [ "$rc" -eq 2 ]; then
-		warn 4 "otool is not installed, so the libraries $program loads were not checked: install the Command Line Tools (xcode-select --install) and run this again"
+		warn 4 "otool does not run here, so the libraries $program loads were not checked: install the Command Line Tools (xcode-select --install) and run this again"
 	elif [ -n "$why" ]; then
 		fail 4 "$program loads a $why: build it with -DSTAGELOAD_STATIC_DEPS=ON (docs/macos.md, \"Libraries a root program loads\")"
 	else

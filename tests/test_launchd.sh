@@ -482,10 +482,23 @@ if [ "$(/usr/bin/id -u)" = 0 ] && SAFE=$(mktemp -d /run/sl-launchd.XXXXXX 2>/dev
 	# Without otool: a warning, and the install goes on.
 	rc=0
 	PATH="$FAKE:$PATH" $SH "$DIR/install.sh" --prefix "$SAFE" --dry-run >"$TMP/out" 2>"$TMP/err" || rc=$?
-	if [ "$rc" -eq 0 ] && grep -q "otool is not installed.*xcode-select --install" "$TMP/err"; then
+	if [ "$rc" -eq 0 ] && grep -q "otool does not run.*xcode-select --install" "$TMP/err"; then
 		pass "install.sh without otool warns that the libraries are not checked"
 	else
 		fail "install.sh without otool: rc=$rc $(cat "$TMP/err")"
+	fi
+
+	# macOS without the Command Line Tools has /usr/bin/otool all the
+	# same: a stand-in that only offers to install them, and fails.
+	mkdir -p "$TMP/otool-stub"
+	printf '#!/bin/sh\necho "xcode-select: note: No developer tools were found, requesting install." >&2\nexit 1\n' >"$TMP/otool-stub/otool"
+	chmod +x "$TMP/otool-stub/otool"
+	rc=0
+	PATH="$TMP/otool-stub:$FAKE:$PATH" $SH "$DIR/install.sh" --prefix "$SAFE" --dry-run >"$TMP/out" 2>"$TMP/err" || rc=$?
+	if [ "$rc" -eq 0 ] && grep -q "otool does not run.*xcode-select --install" "$TMP/err"; then
+		pass "install.sh with the otool stand-in of a Mac without the tools warns too"
+	else
+		fail "install.sh with a failing otool: rc=$rc $(cat "$TMP/err")"
 	fi
 
 	# --- a real run, launchd played by a fake -----------------------------
