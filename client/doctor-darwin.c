@@ -1,11 +1,18 @@
 /*
  * doctor.h on macOS: the same sysctls the daemon samples
- * (docs/macos.md), read once by the client.
+ * (docs/macos.md), read once by the client; and what root runs, by
+ * launchd/install.sh's rule.
  */
 #include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/sysctl.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #include <errno.h>
+#include <libproc.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -94,4 +101,206 @@ doctor_default_db(int system, char *buf, size_t len)
 		             home);
 	}
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* One file or directory: root's, and not writable by group or others. */
+static int
+component_unsafe(const char *path, const struct stat *st, char *why,
+                 size_t whylen)
+{
+	if (st->st_uid != 0) {
+		snprintf(why, whylen, "%s is owned by uid %u, not root", path,
+		         (unsigned)st->st_uid);
+		return 1;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen,
+		         "%s is writable by group or others (mode %04o)", path,
+		         (unsigned)(st->st_mode & 07777));
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * launchd/common.sh's path_unsafe in C: the directory path is in, from
+ * it up to /, then the file itself; a symbolic link is followed (the
+ * directory it lies in having been checked) and its target checked the
+ * same way.
+ */
+static int
+path_unsafe(const char *path, char *why, size_t whylen)
+{
+	char p[PATH_MAX], dir[PATH_MAX], real[PATH_MAX], link[PATH_MAX];
+	char *slash;
+	struct stat st;
+	ssize_t n;
+	int hops;
+
+	snprintf(p, sizeof p, "%s", path);
+	for (hops = 0; hops < 40; hops++) {
+		snprintf(dir, sizeof dir, "%s", p);
+		if ((slash = strrchr(dir, '/')) == NULL) {
+			snprintf(why, whylen, "%s: not an absolute path", p);
+			return 1;
+		}
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (realpath(dir, real) == NULL) {
+			snprintf(why, whylen, "%s: %s", dir, strerror(errno));
+			return 1;
+		}
+		/* Every directory from the file's up to /. */
+		snprintf(dir, sizeof dir, "%s", real);
+		for (;;) {
+			if (stat(dir, &st) != 0) {
+				snprintf(why, whylen, "%s: %s", dir,
+				         strerror(errno));
+				return 1;
+			}
+			if (component_unsafe(dir, &st, why, whylen))
+				return 1;
+			if (strcmp(dir, "/") == 0)
+				break;
+			slash = strrchr(dir, '/');
+			if (slash == dir)
+				slash[1] = '\0';
+			else
+				*slash = '\0';
+		}
+		snprintf(dir, sizeof dir, "%s/%s",
+		         strcmp(real, "/") ? real : "", strrchr(p, '/') + 1);
+		if (lstat(dir, &st) != 0) {
+			snprintf(why, whylen, "%s: %s", dir, strerror(errno));
+			return 1;
+		}
+		if (!S_ISLNK(st.st_mode))
+			return component_unsafe(dir, &st, why, whylen);
+		if ((n = readlink(dir, link, sizeof link - 1)) < 0) {
+			snprintf(why, whylen, "%s: %s", dir, strerror(errno));
+			return 1;
+		}
+		link[n] = '\0';
+		if (link[0] == '/')
+			snprintf(p, sizeof p, "%s", link);
+		else
+			snprintf(p, sizeof p, "%s/%s",
+			         strcmp(real, "/") ? real : "", link);
+	}
+	snprintf(why, whylen, "%s: too many symbolic links", path);
+	return 1;
+}
+
+/* The pid of the process serving the Unix socket at path: LOCAL_PEERPID
+ * of a connection of our own, which only this client has used. */
+static pid_t
+socket_server_pid(const char *path)
+{
+	struct sockaddr_un sun;
+	socklen_t len = sizeof(pid_t);
+	pid_t pid = 0;
+	int fd;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return 0;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0 ||
+	    getsockopt(fd, SOL_LOCAL, LOCAL_PEERPID, &pid, &len) != 0)
+		pid = 0;
+	close(fd);
+	return pid;
+}
+
+int
+doctor_program_check(const char *socket_path, char *program, size_t programlen,
+                     char *why, size_t whylen)
+{
+	char cmd[PATH_MAX * 4 + 64], line[PATH_MAX + 128], lib[PATH_MAX];
+	char dir[PATH_MAX], lwhy[1024], *p, *end;
+	struct stat st;
+	size_t i, n;
+	pid_t pid;
+	FILE *f;
+	int first = 1, status, rc = 0;
+
+	program[0] = why[0] = '\0';
+	/* A per-user daemon runs as its user: nothing of root's to see. */
+	if (stat(socket_path, &st) != 0 || st.st_uid != 0)
+		return -ENOTSUP;
+	if ((pid = socket_server_pid(socket_path)) <= 0 ||
+	    proc_pidpath(pid, program, (uint32_t)programlen) <= 0) {
+		program[0] = '\0';
+		snprintf(why, whylen,
+		         "cannot learn which program serves %s (its pid %d)",
+		         socket_path, (int)pid);
+		return -ESRCH;
+	}
+	if (path_unsafe(program, why, whylen))
+		return 1;
+	/* otool -L PROGRAM, the path single-quoted for the shell. */
+	n = (size_t)snprintf(cmd, sizeof cmd, "otool -L '");
+	for (i = 0; program[i] != '\0' && n + 8 < sizeof cmd; i++) {
+		if (program[i] == '\'') {
+			memcpy(cmd + n, "'\\''", 4);
+			n += 4;
+		} else
+			cmd[n++] = program[i];
+	}
+	snprintf(cmd + n, sizeof cmd - n, "' 2>/dev/null");
+	if ((f = popen(cmd, "r")) == NULL) {
+		snprintf(why, whylen, "cannot run otool: %s", strerror(errno));
+		return -EIO;
+	}
+	snprintf(dir, sizeof dir, "%s", program);
+	if ((p = strrchr(dir, '/')) != NULL)
+		*p = '\0';
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (first) { /* the file's own name */
+			first = 0;
+			continue;
+		}
+		for (p = line; *p == ' ' || *p == '\t'; p++)
+			;
+		if ((end = strstr(p, " (compatibility version")) != NULL ||
+		    (end = strstr(p, " (current version")) != NULL)
+			*end = '\0';
+		p[strcspn(p, "\n")] = '\0';
+		if (*p == '\0' || strncmp(p, "/usr/lib/", 9) == 0 ||
+		    strncmp(p, "/System/", 8) == 0 || rc != 0)
+			continue;
+		if (strncmp(p, "@loader_path/", 13) == 0 ||
+		    strncmp(p, "@executable_path/", 17) == 0)
+			snprintf(lib, sizeof lib, "%s/%s", dir,
+			         strchr(p, '/') + 1);
+		else
+			snprintf(lib, sizeof lib, "%s", p);
+		if (lib[0] != '/') {
+			snprintf(why, whylen,
+			         "it loads %s, which cannot be told from here "
+			         "(otool -l lists its LC_RPATH)",
+			         lib);
+			rc = 1;
+		} else if (path_unsafe(lib, lwhy, sizeof lwhy)) {
+			snprintf(why, whylen, "it loads a library: %s", lwhy);
+			rc = 1;
+		}
+	}
+	status = pclose(f);
+	/* Without the Command Line Tools, /usr/bin/otool only offers to
+	 * install them, and fails. */
+	if (rc == 0 && (status == -1 || !WIFEXITED(status) ||
+	                WEXITSTATUS(status) != 0 || first)) {
+		snprintf(
+		    why, whylen,
+		    "otool -L does not run here, so the libraries it loads "
+		    "were not checked: install the Command Line Tools "
+		    "(xcode-select --install)");
+		return -ENOENT;
+	}
+	return rc;
 }

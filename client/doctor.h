@@ -29,4 +29,19 @@ int doctor_kernel_read(struct doctor_kernel *k, char *cause, size_t causelen);
  * system, else this user's per-user daemon's. -errno when there is none. */
 int doctor_default_db(int system, char *buf, size_t len);
 
+/*
+ * What a system daemon runs as root: the program serving the socket at
+ * socket_path (its pid from the connection, its path from the kernel) and
+ * every library that program loads (otool -L) outside the system's
+ * (/usr/lib, /System), each checked by launchd/install.sh's rule
+ * (path_unsafe: root's, not writable by group or others, nor any directory
+ * above it, links followed). program gets its path when known. 0: all
+ * root's; 1: one is not, why says which and why; -ENOTSUP: nothing to
+ * check here (Linux, or a per-user daemon, which runs as its user);
+ * another -errno: not checked, why says why (no otool: the Command Line
+ * Tools).
+ */
+int doctor_program_check(const char *socket_path, char *program,
+                         size_t programlen, char *why, size_t whylen);
+
 #endif
