@@ -28,6 +28,12 @@ Attacks:
           then 10 connections that ask for `status` and never read: 5 in
           protocol version 1 (an answer past 4 MiB is refused), 5 in version
           2 (20 pages each of at most 1000 entries, argv left out).
+  churn1, churn4  1 or 4 processes doing connect(); close() in a loop as
+          fast as they can, past max_clients_per_uid.
+  unread  250 connections pipelining `info` without ever reading the
+          answers, for the whole run.
+Each row also gives the daemon's RSS once the attacker has gone (the
+lowest within 5 s): what the flood left behind.
 
 usage: bench/attack.py [-b BUILD] [--interval S] [--procs N] [--trees N]
                        [--stored-bound SIZE] [ATTACK ...]
@@ -132,6 +138,82 @@ def attacker(sock_path, nconn, plan, ready_w, stop_r, read=True):
     os._exit(0)
 
 
+def churner(nproc):
+    """A child body: nproc processes of nobody's connect and close in a
+    loop until stop_r is readable; then writes how many connections."""
+    def run(sock_path, ready_w, stop_r):
+        as_nobody()
+        counts = []
+        for _ in range(nproc):
+            r, w = os.pipe()
+            if os.fork() == 0:
+                n = 0
+                while not select.select([stop_r], [], [], 0)[0]:
+                    for _ in range(100):
+                        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                        try:
+                            s.connect(sock_path)
+                            n += 1
+                        except OSError:
+                            pass  # a full backlog
+                        s.close()
+                os.write(w, b"%d\n" % n)
+                os._exit(0)
+            os.close(w)
+            counts.append(r)
+        os.write(ready_w, b"0\n")
+        total = 0
+        for r in counts:
+            total += int(os.read(r, 64).split()[0] or b"0")
+            os.wait()
+        os.write(ready_w, b"%d\n" % total)
+        os._exit(0)
+    return run
+
+
+def unreader(nconn, batch=64):
+    """A child body: nconn connections of nobody's each send `info` again
+    and again and never read, until stop_r is readable."""
+    def run(sock_path, ready_w, stop_r):
+        as_nobody()
+        req = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"info"}\n' % k
+                       for k in range(batch))
+        conns = []
+        for _ in range(nconn):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sock_path)
+            s.sendall(b'{"jsonrpc":"2.0","id":0,"method":"hello",'
+                      b'"params":{"version":1}}\n')
+            s.setblocking(False)
+            conns.append(s)
+        os.write(ready_w, b"0\n")
+        n = 0
+        while conns and not select.select([stop_r], [], [], 0)[0]:
+            _, w, _ = select.select([], conns, [], 0.1)
+            for s in w:
+                try:
+                    s.send(req)
+                    n += batch
+                except BlockingIOError:
+                    pass
+                except OSError:  # closed by the daemon's bounds
+                    conns.remove(s)
+        select.select([stop_r], [], [])
+        os.write(ready_w, b"%d\n" % n)
+        os._exit(0)
+    return run
+
+
+def rss_after(d, seconds=5.0):
+    """The daemon's lowest RSS within seconds after an attack."""
+    low = status_kb(d.proc.pid, "VmRSS")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        low = min(low, status_kb(d.proc.pid, "VmRSS"))
+    return low
+
+
 def storer(sock_path, ready_w, stop_r):
     """In a child running as nobody: submit a job that stays queued (95 %
     free asked, 80 % there) with a big argv and env, cancel it, again,
@@ -160,16 +242,22 @@ def db_bytes(d):
     return n
 
 
-def run_attack(d, c, name, nconn, plan, interval, read=True):
+def run_attack(d, c, name, nconn, plan, interval, read=True, body=None):
     ready_r, ready_w = os.pipe()
     stop_r, stop_w = os.pipe()
     db_before = db_bytes(d)
+    # Root's connection is made before the attack: a connect flood keeps
+    # the listen backlog full, and a new connection waits its turn there
+    # (libstageload's connect blocks; this client's would time out).
+    rc = Client(d.socket)
     pid = os.fork()
     if pid == 0:
         os.close(ready_r)
         os.close(stop_w)
         try:
-            if plan is None:
+            if body is not None:
+                body(d.socket, ready_w, stop_r)
+            elif plan is None:
                 storer(d.socket, ready_w, stop_r)
             else:
                 attacker(d.socket, nconn, plan, ready_w, stop_r, read)
@@ -184,13 +272,19 @@ def run_attack(d, c, name, nconn, plan, interval, read=True):
     done = threading.Event()
 
     def infos():
-        rc = Client(d.socket)
+        # A call that times out (10 s) counts as its time; the next one
+        # goes on a new connection.
+        c2 = rc
         while not done.is_set():
             t = time.monotonic()
-            rc.call("info")
+            try:
+                c2.call("info")
+            except OSError:
+                c2.close()
+                c2 = Client(d.socket, timeout=60)
             infos_ms.append((time.monotonic() - t) * 1000)
             time.sleep(0.01)
-        rc.close()
+        c2.close()
     th = threading.Thread(target=infos)
     th.start()
     lats = []
@@ -214,6 +308,7 @@ def run_attack(d, c, name, nconn, plan, interval, read=True):
     return {"attack": name, "requests": sent,
             "db_growth_kib": (db_bytes(d) - db_before) // 1024,
             "rss_peak_kib": status_kb(d.proc.pid, "VmHWM"),
+            "rss_after_kib": rss_after(d),
             "info_max_ms": round(max(infos_ms), 2),
             "info_p99_ms": round(sorted(infos_ms)[len(infos_ms) * 99 // 100], 2),
             "breach_max_ms": round(max(lats), 1)}
@@ -227,7 +322,8 @@ def main():
     ap.add_argument("--trees", type=int, default=20)
     ap.add_argument("--stored-bound", default="64M")
     ap.add_argument("attacks", nargs="*",
-                    default=["meters", "waits", "logs", "stored", "bigstatus"])
+                    default=["meters", "waits", "logs", "stored", "bigstatus",
+                             "churn1", "churn4", "unread"])
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/attack.py needs root: the attacker runs as uid %d" % NOBODY)
@@ -243,6 +339,7 @@ def main():
             set_memory(d, free_pct=80.0)
             c = Client(d.socket)
             end = None
+            body = None
             if name == "meters":
                 roots, end = spawn_trees(a.trees, a.procs // a.trees)
                 plan = lambda i: [("subscribe", {"pid": roots[i % len(roots)]})]  # noqa: E731
@@ -263,6 +360,10 @@ def main():
                 nconn = 256
             elif name == "stored":
                 plan, nconn = None, 1
+            elif name in ("churn1", "churn4"):
+                body, plan, nconn = churner(int(name[-1])), None, 0
+            elif name == "unread":
+                body, plan, nconn = unreader(250), None, 250
             elif name == "bigstatus":
                 # 1,000 queued jobs of 200 KiB argv (behind the probes:
                 # priority -1), then 10 connections that ask for status and
@@ -277,19 +378,19 @@ def main():
                 sys.exit("unknown attack %s" % name)
             try:
                 rows.append(run_attack(d, c, name, nconn, plan, interval,
-                                       read=name != "bigstatus"))
+                                       read=name != "bigstatus", body=body))
             finally:
                 if end is not None:
                     end()
             c.close()
     print("| attack | requests sent | database growth | daemon peak RSS | "
-          "root info p99 / slowest | breach to SIGTERM, max of 5 |")
-    print("|---|---|---|---|---|---|")
+          "RSS after | root info p99 / slowest | breach to SIGTERM, max of 5 |")
+    print("|---|---|---|---|---|---|---|")
     bad = False
     for r in rows:
-        print("| %s | %d | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
+        print("| %s | %d | %.1f MiB | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
             r["attack"], r["requests"], r["db_growth_kib"] / 1024.0,
-            r["rss_peak_kib"] / 1024.0, r["info_p99_ms"],
+            r["rss_peak_kib"] / 1024.0, r["rss_after_kib"] / 1024.0, r["info_p99_ms"],
             r["info_max_ms"], r["breach_max_ms"]))
         bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50
     sys.exit(1 if bad else 0)

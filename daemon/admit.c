@@ -177,9 +177,68 @@ admit_latest(const struct admit_running *running, size_t n)
 /* What holds for every candidate alike, worked out once per decision. */
 struct admit_state {
 	int exclusive_running; /* an exclusive job holds memory */
-	int at_max;            /* max_running reached */
-	int unsettled;         /* the latest admitted job has not settled */
+	uid_t exclusive_uid;   /* its user */
+	/* It is unprivileged and has held the machine alone for hol_bound
+	 * since it started or since the last job passed it. */
+	int exclusive_passable;
+	int at_max;    /* max_running reached */
+	int unsettled; /* the latest admitted job has not settled */
 };
+
+/*
+ * What running job r still reserves: its expect less its footprint. An
+ * unprivileged reservation (given or learned) is capped at max_wait_free %
+ * of total memory and lapses once the job has settled, so that no user's
+ * promise can hold every --wait-free job for long (docs/jobs.md).
+ */
+static uint64_t
+admit_reserved(const struct admit_running *r, const struct admit_input *in)
+{
+	uint64_t expect = r->expect_bytes, cap;
+
+	if (!r->privileged) {
+		if (admit_settled(r, in->now_ms, &in->cfg))
+			return 0;
+		cap = (uint64_t)((double)in->total_bytes *
+		                 in->cfg.max_wait_free_pct / 100.0);
+		if (expect > cap)
+			expect = cap;
+	}
+	return expect > r->footprint_bytes ? expect - r->footprint_bytes : 0;
+}
+
+/* Is an exclusive job running, and may a job of another user start beside
+ * it? Not beside a privileged one; beside an unprivileged one once it has
+ * held the machine alone for hol_bound, then once per hol_bound. */
+static void
+admit_exclusive(const struct admit_input *in, struct admit_state *st)
+{
+	const struct admit_running *r;
+	int64_t since;
+	size_t i;
+
+	for (i = 0; i < in->nrunning; i++) {
+		r = &in->running[i];
+		if (!r->exclusive)
+			continue;
+		st->exclusive_running = 1;
+		st->exclusive_uid = r->uid;
+		since = r->admitted_ms;
+		if (in->claim.exclusive_pass_ms > since)
+			since = in->claim.exclusive_pass_ms;
+		st->exclusive_passable =
+		    !r->privileged &&
+		    in->now_ms - since >= in->cfg.hol_bound_ms;
+		return;
+	}
+}
+
+static void
+admit_passed_exclusive(const struct admit_input *in, struct admit_result *res)
+{
+	res->passed_exclusive = 1;
+	res->claim.exclusive_pass_ms = in->now_ms;
+}
 
 /* Why job q may not start now as the head, or ADMIT_WAIT_NONE when it
  * may. The order decides which reason is shown when several hold: the
@@ -191,7 +250,10 @@ admit_wait_of(const struct admit_input *in, const struct admit_state *st,
 {
 	if (!in->storage_ok)
 		return ADMIT_WAIT_STORAGE;
-	if ((in->nrunning > 0 && q->exclusive) || st->exclusive_running)
+	if (in->nrunning > 0 && q->exclusive)
+		return ADMIT_WAIT_EXCLUSIVE;
+	if (st->exclusive_running &&
+	    !(st->exclusive_passable && q->uid != st->exclusive_uid))
 		return ADMIT_WAIT_EXCLUSIVE;
 	if (st->at_max)
 		return ADMIT_WAIT_MAX_RUNNING;
@@ -219,15 +281,13 @@ admit_decide(const struct admit_input *in, enum admit_wait *waits,
 	res->admit = -1;
 	res->head = -1;
 	res->passed = 0;
+	res->passed_exclusive = 0;
 	res->free_pct = 0;
 	res->effective_free_pct = 0;
 	res->claim = in->claim;
 	/* Memory promised to running jobs that they have not taken yet. */
-	for (i = 0; i < in->nrunning; i++) {
-		const struct admit_running *r = &in->running[i];
-		if (r->expect_bytes > r->footprint_bytes)
-			reserved += r->expect_bytes - r->footprint_bytes;
-	}
+	for (i = 0; i < in->nrunning; i++)
+		reserved += admit_reserved(&in->running[i], in);
 	res->reserved_bytes = reserved;
 	if (in->have_sample && in->total_bytes > 0) {
 		res->free_pct = in->free_pct;
@@ -254,9 +314,7 @@ admit_decide(const struct admit_input *in, enum admit_wait *waits,
 	head = &in->queued[i];
 
 	memset(&st, 0, sizeof st);
-	for (i = 0; i < in->nrunning; i++)
-		if (in->running[i].exclusive)
-			st.exclusive_running = 1;
+	admit_exclusive(in, &st);
 	st.at_max = in->cfg.max_running > 0 &&
 	            in->nrunning >= (size_t)in->cfg.max_running;
 	latest = admit_latest(in->running, in->nrunning);
@@ -280,6 +338,8 @@ admit_decide(const struct admit_input *in, enum admit_wait *waits,
 		/* The queue moved: the next head starts a claim of its own. */
 		res->claim.have = 0;
 	}
+	if (w == ADMIT_WAIT_NONE && st.exclusive_running)
+		admit_passed_exclusive(in, res);
 	/* Past its claim an unprivileged head that cannot start lets one job
 	 * of another user start, the first that passes every rule as if it
 	 * were the head. */
@@ -299,6 +359,8 @@ admit_decide(const struct admit_input *in, enum admit_wait *waits,
 				res->passed = 1;
 				/* The head's claim starts again. */
 				res->claim.since_ms = in->now_ms;
+				if (st.exclusive_running)
+					admit_passed_exclusive(in, res);
 			} else
 				w = ADMIT_WAIT_HEAD; /* one at a time */
 		}

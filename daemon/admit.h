@@ -65,6 +65,9 @@ struct admit_running {
 	uint64_t footprint_bytes; /* latest; 0 before its first sample */
 	uint64_t expect_bytes;    /* 0: none */
 	int exclusive;
+	/* Root's or the admin group's: its reservation is whole and lasts,
+	 * its exclusivity is never passed. */
+	int privileged;
 	/* Footprints of the job's tree at the most recent samples since it
 	 * started, oldest first; used for settle. recent_ms: when each was
 	 * sampled (NULL: settle counts samples, not time). */
@@ -82,6 +85,8 @@ struct admit_config {
 	int64_t settle_window_ms;
 	int max_running;      /* 0: no limit */
 	int64_t hol_bound_ms; /* an unprivileged head's sole claim */
+	/* An unprivileged reservation's cap, % of total (max_wait_free). */
+	double max_wait_free_pct;
 };
 
 /* The head's claim: since when its user has held the head without the
@@ -90,6 +95,9 @@ struct admit_claim {
 	int have;         /* 0: no claim yet (the next head starts one) */
 	uid_t uid;        /* the user holding the head */
 	int64_t since_ms; /* when that user's claim began */
+	/* When a job last started past an unprivileged exclusive job: once
+	 * per hol_bound. */
+	int64_t exclusive_pass_ms;
 };
 
 struct admit_input {
@@ -107,10 +115,11 @@ struct admit_input {
 };
 
 struct admit_result {
-	long admit;      /* index into queued, or -1 */
-	long head;       /* index of the head (first not blocked), or -1 */
-	int passed;      /* admit is a job passing the head (hol_bound) */
-	double free_pct; /* the sample's */
+	long admit;           /* index into queued, or -1 */
+	long head;            /* index of the head (first not blocked), or -1 */
+	int passed;           /* admit is a job passing the head (hol_bound) */
+	int passed_exclusive; /* admit starts beside an exclusive job */
+	double free_pct;      /* the sample's */
 	/* free % less the reservations of running jobs, as a share of total:
 	 * on Linux, where free % is available / total, this is exactly
 	 * (available - reserved) / total x 100. */

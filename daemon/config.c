@@ -652,7 +652,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->max_line_bytes = 4u << 20;
 	cfg->max_clients = 4096;
 	cfg->max_clients_per_uid = 256;
-	cfg->max_input_bytes_per_uid = 64u << 20;
+	cfg->max_input_bytes_per_uid = 8u << 20;
 	cfg->max_queued_per_uid = 1000;
 	cfg->max_deferred_per_uid = 4096;
 	cfg->max_meters_per_uid = 16;
@@ -664,7 +664,7 @@ config_defaults(struct config *cfg, int system)
 	cfg->min_free_disk_auto = 1;
 	cfg->hello_timeout_ms = 10000;
 	cfg->max_unread_bytes = 16u << 20;
-	cfg->max_unread_bytes_per_uid = 32u << 20;
+	cfg->max_unread_bytes_per_uid = 16u << 20;
 
 	cfg->default_wait_free_pct = 0;
 	cfg->default_swap_budget_bytes = 0;

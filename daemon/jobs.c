@@ -262,6 +262,7 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 			a->footprint_bytes = j->footprint_bytes;
 			a->expect_bytes = j->expect_bytes;
 			a->exclusive = j->exclusive;
+			a->privileged = j->privileged;
 			a->recent_footprints = r->fp;
 			a->recent_ms = r->fp_ms;
 			a->nrecent = r->nfp;
@@ -762,6 +763,7 @@ jobs_admit(struct daemon *d)
 		    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
 		in.cfg.max_running = d->cfg.max_running;
 		in.cfg.hol_bound_ms = d->cfg.hol_bound_ms;
+		in.cfg.max_wait_free_pct = d->cfg.max_wait_free_pct;
 		admit_decide(&in, waits, &res);
 		before = js->claim;
 		js->claim = res.claim;
@@ -775,6 +777,11 @@ jobs_admit(struct daemon *d)
 		r = s.q[res.admit];
 		if (res.passed)
 			jobs_log_pass(r, s.q[res.head], &before, in.now_ms);
+		if (res.passed_exclusive)
+			log_info("jobs: job %" PRId64 " (uid %u) starts beside "
+			         "an exclusive job of another user, which has "
+			         "run alone for hol_bound",
+			         r->j->id, (unsigned)r->j->uid);
 		/* A job back in the queue after a breach hears its place
 		 * before it hears it is admitted again. */
 		if (r->owe_queue)

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <libproc.h>
 #include <limits.h>
+#include <malloc/malloc.h>
 #include <mach/mach.h>
 #include <pwd.h>
 #include <signal.h>
@@ -679,4 +680,11 @@ find_boot_alias(void)
 		}
 	}
 	closedir(dir);
+}
+
+void
+platform_trim_memory(void)
+{
+	/* Every zone, as much as it can give back. */
+	malloc_zone_pressure_relief(NULL, 0);
 }

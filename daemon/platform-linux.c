@@ -15,6 +15,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1081,4 +1084,12 @@ platform_log_hint(const char *text, size_t len, const char *home, char *buf,
 	(void)home;
 	if (buflen > 0)
 		buf[0] = '\0';
+}
+
+void
+platform_trim_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }

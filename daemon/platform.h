@@ -187,6 +187,12 @@ int platform_peer_groups_max(void);
 int platform_user_groups(const char *user, gid_t gid, gid_t **groups,
                          int *ngroups);
 
+/* Give memory the allocator holds free back to the system (glibc keeps
+ * the heap's freed top and arenas; macOS's zones keep theirs), so that a
+ * flood of clients does not leave the daemon at its peak. It walks the
+ * heap: call it rarely, never on the enforcement path. */
+void platform_trim_memory(void);
+
 /* Default paths for this OS: system (root) or per-user. */
 int platform_default_socket(int system, char *buf, size_t len);
 int platform_default_db(int system, char *buf, size_t len);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,90 +20,32 @@
 #include "daemon.h"
 #include "log.h"
 #include "proto.h"
-#include "server.h"
-#include "trust.h"
+#include "server-internal.h"
 
 #define SERVER_BACKLOG 1024
 #define SERVER_LINGER_MS 5000 /* most time a closing client gets to read */
 /* How often a half-closed client owed deferred answers is checked: are
  * they all sent, has the peer gone entirely? */
 #define SERVER_EOF_CHECK_MS 1000
-/* Longest line before hello (a hello is a few hundred bytes): until then a
- * connection may make the daemon buffer only this much, not max_line, so
- * connections that never say hello cost little memory. */
-#define SERVER_HELLO_LINE 4096
-
-/* What one uid's connections make the daemon hold, so that it is bounded
- * per uid, not only per connection: partial lines (input the daemon must
- * keep until its newline comes, max_input_bytes_per_uid) and output queued
- * for connections that read slowly or not at all (max_unread_per_uid). */
-struct uid_input {
-	uid_t uid;
-	size_t clients;   /* clients counted here */
-	size_t bytes;     /* the sum of their readers' buffers (cap) */
-	size_t unwritten; /* the memory their queued output takes */
-};
-
-struct client {
-	uv_pipe_t pipe; /* first member: the handle's data is the client */
-	uv_timer_t timer;
-	struct server *srv; /* NULL once closing: the server may go first */
-	struct daemon *d;
-	const struct server_hooks *hooks; /* outlives the server */
-	uint64_t id;
-	struct peer peer;
-	struct proto_reader reader;
-	/* Its uid's input entry (NULL once closing), and the part of it
-	 * that is this reader's buffer. */
-	struct uid_input *input;
-	size_t input_counted;
-	size_t unwritten;  /* bytes handed to uv_write, not yet written */
-	size_t queued_mem; /* the memory those take, requests included */
-	size_t oversized;  /* of those, an answer larger than the limit */
-	int handles;       /* handles still open; freed when it reaches 0 */
-	/* While an answer is written in parts (server_stream_open), what
-	 * else is sent to the client waits here, whole lines, so that no
-	 * line lands inside the answer's. */
-	char *held;
-	size_t held_len, held_cap;
-	unsigned streaming : 1;
-	unsigned hello : 1;
-	unsigned closing : 1;     /* uv_close called */
-	unsigned draining : 1;    /* no more input; close once output is out */
-	unsigned half_closed : 1; /* EOF read; open for deferred answers */
-};
-
-struct server {
-	struct daemon *d;
-	const struct server_hooks *hooks;
-	uv_pipe_t listener;
-	int listening;
-	/* Sorted by id: ids only grow, so adding is an append. */
-	struct client **clients;
-	size_t nclients, cap;
-	uint64_t next_id;
-	/* One entry per uid with a client; a client points at its own. */
-	struct uid_input **inputs;
-	size_t ninputs, inputs_cap;
-};
-
-struct wreq {
-	uv_write_t req;
-	struct client *c;
-	size_t len;
-	int oversized; /* counted in c->oversized */
-	char *buf;     /* owned; may point into data[] */
-	char data[];
-};
+/* Requests of one uid's connections handled in one turn of the loop at
+ * most. A read can bring thousands of pipelined requests; answered in one
+ * go they would hold the loop (the sampler, enforcement, every other user)
+ * for as long. Counted per uid, so that a user's many connections get no
+ * more than its one; the rest wait, in the kernel or in the connection's
+ * reader, for the next turn. */
+#define SERVER_LINES_PER_TURN 64
+/* Memory freed since it was last given back to the system past which it is
+ * given back (platform_trim_memory), at most once per SERVER_TRIM_MS. */
+#define SERVER_TRIM_BYTES (4 << 20)
+#define SERVER_TRIM_MS 1000
 
 /* One read buffer serves every client: lines are copied by the reader
  * before the next read can happen. */
 static char read_buf[64 * 1024];
 
-static void client_close(struct client *c);
-static void client_drain(struct client *c);
+static void client_wait_turn(struct client *c);
 
-static struct client *
+struct client *
 client_find(struct server *srv, uint64_t id)
 {
 	size_t lo = 0, hi;
@@ -142,7 +83,7 @@ client_unlink(struct server *srv, struct client *c)
 
 /* The input entry of uid, made when it has none; NULL when out of
  * memory. */
-static struct uid_input *
+struct uid_input *
 uid_input_get(struct server *srv, uid_t uid)
 {
 	struct uid_input *u, **nv;
@@ -171,9 +112,9 @@ client_input_sync(struct client *c)
 {
 	if (c->input == NULL)
 		return;
-	c->input->bytes += c->reader.cap;
+	c->input->bytes += proto_reader_mem(&c->reader);
 	c->input->bytes -= c->input_counted;
-	c->input_counted = c->reader.cap;
+	c->input_counted = proto_reader_mem(&c->reader);
 }
 
 /* The client stops counting (it is closing: its reader is freed once its
@@ -233,7 +174,7 @@ client_deferred(struct client *c)
  * is a connection refused before it got an id: to the modules id 0 means
  * "no client" (every detached job has it).
  */
-static void
+void
 client_closed_cb(uv_handle_t *h)
 {
 	struct client *c = h->data;
@@ -242,6 +183,7 @@ client_closed_cb(uv_handle_t *h)
 		return;
 	if (!c->d->stopping && c->id != 0 && c->hooks->gone != NULL)
 		c->hooks->gone(c->d, c->id);
+	server_freed(c->d->server, proto_reader_mem(&c->reader));
 	proto_reader_free(&c->reader);
 	free(c->peer.groups);
 	free(c->held);
@@ -249,7 +191,7 @@ client_closed_cb(uv_handle_t *h)
 }
 
 /* Close now, dropping anything not yet written. */
-static void
+void
 client_close(struct client *c)
 {
 	if (c->closing)
@@ -265,7 +207,7 @@ client_close(struct client *c)
 	uv_close((uv_handle_t *)&c->timer, client_closed_cb);
 }
 
-static void
+void
 client_timer_cb(uv_timer_t *t)
 {
 	struct client *c = t->data;
@@ -278,7 +220,7 @@ client_timer_cb(uv_timer_t *t)
 
 /* Stop reading and close once what is queued has been written, or after a
  * short linger for a client that does not read. */
-static void
+void
 client_drain(struct client *c)
 {
 	if (c->closing || c->draining)
@@ -343,314 +285,6 @@ client_eof(struct client *c)
 	               SERVER_EOF_CHECK_MS);
 }
 
-static void
-client_write_cb(uv_write_t *req, int status)
-{
-	struct wreq *w = (struct wreq *)req;
-	struct client *c = w->c;
-
-	c->unwritten -= w->len;
-	c->queued_mem -= w->len + sizeof *w;
-	if (c->input != NULL)
-		c->input->unwritten -= w->len + sizeof *w;
-	if (w->oversized)
-		c->oversized = 0;
-	if (w->buf != w->data)
-		free(w->buf);
-	free(w);
-	if (c->closing)
-		return;
-	if (status < 0) {
-		log_debug("client %llu: write: %s", (unsigned long long)c->id,
-		          uv_strerror(status));
-		client_close(c);
-	} else if (c->draining && c->unwritten == 0)
-		client_close(c);
-	else if (c->unwritten == 0 && c->hooks->writable != NULL)
-		c->hooks->writable(c->d, c->id); /* a log it reads goes on */
-}
-
-/*
- * Queue bytes for a client. The common case is written at once without
- * allocating; only what the socket cannot take now is queued, and a client
- * whose queue would pass the limit is closed: one that never reads must
- * not make the daemon grow. One message larger than the limit by itself
- * (an answer of 100000 history buckets is about 25 MiB) is what the client
- * asked for: it is queued outside the limit, one at a time. With owned,
- * buf is a malloc'd buffer that this function frees.
- */
-static int client_write_now(struct client *c, char *buf, size_t len, int owned);
-
-/* A client that does not read what it is sent goes, and buf with it. */
-static int
-client_not_reading(struct client *c, const char *what, size_t n, char *buf,
-                   int owned)
-{
-	log_info("client %llu (uid %u) does not read its replies (%zu bytes "
-	         "%s); closing it",
-	         (unsigned long long)c->id, (unsigned)c->peer.uid, n, what);
-	if (owned)
-		free(buf);
-	client_close(c);
-	return -ENOBUFS;
-}
-
-/* Hold a whole line while the client's answer is written in parts; the
- * held lines count against the same bound as queued ones. */
-static int
-client_hold(struct client *c, char *buf, size_t len, int owned)
-{
-	size_t max = c->d->cfg.max_unread_bytes, cap;
-	char *h;
-
-	if (c->held_len + len > max)
-		return client_not_reading(c, "held", c->held_len + len, buf,
-		                          owned);
-	if (c->held_len + len > c->held_cap) {
-		cap = c->held_cap * 2 > c->held_len + len ? c->held_cap * 2
-		                                          : c->held_len + len;
-		if ((h = realloc(c->held, cap)) == NULL) {
-			if (owned)
-				free(buf);
-			client_close(c);
-			return -ENOMEM;
-		}
-		c->held = h;
-		c->held_cap = cap;
-	}
-	memcpy(c->held + c->held_len, buf, len);
-	c->held_len += len;
-	if (owned)
-		free(buf);
-	return 0;
-}
-
-static int
-client_write(struct client *c, char *buf, size_t len, int owned)
-{
-	if (c->streaming && !c->closing)
-		return client_hold(c, buf, len, owned);
-	return client_write_now(c, buf, len, owned);
-}
-
-static int
-client_write_now(struct client *c, char *buf, size_t len, int owned)
-{
-	struct wreq *w;
-	uv_buf_t b;
-	size_t off = 0, rest, max = c->d->cfg.max_unread_bytes;
-	int n, oversized;
-
-	if (c->closing) {
-		if (owned)
-			free(buf);
-		return -ENOENT;
-	}
-	if (c->unwritten == 0) {
-		b = uv_buf_init(buf, (unsigned)len);
-		n = uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
-		if (n >= 0)
-			off = (size_t)n;
-		else if (n != UV_EAGAIN) {
-			if (owned)
-				free(buf);
-			client_close(c);
-			return -EPIPE;
-		}
-	}
-	if (off == len) {
-		if (owned)
-			free(buf);
-		return 0;
-	}
-	rest = len - off;
-	oversized = rest > max && c->oversized == 0;
-	if (!oversized && c->unwritten - c->oversized + rest > max)
-		return client_not_reading(c, "queued", c->unwritten + rest, buf,
-		                          owned);
-	/* Across the uid's connections, answers too large by themselves
-	 * included: many slow readers of one user cannot add up. What
-	 * counts is the memory: a queued reply costs its request too, which
-	 * for the short error of a refused request is most of it. */
-	if (c->peer.uid != 0 && c->input != NULL &&
-	    c->input->unwritten + rest + sizeof *w >
-	        c->d->cfg.max_unread_bytes_per_uid) {
-		log_info("client %llu (uid %u): its uid's connections do not "
-		         "read their replies (%zu bytes queued, limit %zu); "
-		         "closing it",
-		         (unsigned long long)c->id, (unsigned)c->peer.uid,
-		         c->input->unwritten + rest,
-		         c->d->cfg.max_unread_bytes_per_uid);
-		if (owned)
-			free(buf);
-		client_close(c);
-		return -ENOBUFS;
-	}
-	if (owned && off == 0) {
-		if ((w = malloc(sizeof *w)) == NULL) {
-			free(buf);
-			client_close(c);
-			return -ENOMEM;
-		}
-		w->buf = buf;
-	} else {
-		if ((w = malloc(sizeof *w + rest)) == NULL) {
-			if (owned)
-				free(buf);
-			client_close(c);
-			return -ENOMEM;
-		}
-		memcpy(w->data, buf + off, rest);
-		w->buf = w->data;
-		if (owned)
-			free(buf);
-	}
-	w->c = c;
-	w->len = rest;
-	w->oversized = oversized;
-	b = uv_buf_init(w->buf, (unsigned)rest);
-	if ((n = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
-	                  client_write_cb)) != 0) {
-		if (w->buf != w->data)
-			free(w->buf);
-		free(w);
-		client_close(c);
-		return -EPIPE;
-	}
-	c->unwritten += rest;
-	c->queued_mem += rest + sizeof *w;
-	if (c->input != NULL)
-		c->input->unwritten += rest + sizeof *w;
-	if (oversized)
-		c->oversized = rest;
-	return 0;
-}
-
-static int
-client_send_error(struct client *c, const cJSON *id, int code,
-                  const char *message)
-{
-	char *line;
-	size_t len;
-
-	if ((line = proto_encode_error(id, code, message, &len)) == NULL)
-		return -ENOMEM;
-	return client_write(c, line, len, 1);
-}
-
-int
-server_reply(struct daemon *d, uint64_t client_id, const cJSON *id,
-             cJSON *result)
-{
-	struct client *c = client_find(d->server, client_id);
-	char *line;
-	size_t len;
-
-	if (c == NULL) {
-		cJSON_Delete(result);
-		return -ENOENT;
-	}
-	if (result == NULL)
-		result = cJSON_CreateObject();
-	if ((line = proto_encode_result(id, result, &len)) == NULL)
-		return -ENOMEM;
-	return client_write(c, line, len, 1);
-}
-
-int
-server_reply_error(struct daemon *d, uint64_t client_id, const cJSON *id,
-                   int code, const char *message)
-{
-	struct client *c = client_find(d->server, client_id);
-
-	if (c == NULL)
-		return -ENOENT;
-	return client_send_error(c, id, code, message);
-}
-
-int
-server_notify(struct daemon *d, uint64_t client_id, const char *method,
-              cJSON *params)
-{
-	struct client *c = client_find(d->server, client_id);
-	char *line;
-	size_t len;
-
-	if (c == NULL) {
-		cJSON_Delete(params);
-		return -ENOENT;
-	}
-	if ((line = proto_encode_notification(method, params, &len)) == NULL)
-		return -ENOMEM;
-	return client_write(c, line, len, 1);
-}
-
-int
-server_send_line(struct daemon *d, uint64_t client_id, const char *line,
-                 size_t len)
-{
-	struct client *c = client_find(d->server, client_id);
-
-	if (c == NULL)
-		return -ENOENT;
-	return client_write(c, (char *)line, len, 0);
-}
-
-int
-server_stream_open(struct daemon *d, uint64_t client_id, const cJSON *id)
-{
-	struct client *c = client_find(d->server, client_id);
-	char *head;
-	size_t len;
-	int rc;
-
-	if (c == NULL || c->closing)
-		return -ENOENT;
-	if (c->streaming)
-		return -EBUSY;
-	if ((head = proto_encode_result_head(id, &len)) == NULL)
-		return -ENOMEM;
-	if ((rc = client_write_now(c, head, len, 1)) == 0)
-		c->streaming = 1;
-	return rc;
-}
-
-int
-server_stream_write(struct daemon *d, uint64_t client_id, const char *part,
-                    size_t len)
-{
-	struct client *c = client_find(d->server, client_id);
-
-	if (c == NULL || !c->streaming)
-		return -ENOENT;
-	return client_write_now(c, (char *)part, len, 0);
-}
-
-int
-server_stream_close(struct daemon *d, uint64_t client_id)
-{
-	struct client *c = client_find(d->server, client_id);
-	char *held;
-	size_t len;
-	int rc;
-
-	if (c == NULL || !c->streaming)
-		return -ENOENT;
-	c->streaming = 0;
-	if ((rc = client_write_now(c, "}\n", 2, 0)) != 0)
-		return rc;
-	/* What waited goes out now, in its order. */
-	held = c->held;
-	len = c->held_len;
-	c->held = NULL;
-	c->held_len = c->held_cap = 0;
-	if (len == 0) {
-		free(held);
-		return 0;
-	}
-	return client_write_now(c, held, len, 1);
-}
-
 void
 server_close_client(struct daemon *d, uint64_t client_id)
 {
@@ -675,29 +309,6 @@ server_set_version(struct daemon *d, uint64_t client_id, int version)
 		return -ENOENT;
 	c->peer.version = version;
 	return 0;
-}
-
-size_t
-server_client_unwritten(struct daemon *d, uint64_t client_id)
-{
-	struct client *c = client_find(d->server, client_id);
-
-	return c != NULL ? c->unwritten : 0;
-}
-
-/* Open connections of one uid, greeted or not, so that one uid's silent
- * connections cannot fill the global cap and lock everyone out. A scan is
- * cheap next to the accept it guards. */
-static int
-server_uid_count(struct server *srv, uid_t uid)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < srv->nclients; i++)
-		if (srv->clients[i]->peer.uid == uid)
-			n++;
-	return n;
 }
 
 static void
@@ -741,6 +352,25 @@ client_request(struct client *c, struct proto_msg *m)
 	}
 }
 
+/* Has c's uid had its share of this turn (SERVER_LINES_PER_TURN)? With
+ * count, one more request is counted first. */
+static int
+client_uid_spent(struct client *c, int count)
+{
+	struct uid_input *u = c->input;
+	uint64_t now = uv_now(c->d->loop);
+
+	if (u == NULL)
+		return 0;
+	if (now != u->turn_ms) {
+		u->turn_ms = now;
+		u->turn_lines = 0;
+	}
+	if (count)
+		u->turn_lines++;
+	return u->turn_lines >= SERVER_LINES_PER_TURN;
+}
+
 static int
 client_line_cb(void *arg, char *line, size_t len)
 {
@@ -760,38 +390,45 @@ client_line_cb(void *arg, char *line, size_t len)
 		client_request(c, &m);
 	/* Notifications and responses from clients are ignored. */
 	proto_msg_free(&m);
-	return c->closing || c->draining ? 1 : 0;
+	if (c->closing || c->draining)
+		return 1;
+	/* Counted: past its uid's share of the turn, stop here. */
+	return client_uid_spent(c, 1) ? PROTO_READ_PAUSE : 0;
 }
 
-static void
+/* No buffer (UV_ENOBUFS) while the client's uid has spent its turn: what
+ * it sent stays in the kernel until the next. */
+void
 client_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	(void)h;
+	struct client *c = h->data;
+
 	(void)suggested;
-	*buf = uv_buf_init(read_buf, sizeof read_buf);
+	if (client_uid_spent(c, 0))
+		*buf = uv_buf_init(NULL, 0);
+	else
+		*buf = uv_buf_init(read_buf, sizeof read_buf);
 }
 
+/* Stop reading c until its uid's next turn. What it sent past the pause
+ * waits in its reader. */
 static void
-client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+client_pause(struct client *c)
 {
-	struct client *c = s->data;
-	char msg[256];
-	int rc;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+	client_wait_turn(c);
+}
 
-	if (nread == 0 || c->closing)
-		return;
-	if (nread < 0) {
-		if (nread == UV_EOF)
-			client_eof(c);
-		else
-			client_close(c);
-		return;
-	}
-	client_input_budget(c);
-	rc = proto_reader_feed(&c->reader, buf->base, (size_t)nread,
-	                       client_line_cb, c);
-	client_input_sync(c);
-	if (rc == PROTO_READ_LIMIT) {
+/* What a feed of c's reader returned: a pause, a framing error, or
+ * nothing to do. */
+static void
+client_fed(struct client *c, int rc)
+{
+	char msg[256];
+
+	if (rc == PROTO_READ_PAUSE && !c->closing && !c->draining) {
+		client_pause(c);
+	} else if (rc == PROTO_READ_LIMIT) {
 		snprintf(msg, sizeof msg,
 		         "limit reached: max_input_per_uid: the connections of "
 		         "uid %u may hold %zu bytes of unfinished requests in "
@@ -815,395 +452,153 @@ client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		client_send_error(c, NULL, PROTO_E_PARSE,
 		                  "line is not valid UTF-8");
 		client_drain(c);
+	} else if (rc == -ENOMEM) {
+		log_warnx("client %llu: out of memory; closing it",
+		          (unsigned long long)c->id);
+		client_close(c);
 	}
 	if (c->hooks->after_read != NULL)
 		c->hooks->after_read(c->d);
 }
 
-static void
-reject_closed_cb(uv_handle_t *h)
+void
+client_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-	free(h);
-}
-
-/* A connection refused before it became a client: say why in one error
- * with id null, then close it. It was never given an id, so nobody hears
- * that it has gone. */
-static void
-client_refuse(struct client *c, const char *why)
-{
-	char *line;
-	size_t len;
-	uv_buf_t b;
-
-	line = proto_encode_error(NULL, PROTO_E_LIMIT, why, &len);
-	if (line != NULL) {
-		b = uv_buf_init(line, (unsigned)len);
-		uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
-		free(line);
-	}
-	c->closing = 1;
-	uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
-	uv_close((uv_handle_t *)&c->timer, client_closed_cb);
-}
-
-/* Over the global cap: accept, say why, close. */
-static void
-server_reject(struct server *srv)
-{
-	uv_pipe_t *p;
-	char *line;
-	size_t len;
-	uv_buf_t b;
-
-	if ((p = malloc(sizeof *p)) == NULL)
-		return;
-	uv_pipe_init(srv->d->loop, p, 0);
-	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)p) == 0) {
-		line = proto_encode_error(NULL, PROTO_E_LIMIT,
-		                          "too many connections", &len);
-		if (line != NULL) {
-			b = uv_buf_init(line, (unsigned)len);
-			uv_try_write((uv_stream_t *)p, &b, 1);
-			free(line);
-		}
-	}
-	uv_close((uv_handle_t *)p, reject_closed_cb);
-}
-
-/*
- * The peer's groups, read with its credentials: what its detached jobs
- * may have. A kernel that cannot tell (Linux before 4.13) leaves it its
- * primary group alone, which never gives a job a group its submitter did
- * not have.
- */
-static int
-peer_groups(uv_os_fd_t fd, struct peer *p)
-{
-	static int warned;
-	int rc = platform_peer_groups(fd, &p->groups, &p->ngroups);
-
-	if (rc != -ENOPROTOOPT)
-		return rc;
-	if (!warned) {
-		warned = 1;
-		log_warnx("this system does not report a peer's groups "
-		          "(Linux before 4.13): detached jobs get "
-		          "their submitter's primary group only");
-	}
-	if ((p->groups = malloc(sizeof *p->groups)) == NULL)
-		return -ENOMEM;
-	p->groups[0] = p->gid;
-	p->ngroups = 1;
-	return 0;
-}
-
-static void
-server_connection_cb(uv_stream_t *ls, int status)
-{
-	struct server *srv = ls->data;
-	struct daemon *d = srv->d;
-	struct client *c, **nc;
-	uv_os_fd_t fd;
-	int rc, limit;
-
-	if (status < 0) {
-		log_warnx("accept: %s", uv_strerror(status));
-		return;
-	}
-	limit = d->cfg.max_clients;
-	if (d->fd_max_clients > 0 && d->fd_max_clients < limit)
-		limit = d->fd_max_clients;
-	if ((int)srv->nclients >= limit) {
-		log_info("connection refused: %zu clients (limit %d)",
-		         srv->nclients, limit);
-		server_reject(srv);
-		return;
-	}
-	if (srv->nclients == srv->cap) {
-		size_t cap = srv->cap ? srv->cap * 2 : 64;
-		if ((nc = realloc(srv->clients, cap * sizeof *nc)) == NULL) {
-			server_reject(srv);
-			return;
-		}
-		srv->clients = nc;
-		srv->cap = cap;
-	}
-	if ((c = calloc(1, sizeof *c)) == NULL) {
-		server_reject(srv);
-		return;
-	}
-	c->srv = srv;
-	c->d = srv->d;
-	c->hooks = srv->hooks;
-	uv_pipe_init(d->loop, &c->pipe, 0);
-	uv_timer_init(d->loop, &c->timer);
-	c->pipe.data = c;
-	c->timer.data = c;
-	c->handles = 2;
-	proto_reader_init(&c->reader, d->cfg.max_line_bytes < SERVER_HELLO_LINE
-	                                  ? d->cfg.max_line_bytes
-	                                  : SERVER_HELLO_LINE);
-
-	if ((rc = uv_accept(ls, (uv_stream_t *)&c->pipe)) != 0 ||
-	    (rc = uv_fileno((uv_handle_t *)&c->pipe, &fd)) != 0 ||
-	    (rc = platform_peer_cred(fd, &c->peer.uid, &c->peer.gid,
-	                             &c->peer.pid)) != 0 ||
-	    (rc = peer_groups(fd, &c->peer)) != 0) {
-		log_warnx("accept: cannot read peer credentials: %s",
-		          rc < 0 ? strerror(-rc) : "unknown error");
-		c->closing = 1;
-		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
-		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
-		return;
-	}
-	/* The uid is known now, before the client says anything: the cap
-	 * holds for silent connections too. */
-	if (c->peer.uid != 0 &&
-	    server_uid_count(srv, c->peer.uid) >= d->cfg.max_clients_per_uid) {
-		char why[128];
-
-		snprintf(why, sizeof why,
-		         "too many connections for uid %u (limit %d)",
-		         (unsigned)c->peer.uid, d->cfg.max_clients_per_uid);
-		log_info("connection refused: %s", why);
-		client_refuse(c, why);
-		return;
-	}
-	if ((c->input = uid_input_get(srv, c->peer.uid)) == NULL) {
-		log_warnx("accept: out of memory");
-		c->closing = 1;
-		uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
-		uv_close((uv_handle_t *)&c->timer, client_closed_cb);
-		return;
-	}
-	c->input->clients++;
-	c->id = ++srv->next_id;
-	c->peer.client_id = c->id;
-	srv->clients[srv->nclients++] = c;
-	log_debug("client %llu connected: uid %u pid %d",
-	          (unsigned long long)c->id, (unsigned)c->peer.uid,
-	          (int)c->peer.pid);
-	uv_timer_start(&c->timer, client_timer_cb,
-	               (uint64_t)d->cfg.hello_timeout_ms, 0);
-	if ((rc = uv_read_start((uv_stream_t *)&c->pipe, client_alloc_cb,
-	                        client_read_cb)) != 0)
-		client_close(c);
-}
-
-/*
- * Make room for our socket: refuse when a daemon answers on it, remove it
- * when nobody does (a crash left it behind), and never remove anything
- * that is not a socket.
- */
-static int
-server_probe(const char *path, char *cause, size_t causelen)
-{
-	struct sockaddr_un sun;
-	struct stat st;
-	int fd, rc, err;
-
-	if (lstat(path, &st) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(cause, causelen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(cause, causelen,
-		         "%s exists and is not a socket; "
-		         "refusing to replace it",
-		         path);
-		return -EEXIST;
-	}
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0) {
-		snprintf(cause, causelen, "socket: %s", strerror(errno));
-		return -errno;
-	}
-	rc = connect(fd, (struct sockaddr *)&sun, sizeof sun);
-	err = errno;
-	close(fd);
-	if (rc == 0) {
-		snprintf(cause, causelen,
-		         "another stageloadd is already "
-		         "running on %s",
-		         path);
-		return -EADDRINUSE;
-	}
-	if (err != ECONNREFUSED) {
-		snprintf(cause, causelen, "%s: %s", path, strerror(err));
-		return -err;
-	}
-	if (unlink(path) != 0 && errno != ENOENT) {
-		snprintf(cause, causelen, "cannot remove stale socket %s: %s",
-		         path, strerror(errno));
-		return -errno;
-	}
-	log_info("removed stale socket %s", path);
-	return 0;
-}
-
-/*
- * The lock beside the socket says which daemon owns it. A socket alone
- * cannot: between another daemon's bind() and listen() it refuses
- * connections like a stale one, and the probe would remove it. The lock
- * file is never removed (removing it would let two daemons lock two
- * files); the kernel drops the lock when its holder exits, however it
- * exits. It is readable by its owner only: flock() needs no more than a
- * descriptor open for reading, and another user holding the lock of the
- * system socket would keep the daemon from starting.
- */
-static int
-server_lock(const char *path, int *fdp, char *cause, size_t causelen)
-{
-	char lock[1100];
-	struct stat st;
-	int fd, err;
-
-	snprintf(lock, sizeof lock, "%s.lock", path);
-	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	/* server_mkdir checked it; nobody else can have changed it since,
-	 * but what is opened is what counts. */
-	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	                st.st_uid != geteuid())) {
-		close(fd);
-		snprintf(cause, causelen,
-		         "refusing the socket's lock file %s: not a regular "
-		         "file of uid %u",
-		         lock, (unsigned)geteuid());
-		return -EPERM;
-	}
-	if (fd >= 0 && fchmod(fd, 0600) != 0) {
-		err = errno;
-		close(fd);
-		snprintf(cause, causelen, "cannot make %s private: %s", lock,
-		         strerror(err));
-		return -err;
-	}
-	if (fd < 0) {
-		err = errno;
-		snprintf(cause, causelen, "cannot open the lock file %s: %s",
-		         lock, strerror(err));
-		return -err;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		err = errno;
-		close(fd);
-		if (err == EWOULDBLOCK) {
-			snprintf(cause, causelen,
-			         "another stageloadd is already running on %s "
-			         "(it holds %s)",
-			         path, lock);
-			return -EADDRINUSE;
-		}
-		snprintf(cause, causelen, "cannot lock %s: %s", lock,
-		         strerror(err));
-		return -err;
-	}
-	*fdp = fd;
-	return 0;
-}
-
-/*
- * The listening socket, made here and handed to libuv with uv_pipe_open:
- * a socket bound by uv_pipe_bind is unlinked by name when libuv closes it,
- * whoever's it is by then, while server_release removes only our own.
- */
-static int
-server_listen_fd(struct daemon *d, const char *path, mode_t mode, int *fdp)
-{
-	struct sockaddr_un sun;
-	struct stat st;
-	mode_t old;
-	int fd, rc;
-
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
-		return -errno;
-	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	/* A per-user socket is private from the moment it exists (umask),
-	 * not only after chmod. */
-	old = umask(d->cfg.system ? 0111 : 0177);
-	rc = bind(fd, (struct sockaddr *)&sun, sizeof sun);
-	umask(old);
-	if (rc != 0 || chmod(path, mode) != 0 || stat(path, &st) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	d->sock_dev = st.st_dev;
-	d->sock_ino = st.st_ino;
-	*fdp = fd;
-	return 0;
-}
-
-/*
- * The socket's directory and the lock file in it must be the daemon's, in
- * the sense of trust.c: another user who could write the directory could
- * take the socket's name for a socket of theirs, and one who owned the
- * lock could hold it and keep the daemon from starting. So must every
- * directory above it (a sticky one such as /tmp may be above it, not be
- * it). A link root or this user made is followed and its target checked
- * (/var/run is often a link to /run, macOS's /tmp to /private/tmp);
- * another user's is refused, since they could repoint it later. A missing
- * directory is created, 0755 for root (everyone connects to its socket),
- * 0700 otherwise, and checked again.
- */
-static int
-server_mkdir(const char *path, int system, char *cause, size_t causelen)
-{
-	char dir[1024], lock[1100], why[768], *slash;
-	const char *what = "the socket directory", *bad = dir;
+	struct client *c = s->data;
 	int rc;
 
-	snprintf(dir, sizeof dir, "%s", path);
-	if ((slash = strrchr(dir, '/')) == NULL)
-		snprintf(dir, sizeof dir, ".");
-	else if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	snprintf(lock, sizeof lock, "%s.lock", path);
-	if ((rc = trust_path_check(dir, geteuid(), TRUST_DIR, why,
-	                           sizeof why)) != 0)
-		goto refuse;
-	if (mkdir(dir, system ? 0755 : 0700) != 0 && errno != EEXIST) {
-		rc = -errno;
-		snprintf(cause, causelen, "socket directory %s: %s", dir,
-		         strerror(-rc));
-		return rc;
+	if (nread == 0 || c->closing)
+		return;
+	if (nread == UV_ENOBUFS) {
+		client_pause(c);
+		return;
 	}
-	if ((rc = trust_path_check(dir, geteuid(), TRUST_DIR, why,
-	                           sizeof why)) != 0)
-		goto refuse;
-	what = "the socket's lock file";
-	bad = lock;
-	if ((rc = trust_path_check(lock, geteuid(), TRUST_FILE, why,
-	                           sizeof why)) != 0)
-		goto refuse;
-	return 0;
-refuse:
-	snprintf(cause, causelen, "refusing %s %s: %s", what, bad, why);
-	return rc;
+	if (nread < 0) {
+		if (nread == UV_EOF)
+			client_eof(c);
+		else
+			client_close(c);
+		return;
+	}
+	client_input_budget(c);
+	rc = proto_reader_feed(&c->reader, buf->base, (size_t)nread,
+	                       client_line_cb, c);
+	client_input_sync(c);
+	client_fed(c, rc);
 }
 
+/* Its turn again: the requests it sent past its pause, then reading. */
+static void
+client_resume(struct client *c)
+{
+	int rc;
+
+	c->wait_turn = 0;
+	if (c->closing || c->draining)
+		return;
+	if (client_uid_spent(c, 0)) {
+		client_wait_turn(c);
+		return;
+	}
+	client_input_budget(c);
+	rc = proto_reader_feed(&c->reader, NULL, 0, client_line_cb, c);
+	client_input_sync(c);
+	if (rc == 0 && !c->closing && !c->draining &&
+	    uv_read_start((uv_stream_t *)&c->pipe, client_alloc_cb,
+	                  client_read_cb) != 0) {
+		client_close(c);
+		return;
+	}
+	client_fed(c, rc);
+}
+
+/*
+ * The next turn, after its timers: take the connection left waiting, which
+ * starts libuv's accepting again, and give clients that had spent their
+ * turn the next. An idle handle, not a 0 ms timer: libuv may run a timer
+ * started from its own callback again in the same pass, and a client that
+ * pauses again must wait for the next turn.
+ */
+void
+server_resume_cb(uv_idle_t *h)
+{
+	struct server *srv = h->data;
+	struct client *c;
+	size_t k, n, start;
+
+	uv_idle_stop(h);
+	if (srv->accept_waiting) {
+		srv->accept_waiting = 0;
+		srv->turn_ms = uv_now(srv->d->loop);
+		srv->turn_accepts = 1;
+		server_accept(srv);
+	}
+	/* Each turn starts one further along, so that a uid's connections
+	 * share its turns. A client closed meanwhile moves the later ones
+	 * down; one skipped so waits for the next turn. */
+	n = srv->nclients;
+	start = n > 0 ? srv->resume_from++ % n : 0;
+	for (k = 0; k < n && srv->nclients > 0; k++) {
+		c = srv->clients[(start + k) % srv->nclients];
+		if (c->wait_turn && !c->closing)
+			client_resume(c);
+	}
+	for (k = 0; k < srv->nclients; k++)
+		if (srv->clients[k]->wait_turn)
+			uv_idle_start(h, server_resume_cb);
+}
+
+static void
+client_wait_turn(struct client *c)
+{
+	c->wait_turn = 1;
+	if (c->srv != NULL)
+		uv_idle_start(&c->srv->resume, server_resume_cb);
+}
+
+static void
+server_trim_cb(uv_timer_t *t)
+{
+	struct server *srv = t->data;
+
+	srv->freed = 0;
+	platform_trim_memory();
+}
+
+/* n bytes a client held are free: once a few MiB are, the allocator is
+ * asked to give them back to the system, a second later (after a flood
+ * the daemon should not keep its peak), never more often. */
+void
+server_freed(struct server *srv, size_t n)
+{
+	if (srv == NULL)
+		return;
+	srv->freed += n;
+	if (srv->freed >= SERVER_TRIM_BYTES &&
+	    !uv_is_active((uv_handle_t *)&srv->trim))
+		uv_timer_start(&srv->trim, server_trim_cb, SERVER_TRIM_MS, 0);
+}
+
+/* The listener, the idle handle and the timers: srv goes with the last. */
 static void
 listener_closed_cb(uv_handle_t *h)
 {
 	struct server *srv = h->data;
 
+	if (--srv->handles > 0)
+		return;
 	free(srv->clients);
 	free(srv->inputs); /* empty: every client has been closed */
 	free(srv);
+}
+
+static void
+server_close_handles(struct server *srv)
+{
+	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+	uv_close((uv_handle_t *)&srv->resume, listener_closed_cb);
+	uv_close((uv_handle_t *)&srv->report, listener_closed_cb);
+	uv_close((uv_handle_t *)&srv->trim, listener_closed_cb);
 }
 
 int
@@ -1251,7 +646,15 @@ server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
 	srv->d = d;
 	srv->hooks = hooks;
 	uv_pipe_init(d->loop, &srv->listener, 0);
+	uv_idle_init(d->loop, &srv->resume);
+	uv_timer_init(d->loop, &srv->report);
+	uv_timer_init(d->loop, &srv->trim);
+	uv_unref((uv_handle_t *)&srv->trim);
 	srv->listener.data = srv;
+	srv->resume.data = srv;
+	srv->report.data = srv;
+	srv->trim.data = srv;
+	srv->handles = 4;
 	if ((rc = uv_pipe_open(&srv->listener, fd)) != 0)
 		close(fd);
 	else
@@ -1260,7 +663,7 @@ server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
 	if (rc != 0) {
 		snprintf(cause, causelen, "cannot listen on %s: %s", path,
 		         uv_strerror(rc));
-		uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
+		server_close_handles(srv);
 		goto fail;
 	}
 	srv->listening = 1;
@@ -1282,23 +685,5 @@ server_stop(struct daemon *d)
 	while (srv->nclients > 0)
 		client_close(srv->clients[srv->nclients - 1]);
 	d->server = NULL;
-	uv_close((uv_handle_t *)&srv->listener, listener_closed_cb);
-}
-
-void
-server_release(struct daemon *d)
-{
-	struct stat st;
-
-	if (d->sock_lock_fd < 0)
-		return;
-	/* Only if it is still ours: a socket someone put in its place
-	 * (by hand, or a daemon of a version without the lock) stays. */
-	if (d->sock_ino != 0 && stat(d->cfg.socket_path, &st) == 0 &&
-	    st.st_dev == d->sock_dev && st.st_ino == d->sock_ino)
-		unlink(d->cfg.socket_path);
-	d->sock_dev = 0;
-	d->sock_ino = 0;
-	close(d->sock_lock_fd);
-	d->sock_lock_fd = -1;
+	server_close_handles(srv);
 }

@@ -35,9 +35,18 @@ void
 proto_reader_free(struct proto_reader *r)
 {
 	free(r->buf);
+	free(r->rest);
 	r->buf = NULL;
+	r->rest = NULL;
 	r->len = 0;
 	r->cap = 0;
+	r->rest_len = 0;
+}
+
+size_t
+proto_reader_mem(const struct proto_reader *r)
+{
+	return r->cap + r->rest_len;
 }
 
 /* Make room for need bytes (the line so far and its NUL); the caller has
@@ -89,16 +98,27 @@ reader_emit(struct proto_reader *r, proto_line_cb cb, void *arg)
 	return rc;
 }
 
-int
-proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
-                  proto_line_cb cb, void *arg)
+/* Keep the bytes after a line whose callback paused the feed. */
+static int
+reader_keep(struct proto_reader *r, const char *data, size_t len)
+{
+	if (len == 0)
+		return PROTO_READ_PAUSE;
+	if ((r->rest = malloc(len)) == NULL)
+		return -ENOMEM;
+	memcpy(r->rest, data, len);
+	r->rest_len = len;
+	return PROTO_READ_PAUSE;
+}
+
+static int
+reader_feed(struct proto_reader *r, const char *data, size_t len,
+            proto_line_cb cb, void *arg)
 {
 	const char *nl;
 	size_t take, room;
 	int rc;
 
-	if (r->err != 0)
-		return r->err;
 	while (len > 0) {
 		nl = memchr(data, '\n', len);
 		take = nl != NULL ? (size_t)(nl - data) : len;
@@ -131,6 +151,8 @@ proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
 		if ((rc = reader_emit(r, cb, arg)) != 0) {
 			if (rc == PROTO_FRAME_UTF8)
 				r->err = rc;
+			if (rc == PROTO_READ_PAUSE)
+				return reader_keep(r, data, len);
 			return rc;
 		}
 	}
@@ -140,6 +162,35 @@ proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
 		r->cap = 0;
 	}
 	return 0;
+}
+
+int
+proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
+                  proto_line_cb cb, void *arg)
+{
+	char *rest, *grown;
+	size_t rest_len;
+	int rc;
+
+	if (r->err != 0)
+		return r->err;
+	if (r->rest == NULL)
+		return reader_feed(r, data, len, cb, arg);
+	/* What a paused feed kept comes before the new bytes. */
+	rest = r->rest;
+	rest_len = r->rest_len;
+	if (len > 0) {
+		if ((grown = realloc(rest, rest_len + len)) == NULL)
+			return -ENOMEM;
+		memcpy(grown + rest_len, data, len);
+		rest = grown;
+		rest_len += len;
+	}
+	r->rest = NULL;
+	r->rest_len = 0;
+	rc = reader_feed(r, rest, rest_len, cb, arg);
+	free(rest);
+	return rc;
 }
 
 /*

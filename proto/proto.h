@@ -55,7 +55,15 @@ enum proto_error {
  * cap, which is the memory the reader holds: a feed that needs more returns
  * PROTO_READ_LIMIT, sticky like a framing error. The daemon sets it before
  * each feed from what is left of the peer's per-uid budget.
+ *
+ * A callback that returns PROTO_READ_PAUSE stops the feed after its line,
+ * and the reader keeps the bytes that followed (rest): the next feed
+ * takes them before its own, and a feed of no bytes resumes them. So a
+ * server can bound the requests one connection makes it handle in a turn
+ * of its loop; it stops reading meanwhile, so the rest is at most one
+ * read. proto_reader_mem is what the reader holds, rest included.
  */
+#define PROTO_READ_PAUSE (-1004)
 #define PROTO_FRAME_TOO_LONG (-1001)
 #define PROTO_FRAME_UTF8 (-1002)
 #define PROTO_READ_LIMIT (-1003)
@@ -67,6 +75,8 @@ struct proto_reader {
 	size_t max_line;
 	size_t max_buf; /* 0: no bound but max_line + 1 */
 	int err;        /* sticky framing error */
+	char *rest;     /* bytes after a paused line, not yet framed */
+	size_t rest_len;
 };
 
 typedef int (*proto_line_cb)(void *arg, char *line, size_t len);
@@ -75,6 +85,7 @@ void proto_reader_init(struct proto_reader *r, size_t max_line);
 void proto_reader_free(struct proto_reader *r);
 int proto_reader_feed(struct proto_reader *r, const char *data, size_t len,
                       proto_line_cb cb, void *arg);
+size_t proto_reader_mem(const struct proto_reader *r);
 
 /* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates,
  * nothing above U+10FFFF, no truncated sequence). NUL bytes are valid. */

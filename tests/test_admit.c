@@ -340,6 +340,8 @@ test_expect_reservation(void **state)
 	fx_init(&f, 50);
 	fx_queue(&f, 2, 30, 0);
 	r = fx_run(&f, 1, f.in.now_ms - 1000, 4 * GIB, 16 * GIB);
+	r->privileged =
+	    1; /* whole and lasting: test_reservation_unprivileged */
 	r->recent_footprints = flat;
 	r->nrecent = 3;
 	fx_decide(&f);
@@ -372,8 +374,8 @@ test_expect_sums_and_clamps(void **state)
 	fx_init(&f, 25);
 	f.in.cfg.settle_ms = 0;
 	fx_queue(&f, 3, 0, 0);
-	fx_run(&f, 1, f.in.now_ms, 0, 10 * GIB);
-	fx_run(&f, 2, f.in.now_ms, 0, 10 * GIB);
+	fx_run(&f, 1, f.in.now_ms, 0, 10 * GIB)->privileged = 1;
+	fx_run(&f, 2, f.in.now_ms, 0, 10 * GIB)->privileged = 1;
 	fx_decide(&f);
 	assert_true(f.res.reserved_bytes == 20 * GIB);
 	assert_true(f.res.effective_free_pct == 0);
@@ -383,6 +385,85 @@ test_expect_sums_and_clamps(void **state)
 	f.q[0].wait_free_pct = 1;
 	fx_decide(&f);
 	assert_int_equal(f.waits[0], ADMIT_WAIT_EXPECT);
+}
+
+static void
+test_reservation_unprivileged(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	uint64_t growing[] = {1 * GIB, 2 * GIB, 4 * GIB};
+	uint64_t flat[] = {4 * GIB, 4 * GIB, 4 * GIB};
+
+	/* An ordinary user's job expecting all 48G reserves at most
+	 * max_wait_free (50 % here) of total while it grows... */
+	fx_init(&f, 90);
+	f.in.cfg.max_wait_free_pct = 50;
+	fx_queue(&f, 2, 30, 0);
+	r = fx_run(&f, 1, f.in.now_ms - 1000, 4 * GIB, 48 * GIB);
+	r->recent_footprints = growing;
+	r->nrecent = 3;
+	fx_decide(&f);
+	assert_true(f.res.reserved_bytes == 20 * GIB); /* 24G less 4G */
+	/* ...and nothing once it has settled. */
+	r->recent_footprints = flat;
+	fx_decide(&f);
+	assert_true(f.res.reserved_bytes == 0);
+	/* Root's (or the admin group's) is whole and lasts. */
+	r->privileged = 1;
+	fx_decide(&f);
+	assert_true(f.res.reserved_bytes == 44 * GIB);
+	r->recent_footprints = growing;
+	fx_decide(&f);
+	assert_true(f.res.reserved_bytes == 44 * GIB);
+}
+
+static void
+test_exclusive_passed_after_hol(void **state)
+{
+	struct fixture f;
+	struct admit_running *r;
+	const int64_t hol = 600000;
+
+	/* User 1000's exclusive job runs; user 2000's job fits. */
+	fx_init(&f, 90);
+	f.in.cfg.settle_ms = 0;
+	f.in.cfg.hol_bound_ms = hol;
+	fx_queue_u(&f, 2, 1000, 0, 10);
+	fx_queue_u(&f, 3, 2000, 0, 10);
+	r = fx_run(&f, 1, f.in.now_ms - hol + 1, GIB, 0);
+	r->uid = 1000;
+	r->exclusive = 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_EXCLUSIVE);
+	/* Alone for hol_bound: one job of another user starts beside it,
+	 * passing the head, which is the exclusive job's user's own. */
+	r->admitted_ms = f.in.now_ms - hol;
+	f.in.claim.have = 1;
+	f.in.claim.uid = 1000;
+	f.in.claim.since_ms = f.in.now_ms - hol;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 1);
+	assert_int_equal(f.res.passed_exclusive, 1);
+	assert_int_equal(f.waits[0], ADMIT_WAIT_EXCLUSIVE);
+	assert_true(f.res.claim.exclusive_pass_ms == f.in.now_ms);
+	/* Once per hol_bound: with the claim it was given back, nobody
+	 * until another bound has gone by. */
+	f.in.claim = f.res.claim;
+	f.in.now_ms += hol - 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	f.in.now_ms += 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, 1);
+	/* A privileged exclusive job is never passed. */
+	f.in.claim = f.res.claim;
+	f.in.now_ms += 10 * hol;
+	r->privileged = 1;
+	fx_decide(&f);
+	assert_int_equal(f.res.admit, -1);
+	assert_int_equal(f.waits[1], ADMIT_WAIT_EXCLUSIVE);
 }
 
 static void
@@ -813,6 +894,8 @@ main(void)
 	    cmocka_unit_test(test_settle_only_latest_admitted),
 	    cmocka_unit_test(test_expect_reservation),
 	    cmocka_unit_test(test_expect_sums_and_clamps),
+	    cmocka_unit_test(test_reservation_unprivileged),
+	    cmocka_unit_test(test_exclusive_passed_after_hol),
 	    cmocka_unit_test(test_exclusive_head),
 	    cmocka_unit_test(test_exclusive_running),
 	    cmocka_unit_test(test_max_running),

@@ -19,7 +19,8 @@ struct sink {
 	char *lines[MAX_LINES];
 	size_t lens[MAX_LINES];
 	int n;
-	int stop_at; /* return 7 from the callback on this line (1-based) */
+	int stop_at;     /* return 7 from the callback on this line (1-based) */
+	int pause_every; /* return PROTO_READ_PAUSE after every this many */
 };
 
 static int
@@ -37,6 +38,8 @@ sink_cb(void *arg, char *line, size_t len)
 	s->n++;
 	if (s->stop_at == s->n)
 		return 7;
+	if (s->pause_every > 0 && s->n % s->pause_every == 0)
+		return PROTO_READ_PAUSE;
 	return 0;
 }
 
@@ -380,6 +383,51 @@ test_frame_nul_and_stop(void **state)
 	assert_int_equal(proto_reader_feed(&r, "a\nb\nc\n", 6, sink_cb, &s), 7);
 	assert_int_equal(s.n, 2);
 	proto_reader_free(&r);
+	sink_free(&s);
+}
+
+/* A paused feed keeps what followed its line and hands it out, in order
+ * and framed as before, on the next feeds: first an empty one, then one
+ * whose own bytes come after the kept ones. */
+static void
+test_reader_pause(void **state)
+{
+	struct proto_reader r;
+	struct sink s;
+	static const char *const want[] = {"a", "b", "c", "d", "e", "f"};
+	int i;
+
+	(void)state;
+	memset(&s, 0, sizeof s);
+	proto_reader_init(&r, 64);
+	s.pause_every = 2;
+	assert_int_equal(proto_reader_feed(&r, "a\nb\nc\nd\ne", 9, sink_cb, &s),
+	                 PROTO_READ_PAUSE);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(r.rest_len, 5); /* "c\nd\ne" */
+	assert_true(proto_reader_mem(&r) >= 5);
+	/* Resumed with nothing new: two more lines, then a pause again with
+	 * the partial "e" framed and nothing left over. */
+	assert_int_equal(proto_reader_feed(&r, NULL, 0, sink_cb, &s),
+	                 PROTO_READ_PAUSE);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(r.rest_len, 1);
+	assert_int_equal(proto_reader_feed(&r, NULL, 0, sink_cb, &s), 0);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(r.rest_len, 0);
+	/* New bytes finish the partial line. */
+	assert_int_equal(proto_reader_feed(&r, "\nf\n", 3, sink_cb, &s),
+	                 PROTO_READ_PAUSE);
+	assert_int_equal(proto_reader_feed(&r, NULL, 0, sink_cb, &s), 0);
+	assert_int_equal(s.n, 6);
+	for (i = 0; i < 6; i++)
+		assert_string_equal(s.lines[i], want[i]);
+	/* Kept bytes and new ones together, a pause inside the new ones. */
+	s.pause_every = 3;
+	assert_int_equal(proto_reader_feed(&r, "g\nh\n", 4, sink_cb, &s), 0);
+	assert_int_equal(s.n, 8);
+	proto_reader_free(&r);
+	assert_int_equal(r.rest_len, 0);
 	sink_free(&s);
 }
 
@@ -1436,6 +1484,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_frame_split_everywhere),
+	    cmocka_unit_test(test_reader_pause),
 	    cmocka_unit_test(test_frame_many_in_one_feed),
 	    cmocka_unit_test(test_frame_too_long),
 	    cmocka_unit_test(test_frame_buffer_bounded),
