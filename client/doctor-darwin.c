@@ -103,96 +103,6 @@ doctor_default_db(int system, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* One file or directory: root's, and not writable by group or others. */
-static int
-component_unsafe(const char *path, const struct stat *st, char *why,
-                 size_t whylen)
-{
-	if (st->st_uid != 0) {
-		snprintf(why, whylen, "%s is owned by uid %u, not root", path,
-		         (unsigned)st->st_uid);
-		return 1;
-	}
-	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, whylen,
-		         "%s is writable by group or others (mode %04o)", path,
-		         (unsigned)(st->st_mode & 07777));
-		return 1;
-	}
-	return 0;
-}
-
-/*
- * launchd/common.sh's path_unsafe in C: the directory path is in, from
- * it up to /, then the file itself; a symbolic link is followed (the
- * directory it lies in having been checked) and its target checked the
- * same way.
- */
-static int
-path_unsafe(const char *path, char *why, size_t whylen)
-{
-	char p[PATH_MAX], dir[PATH_MAX], real[PATH_MAX], link[PATH_MAX];
-	char *slash;
-	struct stat st;
-	ssize_t n;
-	int hops;
-
-	snprintf(p, sizeof p, "%s", path);
-	for (hops = 0; hops < 40; hops++) {
-		snprintf(dir, sizeof dir, "%s", p);
-		if ((slash = strrchr(dir, '/')) == NULL) {
-			snprintf(why, whylen, "%s: not an absolute path", p);
-			return 1;
-		}
-		if (slash == dir)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
-		if (realpath(dir, real) == NULL) {
-			snprintf(why, whylen, "%s: %s", dir, strerror(errno));
-			return 1;
-		}
-		/* Every directory from the file's up to /. */
-		snprintf(dir, sizeof dir, "%s", real);
-		for (;;) {
-			if (stat(dir, &st) != 0) {
-				snprintf(why, whylen, "%s: %s", dir,
-				         strerror(errno));
-				return 1;
-			}
-			if (component_unsafe(dir, &st, why, whylen))
-				return 1;
-			if (strcmp(dir, "/") == 0)
-				break;
-			slash = strrchr(dir, '/');
-			if (slash == dir)
-				slash[1] = '\0';
-			else
-				*slash = '\0';
-		}
-		snprintf(dir, sizeof dir, "%s/%s",
-		         strcmp(real, "/") ? real : "", strrchr(p, '/') + 1);
-		if (lstat(dir, &st) != 0) {
-			snprintf(why, whylen, "%s: %s", dir, strerror(errno));
-			return 1;
-		}
-		if (!S_ISLNK(st.st_mode))
-			return component_unsafe(dir, &st, why, whylen);
-		if ((n = readlink(dir, link, sizeof link - 1)) < 0) {
-			snprintf(why, whylen, "%s: %s", dir, strerror(errno));
-			return 1;
-		}
-		link[n] = '\0';
-		if (link[0] == '/')
-			snprintf(p, sizeof p, "%s", link);
-		else
-			snprintf(p, sizeof p, "%s/%s",
-			         strcmp(real, "/") ? real : "", link);
-	}
-	snprintf(why, whylen, "%s: too many symbolic links", path);
-	return 1;
-}
-
 /* The pid of the process serving the Unix socket at path: LOCAL_PEERPID
  * of a connection of our own, which only this client has used. */
 static pid_t
@@ -221,7 +131,7 @@ doctor_program_check(const char *socket_path, char *program, size_t programlen,
                      char *why, size_t whylen)
 {
 	char cmd[PATH_MAX * 4 + 64], line[PATH_MAX + 128], lib[PATH_MAX];
-	char dir[PATH_MAX], lwhy[1024], *p, *end;
+	char dir[PATH_MAX], lwhy[1024], *p;
 	struct stat st;
 	size_t i, n;
 	pid_t pid;
@@ -240,7 +150,7 @@ doctor_program_check(const char *socket_path, char *program, size_t programlen,
 		         socket_path, (int)pid);
 		return -ESRCH;
 	}
-	if (path_unsafe(program, why, whylen))
+	if (doctor_path_unsafe(program, why, whylen))
 		return 1;
 	/* otool -L PROGRAM, the path single-quoted for the shell. */
 	n = (size_t)snprintf(cmd, sizeof cmd, "otool -L '");
@@ -264,30 +174,24 @@ doctor_program_check(const char *socket_path, char *program, size_t programlen,
 			first = 0;
 			continue;
 		}
-		for (p = line; *p == ' ' || *p == '\t'; p++)
-			;
-		if ((end = strstr(p, " (compatibility version")) != NULL ||
-		    (end = strstr(p, " (current version")) != NULL)
-			*end = '\0';
-		p[strcspn(p, "\n")] = '\0';
-		if (*p == '\0' || strncmp(p, "/usr/lib/", 9) == 0 ||
-		    strncmp(p, "/System/", 8) == 0 || rc != 0)
-			continue;
-		if (strncmp(p, "@loader_path/", 13) == 0 ||
-		    strncmp(p, "@executable_path/", 17) == 0)
-			snprintf(lib, sizeof lib, "%s/%s", dir,
-			         strchr(p, '/') + 1);
-		else
-			snprintf(lib, sizeof lib, "%s", p);
-		if (lib[0] != '/') {
+		if (rc != 0)
+			continue; /* read to the end for pclose */
+		switch (doctor_otool_lib(line, dir, lib, sizeof lib)) {
+		case 1:
+			continue; /* the system's */
+		case -1:
 			snprintf(why, whylen,
 			         "it loads %s, which cannot be told from here "
 			         "(otool -l lists its LC_RPATH)",
 			         lib);
 			rc = 1;
-		} else if (path_unsafe(lib, lwhy, sizeof lwhy)) {
-			snprintf(why, whylen, "it loads a library: %s", lwhy);
-			rc = 1;
+			break;
+		default:
+			if (doctor_path_unsafe(lib, lwhy, sizeof lwhy)) {
+				snprintf(why, whylen, "it loads a library: %s",
+				         lwhy);
+				rc = 1;
+			}
 		}
 	}
 	status = pclose(f);

@@ -44,4 +44,24 @@ int doctor_default_db(int system, char *buf, size_t len);
 int doctor_program_check(const char *socket_path, char *program,
                          size_t programlen, char *why, size_t whylen);
 
+/*
+ * launchd/common.sh's path_unsafe (doctor-paths.c): 0 when root alone
+ * could replace path, that is the directory it is in and each one up to
+ * /, and the file itself, are owned by root and not writable by group or
+ * others, with a symbolic link followed (its own directory checked) and
+ * its target checked the same way; else 1, with why naming the first
+ * one at fault (or what could not be read).
+ */
+int doctor_path_unsafe(const char *path, char *why, size_t whylen);
+
+/*
+ * One library line of otool -L (after the file's own line) into lib:
+ * 1 for the system's (/usr/lib, /System: the sealed volume or the dyld
+ * cache) and for an empty line; 0 for a path, @loader_path/ and
+ * @executable_path/ resolved against program_dir; -1 for one that cannot
+ * be told from the line (@rpath), lib holding it as written.
+ */
+int doctor_otool_lib(const char *line, const char *program_dir, char *lib,
+                     size_t liblen);
+
 #endif
