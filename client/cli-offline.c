@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "doctor.h"
+#include "names.h"
 
 /* daemon/store.c: the application_id of a stageload database, and the
  * rollup tiers, finest first. */
@@ -41,21 +42,6 @@ floor_to(int64_t v, int64_t step)
 	int64_t r = v % step;
 
 	return r < 0 ? v - r - step : v - r;
-}
-
-static const char *
-pressure_word(int p)
-{
-	switch (p) {
-	case 1:
-		return "normal";
-	case 2:
-		return "warn";
-	case 4:
-		return "critical";
-	default:
-		return "unknown";
-	}
 }
 
 static int fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
@@ -212,7 +198,7 @@ history_rows(sqlite3 *db, int t, int64_t lower, int64_t upper, int64_t step,
 		c->available_bytes.max =
 		    (double)(int64_t)(c->available_bytes.max + 0.5);
 		snprintf(c->pressure_max, sizeof c->pressure_max, "%s",
-		         pressure_word(c->gap));
+		         names_pressure_name(c->gap));
 		c->gap = 0;
 	}
 	free(sums);

@@ -2,9 +2,9 @@
  * Why a queued job waits, in words: the one place that turns the
  * protocol's waiting_for (proto/PROTOCOL.md, Job) into the REASON column
  * of status and top, the progress line of run, wait and logs -f, and the
- * clause of show ("Waiting for 2m so far: ..."). A new waiting_for is one row
- * of reasons[]; a value this table does not know reads as "other" (PROTOCOL.md
- * says clients treat it so).
+ * clause of show ("Waiting for 2m so far: ..."), with the words of
+ * proto/names.h's list; a value the list does not know reads as "other"
+ * (PROTOCOL.md says clients treat it so).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -13,42 +13,6 @@
 #include <string.h>
 
 #include "cli.h"
-
-/* How a reason reads in each form: "%F" stands for the free % compared
- * with the job's, "%f" for the free %, "%w" for the job's wait_free and
- * "%R" for the bytes promised to running jobs ("memory" when unknown). */
-static const struct {
-	const char *name;
-	const char *column;   /* status and top */
-	const char *line;     /* after "queued: position P of N, " */
-	const char *sentence; /* show: "Waiting for 2m so far: ..." */
-} reasons[] = {
-    {"free", "free %F", "free %F", "free memory is %F (its --wait-free)"},
-    {"expect", "expect %R reserved",
-     "free %f, less than %w once %R promised to running jobs counts",
-     "%R of memory is promised to running jobs (--expect), which leaves "
-     "less than the %w free it waits for"},
-    {"settle", "settle", "free %f, waiting for the last job to settle",
-     "the job admitted before it is still growing (settle)"},
-    {"head", "head", "free %f, waiting for the jobs ahead",
-     "a job ahead of it holds the head of the queue"},
-    {"exclusive", "exclusive", "free %f, waiting to run alone",
-     "it or a running job has to run alone (--exclusive)"},
-    {"max_running", "max_running", "free %f, too many jobs running",
-     "the daemon already runs as many jobs as its max_running allows"},
-    {"storage", "storage",
-     "free %f, waiting for the daemon's database to work again",
-     "the daemon's database fails, so nothing is admitted (storage)"},
-    {"client", "client", "free %f, waiting for its stageloadctl to come back",
-     "its stageloadctl has not come back since the daemon restarted"},
-    {"held", "held", "free %f, held (release ID lets it start)",
-     "it is held (hold): it starts only once released"},
-    {"group", "group", "free %f, its group runs as many jobs as it may",
-     "its group already has as many jobs running as the daemon's "
-     "group.NAME.max_running allows"},
-    {"none", "-", "free %f, being admitted",
-     "nothing holds it back: it is being admitted"},
-};
 
 /* A percentage with as few decimals as it needs (at most 2): "40",
  * "37.5". */
@@ -89,10 +53,68 @@ cli_pct_compare(double free_pct, double want_pct, char *buf, size_t len)
 	snprintf(buf, len, "%s%% %s %s%%", f, below ? "<" : ">=", w);
 }
 
-/* Expand the row's text: %F the comparison, %f the free %, %w the wanted
- * free %, %R the reserved bytes. */
+/* bytes, below the size want but rounded to the same text: in want's unit
+ * with the decimals, cut rather than rounded, that keep it below ("14.9G
+ * < 15G", never "15G < 15G"). */
 static void
-expand(const char *fmt, const struct cli_wait *w, char *buf, size_t len)
+size_below(int64_t bytes, const char *want, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	const char *u = strchr(units, want[strlen(want) - 1]);
+	double scale = 1024, v, cut = 0;
+	int d, k;
+
+	if (u == NULL || *u == '\0')
+		return;
+	for (k = 0; units + k < u; k++)
+		scale *= 1024;
+	v = (double)bytes / scale;
+	for (d = 1; d <= 3; d++) {
+		double p = pow(10, d);
+		cut = floor(v * p) / p;
+		if (cut < strtod(want, NULL))
+			break;
+	}
+	snprintf(buf, len, "%.*f%c", d > 3 ? 3 : d, cut, *u);
+}
+
+/* Free memory against what the job waits for: a size when it waits for
+ * wait_free_bytes ("free 8.1G < 22G"), else a percentage; with both, the
+ * one not met (the size first). */
+static void
+free_compare(const struct cli_wait *w, char *buf, size_t len)
+{
+	char have[24], want[24];
+	int below;
+
+	if (w->wait_free_bytes == 0 ||
+	    (w->wait_free_pct > 0 && w->available_bytes > 0 &&
+	     (uint64_t)w->available_bytes >= w->wait_free_bytes)) {
+		if (isnan(w->free_pct))
+			snprintf(buf, len, "below %.0f%%", w->wait_free_pct);
+		else
+			cli_pct_compare(w->free_pct, w->wait_free_pct, buf,
+			                len);
+		return;
+	}
+	cli_size(w->wait_free_bytes, want, sizeof want);
+	if (w->available_bytes <= 0) {
+		snprintf(buf, len, "below %s", want);
+		return;
+	}
+	below = (uint64_t)w->available_bytes < w->wait_free_bytes;
+	cli_size((uint64_t)w->available_bytes, have, sizeof have);
+	if (below && strcmp(have, want) == 0)
+		size_below(w->available_bytes, want, have, sizeof have);
+	snprintf(buf, len, "%s %s %s", have, below ? "<" : ">=", want);
+}
+
+/* Expand a template of proto/names.h: %F the comparison, %f the free %,
+ * %w what the job waits for, %R the reserved bytes, %a the job it starts
+ * after. */
+static void
+expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
+       size_t len)
 {
 	char part[64];
 	size_t out = 0, n;
@@ -105,14 +127,7 @@ expand(const char *fmt, const struct cli_wait *w, char *buf, size_t len)
 		if (fmt[0] == '%' && fmt[1] != '\0') {
 			switch (*++fmt) {
 			case 'F':
-				if (isnan(w->free_pct))
-					snprintf(part, sizeof part,
-					         "below %.0f%%",
-					         w->wait_free_pct);
-				else
-					cli_pct_compare(w->free_pct,
-					                w->wait_free_pct, part,
-					                sizeof part);
+				free_compare(w, part, sizeof part);
 				break;
 			case 'f':
 				if (isnan(w->free_pct))
@@ -122,6 +137,11 @@ expand(const char *fmt, const struct cli_wait *w, char *buf, size_t len)
 					         w->free_pct);
 				break;
 			case 'w':
+				if (w->wait_free_bytes > 0) {
+					cli_size(w->wait_free_bytes, part,
+					         sizeof part);
+					break;
+				}
 				pct_text(w->wait_free_pct, part, sizeof part);
 				strcat(part, "%");
 				break;
@@ -131,6 +151,10 @@ expand(const char *fmt, const struct cli_wait *w, char *buf, size_t len)
 				else
 					cli_size((uint64_t)w->reserved_bytes,
 					         part, sizeof part);
+				break;
+			case 'a':
+				snprintf(part, sizeof part, "%s",
+				         after != NULL ? after : "?");
 				break;
 			default:
 				snprintf(part, sizeof part, "%%%c", *fmt);
@@ -153,34 +177,23 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
                 size_t len)
 {
 	const char *why = w->waiting_for != NULL ? w->waiting_for : "";
+	const char *after = NULL;
+	const struct names_wait_words *words;
 	char word[64];
-	size_t i;
+	int k = names_wait_parse(why);
 
-	/* "after N": a job it starts after (submit --after) has not ended;
-	 * N is digits, so it is safe in the template. */
-	if (strncmp(why, "after ", 6) == 0 && why[6] != '\0' &&
-	    strspn(why + 6, "0123456789") == strlen(why + 6) &&
-	    strlen(why + 6) < 20) {
-		char tmpl[128];
-
-		if (form == CLI_REASON_COLUMN)
-			snprintf(tmpl, sizeof tmpl, "after %s", why + 6);
-		else if (form == CLI_REASON_LINE)
-			snprintf(tmpl, sizeof tmpl,
-			         "free %%f, waiting for job %s to end",
-			         why + 6);
-		else
-			snprintf(tmpl, sizeof tmpl,
-			         "job %s, which it starts after (--after), "
-			         "has not ended",
-			         why + 6);
-		expand(tmpl, w, buf, len);
-		return;
+	/* "after N": N, digits, is the job it starts after (submit --after). */
+	if (k == NAMES_WAIT_AFTER) {
+		after = why + strlen("after");
+		after += *after == ' ';
+		if (*after == '\0' || strlen(after) >= 20 ||
+		    strspn(after, "0123456789") != strlen(after))
+			k = -1;
 	}
-	for (i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
-		if (strcmp(why, reasons[i].name) != 0)
-			continue;
-		if (strcmp(why, "expect") == 0 && w->reserved_bytes < 0 &&
+	if (k >= 0) {
+		words = &names_wait_words[k];
+		/* Reserved bytes unknown: no number to say. */
+		if (k == NAMES_WAIT_EXPECT && w->reserved_bytes < 0 &&
 		    form != CLI_REASON_LINE)
 			expand(
 			    form == CLI_REASON_COLUMN
@@ -188,12 +201,12 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
 			        : "memory is promised to running jobs "
 			          "(--expect), which leaves less than the %w "
 			          "free it waits for",
-			    w, buf, len);
+			    w, after, buf, len);
 		else
-			expand(form == CLI_REASON_COLUMN ? reasons[i].column
-			       : form == CLI_REASON_LINE ? reasons[i].line
-			                                 : reasons[i].sentence,
-			       w, buf, len);
+			expand(form == CLI_REASON_COLUMN ? words->column
+			       : form == CLI_REASON_LINE ? words->line
+			                                 : words->sentence,
+			       w, after, buf, len);
 		return;
 	}
 	/* A waiting_for this stageloadctl does not know: "other". */
@@ -211,14 +224,22 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
 }
 
 void
+cli_queue_line_wait(int position, int of, const struct cli_wait *w, char *buf,
+                    size_t len)
+{
+	char why[192];
+
+	cli_wait_reason(w, CLI_REASON_LINE, why, sizeof why);
+	snprintf(buf, len, "queued: position %d of %d, %s", position, of, why);
+}
+
+void
 cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                const char *waiting_for, char *buf, size_t len)
 {
-	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1};
-	char why[192];
+	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0};
 
-	cli_wait_reason(&w, CLI_REASON_LINE, why, sizeof why);
-	snprintf(buf, len, "queued: position %d of %d, %s", position, of, why);
+	cli_queue_line_wait(position, of, &w, buf, len);
 }
 
 int64_t
@@ -241,11 +262,13 @@ cli_reserved_bytes(const struct sl_job *jobs, size_t n)
 }
 
 void
-cli_job_reason(const struct sl_job *j, double free_pct, int64_t reserved_bytes,
-               enum cli_reason_form form, char *buf, size_t len)
+cli_job_reason(const struct sl_job *j, double free_pct, int64_t available_bytes,
+               int64_t reserved_bytes, enum cli_reason_form form, char *buf,
+               size_t len)
 {
-	struct cli_wait w = {j->waiting_for, free_pct, j->wait_free_pct,
-	                     reserved_bytes};
+	struct cli_wait w = {j->waiting_for,     free_pct,
+	                     j->wait_free_pct,   reserved_bytes,
+	                     j->wait_free_bytes, available_bytes};
 
 	if (strcmp(j->state, "queued") != 0 || j->waiting_for[0] == '\0') {
 		snprintf(buf, len, form == CLI_REASON_COLUMN ? "" : "-");

@@ -257,22 +257,9 @@ sb_add(struct sbuf *b, const char *fmt, ...)
 static const char *
 reason_text(const char *reason)
 {
-	static const struct {
-		const char *reason, *text;
-	} texts[] = {
-	    {"swap_budget", "it grew swap past its budget"},
-	    {"cancel", "it was cancelled"},
-	    {"client_gone", "the stageloadctl that ran it went away"},
-	    {"spawn", "it could not be started"},
-	    {"lost", "the daemon lost track of it"},
-	    {"daemon", "the daemon ended it"},
-	};
-	size_t i;
+	const char *text = names_end_text(reason);
 
-	for (i = 0; i < sizeof texts / sizeof texts[0]; i++)
-		if (strcmp(reason, texts[i].reason) == 0)
-			return texts[i].text;
-	return reason;
+	return text != NULL ? text : reason;
 }
 
 char *
@@ -312,7 +299,15 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 
 	sb_add(&b, "Submitted %s",
 	       cli_time(j->submitted_at_ms, 0, t, sizeof t));
-	sb_add(&b, "; waits for %g%% free", j->wait_free_pct);
+	if (j->wait_free_bytes > 0 && j->wait_free_pct > 0)
+		sb_add(&b, "; waits for %s and %g%% free",
+		       cli_size(j->wait_free_bytes, s1, sizeof s1),
+		       j->wait_free_pct);
+	else if (j->wait_free_bytes > 0)
+		sb_add(&b, "; waits for %s free",
+		       cli_size(j->wait_free_bytes, s1, sizeof s1));
+	else
+		sb_add(&b, "; waits for %g%% free", j->wait_free_pct);
 	if (j->swap_budget_bytes > 0)
 		sb_add(&b, ", swap budget %s",
 		       cli_size(j->swap_budget_bytes, s1, sizeof s1));
@@ -348,6 +343,7 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 		char why[256];
 		cli_job_waited(j, now, d, sizeof d);
 		cli_job_reason(j, w != NULL ? w->free_pct : NAN,
+		               w != NULL ? w->available_bytes : 0,
 		               w != NULL ? w->reserved_bytes : -1,
 		               CLI_REASON_SENTENCE, why, sizeof why);
 		if (strcmp(why, "-") != 0)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "names.h"
 #include "stageload.h"
 
 /* Exit codes; docs/cli.md is the reference and must match. */
@@ -287,10 +288,12 @@ void cli_print_learned(const char *show_json, FILE *f);
 void cli_job_state(const struct sl_job *j, char *buf, size_t len);
 /* What a queued job waits for and the numbers to say it with. */
 struct cli_wait {
-	const char *waiting_for; /* the protocol's word; unknown ones: other */
-	double free_pct;         /* the latest sample's; NAN: unknown */
-	double wait_free_pct;    /* the job's */
-	int64_t reserved_bytes;  /* promised to running jobs; -1: unknown */
+	const char *waiting_for;  /* the protocol's word; unknown ones: other */
+	double free_pct;          /* the latest sample's; NAN: unknown */
+	double wait_free_pct;     /* the job's */
+	int64_t reserved_bytes;   /* promised to running jobs; -1: unknown */
+	uint64_t wait_free_bytes; /* the job's; 0: it waits for a % */
+	int64_t available_bytes;  /* the latest sample's; 0: unknown */
 };
 /* The readable paragraph of `show`, into a malloc'd string; a queued
  * job's says why it waits, with the numbers of w (its waiting_for and
@@ -314,8 +317,8 @@ void cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form,
 /* The reason of a job from a list (empty, or "-" in the other forms, when
  * it is not queued). */
 void cli_job_reason(const struct sl_job *j, double free_pct,
-                    int64_t reserved_bytes, enum cli_reason_form form,
-                    char *buf, size_t len);
+                    int64_t available_bytes, int64_t reserved_bytes,
+                    enum cli_reason_form form, char *buf, size_t len);
 /* Memory promised to the jobs of the list that hold memory: the sum of
  * expect - footprint where positive, as admission counts it. */
 int64_t cli_reserved_bytes(const struct sl_job *jobs, size_t n);
@@ -327,6 +330,9 @@ void cli_pct_compare(double free_pct, double want_pct, char *buf, size_t len);
  * "queued: position 2 of 3, free 34% < 40%". */
 void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                     const char *waiting_for, char *buf, size_t len);
+/* The same with every number of w (a --wait-free SIZE's too). */
+void cli_queue_line_wait(int position, int of, const struct cli_wait *w,
+                         char *buf, size_t len);
 
 /*
  * A sparkline of n values scaled between lo and hi, one block character

@@ -363,8 +363,9 @@ status_columns(const char *spec, int *cols, size_t *n, char *cause,
 /* What the cells of a list need besides the job. */
 struct status_ctx {
 	int64_t now;
-	double free_pct;        /* NAN before the daemon's first sample */
-	int64_t reserved_bytes; /* promised to jobs holding memory */
+	double free_pct;         /* NAN before the daemon's first sample */
+	int64_t available_bytes; /* 0 before the daemon's first sample */
+	int64_t reserved_bytes;  /* promised to jobs holding memory */
 };
 
 static void
@@ -407,8 +408,8 @@ status_cell(int col, const struct sl_job *j, const struct status_ctx *x,
 		cli_job_swap(j, buf, len);
 		break;
 	case COL_REASON:
-		cli_job_reason(j, x->free_pct, x->reserved_bytes,
-		               CLI_REASON_COLUMN, buf, len);
+		cli_job_reason(j, x->free_pct, x->available_bytes,
+		               x->reserved_bytes, CLI_REASON_COLUMN, buf, len);
 		break;
 	case COL_COMMAND:
 		/* only the owner and root are given it */
@@ -469,8 +470,11 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	/* The free % the reasons compare: the daemon's latest sample. */
 	x.now = cli_now_ms();
 	x.free_pct = NAN;
-	if (sl_info(cli->client, &info) == 0 && info.has_sample)
+	x.available_bytes = 0;
+	if (sl_info(cli->client, &info) == 0 && info.has_sample) {
 		x.free_pct = info.sample.free_pct;
+		x.available_bytes = (int64_t)info.sample.available_bytes;
+	}
 	x.reserved_bytes = cli_reserved_bytes(jobs, n);
 	for (k = 0; k < ncols; k++) {
 		head[k] = status_cols[cols[k]].head;
@@ -519,8 +523,10 @@ wait_numbers(struct cli *cli, struct cli_wait *w)
 	size_t n, i;
 	int queued = 0;
 
-	if (sl_info(cli->client, &info) == 0 && info.has_sample)
+	if (sl_info(cli->client, &info) == 0 && info.has_sample) {
 		w->free_pct = info.sample.free_pct;
+		w->available_bytes = (int64_t)info.sample.available_bytes;
+	}
 	if (sl_status(cli->client, 0, 0, &jobs, &n) == 0) {
 		w->reserved_bytes = cli_reserved_bytes(jobs, n);
 		for (i = 0; i < n; i++)
@@ -545,7 +551,7 @@ watch_queued(struct cli *cli, int64_t id)
 	int tty = isatty(STDERR_FILENO), subscribed = 0, of;
 
 	for (;;) {
-		struct cli_wait w = {NULL, NAN, 0, -1};
+		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0};
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			break;
 		if (strcmp(j.state, "queued") != 0) {
@@ -553,8 +559,9 @@ watch_queued(struct cli *cli, int64_t id)
 			break;
 		}
 		of = wait_numbers(cli, &w);
-		cli_job_reason(&j, w.free_pct, w.reserved_bytes,
-		               CLI_REASON_LINE, why, sizeof why);
+		cli_job_reason(&j, w.free_pct, w.available_bytes,
+		               w.reserved_bytes, CLI_REASON_LINE, why,
+		               sizeof why);
 		snprintf(line, sizeof line, "queued: position %d of %d, %s",
 		         j.position, of > j.position ? of : j.position, why);
 		sl_job_clear(&j);
@@ -586,7 +593,7 @@ watch_queued(struct cli *cli, int64_t id)
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
-	struct cli_wait w = {NULL, NAN, 0, -1};
+	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0};
 	struct sl_job j;
 	int64_t id;
 	int env = cli_has(args, "env"), rc;
@@ -883,14 +890,18 @@ cmd_logs(struct cli *cli, struct cli_args *args)
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (!cli_has(args, "raw")) {
-		/* Whose job it is decides whether its bytes are escaped: the
-		 * viewer is who the daemon sees (hello's uid). */
+		/* Whose job it is decides whether its bytes are escaped: raw
+		 * only for the viewer's own job, the viewer being this
+		 * process's uid and who the daemon sees (hello's uid) alike.
+		 * What the daemon says is believed only because the socket
+		 * passed the checks of sl_connect (root's or ours, in a
+		 * directory nobody else writes): a listener of another user's
+		 * is refused there, before it could claim our uid. */
 		const struct sl_hello *h = sl_hello_info(cli->client);
-		int64_t viewer =
-		    h != NULL && h->uid >= 0 ? h->uid : (int64_t)geteuid();
+		int64_t viewer = (int64_t)geteuid();
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			return cli_fail(cli);
-		out.escape = j.uid != viewer;
+		out.escape = j.uid != viewer || h == NULL || h->uid != viewer;
 		sl_job_clear(&j);
 	}
 	if (cli_has(args, "follow"))

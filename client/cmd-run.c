@@ -89,6 +89,10 @@ struct run {
 	char ended_state[32]; /* the daemon ended the job behind our back */
 	char ended_reason[32];
 
+	/* A --wait-free SIZE: its line compares the available memory, from
+	 * the notification's free % of total_bytes (0: unknown). */
+	uint64_t wait_free_bytes, total_bytes;
+
 	int64_t backoff_ms;
 	int64_t reconnect_at_ms;
 	int abandoned; /* the daemon no longer knows the job: just finish */
@@ -262,6 +266,22 @@ until_reconnect(const struct run *r)
 }
 
 /* Handle the notifications that have arrived. */
+/* The queue line of a queue notification, in the words of show and
+ * status (a size for a --wait-free SIZE). */
+static void
+queue_line(const struct run *r, const struct sl_notification *n, char *buf,
+           size_t len)
+{
+	struct cli_wait w = {n->queue.waiting_for,   n->queue.free_pct,
+	                     n->queue.wait_free_pct, -1,
+	                     r->wait_free_bytes,     0};
+
+	if (r->total_bytes > 0)
+		w.available_bytes =
+		    (int64_t)(n->queue.free_pct / 100 * (double)r->total_bytes);
+	cli_queue_line_wait(n->queue.position, n->queue.of, &w, buf, len);
+}
+
 static void
 drain(struct run *r)
 {
@@ -275,9 +295,7 @@ drain(struct run *r)
 		case SL_N_QUEUE:
 			if (n.queue.id != r->id)
 				break;
-			cli_queue_line(n.queue.position, n.queue.of,
-			               n.queue.free_pct, n.queue.wait_free_pct,
-			               n.queue.waiting_for, line, sizeof line);
+			queue_line(r, &n, line, sizeof line);
 			line_show(r, line);
 			break;
 		case SL_N_ADMITTED:
@@ -636,7 +654,12 @@ report_end(struct run *r)
 	/* Responses come in order, so a breach sent before the answer has
 	 * arrived by now. */
 	drain(r);
+	/* Requeued: by our report, or by the daemon before it (it does not
+	 * wait for a report once the process is gone; PROTOCOL.md,
+	 * job_exit), when the answer is the job as it is now. */
 	if (r->requeued ||
+	    (rc == 0 && (strcmp(j.state, "queued") == 0 ||
+	                 strcmp(j.state, "admitted") == 0)) ||
 	    (rc == SL_E_STATE && sl_show(r->c, r->id, 0, &j) == 0 &&
 	     strcmp(j.state, "queued") == 0)) {
 		sl_job_clear(&j);
@@ -669,6 +692,7 @@ cmd_run(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job_spec spec;
 	struct sl_submitted sub;
+	struct sl_info info;
 	struct run r;
 	int rc;
 
@@ -701,6 +725,10 @@ cmd_run(struct cli *cli, struct cli_args *args)
 	}
 	r.id = sub.id;
 	r.queued_since_ms = cli_now_ms();
+	r.wait_free_bytes = spec.wait_free_bytes;
+	if (r.wait_free_bytes > 0 && sl_info(r.c, &info) == 0 &&
+	    info.has_sample)
+		r.total_bytes = info.sample.total_bytes;
 
 	for (;;) {
 		rc = wait_admission(&r);

@@ -239,15 +239,16 @@ columns(const struct top *t, int64_t now, size_t ncols, double *free_col,
 static const char *
 pressure_color(const struct top *t, const char *p)
 {
-	if (!t->color)
+	static const char *const colors[] = {"\033[32m", "\033[33m",
+	                                     "\033[31;1m"};
+	int level = names_pressure_level(p);
+
+	/* By level (proto/names.h): normal green, warn yellow, critical
+	 * bold red. */
+	if (!t->color || level < 0 ||
+	    level >= (int)(sizeof colors / sizeof colors[0]))
 		return "";
-	if (strcmp(p, "normal") == 0)
-		return "\033[32m";
-	if (strcmp(p, "warn") == 0)
-		return "\033[33m";
-	if (strcmp(p, "critical") == 0)
-		return "\033[31;1m";
-	return "";
+	return colors[level];
 }
 
 static void
@@ -291,6 +292,7 @@ draw_jobs(struct top *t, int64_t now, size_t maxrows)
 	                                   "FOOTPRINT", "SWAP/BUDGET"};
 	static const int right[] = {1, 0, 0, 0, 0, 1, 1, 1};
 	double free_pct = t->have_last ? t->last.free_pct : NAN;
+	int64_t avail = t->have_last ? (int64_t)t->last.available_bytes : 0;
 	int64_t reserved = cli_reserved_bytes(t->jobs, t->njobs);
 	struct cli_table tab;
 	char c[8][128];
@@ -304,8 +306,8 @@ draw_jobs(struct top *t, int64_t now, size_t maxrows)
 		snprintf(c[0], sizeof c[0], "%" PRId64, j->id);
 		cli_fit(j->user, 10, c[1], sizeof c[1]);
 		cli_job_state(j, c[2], sizeof c[2]);
-		cli_job_reason(j, free_pct, reserved, CLI_REASON_COLUMN, c[3],
-		               sizeof c[3]);
+		cli_job_reason(j, free_pct, avail, reserved, CLI_REASON_COLUMN,
+		               c[3], sizeof c[3]);
 		cli_fit(j->name, 18, c[4], sizeof c[4]);
 		cli_job_ran(j, now, c[5], sizeof c[5]);
 		if (j->started_at_ms > 0)

@@ -13,33 +13,7 @@
 const char *
 admit_wait_name(enum admit_wait w)
 {
-	switch (w) {
-	case ADMIT_WAIT_NONE:
-		return "none";
-	case ADMIT_WAIT_FREE:
-		return "free";
-	case ADMIT_WAIT_SETTLE:
-		return "settle";
-	case ADMIT_WAIT_EXPECT:
-		return "expect";
-	case ADMIT_WAIT_EXCLUSIVE:
-		return "exclusive";
-	case ADMIT_WAIT_MAX_RUNNING:
-		return "max_running";
-	case ADMIT_WAIT_HEAD:
-		return "head";
-	case ADMIT_WAIT_STORAGE:
-		return "storage";
-	case ADMIT_WAIT_CLIENT:
-		return "client";
-	case ADMIT_WAIT_HELD:
-		return "held";
-	case ADMIT_WAIT_AFTER:
-		return "after";
-	case ADMIT_WAIT_GROUP:
-		return "group";
-	}
-	return "unknown";
+	return names_wait_name((int)w);
 }
 
 /* ---- order ---- */

@@ -14,24 +14,38 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* What a queued job waits for; the names are the wire's waiting_for. */
+#include "names.h"
+
+/* What a queued job waits for: proto/names.h's list, which has the
+ * wire's names and the words the clients show. */
 enum admit_wait {
-	ADMIT_WAIT_NONE = 0,  /* nothing: it is admitted now */
-	ADMIT_WAIT_FREE,      /* free % below its wait_free */
-	ADMIT_WAIT_SETTLE,    /* the previously admitted job is still growing */
-	ADMIT_WAIT_EXPECT,    /* free enough, but not once reservations count */
-	ADMIT_WAIT_EXCLUSIVE, /* it or a running job needs the machine alone */
-	ADMIT_WAIT_MAX_RUNNING, /* the daemon's maximum of running jobs */
-	ADMIT_WAIT_HEAD,        /* a job ahead has the head's claim */
-	ADMIT_WAIT_STORAGE,     /* the database fails: nothing is admitted */
-	ADMIT_WAIT_CLIENT,      /* attached, its client not back since a
-	                           restart: it cannot be the head yet */
-	ADMIT_WAIT_HELD,        /* held (hold): until released */
-	ADMIT_WAIT_AFTER,       /* a job it starts after has not ended; the
-	                           wire says "after ID" */
-	ADMIT_WAIT_GROUP,       /* its group has its most jobs running */
+	/* nothing: it is admitted now */
+	ADMIT_WAIT_NONE = NAMES_WAIT_NONE,
+	/* free % below its wait_free */
+	ADMIT_WAIT_FREE = NAMES_WAIT_FREE,
+	/* the previously admitted job is still growing */
+	ADMIT_WAIT_SETTLE = NAMES_WAIT_SETTLE,
+	/* free enough, but not once reservations count */
+	ADMIT_WAIT_EXPECT = NAMES_WAIT_EXPECT,
+	/* it or a running job needs the machine alone */
+	ADMIT_WAIT_EXCLUSIVE = NAMES_WAIT_EXCLUSIVE,
+	/* the daemon's maximum of running jobs */
+	ADMIT_WAIT_MAX_RUNNING = NAMES_WAIT_MAX_RUNNING,
+	/* a job ahead has the head's claim */
+	ADMIT_WAIT_HEAD = NAMES_WAIT_HEAD,
+	/* the database fails: nothing is admitted */
+	ADMIT_WAIT_STORAGE = NAMES_WAIT_STORAGE,
+	/* attached, its client not back since a restart: it cannot be the
+	 * head yet */
+	ADMIT_WAIT_CLIENT = NAMES_WAIT_CLIENT,
+	/* held (hold): until released */
+	ADMIT_WAIT_HELD = NAMES_WAIT_HELD,
+	/* a job it starts after has not ended; the wire says "after ID" */
+	ADMIT_WAIT_AFTER = NAMES_WAIT_AFTER,
+	/* its group has its most jobs running */
+	ADMIT_WAIT_GROUP = NAMES_WAIT_GROUP,
 };
-#define ADMIT_WAIT_LAST ADMIT_WAIT_GROUP
+#define ADMIT_WAIT_LAST (NAMES_WAIT_COUNT - 1)
 
 const char *admit_wait_name(enum admit_wait w);
 

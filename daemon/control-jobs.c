@@ -51,6 +51,13 @@ answer_job(struct daemon *d, const struct peer *p, int64_t id, int with_env,
 		return rc;
 	}
 	*result = wire_job(&v, p->uid, with_env);
+	/* Queued with nothing holding it back (released, or requeued after
+	 * a breach, before the pass that admits it): the Job's list has no
+	 * word for that, so null (PROTOCOL.md, Job). */
+	if (*result != NULL && v.live && v.j->state == JOB_QUEUED &&
+	    v.wait == ADMIT_WAIT_NONE)
+		cJSON_ReplaceItemInObjectCaseSensitive(*result, "waiting_for",
+		                                       cJSON_CreateNull());
 	jobs_view_free(&v);
 	return 0;
 }
@@ -1351,14 +1358,27 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         "exactly one of exit_code and signal is required");
 		return PROTO_E_PARAMS;
 	}
-	if ((rc = job_live(d, id, &v, cause, causelen)) != 0)
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (p->uid != v.j->uid || v.client_id != p->client_id) {
+	if (p->uid != v.j->uid || (v.live && v.client_id != p->client_id)) {
 		jobs_view_free(&v);
 		snprintf(cause, causelen,
 		         "job %" PRId64 " is not attached to this connection",
 		         id);
 		return PROTO_E_PERM;
+	}
+	if (!v.live) {
+		/* Ended: by the daemon (a kill, once its process was gone)
+		 * or otherwise. Its owner learns how; nothing changes. */
+		*result = wire_job(&v, p->uid, 0);
+		jobs_view_free(&v);
+		return 0;
+	}
+	if (jobs_exit_owed(d, id)) {
+		/* The daemon already took this attempt's end (requeued it):
+		 * the report is answered with the job as it is now. */
+		jobs_view_free(&v);
+		return answer_job(d, p, id, 0, result, cause, causelen);
 	}
 	if (v.j->state != JOB_RUNNING && v.j->state != JOB_ADMITTED) {
 		snprintf(cause, causelen, "job %" PRId64 " is %s, not running",
@@ -1386,8 +1406,9 @@ control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (!v.in_table) {
-		/* ended: the client learns how */
+	if (!v.live) {
+		/* Ended, detached or attached, still in the table or not:
+		 * the client learns how (PROTOCOL.md, resume). */
 		*result = wire_job(&v, p->uid, 0);
 		jobs_view_free(&v);
 		return 0;

@@ -6,36 +6,21 @@
 
 #include "job.h"
 
-static const char *const job_state_names[] = {
-    [JOB_QUEUED] = "queued",       [JOB_ADMITTED] = "admitted",
-    [JOB_RUNNING] = "running",     [JOB_EXITED] = "exited",
-    [JOB_KILLED] = "killed",       [JOB_FAILED] = "failed",
-    [JOB_CANCELLED] = "cancelled", [JOB_LOST] = "lost",
-};
-#define JOB_NSTATES (sizeof job_state_names / sizeof job_state_names[0])
-
 const char *
 job_state_name(enum job_state s)
 {
-	if ((unsigned)s >= JOB_NSTATES)
-		return "unknown";
-	return job_state_names[s];
+	return names_state_name((int)s);
 }
 
 int
 job_state_parse(const char *name, enum job_state *s)
 {
-	size_t i;
+	int i = names_state_parse(name);
 
-	if (name == NULL)
+	if (i < 0)
 		return -EINVAL;
-	for (i = 0; i < JOB_NSTATES; i++) {
-		if (strcmp(name, job_state_names[i]) == 0) {
-			*s = (enum job_state)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*s = (enum job_state)i;
+	return 0;
 }
 
 const char *

@@ -9,16 +9,25 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "names.h"
+
+/* The names are proto/names.h's. */
 enum job_state {
-	JOB_QUEUED = 0,
-	JOB_ADMITTED, /* admitted; attached: waiting for the client's pid,
-	                 detached: being spawned */
-	JOB_RUNNING,
-	JOB_EXITED,    /* ended on its own: exit_code or term_signal */
-	JOB_KILLED,    /* terminated by the daemon: end_reason says why */
-	JOB_FAILED,    /* could not be started: end_reason/detail say why */
-	JOB_CANCELLED, /* cancelled before it started */
-	JOB_LOST,      /* the daemon could not follow it to its end */
+	JOB_QUEUED = NAMES_STATE_QUEUED,
+	/* admitted; attached: waiting for the client's pid, detached: being
+	 * spawned */
+	JOB_ADMITTED = NAMES_STATE_ADMITTED,
+	JOB_RUNNING = NAMES_STATE_RUNNING,
+	/* ended on its own: exit_code or term_signal */
+	JOB_EXITED = NAMES_STATE_EXITED,
+	/* terminated by the daemon: end_reason says why */
+	JOB_KILLED = NAMES_STATE_KILLED,
+	/* could not be started: end_reason/detail say why */
+	JOB_FAILED = NAMES_STATE_FAILED,
+	/* cancelled before it started */
+	JOB_CANCELLED = NAMES_STATE_CANCELLED,
+	/* the daemon could not follow it to its end */
+	JOB_LOST = NAMES_STATE_LOST,
 };
 #define JOB_STATE_ENDED(s) ((s) >= JOB_EXITED)
 

@@ -306,7 +306,11 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 		         id);
 		return PROTO_E_STORAGE;
 	}
-	jobs_event(d, r->j, held ? "held" : "released", NULL);
+	jobs_event(d, r->j, held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED,
+	           NULL);
+	/* hold and release answer the job as it is now: held, or what it
+	 * waits for once released. */
+	jobs_classify(d);
 	jobs_admit_soon(d);
 	return 0;
 }
@@ -380,7 +384,7 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 		              (int64_t)j->swap_budget_bytes);
 	if (u->have_expect)
 		proto_add_int(det, "expect_bytes", (int64_t)j->expect_bytes);
-	jobs_event(d, j, "updated", det);
+	jobs_event(d, j, NAMES_EVENT_UPDATED, det);
 	jobs_admit_soon(d);
 	return 0;
 }

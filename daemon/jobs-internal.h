@@ -84,6 +84,8 @@ struct jrec {
 	int64_t note_after;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
+	int exit_owed; /* attached: the daemon ended the attempt its client
+	                  has not reported yet; that job_exit only asks */
 
 	struct jobs_stage *stage; /* jobs-stage.c; NULL before the first */
 };
@@ -141,13 +143,16 @@ struct jrec *jrec_new(struct jobs *js, struct job *j);
  * also sets every queued record's position. */
 struct jrec **jobs_queue(struct jobs *js, size_t *n);
 void jobs_admit_soon(struct daemon *d);
+/* Every queued record's position and wait as the next admission pass would
+ * find them, admitting nothing; for answers given before that pass. */
+void jobs_classify(struct daemon *d);
 /* Tell the layers above (jobs.h, struct jobs_note). */
 void jobs_note(struct daemon *d, struct jobs_note *n);
 /* Write the record; on failure it is kept dirty and retried each sample. */
 int jrec_commit(struct daemon *d, struct jrec *r);
 /* Record an event (detail: JSON object, consumed); announced once it is
  * committed. */
-void jobs_event(struct daemon *d, const struct job *j, const char *kind,
+void jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
                 cJSON *detail);
 /* The job's process started (attached: job_pid; detached: the monitor). */
 void jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
@@ -215,7 +220,8 @@ void jobs_detached_unwatch(struct jrec *r);
 
 /* ---- jobs-attached.c ---- */
 
-/* Give up a job whose client did not come back after a restart. */
+/* Each sample: end an attached job the daemon is ending once its process
+ * is gone; give up one whose client did not come back after a restart. */
 void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
 
 /* ---- jobs-adopt.c ---- */

@@ -83,7 +83,7 @@ onend_event(struct daemon *d, int64_t job_id, uid_t uid, cJSON *det)
 	memset(&j, 0, sizeof j);
 	j.id = job_id;
 	j.uid = uid;
-	jobs_event(d, &j, "on_end", det);
+	jobs_event(d, &j, NAMES_EVENT_ON_END, det);
 }
 
 static void

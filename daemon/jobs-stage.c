@@ -50,7 +50,7 @@ jobs_stage_close(struct daemon *d, struct jrec *r, int64_t ended_ms)
 	proto_add_int(det, "footprint_peak_bytes",
 	              (int64_t)st->footprint_peak_bytes);
 	proto_add_int(det, "swap_growth_bytes", (int64_t)stage_growth(st));
-	jobs_event(d, r->j, "stage_end", det);
+	jobs_event(d, r->j, NAMES_EVENT_STAGE_END, det);
 	free(st->name);
 	st->name = NULL;
 }
@@ -157,7 +157,7 @@ jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
 	st->footprint_peak_bytes = r->j->footprint_bytes;
 	det = cJSON_CreateObject();
 	cJSON_AddStringToObject(det, "name", name);
-	jobs_event(d, r->j, "stage", det);
+	jobs_event(d, r->j, NAMES_EVENT_STAGE, det);
 	return 0;
 }
 

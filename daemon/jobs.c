@@ -187,7 +187,7 @@ jobs_flush_events(struct daemon *d)
 /* Record an event (detail: JSON object, consumed). Announced once it is
  * committed; kept in memory and retried while storage fails. */
 void
-jobs_event(struct daemon *d, const struct job *j, const char *kind,
+jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
            cJSON *detail)
 {
 	struct jobs *js = d->jobs;
@@ -197,7 +197,7 @@ jobs_event(struct daemon *d, const struct job *j, const char *kind,
 		cJSON_Delete(detail);
 		return;
 	}
-	snprintf(p->kind, sizeof p->kind, "%s", kind);
+	snprintf(p->kind, sizeof p->kind, "%s", names_event_name(kind));
 	p->detail = detail != NULL ? cJSON_PrintUnformatted(detail) : NULL;
 	cJSON_Delete(detail);
 	p->e.ts_ms = now_ms();
@@ -315,44 +315,33 @@ jobs_queue(struct jobs *js, size_t *n)
 
 /* ---- ending ---- */
 
-static const char *
+static enum names_event
 end_event_kind(enum job_state s)
 {
 	switch (s) {
 	case JOB_EXITED:
-		return "exited";
+		return NAMES_EVENT_EXITED;
 	case JOB_KILLED:
-		return "killed";
+		return NAMES_EVENT_KILLED;
 	case JOB_FAILED:
-		return "failed";
+		return NAMES_EVENT_FAILED;
 	case JOB_CANCELLED:
-		return "cancelled";
+		return NAMES_EVENT_CANCELLED;
 	default:
-		return "lost";
+		return NAMES_EVENT_LOST;
 	}
 }
-
-static const char *const jobs_reasons[JOBS_NREASONS] = {
-    "",      "swap_budget", "cancel",     "client_gone",
-    "spawn", "lost",        "dependency", "other"};
 
 int
 jobs_reason_index(const char *reason)
 {
-	int i;
-
-	if (reason == NULL)
-		return 0;
-	for (i = 1; i < JOBS_NREASONS - 1; i++)
-		if (strcmp(reason, jobs_reasons[i]) == 0)
-			return i;
-	return JOBS_NREASONS - 1;
+	return names_end_parse(reason);
 }
 
 const char *
 jobs_reason_name(int i)
 {
-	return i >= 0 && i < JOBS_NREASONS ? jobs_reasons[i] : "other";
+	return names_end_name(i);
 }
 
 void
@@ -529,7 +518,10 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 	jrec_commit(d, r);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "attempt", j->attempt);
-	jobs_event(d, j, "requeued", det);
+	jobs_event(d, j, NAMES_EVENT_REQUEUED, det);
+	/* What it waits for now, not what it waited for before its last
+	 * admission (answers before the next pass: job_exit's). */
+	jobs_classify(d);
 	jobs_admit_soon(d);
 }
 
@@ -619,7 +611,7 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 	det = cJSON_CreateObject();
 	proto_add_int(det, "pid", pid);
 	proto_add_int(det, "attempt", j->attempt);
-	jobs_event(d, j, "started", det);
+	jobs_event(d, j, NAMES_EVENT_STARTED, det);
 	if (r->term_pending) {
 		r->term_pending = 0;
 		jobs_kill_term(d, r);
@@ -663,7 +655,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
 	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
-	jobs_event(d, j, "admitted", det);
+	jobs_event(d, j, NAMES_EVENT_ADMITTED, det);
 
 	if (j->attached) {
 		if ((n.client_id = r->client_id) != 0)
@@ -717,6 +709,59 @@ jobs_log_pass(const struct jrec *r, const struct jrec *head,
 	         (unsigned)head->j->uid, held);
 }
 
+/* What admission decides on: the queue and the jobs holding memory of s,
+ * the latest sample, the daemon's health, settings and head claim. */
+static void
+admit_input(struct daemon *d, const struct queue_snap *s,
+            struct admit_input *in)
+{
+	memset(in, 0, sizeof *in);
+	in->queued = s->aq;
+	in->nqueued = s->nq;
+	in->running = s->ar;
+	in->nrunning = s->nr;
+	in->have_sample = d->have_last;
+	in->storage_ok = store_health(d->store) == NULL;
+	in->free_pct = d->last.free_pct;
+	in->total_bytes = d->last.total_bytes;
+	in->now_ms = now_ms();
+	in->claim = d->jobs->claim;
+	in->cfg.settle_ms = d->cfg.settle_ms;
+	in->cfg.settle_growth_pct = d->cfg.settle_growth_pct;
+	in->cfg.settle_samples = d->cfg.settle_samples;
+	in->cfg.settle_window_ms =
+	    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
+	in->cfg.max_running = d->cfg.max_running;
+	in->cfg.hol_bound_ms = d->cfg.hol_bound_ms;
+	in->cfg.max_wait_free_pct = d->cfg.max_wait_free_pct;
+}
+
+void
+jobs_classify(struct daemon *d)
+{
+	struct queue_snap s;
+	struct admit_input in;
+	struct admit_result res;
+	enum admit_wait *waits;
+	size_t i;
+
+	if (d->jobs == NULL)
+		return;
+	memset(&s, 0, sizeof s);
+	if (jobs_snapshot(d->jobs, &s) != 0)
+		return;
+	if (s.nq > 0 && (waits = malloc(s.nq * sizeof *waits)) != NULL) {
+		admit_input(d, &s, &in);
+		admit_decide(&in, waits, &res);
+		/* The claim and the queue stay as they are: the pass that
+		 * admits is jobs_admit's. */
+		for (i = 0; i < s.nq; i++)
+			s.q[i]->wait = waits[i];
+		free(waits);
+	}
+	snap_free(&s);
+}
+
 /* One admission pass: admit while the rule allows, then tell the attached
  * clients where they stand. */
 static void
@@ -745,25 +790,7 @@ jobs_admit(struct daemon *d)
 		}
 		if ((waits = malloc(s.nq * sizeof *waits)) == NULL)
 			break;
-		memset(&in, 0, sizeof in);
-		in.queued = s.aq;
-		in.nqueued = s.nq;
-		in.running = s.ar;
-		in.nrunning = s.nr;
-		in.have_sample = d->have_last;
-		in.storage_ok = store_health(d->store) == NULL;
-		in.free_pct = d->last.free_pct;
-		in.total_bytes = d->last.total_bytes;
-		in.now_ms = now_ms();
-		in.claim = js->claim;
-		in.cfg.settle_ms = d->cfg.settle_ms;
-		in.cfg.settle_growth_pct = d->cfg.settle_growth_pct;
-		in.cfg.settle_samples = d->cfg.settle_samples;
-		in.cfg.settle_window_ms =
-		    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
-		in.cfg.max_running = d->cfg.max_running;
-		in.cfg.hol_bound_ms = d->cfg.hol_bound_ms;
-		in.cfg.max_wait_free_pct = d->cfg.max_wait_free_pct;
+		admit_input(d, &s, &in);
 		admit_decide(&in, waits, &res);
 		before = js->claim;
 		js->claim = res.claim;
@@ -1014,7 +1041,7 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 	jobs_kill_start(d, r, "swap_budget", final);
 	if (para != final)
 		free(para);
-	jobs_event(d, j, "breach", det);
+	jobs_event(d, j, NAMES_EVENT_BREACH, det);
 	if (j->attached && r->client_id != 0) {
 		n.client_id = r->client_id;
 		n.growth_bytes = r->growth_bytes;
@@ -1258,7 +1285,7 @@ jobs_init(struct daemon *d, jobs_note_cb note, const struct jobs_ops *ops,
 	jobs_deps_load(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", n);
-	jobs_event(d, NULL, "daemon_start", det);
+	jobs_event(d, NULL, NAMES_EVENT_DAEMON_START, det);
 	if (n > 0)
 		log_info("jobs: %d unended jobs loaded", n);
 	return 0;
@@ -1324,7 +1351,7 @@ jobs_shutdown(struct daemon *d)
 	jobs_onend_shutdown(d);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
-	jobs_event(d, NULL, "daemon_stop", det);
+	jobs_event(d, NULL, NAMES_EVENT_DAEMON_STOP, det);
 	while (js->n > 0) {
 		struct jrec *r = js->v[js->n - 1];
 		/* Running jobs are left to their monitors; but one whose

@@ -112,7 +112,7 @@ void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Since-start counters for info: jobs ended, by state and end reason
  * (index 0: no reason; jobs_reason_name), and breaches (requeued ones
  * too). In memory: they start at 0 with the daemon. */
-#define JOBS_NREASONS 8
+#define JOBS_NREASONS NAMES_END_COUNT
 struct jobs_counters {
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
@@ -167,6 +167,10 @@ int jobs_cancel(struct daemon *d, int64_t id, const char *who, char *cause,
 /* job_pid: the attached client started its command. */
 int jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
                 pid_t pgid, uint64_t start_time);
+/* job_exit of an attempt the daemon already ended (a kill's end or a
+ * breach's requeue, noticed when its process was gone): 1 once, after which
+ * the report is answered with the job as it is now; else 0. */
+int jobs_exit_owed(struct daemon *d, int64_t id);
 /* job_exit: exactly one of code >= 0, sig > 0. */
 int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
               size_t causelen);

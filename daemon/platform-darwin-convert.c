@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "platform-darwin-convert.h"
+#include "socket-trust.h"
 
 enum pressure_level
 darwin_pressure_level(int raw)
@@ -424,19 +425,15 @@ path_fmt(char *buf, size_t len, const char *fmt, const char *a, unsigned long b)
 }
 
 int
-darwin_default_socket(int system, uid_t uid, const char *runtime_dir, char *buf,
-                      size_t len)
+darwin_default_socket(int system, uid_t uid, const char *runtime_dir,
+                      const char *home, char *buf, size_t len)
 {
 	if (system)
-		return path_fmt(buf, len, "%s", "/var/run/stageload.sock", 0);
-	/* Exactly the client's fallback order, or the two would not meet.
-	 * macOS's per-user $TMPDIR would be more private, but the client
-	 * cannot know it without OS-specific code; /tmp/stageload-UID is a
-	 * directory the daemon creates with mode 0700. */
-	if (runtime_dir != NULL && runtime_dir[0] == '/')
-		return path_fmt(buf, len, "%s/stageload.sock", runtime_dir, 0);
-	return path_fmt(buf, len, "/tmp/stageload-%lu/stageload.sock", NULL,
-	                (unsigned long)uid);
+		return path_fmt(buf, len, "%s", SOCKET_SYSTEM_PATH, 0);
+	/* Exactly the client's order (socket-trust.c), or the two would not
+	 * meet. macOS's per-user $TMPDIR would be more private, but the
+	 * client cannot know it without OS-specific code. */
+	return socket_user_path(runtime_dir, home, uid, buf, len, NULL);
 }
 
 int

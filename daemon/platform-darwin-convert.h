@@ -157,14 +157,15 @@ int darwin_peer_groups(unsigned cr_version, unsigned xucred_version,
 
 /*
  * Default paths. System: /var/run/stageload.sock and
- * /var/db/stageload/stageload.db. Per user: the socket follows the client
- * library's rule (client_socket_path_resolve), which has no OS-specific
- * code: runtime_dir/stageload.sock when $XDG_RUNTIME_DIR is set, else
+ * /var/db/stageload/stageload.db. Per user: the socket is the clients'
+ * (socket_user_path), which has no OS-specific code:
+ * runtime_dir/stageload.sock when $XDG_RUNTIME_DIR is set, else
+ * home/.stageload/stageload.sock when home is uid's directory, else
  * /tmp/stageload-UID/stageload.sock; the database is
  * home/Library/Application Support/stageload/stageload.db.
  */
 int darwin_default_socket(int system, uid_t uid, const char *runtime_dir,
-                          char *buf, size_t len);
+                          const char *home, char *buf, size_t len);
 int darwin_default_db(int system, const char *home, char *buf, size_t len);
 
 #endif

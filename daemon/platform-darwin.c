@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "platform-darwin-convert.h"
+#include "socket-trust.h"
 #include "platform.h"
 
 /* Big enough for any sane process tree; past it the caller is told how
@@ -443,7 +444,8 @@ int
 platform_default_socket(int system, char *buf, size_t len)
 {
 	return darwin_default_socket(system, getuid(),
-	                             getenv("XDG_RUNTIME_DIR"), buf, len);
+	                             getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                             buf, len);
 }
 
 int

@@ -30,6 +30,7 @@
 
 #include "platform.h"
 #include "procfs.h"
+#include "socket-trust.h"
 
 #define PSI_WARN_DEFAULT 10.0
 #define PSI_CRITICAL_DEFAULT 40.0
@@ -949,21 +950,15 @@ xdg_dir(const char *name)
 	return v != NULL && v[0] == '/' ? v : NULL;
 }
 
-/* The socket path (PROTOCOL.md): the caller creates the directory. */
+/* The socket path (PROTOCOL.md): the caller creates the directory. The
+ * per-user one is the clients' (socket-trust.c). */
 int
 platform_default_socket(int system, char *buf, size_t len)
 {
-	const char *dir;
-	char uid[32];
-
 	if (system)
-		return put_path(buf, len, "%s%s", "/var/run/stageload.sock",
-		                "");
-	if ((dir = xdg_dir("XDG_RUNTIME_DIR")) != NULL)
-		return put_path(buf, len, "%s/%s", dir, "stageload.sock");
-	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
-	return put_path(buf, len, "/tmp/stageload-%s/%s", uid,
-	                "stageload.sock");
+		return put_path(buf, len, "%s%s", SOCKET_SYSTEM_PATH, "");
+	return socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                        getuid(), buf, len, NULL);
 }
 
 /* The database path; the caller creates the directory. */

@@ -11,27 +11,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "names.h"
+
+/* The values and names are proto/names.h's. */
 enum pressure_level {
-	PRESSURE_UNKNOWN = 0,
-	PRESSURE_NORMAL = 1,
-	PRESSURE_WARN = 2,
-	PRESSURE_CRITICAL = 4,
+	PRESSURE_UNKNOWN = NAMES_PRESSURE_UNKNOWN,
+	PRESSURE_NORMAL = NAMES_PRESSURE_NORMAL,
+	PRESSURE_WARN = NAMES_PRESSURE_WARN,
+	PRESSURE_CRITICAL = NAMES_PRESSURE_CRITICAL,
 };
 
 /* "normal", "warn", "critical" or "unknown": the protocol's names. */
 static inline const char *
 pressure_name(enum pressure_level p)
 {
-	switch (p) {
-	case PRESSURE_NORMAL:
-		return "normal";
-	case PRESSURE_WARN:
-		return "warn";
-	case PRESSURE_CRITICAL:
-		return "critical";
-	default:
-		return "unknown";
-	}
+	return names_pressure_name((int)p);
 }
 
 /* One system-wide sample; docs/metrics.md says where each field comes from. */

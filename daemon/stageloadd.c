@@ -23,12 +23,15 @@
 #include "notify.h"
 #include "sampler.h"
 #include "server.h"
+#include "socket-trust.h"
 #include "spawn.h"
 #include "tick.h"
 #include "trust.h"
 #include "version.h"
 
 static struct daemon daemon_state;
+
+static void pid_file_remove(void);
 
 /* A connection closed: what it waited for goes, and its attached jobs are
  * given up or left running. */
@@ -186,6 +189,26 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 }
 
 /*
+ * The per-user default socket under /tmp (no $XDG_RUNTIME_DIR, no usable
+ * home) is held to the clients' rule (socket-trust.c): its directory, when
+ * there, must be this user's with mode 0700, or no client would talk to
+ * this daemon. Another user who made it first is named in the refusal.
+ */
+static int
+default_socket_check(const struct daemon *d, char *cause, size_t causelen)
+{
+	enum socket_kind kind;
+	char def[1024];
+
+	if (d->cfg.system ||
+	    socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                     geteuid(), def, sizeof def, &kind) != 0 ||
+	    kind != SOCKET_TMP || strcmp(def, d->cfg.socket_path) != 0)
+		return 0;
+	return socket_check(def, kind, geteuid(), cause, causelen);
+}
+
+/*
  * Every client is a descriptor: make room for the connection cap when the
  * hard limit allows, instead of failing accept() far below it. The rest
  * (up to 1024) is for the database, job logs and monitors, and the
@@ -258,9 +281,7 @@ daemon_stop(struct daemon *d)
 	uv_close((uv_handle_t *)&sig_hup, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_usr1, signal_close_cb);
 	/* Only the pid of a daemon that runs; it goes with the socket. */
-	if (d->cfg.pid_file[0] != '\0' && unlink(d->cfg.pid_file) != 0 &&
-	    errno != ENOENT)
-		log_warn("cannot remove the pid file %s", d->cfg.pid_file);
+	pid_file_remove();
 }
 
 /*
@@ -281,6 +302,27 @@ daemon_log_file(struct daemon *d, char *cause, size_t causelen)
 	                       causelen)) != 0)
 		return rc;
 	return log_open_file(d->cfg.log_file, cause, causelen);
+}
+
+/* The pid file, when it still names this process. */
+static void
+pid_file_remove(void)
+{
+	const char *path = daemon_state.cfg.pid_file;
+	char line[32];
+	ssize_t n;
+	int fd;
+
+	if (path[0] == '\0' ||
+	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	n = read(fd, line, sizeof line - 1);
+	close(fd);
+	if (n > 0) {
+		line[n] = '\0';
+		if (strtol(line, NULL, 10) == (long)getpid())
+			(void)unlink(path);
+	}
 }
 
 /*
@@ -315,6 +357,10 @@ daemon_pid_file(struct daemon *d, char *cause, size_t causelen)
 	if (rc != 0)
 		snprintf(cause, causelen, "cannot write the pid file %s: %s",
 		         d->cfg.pid_file, strerror(-rc));
+	/* A start that fails later (fatalx) takes it away too: newsyslog
+	 * must not signal a pid that another process may get. */
+	else
+		atexit(pid_file_remove);
 	return rc;
 }
 
@@ -450,21 +496,27 @@ main(int argc, char **argv)
 	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
 	uv_signal_start(&sig_usr1, signal_usr1_cb, SIGUSR1);
 
+	if (default_socket_check(d, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
-	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
+	if (server_claim(d, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 	/* A monitor outlives the daemon; holding the socket's lock for the
 	 * moments before it closes what it inherited, it would keep a
 	 * daemon restarted after a crash from starting. */
 	spawn_close_in_children(d->sock_lock_fd);
 
+	/* The daemon's files are trusted before the socket exists: nobody
+	 * connects to a daemon that then refuses its database. The pid
+	 * file once the lock is ours: no other daemon writes it now. */
 	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0 ||
 	    (rc = daemon_pid_file(d, cause, sizeof cause)) != 0) {
-		server_stop(d);
 		server_release(d);
 		fatalx("%s", cause);
 	}
+	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {
 		server_stop(d);
 		server_release(d);

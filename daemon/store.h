@@ -177,7 +177,7 @@ int64_t store_job_bytes(const struct job *j);
 /* Make room for a job of need_bytes of uid: delete that uid's oldest ended
  * jobs (by ended_ms, then id), with their samples and events, in one
  * transaction, until its rows hold at most max_bytes - need_bytes and
- * fewer than max_ended ended jobs, or none is left. Then cb(arg, id) for
+ * at most max_ended ended jobs, or none is left. Then cb(arg, id) for
  * each deleted job, so what it left outside the database goes too.
  * *pruned: how many. Unended jobs are never deleted: the caller refuses
  * first when they alone pass the bound. */

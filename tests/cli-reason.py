@@ -7,7 +7,9 @@ free against 40 % never reads "40% < 40%". A Japanese and an emoji name
 keep status's table aligned, measured in terminal cells (East Asian Width,
 computed here by Python's unicodedata, not by the code under test), and a
 long name is cut with an ellipsis. show's command line, given back to
-sh -c, runs the same argv; -o id,user,reason prints those columns.
+sh -c, runs the same argv; -o id,user,reason prints those columns. A job
+that waits for a size (--wait-free 12G) has its reason said as a size in
+status, top, show and run's line.
 
 The daemons read a fixture proc root: free % is what the test writes.
 """
@@ -209,12 +211,12 @@ def top_small(d):
     print("ok - top without swap: no swap sparkline, no 0..1B scale")
 
 
-def run_line(d):
+def run_line(d, free=39.7, wait_free="40", want="free 39.7% < 40%"):
     """run's line while its attached job waits: 39.7 % against 40 %."""
     import select
-    set_free(d, 39.7)
-    p = subprocess.Popen([CTL, "--socket", d.socket, "run", "--wait-free", "40", "--", "true"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    set_free(d, free)
+    p = subprocess.Popen([CTL, "--socket", d.socket, "run", "--wait-free", wait_free, "--",
+                          "true"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         buf = b""
         deadline = time.monotonic() + 15
@@ -226,14 +228,14 @@ def run_line(d):
                 assert chunk, buf
                 buf += chunk
         line = buf.split(b"\n")[0].decode()
-        assert line == "queued: position 1 of 1, free 39.7% < 40%", line
+        assert line == "queued: position 1 of 1, " + want, line
         set_free(d, 90)
         assert p.wait(20) == 0
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    print("ok - run's line at 39.7%% free: %r" % line)
+    print("ok - run's line at %g%% free: %r" % (free, line))
 
 
 def phase_free_head(d, c):
@@ -358,6 +360,23 @@ def phase_max_running_storage(d, c):
     c.close()
 
 
+def phase_wait_free_bytes(d, c):
+    """--wait-free 12G: the reason compares the available memory with 12G
+    in status, top and show, never a percentage the job does not wait
+    for; show's paragraph says what it waits for as a size."""
+    set_free(d, 50)  # 8G of 16G available
+    jid = submit(d, "--wait-free", "12G", "--", "true")
+    waiting_for(c, jid, "free")
+    check_reason(d, c, jid, r"free 8\.0G < 12G",
+                 r"free memory is 8\.0G < 12G \(its --wait-free\)")
+    text = ctl(d, "show", str(jid)).stdout
+    assert "waits for 12G free" in text, text
+    set_free(d, 80)  # 12.8G: enough
+    poll(lambda: show_json(c, jid)["state"] == "exited", what="job %d to run" % jid)
+    run_line(d, 50, "12G", "free 8.0G < 12G")
+    print("ok - --wait-free 12G: status, top, show and run name 12G")
+
+
 def width_table():
     """The committed table is what the script makes of the Unicode data
     (Debian's unicode-data; scripts/deps.sh --test installs it)."""
@@ -379,7 +398,8 @@ def main():
     width_table()
     for conf, phases in (("settle = 60s\n",
                           (phase_free_head, phase_expect_exclusive_settle)),
-                         ("max_running = 1\n", (phase_max_running_storage,))):
+                         ("max_running = 1\n", (phase_max_running_storage,)),
+                         ("settle = 0\n", (phase_wait_free_bytes,))):
         d = Daemon(config=conf)
         try:
             write_meminfo(d.proc_root, total_kb=TOTAL_KB, avail_kb=TOTAL_KB // 2)

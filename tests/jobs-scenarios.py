@@ -542,6 +542,9 @@ def sc_retry_attached(d, m, c):
         assert p.returncode == -signal.SIGTERM, p.returncode
         j = a.call("job_exit", {"id": jid, "signal": signal.SIGTERM})
         assert j["state"] in ("queued", "admitted") and j["attempt"] == 2, j
+        # requeued and nothing holds it back: waiting_for null, never the
+        # "none" the Job's list does not have
+        assert j["state"] != "queued" or ("waiting_for" in j and j["waiting_for"] is None), j
         n = a.notification("admitted", timeout=5)["params"]
         assert n == {"id": jid, "attempt": 2}, n
     finally:

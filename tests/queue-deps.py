@@ -139,7 +139,8 @@ def sc_submit_checks(d, m, c):
 
 def sc_hold_release(d, m, c):
     """A held job keeps its place and is passed over; once released it runs.
-    Only a queued job can be held."""
+    Only a queued job can be held. hold and release answer the Job as it is
+    after the call (its waiting_for held, then what it waits for next)."""
     h = submit(c, d, "exit 0", held=True, name="H")
     samples(d, 3)
     j = show(c, h)
@@ -155,10 +156,19 @@ def sc_hold_release(d, m, c):
     assert queued(c, h), show(c, h)
     r = c.call("release", {"id": h})
     assert r["id"] == h and r["held"] is False, r
+    # the Job as it is after the call: no longer held, and nothing that
+    # is not in the Job's list ("none")
+    assert r["state"] != "queued" or r["waiting_for"] not in ("held", "none"), r
     wait_state(c, h, "exited")
     # hold a queued one through the CLI, then release it
     m.set(free_pct=20)
     q = submit(c, d, "exit 0", wait_free_pct=50)
+    poll(lambda: show(c, q).get("waiting_for") == "free", what="job %d to wait for free" % q)
+    # hold and release answer the Job as it is after the call
+    r = c.call("hold", {"id": q})
+    assert r["held"] is True and r["waiting_for"] == "held", r
+    r = c.call("release", {"id": q})
+    assert r["held"] is False and r["waiting_for"] == "free", r
     out = ctl(d, "hold", str(q))
     assert out.returncode == 0 and "job %d: held" % q in out.stdout, out
     assert show(c, q)["waiting_for"] == "held"

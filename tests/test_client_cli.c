@@ -449,7 +449,7 @@ test_pct_compare(void **state)
 static void
 test_wait_reason(void **state)
 {
-	struct cli_wait w = {"free", 34.2, 40, -1};
+	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0};
 	char buf[256];
 
 	(void)state;
@@ -484,6 +484,53 @@ test_wait_reason(void **state)
 	w.waiting_for = "settle";
 	cli_wait_reason(&w, CLI_REASON_LINE, buf, 8);
 	assert_int_equal(strlen(buf), 7);
+}
+
+/* --wait-free 22G: the reason names the size against the available memory,
+ * in every form, never the 0 % it does not wait for. */
+static void
+test_wait_reason_bytes(void **state)
+{
+	struct cli_wait w = {"free",          92, 0, -1, (uint64_t)22 << 30,
+	                     (int64_t)8 << 30};
+	char buf[256];
+
+	(void)state;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 8.0G < 22G");
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_string_equal(buf, "free memory is 8.0G < 22G (its --wait-free)");
+	/* just below: never "22G < 22G" */
+	w.available_bytes = ((int64_t)22 << 30) - ((int64_t)40 << 20);
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 21.9G < 22G");
+	w.available_bytes = ((int64_t)22 << 30) + 1;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 22G >= 22G");
+	/* with a % besides, the one not met is said */
+	w.wait_free_pct = 95;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 92% < 95%");
+	w.available_bytes = (int64_t)8 << 30;
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "free 8.0G < 22G");
+	w.wait_free_pct = 0;
+	w.available_bytes = 0; /* no sample yet */
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_string_equal(buf, "free below 22G");
+	w.waiting_for = "expect";
+	w.reserved_bytes = (int64_t)4 << 30;
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_string_equal(buf,
+	                    "free 92%, less than 22G once 4.0G promised to "
+	                    "running jobs counts");
+	/* and after N names the job */
+	w.waiting_for = "after 17";
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "after 17");
+	w.waiting_for = "group";
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "group");
 }
 
 /* Cells, not code points: CJK and emoji take two, combining marks none,
@@ -692,6 +739,7 @@ main(void)
 	    cmocka_unit_test(test_queue_line),
 	    cmocka_unit_test(test_pct_compare),
 	    cmocka_unit_test(test_wait_reason),
+	    cmocka_unit_test(test_wait_reason_bytes),
 	    cmocka_unit_test(test_text_width),
 	    cmocka_unit_test(test_shell_command),
 	    cmocka_unit_test(test_sparkline),

@@ -7,8 +7,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -781,30 +783,42 @@ test_peer_groups(void **state)
 static void
 test_default_socket(void **state)
 {
-	char buf[256];
+	char buf[256], want[300];
+	uid_t me = geteuid();
 
 	assert_int_equal(
-	    darwin_default_socket(1, 0, "/run/user/0", buf, sizeof buf), 0);
+	    darwin_default_socket(1, 0, "/run/user/0", NULL, buf, sizeof buf),
+	    0);
 	assert_string_equal(buf, "/var/run/stageload.sock");
 
-	/* The client library's order: $XDG_RUNTIME_DIR, else /tmp/-UID. */
-	assert_int_equal(
-	    darwin_default_socket(0, 501, "/Users/ana/.run", buf, sizeof buf),
-	    0);
-	assert_string_equal(buf, "/Users/ana/.run/stageload.sock");
-	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, sizeof buf),
+	/* The client library's order: $XDG_RUNTIME_DIR, else under a home
+	 * of the user's own, else /tmp/-UID. */
+	assert_int_equal(darwin_default_socket(0, 501, "/Users/ana/.run", NULL,
+	                                       buf, sizeof buf),
 	                 0);
+	assert_string_equal(buf, "/Users/ana/.run/stageload.sock");
+	assert_int_equal(
+	    darwin_default_socket(0, me, NULL, "/tmp", buf, sizeof buf), 0);
+	snprintf(want, sizeof want, "%s", "/tmp/.stageload/stageload.sock");
+	if (me != 0) /* /tmp is root's: not this user's home */
+		snprintf(want, sizeof want, "/tmp/stageload-%lu/stageload.sock",
+		         (unsigned long)me);
+	assert_string_equal(buf, want);
+	assert_int_equal(
+	    darwin_default_socket(0, 501, NULL, NULL, buf, sizeof buf), 0);
 	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
-	assert_int_equal(darwin_default_socket(0, 502, "", buf, sizeof buf), 0);
+	assert_int_equal(
+	    darwin_default_socket(0, 502, "", "/nonexistent", buf, sizeof buf),
+	    0);
 	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
 	/* relative: ignored, as the XDG specification says */
-	assert_int_equal(darwin_default_socket(0, 503, "run", buf, sizeof buf),
-	                 0);
+	assert_int_equal(
+	    darwin_default_socket(0, 503, "run", NULL, buf, sizeof buf), 0);
 	assert_string_equal(buf, "/tmp/stageload-503/stageload.sock");
 
-	assert_int_equal(darwin_default_socket(1, 0, NULL, buf, 8),
+	assert_int_equal(darwin_default_socket(1, 0, NULL, NULL, buf, 8),
 	                 -ENAMETOOLONG);
-	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, 20),
+	assert_int_equal(darwin_default_socket(0, 501, NULL, NULL, buf, 20),
 	                 -ENAMETOOLONG);
 }
 

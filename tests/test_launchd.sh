@@ -640,6 +640,18 @@ if [ -x "$BIN/stageloadd" ]; then
 	else
 		fail "--log-file through a link: exit $rc, $(cat "$D/stderr")"
 	fi
+	# A start that fails after the pid file was written takes it away:
+	# newsyslog must not signal a pid another process may get.
+	printf 'not a database, only text long enough to be read as a header....................................................' >"$D/bad.db"
+	chmod 0600 "$D/bad.db"
+	rc=0
+	STAGELOAD_CONFIG="" "$BIN/stageloadd" --socket "$D/sl3.sock" --db "$D/bad.db" \
+		--proc-root "$D/proc" --pid-file "$D/bad.pid" >/dev/null 2>"$D/stderr" || rc=$?
+	if [ "$rc" -eq 1 ] && [ ! -e "$D/bad.pid" ]; then
+		pass "a failed start leaves no pid file: $(tail -n 1 "$D/stderr")"
+	else
+		fail "a failed start: exit $rc, pid file $(ls "$D/bad.pid" 2>&1), $(cat "$D/stderr")"
+	fi
 	/bin/rm -rf "$D"
 
 	# `brew services start` without sudo: launchd runs the formula's

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "names.h"
 #include "proto.h"
 
 #define MAX_LINES 64
@@ -1479,6 +1480,40 @@ test_print_exact(void **state)
 	cJSON_Delete(t);
 }
 
+/* The lookups over proto/names.h: each list both ways, and what a word
+ * not in a list reads as. */
+static void
+test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(names_wait_name(NAMES_WAIT_NONE), "none");
+	assert_string_equal(names_wait_name(NAMES_WAIT_GROUP), "group");
+	assert_string_equal(names_wait_name(NAMES_WAIT_COUNT), "unknown");
+	assert_int_equal(names_wait_parse("held"), NAMES_WAIT_HELD);
+	assert_int_equal(names_wait_parse("after 12"), NAMES_WAIT_AFTER);
+	assert_int_equal(names_wait_parse("free 12"), -1);
+	assert_int_equal(names_wait_parse("fre"), -1);
+	assert_int_equal(names_wait_parse(NULL), -1);
+	assert_string_equal(names_state_name(NAMES_STATE_LOST), "lost");
+	assert_int_equal(names_state_parse("cancelled"), NAMES_STATE_CANCELLED);
+	assert_int_equal(names_state_parse("paused"), -1);
+	assert_int_equal(names_end_parse(NULL), NAMES_END_NONE);
+	assert_int_equal(names_end_parse("dependency"), NAMES_END_DEPENDENCY);
+	assert_int_equal(names_end_parse("daemon"), NAMES_END_OTHER);
+	assert_string_equal(names_end_name(NAMES_END_SPAWN), "spawn");
+	assert_string_equal(names_end_name(NAMES_END_OTHER), "other");
+	assert_null(names_end_text("daemon"));
+	assert_non_null(names_end_text("client_gone"));
+	assert_string_equal(names_pressure_name(4), "critical");
+	assert_string_equal(names_pressure_name(3), "unknown");
+	assert_int_equal(names_pressure_level("warn"), 1);
+	assert_int_equal(names_pressure_level("high"), -1);
+	assert_int_equal(names_pressure_level(NULL), -1);
+	assert_string_equal(names_pressure_level_name(2), "critical");
+	assert_string_equal(names_pressure_level_name(-1), "unknown");
+	assert_string_equal(names_event_name(NAMES_EVENT_ON_END), "on_end");
+}
+
 int
 main(void)
 {
@@ -1509,6 +1544,7 @@ main(void)
 	    cmocka_unit_test(test_param_strv),
 	    cmocka_unit_test(test_params_check),
 	    cmocka_unit_test(test_print_exact),
+	    cmocka_unit_test(test_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

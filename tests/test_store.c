@@ -2063,10 +2063,15 @@ test_usage_and_make_room(void **state)
 	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_samples"
 	                                     " WHERE job_id = 2"),
 	                 0);
-	/* Fewer than max_ended ended: the next oldest goes (j[0], not the
-	 * later-ended j[3]). */
+	/* Exactly max_ended ended: all are kept. */
 	nforgot = 0;
 	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 2, note_forgot,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 0);
+	/* More than max_ended ended: the oldest go until max_ended are left
+	 * (j[0], not the later-ended j[3]). */
+	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 1, note_forgot,
 	                                 NULL, &pruned, cause, sizeof cause),
 	                 0);
 	assert_int_equal(pruned, 1);

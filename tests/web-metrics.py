@@ -2,7 +2,9 @@
 passes on it, and a Prometheus started here on loopback (a temp data dir)
 scrapes it; the test reads series back through Prometheus's query API and
 finds the fixture's free ratio, the running job's swap growth, the kill
-counted by state and reason, and the breach. The example Grafana dashboard
+counted by state and reason, and the breach; a held job, one waiting on
+`after N` and one on its group are counted under their own waiting_for
+label, not "other". The example Grafana dashboard
 (docs/grafana/) is valid JSON whose queries name only metrics /metrics has
 and parse in Prometheus.
 
@@ -22,7 +24,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll, require_tools  # noqa: E402
-from webtest import Web, cleanup_jobs, daemon, free_port, make_jobs  # noqa: E402
+from sltest import Daemon  # noqa: E402
+from webtest import Web, cleanup_jobs, env_list, free_port, make_jobs  # noqa: E402
 
 
 def promtool_check(body):
@@ -136,9 +139,40 @@ def check_grafana(prom, body):
     print("grafana: %d queries over %d metrics, all exist and parse" % (len(exprs), len(names)))
 
 
+def waiting_counts(body):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(
+        r'^stageload_jobs_waiting\{waiting_for="([^"]*)"\} (\d+)$', body, re.M)}
+
+
+def check_waiting_labels(d, w, runner):
+    """A held job, one after the runner and one whose group is full: each
+    under its own label (the daemon's info counts them so)."""
+    c = Client(d.socket)
+    common = {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list()}
+    c.call("submit", dict(common, name="held", held=True))
+    c.call("submit", dict(common, name="later", after=[runner]))
+    # priority 1 puts it ahead of the waiter at the head, so it runs
+    gpu = c.call("submit", dict(common, name="gpu1", group="gpu", priority=1))["id"]
+    poll(lambda: c.call("show", {"id": gpu})["state"] == "running", what="gpu1 to run")
+    c.call("submit", dict(common, name="gpu2", group="gpu"))
+    want = {"held": 1, "after": 1, "group": 1}
+    poll(lambda: all(c.call("info")["waiting_for"].get(k) == v for k, v in want.items()),
+         what="info to count held, after and group")
+    c.close()
+    st, _, body = w.get("/metrics")
+    assert st == 200, st
+    got = waiting_counts(body)
+    for k, v in want.items():
+        assert got.get(k) == v, "stageload_jobs_waiting{waiting_for=%r}: %s\n%s" % (
+            k, got.get(k), body)
+    assert "other" not in got, got
+    print("/metrics: held, after and group counted by their own label: %s" % got)
+
+
 def main():
     require_tools("promtool", "prometheus")
-    d = daemon()
+    d = Daemon(interval="0.1s",
+               config="grace = 1000ms\nsettle = 0\ngroup.gpu.max_running = 1\n")
     prom = None
     try:
         d.start()
@@ -166,6 +200,7 @@ def main():
             value_of(prom, "stageload_swap_used_bytes", 3 << 30)
             value_of(prom, "stageload_up", 1)
             check_grafana(prom, body)
+            check_waiting_labels(d, w, ids["runner"])
         print("OK")
     except BaseException:
         sys.stderr.write("--- daemon log ---\n" + d.log_text()[-4000:])

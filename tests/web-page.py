@@ -5,7 +5,8 @@ memory series, a lane per job, the kill marker and the stages the jobs
 reported (their names escaped, whole); the kill table names the stage the
 killed job was in; each window link (15 min, 1 h, 24 h, 7 d) plots its
 span; the queue table says why a job waits in the words `stageloadctl run`
-prints for it; the running table shows swap growth against the budget;
+prints for it, a size for a job that waits for one (wait_free_bytes);
+the running table shows swap growth against the budget;
 a screenshot is kept
 under the build dir (artifacts/web-page.png); the page updates itself when
 the fixture changes; it fits a narrow window and turns dark in dark mode.
@@ -25,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E402
 from webtest import (EVIL_STAGE, LONG_STAGE, Web, cleanup_jobs, daemon,  # noqa: E402
-                     make_jobs, set_memory)
+                     env_list, make_jobs, set_memory)
 
 WINDOWS = [("15 min", 15 * 60000), ("1 h", 3600000), ("24 h", 86400000),
            ("7 d", 7 * 86400000)]
@@ -200,6 +201,27 @@ def check_queue_words(d, drv, host, ids):
         set_memory(d, 80, 3)
 
 
+def check_queue_bytes(d, drv, host):
+    """A job that waits for a size (wait_free_bytes 15G, 12.8G of 16G
+    available) is said as a size in the queue table, never as the 0 % it
+    does not wait for."""
+    from selenium.webdriver.common.by import By
+    c = Client(d.socket)
+    jid = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                            "name": "w15g", "wait_free_bytes": 15 << 30})["id"]
+    try:
+        poll(lambda: c.call("show", {"id": jid}).get("waiting_for") == "free",
+             what="w15g to wait for free memory")
+        drv.get("http://%s/" % host)
+        row = drv.find_element(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % jid)
+        cell = text(row.find_elements(By.TAG_NAME, "td")[4])
+        assert cell == "free 13G < 15G", cell
+        print("page: a job waiting for 15G reads %r" % cell)
+    finally:
+        c.call("cancel", {"id": jid})
+        c.close()
+
+
 def check_running(d, drv, ids):
     from selenium.webdriver.common.by import By
     c = Client(d.socket)
@@ -258,6 +280,7 @@ def main():
             print("page: series, %d lanes, kill marker; screenshot %s" % (len(lanes), shot))
 
             check_queue_words(d, drv, w.host(), ids)
+            check_queue_bytes(d, drv, w.host())
             check_windows(drv, w.host())
             drv.get("http://%s/?window=15m" % w.host())
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "plot-data.h"
 
 /* Arrays that grow as points come; one allocation each. */
@@ -56,20 +57,6 @@ avg_of(const cJSON *o, const char *name, double def)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 
 	return cJSON_IsObject(v) ? num(v, "avg", def) : def;
-}
-
-static int
-level_of(const char *p)
-{
-	if (p == NULL)
-		return -1;
-	if (strcmp(p, "normal") == 0)
-		return 0;
-	if (strcmp(p, "warn") == 0)
-		return 1;
-	if (strcmp(p, "critical") == 0)
-		return 2;
-	return -1;
 }
 
 /* A label holds a whole stage name (the daemon takes at most 256 bytes)
@@ -236,7 +223,8 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 		    pts_add(&swap, t, avg_of(b, "swap_used_bytes", 0), gap) < 0)
 			goto out;
 		levels[nlev].t_ms = t;
-		levels[nlev].level = level_of(str(b, "pressure_max"));
+		levels[nlev].level =
+		    names_pressure_level(str(b, "pressure_max"));
 		nlev++;
 	}
 	if (o->max_lanes > 0 &&
@@ -466,7 +454,8 @@ plotd_trace(const struct plotd_opts *o, const char *text, struct svgp_buf *out,
 				caplev = cap;
 			}
 			levels[nlev].t_ms = t;
-			levels[nlev].level = level_of(str(obj, "pressure"));
+			levels[nlev].level =
+			    names_pressure_level(str(obj, "pressure"));
 			nlev++;
 		}
 		cJSON_Delete(obj);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "names.h"
 #include "svg-plot.h"
 
 #define PAD_L 52
@@ -326,21 +327,6 @@ draw_series(const struct geom *g, const struct svgp_series *s,
 	svgp_puts(b, "</title></path>");
 }
 
-static const char *
-level_class(int level)
-{
-	switch (level) {
-	case 0:
-		return "normal";
-	case 1:
-		return "warn";
-	case 2:
-		return "critical";
-	default:
-		return "unknown";
-	}
-}
-
 static void
 draw_levels(const struct geom *g, struct svgp_buf *b)
 {
@@ -364,8 +350,8 @@ draw_levels(const struct geom *g, struct svgp_buf *b)
 		svgp_printf(b,
 		            "<rect class=\"slp-p-%s\" x=\"%.1f\" y=\"%.1f\" "
 		            "width=\"%.1f\" height=\"%d\"/>",
-		            level_class(p->levels[i].level), xa, g->y1 + 1,
-		            xz - xa, STRIP_H - 2);
+		            names_pressure_level_name(p->levels[i].level), xa,
+		            g->y1 + 1, xz - xa, STRIP_H - 2);
 	}
 	svgp_puts(b, "</g>");
 }

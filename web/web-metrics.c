@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "names.h"
 #include "web.h"
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -60,20 +61,6 @@ gauge(struct svgp_buf *b, const char *name, const char *help, double v)
 	value(b, v);
 }
 
-static int
-pressure_level(const char *p)
-{
-	if (p == NULL)
-		return -1;
-	if (strcmp(p, "normal") == 0)
-		return 0;
-	if (strcmp(p, "warn") == 0)
-		return 1;
-	if (strcmp(p, "critical") == 0)
-		return 2;
-	return -1;
-}
-
 static void
 system_metrics(const struct web_snap *s, struct svgp_buf *b)
 {
@@ -102,7 +89,7 @@ system_metrics(const struct web_snap *s, struct svgp_buf *b)
 	      web_num(smp, "wired_bytes", 0));
 	gauge(b, "stageload_memory_pressure_level",
 	      "Memory pressure: 0 normal, 1 warn, 2 critical, -1 unknown.",
-	      pressure_level(web_str(smp, "pressure")));
+	      names_pressure_level(web_str(smp, "pressure")));
 	psi = cJSON_GetObjectItemCaseSensitive(smp, "psi_some_avg10");
 	if (cJSON_IsNumber(psi))
 		gauge(b, "stageload_memory_psi_some_avg10_ratio",
@@ -117,41 +104,37 @@ system_metrics(const struct web_snap *s, struct svgp_buf *b)
 static void
 queue_metrics(const struct web_snap *s, struct svgp_buf *b)
 {
-	static const char *const states[] = {"queued", "admitted", "running"};
-	static const char *const waits[] = {
-	    "storage", "exclusive", "max_running", "free", "expect",
-	    "settle",  "head",      "client",      "none"};
 	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(s->info, "jobs");
 	const cJSON *wf =
 	    cJSON_GetObjectItemCaseSensitive(s->info, "waiting_for");
 	const cJSON *w;
-	size_t i;
-	int nwait[sizeof waits / sizeof waits[0]] = {0}, other = 0;
+	int nwait[NAMES_WAIT_COUNT] = {0}, other = 0, k;
 
 	family(b, "stageload_jobs", "gauge", "Jobs not ended, by state.");
-	for (i = 0; i < 3; i++)
-		svgp_printf(b, "stageload_jobs{state=\"%s\"} %.0f\n", states[i],
-		            web_num(jobs, states[i], 0));
+	/* The states before the end, as info counts them. */
+	for (k = NAMES_STATE_QUEUED; k <= NAMES_STATE_RUNNING; k++)
+		svgp_printf(b, "stageload_jobs{state=\"%s\"} %.0f\n",
+		            names_state_name(k),
+		            web_num(jobs, names_state_name(k), 0));
 	/* info counts them (waiting_for), so the queue is not read. */
 	cJSON_ArrayForEach(w, wf)
 	{
 		if (!cJSON_IsNumber(w))
 			continue;
-		for (i = 0; i < sizeof waits / sizeof waits[0]; i++)
-			if (strcmp(w->string, waits[i]) == 0)
-				break;
-		if (i < sizeof waits / sizeof waits[0])
-			nwait[i] += (int)w->valuedouble;
+		if ((k = names_wait_parse(w->string)) >= 0)
+			nwait[k] += (int)w->valuedouble;
 		else
 			other += (int)w->valuedouble;
 	}
 	family(b, "stageload_jobs_waiting", "gauge",
 	       "Queued jobs by what they wait for (PROTOCOL.md, Job: "
 	       "waiting_for).");
-	for (i = 0; i < sizeof waits / sizeof waits[0]; i++)
+	/* Every waiting_for the daemon knows (proto/names.h), 0 or not, so a
+	 * series does not vanish while nothing waits for it. */
+	for (k = 0; k < NAMES_WAIT_COUNT; k++)
 		svgp_printf(b,
 		            "stageload_jobs_waiting{waiting_for=\"%s\"} %d\n",
-		            waits[i], nwait[i]);
+		            names_wait_name(k), nwait[k]);
 	if (other > 0)
 		svgp_printf(
 		    b, "stageload_jobs_waiting{waiting_for=\"other\"} %d\n",

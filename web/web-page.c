@@ -85,13 +85,17 @@ td_text(struct svgp_buf *b, const char *t)
 }
 
 /* What a queued job waits for, in the words `stageloadctl run` prints
- * after "queued: position P of N, " (client/cli-reason.c's table). */
+ * after "queued: position P of N, " (proto/names.h's list). */
 static void
-wait_words(const cJSON *j, double free_pct, int64_t reserved, char *buf,
+wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
            size_t len)
 {
-	struct cli_wait w = {web_str(j, "waiting_for"), free_pct,
-	                     web_num(j, "wait_free_pct", 0), reserved};
+	struct cli_wait w = {web_str(j, "waiting_for"),
+	                     web_num(smp, "free_pct", 0),
+	                     web_num(j, "wait_free_pct", 0),
+	                     reserved,
+	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
+	                     (int64_t)web_num(smp, "available_bytes", 0)};
 
 	if (w.waiting_for == NULL)
 		w.waiting_for = "";
@@ -130,7 +134,7 @@ reserved_bytes(const struct web_snap *s)
 }
 
 static void
-queue_table(const struct web_snap *s, double free_pct, struct svgp_buf *b)
+queue_table(const struct web_snap *s, const cJSON *smp, struct svgp_buf *b)
 {
 	const cJSON *j;
 	int n = 0;
@@ -155,7 +159,7 @@ queue_table(const struct web_snap *s, double free_pct, struct svgp_buf *b)
 		            web_num(j, "id", 0));
 		td_text(b, web_str(j, "user"));
 		td_text(b, web_str(j, "name"));
-		wait_words(j, free_pct, reserved, buf, sizeof buf);
+		wait_words(j, smp, reserved, buf, sizeof buf);
 		td_text(b, buf);
 		clock_str((int64_t)web_num(j, "submitted_at_ms", 0), s->now_ms,
 		          buf, sizeof buf);
@@ -391,7 +395,7 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 		plotd_system(&o, hist, s.jobs, s.events, t0, t1, b);
 		svgp_puts(b, "</section>");
 		cJSON_Delete(hist);
-		queue_table(&s, web_num(smp, "free_pct", 0), b);
+		queue_table(&s, smp, b);
 		running_table(&s, b);
 		kills_table(&s, b);
 	}

@@ -73,33 +73,51 @@ def pct_compare(free_pct: float, want_pct: float) -> str:
     return "%s%% %s %s%%" % (f, "<" if below else ">=", want)
 
 
+# What follows "queued: position P of N, " for each waiting_for: the line
+# column of proto/names.h's list, which tests/names.py holds this table to.
+# "%F" is the free % against the job's, "%f" the free %, "%w" the job's
+# free %, "%R" the memory promised to running jobs (unknown here) and "%a"
+# the job it starts after.
+WAIT_LINES: Dict[str, str] = {
+    "none": "free %f, being admitted",
+    "free": "free %F",
+    "settle": "free %f, waiting for the last job to settle",
+    "expect": "free %f, less than %w once %R promised to running jobs counts",
+    "exclusive": "free %f, waiting to run alone",
+    "max_running": "free %f, too many jobs running",
+    "head": "free %f, waiting for the jobs ahead",
+    "storage": "free %f, waiting for the daemon's database to work again",
+    "client": "free %f, waiting for its stageloadctl to come back",
+    "held": "free %f, held (release ID lets it start)",
+    "after": "free %f, waiting for job %a to end",
+    "group": "free %f, its group runs as many jobs as it may",
+}
+
+
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
                waiting_for: Optional[str]) -> str:
     """The line `stageloadctl run` shows while a job waits."""
-    s = "queued: position %d of %d" % (position, of)
-    why = waiting_for or ""
+    s = "queued: position %d of %d, " % (position, of)
+    why = waiting_for or "free"
+    name, _, after = why.partition(" ")
+    if name == "after" and not (after.isdigit() and len(after) < 20):
+        name = ""
+    tmpl = WAIT_LINES.get(name)
+    if tmpl is None:
+        # a waiting_for this package does not know (PROTOCOL.md: "other")
+        return s + "free %.0f%%, waiting (other: %s)" % (free_pct, why)
     want = ("%.2f" % wait_free_pct).rstrip("0").rstrip(".")
-    if why == "settle":
-        return s + ", free %.0f%%, waiting for the last job to settle" % free_pct
-    if why == "expect":
-        return s + (", free %.0f%%, less than %s%% once memory promised to running "
-                    "jobs counts" % (free_pct, want))
-    if why == "exclusive":
-        return s + ", free %.0f%%, waiting to run alone" % free_pct
-    if why == "max_running":
-        return s + ", free %.0f%%, too many jobs running" % free_pct
-    if why == "head":
-        return s + ", free %.0f%%, waiting for the jobs ahead" % free_pct
-    if why == "storage":
-        return s + ", free %.0f%%, waiting for the daemon's database to work again" % free_pct
-    if why == "none":
-        return s + ", free %.0f%%, being admitted" % free_pct
-    if why == "client":
-        return s + ", free %.0f%%, waiting for its stageloadctl to come back" % free_pct
-    if why in ("free", ""):
-        return s + ", free " + pct_compare(free_pct, wait_free_pct)
-    # a waiting_for this package does not know (PROTOCOL.md: "other")
-    return s + ", free %.0f%%, waiting (other: %s)" % (free_pct, why)
+    words = {"F": pct_compare(free_pct, wait_free_pct), "f": "%.0f%%" % free_pct,
+             "w": want + "%", "R": "memory", "a": after}
+    out, i = [], 0
+    while i < len(tmpl):
+        if tmpl[i] == "%" and i + 1 < len(tmpl) and tmpl[i + 1] in words:
+            out.append(words[tmpl[i + 1]])
+            i += 2
+        else:
+            out.append(tmpl[i])
+            i += 1
+    return s + "".join(out)
 
 
 class QueueLine:

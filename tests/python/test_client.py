@@ -1,7 +1,9 @@
 """stageload.Client: every method of PROTOCOL.md against the real daemon,
 errors included."""
 
+import inspect
 import os
+import re
 import sys
 import time
 import warnings
@@ -23,10 +25,36 @@ def test_socket_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/42")
     assert slc.socket_path() == "/run/user/42/stageload.sock"
     monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/dir")  # ignored, as XDG says
+    # then under a home of the user's own, else /tmp/stageload-UID
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert slc.socket_path() == str(tmp_path) + "/.stageload/stageload.sock"
+    monkeypatch.setenv("HOME", "/nonexistent")
     assert slc.socket_path() == "/tmp/stageload-%d/stageload.sock" % os.getuid()
     (tmp_path / "sys.sock").write_text("")
     monkeypatch.setattr(slc, "SYSTEM_SOCKET", str(tmp_path / "sys.sock"))
     assert slc.socket_path() == str(tmp_path / "sys.sock")
+
+
+def test_untrusted_socket(tmp_path):
+    """A socket in a directory others can write is refused before anything
+    is sent, naming the way out; a private /tmp-style directory must be
+    0700."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o1777)
+    with pytest.raises(stageload.UntrustedSocket) as e:
+        stageload.Client(str(open_dir / "sl.sock"))
+    assert "writable by other users" in e.value.message and "socket=" in e.value.message
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    slc.check_socket(str(shared / "sl.sock"), "named")
+    with pytest.raises(stageload.UntrustedSocket) as e:
+        slc.check_socket(str(shared / "sl.sock"), "tmp")
+    assert "mode 0700" in e.value.message and "XDG_RUNTIME_DIR" in e.value.message
+    os.symlink(str(tmp_path / "x.sock"), str(tmp_path / "link.sock"))
+    with pytest.raises(stageload.UntrustedSocket):
+        slc.check_socket(str(tmp_path / "link.sock"), "named")
 
 
 def test_daemon_not_running(tmp_path):
@@ -130,6 +158,49 @@ def test_detached_job_methods(env, tmp_path):
         assert c.resume(jid)["state"] == "exited"  # an ended job: as it ended
         with pytest.raises(stageload.WrongState):
             c.stage(jid, "late")
+
+
+def submit_params():
+    """submit's params, as PROTOCOL.md lists them ("`name` (...")."""
+    src = os.environ.get("SL_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(src, "proto", "PROTOCOL.md"), encoding="utf-8") as f:
+        text = f.read()
+    i = text.index("### submit\n\nparams:")
+    para = text[i:text.index("\n\nresult:", i)]
+    return re.findall(r"`([a-z_]+)`\s+\(", para)
+
+
+def test_submit_takes_every_param():
+    """Client.submit has a keyword for each of submit's params (the sizes
+    by their short name, as "8G" or bytes)."""
+    short = {"swap_budget_bytes": "swap_budget", "expect_bytes": "expect"}
+    names = submit_params()
+    assert len(names) >= 18 and "on_end" in names and "after_any" in names, names
+    have = inspect.signature(stageload.Client.submit).parameters
+    missing = [n for n in names if short.get(n, n) not in have]
+    assert not missing, "Client.submit lacks %s" % missing
+
+
+def test_submit_options_hold_release_update(env, tmp_path):
+    """after, after_any, held, group, wait_free_bytes and on_end reach the
+    daemon; hold, release and update answer the Job after the call."""
+    with stageload.Client() as c:
+        first = c.submit(["sh", "-c", "exit 3"], cwd=str(tmp_path))["id"]
+        jid = c.submit(["true"], cwd=str(tmp_path), after=[first], after_any=True,
+                       held=True, group="py", wait_free_bytes="1M",
+                       on_end="true")["id"]
+        j = c.show(jid)
+        assert j["after"] == [first] and j["after_any"] is True, j
+        assert j["held"] is True and j["group"] == "py", j
+        assert j["wait_free_bytes"] == 1 << 20 and j["on_end"] == "true", j
+        assert c.update(jid, wait_free_bytes="2M")["wait_free_bytes"] == 2 << 20
+        assert c.hold(jid)["held"] is True
+        r = c.release(jid)
+        assert r["held"] is False and r.get("waiting_for") != "held", r
+        assert c.wait(jid)["state"] == "exited"  # after_any: exit 3 will do
+        again = c.resubmit(first)
+        assert again["resubmitted"] == first
+        assert c.wait(again["id"])["exit_code"] == 3
 
 
 def test_cancel_and_stage_running(env, tmp_path):
