@@ -266,9 +266,17 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	cli_submit_extra_free(&x);
 	if (rc < 0)
 		return cli_fail(cli);
+	if (sub.groups_capped)
+		cli_error("warning: this shell has as many groups as macOS "
+		          "passes on to the daemon (macOS: 16): job %" PRId64
+		          " gets these, and any more groups your account has "
+		          "are left out (docs/macos.md, \"Detached jobs on a "
+		          "Mac\"); stageloadctl run keeps them all",
+		          sub.id);
 	if (cli->json)
-		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",
-		       sub.id, sub.position, sub.queued);
+		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d%s}\n",
+		       sub.id, sub.position, sub.queued,
+		       sub.groups_capped ? ",\"groups_capped\":true" : "");
 	else
 		printf("%" PRId64 "\n", sub.id);
 	return EXIT_OK;

@@ -354,6 +354,10 @@ struct sl_submitted {
 	int64_t id;
 	int position; /* 1-based place in the queue */
 	int queued;   /* jobs queued in all */
+	/* the caller's process has as many groups as the system passes on
+	 * to the daemon (macOS: 16): a detached job gets those, and any
+	 * more the caller's account has are left out */
+	int groups_capped;
 };
 /* -EINVAL, with nothing sent, for a detached job whose argv, cwd, name or
  * environment is not valid UTF-8 (the protocol carries text; the bytes

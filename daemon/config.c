@@ -32,7 +32,7 @@ static const char usage_text[] =
     "                  [--db PATH]\n"
     "                  [--state-dir DIR] [--interval SECONDS]\n"
     "                  [--retention SPEC] [--proc-root DIR] [--grace TIME]\n"
-    "                  [--settle TIME]\n"
+    "                  [--settle TIME] [--log-file PATH] [--pid-file PATH]\n"
     "\n"
     "Samples system memory into sqlite, queues memory-hungry jobs and stops\n"
     "them when swap grows past their budget. Runs in the foreground.\n"
@@ -58,6 +58,10 @@ static const char usage_text[] =
     "  -f, --foreground   timestamp log lines (a terminal, launchd's log "
     "file)\n"
     "  -v, --verbose      log debug messages\n"
+    "  --log-file PATH    log to PATH (appended) instead of stderr; SIGUSR1\n"
+    "                     opens it again, after a rotation\n"
+    "  --pid-file PATH    write the daemon's pid to PATH while it runs\n"
+    "                     (newsyslog signals it through this)\n"
     "  --print-config     print every setting as the config file and the\n"
     "                     command line leave it, with a line of help, and\n"
     "                     exit\n"
@@ -73,7 +77,7 @@ static const char usage_text[] =
     "  stageloadd --retention raw=1d,10m=5y\n"
     "\n"
     "SIGTERM or SIGINT stops the daemon and leaves running jobs alone;\n"
-    "SIGHUP re-reads the config file.\n";
+    "SIGHUP re-reads the config file; SIGUSR1 reopens the log file.\n";
 
 static int fail(char *cause, size_t causelen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -390,13 +394,17 @@ static const struct setting settings[] = {
      "the sqlite database, in a directory only the daemon can write"},
     {"state_dir", SET_PATH, M(state_dir), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
      "job logs and monitor status (default: the database's directory)"},
+    {"log_file", SET_PATH, M(log_file), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "log here (appended) instead of stderr; SIGUSR1 reopens it"},
+    {"pid_file", SET_PATH, M(pid_file), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "the daemon's pid, while it runs"},
     {"proc_root", SET_PATH, M(proc_root), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
      "read meminfo and pressure from here, not /proc (tests)"},
     /* sampling */
     {"interval", SET_DURATION, M(interval_ms), NO2, 10, 3600e3, "500ms", 0,
      NULL, NULL, NULL, "the sample interval"},
-    {"fast_interval", SET_DURATION, M(fast_interval_ms), NO2, 0, 3600e3, "100ms",
-     1, NULL, special_fast_interval, NULL,
+    {"fast_interval", SET_DURATION, M(fast_interval_ms), NO2, 0, 3600e3,
+     "100ms", 1, NULL, special_fast_interval, NULL,
      "the interval while a job nears its budget or starts (0: never)"},
     {"fast_swap", SET_DOUBLE, M(fast_swap_pct), NO2, 0, 100, "25", 1, NULL,
      NULL, NULL, "% of a budget past which a job's growth samples fast"},
@@ -447,6 +455,9 @@ static const struct setting settings[] = {
      NULL, NULL, NULL, "on-end commands of one user at once"},
     {"keep_awake", SET_INT, M(keep_awake), NO2, 0, 1, "1", 1, NULL, NULL, NULL,
      "hold off idle sleep while a job holds memory (macOS)"},
+    {"keep_awake_queue", SET_DURATION, M(keep_awake_queue_ms), NO2, 0,
+     365 * 86400e3, "12h", 1, NULL, NULL, NULL,
+     "and while queued jobs could start, for this long since an admission"},
     /* limits */
     {"max_line", SET_SIZE, M(max_line_bytes), NO2, 1024, GIB_D, "4M", 1,
      "limits.max_line_bytes", NULL, NULL, "longest request line"},
@@ -767,7 +778,8 @@ config_print(const struct config *cfg, FILE *f)
 		/* An empty path is no value: a file could not say it. */
 		fprintf(f, "# %s%s\n%s%s = %s\n", settings[i].help,
 		        settings[i].reload ? "" : " (a change needs a restart)",
-		        settings[i].kind == SET_PATH && buf[0] == '\0' ? "#" : "",
+		        settings[i].kind == SET_PATH && buf[0] == '\0' ? "#"
+		                                                       : "",
 		        settings[i].name, buf);
 	}
 	for (g = 0; g < cfg->ngroups; g++)
@@ -954,7 +966,8 @@ static const struct option_def options[] = {
     {"state-dir", 0, 1},    {"interval", 0, 1},     {"retention", 0, 1},
     {"proc-root", 0, 1},    {"grace", 0, 1},        {"settle", 0, 1},
     {"foreground", 'f', 0}, {"verbose", 'v', 0},    {"version", 'V', 0},
-    {"help", 'h', 0},       {"print-config", 0, 0},
+    {"help", 'h', 0},       {"print-config", 0, 0}, {"log-file", 0, 1},
+    {"pid-file", 0, 1},
 };
 
 /*

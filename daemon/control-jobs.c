@@ -131,6 +131,16 @@ nomem:
 	return NULL;
 }
 
+/* Does a peer with ngroups groups have as many as the system passes on
+ * (platform_peer_groups_max), so maybe more that it could not? */
+static int
+control_groups_capped(int ngroups)
+{
+	int max = platform_peer_groups_max();
+
+	return max > 0 && ngroups >= max;
+}
+
 int
 control_submit_fair(struct daemon *d, int privileged, int64_t priority,
                     double wait_free, int64_t expect, char *cause,
@@ -298,6 +308,11 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(*result, "id", id);
 	proto_add_int(*result, "position", position);
 	proto_add_int(*result, "queued", (int64_t)nq);
+	/* The job gets the groups the connection had, never more from the
+	 * directory (docs/security.md, Groups); a list cut at the system's
+	 * cap may leave some out, which the submitter is told. */
+	if (!attached && control_groups_capped(p->ngroups))
+		cJSON_AddBoolToObject(*result, "groups_capped", 1);
 	goto out;
 nomem:
 	snprintf(cause, causelen, "out of memory");

@@ -19,6 +19,7 @@
 #include "proto.h"
 #include "sampler.h"
 #include "server.h"
+#include "tick.h"
 #include "version.h"
 #include "wire.h"
 
@@ -403,6 +404,34 @@ info_counters(struct daemon *d, cJSON *r)
 	return 0;
 }
 
+/* Whether the machine is kept awake and why (docs/jobs.md, "Keeping the
+ * machine awake"). */
+static int
+info_keep_awake(struct daemon *d, cJSON *r)
+{
+	struct awake_out a;
+	const char *hold;
+	cJSON *o;
+
+	tick_awake(d, &a);
+	if ((o = cJSON_AddObjectToObject(r, "keep_awake")) == NULL)
+		return -ENOMEM;
+	hold = awake_hold_name(a.hold);
+	if (hold != NULL)
+		cJSON_AddStringToObject(o, "hold", hold);
+	else
+		cJSON_AddNullToObject(o, "hold");
+	if (a.why != NULL)
+		cJSON_AddStringToObject(o, "why", a.why);
+	else
+		cJSON_AddNullToObject(o, "why");
+	if (a.until_ms > 0)
+		proto_add_int(o, "until_ms", a.until_ms);
+	else
+		cJSON_AddNullToObject(o, "until_ms");
+	return 0;
+}
+
 static int
 ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
          const cJSON *params, cJSON **result, char *cause, size_t causelen)
@@ -448,7 +477,7 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
 	proto_add_int(o, "running", counts[JOB_RUNNING]);
 	if (info_waiting(d, r) != 0 || info_counters(d, r) != 0 ||
-	    info_config(d, r) != 0) {
+	    info_config(d, r) != 0 || info_keep_awake(d, r) != 0) {
 		cJSON_Delete(r);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;

@@ -32,6 +32,10 @@ struct config {
 	char socket_path[1024];
 	char db_path[1024];
 	char state_dir[1024]; /* job logs and monitor status files */
+	/* --log-file: the log, reopened at SIGUSR1 ("": stderr) */
+	char log_file[1024];
+	/* --pid-file: the daemon's pid while it runs ("": none) */
+	char pid_file[1024];
 	char proc_root[1024]; /* "" for the real /proc */
 	int64_t interval_ms;  /* sample interval, default 500 */
 	struct store_retention retention;
@@ -99,6 +103,9 @@ struct config {
 	int foreground;
 	/* hold off idle sleep while a job holds memory (platform.h), 1 */
 	int keep_awake;
+	/* and while a queued job could start, for at most this long since
+	 * the last admission (awake.h), 12 h; 0: never for the queue */
+	int64_t keep_awake_queue_ms;
 
 	int system;              /* root daemon: world-connectable socket */
 	char config_path[1024];  /* --config FILE, "" when none */

@@ -113,6 +113,7 @@ struct jobs {
 	uint64_t breaches;
 	struct onend_run *onend; /* on-end commands running */
 	int loading; /* jobs_init is loading the store's unended jobs */
+	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };
 
 static inline char *
@@ -210,6 +211,9 @@ void jobs_detached_spawn(struct daemon *d, struct jrec *r);
 /* A re-adopted job without a pipe: has it ended? (each sample) */
 void jobs_detached_check(struct daemon *d, struct jrec *r);
 /* The monitor recorded the job's end (or that it could not start). */
+/* Why a detached job exited non-zero, when the end of its log tells
+ * (platform_log_hint), as a malloc'd end_detail; NULL when it does not. */
+char *jobs_detached_exit_hint(struct daemon *d, const struct job *j);
 void jobs_detached_ended(struct daemon *d, struct jrec *r,
                          const struct spawn_status *st);
 void jobs_detached_unwatch(struct jrec *r);

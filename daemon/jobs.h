@@ -101,6 +101,13 @@ int jobs_view_args(struct daemon *d, struct jobs_view *v, char *cause,
  * disk. *out is malloc'd; -ENOMEM. */
 int jobs_list(struct daemon *d, int ended, struct jobs_view **out, size_t *n);
 /* Live jobs by state; of one uid, or of all with uid (uid_t)-1. */
+/*
+ * What the keep-awake rule needs (awake.h): jobs admitted or running,
+ * queued jobs whose wait awake_wait_counts, and the latest admission time
+ * (0: none since the start, and no job re-adopted was admitted).
+ */
+void jobs_awake_counts(struct daemon *d, int *holding, int *ready,
+                       int64_t *last_admit_ms);
 void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Since-start counters for info: jobs ended, by state and end reason
  * (index 0: no reason; jobs_reason_name), and breaches (requeued ones

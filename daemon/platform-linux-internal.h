@@ -84,7 +84,9 @@ struct platform_linux {
 	 * where platform_keep_awake writes its state. docs/daemon.md. */
 	char once_path[PATH_MAX];
 	char awake_path[PATH_MAX];
-	int awake;          /* as last written there; -1: not yet */
+	int awake; /* as last written there; -1: not yet */
+	/* and <root>/peer-groups-max: platform_peer_groups_max's answer */
+	char groups_max_path[PATH_MAX];
 	double psi_avg10;   /* as last read; -1: none */
 	int64_t psi_due_ms; /* when the real file is read next */
 	int proc_fd;        /* the real /proc, for per-process openat() */

@@ -140,7 +140,9 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	    set_path(PL.once_path, sizeof(PL.once_path), root,
 	             "meminfo.once") != 0 ||
 	    set_path(PL.awake_path, sizeof(PL.awake_path), root,
-	             "keep-awake") != 0) {
+	             "keep-awake") != 0 ||
+	    set_path(PL.groups_max_path, sizeof(PL.groups_max_path), root,
+	             "peer-groups-max") != 0) {
 		snprintf(cause, causelen, "proc root too long: %s", root);
 		return -ENAMETOOLONG;
 	}
@@ -502,7 +504,9 @@ platform_default_db(int system, char *buf, size_t len)
 int
 platform_keep_awake(int hold, char *cause, size_t causelen)
 {
-	const char *text = hold ? "held\n" : "released\n";
+	const char *text = hold == PLATFORM_AWAKE_QUEUE ? "held-queue\n"
+	                   : hold                       ? "held\n"
+	                                                : "released\n";
 	char tmp[PATH_MAX + 8];
 	int fd, rc = 0;
 
@@ -534,6 +538,28 @@ platform_keep_awake(int hold, char *cause, size_t causelen)
 	return rc;
 }
 
+int
+platform_peer_groups_max(void)
+{
+	char buf[16];
+	ssize_t n;
+	int fd, max = 0;
+
+	/* SO_PEERGROUPS passes every group: no cap, but for tests. */
+	if (!PL.initialised || !PL.fixture_root)
+		return 0;
+	if ((fd = open(PL.groups_max_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) <
+	    0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		max = atoi(buf);
+	}
+	return max > 0 ? max : 0;
+}
+
 /* getlogin() on Linux reads utmp, not the session: nothing to set. */
 int
 platform_session_login(const char *user)
@@ -543,11 +569,26 @@ platform_session_login(const char *user)
 }
 
 void
-platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                    size_t len)
 {
 	(void)err;
 	(void)path;
+	(void)home;
 	if (len > 0)
+		buf[0] = '\0';
+}
+
+/* Linux has no per-folder privacy control that a root daemon's job
+ * would meet and the user's own shell would not. */
+void
+platform_log_hint(const char *text, size_t len, const char *home, char *buf,
+                  size_t buflen)
+{
+	(void)text;
+	(void)len;
+	(void)home;
+	if (buflen > 0)
 		buf[0] = '\0';
 }
 
