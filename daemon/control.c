@@ -19,7 +19,7 @@
 #include "proto.h"
 #include "sampler.h"
 #include "server.h"
-#include "tick.h"
+#include "awake.h"
 #include "version.h"
 #include "wire.h"
 
@@ -409,14 +409,13 @@ info_counters(struct daemon *d, cJSON *r)
 static int
 info_keep_awake(struct daemon *d, cJSON *r)
 {
-	struct awake_out a;
+	const struct daemon_awake a = d->awake;
 	const char *hold;
 	cJSON *o;
 
-	tick_awake(d, &a);
 	if ((o = cJSON_AddObjectToObject(r, "keep_awake")) == NULL)
 		return -ENOMEM;
-	hold = awake_hold_name(a.hold);
+	hold = awake_hold_name((enum awake_hold)a.hold);
 	if (hold != NULL)
 		cJSON_AddStringToObject(o, "hold", hold);
 	else

@@ -151,6 +151,14 @@ struct notify;
 struct tick;
 struct answers;
 
+/* The tick's last keep-awake decision (awake.c's struct awake_out), kept
+ * here for info: the front reads it without calling up into the tick. */
+struct daemon_awake {
+	int hold;         /* enum awake_hold */
+	int64_t until_ms; /* see struct awake_out */
+	const char *why;  /* static */
+};
+
 struct daemon {
 	uv_loop_t *loop;
 	struct config cfg;
@@ -158,6 +166,7 @@ struct daemon {
 	struct server *server;
 	struct sampler *sampler;
 	struct tick *tick;
+	struct daemon_awake awake;
 	struct jobs *jobs;
 	struct notify *notify;
 	struct answers *answers; /* large answers being written (answers.c) */

@@ -48,7 +48,6 @@ struct tick {
 	int ckpt_rc;      /* the checkpoint thread's last result, as logged */
 	enum awake_hold awake;       /* held now (platform_keep_awake) */
 	int awake_failed;            /* its last change failed (logged once) */
-	struct awake_out awake_last; /* the last decision, for info */
 	int64_t last_admit_ms; /* the latest admission seen, or the start */
 };
 
@@ -224,7 +223,9 @@ tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
 	in.now_ms = now_ms();
 	in.last_admit_ms = t->last_admit_ms;
 	awake_decide(&in, &out);
-	t->awake_last = out;
+	d->awake.hold = (int)out.hold;
+	d->awake.until_ms = out.until_ms;
+	d->awake.why = out.why;
 	/* Asked again each tick while held: the platform starts its
 	 * holder again if it went. */
 	if (out.hold == AWAKE_NONE && t->awake == AWAKE_NONE)
@@ -246,14 +247,6 @@ tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
 		                           "or could start");
 	t->awake_failed = 0;
 	t->awake = out.hold;
-}
-
-void
-tick_awake(struct daemon *d, struct awake_out *out)
-{
-	memset(out, 0, sizeof *out);
-	if (d->tick != NULL)
-		*out = d->tick->awake_last;
 }
 
 /*
