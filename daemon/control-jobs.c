@@ -788,7 +788,7 @@ add_learned(struct daemon *d, cJSON *job)
 static void
 add_stages(struct daemon *d, int64_t id, cJSON *job)
 {
-	struct jobs_stage_row *rows;
+	struct store_stage *rows;
 	cJSON *a, *o;
 	size_t i, n;
 
@@ -813,7 +813,7 @@ add_stages(struct daemon *d, int64_t id, cJSON *job)
 		              (int64_t)rows[i].swap_growth_bytes);
 		cJSON_AddItemToArray(a, o);
 	}
-	jobs_stages_free(rows, n);
+	store_stages_free(rows, n);
 }
 
 int
@@ -1091,28 +1091,13 @@ mma_json(double mn, double avg, double mx)
 	return o;
 }
 
-/* The stage of a bucket [t0, t1): the last one that began before its end
- * and had not ended before its start (PROTOCOL.md, history). */
-static const char *
-bucket_stage(const struct jobs_stage_row *st, size_t n, int64_t t0, int64_t t1)
-{
-	const char *name = NULL;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (st[i].started_ms < t1 &&
-		    (st[i].ended_ms == 0 || st[i].ended_ms > t0))
-			name = st[i].name;
-	return name;
-}
-
 /* A job's history answer: its buckets read, written JOB_HISTORY_PART
  * at a time. */
 #define JOB_HISTORY_PART 500
 struct job_history_answer {
 	struct job_bucket *b;
 	size_t n, i;
-	struct jobs_stage_row *st;
+	struct store_stage *st;
 	size_t nst;
 	int64_t step;
 	char head[96];
@@ -1123,7 +1108,7 @@ job_history_free(void *state)
 {
 	struct job_history_answer *h = state;
 
-	jobs_stages_free(h->st, h->nst);
+	store_stages_free(h->st, h->nst);
 	free(h->b);
 	free(h);
 }
@@ -1143,8 +1128,8 @@ job_history_fill(struct daemon *d, void *state, struct answers_buf *out,
 	for (; h->i < end && rc == 0; h->i++) {
 		const struct job_bucket *b = &h->b[h->i];
 		const char *stage =
-		    bucket_stage(h->st, h->nst, b->ts_ms,
-		                 b->ts_ms + (h->step > 0 ? h->step : 1));
+		    store_stage_at(h->st, h->nst, b->ts_ms,
+		                   b->ts_ms + (h->step > 0 ? h->step : 1));
 		cJSON *o = cJSON_CreateObject();
 
 		proto_add_int(o, "ts_ms", b->ts_ms);

@@ -180,18 +180,12 @@ int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
 #define JOBS_MAX_STAGES 100
 int jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
                size_t causelen);
-/* One stage of a job: ended_ms 0 while it is the open one. */
-struct jobs_stage_row {
-	char *name;
-	int64_t started_ms, ended_ms;
-	uint64_t footprint_peak_bytes, swap_growth_bytes;
-};
-/* The job's stages, oldest first: those recorded, then the open one. *out
- * is freed with jobs_stages_free; a negative value when the store or
- * memory failed. */
-int jobs_stages(struct daemon *d, int64_t id, struct jobs_stage_row **out,
+/* The job's stages, oldest first: those recorded (store-read.c reads
+ * them, as stageloadctl does with the daemon down), then the open one from
+ * memory. *out is freed with store_stages_free; a negative value when the
+ * store or memory failed. */
+int jobs_stages(struct daemon *d, int64_t id, struct store_stage **out,
                 size_t *n);
-void jobs_stages_free(struct jobs_stage_row *rows, size_t n);
 /* What the last learn_runs runs of (uid, name) reached (docs/jobs.md,
  * "Learned peaks"); clear it with store_learned_clear. < 0 when the
  * store fails. */

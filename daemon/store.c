@@ -31,12 +31,6 @@
 #endif
 
 /* The rollup tiers, finest first (store-internal.h). */
-const struct store_tier store_tiers[NTIERS] = {
-    {"10s", "rollup_10s", 10 * 1000},
-    {"1m", "rollup_1m", 60 * 1000},
-    {"10m", "rollup_10m", 600 * 1000},
-};
-
 /* Per bucket: sample count, and min/max/sum of each measure. */
 #define ROLLUP_TABLE(name)                                                     \
 	"CREATE TABLE " name " ("                                              \
@@ -448,31 +442,7 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 		    " pressure_max = max(pressure_max, excluded.pressure_max)",
 		    store_tiers[i].table);
 		PREP(s->upsert[i], sql);
-		/* Rows in time order straight from the rowid b-tree;
-		 * store_history buckets them (see there). */
-		snprintf(sql, sizeof sql,
-		         "SELECT ts_ms, n, free_bp_min, free_bp_max,"
-		         " free_bp_sum, swap_used_min, swap_used_max,"
-		         " swap_used_sum, available_min, available_max,"
-		         " available_sum, pressure_max"
-		         " FROM %s WHERE ts_ms >= ?1 AND ts_ms < ?2"
-		         " ORDER BY ts_ms",
-		         store_tiers[i].table);
-		PREP(s->hist[i], sql);
-		snprintf(sql, sizeof sql, "SELECT min(ts_ms) FROM %s",
-		         store_tiers[i].table);
-		PREP(s->first[i], sql);
 	}
-	PREP(s->first_raw, "SELECT min(ts_ms) FROM samples");
-	/* Raw rows in the same shape: each sample a bucket of one. */
-	PREP(s->hist_raw, "SELECT ts_ms, 1, free_bp, free_bp, free_bp,"
-	                  " swap_used_bytes, swap_used_bytes, swap_used_bytes,"
-	                  " available_bytes, available_bytes, available_bytes,"
-	                  " pressure FROM samples"
-	                  " WHERE ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms");
-	PREP(s->start_markers,
-	     "SELECT ts_ms FROM markers WHERE kind = 'start'"
-	     " AND ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms");
 	PREP(s->ins_marker,
 	     "INSERT INTO markers (ts_ms, kind) VALUES (?1, ?2)");
 	PREP(s->latest,
@@ -509,16 +479,6 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     " WHERE state IN " JOB_ENDED_STATES " AND (ended_ms < ?2 OR"
 	     " (ended_ms = ?2 AND id < ?3)) ORDER BY ended_ms DESC, id DESC"
 	     " LIMIT ?1");
-	PREP(s->job_hist_raw,
-	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
-	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"
-	     " WHERE job_id = ?1 AND ts_ms BETWEEN ?3 AND ?4 ORDER BY ts_ms");
-	PREP(s->job_hist,
-	     "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
-	     " total(footprint_bytes) / count(*), max(footprint_bytes),"
-	     " min(swap_bytes), total(swap_bytes) / count(*), max(swap_bytes),"
-	     " count(*) FROM job_samples WHERE job_id = ?1"
-	     " AND ts_ms BETWEEN ?3 AND ?4 GROUP BY b ORDER BY b");
 	PREP(s->ev_ins, "INSERT INTO events (ts_ms, job_id, uid, kind, detail)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"
@@ -661,7 +621,8 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 	}
 	if ((rc = store_migrate(s, cause, causelen)) != 0)
 		goto fail;
-	if ((rc = store_prepare_all(s, cause, causelen)) != 0)
+	if ((rc = store_prepare_all(s, cause, causelen)) != 0 ||
+	    (rc = store_read_open(&s->reader, s->db, cause, causelen)) != 0)
 		goto fail;
 	if ((rc = store_usage_load(s)) != 0) {
 		store_cause(cause, causelen,
@@ -687,6 +648,9 @@ store_close(struct store *s)
 	/* Its connection first: the loop's, closed last, checkpoints the
 	 * WAL into the database and removes it. */
 	store_checkpointer_stop(s);
+	/* The reader's statements are on the same connection: its own. */
+	store_read_close(s->reader);
+	s->reader = NULL;
 	if (s->db != NULL) {
 		/* Statements are finalized by walking the connection's list
 		 * so none is forgotten. */
