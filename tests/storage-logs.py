@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, client_as, poll, skip  # noqa: E402
+from sltest import Client, Daemon, RpcError, client_as, poll, skip  # noqa: E402
 
 NOBODY = 65534
 OTHER = 65532
@@ -79,8 +79,18 @@ def dropped_bytes(line):
 def run_uid(d):
     root = Client(d.socket)
     nobody = client_as(NOBODY, d.socket)
-    jid = yes_job(nobody, d)
+    def taken():
+        try:
+            return yes_job(nobody, d)
+        except RpcError as e:  # the daemon's next tick sees the space
+            assert e.code == -32006, e
+            return None
+    jid = poll(taken, what="uid %d's submit once there is room" % NOBODY)
     from_byte = stopped(root, jid, "max_log_bytes_per_uid")
+    out = subprocess.run([os.path.join(d.bin, "stageloadctl"), "--socket", d.socket,
+                          "show", str(jid)], capture_output=True, text=True, timeout=20)
+    assert ("Output dropped from byte %d (max_log_bytes_per_uid)" % from_byte) in out.stdout, \
+        out.stdout + out.stderr
     size_then = os.path.getsize(log_path(d, jid))
     time.sleep(0.5)  # it runs on, and what it prints is read and dropped
     size, line = end_and_read(root, d, jid)
@@ -183,6 +193,9 @@ def main():
         floor_log = run_floor(d, mnt)
         # As an admin would: the space comes back.
         os.unlink(floor_log)
+        # Freed once its monitor, which wrote the closing line, has closed it.
+        poll(lambda: os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize > 32 << 20,
+             what="the space to come back")
         # The total per uid, on SIGHUP: monitors started after take it.
         path = d.args[d.args.index("--config") + 1]
         with open(path, "a") as f:
