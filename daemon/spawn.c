@@ -628,10 +628,17 @@ enum spawn_log_stop {
  * again at once, a line each time). */
 #define SPAWN_LOG_LOOK_MS 1000
 #define SPAWN_LOG_RESUME ((uint64_t)1 << 20)
-/* At most this much is written between two looks, and at most half the
- * room found: the monitors of one uid, or on one disk, look at the same
- * room and share it without passing it. */
-#define SPAWN_LOG_ALLOW_MAX ((uint64_t)64 << 20)
+/* At most this much is written between two looks, and at most a 16th of
+ * the room found: monitors that look at the same moment see the same
+ * room, so up to 16 of them writing at once stay within it (with half,
+ * four `yes` jobs passed a 512 MiB disk's floor together). */
+#define SPAWN_LOG_ALLOW_MAX ((uint64_t)16 << 20)
+#define SPAWN_LOG_ALLOW_SHARE 16
+/* An allowance is good for this long: a monitor that was not scheduled
+ * for a while would otherwise spend one from a look at a room the others
+ * have taken since (four `yes` jobs on two cores passed the floor by
+ * 2.3 MiB so). */
+#define SPAWN_LOG_ALLOW_MS 50
 
 static int
 spawn_log_cut(const struct spawn_plan *p, struct spawn_log *w)
@@ -809,11 +816,12 @@ spawn_log_may_grow(const struct spawn_plan *p, struct spawn_log *w, size_t n)
 	int64_t now;
 	int why;
 
-	if (w->stop == SPAWN_LOG_GROWS && n <= w->allow) {
+	now = now_ms();
+	if (w->stop == SPAWN_LOG_GROWS && n <= w->allow &&
+	    now - w->looked_ms < SPAWN_LOG_ALLOW_MS) {
 		w->allow -= n;
 		return 1;
 	}
-	now = now_ms();
 	if (w->stop != SPAWN_LOG_GROWS &&
 	    now - w->looked_ms < SPAWN_LOG_LOOK_MS)
 		return 0;
@@ -835,7 +843,7 @@ spawn_log_may_grow(const struct spawn_plan *p, struct spawn_log *w, size_t n)
 		                        : "min_free_disk");
 		return 0;
 	}
-	w->allow = (room - SPAWN_LOG_RESERVE) / 2;
+	w->allow = (room - SPAWN_LOG_RESERVE) / SPAWN_LOG_ALLOW_SHARE;
 	if (w->allow > SPAWN_LOG_ALLOW_MAX)
 		w->allow = SPAWN_LOG_ALLOW_MAX;
 	w->allow = w->allow > n ? w->allow - n : 0;
