@@ -153,8 +153,8 @@ void spawn_close_in_children(int fd);
 
 /*
  * What every job's log is kept within besides max_log_bytes (docs/jobs.md,
- * "Logs"), and where logs go. Set by the daemon at start and on reload;
- * monitors started after take it. Zero: no floor, no total, logs in
+ * "Cancel, wait, logs"), and where logs go. Set by the daemon at start and on
+ * reload; monitors started after take it. Zero: no floor, no total, logs in
  * <state_dir>/jobs.
  */
 struct spawn_log_bounds {

@@ -1,4 +1,4 @@
-"""Job logs cannot fill the disk (issue 26, item 3; docs/jobs.md, "Logs").
+"""Job logs cannot fill the disk (docs/jobs.md, "Cancel, wait, logs").
 
 The database and the job directory share a 64 MiB tmpfs, min_free_disk is
 8M:
