@@ -628,16 +628,20 @@ enum spawn_log_stop {
  * again at once, a line each time). */
 #define SPAWN_LOG_LOOK_MS 1000
 #define SPAWN_LOG_RESUME ((uint64_t)1 << 20)
-/* At most this much is written between two looks, and at most a 16th of
+/* At most this much is written between two looks, and at most a 64th of
  * the room found: monitors that look at the same moment see the same
- * room, so up to 16 of them writing at once stay within it (with half,
- * four `yes` jobs passed a 512 MiB disk's floor together). */
-#define SPAWN_LOG_ALLOW_MAX ((uint64_t)16 << 20)
-#define SPAWN_LOG_ALLOW_SHARE 16
+ * room, and one that is not scheduled for a while spends its allowance
+ * after the others have taken theirs, so what they pass a bound by
+ * together is a few 64ths of the room (with half, four `yes` jobs filled
+ * a 512 MiB disk together; with a 16th, on two busy cores, they passed
+ * the floor of a 64 MiB one by 1.9 MiB). A look costs a statvfs, and a
+ * directory read with max_log_bytes_per_uid. */
+#define SPAWN_LOG_ALLOW_MAX ((uint64_t)4 << 20)
+#define SPAWN_LOG_ALLOW_SHARE 64
 /* An allowance is good for this long: a monitor that was not scheduled
- * for a while would otherwise spend one from a look at a room the others
- * have taken since (four `yes` jobs on two cores passed the floor by
- * 2.3 MiB so). */
+ * for a while would otherwise spend all of one from a look at a room the
+ * others have taken since (four `yes` jobs on two cores passed the floor
+ * by 2.3 MiB so). */
 #define SPAWN_LOG_ALLOW_MS 50
 
 static int
