@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, client_as, poll, skip  # noqa: E402
+from sltest import Client, Daemon, RpcError, client_as, kill_leftovers, poll, skip  # noqa: E402
 
 NOBODY = 65534
 OTHER = 65532
@@ -249,8 +249,9 @@ def main():
     finally:
         if d.alive():
             d.stop(signal.SIGKILL)
-        d.cleanup()  # its jobs first, then the directory
+        kill_leftovers(d)  # its jobs first: they write to the tmpfs
         subprocess.run(["umount", "-l", mnt])
+        d.cleanup()  # then the directory, the mount point with it
     run_log_dir()
     print("PASS")
 
