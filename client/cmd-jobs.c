@@ -512,6 +512,50 @@ show_stages(struct cli *cli, int64_t id)
 	sl_free(out);
 }
 
+/* A detached job whose log stopped growing (docs/jobs.md): the daemon's
+ * newest output_dropped event says from which byte of its output and at
+ * which bound. */
+static void
+show_output_dropped(struct cli *cli, int64_t id)
+{
+	const cJSON *evs, *e, *kind, *det, *from, *bound;
+	char params[96], *out = NULL;
+	cJSON *r = NULL;
+	const cJSON *last = NULL;
+
+	snprintf(params, sizeof params,
+	         "{\"job_id\":%" PRId64 ",\"before_id\":9007199254740992,"
+	         "\"limit\":1000}",
+	         id);
+	if (sl_call(cli->client, "events", params, &out) != 0 ||
+	    (r = cJSON_Parse(out)) == NULL)
+		goto done;
+	evs = cJSON_GetObjectItemCaseSensitive(r, "events");
+	cJSON_ArrayForEach(e, evs)
+	{
+		kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+		if (cJSON_IsString(kind) &&
+		    strcmp(kind->valuestring, "output_dropped") == 0) {
+			last = e; /* newest first: the first is the newest */
+			break;
+		}
+	}
+	if (last == NULL)
+		goto done;
+	det = cJSON_GetObjectItemCaseSensitive(last, "detail");
+	from = cJSON_GetObjectItemCaseSensitive(det, "from_byte");
+	bound = cJSON_GetObjectItemCaseSensitive(det, "bound");
+	printf("Output dropped from byte %.0f (%s): the log says how much\n",
+	       cJSON_IsNumber(from) ? from->valuedouble : 0.0,
+	       cJSON_IsString(bound) &&
+	               strcmp(bound->valuestring, "max_log_bytes_per_uid") == 0
+	           ? "max_log_bytes_per_uid"
+	           : "min_free_disk");
+done:
+	cJSON_Delete(r);
+	sl_free(out);
+}
+
 /* The numbers a reason is said with: the daemon's latest free % and what
  * the jobs holding memory have been promised (unknown where the daemon
  * does not answer). */
@@ -619,6 +663,8 @@ cmd_show(struct cli *cli, struct cli_args *args)
 		fputs(text, stdout);
 	free(text);
 	show_stages(cli, id);
+	if (!j.attached)
+		show_output_dropped(cli, id);
 	if (env && j.env != NULL) {
 		printf("Environment:\n");
 		for (i = 0; j.env[i] != NULL; i++) {

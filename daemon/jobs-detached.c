@@ -16,6 +16,7 @@
 
 #include "jobs-internal.h"
 #include "platform.h"
+#include "proto.h"
 #include "spawn.h"
 
 struct monitor_poll {
@@ -86,6 +87,21 @@ jobs_detached_ended(struct daemon *d, struct jrec *r,
 		jrec_proc_exited(d, r, 1, st->exit_code, st->term_signal);
 }
 
+/* Its log stopped growing: the job runs on, its output is dropped (the
+ * log's last line will say from where); an event says so now. */
+static void
+detached_log_stopped(struct daemon *d, struct jrec *r,
+                     const struct spawn_event *ev)
+{
+	cJSON *det = cJSON_CreateObject();
+
+	if (det != NULL) {
+		proto_add_int(det, "from_byte", ev->log_from);
+		cJSON_AddStringToObject(det, "bound", ev->status.cause);
+	}
+	jobs_event(d, r->j, NAMES_EVENT_OUTPUT_DROPPED, det);
+}
+
 static void
 monitor_poll_cb(uv_poll_t *h, int status, int events)
 {
@@ -125,6 +141,9 @@ monitor_poll_cb(uv_poll_t *h, int status, int events)
 			jobs_detached_unwatch(r);
 			jobs_detached_ended(d, r, &ev.status);
 			return;
+		case SPAWN_EV_LOG:
+			detached_log_stopped(d, r, &ev);
+			break;
 		}
 	}
 }

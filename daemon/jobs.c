@@ -620,8 +620,11 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 
 /* ---- admission ---- */
 
+/* reserved_bytes: what the jobs holding memory had been promised and not
+ * taken when it was decided (admit_result), for the event: with free_pct
+ * it says what the decision saw. */
 static void
-jrec_admit(struct daemon *d, struct jrec *r)
+jrec_admit(struct daemon *d, struct jrec *r, uint64_t reserved_bytes)
 {
 	struct job *j = r->j;
 	struct jobs_note n = {.kind = JOBS_NOTE_ADMITTED, .job = j};
@@ -655,6 +658,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
 	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
+	proto_add_int(det, "reserved_bytes", (int64_t)reserved_bytes);
 	jobs_event(d, j, NAMES_EVENT_ADMITTED, det);
 
 	if (j->attached) {
@@ -813,7 +817,7 @@ jobs_admit(struct daemon *d)
 		 * before it hears it is admitted again. */
 		if (r->owe_queue)
 			jobs_notify_queue(d, r, (long)s.nq, d->last.free_pct);
-		jrec_admit(d, r);
+		jrec_admit(d, r, res.reserved_bytes);
 		if (r->j->state == JOB_QUEUED)
 			js->claim = before; /* not on disk: nothing moved */
 	}

@@ -174,6 +174,25 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 	snprintf(what, sizeof what, "the job directory %s", path);
 	if ((rc = daemon_trust(what, path, TRUST_DIR, cause, causelen)) != 0)
 		return rc;
+	/* Logs elsewhere (log_dir): the same rules as the state directory,
+	 * before and after it is made. A user who could write there could
+	 * swap a log for a link to a file of root's. */
+	if (d->cfg.log_dir[0] != '\0') {
+		snprintf(what, sizeof what, "the log directory %s",
+		         d->cfg.log_dir);
+		if ((rc = daemon_trust(what, d->cfg.log_dir, TRUST_DIR, cause,
+		                       causelen)) != 0)
+			return rc;
+		if ((rc = mkdirs(d->cfg.log_dir, 0700)) != 0) {
+			snprintf(cause, causelen,
+			         "cannot create the log directory %s: %s",
+			         d->cfg.log_dir, strerror(-rc));
+			return rc;
+		}
+		if ((rc = daemon_trust(what, d->cfg.log_dir, TRUST_DIR, cause,
+		                       causelen)) != 0)
+			return rc;
+	}
 	snprintf(what, sizeof what, "the database %s", d->cfg.db_path);
 	if ((rc = daemon_trust(what, d->cfg.db_path, TRUST_FILE, cause,
 	                       causelen)) != 0)
@@ -186,6 +205,21 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 			return rc;
 	}
 	return 0;
+}
+
+/* What monitors started from now keep every job's log within, besides
+ * max_log_bytes (spawn.h), and where the logs go. */
+static void
+daemon_log_bounds(const struct daemon *d)
+{
+	struct spawn_log_bounds b;
+
+	memset(&b, 0, sizeof b);
+	snprintf(b.log_dir, sizeof b.log_dir, "%s", d->cfg.log_dir);
+	b.min_free_bytes = d->cfg.min_free_disk_bytes;
+	b.min_free_auto = d->cfg.min_free_disk_auto;
+	b.per_uid_bytes = d->cfg.max_log_bytes_per_uid;
+	spawn_set_log_bounds(&b);
 }
 
 /*
@@ -409,6 +443,7 @@ signal_cb(uv_signal_t *h, int signum)
 	}
 	log_setverbose(d->cfg.verbose);
 	raise_fd_limit(d); /* max_clients may have grown */
+	daemon_log_bounds(d);
 	log_info("SIGHUP: re-read %s%s", d->cfg.config_path,
 	         restart
 	             ? "; socket, db, state-dir, proc-root, interval and psi "
@@ -515,6 +550,7 @@ main(int argc, char **argv)
 		server_release(d);
 		fatalx("%s", cause);
 	}
+	daemon_log_bounds(d);
 	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {

@@ -738,6 +738,60 @@ store_health(const struct store *s)
 	return oldest != NULL ? oldest->msg : NULL;
 }
 
+/*
+ * A failed job update is not always retried: a transition that could not
+ * be committed is often undone (an admission, a hold), so no later write
+ * of that area would come to clear it, and admissions wait on it. The
+ * probe rewrites the newest row of the area's table as it is, in its own
+ * transaction: it needs what such a write needs (a WAL frame, so free
+ * space) and changes no data. Samples have none: their flush is retried
+ * every tick while anything fails, and its success clears SUBMIT too.
+ */
+static const char *const store_probe_sql[STORE_NAREAS] = {
+    [STORE_AREA_JOBS] = "UPDATE jobs SET state = state"
+                        " WHERE id = (SELECT max(id) FROM jobs)",
+    [STORE_AREA_EVENTS] = "UPDATE events SET kind = kind"
+                          " WHERE id = (SELECT max(id) FROM events)",
+};
+
+static int
+store_probe_area(struct store *s, enum store_area a)
+{
+	int rc;
+
+	if ((rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL)) !=
+	    SQLITE_OK)
+		return store_errno(rc);
+	rc = sqlite3_exec(s->db, store_probe_sql[a], NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		store_abort(s);
+		return store_errno(rc);
+	}
+	return 0;
+}
+
+int
+store_health_probe(struct store *s)
+{
+	int a, failing = 0;
+
+	if (s == NULL)
+		return 0;
+	for (a = 0; a < STORE_NAREAS; a++) {
+		if (s->health[a].since == 0)
+			continue;
+		/* A probe that fails keeps the area's own cause: it says
+		 * what the daemon could not record. */
+		if (store_probe_sql[a] != NULL && store_probe_area(s, a) == 0)
+			store_health_note(s, a, "", 0, "", NULL, 0);
+		else
+			failing++;
+	}
+	return failing;
+}
+
 int
 store_area_failing(const struct store *s, enum store_area a)
 {

@@ -235,6 +235,12 @@ enum store_area {
  * "job insert: ...", "job update: ...", "event: ..." — the texts
  * info.storage_error shows today. */
 const char *store_health(const struct store *s);
+/* While an area fails, a write that would clear it may never come (a
+ * transition that failed is undone, not retried): this writes each failing
+ * area (jobs, events) once, changing no data, and notes the outcome as
+ * that area's writes do. Returns how many areas still fail. The caller
+ * paces it (every few seconds while unhealthy). */
+int store_health_probe(struct store *s);
 /* Non-zero while writes of that area fail. */
 int store_area_failing(const struct store *s, enum store_area a);
 
