@@ -60,6 +60,40 @@ cmp_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The index of j's group in the config when it has a limit, else -1. */
+static int
+group_limited(struct daemon *d, const struct job *j)
+{
+	int g;
+
+	if (j->group == NULL)
+		return -1;
+	for (g = 0; g < d->cfg.ngroups; g++)
+		if (strcmp(d->cfg.groups[g].name, j->group) == 0)
+			return d->cfg.groups[g].max_running > 0 ? g : -1;
+	return -1;
+}
+
+/* Count j, which holds memory in limited group g, for its user's share. */
+static void
+group_use_add(struct jobs_deps_ctx *c, int g, const struct job *j)
+{
+	size_t k;
+
+	if (c->use == NULL)
+		return;
+	for (k = 0; k < c->nuse; k++) {
+		if (c->use[k].group == g && c->use[k].uid == j->uid) {
+			c->use[k].running++;
+			return;
+		}
+	}
+	c->use[c->nuse].group = g;
+	c->use[c->nuse].uid = j->uid;
+	c->use[c->nuse].running = 1;
+	c->nuse++;
+}
+
 void
 jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 {
@@ -68,17 +102,27 @@ jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 	int g, deps = 0;
 
 	memset(c, 0, sizeof *c);
+	/* At most one entry a job; without it no share is held back. */
+	c->use = malloc(sizeof *c->use * (js->n ? js->n : 1));
 	for (i = 0; i < js->n; i++) {
 		const struct jrec *r = js->v[i];
 		const struct job *j = r->j;
+		int queued = jrec_is_live(r) && j->state == JOB_QUEUED;
 
-		if (j->nafter > 0 && jrec_is_live(r) && j->state == JOB_QUEUED)
+		if (j->nafter > 0 && queued)
 			deps = 1;
-		if (j->group == NULL || !jrec_holds_memory(r))
+		if ((g = group_limited(d, j)) < 0)
 			continue;
-		for (g = 0; g < d->cfg.ngroups; g++)
-			if (strcmp(d->cfg.groups[g].name, j->group) == 0)
-				c->running[g]++;
+		if (jrec_holds_memory(r)) {
+			c->running[g]++;
+			group_use_add(c, g, j);
+		} else if (queued && !j->held) {
+			if (c->waiting_uids[g] == 0) {
+				c->waiting_uid[g] = j->uid;
+				c->waiting_uids[g] = 1;
+			} else if (c->waiting_uid[g] != j->uid)
+				c->waiting_uids[g] = 2;
+		}
 	}
 	if (!deps)
 		return;
@@ -98,20 +142,38 @@ jobs_deps_release(struct jobs_deps_ctx *c)
 {
 	free(c->live);
 	c->live = NULL;
+	free(c->use);
+	c->use = NULL;
 }
 
 /* Is j's group at its limit? */
 static int
 group_full(struct daemon *d, const struct job *j, const int *running)
 {
-	int g;
+	int g = group_limited(d, j);
 
-	if (j->group == NULL)
+	return g >= 0 && running[g] >= d->cfg.groups[g].max_running;
+}
+
+/* Does j's user already hold its share of j's group, ceil(max_running/2),
+ * while another user's job in the group waits? Then j waits too, so one
+ * user cannot keep a shared group's slots to itself. Root, the daemon's
+ * user and the admin group are not held to it (docs/jobs.md, "Groups"). */
+static int
+group_share_used(struct daemon *d, const struct job *j,
+                 const struct jobs_deps_ctx *c)
+{
+	int g = group_limited(d, j);
+	size_t k;
+
+	if (g < 0 || j->privileged || c->use == NULL)
 		return 0;
-	for (g = 0; g < d->cfg.ngroups; g++)
-		if (strcmp(d->cfg.groups[g].name, j->group) == 0)
-			return d->cfg.groups[g].max_running > 0 &&
-			       running[g] >= d->cfg.groups[g].max_running;
+	if (c->waiting_uids[g] < 2 && c->waiting_uid[g] == j->uid)
+		return 0; /* nobody else waits in it */
+	for (k = 0; k < c->nuse; k++)
+		if (c->use[k].group == g && c->use[k].uid == j->uid)
+			return c->use[k].running >=
+			       (d->cfg.groups[g].max_running + 1) / 2;
 	return 0;
 }
 
@@ -135,7 +197,7 @@ jobs_deps_blocked(struct daemon *d, struct jrec *r,
 			return ADMIT_WAIT_AFTER;
 		}
 	}
-	if (group_full(d, j, c->running))
+	if (group_full(d, j, c->running) || group_share_used(d, j, c))
 		return ADMIT_WAIT_GROUP;
 	return ADMIT_WAIT_NONE;
 }

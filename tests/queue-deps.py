@@ -516,6 +516,48 @@ def sc_groups(d, m, c):
         assert out.returncode == 2 and words in out.stderr, (line, out)
 
 
+def sc_group_share(d, m, c):
+    """In a limited group, a user holding half its slots (rounded up) gets
+    no more while another user's job in it waits: waiting_for group, passed
+    over; alone in the group again, it may take the rest."""
+    if os.geteuid() != 0:
+        print("note: not root, the group share needs two other uids")
+        return
+    os.chmod(d.dir, 0o755)
+    a = client_as(65534, d.socket)
+    b = client_as(65533, d.socket)
+
+    def job(cl, **opts):
+        p = {"argv": ["sleep", "60"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+             "group": "gpu"}
+        p.update(opts)
+        return cl.call("submit", p)["id"]
+
+    # b's job waits in the group (for free memory), behind a's by priority.
+    b1 = job(b, priority=-1, wait_free_pct=90)
+    a1, a2, a3 = job(a), job(a), job(a)
+    for jid in (a1, a2):
+        wait_state(c, jid, "running")
+    samples(d, 3)
+    j = show(c, a3)
+    assert j["state"] == "queued" and j["waiting_for"] == "group", j
+    assert show(c, b1)["waiting_for"] == "free", show(c, b1)
+    assert queued_ids(c) == [a3, b1], queued_ids(c)
+    # b's job starts; nobody else waits in the group: a's third may start.
+    m.set(free_pct=95)
+    wait_state(c, b1, "running")
+    wait_state(c, a3, "running")
+    # The group is full (4): a fourth of a's waits for the group as before.
+    a4 = job(a)
+    samples(d, 2)
+    assert show(c, a4)["waiting_for"] == "group", show(c, a4)
+    for jid in (a1, a2, a3, a4, b1):
+        c.call("cancel", {"id": jid})
+    a.close()
+    b.close()
+    os.chmod(d.dir, 0o700)
+
+
 GIB = 1 << 30
 
 
@@ -753,6 +795,7 @@ SCENARIOS = [
     ("on_end_per_uid", sc_on_end_per_uid, {"extra_conf": "max_on_end_per_uid = 1\n"}),
     ("groups", sc_groups, {"extra_conf": "group.gpu.max_running = 1\n"
                                          "group.cpu.max_running = 2\n"}),
+    ("group_share", sc_group_share, {"extra_conf": "group.gpu.max_running = 4\n"}),
 ]
 
 
