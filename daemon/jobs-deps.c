@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "jobs-internal.h"
+
+/* A uid's holds and releases in a minute that get an event each. */
+#define JOBS_HOLD_EVENTS_PER_MINUTE 60
 #include "log.h"
 #include "proto.h"
 #include "store.h"
@@ -336,6 +339,116 @@ jobs_after_check(struct daemon *d, const struct job *j, char *cause,
 	return 0;
 }
 
+/* One uid's holds and releases in the minute from since_ms; past the
+ * bound, what they did, for the one event that says so. */
+struct hold_rate {
+	uid_t uid;
+	int64_t since_ms;
+	int n;
+	int held, released; /* past the bound */
+	int64_t first_ms, last_ms, job_id;
+	int last_held;
+};
+
+/* Write the event that counts what h did past the bound: the kind of the
+ * last of them, on the last job, with how many of each. */
+static void
+hold_summary(struct daemon *d, const struct hold_rate *h)
+{
+	struct job j;
+	cJSON *det;
+
+	if (h->held + h->released == 0)
+		return;
+	memset(&j, 0, sizeof j);
+	j.id = h->job_id;
+	j.uid = h->uid;
+	det = cJSON_CreateObject();
+	proto_add_int(det, "count", h->held + h->released);
+	proto_add_int(det, "held", h->held);
+	proto_add_int(det, "released", h->released);
+	proto_add_int(det, "since_ms", h->first_ms);
+	proto_add_int(det, "until_ms", h->last_ms);
+	jobs_event(d, &j,
+	           h->last_held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED, det);
+}
+
+void
+jobs_hold_flush(struct daemon *d, int64_t now, int all)
+{
+	struct jobs *js = d->jobs;
+	size_t i = 0;
+
+	while (i < js->nholds) {
+		struct hold_rate *h = &js->holds[i];
+
+		if (!all && now - h->since_ms < 60000) {
+			i++;
+			continue;
+		}
+		hold_summary(d, h);
+		js->holds[i] = js->holds[--js->nholds];
+	}
+	if (all) {
+		free(js->holds);
+		js->holds = NULL;
+		js->capholds = 0;
+	}
+}
+
+/*
+ * Record j's hold or release: its own event for each of the first
+ * JOBS_HOLD_EVENTS_PER_MINUTE of its uid's minute, then counted, and one
+ * event for the rest when the minute ends (jobs_hold_flush). A loop of
+ * holds and releases added a row a request (168,600 in 30 s); they still
+ * act, each committed to the job's row before the answer.
+ */
+static void
+hold_record(struct daemon *d, const struct job *j, int held)
+{
+	struct jobs *js = d->jobs;
+	struct hold_rate *h = NULL, *nv;
+	int64_t now = now_ms();
+	size_t i;
+
+	for (i = 0; i < js->nholds; i++)
+		if (js->holds[i].uid == j->uid)
+			h = &js->holds[i];
+	if (h != NULL && now - h->since_ms >= 60000) {
+		hold_summary(d, h);
+		memset(h, 0, sizeof *h);
+		h->uid = j->uid;
+		h->since_ms = now;
+	}
+	if (h == NULL) {
+		if (js->nholds == js->capholds) {
+			size_t cap = js->capholds ? js->capholds * 2 : 8;
+			if ((nv = realloc(js->holds, cap * sizeof *nv)) == NULL)
+				goto own; /* not counted: its own event */
+			js->holds = nv;
+			js->capholds = cap;
+		}
+		h = &js->holds[js->nholds++];
+		memset(h, 0, sizeof *h);
+		h->uid = j->uid;
+		h->since_ms = now;
+	}
+	if (++h->n <= JOBS_HOLD_EVENTS_PER_MINUTE)
+		goto own;
+	if (h->held + h->released == 0)
+		h->first_ms = now;
+	h->last_ms = now;
+	h->job_id = j->id;
+	h->last_held = held;
+	if (held)
+		h->held++;
+	else
+		h->released++;
+	return;
+own:
+	jobs_event(d, j, held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED, NULL);
+}
+
 int
 jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 {
@@ -368,8 +481,7 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 		         id);
 		return PROTO_E_STORAGE;
 	}
-	jobs_event(d, r->j, held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED,
-	           NULL);
+	hold_record(d, r->j, held);
 	/* hold and release answer the job as it is now: held, or what it
 	 * waits for once released. */
 	jobs_classify(d);

@@ -110,6 +110,9 @@ struct jobs {
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
 	struct onend_run *onend; /* on-end commands running */
+	/* jobs-deps.c: each uid's holds and releases in its current minute */
+	struct hold_rate *holds;
+	size_t nholds, capholds;
 	int loading; /* jobs_init is loading the store's unended jobs */
 };
 
@@ -258,6 +261,10 @@ void jobs_deps_release(struct jobs_deps_ctx *c);
  * or ADMIT_WAIT_NONE. */
 enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
                                   const struct jobs_deps_ctx *c);
+/* Past JOBS_HOLD_EVENTS_PER_MINUTE a uid's holds and releases are counted
+ * and written as one event when its minute ends: at the sample tick, or
+ * all of them (all) at shutdown. */
+void jobs_hold_flush(struct daemon *d, int64_t now, int all);
 /* ended's end is recorded: the queued jobs that needed it to exit 0 are
  * cancelled (reason "dependency"), and theirs in turn. */
 void jobs_deps_ended(struct daemon *d, const struct job *ended);

@@ -516,6 +516,47 @@ def sc_groups(d, m, c):
         assert out.returncode == 2 and words in out.stderr, (line, out)
 
 
+def hold_rows(c, jid):
+    return [e for e in c.call("events", {"job_id": jid, "limit": 10000})["events"]
+            if e["kind"] in ("held", "released")]
+
+
+def sc_hold_spam(d, m, c):
+    """Holds and releases past 60 in a uid's minute still act, but are
+    written as one event, counted, when the minute ends (here: at the
+    daemon's stop); another uid's keep their own events."""
+    q = submit(c, d, "exit 0", wait_free_pct=95)
+    for i in range(200):
+        r = c.call("release" if i % 2 else "hold", {"id": q})
+        assert r["held"] is (i % 2 == 0), (i, r)
+    assert show(c, q)["held"] is False
+    rows = hold_rows(c, q)
+    assert len(rows) == 60 and all(e["detail"] is None for e in rows), len(rows)
+    if os.geteuid() == 0:
+        os.chmod(d.dir, 0o755)
+        o = client_as(65534, d.socket)
+        theirs = o.call("submit", {"argv": ["true"], "cwd": "/", "env": [],
+                                   "wait_free_pct": 95})["id"]
+        assert o.call("hold", {"id": theirs})["held"] is True
+        assert [e["kind"] for e in hold_rows(c, theirs)] == ["held"]
+        o.close()
+        os.chmod(d.dir, 0o700)
+    c.close()
+    assert d.stop() == 0
+    d.start()
+    c = Client(d.socket)
+    rows = hold_rows(c, q)
+    assert len(rows) == 61, len(rows)
+    last = rows[-1]
+    assert last["kind"] == "released", last
+    det = last["detail"]
+    assert det["count"] == 140 and det["held"] == 70 and det["released"] == 70, det
+    assert det["since_ms"] <= det["until_ms"], det
+    assert show(c, q)["held"] is False
+    c.call("cancel", {"id": q})
+    c.close()
+
+
 def sc_group_share(d, m, c):
     """In a limited group, a user holding half its slots (rounded up) gets
     no more while another user's job in it waits: waiting_for group, passed
@@ -795,6 +836,7 @@ SCENARIOS = [
     ("on_end_per_uid", sc_on_end_per_uid, {"extra_conf": "max_on_end_per_uid = 1\n"}),
     ("groups", sc_groups, {"extra_conf": "group.gpu.max_running = 1\n"
                                          "group.cpu.max_running = 2\n"}),
+    ("hold_spam", sc_hold_spam, {}),
     ("group_share", sc_group_share, {"extra_conf": "group.gpu.max_running = 4\n"}),
 ]
 
