@@ -97,6 +97,40 @@ group_use_add(struct jobs_deps_ctx *c, int g, const struct job *j)
 	c->nuse++;
 }
 
+/* Does r wait for an after dependency not yet ended (c's live ids)? */
+static int
+deps_unmet(const struct jrec *r, const struct jobs_deps_ctx *c)
+{
+	int i;
+
+	for (i = 0; i < r->j->nafter; i++)
+		if (c->nomem || bsearch(&r->j->after[i], c->live, c->nlive,
+		                        sizeof *c->live, cmp_id) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Count r's user as waiting in r's limited group when r could use a slot
+ * of it: queued, not held, not waiting for a dependency or for its
+ * client. A job that could not start anyway keeps no one to half. */
+static void
+group_note_waiting(struct daemon *d, struct jobs_deps_ctx *c,
+                   const struct jrec *r)
+{
+	const struct job *j = r->j;
+	int g;
+
+	if (!jrec_is_live(r) || j->state != JOB_QUEUED || j->held ||
+	    (j->attached && r->client_id == 0) || deps_unmet(r, c) ||
+	    (g = group_limited(d, j)) < 0)
+		return;
+	if (c->waiting_uids[g] == 0) {
+		c->waiting_uid[g] = j->uid;
+		c->waiting_uids[g] = 1;
+	} else if (c->waiting_uid[g] != j->uid)
+		c->waiting_uids[g] = 2;
+}
+
 void
 jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 {
@@ -119,25 +153,19 @@ jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 		if (jrec_holds_memory(r)) {
 			c->running[g]++;
 			group_use_add(c, g, j);
-		} else if (queued && !j->held) {
-			if (c->waiting_uids[g] == 0) {
-				c->waiting_uid[g] = j->uid;
-				c->waiting_uids[g] = 1;
-			} else if (c->waiting_uid[g] != j->uid)
-				c->waiting_uids[g] = 2;
 		}
 	}
-	if (!deps)
-		return;
 	/* Not done: jobs_find's records, whose ends are not yet announced. */
-	if ((c->live = malloc(sizeof *c->live * (js->n ? js->n : 1))) == NULL) {
+	if (deps &&
+	    (c->live = malloc(sizeof *c->live * (js->n ? js->n : 1))) == NULL)
 		c->nomem = 1;
-		return;
-	}
-	for (i = 0; i < js->n; i++)
+	for (i = 0; c->live != NULL && i < js->n; i++)
 		if (!js->v[i]->done)
 			c->live[c->nlive++] = js->v[i]->j->id;
-	qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
+	if (c->live != NULL)
+		qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
+	for (i = 0; c->use != NULL && i < js->n; i++)
+		group_note_waiting(d, c, js->v[i]);
 }
 
 void

@@ -244,8 +244,9 @@ struct jobs_group_use {
 };
 struct jobs_deps_ctx {
 	int running[CONFIG_MAX_GROUPS];
-	/* Per limited group: the uid of a queued, unheld job in it, and
-	 * whether another uid has one too (for the share of one user). */
+	/* Per limited group: the uid of a job in it that could use a slot
+	 * (queued, not held, no dependency pending), and whether another
+	 * uid has one too (for the share of one user). */
 	uid_t waiting_uid[CONFIG_MAX_GROUPS];
 	int waiting_uids[CONFIG_MAX_GROUPS]; /* 0, 1 or 2 (two or more) */
 	struct jobs_group_use *use;          /* NULL: no share is held back */

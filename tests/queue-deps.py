@@ -594,6 +594,18 @@ def sc_group_share(d, m, c):
     assert show(c, a4)["waiting_for"] == "group", show(c, a4)
     for jid in (a1, a2, a3, a4, b1):
         c.call("cancel", {"id": jid})
+    # A job of b's that could not start anyway (held, or after a job of
+    # b's still queued) keeps no one to half the group.
+    bh = job(b, held=True)
+    bq = job(b, group="other")
+    ba = job(b, after=[bq])
+    more = [job(a) for _ in range(3)]
+    samples(d, 3)
+    for jid in more:
+        wait_state(c, jid, "running")
+    assert show(c, ba)["waiting_for"] == "after %d" % bq, show(c, ba)
+    for jid in more + [bh, bq, ba]:
+        c.call("cancel", {"id": jid})
     a.close()
     b.close()
     os.chmod(d.dir, 0o700)
