@@ -125,21 +125,39 @@ detached_watch(struct daemon *d, struct jrec *r, int fd)
 
 /*
  * The groups uid is in now, by the group database (its primary group
- * included), into *out (malloc'd); 0, or -1 when the user is not found
- * (then it is in none). getgrouplist, as initgroups(3) reads them.
+ * included), into *out (malloc'd), as initgroups(3) would read them:
+ * 0; 1 when the user is not found (it is in none); -1 when the database
+ * could not be read (nothing is known).
  */
 static int
 detached_user_groups(uid_t uid, gid_t **out, int *n)
 {
 	struct passwd pw, *res = NULL;
-	char buf[4096];
+	char *buf = NULL, *nb;
+	size_t len = 1024;
 	gid_t *v = NULL, *nv;
-	int cap = 64, got;
+	int cap = 64, got, rc = -1;
 
 	*out = NULL;
 	*n = 0;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || res == NULL)
-		return -1;
+	for (;;) {
+		if ((nb = realloc(buf, len)) == NULL)
+			goto out;
+		buf = nb;
+		rc = getpwuid_r(uid, &pw, buf, len, &res);
+		if (rc != ERANGE || len >= (1 << 20))
+			break;
+		len *= 2;
+	}
+	if (rc != 0) {
+		rc = -1;
+		goto out;
+	}
+	if (res == NULL) {
+		rc = 1;
+		goto out;
+	}
+	rc = -1;
 	for (;;) {
 		if ((nv = realloc(v, sizeof *v * (size_t)cap)) == NULL)
 			break;
@@ -153,14 +171,18 @@ detached_user_groups(uid_t uid, gid_t **out, int *n)
 #endif
 			*out = v;
 			*n = got;
-			return 0;
+			v = NULL;
+			rc = 0;
+			break;
 		}
 		if (cap >= DETACHED_GROUPS_MAX)
 			break;
 		cap *= 2;
 	}
+out:
 	free(v);
-	return -1;
+	free(buf);
+	return rc;
 }
 
 /*
@@ -181,8 +203,14 @@ detached_groups_recheck(struct daemon *d, struct jrec *r)
 
 	if (j->ngroups == 0 || j->uid == 0 || j->uid == geteuid())
 		return;
-	/* Not found (deleted): in no group but its own gid. */
-	(void)detached_user_groups(j->uid, &now, &n);
+	/* Not found (deleted): in no group but its own gid. Unreadable: as
+	 * submitted, rather than take away what it may well still have. */
+	if (detached_user_groups(j->uid, &now, &n) < 0) {
+		log_warnx("jobs: job %" PRId64 " starts with its submitter's "
+		          "groups: the group database could not be read",
+		          j->id);
+		return;
+	}
 	det = cJSON_CreateObject();
 	gone = cJSON_AddArrayToObject(det, "groups");
 	for (i = 0; i < j->ngroups; i++) {
