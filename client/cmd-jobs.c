@@ -266,9 +266,17 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	cli_submit_extra_free(&x);
 	if (rc < 0)
 		return cli_fail(cli);
+	if (sub.groups_capped)
+		cli_error("warning: this shell has as many groups as macOS "
+		          "passes on to the daemon (macOS: 16): job %" PRId64
+		          " gets these, and any more groups your account has "
+		          "are left out (docs/macos.md, \"Detached jobs on a "
+		          "Mac\"); stageloadctl run keeps them all",
+		          sub.id);
 	if (cli->json)
-		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",
-		       sub.id, sub.position, sub.queued);
+		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d%s}\n",
+		       sub.id, sub.position, sub.queued,
+		       sub.groups_capped ? ",\"groups_capped\":true" : "");
 	else
 		printf("%" PRId64 "\n", sub.id);
 	return EXIT_OK;
@@ -912,14 +920,18 @@ cmd_logs(struct cli *cli, struct cli_args *args)
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (!cli_has(args, "raw")) {
-		/* Whose job it is decides whether its bytes are escaped: the
-		 * viewer is who the daemon sees (hello's uid). */
+		/* Whose job it is decides whether its bytes are escaped: raw
+		 * only for the viewer's own job, the viewer being this
+		 * process's uid and who the daemon sees (hello's uid) alike.
+		 * What the daemon says is believed only because the socket
+		 * passed the checks of sl_connect (root's or ours, in a
+		 * directory nobody else writes): a listener of another user's
+		 * is refused there, before it could claim our uid. */
 		const struct sl_hello *h = sl_hello_info(cli->client);
-		int64_t viewer =
-		    h != NULL && h->uid >= 0 ? h->uid : (int64_t)geteuid();
+		int64_t viewer = (int64_t)geteuid();
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			return cli_fail(cli);
-		out.escape = j.uid != viewer;
+		out.escape = j.uid != viewer || h == NULL || h->uid != viewer;
 		sl_job_clear(&j);
 	}
 	if (cli_has(args, "follow"))

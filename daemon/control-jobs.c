@@ -131,6 +131,16 @@ nomem:
 	return NULL;
 }
 
+/* Does a peer with ngroups groups have as many as the system passes on
+ * (platform_peer_groups_max), so maybe more that it could not? */
+static int
+control_groups_capped(int ngroups)
+{
+	int max = platform_peer_groups_max();
+
+	return max > 0 && ngroups >= max;
+}
+
 int
 control_submit_fair(struct daemon *d, int privileged, int64_t priority,
                     double wait_free, int64_t expect, char *cause,
@@ -298,6 +308,11 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(*result, "id", id);
 	proto_add_int(*result, "position", position);
 	proto_add_int(*result, "queued", (int64_t)nq);
+	/* The job gets the groups the connection had, never more from the
+	 * directory (docs/security.md, Groups); a list cut at the system's
+	 * cap may leave some out, which the submitter is told. */
+	if (!attached && control_groups_capped(p->ngroups))
+		cJSON_AddBoolToObject(*result, "groups_capped", 1);
 	goto out;
 nomem:
 	snprintf(cause, causelen, "out of memory");
@@ -1385,14 +1400,27 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         "exactly one of exit_code and signal is required");
 		return PROTO_E_PARAMS;
 	}
-	if ((rc = job_live(d, id, &v, cause, causelen)) != 0)
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (p->uid != v.j->uid || v.client_id != p->client_id) {
+	if (p->uid != v.j->uid || (v.live && v.client_id != p->client_id)) {
 		jobs_view_free(&v);
 		snprintf(cause, causelen,
 		         "job %" PRId64 " is not attached to this connection",
 		         id);
 		return PROTO_E_PERM;
+	}
+	if (!v.live) {
+		/* Ended: by the daemon (a kill, once its process was gone)
+		 * or otherwise. Its owner learns how; nothing changes. */
+		*result = wire_job(&v, p->uid, 0);
+		jobs_view_free(&v);
+		return 0;
+	}
+	if (jobs_exit_owed(d, id)) {
+		/* The daemon already took this attempt's end (requeued it):
+		 * the report is answered with the job as it is now. */
+		jobs_view_free(&v);
+		return answer_job(d, p, id, 0, result, cause, causelen);
 	}
 	if (v.j->state != JOB_RUNNING && v.j->state != JOB_ADMITTED) {
 		snprintf(cause, causelen, "job %" PRId64 " is %s, not running",
@@ -1420,8 +1448,9 @@ control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (!v.in_table) {
-		/* ended: the client learns how */
+	if (!v.live) {
+		/* Ended, detached or attached, still in the table or not:
+		 * the client learns how (PROTOCOL.md, resume). */
 		*result = wire_job(&v, p->uid, 0);
 		jobs_view_free(&v);
 		return 0;

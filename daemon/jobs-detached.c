@@ -4,7 +4,10 @@
  * here. A job re-adopted after a restart has no pipe: spawn_check() tells
  * at every sample whether it still runs.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -16,6 +19,7 @@
 
 #include "jobs-internal.h"
 #include "log.h"
+#include "platform.h"
 #include "proto.h"
 #include "spawn.h"
 
@@ -47,6 +51,38 @@ jobs_detached_unwatch(struct jrec *r)
 		uv_close((uv_handle_t *)r->poll, monitor_poll_closed);
 		r->poll = NULL;
 	}
+}
+
+/* How much of a log's end is read for a hint: a traceback's last lines. */
+#define EXIT_HINT_TAIL 8192
+
+char *
+jobs_detached_exit_hint(struct daemon *d, const struct job *j)
+{
+	char path[1024], buf[EXIT_HINT_TAIL], hint[512];
+	const char *home = NULL;
+	struct stat st;
+	ssize_t n;
+	off_t from;
+	size_t i;
+	int fd;
+
+	if (spawn_log_path(d->cfg.state_dir, j->id, path, sizeof path) != 0 ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return NULL;
+	/* One small read of a file the monitor has finished writing. */
+	from = fstat(fd, &st) == 0 && st.st_size > EXIT_HINT_TAIL
+	           ? st.st_size - EXIT_HINT_TAIL
+	           : 0;
+	n = pread(fd, buf, sizeof buf, from);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	for (i = 0; j->env != NULL && j->env[i] != NULL; i++)
+		if (strncmp(j->env[i], "HOME=", 5) == 0)
+			home = j->env[i] + 5;
+	platform_log_hint(buf, (size_t)n, home, hint, sizeof hint);
+	return hint[0] != '\0' ? xstrdup(hint) : NULL;
 }
 
 void

@@ -84,6 +84,8 @@ struct jrec {
 	int64_t note_after;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
+	int exit_owed; /* attached: the daemon ended the attempt its client
+	                  has not reported yet; that job_exit only asks */
 
 	struct jobs_stage *stage; /* jobs-stage.c; NULL before the first */
 };
@@ -114,6 +116,7 @@ struct jobs {
 	struct hold_rate *holds;
 	size_t nholds, capholds;
 	int loading; /* jobs_init is loading the store's unended jobs */
+	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };
 
 static inline char *
@@ -211,13 +214,17 @@ void jobs_detached_spawn(struct daemon *d, struct jrec *r);
 /* A re-adopted job without a pipe: has it ended? (each sample) */
 void jobs_detached_check(struct daemon *d, struct jrec *r);
 /* The monitor recorded the job's end (or that it could not start). */
+/* Why a detached job exited non-zero, when the end of its log tells
+ * (platform_log_hint), as a malloc'd end_detail; NULL when it does not. */
+char *jobs_detached_exit_hint(struct daemon *d, const struct job *j);
 void jobs_detached_ended(struct daemon *d, struct jrec *r,
                          const struct spawn_status *st);
 void jobs_detached_unwatch(struct jrec *r);
 
 /* ---- jobs-attached.c ---- */
 
-/* Give up a job whose client did not come back after a restart. */
+/* Each sample: end an attached job the daemon is ending once its process
+ * is gone; give up one whose client did not come back after a restart. */
 void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
 
 /* ---- jobs-adopt.c ---- */

@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "admit.h"
+#include "awake.h"
 #include "daemon.h"
 #include "enforce.h"
 #include "job.h"
@@ -573,7 +574,10 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 	}
 	jrec_forget_process(r);
 	if (known) {
-		jrec_end(d, r, JOB_EXITED, NULL, NULL);
+		jrec_end(d, r, JOB_EXITED, NULL,
+		         !j->attached && exit_code != 0 && term_signal == 0
+		             ? jobs_detached_exit_hint(d, j)
+		             : NULL);
 		return;
 	}
 	detail =
@@ -641,6 +645,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 		r->dirty = 0;
 		return;
 	}
+	d->jobs->last_admit_ms = j->admitted_ms;
 	det = cJSON_CreateObject();
 	proto_add_int(det, "attempt", j->attempt);
 	cJSON_AddNumberToObject(det, "free_pct", d->last.free_pct);
@@ -1299,6 +1304,33 @@ jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1])
 		if (jrec_is_live(js->v[i]) &&
 		    (uid == (uid_t)-1 || js->v[i]->j->uid == uid))
 			counts[js->v[i]->j->state]++;
+}
+
+void
+jobs_awake_counts(struct daemon *d, int *holding, int *ready,
+                  int64_t *last_admit_ms)
+{
+	struct jobs *js = d->jobs;
+	const struct jrec *r;
+	size_t i;
+
+	*holding = *ready = 0;
+	*last_admit_ms = 0;
+	for (i = 0; js != NULL && i < js->n; i++) {
+		r = js->v[i];
+		if (!jrec_is_live(r))
+			continue;
+		if (r->j->state == JOB_ADMITTED || r->j->state == JOB_RUNNING)
+			(*holding)++;
+		else if (r->j->state == JOB_QUEUED &&
+		         awake_wait_counts(r->wait))
+			(*ready)++;
+		if (r->j->admitted_ms > *last_admit_ms)
+			*last_admit_ms = r->j->admitted_ms;
+	}
+	/* One that ended between two samples is seen here only. */
+	if (js != NULL && js->last_admit_ms > *last_admit_ms)
+		*last_admit_ms = js->last_admit_ms;
 }
 
 static void

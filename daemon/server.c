@@ -602,14 +602,11 @@ server_close_handles(struct server *srv)
 }
 
 int
-server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
-             size_t causelen)
+server_claim(struct daemon *d, char *cause, size_t causelen)
 {
 	struct sockaddr_un sun;
-	struct server *srv;
 	const char *path = d->cfg.socket_path;
-	mode_t mode;
-	int fd, rc;
+	int rc;
 
 	d->sock_lock_fd = -1;
 	if (strlen(path) >= sizeof sun.sun_path) {
@@ -626,7 +623,19 @@ server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
 		return rc;
 	}
 	if ((rc = server_probe(path, cause, causelen)) != 0)
-		goto fail;
+		server_release(d);
+	return rc;
+}
+
+int
+server_start(struct daemon *d, const struct server_hooks *hooks, char *cause,
+             size_t causelen)
+{
+	struct server *srv;
+	const char *path = d->cfg.socket_path;
+	mode_t mode;
+	int fd, rc;
+
 	/*
 	 * Every request is authorised by the peer's credentials, so the
 	 * system socket is world-connectable.

@@ -60,7 +60,12 @@ struct server_hooks {
 	void (*after_read)(struct daemon *d);
 };
 
-/* Takes the socket's lock (PATH.lock), then the socket. */
+/* Claims the socket's path: its directory checked, its lock (PATH.lock)
+ * taken, no daemon answering on it. A second daemon stops here, before it
+ * touches the first one's files. */
+int server_claim(struct daemon *d, char *cause, size_t causelen);
+/* Then, once the daemon's own files are trusted: the socket, listening.
+ * On failure the claim is released too. */
 int server_start(struct daemon *d, const struct server_hooks *hooks,
                  char *cause, size_t causelen);
 /* Closes the listener and every client; the socket file stays. */

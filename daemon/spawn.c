@@ -103,6 +103,18 @@ struct spawn_plan {
 	int64_t timeout_ms;
 };
 
+/* The job's $HOME, for a hint only (it is the submitter's word). */
+static const char *
+spawn_env_home(char **envp)
+{
+	size_t i;
+
+	for (i = 0; envp != NULL && envp[i] != NULL; i++)
+		if (strncmp(envp[i], "HOME=", 5) == 0 && envp[i][5] == '/')
+			return envp[i] + 5;
+	return NULL;
+}
+
 /* <state_dir>/jobs/<id>.<ext> */
 static int
 spawn_job_path(const char *state_dir, int64_t id, const char *ext, char *buf,
@@ -824,7 +836,8 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 		                    f.stage == STAGE_CHDIR  ? p->cwd
 		                    : f.stage == STAGE_EXEC ? p->argv[0]
 		                                            : NULL,
-		                    hint, sizeof(hint));
+		                    spawn_env_home(p->envp), hint,
+		                    sizeof(hint));
 		if (hint[0] != '\0')
 			/* The path cut short so the hint fits in the cause. */
 			snprintf(cause, sizeof(cause), "%s %.64s: %s; %s",

@@ -912,7 +912,7 @@ store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
 	/* The oldest first, as many as it takes. */
 	sqlite3_bind_int64(st, 1, (int64_t)uid);
 	while ((u.bytes - gone_bytes + need_bytes > max_bytes ||
-	        u.ended - (int64_t)n >= max_ended) &&
+	        u.ended - (int64_t)n > max_ended) &&
 	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap == 0 ? 64 : 2 * cap;

@@ -314,16 +314,6 @@ store_flush(struct store *s, char *cause, size_t causelen)
 	                         causelen);
 }
 
-void
-store_retention_defaults(struct store_retention *r)
-{
-	r->raw_ms = 2 * MS_PER_DAY;
-	r->t10s_ms = 14 * MS_PER_DAY;
-	r->t1m_ms = 90 * MS_PER_DAY;
-	r->t10m_ms = 2 * 365 * MS_PER_DAY;
-	r->jobs_ms = 90 * MS_PER_DAY;
-}
-
 int
 store_prune(struct store *s, int64_t now_ms, const struct store_retention *r,
             char *cause, size_t causelen)

@@ -12,20 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon.h"
 #include "job.h"
 #include "platform.h"
-
-struct store;
-
-struct store_retention {
-	int64_t raw_ms;  /* full-rate samples; default 2 days */
-	int64_t t10s_ms; /* 10 s rollup; default 14 days */
-	int64_t t1m_ms;  /* 1 min rollup; default 90 days */
-	int64_t t10m_ms; /* 10 min rollup; default 2 years */
-	/* ended jobs, their samples and events; default 90 days */
-	int64_t jobs_ms;
-};
-void store_retention_defaults(struct store_retention *r);
 
 int store_open(struct store **sp, const char *path, char *cause,
                size_t causelen);
@@ -178,7 +167,7 @@ int64_t store_job_bytes(const struct job *j);
 /* Make room for a job of need_bytes of uid: delete that uid's oldest ended
  * jobs (by ended_ms, then id), with their samples and events, in one
  * transaction, until its rows hold at most max_bytes - need_bytes and
- * fewer than max_ended ended jobs, or none is left. Then cb(arg, id) for
+ * at most max_ended ended jobs, or none is left. Then cb(arg, id) for
  * each deleted job, so what it left outside the database goes too.
  * *pruned: how many. Unended jobs are never deleted: the caller refuses
  * first when they alone pass the bound. */
@@ -226,7 +215,7 @@ int store_job_events(struct store *s, int64_t job_id, const char *kind,
  * STORE_LEARN_RUNS_MAX rows per name and STORE_LEARN_ROWS_PER_UID in all
  * (the oldest go first); retention prunes them with the ended jobs.
  */
-#define STORE_LEARN_RUNS_MAX 20
+#define STORE_LEARN_RUNS_MAX CONFIG_LEARN_RUNS_MAX
 #define STORE_LEARN_ROWS_PER_UID 1000
 struct store_learn_run {
 	uid_t uid;

@@ -95,6 +95,8 @@ class Case:
                                  (" ".join(args), os.path.exists(self.marker),
                                   err[-3000:]))
         assert p.returncode == 1, (p.returncode, err)
+        # Refused before the socket exists: no client ever reached it.
+        assert "listening on" not in err, err
         for w in words:
             assert w in err, "%r not in the daemon's error:\n%s" % (w, err)
         assert not os.path.exists(self.marker), "a planted job ran as root"

@@ -96,7 +96,8 @@ setup(void **state)
 	snprintf(f->d.cfg.socket_path, sizeof f->d.cfg.socket_path,
 	         "%s/sl.sock", f->dir);
 	f->d.loop = &f->loop;
-	if (server_start(&f->d, &hooks, cause, sizeof cause) != 0)
+	if (server_claim(&f->d, cause, sizeof cause) != 0 ||
+	    server_start(&f->d, &hooks, cause, sizeof cause) != 0)
 		fail_msg("server_start: %s", cause);
 	ngone = 0;
 	fail_peercred = 0;
@@ -402,7 +403,9 @@ start_in(const char *dir, const char *sub, char *cause, size_t causelen)
 	snprintf(d.cfg.socket_path, sizeof d.cfg.socket_path, "%s/%s/sl.sock",
 	         dir, sub);
 	d.loop = &loop;
-	rc = server_start(&d, &hooks, cause, causelen);
+	rc = server_claim(&d, cause, causelen);
+	if (rc == 0)
+		rc = server_start(&d, &hooks, cause, causelen);
 	if (rc == 0) {
 		d.stopping = 1;
 		server_stop(&d);
@@ -468,7 +471,7 @@ test_symlinked_socket_dir_refused(void **state)
 
 /*
  * The socket's directory follows the rule of every directory the daemon
- * keeps files in (daemon/trust.c): a sticky one that others may write, as
+ * keeps files in (proto/trust.c): a sticky one that others may write, as
  * /tmp itself, is refused, since they could make the lock file and the
  * socket's name theirs before the daemon does; the lock file must be the
  * daemon's own.

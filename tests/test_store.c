@@ -27,6 +27,16 @@ struct fixture {
 	struct store *s;
 };
 
+/* The retention the daemon's configuration starts with. */
+static struct store_retention
+retention_defaults(void)
+{
+	struct config cfg;
+
+	config_defaults(&cfg, 0);
+	return cfg.retention;
+}
+
 static int
 setup(void **state)
 {
@@ -995,7 +1005,7 @@ test_prune(void **state)
 	int64_t now = T0 + 3 * day;
 	int64_t i;
 
-	store_retention_defaults(&r);
+	r = retention_defaults();
 	assert_int_equal(r.raw_ms, 2 * day);
 	assert_int_equal(r.t10s_ms, 14 * day);
 	assert_int_equal(r.t1m_ms, 90 * day);
@@ -2063,10 +2073,15 @@ test_usage_and_make_room(void **state)
 	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_samples"
 	                                     " WHERE job_id = 2"),
 	                 0);
-	/* Fewer than max_ended ended: the next oldest goes (j[0], not the
-	 * later-ended j[3]). */
+	/* Exactly max_ended ended: all are kept. */
 	nforgot = 0;
 	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 2, note_forgot,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 0);
+	/* More than max_ended ended: the oldest go until max_ended are left
+	 * (j[0], not the later-ended j[3]). */
+	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 1, note_forgot,
 	                                 NULL, &pruned, cause, sizeof cause),
 	                 0);
 	assert_int_equal(pruned, 1);
@@ -2094,7 +2109,7 @@ test_usage_and_make_room(void **state)
 	{
 		struct store_retention r;
 
-		store_retention_defaults(&r);
+		r = retention_defaults();
 		r.jobs_ms = 86400000LL;
 		assert_int_equal(store_prune(f->s, T0 + 2 * r.jobs_ms, &r,
 		                             cause, sizeof cause),

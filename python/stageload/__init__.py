@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from .client import (Client, ConnectionLost, DaemonNotRunning, LimitReached, NoSuchJob,
-                     NoSuchProcess, PermissionDenied, StageloadError, WrongState,
-                     socket_path)
+                     NoSuchProcess, PermissionDenied, StageloadError, UntrustedSocket,
+                     WrongState, check_peer, check_socket, socket_path)
 from .guard import JobNotRun, JobTerminated, SwapBudgetExceeded, guard, stage
 from .units import format_size, parse_size
 
@@ -18,9 +18,9 @@ __version__ = "0.1.0"
 
 __all__ = ["Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun", "JobTerminated",
            "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess", "PermissionDenied",
-           "StageloadError", "StagedModels", "SwapBudgetExceeded", "WrongState",
-           "format_size", "guard", "on_call", "parse_size", "release", "socket_path", "stage",
-           "stand_in", "trace"]
+           "StageloadError", "StagedModels", "SwapBudgetExceeded", "UntrustedSocket",
+           "WrongState", "check_peer", "check_socket", "format_size", "guard", "on_call",
+           "parse_size", "release", "socket_path", "stage", "stand_in", "trace"]
 
 _STAGING = ("StagedModels", "StandIn", "CallHook", "NotLoaded", "UnknownName", "on_call",
             "release", "stand_in")
