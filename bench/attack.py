@@ -37,6 +37,10 @@ Attacks:
           min_free_disk (auto: 5 %, 25.6 MiB) and their output is dropped;
           after the run root submits a job, and a line says how it went,
           the space left and storage_error.
+  holdspam  4 processes, one connection each, pipelining `hold` and
+          `release` of the attacker's own queued job (batches of 64, the
+          answers read) for the whole run; the row also gives the event
+          rows the attacker's uid left in the database.
 Each row also gives the daemon's RSS once the attacker has gone (the
 lowest within 5 s): what the flood left behind.
 
@@ -266,6 +270,68 @@ def unreader(nconn, batch=64):
     return run
 
 
+def holdspammer(nproc, batch=64):
+    """A child body: nobody's queued job (95 % free asked, 80 % there; at
+    priority -1, behind the probes), then nproc processes hold and release
+    it over a connection each, batch requests at a time, until stop_r is
+    readable; then writes how many requests."""
+    def run(sock_path, ready_w, stop_r):
+        as_nobody()
+        c = Client(sock_path)
+        jid = c.call("submit", {"argv": ["/bin/true"], "cwd": "/", "env": [],
+                                "wait_free_pct": 95, "priority": -1})["id"]
+        c.close()
+        reqs = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"id":%d}}\n'
+                        % (k, b"hold" if k % 2 == 0 else b"release", jid)
+                        for k in range(batch))
+        counts = []
+        for _ in range(nproc):
+            r, w = os.pipe()
+            if os.fork() == 0:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sock_path)
+                s.sendall(b'{"jsonrpc":"2.0","id":0,"method":"hello",'
+                          b'"params":{"version":1}}\n')
+                buf = b""
+                while b"\n" not in buf:
+                    buf += s.recv(65536)
+                buf = b""
+                n = 0
+                while not select.select([stop_r], [], [], 0)[0]:
+                    s.sendall(reqs)
+                    got = 0
+                    while got < batch:
+                        chunk = s.recv(1 << 20)
+                        if not chunk:
+                            break
+                        got += chunk.count(b"\n")
+                    if got < batch:
+                        break
+                    n += batch
+                os.write(w, b"%d\n" % n)
+                os._exit(0)
+            os.close(w)
+            counts.append(r)
+        os.write(ready_w, b"0\n")
+        total = 0
+        for r in counts:
+            total += int(os.read(r, 64).split()[0] or b"0")
+            os.wait()
+        os.write(ready_w, b"%d\n" % total)
+        os._exit(0)
+    return run
+
+
+def event_rows(d, uid):
+    """The rows of uid's jobs' events in the database."""
+    import sqlite3
+    db = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True, timeout=30)
+    try:
+        return db.execute("SELECT count(*) FROM events WHERE uid = ?", (uid,)).fetchone()[0]
+    finally:
+        db.close()
+
+
 def rss_after(d, seconds=5.0):
     """The daemon's lowest RSS within seconds after an attack."""
     low = status_kb(d.proc.pid, "VmRSS")
@@ -368,6 +434,7 @@ def run_attack(d, c, name, nconn, plan, interval, read=True, body=None):
         if rest:
             sent = int(rest[-1])
     return {"attack": name, "requests": sent,
+            "event_rows": event_rows(d, NOBODY),
             "db_growth_kib": (db_bytes(d) - db_before) // 1024,
             "rss_peak_kib": status_kb(d.proc.pid, "VmHWM"),
             "rss_after_kib": rss_after(d),
@@ -385,7 +452,8 @@ def main():
     ap.add_argument("--stored-bound", default="64M")
     ap.add_argument("attacks", nargs="*",
                     default=["meters", "waits", "logs", "stored", "bigstatus",
-                             "churn1", "churn4", "unread", "logfill"])
+                             "churn1", "churn4", "unread", "logfill",
+                             "holdspam"])
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/attack.py needs root: the attacker runs as uid %d" % NOBODY)
@@ -430,6 +498,8 @@ def main():
                 body, plan, nconn = unreader(250), None, 250
             elif name == "logfill":
                 body, plan, nconn = logfiller(4), None, 0
+            elif name == "holdspam":
+                body, plan, nconn = holdspammer(4), None, 4
             elif name == "bigstatus":
                 # 1,000 queued jobs of 200 KiB argv (behind the probes:
                 # priority -1), then 10 connections that ask for status and
@@ -451,13 +521,14 @@ def main():
                 if end is not None:
                     end()
             c.close()
-    print("| attack | requests sent | database growth | daemon peak RSS | "
-          "RSS after | root info p99 / slowest | breach to SIGTERM, max of 5 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| attack | requests sent | attacker's event rows | database growth | "
+          "daemon peak RSS | RSS after | root info p99 / slowest | "
+          "breach to SIGTERM, max of 5 |")
+    print("|---|---|---|---|---|---|---|---|")
     bad = False
     for r in rows:
-        print("| %s | %d | %.1f MiB | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
-            r["attack"], r["requests"], r["db_growth_kib"] / 1024.0,
+        print("| %s | %d | %d | %.1f MiB | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
+            r["attack"], r["requests"], r["event_rows"], r["db_growth_kib"] / 1024.0,
             r["rss_peak_kib"] / 1024.0, r["rss_after_kib"] / 1024.0, r["info_p99_ms"],
             r["info_max_ms"], r["breach_max_ms"]))
         bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50

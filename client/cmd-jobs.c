@@ -497,8 +497,37 @@ cmd_status(struct cli *cli, struct cli_args *args)
 
 /* ---- show ---- */ /* ---- show ---- */
 
-/* The job's stages, and what past runs of its name reached, come with the
- * show answer as JSON, which sl_job does not carry. */
+/* The groups the job started without, its user having left them since it
+ * was submitted (the show answer's groups_dropped). */
+static void
+show_groups_dropped(const char *show_json, FILE *f)
+{
+	const cJSON *g, *v;
+	cJSON *r;
+	int first = 1;
+
+	if (show_json == NULL || (r = cJSON_Parse(show_json)) == NULL)
+		return;
+	g = cJSON_GetObjectItemCaseSensitive(r, "groups_dropped");
+	if (cJSON_IsArray(g) && cJSON_GetArraySize(g) > 0) {
+		fprintf(f, "Started without group%s",
+		        cJSON_GetArraySize(g) > 1 ? "s" : "");
+		cJSON_ArrayForEach(v, g)
+		{
+			if (cJSON_IsNumber(v)) {
+				fprintf(f, "%s %.0f", first ? "" : ",",
+				        v->valuedouble);
+				first = 0;
+			}
+		}
+		fprintf(f, " of its submitter's: its user was no longer in "
+		           "them when it started.\n");
+	}
+	cJSON_Delete(r);
+}
+
+/* The job's stages, what past runs of its name reached and the groups it
+ * lost come with the show answer as JSON, which sl_job does not carry. */
 static void
 show_stages(struct cli *cli, int64_t id)
 {
@@ -506,6 +535,7 @@ show_stages(struct cli *cli, int64_t id)
 
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
 	if (sl_call(cli->client, "show", params, &out) == 0) {
+		show_groups_dropped(out, stdout);
 		cli_print_stages(out, cli_now_ms(), stdout);
 		cli_print_learned(out, stdout);
 	}

@@ -726,6 +726,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 
 static void add_stages(struct daemon *d, int64_t id, cJSON *job);
 static void add_learned(struct daemon *d, cJSON *job);
+static void add_groups_dropped(struct daemon *d, const struct peer *p,
+                               int64_t id, cJSON *job);
 
 int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
@@ -742,7 +744,47 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	add_stages(d, id, *result);
 	add_learned(d, *result);
+	add_groups_dropped(d, p, id, *result);
 	return 0;
+}
+
+static int
+groups_dropped_cb(void *arg, const struct store_event *e)
+{
+	cJSON **groups = arg, *det;
+
+	if (*groups == NULL && e->detail != NULL &&
+	    (det = cJSON_Parse(e->detail)) != NULL) {
+		*groups =
+		    cJSON_DetachItemFromObjectCaseSensitive(det, "groups");
+		cJSON_Delete(det);
+	}
+	return 0;
+}
+
+/* The groups the job lost at its start because its user was no longer in
+ * them (jobs-detached.c): for its owner and root, as its groups are; null
+ * when none were, or for anyone else. */
+static void
+add_groups_dropped(struct daemon *d, const struct peer *p, int64_t id,
+                   cJSON *job)
+{
+	const cJSON *uid;
+	cJSON *groups = NULL;
+
+	if (job == NULL)
+		return;
+	uid = cJSON_GetObjectItemCaseSensitive(job, "uid");
+	if ((p->uid == 0 ||
+	     (cJSON_IsNumber(uid) && (uid_t)uid->valuedouble == p->uid)) &&
+	    store_job_events(d->store, id, "groups_dropped", 1,
+	                     groups_dropped_cb, &groups) == 0 &&
+	    cJSON_IsArray(groups)) {
+		cJSON_AddItemToObject(job, "groups_dropped", groups);
+		return;
+	}
+	cJSON_Delete(groups);
+	cJSON_AddNullToObject(job, "groups_dropped");
 }
 
 /* What the past runs of the job's name reached (public, as the name is):

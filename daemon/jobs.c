@@ -1235,7 +1235,8 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 	/* No job, and no event waiting: nothing to measure, enforce or
 	 * admit. That is an idle daemon, most of its life; the passes below
 	 * allocate and would cost it several us a sample. */
-	if (js == NULL || (js->n == 0 && js->pending == NULL))
+	if (js == NULL ||
+	    (js->n == 0 && js->pending == NULL && js->nholds == 0))
 		return;
 	jobs_reap(d);
 	for (i = 0; i < js->n; i++)
@@ -1246,6 +1247,7 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 	 * while another's failed, e.g. on a full disk with WAL space left,
 	 * and that one must still be written and its end announced. */
 	jobs_retry_storage(d);
+	jobs_hold_flush(d, s->ts_ms, 0);
 	jobs_admit(d);
 }
 
@@ -1353,6 +1355,7 @@ jobs_shutdown(struct daemon *d)
 	/* Clients have been closed by now. */
 	js->note = NULL;
 	jobs_onend_shutdown(d);
+	jobs_hold_flush(d, now_ms(), 1);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, NAMES_EVENT_DAEMON_STOP, det);

@@ -470,9 +470,12 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     " ?45) WHERE id = ?46");
 	PREP(s->job_get,
 	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
-	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM
-	                      " WHERE state NOT IN " JOB_ENDED_STATES
-	                      " ORDER BY priority DESC, queue_seq, id");
+	/* The table keeps a queued job's command line alone; its env and
+	 * argv are read again when it starts or is shown. */
+	PREP(s->jobs_unended,
+	     "SELECT id, " JOB_COLUMNS ", " JOB_LIST_ARGS JOB_FROM
+	     " WHERE state NOT IN " JOB_ENDED_STATES
+	     " ORDER BY priority DESC, queue_seq, id");
 	/* Lists show no env: it is not read. */
 	PREP(s->jobs_ended,
 	     "SELECT id, " JOB_COLUMNS ", " JOB_LIST_ARGS JOB_FROM

@@ -103,7 +103,8 @@ int store_job_update(struct store *s, const struct job *j, char *cause,
 /* Load one job (malloc'd, free with job_free), 1 when absent. */
 int store_job_get(struct store *s, int64_t id, struct job **out);
 /* Call cb for every job not ended, in queue order (priority desc,
- * queue_seq asc) — used at start-up to rebuild the queue. The callback may
+ * queue_seq asc) — used at start-up to rebuild the queue. Each job has its
+ * command line and no argv or env (store_job_get reads them). The callback may
  * call store functions. A non-zero return from cb stops the walk (the jobs
  * not yet passed are freed) and is returned. */
 int store_jobs_unended(struct store *s,
