@@ -181,8 +181,8 @@ const char *names_pressure_level_name(int level);
 	X(RELEASED, "released")                                                \
 	X(UPDATED, "updated")                                                  \
 	X(ON_END, "on_end")                                                    \
-	X(OUTPUT_DROPPED, "output_dropped")                                    \
 	X(GROUPS_DROPPED, "groups_dropped")                                    \
+	X(OUTPUT_DROPPED, "output_dropped")                                    \
 	X(DAEMON_START, "daemon_start")                                        \
 	X(DAEMON_STOP, "daemon_stop")
 
