@@ -16,14 +16,15 @@ from .units import format_size, parse_size
 
 __version__ = "0.1.0"
 
-__all__ = ["Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun", "JobTerminated",
-           "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess", "PermissionDenied",
-           "StageloadError", "StagedModels", "SwapBudgetExceeded", "WrongState",
-           "format_size", "guard", "on_call", "parse_size", "release", "socket_path", "stage",
-           "stand_in", "trace"]
+__all__ = ["Attachment", "Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun",
+           "JobTerminated", "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess",
+           "NotLoaded", "PermissionDenied", "ReleaseWarning", "Released", "StageloadError",
+           "StagedModels", "SwapBudgetExceeded", "UnknownName", "WrongState", "format_size",
+           "guard", "on_call", "parse_size", "release", "socket_path", "stage", "stand_in",
+           "trace"]
 
-_STAGING = ("StagedModels", "StandIn", "CallHook", "NotLoaded", "UnknownName", "on_call",
-            "release", "stand_in")
+_STAGING = ("StagedModels", "StandIn", "CallHook", "Attachment", "NotLoaded", "Released",
+            "ReleaseWarning", "UnknownName", "on_call", "release", "stand_in")
 
 
 def __getattr__(name: str) -> Any:
