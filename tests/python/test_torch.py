@@ -290,3 +290,35 @@ def test_qwen_bench_synthetic_staged_matches_eager(env, tmp_path):
         for mode in ("eager", "staged"):
             st = c.show(out[mode]["job_id"])["stages"]
             assert [s["name"] for s in st] == ["encode", "denoise", "decode"], mode
+
+
+def run_bench(tmp_path, mode, *extra):
+    bench = os.path.join(HERE, "..", "..", "bench", "qwen_image.py")
+    j = tmp_path / ("%s%s.json" % (mode, "-".join(extra)))
+    r = subprocess.run([sys.executable, bench, "--synthetic", "--scale", "512", "--steps", "2",
+                        "--size", "64", "--threads", "1", "--images", "5", "--no-guard",
+                        "--mode", mode, "--trace-dir", str(tmp_path), "--json", str(j)]
+                       + list(extra), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(j.read_text())[0]
+
+
+def test_keep_auto_over_five_images(tmp_path):
+    """keep="auto" with room: each model loads once over 5 images, the same
+    images as keep="never"; with a margin no machine has, it stages as
+    "never" does, and no stage's peak goes over never's."""
+    never = run_bench(tmp_path, "staged")
+    auto = run_bench(tmp_path, "staged-auto")
+    tight = run_bench(tmp_path, "staged-auto", "--margin", "100T")
+    assert never["loads"] == {"text_encoder": 5, "transformer": 5}
+    assert auto["sha256s"] == never["sha256s"] == tight["sha256s"]
+    assert len(set(never["sha256s"])) == 5  # five images, not one five times
+    assert auto["loads"] == {"text_encoder": 1, "transformer": 1}, auto["decisions"]
+    assert auto["decisions"]["released"] == 0
+    assert tight["loads"] == never["loads"] and tight["decisions"]["kept"] == 0
+    # the same stages as never, each within the allocator's noise of it
+    # (the residency's own thread and numbers: about 2 MB measured)
+    peaks = {s["stage"]: s["rss_peak_bytes"] for s in never["stages"]}
+    for s in tight["stages"]:
+        allowed = max(peaks[s["stage"]] * 1.05, peaks[s["stage"]] + 4 * MiB)
+        assert s["rss_peak_bytes"] <= allowed, (s, peaks)
