@@ -530,3 +530,37 @@ def test_keep_argument_checks():
         stageload.StagedModels({"a": lambda: 1}, {"s": ["a"]}, keep="always")
     with pytest.raises(ValueError):
         stageload.StagedModels({"a": lambda: 1}, {"s": ["a"]}, margin="lots")
+
+
+def test_keep_auto_reads_the_jobs_numbers(env):
+    """Inside a named job, the floor is the job's wait_free share and the
+    next stage's peak the daemon's learned one, once a run has taught it."""
+    state, mem = probe(80 << 30)
+    for run in range(2):
+        models, pipe, made = staged_pipeline(keep="auto", memory=mem)
+        models.report = True
+        with stageload.guard(name="keep-auto-learns", wait_free=5, quiet=True) as g:
+            att = models.attach(pipe, HOOKS)
+            if run == 0:
+                # the first run's stages last until the daemon has sampled
+                # each (after attach's hook, which begins the stage)
+                def sampled(*a, **k):
+                    with stageload.Client() as c:
+                        sltest.poll(lambda: (c.show(g.job_id)["stages"] or [{}])[-1].get(
+                            "footprint_peak_bytes"), what="a sampled stage")
+                for method in HOOKS:
+                    stageload.on_call(pipe, method, before=sampled)
+            pipe("a cat")
+            att.remove()
+        models.close()
+    with stageload.Client() as c:
+        learned = c.show(g.job_id)["learned"]
+    decisions = [h for h in models.history if h["event"] in ("keep", "release_decision")]
+    assert decisions
+    assert {h["floor_source"] for h in decisions} == {"wait_free"}
+    assert all(h["floor"] == (100 << 30) * 5 // 100 for h in decisions)
+    # the second run's decisions: the first run taught the daemon each stage
+    got = {s["name"] for s in learned["stages"] if s["footprint_peak_bytes"]}
+    assert got == {"encode", "denoise", "decode"}, learned
+    assert all(h["next_peak_source"] == "daemon" and h["next_peak"] > 0 for h in decisions), \
+        decisions
