@@ -281,9 +281,9 @@ def run_staged(out, baseline):
     # output_type="latent": nothing stays loaded after it
     pipe(prompt_embeds=emb, output_type="latent")
     info["loaded_after_latent"] = list(models.loaded)
-    # an exception mid-call: the same
+    # an exception mid-call, the transformer loaded: the same
     try:
-        pipe(3, fail_at_step=2)
+        pipe(prompt_embeds=emb, fail_at_step=1)
         info["failed"] = False
     except RuntimeError:
         info["failed"] = True
