@@ -232,18 +232,38 @@ def _model_bytes(m: Any) -> int:
     return sum(seen.values())
 
 
+_PRESSURE_ORDER = {"unknown": 0, "normal": 0, "warn": 1, "critical": 2}
+
+
 class _Watch:
     """Samples this process's footprint in a thread every interval seconds
     and keeps the highest; with meters=True each sample also goes to the
     running MemoryMeters (a load's peak shows in their lines) and they
-    sample faster meanwhile."""
+    sample faster meanwhile; with probe (the system's memory), the worst
+    pressure it saw, every PRESSURE_EVERY samples."""
 
-    def __init__(self, interval: float, meters: bool = False) -> None:
+    PRESSURE_EVERY = 10
+
+    def __init__(self, interval: float, meters: bool = False,
+                 probe: Optional[Callable[[], Mapping[str, Any]]] = None) -> None:
         self.interval = interval
         self.meters = meters
+        self.probe = probe
         self.peak = _footprint() or 0
+        self.pressure = "normal"
+        self._ticks = 0
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+
+    def _sample_pressure(self) -> None:
+        if self.probe is None:
+            return
+        try:
+            p = str(self.probe().get("pressure", "unknown"))
+        except Exception:  # a probe that fails says nothing of pressure
+            return
+        if _PRESSURE_ORDER.get(p, 0) > _PRESSURE_ORDER.get(self.pressure, 0):
+            self.pressure = p
 
     def sample(self) -> None:
         fp = _footprint()
@@ -257,6 +277,9 @@ class _Watch:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.sample()
+            self._ticks += 1
+            if self._ticks % self.PRESSURE_EVERY == 0:
+                self._sample_pressure()
 
     def start(self) -> "_Watch":
         if self.meters:
@@ -266,11 +289,12 @@ class _Watch:
         self._thread.start()
         return self
 
-    def take(self) -> int:
-        """The peak so far; the next peak counts from now."""
+    def take(self) -> Tuple[int, str]:
+        """The peak and the worst pressure so far; the next count from now."""
         self.sample()
         peak, self.peak = self.peak, _footprint() or 0
-        return peak
+        pressure, self.pressure = self.pressure, "normal"
+        return peak, pressure
 
     def stop(self) -> int:
         if self._thread is not None:
@@ -349,6 +373,7 @@ class StagedModels:
         # this process's footprint, each stage's own peak (without the
         # models kept loaded that it does not list), the job's numbers
         self._stage_start: Optional[Mapping[str, Any]] = None
+        self._stage_pressure = "normal"  # the worst the watch saw in the stage that ended
         self._watch: Optional[_Watch] = None
         self._own_peaks: Dict[str, int] = {}
         self._job: Any = None
@@ -424,8 +449,9 @@ class StagedModels:
         if self.keep != "auto":
             return
         self._stage_start = self._probe()
+        self._stage_pressure = "normal"
         if self._watch is None:
-            self._watch = _Watch(0.05).start()
+            self._watch = _Watch(0.05, probe=self._probe).start()
         else:
             self._watch.take()
 
@@ -433,7 +459,7 @@ class StagedModels:
         """Learn the ending stage's own peak (keep="auto")."""
         if self.keep != "auto" or self.stage is None or self._watch is None:
             return
-        peak = self._watch.take()
+        peak, self._stage_pressure = self._watch.take()
         unlisted = sum(self._sizes.get(n, 0) for n in self._live
                        if n not in self.stages[self.stage])
         own = max(0, peak - unlisted)
@@ -521,9 +547,10 @@ class StagedModels:
         start = self._stage_start or {}
         swap_grew = (start.get("swap_used_bytes") is not None and
                      int(mem.get("swap_used_bytes") or 0) > int(start["swap_used_bytes"]))
-        pressure = mem.get("pressure", "unknown")
-        calm = pressure in _PROBE_PRESSURE_OK and \
-            start.get("pressure", "unknown") in _PROBE_PRESSURE_OK
+        # the worst of the stage's start, its watch (every 0.5 s) and now
+        pressure = max([str(mem.get("pressure", "unknown")), str(start.get("pressure", "unknown")),
+                        self._stage_pressure], key=lambda p: _PRESSURE_ORDER.get(p, 0))
+        calm = pressure in _PROBE_PRESSURE_OK
         kept: set = set()
         kept_bytes = 0
         for name in candidates:

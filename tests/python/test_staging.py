@@ -494,17 +494,22 @@ def test_keep_auto_with_room_loads_each_model_once():
     assert models.loaded == ()
 
 
-@pytest.mark.parametrize("why", ["margin", "swap", "pressure"])
+@pytest.mark.parametrize("why", ["margin", "swap", "pressure", "pressure_during"])
 def test_keep_auto_stages_like_never_when_tight(why):
     state, mem = probe(80 << 30)
     kw = {"margin": "90G"} if why == "margin" else {}
     models, pipe, made = staged_pipeline(keep="auto", memory=mem, **kw)
     att = models.attach(pipe, HOOKS)
-    if why == "swap":
+    if why in ("swap", "pressure_during"):
         real = pipe.transformer.__call__
 
         def grow(*a):
-            state["swap_used_bytes"] += 1 << 20
+            if why == "swap":
+                state["swap_used_bytes"] += 1 << 20
+            elif not a[0][1]:  # the first step: pressure warn until the watch has seen it
+                state["pressure"] = "warn"
+                sltest.poll(lambda: models._watch.pressure == "warn", what="the watch's sample")
+                state["pressure"] = "normal"
             return real(*a)
         pipe.transformer = type("T", (), {"config": pipe.transformer.config,
                                           "__call__": lambda self, x: grow(x)})()
@@ -516,10 +521,10 @@ def test_keep_auto_stages_like_never_when_tight(why):
     assert models.load_counts == {"text_encoder": 3, "transformer": 3}
     decisions = [h for h in models.history if h["event"] == "release_decision"]
     assert decisions
-    if why != "swap":  # swap grows in denoise only: encode's end may keep the text encoder
+    if why in ("margin", "pressure"):  # else denoise only: encode's end may keep the text encoder
         assert not [h for h in models.history if h["event"] == "keep"]
     reason = {"margin": "available - need < floor", "swap": "swap grew during denoise",
-              "pressure": "pressure warn"}[why]
+              "pressure": "pressure warn", "pressure_during": "pressure warn"}[why]
     assert reason in {h["reason"] for h in decisions}, decisions
     att.remove()
     models.close()
