@@ -1,7 +1,7 @@
 """stageload from inside a Python process: a client of stageloadd's
 protocol, guard() for the current process, MemoryMeter traces and stage
-reports; staging of big models (release, StagedModels, on_call, stand_in:
-torch is imported only when release() runs). Standard library only.
+reports; staging of big models (release, StagedModels and attach, on_call,
+stand_in: torch is imported only when release() runs). Standard library only.
 docs/python.md is the manual."""
 
 from __future__ import annotations
