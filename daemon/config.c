@@ -21,7 +21,6 @@
 #include "units.h"
 #include "version.h"
 
-
 #ifndef SL_DEFAULT_CONFIG
 #define SL_DEFAULT_CONFIG "/etc/stageload.conf"
 #endif
