@@ -2,9 +2,13 @@
  * What the files of the jobs module share; not for other modules (their
  * contract is jobs.h).
  *
- *   jobs.c          the job table, transitions (commit, then note),
- *                   admission and the per-sample pass with enforcement
- *   jobs-kill.c     ending a job's process tree: TERM, grace, KILL
+ *   jobs.c          the job table, transitions (commit, then note) and
+ *                   the per-sample pass
+ *   jobs-admit.c    admission applied: the queue as admit.c sees it, its
+ *                   decision acted on, each queued job told its place
+ *   jobs-enforce.c  enforcement applied: enforce.c's decision confirmed,
+ *                   the breach recorded, the victim requeued or killed;
+ *                   ending a job's process tree: TERM, grace, KILL
  *   jobs-detached.c detached jobs: spawning, the monitor's pipe, following
  *                   re-adopted jobs without one
  *   jobs-attached.c attached jobs: job_pid, job_exit, resume, client gone
@@ -146,6 +150,10 @@ struct jrec *jrec_new(struct jobs *js, struct job *j);
  * also sets every queued record's position. */
 struct jrec **jobs_queue(struct jobs *js, size_t *n);
 void jobs_admit_soon(struct daemon *d);
+/* jobs-admit.c: one admission pass now (jobs_on_sample_at's), and
+ * jobs.c's freeing of the records that ended since the last. */
+void jobs_admit(struct daemon *d);
+void jobs_reap(struct daemon *d);
 /* Every queued record's position and wait as the next admission pass would
  * find them, admitting nothing; for answers given before that pass. */
 void jobs_classify(struct daemon *d);
@@ -198,11 +206,18 @@ void jobs_learn_expect(struct daemon *d, struct job *j);
 /* The job's end is committed: what it reached joins its name's runs. */
 void jobs_learn_record(struct daemon *d, const struct job *j);
 
-/* ---- jobs-kill.c ---- */
+/* ---- jobs-enforce.c: ending a process tree ---- */
 
 void jobs_kill_signal(struct jrec *r, int sig);
 /* SIGTERM to the tree now, SIGKILL after the grace period. */
 void jobs_kill_term(struct daemon *d, struct jrec *r);
+/* jobs-enforce.c: at each sample, enforce.c's decision applied (breach
+ * confirmed by a second reading, recorded, the victim requeued or
+ * killed). */
+void jobs_enforce(struct daemon *d, const struct sys_sample *s);
+/* Another attempt is possible: not an attached job whose client has gone
+ * for good. */
+int jrec_may_retry(const struct jrec *r);
 void jobs_kill_start(struct daemon *d, struct jrec *r, const char *reason,
                      char *detail);
 void jobs_kill_stop_timer(struct jrec *r);
