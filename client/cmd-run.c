@@ -703,7 +703,10 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		cli_error("cannot set up signals: %s", strerror(errno));
 		return EXIT_ERR;
 	}
-	if ((rc = cli_connect(cli)) != 0)
+	/* A mistyped command fails now, as submit's does, not after its
+	 * whole turn in the queue with a job left behind. */
+	if ((rc = cli_connect(cli)) != 0 ||
+	    (rc = cli_submit_command(&spec)) >= 0)
 		return rc;
 	r.c = cli->client;
 	snprintf(r.path, sizeof r.path, "%s", sl_path(r.c));

@@ -106,6 +106,35 @@ def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
     return pid, w
 
 
+def _exec_check(path: str) -> int:
+    """0 when path is a regular file this process may execute, else
+    EXIT_JOB_NOTFOUND (nothing there, or not a file) or EXIT_JOB_CANNOTRUN."""
+    if not os.path.isfile(path):
+        return EXIT_JOB_NOTFOUND
+    return 0 if os.access(path, os.X_OK) else EXIT_JOB_CANNOTRUN
+
+
+def which(cmd: str, path_env: Optional[str] = None) -> int:
+    """Find cmd as execvp will in the job (a name with a slash as it is,
+    else along PATH, an empty element meaning the current directory):
+    0 when found, EXIT_JOB_CANNOTRUN when only files that may not be
+    executed were found, else EXIT_JOB_NOTFOUND."""
+    if not cmd:
+        return EXIT_JOB_NOTFOUND
+    if "/" in cmd:
+        return _exec_check(cmd)
+    if path_env is None:
+        path_env = os.environ.get("PATH", os.defpath)
+    best = EXIT_JOB_NOTFOUND
+    for d in path_env.split(":"):
+        rc = _exec_check(os.path.join(d or ".", cmd))
+        if rc == 0:
+            return 0
+        if rc == EXIT_JOB_CANNOTRUN:
+            best = rc
+    return best
+
+
 def _foreground_tty() -> bool:
     try:
         return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
@@ -138,6 +167,14 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
     if not command:
         _err("guard: no command given (stageload guard [options] -- CMD [ARGS...])")
         return EXIT_USAGE
+    # A mistyped command fails now, not after its whole turn in the queue
+    # with a job left behind (stageloadctl run does the same).
+    rc = which(command[0])
+    if rc != 0:
+        _err("cannot run %s: %s (no job was queued)" % (
+            command[0], "command not found" if rc == EXIT_JOB_NOTFOUND
+            else "permission denied"))
+        return rc
     try:
         c = Client(args.socket)
     except DaemonNotRunning as e:
