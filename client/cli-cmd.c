@@ -14,6 +14,10 @@
 #include "text.h"
 #include "units.h"
 
+/* A size option given as a bare number below this (other than 0) is
+ * refused with a suggestion: 1M bytes and up are plausibly meant. */
+#define SIZE_BARE_MIN (1024 * 1024)
+
 #define CLI_COMMAND(x) extern const struct cli_entry cmd_##x##_entry;
 #include "cmd-list.h"
 #undef CLI_COMMAND
@@ -285,6 +289,12 @@ set_value(const struct cli_option *o, const char *text, int given,
 	case CLI_SIZE:
 		if (units_parse_size(text, &bytes) < 0)
 			return -EINVAL;
+		/* "--swap-budget 8" is 8 bytes, almost surely not what was
+		 * meant: a bare number under 1M is asked about instead
+		 * (docs/units.md). "8B" still says bytes on purpose. */
+		if (bytes > 0 && bytes < SIZE_BARE_MIN &&
+		    text[strspn(text, "0123456789")] == '\0')
+			return -ERANGE;
 		a->opt[slot].n = (int64_t)bytes;
 		break;
 	case CLI_DURATION:
@@ -355,6 +365,8 @@ take(const struct rows *r, size_t i, const char *text, struct cli *cli,
 {
 	const struct cli_option *o = r->row[i];
 	char what[128];
+	unsigned long long v;
+	int rc;
 
 	if (i >= r->nown) {
 		if (strcmp(o->name, "help") == 0)
@@ -365,8 +377,17 @@ take(const struct rows *r, size_t i, const char *text, struct cli *cli,
 			cli->socket = text;
 		return 0;
 	}
-	if (set_value(o, text != NULL ? text : "", a->opt[i].given + 1, a, i) <
-	    0) {
+	rc = set_value(o, text != NULL ? text : "", a->opt[i].given + 1, a, i);
+	if (rc == -ERANGE) {
+		/* The number back with a unit: below 1024 as G, else M. */
+		v = strtoull(text, NULL, 10);
+		snprintf(cause, causelen,
+		         "--%s %s is %s bytes: did you mean %s%s? (write "
+		         "%sB for bytes)",
+		         o->name, text, text, text, v < 1024 ? "G" : "M", text);
+		return -EINVAL;
+	}
+	if (rc < 0) {
 		snprintf(cause, causelen, "--%s takes %s, not '%s'", o->name,
 		         explain(o, what, sizeof what), text);
 		return -EINVAL;

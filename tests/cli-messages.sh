@@ -31,4 +31,24 @@ sl_meminfo 8388608
 poll 5 free_is 50 || fail "50% not seen"
 ok "run/guard: 127/126 at once, nothing recorded"
 
+# --- a size without a unit below 1M is questioned: exit 2 and the hint ---
+before=$(njobs)
+rc=0; ctl submit --swap-budget 8 -- true 2>"$SL_TMP/s.err" || rc=$?
+[ "$rc" = 2 ] || fail "--swap-budget 8 gave $rc, want 2"
+grep -q "^stageloadctl: submit: --swap-budget 8 is 8 bytes: did you mean 8G? (write 8B for bytes)$" "$SL_TMP/s.err" ||
+	fail "--swap-budget 8 message: $(cat "$SL_TMP/s.err")"
+rc=0; ctl run --expect 4096 -- true 2>"$SL_TMP/s.err" || rc=$?
+[ "$rc" = 2 ] || fail "--expect 4096 gave $rc, want 2"
+grep -q "did you mean 4096M?" "$SL_TMP/s.err" || fail "--expect 4096 message: $(cat "$SL_TMP/s.err")"
+[ "$(njobs)" = "$before" ] || fail "a refused size queued a job"
+id=$(ctl submit --hold --swap-budget 0 -- true)
+[ "$(jget "$(ctl show --json "$id")" 'j["swap_budget_bytes"]')" = 0 ] || fail "--swap-budget 0 is not none"
+id=$(ctl submit --hold --swap-budget 8B --expect 1048576 -- true)
+j=$(ctl show --json "$id")
+[ "$(jget "$j" 'j["swap_budget_bytes"], j["expect_bytes"]')" = "(8, 1048576)" ] || fail "8B / 1048576: $j"
+rc=0; ctl update "$id" --swap-budget 100 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "update --swap-budget 100 gave $rc, want 2"
+ctl cancel "$id" >/dev/null
+ok "a bare size below 1M: exit 2 with did-you-mean; 0, 8B and 1048576 as written"
+
 echo PASS

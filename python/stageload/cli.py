@@ -48,21 +48,43 @@ class _Interrupted(Exception):
         self.sig = sig
 
 
+# A size option given as a bare number below this (other than 0) is
+# refused with a suggestion, as stageloadctl does (docs/units.md).
+SIZE_BARE_MIN = 1 << 20
+
+
 def _size_arg(v: str) -> int:
     try:
-        return parse_size(v)
+        n = parse_size(v)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e))
+    if 0 < n < SIZE_BARE_MIN and v.isdigit():
+        raise argparse.ArgumentTypeError(
+            "%s is %s bytes: did you mean %s%s? (write %sB for bytes)"
+            % (v, v, v, "G" if n < 1024 else "M", v))
+    return n
 
 
-def _pct_arg(v: str) -> float:
+def _free_arg(v: str) -> "tuple[Optional[float], Optional[int]]":
+    """--wait-free as stageloadctl reads it: a plain number is a
+    percentage (40, 40%, 37.5); a size has its unit (30G: that much
+    available). (pct, None) or (None, bytes)."""
     try:
-        f = float(v.rstrip("%"))
+        f = float(v[:-1] if v.endswith("%") else v)
     except ValueError:
-        raise argparse.ArgumentTypeError("bad percentage %r" % v)
-    if not 0 <= f <= 100:
-        raise argparse.ArgumentTypeError("a percentage is 0-100")
-    return f
+        f = None
+    if f is not None and v.strip() == v and "e" not in v.lower():
+        if not 0 <= f <= 100:
+            raise argparse.ArgumentTypeError(
+                "%s: a percentage is 0 to 100 (40, 40%%, 37.5), a size has a unit (30G)" % v)
+        return f, None
+    if any(u in v for u in "KMGTkmgt"):
+        try:
+            return None, parse_size(v)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(
+        "%r is neither a percentage from 0 to 100 (40, 40%%, 37.5) nor a size (30G)" % v)
 
 
 def _split_command(argv: Sequence[str]) -> "tuple[List[str], List[str]]":
@@ -184,6 +206,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
         _err(str(e))
         return EXIT_UNAVAILABLE
     line = QueueLine(args.quiet)
+    wait_free = args.wait_free or (None, None)
     interrupted: List[int] = []
 
     def on_wait_signal(sig: int, frame: Any) -> None:
@@ -193,7 +216,8 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
     try:
         try:
             sub = c.submit(command, attached=True, name=args.name,
-                           wait_free_pct=args.wait_free, swap_budget=args.swap_budget,
+                           wait_free_pct=wait_free[0], wait_free_bytes=wait_free[1],
+                           swap_budget=args.swap_budget,
                            expect=args.expect, priority=args.priority,
                            exclusive=args.exclusive or None,
                            retry_on_breach=args.retry_on_breach)
@@ -207,7 +231,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
             for s in FORWARDED:
                 signal.signal(s, on_wait_signal)
             try:
-                wait_admitted(c, job_id, line)
+                wait_admitted(c, job_id, line, wait_free[1] or 0)
             except _Interrupted as i:
                 try:
                     c.cancel(job_id)
@@ -355,7 +379,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
     g = sub.add_parser("guard", aliases=["run"], help="wait for admission, run CMD, exit "
                        "with its status (as stageloadctl guard)")
-    g.add_argument("--wait-free", type=_pct_arg, metavar="PCT")
+    g.add_argument("--wait-free", type=_free_arg, metavar="PCT|SIZE")
     g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE")
     g.add_argument("--expect", type=_size_arg, metavar="SIZE")
     g.add_argument("--priority", type=int, metavar="N")

@@ -9,7 +9,7 @@ import subprocess
 
 import stageload
 
-from conftest import venv_bin
+from conftest import sltest, venv_bin
 
 
 def job_count(d):
@@ -44,3 +44,56 @@ def test_guard_resolves_the_command_before_queueing(env, tmp_path):
     # a command found along PATH still runs
     assert run("guard", "-q", "--", "true").returncode == 0
     assert job_count(env) == before + 1
+
+
+def test_bare_size_below_1m_is_questioned(env):
+    """--swap-budget 8 is refused with "did you mean 8G?", exit 2, nothing
+    queued; 0 and a size with a unit are taken (item 3)."""
+    before = job_count(env)
+    r = run("guard", "--swap-budget", "8", "--", "true")
+    assert r.returncode == 2, r
+    assert "8 is 8 bytes: did you mean 8G? (write 8B for bytes)" in r.stderr
+    r = run("guard", "--expect", "4096", "--", "true")
+    assert r.returncode == 2 and "did you mean 4096M?" in r.stderr, r
+    assert job_count(env) == before
+    assert run("guard", "-q", "--swap-budget", "0", "--", "true").returncode == 0
+    assert run("guard", "-q", "--swap-budget", "8B", "--", "true").returncode == 0
+    # the Python API's integers are bytes, as on the wire
+    with stageload.Client(env.socket) as c:
+        jid = c.submit(["true"], held=True, swap_budget=8)["id"]
+        assert c.show(jid)["swap_budget_bytes"] == 8
+        c.cancel(jid)
+
+
+def set_free(d, pct):
+    total = 16 << 20
+    sltest.write_meminfo(d.proc_root, total_kb=total, avail_kb=int(total * pct / 100))
+    with stageload.Client(d.socket) as c:
+        sltest.poll(lambda: (c.info()["sample"] or {}).get("free_pct", -1) == pct,
+                    what="the daemon to see free %d%%" % pct)
+
+
+def test_wait_free_takes_a_size(env, tmp_path):
+    """--wait-free 8G waits until 8G is available, as stageloadctl's does,
+    and its queue line says so in sizes (item 3); a bad value is exit 2."""
+    set_free(env, 25)  # 4G of 16G
+    err = tmp_path / "err"
+    with open(err, "w") as f:
+        p = subprocess.Popen([venv_bin("stageload"), "guard", "--wait-free", "8G", "--",
+                              "true"], stderr=f)
+    try:
+        sltest.poll(lambda: "queued: position 1 of 1, free 4.0G < 8.0G" in err.read_text(),
+                    what="the queue line")
+        with stageload.Client(env.socket) as c:
+            j = [x for x in c.jobs() if x["state"] == "queued"][0]
+            assert j["wait_free_bytes"] == 8 << 30
+        set_free(env, 75)
+        assert p.wait(timeout=15) == 0
+    finally:
+        p.kill()
+        p.wait()
+        set_free(env, 50)
+    r = run("guard", "--wait-free", "8X", "--", "true")
+    assert r.returncode == 2 and "neither a percentage" in r.stderr, r
+    r = run("guard", "--wait-free", "140", "--", "true")
+    assert r.returncode == 2 and "a percentage is 0 to 100" in r.stderr, r
