@@ -19,6 +19,7 @@ import signal
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from . import __version__
 from .client import E_PERM, Client, ConnectionLost, DaemonNotRunning, StageloadError
 from .guard import JobNotRun, QueueLine, wait_admitted
 from .units import format_size, parse_size
@@ -371,28 +372,51 @@ def cmd_stage(args: argparse.Namespace, rest: List[str]) -> int:
     return EXIT_OK
 
 
+_GUARD_EXAMPLES = """examples:
+  stageload guard --wait-free 40 --swap-budget 8G -- python generate.py
+  stageload guard --wait-free 30G --expect 20G --name qwen -- python serve.py
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stageload", description=(
         "stageload from Python: run a command as a guarded job, or meter it."))
+    p.add_argument("--version", action="version", version="stageload " + __version__)
     p.add_argument("--socket", help="the daemon's socket (default: $STAGELOAD_SOCKET, "
                    "then /var/run/stageload.sock, then the per-user one)")
     sub = p.add_subparsers(dest="command")
     g = sub.add_parser("guard", aliases=["run"], help="wait for admission, run CMD, exit "
-                       "with its status (as stageloadctl guard)")
-    g.add_argument("--wait-free", type=_free_arg, metavar="PCT|SIZE")
-    g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE")
-    g.add_argument("--expect", type=_size_arg, metavar="SIZE")
-    g.add_argument("--priority", type=int, metavar="N")
-    g.add_argument("--name")
-    g.add_argument("--exclusive", action="store_true")
-    g.add_argument("--retry-on-breach", type=int, metavar="N")
-    g.add_argument("-q", "--quiet", action="store_true")
-    m = sub.add_parser("meter", help="run CMD and write a JSONL trace of its memory")
-    m.add_argument("--out", required=True, metavar="FILE")
-    m.add_argument("--interval", type=float, default=0.5, metavar="S")
-    m.add_argument("--source", choices=("auto", "daemon", "local"), default="auto")
+                       "with its status (as stageloadctl guard)",
+                       usage="stageload guard [options] -- CMD [ARGS...]",
+                       epilog=_GUARD_EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("--wait-free", type=_free_arg, metavar="PCT|SIZE",
+                   help="start only when free memory is >= PCT%%, or (a size, 30G) when "
+                   "that much is available")
+    g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE",
+                   help="kill it when swap grows by more than SIZE (0: none; default: "
+                   "the daemon's)")
+    g.add_argument("--expect", type=_size_arg, metavar="SIZE",
+                   help="memory it will use: held back from others until reached")
+    g.add_argument("--priority", type=int, metavar="N",
+                   help="-1000..1000, higher runs first (default 0; above 0: root and "
+                   "the daemon's admin_group only)")
+    g.add_argument("--name", help="a label (default: the command's name)")
+    g.add_argument("--exclusive", action="store_true",
+                   help="run only when no other job runs")
+    g.add_argument("--retry-on-breach", type=int, metavar="N",
+                   help="requeue up to N times after a breach")
+    g.add_argument("-q", "--quiet", action="store_true", help="no queue status on stderr")
+    m = sub.add_parser("meter", help="run CMD and write a JSONL trace of its memory",
+                       usage="stageload meter --out FILE [options] -- CMD [ARGS...]")
+    m.add_argument("--out", required=True, metavar="FILE", help="the trace to write (JSONL)")
+    m.add_argument("--interval", type=float, default=0.5, metavar="S",
+                   help="seconds between samples (default 0.5)")
+    m.add_argument("--source", choices=("auto", "daemon", "local"), default="auto",
+                   help="where samples come from: the daemon's, this process's own "
+                   "reading of /proc, or the daemon when one answers (default)")
     s = sub.add_parser("stage", help="inside a job: say it entered stage NAME")
-    s.add_argument("name")
+    s.add_argument("name", help="the stage's name (load, warmup, generate, ...)")
     return p
 
 
@@ -400,7 +424,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     opts, command = _split_command(sys.argv[1:] if argv is None else argv)
     p = parser()
     try:
-        args = p.parse_args(opts)
+        args, extra = p.parse_known_args(opts)
+        if extra:
+            # The usual slip: the command's words taken for options
+            # because the `--` before them is missing.
+            hint = ""
+            if args.command in ("guard", "run", "meter") and not extra[0].startswith("-"):
+                hint = " (the command goes after --: stageload %s [options] -- %s)" % (
+                    args.command, " ".join(extra))
+            p.error("unrecognized arguments: %s%s" % (" ".join(extra), hint))
     except SystemExit as e:
         return EXIT_USAGE if e.code else EXIT_OK
     if args.command in ("guard", "run"):

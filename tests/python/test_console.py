@@ -97,3 +97,24 @@ def test_wait_free_takes_a_size(env, tmp_path):
     assert r.returncode == 2 and "neither a percentage" in r.stderr, r
     r = run("guard", "--wait-free", "140", "--", "true")
     assert r.returncode == 2 and "a percentage is 0 to 100" in r.stderr, r
+
+
+def test_console_help_version_and_the_dash_dash_hint(env):
+    """--version, option help with examples, and a hint about `--` when the
+    command's words come without it (item 12)."""
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == "stageload " + stageload.__version__, r
+    r = run("guard", "--help")
+    assert r.returncode == 0, r
+    for opt in ("--wait-free PCT|SIZE", "--swap-budget SIZE", "--expect SIZE",
+                "--retry-on-breach N", "--quiet"):
+        line = next(x for x in r.stdout.splitlines() if opt in x)
+        assert len(line.split(opt, 1)[1].strip()) > 5, "no help for %s: %r" % (opt, line)
+    assert "examples:\n  stageload guard --wait-free 40" in r.stdout
+    before = job_count(env)
+    r = run("guard", "--wait-free", "5", "true")
+    assert r.returncode == 2, r
+    assert "the command goes after --: stageload guard [options] -- true" in r.stderr
+    r = run("guard", "--bogus", "--", "true")
+    assert r.returncode == 2 and "--bogus" in r.stderr and "goes after" not in r.stderr, r
+    assert job_count(env) == before
