@@ -576,6 +576,25 @@ cli_use_color(int fd)
 	return isatty(fd);
 }
 
+int
+cli_progress_due(struct cli_progress *p, const char *key, const char *line,
+                 int64_t now_ms)
+{
+	if (key == NULL)
+		key = "";
+	if (p->shown && strcmp(p->line, line) == 0)
+		return 0;
+	/* Numbers alone (free %, position) wait out the quiet minute. */
+	if (p->shown && strcmp(p->key, key) == 0 &&
+	    now_ms - p->at_ms < CLI_PROGRESS_QUIET_MS)
+		return 0;
+	snprintf(p->key, sizeof p->key, "%s", key);
+	snprintf(p->line, sizeof p->line, "%s", line);
+	p->at_ms = now_ms;
+	p->shown = 1;
+	return 1;
+}
+
 const struct cli_option cli_job_options[] = {
     {"wait-free", 0, CLI_FREE, "PCT|SIZE", 0, 0,
      "start only when free memory is >= PCT%, or\n"

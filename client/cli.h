@@ -334,6 +334,23 @@ void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
 void cli_queue_line_wait(int position, int of, const struct cli_wait *w,
                          char *buf, size_t len);
 
+/* Progress lines where they are not redrawn in place (stderr is a log or a
+ * pipe, not a terminal): a new line at once when what the job waits for
+ * changes (the waiting_for kind, or the job it waits behind, which the
+ * word carries: "after 7"), else at most one a minute, so a free % creeping
+ * by a point does not fill the log with lines. Zero it to start afresh. */
+#define CLI_PROGRESS_QUIET_MS 60000
+struct cli_progress {
+	char key[64];   /* the waiting_for of the last line printed */
+	char line[256]; /* the last line printed */
+	int64_t at_ms;  /* when it was printed, on the caller's clock */
+	int shown;      /* a line has been printed */
+};
+/* 1 when line, of a job waiting for key, is to be printed at now_ms (and
+ * it is remembered as printed), else 0. */
+int cli_progress_due(struct cli_progress *p, const char *key, const char *line,
+                     int64_t now_ms);
+
 /*
  * A sparkline of n values scaled between lo and hi, one block character
  * (U+2581..U+2588) per value; NaN values print as a space. Writes at most

@@ -539,9 +539,11 @@ watch_queued(struct cli *cli, int64_t id)
 {
 	struct sl_notification note;
 	struct sl_job j;
+	struct cli_progress progress;
 	char why[192], line[256], last[256] = "";
-	int tty = isatty(STDERR_FILENO), subscribed = 0, of;
+	int tty = isatty(STDERR_FILENO), subscribed = 0, of, due;
 
+	memset(&progress, 0, sizeof progress);
 	for (;;) {
 		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0};
 		if (sl_show(cli->client, id, 0, &j) < 0)
@@ -556,8 +558,13 @@ watch_queued(struct cli *cli, int64_t id)
 		               sizeof why);
 		snprintf(line, sizeof line, "queued: position %d of %d, %s",
 		         j.position, of > j.position ? of : j.position, why);
+		/* Not a terminal: a line when the kind of wait changes,
+		 * else at most one a minute. */
+		due = strcmp(line, last) != 0 &&
+		      (tty || cli_progress_due(&progress, j.waiting_for, line,
+		                               cli_now_ms()));
 		sl_job_clear(&j);
-		if (strcmp(line, last) != 0) {
+		if (due) {
 			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
 			fflush(stderr);
 			snprintf(last, sizeof last, "%s", line);

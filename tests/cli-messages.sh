@@ -43,6 +43,7 @@ grep -q "did you mean 4096M?" "$SL_TMP/s.err" || fail "--expect 4096 message: $(
 [ "$(njobs)" = "$before" ] || fail "a refused size queued a job"
 id=$(ctl submit --hold --swap-budget 0 -- true)
 [ "$(jget "$(ctl show --json "$id")" 'j["swap_budget_bytes"]')" = 0 ] || fail "--swap-budget 0 is not none"
+ctl cancel "$id" >/dev/null
 id=$(ctl submit --hold --swap-budget 8B --expect 1048576 -- true)
 j=$(ctl show --json "$id")
 [ "$(jget "$j" 'j["swap_budget_bytes"], j["expect_bytes"]')" = "(8, 1048576)" ] || fail "8B / 1048576: $j"
@@ -51,4 +52,45 @@ rc=0; ctl update "$id" --swap-budget 100 2>/dev/null || rc=$?
 ctl cancel "$id" >/dev/null
 ok "a bare size below 1M: exit 2 with did-you-mean; 0, 8B and 1048576 as written"
 
+# --- progress lines when stderr is not a terminal: a line when the kind of
+# wait changes, not one per point of free % (at most one a minute) ---
+free_near() { [ "$(jget "$(ctl info --json)" 'round(j["free_pct"])')" = "$1" ]; }
+set_pct() { sl_meminfo $((16777216 * $1 / 100)); poll 5 free_near "$1" || fail "$1% not seen"; }
+set_pct 25
+ctl_exec run --wait-free 40 -- true 2>"$SL_TMP/p-run.err" &
+runner=$!
+SL_KILL_PIDS+=("$runner")
+poll 5 grep -q "^queued:" "$SL_TMP/p-run.err" || fail "no queue line from run"
+rid=$(jget "$(ctl status --json)" 'max(x["id"] for x in j["jobs"])')
+wid=$(ctl submit --wait-free 40 -- true)
+ctl wait "$wid" >/dev/null 2>"$SL_TMP/p-wait.err" &
+waiter=$!
+SL_KILL_PIDS+=("$waiter")
+poll 5 grep -q "^queued:" "$SL_TMP/p-wait.err" || fail "no queue line from wait"
+for pct in 26 27 28 29 30 31; do
+	set_pct "$pct"
+	# wait looks again each second: give it time to see some steps
+	sleep 0.3
+done
+ctl hold "$rid" >/dev/null
+ctl hold "$wid" >/dev/null
+poll 5 grep -q "held" "$SL_TMP/p-run.err" || fail "no line from run when held: $(cat "$SL_TMP/p-run.err")"
+poll 5 grep -q "held" "$SL_TMP/p-wait.err" || fail "no line from wait when held: $(cat "$SL_TMP/p-wait.err")"
+ctl release "$rid" >/dev/null
+ctl release "$wid" >/dev/null
+set_pct 50
+rc=0; wait "$runner" || rc=$?
+[ "$rc" = 0 ] || fail "run exited $rc: $(cat "$SL_TMP/p-run.err")"
+rc=0; wait "$waiter" || rc=$?
+[ "$rc" = 0 ] || fail "wait exited $rc: $(cat "$SL_TMP/p-wait.err")"
+for f in p-run p-wait; do
+	grep -q "^queued: .*held" "$SL_TMP/$f.err" || fail "$f: no held line: $(cat "$SL_TMP/$f.err")"
+	# each line says a different kind of wait than the one before: none
+	# for the numbers alone (the steps of free %, a position)
+	same=$(grep "^queued:" "$SL_TMP/$f.err" | tr -d '0-9.' | uniq -d)
+	[ -z "$same" ] || fail "$f: a line for numbers alone: $(cat "$SL_TMP/$f.err")"
+done
+ok "not a terminal: a queue line when the kind of wait changes, not per point of free %"
+
 echo PASS
+

@@ -662,6 +662,29 @@ test_no_color(void **state)
 	unsetenv("NO_COLOR");
 }
 
+/* Not on a terminal: a line when the kind of wait changes, else at most
+ * one a minute; the same line never twice. */
+static void
+test_progress_due(void **state)
+{
+	struct cli_progress p;
+
+	(void)state;
+	memset(&p, 0, sizeof p);
+	assert_int_equal(cli_progress_due(&p, "free", "free 25% < 40%", 0), 1);
+	assert_int_equal(cli_progress_due(&p, "free", "free 26% < 40%", 1000),
+	                 0);
+	assert_int_equal(cli_progress_due(&p, "free", "free 27% < 40%", 59999),
+	                 0);
+	assert_int_equal(
+	    cli_progress_due(&p, "held", "free 27%, held", 60000 - 1), 1);
+	assert_int_equal(cli_progress_due(&p, "after 7", "job 7", 60500), 1);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8", 60600), 1);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8", 200000), 0);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8.", 120599), 0);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8.", 120600), 1);
+}
+
 static void
 test_safe(void **state)
 {
@@ -746,6 +769,7 @@ main(void)
 	    cmocka_unit_test(test_meter_due),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_no_color),
+	    cmocka_unit_test(test_progress_due),
 	    cmocka_unit_test(test_safe),
 	    cmocka_unit_test(test_print_json),
 	};

@@ -149,19 +149,33 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
     return s + "".join(out)
 
 
+# Not on a terminal, a line whose wait is of the same kind as the last one
+# printed (only its numbers moved) waits this long after it.
+PROGRESS_QUIET_S = 60.0
+
+
 class QueueLine:
-    """The queue line on stderr: redrawn in place on a terminal, one line a
-    change otherwise."""
+    """The queue line on stderr: redrawn in place on a terminal; otherwise
+    a line when what the job waits for changes (the waiting_for kind, or
+    the job it waits behind), else at most one a minute, as stageloadctl
+    does."""
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.last = ""
         self.open = False
+        self.key: Optional[str] = None
+        self.at = 0.0
 
-    def show(self, text: str) -> None:
+    def show(self, text: str, key: Optional[str] = None) -> None:
         if self.quiet or text == self.last:
             return
+        if not self.tty:
+            now = time.monotonic()
+            if self.last and key == self.key and now - self.at < PROGRESS_QUIET_S:
+                return
+            self.key, self.at = key, now
         self.last = text
         if self.tty:
             sys.stderr.write("\r\033[K" + text)
@@ -197,7 +211,8 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
             if m == "queue":
                 line.show(queue_line(p.get("position", 0), p.get("of", 0),
                                      p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
-                                     p.get("waiting_for"), wait_free_bytes, total))
+                                     p.get("waiting_for"), wait_free_bytes, total),
+                          p.get("waiting_for") or "free")
             elif m == "admitted":
                 return int(p.get("attempt", 1))
             elif m == "ended":

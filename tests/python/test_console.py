@@ -118,3 +118,31 @@ def test_console_help_version_and_the_dash_dash_hint(env):
     r = run("guard", "--bogus", "--", "true")
     assert r.returncode == 2 and "--bogus" in r.stderr and "goes after" not in r.stderr, r
     assert job_count(env) == before
+
+
+def test_queue_line_not_a_terminal(monkeypatch, capsys):
+    """Not on a terminal: a line when the kind of wait changes, else at
+    most one a minute; free % creeping by a point prints nothing (item 6)."""
+    import importlib
+    guard = importlib.import_module("stageload.guard")
+    now = [1000.0]
+    monkeypatch.setattr(guard.time, "monotonic", lambda: now[0])
+    q = guard.QueueLine()
+    q.tty = False
+    q.show("queued: position 1 of 1, free 25% < 40%", "free")
+    for pct in range(26, 32):
+        now[0] += 1
+        q.show("queued: position 1 of 1, free %d%% < 40%%" % pct, "free")
+    q.show("queued: position 1 of 1, free 31%, held (release ID lets it start)", "held")
+    now[0] += 1
+    q.show("queued: position 1 of 1, free 31% < 40%", "free")
+    now[0] += 59.5
+    q.show("queued: position 1 of 1, free 32% < 40%", "free")
+    now[0] += 0.5
+    q.show("queued: position 1 of 1, free 33% < 40%", "free")
+    assert capsys.readouterr().err.splitlines() == [
+        "queued: position 1 of 1, free 25% < 40%",
+        "queued: position 1 of 1, free 31%, held (release ID lets it start)",
+        "queued: position 1 of 1, free 31% < 40%",
+        "queued: position 1 of 1, free 33% < 40%",
+    ]
