@@ -92,5 +92,27 @@ for f in p-run p-wait; do
 done
 ok "not a terminal: a queue line when the kind of wait changes, not per point of free %"
 
-echo PASS
+# --- a second daemon while another serves the socket clients reach by
+# default says so, and how to reach it ---
+"$SL_BIN/stageloadd" --socket "$SL_TMP/two.sock" --db "$SL_TMP/two.db" \
+	--proc-root "$SL_TMP/proc" --interval 0.1 >"$SL_TMP/two.log" 2>&1 &
+two=$!
+SL_KILL_PIDS+=("$two")
+poll 10 "$SL_BIN/stageloadctl" --socket "$SL_TMP/two.sock" info || fail "second daemon did not start"
+! grep -q "another daemon" "$SL_TMP/two.log" || fail "a warning with no other daemon on the default socket: $(cat "$SL_TMP/two.log")"
+kill -TERM "$two"
+wait "$two" 2>/dev/null || true
+STAGELOAD_SOCKET=$SOCK "$SL_BIN/stageloadd" --socket "$SL_TMP/two.sock" --db "$SL_TMP/two.db" \
+	--proc-root "$SL_TMP/proc" --interval 0.1 >"$SL_TMP/two.log" 2>&1 &
+two=$!
+SL_KILL_PIDS+=("$two")
+poll 10 "$SL_BIN/stageloadctl" --socket "$SL_TMP/two.sock" info || fail "second daemon did not start"
+poll 5 grep -q "another daemon serves $SOCK (from \$STAGELOAD_SOCKET)" "$SL_TMP/two.log" ||
+	fail "no word about the other daemon: $(cat "$SL_TMP/two.log")"
+grep -q "reach this daemon use --socket $SL_TMP/two.sock, or export STAGELOAD_SOCKET=$SL_TMP/two.sock" "$SL_TMP/two.log" ||
+	fail "no hint how to reach it: $(cat "$SL_TMP/two.log")"
+kill -TERM "$two"
+wait "$two" 2>/dev/null || true
+ok "a second daemon says which one the clients reach and how to reach it"
 
+echo PASS
