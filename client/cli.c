@@ -262,6 +262,30 @@ reason_text(const char *reason)
 	return text != NULL ? text : reason;
 }
 
+/* The state as the paragraph's first sentence says it: "is running",
+ * "has exited", "was killed" (not "is exited"). */
+static const char *
+state_phrase(const char *state)
+{
+	static const struct {
+		const char *state, *phrase;
+	} phrases[] = {
+	    {"exited", "has exited"},       {"killed", "was killed"},
+	    {"cancelled", "was cancelled"}, {"failed", "failed to start"},
+	    {"lost", "was lost"},
+	};
+	static char other[48];
+	size_t i;
+
+	for (i = 0; i < sizeof phrases / sizeof phrases[0]; i++)
+		if (strcmp(state, phrases[i].state) == 0)
+			return phrases[i].phrase;
+	/* queued, admitted, running, and a state this client does not
+	 * know */
+	snprintf(other, sizeof other, "is %s", state);
+	return other;
+}
+
 char *
 cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 {
@@ -274,7 +298,7 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 	sb_add_safe(&b, j->user[0] != '\0' ? j->user : "?");
 	if (j->attached)
 		sb_add(&b, " (attached)");
-	sb_add(&b, " is %s", j->state);
+	sb_add(&b, " %s", state_phrase(j->state));
 	if (strcmp(j->state, "queued") == 0 && j->position > 0)
 		sb_add(&b, " at position %d", j->position);
 	if (j->attempt > 1)

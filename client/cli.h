@@ -214,8 +214,21 @@ void cli_verror(const char *fmt, va_list ap)
  * CMD: reason" on one line. Returns EXIT_USAGE. */
 int cli_usage_error(const struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Report the client's last error on stderr; returns its exit code. */
+/* Report the client's last error on stderr (in the words of the command
+ * line: cli_daemon_words); returns its exit code. */
 int cli_fail(struct cli *cli);
+/* The same for job id: "job 4: no such job", or the message alone when it
+ * names the job already ("job 4 is not yours"). */
+int cli_fail_job(struct cli *cli, int64_t id);
+/* A daemon's message in the words of the command line: the wire names of
+ * job options as their options ("wait_free_bytes 42949672960" reads
+ * "--wait-free 40G"), a byte count beside its size dropped ("(25276502016
+ * bytes, 24G)" reads "(24G)"). */
+void cli_daemon_words(const char *msg, char *buf, size_t len);
+/* --wait-free SIZE against the machine's total memory from `info`: -1
+ * when it could be free (or the total is not known yet), else it says why
+ * and returns EXIT_USAGE. Needs a connection. */
+int cli_check_wait_free(struct cli *cli, uint64_t bytes);
 /* Whether the socket was named: --socket, or $STAGELOAD_SOCKET set and
  * not empty (sl_socket_path's order). */
 int cli_socket_given(const struct cli *cli);

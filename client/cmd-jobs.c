@@ -257,7 +257,8 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	/* A command that cannot start is refused here, as run refuses it,
 	 * rather than queued to fail later. */
 	if ((rc = cli_connect(cli)) != 0 ||
-	    (rc = cli_submit_command(&spec)) >= 0) {
+	    (rc = cli_submit_command(&spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, spec.wait_free_bytes)) >= 0) {
 		cli_submit_extra_free(&x);
 		return rc;
 	}
@@ -671,9 +672,7 @@ cmd_cancel(struct cli *cli, struct cli_args *args)
 	for (i = 0; i < n; i++) {
 		if (sl_cancel(cli->client, ids[i], &j) < 0) {
 			int code = sl_errcode(cli->client);
-			cli_error("job %" PRId64 ": %s", ids[i],
-			          sl_errmsg(cli->client));
-			status = cli_exit_for_error(code);
+			status = cli_fail_job(cli, ids[i]);
 			if (sl_error_is_connection(code))
 				break;
 			continue;

@@ -713,7 +713,8 @@ cmd_run(struct cli *cli, struct cli_args *args)
 	/* A mistyped command fails now, as submit's does, not after its
 	 * whole turn in the queue with a job left behind. */
 	if ((rc = cli_connect(cli)) != 0 ||
-	    (rc = cli_submit_command(&spec)) >= 0)
+	    (rc = cli_submit_command(&spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, spec.wait_free_bytes)) >= 0)
 		return rc;
 	r.c = cli->client;
 	snprintf(r.path, sizeof r.path, "%s", sl_path(r.c));

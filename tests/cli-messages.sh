@@ -115,4 +115,36 @@ kill -TERM "$two"
 wait "$two" 2>/dev/null || true
 ok "a second daemon says which one the clients reach and how to reach it"
 
+# --- errors in the command line's words ---
+before=$(njobs)
+rc=0; ctl submit --wait-free 40G -- true 2>"$SL_TMP/e.err" || rc=$?
+[ "$rc" = 2 ] || fail "--wait-free above total memory gave $rc, want 2"
+grep -q "^stageloadctl: submit: --wait-free 40G is above the machine's total memory (16G): it could never be free$" "$SL_TMP/e.err" ||
+	fail "above-total message: $(cat "$SL_TMP/e.err")"
+rc=0; ctl run --wait-free 40G -- true 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "run --wait-free above total memory gave $rc, want 2"
+[ "$(njobs)" = "$before" ] || fail "a refused --wait-free queued a job"
+h=$(ctl submit --hold -- true)
+rc=0; ctl update "$h" --wait-free 40G 2>"$SL_TMP/e.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "update: --wait-free 40G is above" "$SL_TMP/e.err" || fail "update above total: $rc $(cat "$SL_TMP/e.err")"
+ctl cancel "$h" >/dev/null
+# the id once, not "job 99: no job 99"
+for c in cancel hold release; do
+	rc=0; ctl "$c" 99999 2>"$SL_TMP/e.err" || rc=$?
+	[ "$rc" = 1 ] || fail "$c of no job gave $rc"
+	[ "$(grep -o "99999" "$SL_TMP/e.err" | wc -l)" = 1 ] || fail "$c: the id twice: $(cat "$SL_TMP/e.err")"
+done
+rc=0; ctl update 99999 --priority 0 2>"$SL_TMP/e.err" || rc=$?
+[ "$(grep -o "99999" "$SL_TMP/e.err" | wc -l)" = 1 ] || fail "update: the id: $(cat "$SL_TMP/e.err")"
+# an ended job's paragraph: "has exited", not "is exited"
+x=$(ctl submit -- true)
+ctl wait "$x" >/dev/null
+ctl show "$x" | head -1 | grep -q "^Job $x \"true\" of .* has exited\.$" || fail "show header: $(ctl show "$x" | head -1)"
+# the start hint names the socket that was asked for
+rc=0; "$SL_BIN/stageloadctl" --socket "$SL_TMP/none.sock" info 2>"$SL_TMP/e.err" || rc=$?
+[ "$rc" = 69 ] || fail "no daemon gave $rc"
+grep -q "^stageloadctl: daemon not running at $SL_TMP/none.sock (start it with: stageloadd --socket $SL_TMP/none.sock)$" "$SL_TMP/e.err" ||
+	fail "start hint: $(cat "$SL_TMP/e.err")"
+ok "errors name options and sizes, the id once, the start hint honours --socket"
+
 echo PASS

@@ -388,7 +388,7 @@ test_paragraph(void **state)
 	j.end_detail = "swap grew 9.0G since admission, over its 8.0G budget";
 	text = cli_job_paragraph(&j, 1764480100000, NULL);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana is killed."));
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana was killed."));
 	assert_non_null(strstr(text, "swap budget 8.0G"));
 	assert_non_null(strstr(text, "pid 4242"));
 	assert_non_null(strstr(text, "ran for 1m00s"));
@@ -662,6 +662,33 @@ test_no_color(void **state)
 	unsetenv("NO_COLOR");
 }
 
+/* A daemon's refusal in the command line's words: options, not wire
+ * names; sizes, not byte counts. */
+static void
+test_daemon_words(void **state)
+{
+	char buf[256];
+
+	(void)state;
+	cli_daemon_words("wait_free_bytes 42949672960 is above the machine's "
+	                 "total memory (25276502016 bytes, 24G): it could "
+	                 "never be free",
+	                 buf, sizeof buf);
+	assert_string_equal(buf, "--wait-free 40G is above the machine's "
+	                         "total memory (24G): it could never be free");
+	cli_daemon_words("expect_bytes 1024 is above x; wait_free_pct 95 is "
+	                 "above the daemon's max_wait_free (90)",
+	                 buf, sizeof buf);
+	assert_string_equal(buf, "--expect 1.0K is above x; --wait-free 95 is "
+	                         "above the daemon's max_wait_free (90)");
+	/* only whole words */
+	cli_daemon_words("my_expect_bytes 3 and expect_bytes_x", buf,
+	                 sizeof buf);
+	assert_string_equal(buf, "my_expect_bytes 3 and expect_bytes_x");
+	cli_daemon_words("no job 99", buf, 4);
+	assert_string_equal(buf, "no ");
+}
+
 /* Not on a terminal: a line when the kind of wait changes, else at most
  * one a minute; the same line never twice. */
 static void
@@ -769,6 +796,7 @@ main(void)
 	    cmocka_unit_test(test_meter_due),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_no_color),
+	    cmocka_unit_test(test_daemon_words),
 	    cmocka_unit_test(test_progress_due),
 	    cmocka_unit_test(test_safe),
 	    cmocka_unit_test(test_print_json),

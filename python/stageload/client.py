@@ -78,7 +78,7 @@ class DaemonNotRunning(StageloadError):
     """Nothing answers at the socket: path is where it was looked for."""
 
     def __init__(self, path: str, why: str = "") -> None:
-        msg = "daemon not running at %s (start it with: stageloadd)" % path
+        msg = "daemon not running at %s (start it with: %s)" % (path, start_hint(path))
         if why:
             msg += ": " + why
         super().__init__(0, msg)
@@ -100,6 +100,26 @@ def error_for(code: int, message: str, data: Any = None) -> StageloadError:
     return _BY_CODE.get(code, StageloadError)(code, message, data)
 
 
+def _own_socket() -> str:
+    """The per-user socket, where a stageloadd of this user listens."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "stageload.sock")
+    return "/tmp/stageload-%d/stageload.sock" % os.getuid()
+
+
+def start_hint(path: str) -> str:
+    """How to start a daemon on path, as the C library says it: a plain
+    stageloadd where it would listen there on its own (root's is the
+    system socket, anyone else's the per-user one), else with --socket."""
+    root = os.geteuid() == 0
+    if path == SYSTEM_SOCKET:
+        return "stageloadd" if root else "stageloadd, as root"
+    if not root and path == _own_socket():
+        return "stageloadd"
+    return "stageloadd --socket %s" % path
+
+
 def socket_path(explicit: Optional[str] = None) -> str:
     """The socket a client uses, as the C library picks it: explicit, then
     $STAGELOAD_SOCKET, then the system socket if it exists, then the
@@ -112,10 +132,7 @@ def socket_path(explicit: Optional[str] = None) -> str:
         return env
     if os.path.exists(SYSTEM_SOCKET):
         return SYSTEM_SOCKET
-    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
-    if xdg.startswith("/"):
-        return os.path.join(xdg, "stageload.sock")
-    return "/tmp/stageload-%d/stageload.sock" % os.getuid()
+    return _own_socket()
 
 
 # Every open client, so a forked child closes their sockets: the child must
