@@ -760,6 +760,7 @@ print_command(FILE *f, const struct cli_entry *e)
 	const struct cli_option *tables[] = {e->options, e->more_options};
 	const struct cli_option *o;
 	char label[128], *syn = cli_synopsis(e, 7, 79);
+	const char *ex;
 	int column = 6;
 	size_t t, n;
 
@@ -794,6 +795,13 @@ print_command(FILE *f, const struct cli_entry *e)
 	        "\nGlobal options, before or after the command: --socket "
 	        "PATH%s, -h, --help.\n",
 	        e->json != NULL ? ", --json" : "");
+	if ((ex = cli_examples(e->name)) != NULL) {
+		fprintf(f, "\nExamples:\n");
+		for (; *ex != '\0'; ex += n + (ex[n] == '\n')) {
+			n = strcspn(ex, "\n");
+			fprintf(f, "  %s %.*s\n", prog, (int)n, ex);
+		}
+	}
 }
 
 static void

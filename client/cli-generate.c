@@ -344,6 +344,8 @@ bash_value(FILE *f, const struct cli_option *o)
 		for (p = o->value; *p != '\0'; p++)
 			fputc(*p == '|' ? ' ' : *p, f);
 		fputs("' -- \"$cur\"))\n", f);
+	} else if (o->type == CLI_ID) {
+		fputs("_stageloadctl_ids\n", f);
 	} else if (o->type == CLI_TEXT && o->value != NULL &&
 	           (strcmp(o->value, "PATH") == 0 ||
 	            strcmp(o->value, "FILE") == 0)) {
@@ -364,13 +366,21 @@ bash(FILE *f)
 
 	fputs("# bash completion for stageloadctl, made by stageloadctl "
 	      "--generate complete-bash\n"
+	      /* Job ids: those status lists, of the daemon the command
+	       * line names (sock, of _stageloadctl). */
+	      "_stageloadctl_ids() {\n"
+	      "\tlocal ids\n"
+	      "\tids=$(command stageloadctl ${sock:+--socket \"$sock\"} "
+	      "status --all -o id 2>/dev/null | tail -n +2)\n"
+	      "\tCOMPREPLY=($(compgen -W \"$ids\" -- \"$cur\"))\n"
+	      "}\n"
 	      "_stageloadctl() {\n"
 	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} "
-	      "prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i\n"
+	      "prev=${COMP_WORDS[COMP_CWORD-1]} cmd= sock= i\n"
 	      "\tCOMPREPLY=()\n"
 	      "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
 	      "\t\tcase ${COMP_WORDS[i]} in\n"
-	      "\t\t--socket) ((i++)) ;;\n"
+	      "\t\t--socket) ((i++)); sock=${COMP_WORDS[i]} ;;\n"
 	      "\t\t-*) ;;\n"
 	      "\t\t*) cmd=${COMP_WORDS[i]}; break ;;\n"
 	      "\t\tesac\n"
@@ -422,6 +432,12 @@ bash(FILE *f)
 			/* after the options, a command line: the shell's own
 			 * completion */
 			fputs("\t\t[[ $cur == -* ]] || { compopt -o default; "
+			      "return; }\n",
+			      f);
+		else if (e->operands != NULL &&
+		         strncmp(e->operands, "ID", 2) == 0)
+			/* an operand: the job ids there are */
+			fputs("\t\t[[ $cur == -* ]] || { _stageloadctl_ids; "
 			      "return; }\n",
 			      f);
 		fputs("\t\tCOMPREPLY=($(compgen -W '", f);

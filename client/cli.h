@@ -107,6 +107,12 @@ struct cli_entry {
 	int (*exec)(struct cli *cli, struct cli_args *args);
 };
 
+/* cli-help.c: a command's examples, one per line without the program's
+ * name, or NULL; the command (or alias) a mistyped name is closest to,
+ * when one is close enough to suggest, else NULL. */
+const char *cli_examples(const char *name);
+const char *cli_suggest_command(const char *typed);
+
 /* cmd-list.h, in the order --help shows them; NULL-terminated. */
 extern const struct cli_entry *const cli_entries[];
 /* The entry called name (or with that alias), or NULL. */

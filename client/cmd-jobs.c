@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1114,6 +1115,10 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
 	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
 		return rc;
+	/* The filter compares names: a name nobody has would print
+	 * nothing, as if that user had no events. */
+	if (f.user != NULL && getpwnam(f.user) == NULL)
+		return cli_usage_error(cli, "--user %s: no such user", f.user);
 	if (follow && f.until_ms > 0)
 		return cli_usage_error(cli, "--until cannot be used with -f");
 	if (forward && cli_has(args, "lines"))

@@ -147,4 +147,38 @@ grep -q "^stageloadctl: daemon not running at $SL_TMP/none.sock (start it with: 
 	fail "start hint: $(cat "$SL_TMP/e.err")"
 ok "errors name options and sizes, the id once, the start hint honours --socket"
 
+# --- help: examples, completions, suggestions; --json refusals as the
+# docs list them; events of an unknown user; the CSV's time column ---
+for c in $(ctl --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {sub(",", "", $1); print $1}'); do
+	ctl "$c" --help >"$SL_TMP/h.out" || fail "$c --help"
+	grep -q "^Examples:$" "$SL_TMP/h.out" || fail "$c --help has no examples"
+	# (that each one parses is test_client_cli's test_examples_parse)
+	if ctl "$c" --json 1 2>&1 | grep -q "has no --json"; then
+		grep "^| \`--json\`" "$SL_SRC/docs/cli.md" | grep -q "\`$c\`" ||
+			fail "docs/cli.md's list of commands refusing --json lacks $c"
+	fi
+done
+ctl help completions | grep -q "source <(stageloadctl completions bash)" || fail "help completions"
+rc=0; ctl stauts 2>"$SL_TMP/e.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "unknown command 'stauts' (did you mean status?)" "$SL_TMP/e.err" ||
+	fail "stauts: $rc $(cat "$SL_TMP/e.err")"
+rc=0; ctl events --user no-such-user-sl 2>"$SL_TMP/e.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "no such user" "$SL_TMP/e.err" || fail "events --user unknown: $rc $(cat "$SL_TMP/e.err")"
+ctl events --user "$(id -un)" >/dev/null || fail "events --user of a real user"
+ctl history --since 1m --step 10s --format csv >"$SL_TMP/h.csv"
+head -1 "$SL_TMP/h.csv" | grep -q ',gap,time$' || fail "csv header: $(head -1 "$SL_TMP/h.csv")"
+sed -n 2p "$SL_TMP/h.csv" | grep -Eq ',[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$' ||
+	fail "csv time column: $(sed -n 2p "$SL_TMP/h.csv")"
+# bash completion: job ids after show and --job, of the daemon --socket names
+"$SL_BIN/stageloadctl" completions bash >"$SL_TMP/c.bash"
+jid=$(ctl submit --hold -- true)
+offered=$(PATH="$SL_BIN:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _stageloadctl; echo "${COMPREPLY[*]}"' \
+	- "$SL_TMP/c.bash" stageloadctl --socket "$SOCK" show "")
+case " $offered " in *" $jid "*) ;; *) fail "no job id $jid offered after show: '$offered'" ;; esac
+offered=$(PATH="$SL_BIN:$PATH" bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _stageloadctl; echo "${COMPREPLY[*]}"' \
+	- "$SL_TMP/c.bash" stageloadctl --socket "$SOCK" history --job "$jid")
+[ "$offered" = "$jid" ] || fail "--job $jid not completed: '$offered'"
+ctl cancel "$jid" >/dev/null
+ok "help with examples, completions with job ids, did-you-mean, --json refusals documented, events --user checked, CSV time"
+
 echo PASS

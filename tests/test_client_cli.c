@@ -662,6 +662,52 @@ test_no_color(void **state)
 	unsetenv("NO_COLOR");
 }
 
+/* Every command has examples in its --help, and each is a command line
+ * this build's parser accepts as it stands. */
+static void
+test_examples_parse(void **state)
+{
+	char line[256], *argv[32], *save, cause[256];
+	const struct cli_entry *e, *as;
+	const char *ex;
+	struct cli_args a;
+	struct cli cli;
+	size_t i, n;
+	int argc;
+
+	(void)state;
+	for (i = 0; (e = cli_entries[i]) != NULL; i++) {
+		ex = cli_examples(e->name);
+		assert_non_null(ex);
+		for (; *ex != '\0'; ex += n + (ex[n] == '\n')) {
+			n = strcspn(ex, "\n");
+			assert_true(n < sizeof line);
+			snprintf(line, sizeof line, "%.*s", (int)n, ex);
+			argc = 0;
+			for (argv[argc] = strtok_r(line, " ", &save);
+			     argv[argc] != NULL && argc < 31;
+			     argv[argc] = strtok_r(NULL, " ", &save)) {
+				if (argv[argc][0] == '>') /* the shell's */
+					break;
+				argc++;
+			}
+			argv[argc] = NULL;
+			as = cli_find_entry(argv[0]);
+			assert_ptr_equal(as, e);
+			memset(&cli, 0, sizeof cli);
+			if (cli_parse(e, argc, argv, &cli, &a, cause,
+			              sizeof cause) != 0)
+				fail_msg("%s: example '%.*s': %s", e->name,
+				         (int)n, ex, cause);
+		}
+	}
+	assert_string_equal(cli_suggest_command("stauts"), "status");
+	assert_string_equal(cli_suggest_command("sumbit"), "submit");
+	assert_string_equal(cli_suggest_command("hlep"), "help");
+	assert_null(cli_suggest_command("xyz"));
+	assert_null(cli_suggest_command("frobnicate"));
+}
+
 /* A daemon's refusal in the command line's words: options, not wire
  * names; sizes, not byte counts. */
 static void
@@ -796,6 +842,7 @@ main(void)
 	    cmocka_unit_test(test_meter_due),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_no_color),
+	    cmocka_unit_test(test_examples_parse),
 	    cmocka_unit_test(test_daemon_words),
 	    cmocka_unit_test(test_progress_due),
 	    cmocka_unit_test(test_safe),
