@@ -254,14 +254,6 @@ sb_add(struct sbuf *b, const char *fmt, ...)
 	}
 }
 
-static const char *
-reason_text(const char *reason)
-{
-	const char *text = names_end_text(reason);
-
-	return text != NULL ? text : reason;
-}
-
 /* The state as the paragraph's first sentence says it: "is running",
  * "has exited", "was killed" (not "is exited"). */
 static const char *
@@ -392,10 +384,18 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 			sb_add(&b, "killed by signal %d", j->signal);
 		else if (strcmp(j->state, "exited") == 0)
 			sb_add(&b, "exited with code %d", j->exit_code);
-		else if (j->end_reason[0] != '\0')
+		else if (j->end_reason[0] != '\0' &&
+		         names_end_text(j->end_reason) != NULL)
 			sb_add(&b, "%s because %s", j->state,
-			       reason_text(j->end_reason));
-		else
+			       names_end_text(j->end_reason));
+		else if (j->end_reason[0] != '\0')
+		/* a reason newer than this client: its wire name,
+		 * never "because time_limit" as if it were words */
+		{
+			sb_add(&b, "%s (end reason: ", j->state);
+			sb_add_safe(&b, j->end_reason);
+			sb_add(&b, ")");
+		} else
 			sb_add(&b, "%s", j->state);
 		if (strcmp(j->state, "killed") == 0 && j->signal > 0)
 			sb_add(&b, " (signal %d)", j->signal);

@@ -396,6 +396,29 @@ test_paragraph(void **state)
 	assert_non_null(strstr(text, "wait gives 124"));
 	assert_non_null(strstr(text, j.end_detail));
 	free(text);
+
+	/* every ended state in words; a reason in words, or (one newer
+	 * than this client) named as a reason, never "because time_limit" */
+	job(&j, "cancelled");
+	snprintf(j.end_reason, sizeof j.end_reason, "dependency");
+	j.ended_at_ms = 1764480061010;
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana was cancelled."));
+	assert_non_null(
+	    strstr(text, "cancelled because a job it starts after"));
+	free(text);
+	job(&j, "killed");
+	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	j.ended_at_ms = 1764480061010;
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(strstr(text, "killed (end reason: time_limit)"));
+	assert_null(strstr(text, "because"));
+	free(text);
+	job(&j, "exited");
+	j.ended_at_ms = 1764480061010;
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana has exited."));
+	free(text);
 }
 
 static void
