@@ -124,10 +124,11 @@ csv_stage(const char *name)
 }
 
 /*
- * The last column, time, is ts_ms as local time ("2026-11-30 05:00:00",
- * with milliseconds when the step is under a second), for a reader or a
- * spreadsheet; it comes last so that the columns before keep their
- * places.
+ * The column time is ts_ms as local time ("2026-11-30 05:00:00", with
+ * milliseconds when the step is under a second), for a reader or a
+ * spreadsheet. It follows the numbers so that they keep their places: it
+ * is the last column, but in a job's CSV before stage, the free text,
+ * which stays last.
  */
 static void
 print_csv(const struct sl_history *h)
@@ -138,7 +139,7 @@ print_csv(const struct sl_history *h)
 	if (h->job_id > 0)
 		printf("ts_ms,n,footprint_min_bytes,footprint_avg_bytes,"
 		       "footprint_max_bytes,swap_min_bytes,swap_avg_bytes,"
-		       "swap_max_bytes,stage,time\n");
+		       "swap_max_bytes,time,stage\n");
 	else
 		printf("ts_ms,n,free_pct_min,free_pct_avg,free_pct_max,"
 		       "swap_used_min_bytes,swap_used_avg_bytes,"
@@ -150,13 +151,13 @@ print_csv(const struct sl_history *h)
 		cli_time(b->ts_ms, h->step_ms < 1000, t, sizeof t);
 		if (h->job_id > 0) {
 			printf("%" PRId64 ",%" PRId64 ",%.0f,%.0f,%.0f,%.0f,"
-			       "%.0f,%.0f,",
+			       "%.0f,%.0f,%s,",
 			       b->ts_ms, b->n, b->footprint_bytes.min,
 			       b->footprint_bytes.avg, b->footprint_bytes.max,
 			       b->swap_bytes.min, b->swap_bytes.avg,
-			       b->swap_bytes.max);
+			       b->swap_bytes.max, t);
 			csv_stage(h->stages != NULL ? h->stages[i] : NULL);
-			printf(",%s\n", t);
+			putchar('\n');
 		} else
 			printf("%" PRId64 ",%" PRId64 ",%.2f,%.2f,%.2f,%.0f,"
 			       "%.0f,%.0f,%.0f,%.0f,%.0f,%s,%d,%s\n",

@@ -169,6 +169,8 @@ ctl history --since 1m --step 10s --format csv >"$SL_TMP/h.csv"
 head -1 "$SL_TMP/h.csv" | grep -q ',gap,time$' || fail "csv header: $(head -1 "$SL_TMP/h.csv")"
 sed -n 2p "$SL_TMP/h.csv" | grep -Eq ',[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$' ||
 	fail "csv time column: $(sed -n 2p "$SL_TMP/h.csv")"
+ctl history --job "$x" --step 10s --format csv | head -1 | grep -q ',swap_max_bytes,time,stage$' ||
+	fail "job csv header: $(ctl history --job "$x" --step 10s --format csv | head -1)"
 # bash completion: job ids after show and --job, of the daemon --socket names
 "$SL_BIN/stageloadctl" completions bash >"$SL_TMP/c.bash"
 jid=$(ctl submit --hold -- true)
