@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from typing import Any, Dict, List, Optional, Sequence
@@ -86,6 +87,27 @@ def _free_arg(v: str) -> "tuple[Optional[float], Optional[int]]":
             pass
     raise argparse.ArgumentTypeError(
         "%r is neither a percentage from 0 to 100 (40, 40%%, 37.5) nor a size (30G)" % v)
+
+
+# The wire names of job options a daemon's refusal may use, and the
+# console's options that set them (stageloadctl maps them the same way).
+_WIRE_WORDS = (("wait_free_bytes", "--wait-free", True),
+               ("swap_budget_bytes", "--swap-budget", True),
+               ("expect_bytes", "--expect", True),
+               ("wait_free_pct", "--wait-free", False),
+               ("retry_on_breach", "--retry-on-breach", False))
+
+
+def daemon_words(msg: str) -> str:
+    """A daemon's message in the console's words: option names for wire
+    names, sizes for byte counts ("wait_free_bytes 42949672960 ...
+    (25276502016 bytes, 24G)" reads "--wait-free 40G ... (24G)")."""
+    for wire, opt, sized in _WIRE_WORDS:
+        if sized:
+            msg = re.sub(r"(?<![\w])%s (\d+)(?![\w])" % wire,
+                         lambda m, o=opt: "%s %s" % (o, format_size(int(m.group(1)))), msg)
+        msg = re.sub(r"(?<![\w])%s(?![\w])" % wire, opt, msg)
+    return re.sub(r"\((\d+) bytes, ", "(", msg)
 
 
 def _split_command(argv: Sequence[str]) -> "tuple[List[str], List[str]]":
@@ -213,6 +235,18 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
     def on_wait_signal(sig: int, frame: Any) -> None:
         raise _Interrupted(sig)
 
+    # What can be checked here is a usage error in the console's words
+    # (exit 2), as stageloadctl does: a size that could never be free.
+    if wait_free[1]:
+        try:
+            total = int((c.info().get("sample") or {}).get("total_bytes") or 0)
+        except (StageloadError, OSError):
+            total = 0
+        if total and wait_free[1] > total:
+            _err("guard: --wait-free %s is above the machine's total memory (%s): it "
+                 "could never be free" % (format_size(wait_free[1]), format_size(total)))
+            c.close()
+            return EXIT_USAGE
     old = {s: signal.signal(s, on_wait_signal) for s in FORWARDED}
     try:
         try:
@@ -223,7 +257,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
                            exclusive=args.exclusive or None,
                            retry_on_breach=args.retry_on_breach)
         except StageloadError as e:
-            _err(e.message)
+            _err(daemon_words(e.message))
             if isinstance(e, ConnectionLost):
                 return EXIT_UNAVAILABLE
             return EXIT_NOPERM if e.code == E_PERM else EXIT_JOB_NOTRUN

@@ -146,3 +146,21 @@ def test_queue_line_not_a_terminal(monkeypatch, capsys):
         "queued: position 1 of 1, free 31% < 40%",
         "queued: position 1 of 1, free 33% < 40%",
     ]
+
+
+def test_console_errors_in_its_own_words(env):
+    """A --wait-free size above total memory is a usage error said with
+    the option and sizes (exit 2, nothing queued); the daemon's refusals
+    are said with option names too (item 11)."""
+    before = job_count(env)
+    r = run("guard", "--wait-free", "40G", "--", "true")
+    assert r.returncode == 2, r
+    assert ("guard: --wait-free 40G is above the machine's total memory (16G): it could "
+            "never be free") in r.stderr, r
+    assert job_count(env) == before
+    from stageload.cli import daemon_words
+    assert daemon_words("wait_free_bytes 42949672960 is above the machine's total memory "
+                        "(25276502016 bytes, 24G): it could never be free") == (
+        "--wait-free 40G is above the machine's total memory (24G): it could never be free")
+    assert daemon_words("expect_bytes 1024 is above x; my_expect_bytes 3") == (
+        "--expect 1.0K is above x; my_expect_bytes 3")
