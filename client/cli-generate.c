@@ -184,6 +184,27 @@ mdoc_synopsis(FILE *f, const struct cli_entry *e)
 	}
 }
 
+/* Every command's examples, as --help shows them, in a literal display
+ * (no word in it is read as a macro). */
+static void
+man_examples(FILE *f)
+{
+	const struct cli_entry *e;
+	const char *ex;
+	size_t i, n;
+
+	fputs(".Sh EXAMPLES\n"
+	      ".Bd -literal -offset indent\n",
+	      f);
+	for (i = 0; (e = cli_entries[i]) != NULL; i++)
+		for (ex = cli_examples(e->name); ex != NULL && *ex != '\0';
+		     ex += n + (ex[n] == '\n')) {
+			n = strcspn(ex, "\n");
+			fprintf(f, "stageloadctl %.*s\n", (int)n, ex);
+		}
+	fputs(".Ed\n", f);
+}
+
 static void
 man_page(FILE *f)
 {
@@ -301,8 +322,10 @@ man_page(FILE *f)
 	      ".Cm wait\n"
 	      "exit with the job's status: its own code, 128+N for signal N,\n"
 	      "124 killed for its swap budget, 125 cancelled before it ran,\n"
-	      "126 could not be started, 127 command not found, 123 lost.\n"
-	      ".Sh SEE ALSO\n"
+	      "126 could not be started, 127 command not found, 123 lost.\n",
+	      f);
+	man_examples(f);
+	fputs(".Sh SEE ALSO\n"
 	      ".Xr stageload.conf 5 ,\n"
 	      ".Xr stageloadd 8\n"
 	      ".Pp\n"

@@ -159,6 +159,8 @@ for c in $(ctl --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {sub(","
 	fi
 done
 ctl help completions | grep -q "source <(stageloadctl completions bash)" || fail "help completions"
+"$SL_BIN/stageloadctl" --generate man | sed -n '/^\.Sh EXAMPLES$/,/^\.Sh /p' >"$SL_TMP/ex.man"
+grep -q "^stageloadctl status --all --limit 10$" "$SL_TMP/ex.man" || fail "the man page has no EXAMPLES with status's"
 rc=0; ctl stauts 2>"$SL_TMP/e.err" || rc=$?
 [ "$rc" = 2 ] && grep -q "unknown command 'stauts' (did you mean status?)" "$SL_TMP/e.err" ||
 	fail "stauts: $rc $(cat "$SL_TMP/e.err")"
