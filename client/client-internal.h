@@ -14,9 +14,10 @@
 #include <cjson/cJSON.h>
 
 #include "proto.h"
+#include "socket-trust.h"
 #include "stageload.h"
 
-#define CLIENT_SYSTEM_SOCKET "/var/run/stageload.sock"
+#define CLIENT_SYSTEM_SOCKET SOCKET_SYSTEM_PATH
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 30000
 /* Answers are as large as what was asked: 100000 history buckets (the
@@ -64,12 +65,14 @@ struct sl_client {
 /*
  * The resolution order of sl_socket_path() with every input explicit, so
  * it can be tested without touching the environment or /var/run. NULL or
- * "" means unset; system_path is used when it exists.
+ * "" means unset; system_path is used when it exists. *kind: the rule
+ * socket_check applies to the path.
  */
 int client_socket_path_resolve(const char *explicit_path,
                                const char *env_socket, const char *system_path,
-                               const char *xdg_runtime, unsigned long uid,
-                               char *buf, size_t len);
+                               const char *xdg_runtime, const char *home,
+                               unsigned long uid, char *buf, size_t len,
+                               enum socket_kind *kind);
 
 int64_t client_mono_ms(void);
 /* Set the client's error (code and message); returns code. */

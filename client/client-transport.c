@@ -227,26 +227,34 @@ copy_path(char *buf, size_t len, const char *a, const char *b)
 int
 client_socket_path_resolve(const char *explicit_path, const char *env_socket,
                            const char *system_path, const char *xdg_runtime,
-                           unsigned long uid, char *buf, size_t len)
+                           const char *home, unsigned long uid, char *buf,
+                           size_t len, enum socket_kind *kind)
 {
 	struct stat st;
-	int n;
 
+	*kind = SOCKET_NAMED;
 	if (explicit_path != NULL && explicit_path[0] != '\0')
 		return copy_path(buf, len, explicit_path, NULL);
 	if (env_socket != NULL && env_socket[0] != '\0')
 		return copy_path(buf, len, env_socket, NULL);
 	if (system_path != NULL && system_path[0] != '\0' &&
-	    stat(system_path, &st) == 0)
+	    stat(system_path, &st) == 0) {
+		*kind = SOCKET_SYSTEM;
 		return copy_path(buf, len, system_path, NULL);
-	/* Only an absolute one, as the XDG base directory specification
-	 * says and the daemon does: a relative one is ignored. */
-	if (xdg_runtime != NULL && xdg_runtime[0] == '/')
-		return copy_path(buf, len, xdg_runtime, "/stageload.sock");
-	n = snprintf(buf, len, "/tmp/stageload-%lu/stageload.sock", uid);
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return 0;
+	}
+	/* The daemon's own default (socket-trust.c), or the two would not
+	 * meet. */
+	return socket_user_path(xdg_runtime, home, (uid_t)uid, buf, len, kind);
+}
+
+static int
+socket_path_kind(const char *explicit_path, char *buf, size_t len,
+                 enum socket_kind *kind)
+{
+	return client_socket_path_resolve(
+	    explicit_path, getenv("STAGELOAD_SOCKET"), CLIENT_SYSTEM_SOCKET,
+	    getenv("XDG_RUNTIME_DIR"), socket_home(), (unsigned long)getuid(),
+	    buf, len, kind);
 }
 
 /* How to start a daemon on path: a plain stageloadd where it would listen
@@ -261,9 +269,8 @@ start_hint(const char *path, char *buf, size_t len)
 		snprintf(buf, len, "stageloadd%s",
 		         geteuid() == 0 ? "" : ", as root");
 	else if (geteuid() != 0 &&
-	         client_socket_path_resolve(
-	             NULL, NULL, NULL, getenv("XDG_RUNTIME_DIR"),
-	             (unsigned long)getuid(), own, sizeof own) == 0 &&
+	         socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                          getuid(), own, sizeof own, NULL) == 0 &&
 	         strcmp(path, own) == 0)
 		snprintf(buf, len, "stageloadd");
 	else
@@ -274,9 +281,9 @@ start_hint(const char *path, char *buf, size_t len)
 int
 sl_socket_path(const char *explicit_path, char *buf, size_t len)
 {
-	return client_socket_path_resolve(
-	    explicit_path, getenv("STAGELOAD_SOCKET"), CLIENT_SYSTEM_SOCKET,
-	    getenv("XDG_RUNTIME_DIR"), (unsigned long)getuid(), buf, len);
+	enum socket_kind kind;
+
+	return socket_path_kind(explicit_path, buf, len, &kind);
 }
 
 static void
@@ -713,17 +720,24 @@ hello(sl_client *c)
 int
 sl_connect(sl_client *c, const char *path)
 {
+	enum socket_kind kind = SOCKET_NAMED;
 	struct sockaddr_un sun;
 	char hint[sizeof c->path + 32];
+	char why[sizeof c->errmsg];
 	int fd, rc;
 
 	sl_close(c);
 	if (path != NULL && path[0] != '\0')
 		rc = copy_path(c->path, sizeof c->path, path, NULL);
 	else
-		rc = sl_socket_path(NULL, c->path, sizeof c->path);
+		rc = socket_path_kind(NULL, c->path, sizeof c->path, &kind);
 	if (rc < 0)
 		return client_error(c, rc, "socket path too long");
+	/* Before anything is sent: whoever listens gets the requests (a
+	 * job's command, environment, directory) and is believed about the
+	 * uid it reports (docs/security.md, "The socket a client trusts"). */
+	if ((rc = socket_check(c->path, kind, geteuid(), why, sizeof why)) != 0)
+		return client_error(c, rc, "%s", why);
 
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
@@ -761,6 +775,11 @@ sl_connect(sl_client *c, const char *path)
 			    c->path);
 		return client_error(c, rc, "cannot connect to %s: %s", c->path,
 		                    strerror(-rc));
+	}
+	if ((rc = socket_peer_check(fd, c->path, kind, geteuid(), why,
+	                            sizeof why)) != 0) {
+		close(fd);
+		return client_error(c, rc, "%s", why);
 	}
 	c->fd = fd;
 	proto_reader_init(&c->reader, CLIENT_MAX_LINE);

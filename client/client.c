@@ -348,6 +348,8 @@ sl_submit(sl_client *c, const struct sl_job_spec *spec,
 		out->id = client_i64(r, "id", 0);
 		out->position = (int)client_i64(r, "position", 0);
 		out->queued = (int)client_i64(r, "queued", 0);
+		out->groups_capped = cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(r, "groups_capped"));
 	}
 	cJSON_Delete(root);
 	return 0;
@@ -523,6 +525,8 @@ sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out)
 		out->id = client_i64(r, "id", 0);
 		out->position = (int)client_i64(r, "position", 0);
 		out->queued = (int)client_i64(r, "queued", 0);
+		/* A resubmit keeps the groups of the first submit. */
+		out->groups_capped = 0;
 	}
 	cJSON_Delete(root);
 	return 0;
@@ -687,8 +691,8 @@ int
 sl_events_before(sl_client *c, int64_t before_id, int limit,
                  struct sl_event **events, size_t *nevents)
 {
-	struct sl_events_query q = {0, before_id > 0 ? before_id : -1, 0,
-	                            limit, 0};
+	struct sl_events_query q = {0, before_id > 0 ? before_id : -1, 0, limit,
+	                            0};
 
 	return sl_events_query(c, &q, events, nevents);
 }

@@ -8,6 +8,7 @@
  */
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,6 +105,30 @@ check_socket(struct doctor *d, const char *path)
 		       "socket %s: uid %u, mode %04o: neither a system "
 		       "daemon's (root, 0666) nor yours (0600)",
 		       path, (unsigned)sb.st_uid, mode);
+}
+
+/* A system daemon runs as root: its program and every library it loads
+ * must be root's (doctor.h); macOS only. */
+static void
+check_program(struct doctor *d, const char *socket_path)
+{
+	char program[1024], why[1200];
+	int rc;
+
+	rc = doctor_program_check(socket_path, program, sizeof program, why,
+	                          sizeof why);
+	if (rc == -ENOTSUP)
+		return;
+	if (rc == 0)
+		report(d, "PASS",
+		       "%s and the libraries it loads are root's, as are the "
+		       "directories above them",
+		       program);
+	else if (rc == 1)
+		report(d, "FAIL", "root runs %s: %s", program, why);
+	else
+		report(d, "WARN", "root's program%s%s not checked: %s",
+		       program[0] != '\0' ? " " : "", program, why);
 }
 
 static void
@@ -362,6 +387,7 @@ cmd_doctor(struct cli *cli, struct cli_args *args)
 	check_clock(&d, &in);
 
 	check_socket(&d, sl_path(cli->client));
+	check_program(&d, sl_path(cli->client));
 	if (in.has_sample)
 		check_kernel(&d, &in);
 	return doctor_end(&d);

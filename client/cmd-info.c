@@ -67,6 +67,33 @@ info_int(const cJSON *o, const char *name)
 	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 }
 
+/* Whether the daemon keeps the machine from idle sleep, and why; nothing
+ * from a daemon before keep_awake was in info. */
+static void
+info_print_awake(const cJSON *r)
+{
+	const cJSON *ka = cJSON_GetObjectItemCaseSensitive(r, "keep_awake");
+	const cJSON *hold, *why, *until;
+	char t[64], safe[512];
+
+	if (!cJSON_IsObject(ka))
+		return;
+	hold = cJSON_GetObjectItemCaseSensitive(ka, "hold");
+	why = cJSON_GetObjectItemCaseSensitive(ka, "why");
+	until = cJSON_GetObjectItemCaseSensitive(ka, "until_ms");
+	printf("awake      %s", !cJSON_IsString(hold) ? "not held"
+	                        : strcmp(hold->valuestring, "queue") == 0
+	                            ? "held for the queue"
+	                            : "held");
+	if (cJSON_IsString(why))
+		printf(": %s",
+		       cli_safe(why->valuestring, 0, safe, sizeof safe));
+	if (cJSON_IsNumber(until) && cJSON_IsString(hold))
+		printf(", until %s",
+		       cli_time((int64_t)until->valuedouble, 0, t, sizeof t));
+	printf("\n");
+}
+
 /*
  * The config file and the job defaults in effect, from info's config_path
  * and defaults (a daemon before them has neither: nothing is printed).
@@ -127,6 +154,7 @@ info_print_config(struct cli *cli)
 		           : cli_size((uint64_t)info_int(lim, "min_free_disk"),
 		                      c, sizeof c));
 	}
+	info_print_awake(r);
 	cJSON_Delete(r);
 }
 

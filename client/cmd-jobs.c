@@ -268,9 +268,17 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	cli_submit_extra_free(&x);
 	if (rc < 0)
 		return cli_fail(cli);
+	if (sub.groups_capped)
+		cli_error("warning: this shell has as many groups as macOS "
+		          "passes on to the daemon (macOS: 16): job %" PRId64
+		          " gets these, and any more groups your account has "
+		          "are left out (docs/macos.md, \"Detached jobs on a "
+		          "Mac\"); stageloadctl run keeps them all",
+		          sub.id);
 	if (cli->json)
-		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d}\n",
-		       sub.id, sub.position, sub.queued);
+		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d%s}\n",
+		       sub.id, sub.position, sub.queued,
+		       sub.groups_capped ? ",\"groups_capped\":true" : "");
 	else
 		printf("%" PRId64 "\n", sub.id);
 	return EXIT_OK;
@@ -491,8 +499,37 @@ cmd_status(struct cli *cli, struct cli_args *args)
 
 /* ---- show ---- */ /* ---- show ---- */
 
-/* The job's stages, and what past runs of its name reached, come with the
- * show answer as JSON, which sl_job does not carry. */
+/* The groups the job started without, its user having left them since it
+ * was submitted (the show answer's groups_dropped). */
+static void
+show_groups_dropped(const char *show_json, FILE *f)
+{
+	const cJSON *g, *v;
+	cJSON *r;
+	int first = 1;
+
+	if (show_json == NULL || (r = cJSON_Parse(show_json)) == NULL)
+		return;
+	g = cJSON_GetObjectItemCaseSensitive(r, "groups_dropped");
+	if (cJSON_IsArray(g) && cJSON_GetArraySize(g) > 0) {
+		fprintf(f, "Started without group%s",
+		        cJSON_GetArraySize(g) > 1 ? "s" : "");
+		cJSON_ArrayForEach(v, g)
+		{
+			if (cJSON_IsNumber(v)) {
+				fprintf(f, "%s %.0f", first ? "" : ",",
+				        v->valuedouble);
+				first = 0;
+			}
+		}
+		fprintf(f, " of its submitter's: its user was no longer in "
+		           "them when it started.\n");
+	}
+	cJSON_Delete(r);
+}
+
+/* The job's stages, what past runs of its name reached and the groups it
+ * lost come with the show answer as JSON, which sl_job does not carry. */
 static void
 show_stages(struct cli *cli, int64_t id)
 {
@@ -500,9 +537,54 @@ show_stages(struct cli *cli, int64_t id)
 
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
 	if (sl_call(cli->client, "show", params, &out) == 0) {
+		show_groups_dropped(out, stdout);
 		cli_print_stages(out, cli_now_ms(), stdout);
 		cli_print_learned(out, stdout);
 	}
+	sl_free(out);
+}
+
+/* A detached job whose log stopped growing (docs/jobs.md): the daemon's
+ * newest output_dropped event says from which byte of its output and at
+ * which bound. */
+static void
+show_output_dropped(struct cli *cli, int64_t id)
+{
+	const cJSON *evs, *e, *kind, *det, *from, *bound;
+	char params[96], *out = NULL;
+	cJSON *r = NULL;
+	const cJSON *last = NULL;
+
+	snprintf(params, sizeof params,
+	         "{\"job_id\":%" PRId64 ",\"before_id\":9007199254740992,"
+	         "\"limit\":1000}",
+	         id);
+	if (sl_call(cli->client, "events", params, &out) != 0 ||
+	    (r = cJSON_Parse(out)) == NULL)
+		goto done;
+	evs = cJSON_GetObjectItemCaseSensitive(r, "events");
+	cJSON_ArrayForEach(e, evs)
+	{
+		kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+		if (cJSON_IsString(kind) &&
+		    strcmp(kind->valuestring, "output_dropped") == 0) {
+			last = e; /* newest first: the first is the newest */
+			break;
+		}
+	}
+	if (last == NULL)
+		goto done;
+	det = cJSON_GetObjectItemCaseSensitive(last, "detail");
+	from = cJSON_GetObjectItemCaseSensitive(det, "from_byte");
+	bound = cJSON_GetObjectItemCaseSensitive(det, "bound");
+	printf("Output dropped from byte %.0f (%s): the log says how much\n",
+	       cJSON_IsNumber(from) ? from->valuedouble : 0.0,
+	       cJSON_IsString(bound) &&
+	               strcmp(bound->valuestring, "max_log_bytes_per_uid") == 0
+	           ? "max_log_bytes_per_uid"
+	           : "min_free_disk");
+done:
+	cJSON_Delete(r);
 	sl_free(out);
 }
 
@@ -620,6 +702,8 @@ cmd_show(struct cli *cli, struct cli_args *args)
 		fputs(text, stdout);
 	free(text);
 	show_stages(cli, id);
+	if (!j.attached)
+		show_output_dropped(cli, id);
 	if (env && j.env != NULL) {
 		printf("Environment:\n");
 		for (i = 0; j.env[i] != NULL; i++) {
@@ -889,14 +973,18 @@ cmd_logs(struct cli *cli, struct cli_args *args)
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (!cli_has(args, "raw")) {
-		/* Whose job it is decides whether its bytes are escaped: the
-		 * viewer is who the daemon sees (hello's uid). */
+		/* Whose job it is decides whether its bytes are escaped: raw
+		 * only for the viewer's own job, the viewer being this
+		 * process's uid and who the daemon sees (hello's uid) alike.
+		 * What the daemon says is believed only because the socket
+		 * passed the checks of sl_connect (root's or ours, in a
+		 * directory nobody else writes): a listener of another user's
+		 * is refused there, before it could claim our uid. */
 		const struct sl_hello *h = sl_hello_info(cli->client);
-		int64_t viewer =
-		    h != NULL && h->uid >= 0 ? h->uid : (int64_t)geteuid();
+		int64_t viewer = (int64_t)geteuid();
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			return cli_fail(cli);
-		out.escape = j.uid != viewer;
+		out.escape = j.uid != viewer || h == NULL || h->uid != viewer;
 		sl_job_clear(&j);
 	}
 	if (cli_has(args, "follow"))

@@ -661,7 +661,12 @@ report_end(struct run *r)
 	/* Responses come in order, so a breach sent before the answer has
 	 * arrived by now. */
 	drain(r);
+	/* Requeued: by our report, or by the daemon before it (it does not
+	 * wait for a report once the process is gone; PROTOCOL.md,
+	 * job_exit), when the answer is the job as it is now. */
 	if (r->requeued ||
+	    (rc == 0 && (strcmp(j.state, "queued") == 0 ||
+	                 strcmp(j.state, "admitted") == 0)) ||
 	    (rc == SL_E_STATE && sl_show(r->c, r->id, 0, &j) == 0 &&
 	     strcmp(j.state, "queued") == 0)) {
 		sl_job_clear(&j);

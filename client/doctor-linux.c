@@ -89,3 +89,17 @@ doctor_default_db(int system, char *buf, size_t len)
 	}
 	return put(buf, len, home, "/.local/state/stageload/stageload.db");
 }
+
+/* A root daemon on Linux is installed by the system's package manager
+ * into root's directories; its libraries are the distribution's. */
+int
+doctor_program_check(const char *socket_path, char *program, size_t programlen,
+                     char *why, size_t whylen)
+{
+	(void)socket_path;
+	if (programlen > 0)
+		program[0] = '\0';
+	if (whylen > 0)
+		why[0] = '\0';
+	return -ENOTSUP;
+}

@@ -79,8 +79,9 @@ void sl_client_free(sl_client *c);
  * The socket the library would connect to without an explicit path: the
  * first of $STAGELOAD_SOCKET (when set and not empty), the system socket
  * /var/run/stageload.sock if it exists, then the per-user socket
- * $XDG_RUNTIME_DIR/stageload.sock or /tmp/stageload-$UID/stageload.sock.
- * An explicit non-NULL, non-empty path wins over all of them. Returns 0, or
+ * $XDG_RUNTIME_DIR/stageload.sock, ~/.stageload/stageload.sock (a home of
+ * the user's own) or /tmp/stageload-$UID/stageload.sock. An explicit
+ * non-NULL, non-empty path wins over all of them. Returns 0, or
  * -ENAMETOOLONG when buf is too small.
  */
 int sl_socket_path(const char *explicit_path, char *buf, size_t len);
@@ -89,7 +90,10 @@ int sl_socket_path(const char *explicit_path, char *buf, size_t len);
  * Connect to path (NULL or "" resolves it as sl_socket_path() does) and
  * say hello. A connected client is closed first, so this also reconnects.
  * When the daemon does not run: -ENOENT or -ECONNREFUSED with the message
- * "daemon not running at PATH (start it with: stageloadd)".
+ * "daemon not running at PATH (start it with: stageloadd)". A socket that
+ * is not the caller's or root's, or is in a directory others can write,
+ * is refused before anything is sent: -EPERM, the message naming its
+ * owner and the way out (docs/client.md).
  */
 int sl_connect(sl_client *c, const char *path);
 /* Drop the connection; buffered notifications are discarded. */
@@ -350,6 +354,10 @@ struct sl_submitted {
 	int64_t id;
 	int position; /* 1-based place in the queue */
 	int queued;   /* jobs queued in all */
+	/* the caller's process has as many groups as the system passes on
+	 * to the daemon (macOS: 16): a detached job gets those, and any
+	 * more the caller's account has are left out */
+	int groups_capped;
 };
 /* -EINVAL, with nothing sent, for a detached job whose argv, cwd, name or
  * environment is not valid UTF-8 (the protocol carries text; the bytes

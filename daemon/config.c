@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,12 @@
 #endif
 
 static const char usage_text[] =
-    "usage: stageloadd [-fhvV] [--config FILE] [--socket PATH] [--db PATH]\n"
+    "usage: stageloadd [-fhvV] [--print-config] [--config FILE] [--socket "
+    "PATH]\n"
+    "                  [--db PATH]\n"
     "                  [--state-dir DIR] [--interval SECONDS]\n"
     "                  [--retention SPEC] [--proc-root DIR] [--grace TIME]\n"
-    "                  [--settle TIME]\n"
+    "                  [--settle TIME] [--log-file PATH] [--pid-file PATH]\n"
     "\n"
     "Samples system memory into sqlite, queues memory-hungry jobs and stops\n"
     "them when swap grows past their budget. Runs in the foreground.\n"
@@ -55,6 +58,13 @@ static const char usage_text[] =
     "  -f, --foreground   timestamp log lines (a terminal, launchd's log "
     "file)\n"
     "  -v, --verbose      log debug messages\n"
+    "  --log-file PATH    log to PATH (appended) instead of stderr; SIGUSR1\n"
+    "                     opens it again, after a rotation\n"
+    "  --pid-file PATH    write the daemon's pid to PATH while it runs\n"
+    "                     (newsyslog signals it through this)\n"
+    "  --print-config     print every setting as the config file and the\n"
+    "                     command line leave it, with a line of help, and\n"
+    "                     exit\n"
     "  -V, --version      print the version and exit\n"
     "  -h, --help         print this help and exit\n"
     "\n"
@@ -67,7 +77,7 @@ static const char usage_text[] =
     "  stageloadd --retention raw=1d,10m=5y\n"
     "\n"
     "SIGTERM or SIGINT stops the daemon and leaves running jobs alone;\n"
-    "SIGHUP re-reads the config file.\n";
+    "SIGHUP re-reads the config file; SIGUSR1 reopens the log file.\n";
 
 static int fail(char *cause, size_t causelen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -326,6 +336,418 @@ set_retention(struct store_retention *r, const char *v, char *cause,
 }
 
 /*
+ * The settings, one row each: name (the config key; the long option is
+ * the same with '-'), kind, member, range, default, whether SIGHUP applies
+ * it, where info reports it, and one line of help. The parser, the
+ * defaults, SIGHUP's reload, info's "defaults" and "limits", --print-config
+ * and the list in stageload.conf(5) and docs/daemon.md (compared by
+ * tests/config-table.sh) all come from here.
+ */
+enum setting_kind {
+	SET_PATH,     /* a char array */
+	SET_DURATION, /* int64_t ms; min, max in ms */
+	SET_INT,      /* int */
+	SET_DOUBLE,   /* double */
+	SET_SIZE,     /* size_t or uint64_t (len says which), bytes */
+	SET_SPECIAL,  /* its own set and print */
+};
+
+struct setting {
+	const char *name;
+	enum setting_kind kind;
+	size_t off, len;   /* the member */
+	size_t off2, len2; /* a second member it sets (len2 0: none) */
+	double min, max;
+	const char *def;  /* parsed as the file's value would be; NULL: code */
+	int reload;       /* SIGHUP applies it; else a change needs a restart */
+	const char *info; /* "defaults.KEY" or "limits.KEY" in info, or NULL */
+	int (*set)(struct config *, const struct setting *, const char *key,
+	           const char *v, char *cause, size_t causelen);
+	void (*print)(const struct config *, char *buf, size_t len);
+	const char *help;
+};
+
+#define M(m) offsetof(struct config, m), sizeof(((struct config *)0)->m)
+#define NO2 0, 0
+#define GIB_D 1073741824.0
+#define TIB_D (1024.0 * GIB_D)
+
+static int special_db(struct config *, const struct setting *, const char *,
+                      const char *, char *, size_t);
+static int special_retention(struct config *, const struct setting *,
+                             const char *, const char *, char *, size_t);
+static int special_admin_group(struct config *, const struct setting *,
+                               const char *, const char *, char *, size_t);
+static int special_min_free_disk(struct config *, const struct setting *,
+                                 const char *, const char *, char *, size_t);
+static int special_fast_interval(struct config *, const struct setting *,
+                                 const char *, const char *, char *, size_t);
+static void print_retention(const struct config *, char *, size_t);
+static void print_admin_group(const struct config *, char *, size_t);
+static void print_min_free_disk(const struct config *, char *, size_t);
+
+static const struct setting settings[] = {
+    /* paths: fixed for the daemon's life */
+    {"socket", SET_PATH, M(socket_path), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "the control socket"},
+    {"db", SET_PATH, M(db_path), NO2, 0, 0, NULL, 0, NULL, special_db, NULL,
+     "the sqlite database, in a directory only the daemon can write"},
+    {"state_dir", SET_PATH, M(state_dir), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "job logs and monitor status (default: the database's directory)"},
+    {"log_dir", SET_PATH, M(log_dir), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "job logs, e.g. on another file system (default: state_dir/jobs)"},
+    {"log_file", SET_PATH, M(log_file), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "log here (appended) instead of stderr; SIGUSR1 reopens it"},
+    {"pid_file", SET_PATH, M(pid_file), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "the daemon's pid, while it runs"},
+    {"proc_root", SET_PATH, M(proc_root), NO2, 0, 0, NULL, 0, NULL, NULL, NULL,
+     "read meminfo and pressure from here, not /proc (tests)"},
+    /* sampling */
+    {"interval", SET_DURATION, M(interval_ms), NO2, 10, 3600e3, "500ms", 0,
+     NULL, NULL, NULL, "the sample interval"},
+    {"fast_interval", SET_DURATION, M(fast_interval_ms), NO2, 0, 3600e3,
+     "100ms", 1, NULL, special_fast_interval, NULL,
+     "the interval while a job nears its budget or starts (0: never)"},
+    {"fast_swap", SET_DOUBLE, M(fast_swap_pct), NO2, 0, 100, "25", 1, NULL,
+     NULL, NULL, "% of a budget past which a job's growth samples fast"},
+    {"psi_warn", SET_DOUBLE, M(psi_warn), NO2, 0, 100, "10", 0, NULL, NULL,
+     NULL, "PSI some avg10 at which pressure is warn (Linux)"},
+    {"psi_critical", SET_DOUBLE, M(psi_critical), NO2, 0, 100, "40", 0, NULL,
+     NULL, NULL, "PSI some avg10 at which pressure is critical (Linux)"},
+    {"retention", SET_SPECIAL, M(retention), NO2, 0, 0,
+     "raw=2d,10s=14d,1m=90d,10m=2y,jobs=90d", 1, NULL, special_retention,
+     print_retention, "how long each tier of history and ended jobs are kept"},
+    /* job defaults and admission */
+    {"wait_free", SET_DOUBLE, M(default_wait_free_pct), NO2, 0, 100, "0", 1,
+     "defaults.wait_free_pct", NULL, NULL,
+     "free % a job waits for when it does not say"},
+    {"swap_budget", SET_SIZE, M(default_swap_budget_bytes), NO2, 0,
+     18446744073709551615.0, "0", 1, "defaults.swap_budget_bytes", NULL, NULL,
+     "swap growth a job may cause when it does not say (0: none)"},
+    {"max_running", SET_INT, M(max_running), NO2, 0, 1000000, "0", 1,
+     "defaults.max_running", NULL, NULL,
+     "jobs holding memory at once (0: no limit)"},
+    {"grace", SET_DURATION, M(grace_ms), NO2, 0, 3600e3, "10s", 1,
+     "defaults.grace_ms", NULL, NULL, "SIGTERM to SIGKILL"},
+    {"settle", SET_DURATION, M(settle_ms), NO2, 0, 86400e3, "30s", 1,
+     "defaults.settle_ms", NULL, NULL,
+     "longest wait for the last admitted job to settle (0: none)"},
+    {"settle_growth", SET_DOUBLE, M(settle_growth_pct), NO2, 0, 100, "1", 1,
+     "defaults.settle_growth_pct", NULL, NULL,
+     "growth % below which a job has settled"},
+    {"settle_samples", SET_INT, M(settle_samples), NO2, 1,
+     CONFIG_SETTLE_SAMPLES_MAX, "3", 1, "defaults.settle_samples", NULL, NULL,
+     "normal intervals the settle growth is judged over"},
+    {"admin_group", SET_SPECIAL, M(admin_gid), M(admin_group_set), 0, 0, "", 1,
+     NULL, special_admin_group, print_admin_group,
+     "a group whose members are trusted as root in the queue (empty: none)"},
+    {"max_wait_free", SET_DOUBLE, M(max_wait_free_pct), NO2, 0, 100, "95", 1,
+     "defaults.max_wait_free_pct", NULL, NULL,
+     "highest wait_free others may ask; cap of their reservations, % of total"},
+    {"hol_bound", SET_DURATION, M(hol_bound_ms), NO2, 0, 365 * 86400e3, "600s",
+     1, "defaults.hol_bound_ms", NULL, NULL,
+     "how long an unprivileged head (or exclusive job) holds others back"},
+    {"learn", SET_INT, M(learn), NO2, 0, 1, "1", 1, NULL, NULL, NULL,
+     "named jobs reserve their learned peak (1) or not (0)"},
+    {"learn_runs", SET_INT, M(learn_runs), NO2, 1, CONFIG_LEARN_RUNS_MAX, "5",
+     1, NULL, NULL, NULL, "the last runs of a name that are learned from"},
+    {"on_end_timeout", SET_DURATION, M(on_end_timeout_ms), NO2, 1000, 86400e3,
+     "60s", 1, NULL, NULL, NULL, "how long an on-end command may run"},
+    {"max_on_end_per_uid", SET_INT, M(max_on_end_per_uid), NO2, 1, 1000, "4", 1,
+     NULL, NULL, NULL, "on-end commands of one user at once"},
+    {"keep_awake", SET_INT, M(keep_awake), NO2, 0, 1, "1", 1, NULL, NULL, NULL,
+     "hold off idle sleep while a job holds memory (macOS)"},
+    {"keep_awake_queue", SET_DURATION, M(keep_awake_queue_ms), NO2, 0,
+     365 * 86400e3, "12h", 1, NULL, NULL, NULL,
+     "and while queued jobs could start, for this long since an admission"},
+    /* limits */
+    {"max_line", SET_SIZE, M(max_line_bytes), NO2, 1024, GIB_D, "4M", 1,
+     "limits.max_line_bytes", NULL, NULL, "longest request line"},
+    {"max_clients", SET_INT, M(max_clients), NO2, 1, 1000000, "4096", 1,
+     "limits.max_clients", NULL, NULL, "connections in all"},
+    {"max_clients_per_uid", SET_INT, M(max_clients_per_uid), NO2, 1, 1000000,
+     "256", 1, "limits.max_clients_per_uid", NULL, NULL,
+     "connections of one user"},
+    {"max_unread", SET_SIZE, M(max_unread_bytes), NO2, 65536, GIB_D, "16M", 1,
+     "limits.max_unread_bytes", NULL, NULL, "output queued for one connection"},
+    {"max_unread_per_uid", SET_SIZE, M(max_unread_bytes_per_uid), NO2, 65536,
+     TIB_D, "16M", 1, "limits.max_unread_bytes_per_uid", NULL, NULL,
+     "output queued for one user's connections"},
+    {"max_input_per_uid", SET_SIZE, M(max_input_bytes_per_uid), NO2, 65536,
+     TIB_D, "8M", 1, "limits.max_input_bytes_per_uid", NULL, NULL,
+     "unfinished requests of one user's connections"},
+    {"hello_timeout", SET_DURATION, M(hello_timeout_ms), NO2, 10, 3600e3, "10s",
+     1, "limits.hello_timeout_ms", NULL, NULL,
+     "time a connection has to say hello"},
+    {"max_queued_per_uid", SET_INT, M(max_queued_per_uid), NO2, 1, 1000000,
+     "1000", 1, "limits.max_queued_per_uid", NULL, NULL,
+     "queued or running jobs of one user"},
+    {"max_deferred_per_uid", SET_INT, M(max_deferred_per_uid), NO2, 1, 1000000,
+     "4096", 1, "limits.max_deferred_per_uid", NULL, NULL,
+     "wait and logs answers owed to one user"},
+    {"max_meters_per_uid", SET_INT, M(max_meters_per_uid), NO2, 1, 100000, "16",
+     1, "limits.max_meters_per_uid", NULL, NULL,
+     "process trees one user meters"},
+    {"max_argv", SET_SIZE, M(max_argv_bytes), NO2, 1024, GIB_D, "256K", 1,
+     "limits.max_argv_bytes", NULL, NULL, "a job's argv"},
+    {"max_env", SET_SIZE, M(max_env_bytes), NO2, 1024, GIB_D, "1M", 1,
+     "limits.max_env_bytes", NULL, NULL, "a job's environment"},
+    {"max_stored_bytes_per_uid", SET_SIZE, M(max_stored_bytes_per_uid), NO2,
+     65536, 1024.0 * TIB_D, "256M", 1, "limits.max_stored_bytes_per_uid", NULL,
+     NULL, "what one user's jobs hold in the database"},
+    {"max_ended_jobs_per_uid", SET_INT, M(max_ended_jobs_per_uid), NO2, 0,
+     100000000, "10000", 1, "limits.max_ended_jobs_per_uid", NULL, NULL,
+     "ended jobs of one user kept"},
+    {"max_log_bytes", SET_SIZE, M(max_log_bytes), NO2, 65536, 1024.0 * TIB_D,
+     "1G", 1, "limits.max_log_bytes", NULL, NULL,
+     "a detached job's log (its tail is kept)"},
+    {"max_log_bytes_per_uid", SET_SIZE, M(max_log_bytes_per_uid), NO2, 65536,
+     1024.0 * TIB_D, "4G", 1, "limits.max_log_bytes_per_uid", NULL, NULL,
+     "one user's job logs together (then their output is dropped)"},
+    {"min_free_disk", SET_SPECIAL, M(min_free_disk_bytes),
+     M(min_free_disk_auto), 0, 1024.0 * TIB_D, "auto", 1,
+     "limits.min_free_disk", special_min_free_disk, print_min_free_disk,
+     "free space below which only root's submits are taken (auto, or a size)"},
+    {"verbose", SET_INT, M(verbose), NO2, 0, 9, NULL, 1, NULL, NULL, NULL,
+     "log debug messages (1)"},
+};
+
+#define NSETTINGS (sizeof settings / sizeof settings[0])
+
+/* Sizes and durations exactly, in the largest unit that divides them. */
+static void
+print_exact(uint64_t n, int duration, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t mul;
+		const char *unit;
+	} sizes[] = {{1ull << 40, "T"},
+	             {1ull << 30, "G"},
+	             {1ull << 20, "M"},
+	             {1ull << 10, "K"}},
+	  times[] = {{604800000, "w"},
+	             {86400000, "d"},
+	             {3600000, "h"},
+	             {60000, "m"},
+	             {1000, "s"}};
+	size_t i, k = duration ? sizeof times / sizeof times[0]
+	                       : sizeof sizes / sizeof sizes[0];
+
+	for (i = 0; i < k && n != 0; i++) {
+		uint64_t mul = duration ? times[i].mul : sizes[i].mul;
+		if (n % mul == 0) {
+			snprintf(buf, len, "%llu%s",
+			         (unsigned long long)(n / mul),
+			         duration ? times[i].unit : sizes[i].unit);
+			return;
+		}
+	}
+	snprintf(buf, len, "%llu%s", (unsigned long long)n,
+	         duration ? "ms" : "");
+}
+
+static void *
+member(struct config *cfg, size_t off)
+{
+	return (char *)cfg + off;
+}
+
+static const void *
+cmember(const struct config *cfg, size_t off)
+{
+	return (const char *)cfg + off;
+}
+
+static int
+setting_set(struct config *cfg, const struct setting *s, const char *key,
+            const char *v, char *cause, size_t causelen)
+{
+	uint64_t n = 0;
+	size_t z = 0;
+	int rc;
+
+	if (s->set != NULL)
+		return s->set(cfg, s, key, v, cause, causelen);
+	switch (s->kind) {
+	case SET_PATH:
+		return set_path(member(cfg, s->off), s->len, key, v, cause,
+		                causelen);
+	case SET_DURATION:
+		return set_duration(member(cfg, s->off), key, v,
+		                    (int64_t)s->min, (int64_t)s->max, cause,
+		                    causelen);
+	case SET_INT:
+		return set_int(member(cfg, s->off), key, v, (int)s->min,
+		               (int)s->max, cause, causelen);
+	case SET_DOUBLE:
+		return set_double(member(cfg, s->off), key, v, s->min, s->max,
+		                  cause, causelen);
+	case SET_SIZE:
+		if ((rc = set_size(&z, key, v, (uint64_t)s->min,
+		                   s->max >= 18446744073709551615.0
+		                       ? UINT64_MAX
+		                       : (uint64_t)s->max,
+		                   cause, causelen)) != 0)
+			return rc;
+		n = z;
+		if (s->len == sizeof(uint64_t))
+			memcpy(member(cfg, s->off), &n, sizeof n);
+		else
+			memcpy(member(cfg, s->off), &z, sizeof z);
+		return 0;
+	case SET_SPECIAL:
+		break;
+	}
+	return fail(cause, causelen, "%s: no parser", key);
+}
+
+/* The value as the config file would give it, into buf. */
+static void
+setting_print(const struct config *cfg, const struct setting *s, char *buf,
+              size_t len)
+{
+	const void *p = cmember(cfg, s->off);
+	uint64_t n;
+
+	if (s->print != NULL) {
+		s->print(cfg, buf, len);
+		return;
+	}
+	switch (s->kind) {
+	case SET_PATH:
+		snprintf(buf, len, "%s", (const char *)p);
+		break;
+	case SET_SPECIAL: /* those have their own printer */
+		buf[0] = '\0';
+		break;
+	case SET_DURATION:
+		print_exact((uint64_t) * (const int64_t *)p, 1, buf, len);
+		break;
+	case SET_INT:
+		snprintf(buf, len, "%d", *(const int *)p);
+		break;
+	case SET_DOUBLE:
+		snprintf(buf, len, "%g", *(const double *)p);
+		break;
+	case SET_SIZE:
+		if (s->len == sizeof(uint64_t))
+			memcpy(&n, p, sizeof n);
+		else
+			n = *(const size_t *)p;
+		print_exact(n, 0, buf, len);
+		break;
+	}
+}
+
+static int
+special_db(struct config *cfg, const struct setting *s, const char *key,
+           const char *v, char *cause, size_t causelen)
+{
+	/* sqlite would take these as a URI (naming any file, which the
+	 * daemon's checks of the path would not see) or as an in-memory
+	 * database. */
+	if (strncmp(v, "file:", 5) == 0 || v[0] == ':')
+		return fail(cause, causelen,
+		            "%s: '%s' is not a plain path (sqlite would "
+		            "read it as a URI or a special name); write "
+		            "./%s for a file named so",
+		            key, v, v);
+	return set_path(member(cfg, s->off), s->len, key, v, cause, causelen);
+}
+
+static int
+special_retention(struct config *cfg, const struct setting *s, const char *key,
+                  const char *v, char *cause, size_t causelen)
+{
+	(void)s;
+	(void)key;
+	return set_retention(&cfg->retention, v, cause, causelen);
+}
+
+static int
+special_admin_group(struct config *cfg, const struct setting *s,
+                    const char *key, const char *v, char *cause,
+                    size_t causelen)
+{
+	(void)s;
+	return set_group(cfg, key, v, cause, causelen);
+}
+
+static int
+special_min_free_disk(struct config *cfg, const struct setting *s,
+                      const char *key, const char *v, char *cause,
+                      size_t causelen)
+{
+	size_t b = 0;
+	int rc;
+
+	if (strcmp(v, "auto") == 0) {
+		cfg->min_free_disk_auto = 1;
+		cfg->min_free_disk_bytes = 0;
+		return 0;
+	}
+	if ((rc = set_size(&b, key, v, 0, (uint64_t)s->max, cause, causelen)) !=
+	    0)
+		return rc;
+	cfg->min_free_disk_auto = 0;
+	cfg->min_free_disk_bytes = b;
+	return 0;
+}
+
+static int
+special_fast_interval(struct config *cfg, const struct setting *s,
+                      const char *key, const char *v, char *cause,
+                      size_t causelen)
+{
+	int64_t ms = 0;
+	int rc;
+
+	if ((rc = set_duration(&ms, key, v, (int64_t)s->min, (int64_t)s->max,
+	                       cause, causelen)) != 0)
+		return rc;
+	/* As fast as the interval may be, or 0: never fast. */
+	if (ms > 0 && ms < 10)
+		return fail(cause, causelen,
+		            "%s: '%s' is below 10ms (0: never fast)", key, v);
+	cfg->fast_interval_ms = ms;
+	return 0;
+}
+
+static void
+print_retention(const struct config *cfg, char *buf, size_t len)
+{
+	const struct store_retention *r = &cfg->retention;
+
+	char t[5][32];
+
+	print_exact((uint64_t)r->raw_ms, 1, t[0], sizeof t[0]);
+	print_exact((uint64_t)r->t10s_ms, 1, t[1], sizeof t[1]);
+	print_exact((uint64_t)r->t1m_ms, 1, t[2], sizeof t[2]);
+	print_exact((uint64_t)r->t10m_ms, 1, t[3], sizeof t[3]);
+	print_exact((uint64_t)r->jobs_ms, 1, t[4], sizeof t[4]);
+	snprintf(buf, len, "raw=%s,10s=%s,1m=%s,10m=%s,jobs=%s", t[0], t[1],
+	         t[2], t[3], t[4]);
+}
+
+static void
+print_admin_group(const struct config *cfg, char *buf, size_t len)
+{
+	if (cfg->admin_group_set)
+		snprintf(buf, len, "%u", (unsigned)cfg->admin_gid);
+	else
+		snprintf(buf, len, "%s", "");
+}
+
+static void
+print_min_free_disk(const struct config *cfg, char *buf, size_t len)
+{
+	if (cfg->min_free_disk_auto)
+		snprintf(buf, len, "auto");
+	else
+		print_exact(cfg->min_free_disk_bytes, 0, buf, len);
+}
+
+/*
  * One setting, from the command line or the config file. Config keys are
  * the long option names with '_' or '-'; a few limits exist only as keys.
  */
@@ -335,8 +757,6 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 {
 	char k[64];
 	size_t i;
-	long long n = 0;
-	int rc;
 
 	for (i = 0; key[i] != '\0' && i < sizeof k - 1; i++)
 		k[i] = key[i] == '-' ? '_' : key[i];
@@ -344,186 +764,82 @@ config_set(struct config *cfg, const char *key, const char *v, char *cause,
 
 	if (strncmp(key, "group.", 6) == 0)
 		return set_group_limit(cfg, key, v, cause, causelen);
-
-	if (strcmp(k, "socket") == 0)
-		return set_path(cfg->socket_path, sizeof cfg->socket_path, key,
-		                v, cause, causelen);
-	if (strcmp(k, "db") == 0) {
-		/* sqlite would take these as a URI (naming any file, which
-		 * the daemon's checks of the path would not see) or as an
-		 * in-memory database. */
-		if (strncmp(v, "file:", 5) == 0 || v[0] == ':')
-			return fail(
-			    cause, causelen,
-			    "%s: '%s' is not a plain path (sqlite would "
-			    "read it as a URI or a special name); write "
-			    "./%s for a file named so",
-			    key, v, v);
-		return set_path(cfg->db_path, sizeof cfg->db_path, key, v,
-		                cause, causelen);
-	}
-	if (strcmp(k, "state_dir") == 0)
-		return set_path(cfg->state_dir, sizeof cfg->state_dir, key, v,
-		                cause, causelen);
-	if (strcmp(k, "proc_root") == 0)
-		return set_path(cfg->proc_root, sizeof cfg->proc_root, key, v,
-		                cause, causelen);
-	if (strcmp(k, "interval") == 0)
-		return set_duration(&cfg->interval_ms, key, v, 10, 3600 * 1000,
-		                    cause, causelen);
-	if (strcmp(k, "retention") == 0)
-		return set_retention(&cfg->retention, v, cause, causelen);
-	if (strcmp(k, "grace") == 0)
-		return set_duration(&cfg->grace_ms, key, v, 0, 3600 * 1000,
-		                    cause, causelen);
-	if (strcmp(k, "settle") == 0)
-		return set_duration(&cfg->settle_ms, key, v, 0, DAY_MS, cause,
-		                    causelen);
-	if (strcmp(k, "hello_timeout") == 0)
-		return set_duration(&cfg->hello_timeout_ms, key, v, 10,
-		                    3600 * 1000, cause, causelen);
-	if (strcmp(k, "psi_warn") == 0)
-		return set_double(&cfg->psi_warn, key, v, 0, 100, cause,
-		                  causelen);
-	if (strcmp(k, "psi_critical") == 0)
-		return set_double(&cfg->psi_critical, key, v, 0, 100, cause,
-		                  causelen);
-	if (strcmp(k, "wait_free") == 0)
-		return set_double(&cfg->default_wait_free_pct, key, v, 0, 100,
-		                  cause, causelen);
-	if (strcmp(k, "settle_growth") == 0)
-		return set_double(&cfg->settle_growth_pct, key, v, 0, 100,
-		                  cause, causelen);
-	if (strcmp(k, "settle_samples") == 0)
-		return set_int(&cfg->settle_samples, key, v, 1,
-		               CONFIG_SETTLE_SAMPLES_MAX, cause, causelen);
-	if (strcmp(k, "on_end_timeout") == 0)
-		return set_duration(&cfg->on_end_timeout_ms, key, v, 1000,
-		                    DAY_MS, cause, causelen);
-	if (strcmp(k, "max_on_end_per_uid") == 0)
-		return set_int(&cfg->max_on_end_per_uid, key, v, 1, 1000, cause,
-		               causelen);
-	if (strcmp(k, "max_running") == 0)
-		return set_int(&cfg->max_running, key, v, 0, 1000000, cause,
-		               causelen);
-	if (strcmp(k, "admin_group") == 0)
-		return set_group(cfg, key, v, cause, causelen);
-	if (strcmp(k, "max_wait_free") == 0)
-		return set_double(&cfg->max_wait_free_pct, key, v, 0, 100,
-		                  cause, causelen);
-	if (strcmp(k, "hol_bound") == 0)
-		return set_duration(&cfg->hol_bound_ms, key, v, 0, 365 * DAY_MS,
-		                    cause, causelen);
-	if (strcmp(k, "max_clients") == 0)
-		return set_int(&cfg->max_clients, key, v, 1, 1000000, cause,
-		               causelen);
-	if (strcmp(k, "max_clients_per_uid") == 0)
-		return set_int(&cfg->max_clients_per_uid, key, v, 1, 1000000,
-		               cause, causelen);
-	if (strcmp(k, "max_deferred_per_uid") == 0)
-		return set_int(&cfg->max_deferred_per_uid, key, v, 1, 1000000,
-		               cause, causelen);
-	if (strcmp(k, "max_meters_per_uid") == 0)
-		return set_int(&cfg->max_meters_per_uid, key, v, 1, 100000,
-		               cause, causelen);
-	if (strcmp(k, "max_unread_per_uid") == 0)
-		return set_size(&cfg->max_unread_bytes_per_uid, key, v,
-		                64 * 1024, UINT64_C(1) << 40, cause, causelen);
-	if (strcmp(k, "max_input_per_uid") == 0)
-		return set_size(&cfg->max_input_bytes_per_uid, key, v,
-		                64 * 1024, UINT64_C(1) << 40, cause, causelen);
-	if (strcmp(k, "max_queued_per_uid") == 0)
-		return set_int(&cfg->max_queued_per_uid, key, v, 1, 1000000,
-		               cause, causelen);
-	if (strcmp(k, "max_ended_jobs_per_uid") == 0)
-		return set_int(&cfg->max_ended_jobs_per_uid, key, v, 0,
-		               100000000, cause, causelen);
-	if (strcmp(k, "max_stored_bytes_per_uid") == 0) {
-		size_t b = 0;
-		if ((rc = set_size(&b, key, v, 64 * 1024, (uint64_t)1 << 50,
-		                   cause, causelen)) != 0)
-			return rc;
-		cfg->max_stored_bytes_per_uid = b;
-		return 0;
-	}
-	if (strcmp(k, "min_free_disk") == 0) {
-		size_t b = 0;
-		if (strcmp(v, "auto") == 0) {
-			cfg->min_free_disk_auto = 1;
-			cfg->min_free_disk_bytes = 0;
-			return 0;
-		}
-		if ((rc = set_size(&b, key, v, 0, (uint64_t)1 << 50, cause,
-		                   causelen)) != 0)
-			return rc;
-		cfg->min_free_disk_auto = 0;
-		cfg->min_free_disk_bytes = b;
-		return 0;
-	}
-	if (strcmp(k, "max_log_bytes") == 0) {
-		size_t b = 0;
-		if ((rc = set_size(&b, key, v, 64 * 1024, (uint64_t)1 << 50,
-		                   cause, causelen)) != 0)
-			return rc;
-		cfg->max_log_bytes = b;
-		return 0;
-	}
-	if (strcmp(k, "swap_budget") == 0) {
-		size_t b = 0;
-		if ((rc = set_size(&b, key, v, 0, UINT64_MAX, cause,
-		                   causelen)) != 0)
-			return rc;
-		cfg->default_swap_budget_bytes = b;
-		return 0;
-	}
-	if (strcmp(k, "max_line") == 0)
-		return set_size(&cfg->max_line_bytes, key, v, 1024, 1u << 30,
-		                cause, causelen);
-	if (strcmp(k, "max_argv") == 0)
-		return set_size(&cfg->max_argv_bytes, key, v, 1024, 1u << 30,
-		                cause, causelen);
-	if (strcmp(k, "max_env") == 0)
-		return set_size(&cfg->max_env_bytes, key, v, 1024, 1u << 30,
-		                cause, causelen);
-	if (strcmp(k, "max_unread") == 0)
-		return set_size(&cfg->max_unread_bytes, key, v, 64 * 1024,
-		                1u << 30, cause, causelen);
-	if (strcmp(k, "learn") == 0) {
-		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
-			return rc;
-		cfg->learn = (int)n;
-		return 0;
-	}
-	if (strcmp(k, "learn_runs") == 0)
-		return set_int(&cfg->learn_runs, key, v, 1,
-		               CONFIG_LEARN_RUNS_MAX, cause, causelen);
-	if (strcmp(k, "fast_interval") == 0) {
-		if ((rc = set_duration(&cfg->fast_interval_ms, key, v, 0,
-		                       3600 * 1000, cause, causelen)) != 0)
-			return rc;
-		/* As fast as the interval may be, or 0: never fast. */
-		if (cfg->fast_interval_ms > 0 && cfg->fast_interval_ms < 10)
-			return fail(cause, causelen,
-			            "%s: '%s' is below 10ms (0: never fast)",
-			            key, v);
-		return 0;
-	}
-	if (strcmp(k, "fast_swap") == 0)
-		return set_double(&cfg->fast_swap_pct, key, v, 0, 100, cause,
-		                  causelen);
-	if (strcmp(k, "keep_awake") == 0) {
-		if ((rc = set_long(&n, key, v, 0, 1, cause, causelen)) != 0)
-			return rc;
-		cfg->keep_awake = (int)n;
-		return 0;
-	}
-	if (strcmp(k, "verbose") == 0) {
-		if ((rc = set_long(&n, key, v, 0, 9, cause, causelen)) != 0)
-			return rc;
-		cfg->verbose = (int)n;
-		return 0;
-	}
+	for (i = 0; i < NSETTINGS; i++)
+		if (strcmp(k, settings[i].name) == 0)
+			return setting_set(cfg, &settings[i], key, v, cause,
+			                   causelen);
 	return fail(cause, causelen, "unknown option '%s'", key);
+}
+
+void
+config_print(const struct config *cfg, FILE *f)
+{
+	char buf[1200];
+	size_t i;
+	int g;
+
+	for (i = 0; i < NSETTINGS; i++) {
+		setting_print(cfg, &settings[i], buf, sizeof buf);
+		/* An empty path is no value: a file could not say it. */
+		fprintf(f, "# %s%s\n%s%s = %s\n", settings[i].help,
+		        settings[i].reload ? "" : " (a change needs a restart)",
+		        settings[i].kind == SET_PATH && buf[0] == '\0' ? "#"
+		                                                       : "",
+		        settings[i].name, buf);
+	}
+	for (g = 0; g < cfg->ngroups; g++)
+		fprintf(f, "group.%s.max_running = %d\n", cfg->groups[g].name,
+		        cfg->groups[g].max_running);
+}
+
+int
+config_info(const struct config *cfg, cJSON *defaults, cJSON *limits)
+{
+	const struct setting *s;
+	const void *p;
+	uint64_t n;
+	cJSON *o;
+	size_t i;
+
+	for (i = 0; i < NSETTINGS; i++) {
+		s = &settings[i];
+		if (s->info == NULL)
+			continue;
+		o = strncmp(s->info, "limits.", 7) == 0 ? limits : defaults;
+		p = cmember(cfg, s->off);
+		const char *key = strchr(s->info, '.') + 1;
+		if (s->print == print_min_free_disk &&
+		    cfg->min_free_disk_auto) {
+			if (cJSON_AddStringToObject(o, key, "auto") == NULL)
+				return -1;
+			continue;
+		}
+		switch (s->kind) {
+		case SET_DOUBLE:
+			if (cJSON_AddNumberToObject(o, key,
+			                            *(const double *)p) == NULL)
+				return -1;
+			continue;
+		case SET_INT:
+			n = (uint64_t)(int64_t) * (const int *)p;
+			break;
+		case SET_DURATION:
+			n = (uint64_t) * (const int64_t *)p;
+			break;
+		case SET_SIZE:
+		case SET_SPECIAL:
+			if (s->len == sizeof(uint64_t))
+				memcpy(&n, p, sizeof n);
+			else
+				n = *(const size_t *)p;
+			break;
+		default:
+			continue;
+		}
+		if (proto_add_int(o, key, (int64_t)n) == NULL)
+			return -1;
+	}
+	return 0;
 }
 
 static char *
@@ -621,6 +937,9 @@ config_derive(struct config *cfg)
 void
 config_defaults(struct config *cfg, int system)
 {
+	char cause[256];
+	size_t i;
+
 	memset(cfg, 0, sizeof *cfg);
 	cfg->system = system;
 	/* Left empty when they cannot be made (no home directory, a path
@@ -631,46 +950,14 @@ config_defaults(struct config *cfg, int system)
 		cfg->socket_path[0] = '\0';
 	if (platform_default_db(system, cfg->db_path, sizeof cfg->db_path) != 0)
 		cfg->db_path[0] = '\0';
-	cfg->interval_ms = 500;
-	store_retention_defaults(&cfg->retention);
-	cfg->psi_warn = 10;
-	cfg->psi_critical = 40;
-
-	cfg->max_line_bytes = 4u << 20;
-	cfg->max_clients = 4096;
-	cfg->max_clients_per_uid = 256;
-	cfg->max_input_bytes_per_uid = 8u << 20;
-	cfg->max_queued_per_uid = 1000;
-	cfg->max_deferred_per_uid = 4096;
-	cfg->max_meters_per_uid = 16;
-	cfg->max_argv_bytes = 256u << 10;
-	cfg->max_env_bytes = 1u << 20;
-	cfg->max_stored_bytes_per_uid = (uint64_t)256 << 20;
-	cfg->max_ended_jobs_per_uid = 10000;
-	cfg->max_log_bytes = (uint64_t)1 << 30;
-	cfg->min_free_disk_auto = 1;
-	cfg->hello_timeout_ms = 10000;
-	cfg->max_unread_bytes = 16u << 20;
-	cfg->max_unread_bytes_per_uid = 16u << 20;
-
-	cfg->default_wait_free_pct = 0;
-	cfg->default_swap_budget_bytes = 0;
-	cfg->grace_ms = 10000;
-	cfg->settle_ms = 30000;
-	cfg->settle_growth_pct = 1;
-	cfg->settle_samples = 3;
-	cfg->max_running = 0;
-	cfg->on_end_timeout_ms = 60000;
-	cfg->max_on_end_per_uid = 4;
-
-	cfg->admin_group_set = 0;
-	cfg->max_wait_free_pct = 95;
-	cfg->hol_bound_ms = 600000;
-	cfg->keep_awake = 1;
-	cfg->learn = 1;
-	cfg->learn_runs = 5;
-	cfg->fast_interval_ms = 100;
-	cfg->fast_swap_pct = 25;
+	for (i = 0; i < NSETTINGS; i++) {
+		/* The table's defaults are valid values: a failure here is a
+		 * bug in the table, caught by every test. */
+		if (settings[i].def != NULL &&
+		    setting_set(cfg, &settings[i], settings[i].name,
+		                settings[i].def, cause, sizeof cause) != 0)
+			abort();
+	}
 }
 
 struct option_def {
@@ -680,11 +967,12 @@ struct option_def {
 };
 
 static const struct option_def options[] = {
-    {"config", 0, 1},       {"socket", 0, 1},    {"db", 0, 1},
-    {"state-dir", 0, 1},    {"interval", 0, 1},  {"retention", 0, 1},
-    {"proc-root", 0, 1},    {"grace", 0, 1},     {"settle", 0, 1},
-    {"foreground", 'f', 0}, {"verbose", 'v', 0}, {"version", 'V', 0},
-    {"help", 'h', 0},
+    {"config", 0, 1},       {"socket", 0, 1},       {"db", 0, 1},
+    {"state-dir", 0, 1},    {"interval", 0, 1},     {"retention", 0, 1},
+    {"proc-root", 0, 1},    {"grace", 0, 1},        {"settle", 0, 1},
+    {"foreground", 'f', 0}, {"verbose", 'v', 0},    {"version", 'V', 0},
+    {"help", 'h', 0},       {"print-config", 0, 0}, {"log-file", 0, 1},
+    {"pid-file", 0, 1},
 };
 
 /*
@@ -767,6 +1055,8 @@ config_argv(struct config *cfg, int argc, char **argv, int apply, int *action,
 		}
 		if (strcmp(o->name, "help") == 0)
 			*action = 'h';
+		else if (strcmp(o->name, "print-config") == 0)
+			*action = 'p';
 		else if (strcmp(o->name, "version") == 0)
 			*action = 'V';
 		else if (strcmp(o->name, "config") == 0) {
@@ -859,6 +1149,10 @@ config_parse(struct config *cfg, int argc, char **argv, char *cause,
 		            "no default socket path (a path too long): give "
 		            "--socket");
 	config_derive(cfg);
+	if (action == 'p') {
+		config_print(cfg, stdout);
+		return 1;
+	}
 	return 0;
 }
 
@@ -867,6 +1161,7 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
               char *cause, size_t causelen)
 {
 	struct config *n;
+	size_t i;
 	int rc;
 
 	if ((n = malloc(sizeof *n)) == NULL)
@@ -876,54 +1171,25 @@ config_reload(struct config *cfg, int argc, char **argv, int *restart_needed,
 		free(n);
 		return rc < 0 ? rc : -EINVAL;
 	}
-	*restart_needed = strcmp(n->socket_path, cfg->socket_path) != 0 ||
-	                  strcmp(n->db_path, cfg->db_path) != 0 ||
-	                  strcmp(n->state_dir, cfg->state_dir) != 0 ||
-	                  strcmp(n->proc_root, cfg->proc_root) != 0 ||
-	                  n->interval_ms != cfg->interval_ms ||
-	                  n->psi_warn != cfg->psi_warn ||
-	                  n->psi_critical != cfg->psi_critical;
+	/* Everything read per event or per request takes effect now; the
+	 * rest needs a restart. */
+	*restart_needed = 0;
+	for (i = 0; i < NSETTINGS; i++) {
+		const struct setting *st = &settings[i];
 
-	/* Everything read per event or per request takes effect now. */
-	cfg->retention = n->retention;
-	cfg->max_line_bytes = n->max_line_bytes;
-	cfg->max_clients = n->max_clients;
-	cfg->max_clients_per_uid = n->max_clients_per_uid;
-	cfg->max_input_bytes_per_uid = n->max_input_bytes_per_uid;
-	cfg->max_queued_per_uid = n->max_queued_per_uid;
-	cfg->max_deferred_per_uid = n->max_deferred_per_uid;
-	cfg->max_meters_per_uid = n->max_meters_per_uid;
-	cfg->max_argv_bytes = n->max_argv_bytes;
-	cfg->max_env_bytes = n->max_env_bytes;
-	cfg->max_stored_bytes_per_uid = n->max_stored_bytes_per_uid;
-	cfg->max_ended_jobs_per_uid = n->max_ended_jobs_per_uid;
-	cfg->max_log_bytes = n->max_log_bytes;
-	cfg->min_free_disk_bytes = n->min_free_disk_bytes;
-	cfg->min_free_disk_auto = n->min_free_disk_auto;
-	cfg->hello_timeout_ms = n->hello_timeout_ms;
-	cfg->max_unread_bytes = n->max_unread_bytes;
-	cfg->max_unread_bytes_per_uid = n->max_unread_bytes_per_uid;
-	cfg->default_wait_free_pct = n->default_wait_free_pct;
-	cfg->default_swap_budget_bytes = n->default_swap_budget_bytes;
-	cfg->grace_ms = n->grace_ms;
-	cfg->settle_ms = n->settle_ms;
-	cfg->settle_growth_pct = n->settle_growth_pct;
-	cfg->settle_samples = n->settle_samples;
-	cfg->max_running = n->max_running;
-	cfg->on_end_timeout_ms = n->on_end_timeout_ms;
-	cfg->max_on_end_per_uid = n->max_on_end_per_uid;
+		if (!st->reload) {
+			if (memcmp(cmember(cfg, st->off), cmember(n, st->off),
+			           st->len) != 0)
+				*restart_needed = 1;
+			continue;
+		}
+		memcpy(member(cfg, st->off), cmember(n, st->off), st->len);
+		if (st->len2 > 0)
+			memcpy(member(cfg, st->off2), cmember(n, st->off2),
+			       st->len2);
+	}
 	memcpy(cfg->groups, n->groups, sizeof cfg->groups);
 	cfg->ngroups = n->ngroups;
-	cfg->admin_group_set = n->admin_group_set;
-	cfg->admin_gid = n->admin_gid;
-	cfg->max_wait_free_pct = n->max_wait_free_pct;
-	cfg->hol_bound_ms = n->hol_bound_ms;
-	cfg->verbose = n->verbose;
-	cfg->keep_awake = n->keep_awake;
-	cfg->learn = n->learn;
-	cfg->learn_runs = n->learn_runs;
-	cfg->fast_interval_ms = n->fast_interval_ms;
-	cfg->fast_swap_pct = n->fast_swap_pct;
 	free(n);
 	return 0;
 }

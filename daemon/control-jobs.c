@@ -131,6 +131,16 @@ nomem:
 	return NULL;
 }
 
+/* Does a peer with ngroups groups have as many as the system passes on
+ * (platform_peer_groups_max), so maybe more that it could not? */
+static int
+control_groups_capped(int ngroups)
+{
+	int max = platform_peer_groups_max();
+
+	return max > 0 && ngroups >= max;
+}
+
 int
 control_submit_fair(struct daemon *d, int privileged, int64_t priority,
                     double wait_free, int64_t expect, char *cause,
@@ -298,6 +308,11 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(*result, "id", id);
 	proto_add_int(*result, "position", position);
 	proto_add_int(*result, "queued", (int64_t)nq);
+	/* The job gets the groups the connection had, never more from the
+	 * directory (docs/security.md, Groups); a list cut at the system's
+	 * cap may leave some out, which the submitter is told. */
+	if (!attached && control_groups_capped(p->ngroups))
+		cJSON_AddBoolToObject(*result, "groups_capped", 1);
 	goto out;
 nomem:
 	snprintf(cause, causelen, "out of memory");
@@ -711,6 +726,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 
 static void add_stages(struct daemon *d, int64_t id, cJSON *job);
 static void add_learned(struct daemon *d, cJSON *job);
+static void add_groups_dropped(struct daemon *d, const struct peer *p,
+                               int64_t id, cJSON *job);
 
 int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
@@ -727,7 +744,47 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	add_stages(d, id, *result);
 	add_learned(d, *result);
+	add_groups_dropped(d, p, id, *result);
 	return 0;
+}
+
+static int
+groups_dropped_cb(void *arg, const struct store_event *e)
+{
+	cJSON **groups = arg, *det;
+
+	if (*groups == NULL && e->detail != NULL &&
+	    (det = cJSON_Parse(e->detail)) != NULL) {
+		*groups =
+		    cJSON_DetachItemFromObjectCaseSensitive(det, "groups");
+		cJSON_Delete(det);
+	}
+	return 0;
+}
+
+/* The groups the job lost at its start because its user was no longer in
+ * them (jobs-detached.c): for its owner and root, as its groups are; null
+ * when none were, or for anyone else. */
+static void
+add_groups_dropped(struct daemon *d, const struct peer *p, int64_t id,
+                   cJSON *job)
+{
+	const cJSON *uid;
+	cJSON *groups = NULL;
+
+	if (job == NULL)
+		return;
+	uid = cJSON_GetObjectItemCaseSensitive(job, "uid");
+	if ((p->uid == 0 ||
+	     (cJSON_IsNumber(uid) && (uid_t)uid->valuedouble == p->uid)) &&
+	    store_job_events(d->store, id, "groups_dropped", 1,
+	                     groups_dropped_cb, &groups) == 0 &&
+	    cJSON_IsArray(groups)) {
+		cJSON_AddItemToObject(job, "groups_dropped", groups);
+		return;
+	}
+	cJSON_Delete(groups);
+	cJSON_AddNullToObject(job, "groups_dropped");
 }
 
 /* What the past runs of the job's name reached (public, as the name is):
@@ -773,7 +830,7 @@ add_learned(struct daemon *d, cJSON *job)
 static void
 add_stages(struct daemon *d, int64_t id, cJSON *job)
 {
-	struct jobs_stage_row *rows;
+	struct store_stage *rows;
 	cJSON *a, *o;
 	size_t i, n;
 
@@ -798,7 +855,7 @@ add_stages(struct daemon *d, int64_t id, cJSON *job)
 		              (int64_t)rows[i].swap_growth_bytes);
 		cJSON_AddItemToArray(a, o);
 	}
-	jobs_stages_free(rows, n);
+	store_stages_free(rows, n);
 }
 
 int
@@ -1076,28 +1133,13 @@ mma_json(double mn, double avg, double mx)
 	return o;
 }
 
-/* The stage of a bucket [t0, t1): the last one that began before its end
- * and had not ended before its start (PROTOCOL.md, history). */
-static const char *
-bucket_stage(const struct jobs_stage_row *st, size_t n, int64_t t0, int64_t t1)
-{
-	const char *name = NULL;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (st[i].started_ms < t1 &&
-		    (st[i].ended_ms == 0 || st[i].ended_ms > t0))
-			name = st[i].name;
-	return name;
-}
-
 /* A job's history answer: its buckets read, written JOB_HISTORY_PART
  * at a time. */
 #define JOB_HISTORY_PART 500
 struct job_history_answer {
 	struct job_bucket *b;
 	size_t n, i;
-	struct jobs_stage_row *st;
+	struct store_stage *st;
 	size_t nst;
 	int64_t step;
 	char head[96];
@@ -1108,7 +1150,7 @@ job_history_free(void *state)
 {
 	struct job_history_answer *h = state;
 
-	jobs_stages_free(h->st, h->nst);
+	store_stages_free(h->st, h->nst);
 	free(h->b);
 	free(h);
 }
@@ -1128,8 +1170,8 @@ job_history_fill(struct daemon *d, void *state, struct answers_buf *out,
 	for (; h->i < end && rc == 0; h->i++) {
 		const struct job_bucket *b = &h->b[h->i];
 		const char *stage =
-		    bucket_stage(h->st, h->nst, b->ts_ms,
-		                 b->ts_ms + (h->step > 0 ? h->step : 1));
+		    store_stage_at(h->st, h->nst, b->ts_ms,
+		                   b->ts_ms + (h->step > 0 ? h->step : 1));
 		cJSON *o = cJSON_CreateObject();
 
 		proto_add_int(o, "ts_ms", b->ts_ms);
@@ -1343,14 +1385,27 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		         "exactly one of exit_code and signal is required");
 		return PROTO_E_PARAMS;
 	}
-	if ((rc = job_live(d, id, &v, cause, causelen)) != 0)
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (p->uid != v.j->uid || v.client_id != p->client_id) {
+	if (p->uid != v.j->uid || (v.live && v.client_id != p->client_id)) {
 		jobs_view_free(&v);
 		snprintf(cause, causelen,
 		         "job %" PRId64 " is not attached to this connection",
 		         id);
 		return PROTO_E_PERM;
+	}
+	if (!v.live) {
+		/* Ended: by the daemon (a kill, once its process was gone)
+		 * or otherwise. Its owner learns how; nothing changes. */
+		*result = wire_job(&v, p->uid, 0);
+		jobs_view_free(&v);
+		return 0;
+	}
+	if (jobs_exit_owed(d, id)) {
+		/* The daemon already took this attempt's end (requeued it):
+		 * the report is answered with the job as it is now. */
+		jobs_view_free(&v);
+		return answer_job(d, p, id, 0, result, cause, causelen);
 	}
 	if (v.j->state != JOB_RUNNING && v.j->state != JOB_ADMITTED) {
 		snprintf(cause, causelen, "job %" PRId64 " is %s, not running",
@@ -1378,8 +1433,9 @@ control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (!v.in_table) {
-		/* ended: the client learns how */
+	if (!v.live) {
+		/* Ended, detached or attached, still in the table or not:
+		 * the client learns how (PROTOCOL.md, resume). */
 		*result = wire_job(&v, p->uid, 0);
 		jobs_view_free(&v);
 		return 0;

@@ -80,6 +80,18 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 		free(after);
 		return rc;
 	}
+	/* An empty list names no job: refused like one past 64 rather than
+	 * read as "none", so a client that meant to list some learns it
+	 * sent none (PROTOCOL.md, submit). */
+	if (n == 0 &&
+	    cJSON_GetObjectItemCaseSensitive(params, "after") != NULL) {
+		snprintf(
+		    cause, causelen,
+		    "invalid params: 'after' must list 1-%d job ids (leave "
+		    "it out for none)",
+		    CONTROL_MAX_AFTER);
+		return PROTO_E_PARAMS;
+	}
 	if (group != NULL && !config_group_name_ok(group)) {
 		free(after);
 		snprintf(cause, causelen,

@@ -19,6 +19,7 @@
 #include "proto.h"
 #include "sampler.h"
 #include "server.h"
+#include "awake.h"
 #include "version.h"
 #include "wire.h"
 
@@ -356,49 +357,18 @@ static int
 info_config(struct daemon *d, cJSON *r)
 {
 	const struct config *c = &d->cfg;
-	cJSON *o;
+	cJSON *o, *l;
 
 	if (c->config_path[0] != '\0')
 		cJSON_AddStringToObject(r, "config_path", c->config_path);
 	else
 		cJSON_AddNullToObject(r, "config_path");
-	if ((o = cJSON_AddObjectToObject(r, "defaults")) == NULL)
+	if ((o = cJSON_AddObjectToObject(r, "defaults")) == NULL ||
+	    (l = cJSON_AddObjectToObject(r, "limits")) == NULL)
 		return -1;
-	cJSON_AddNumberToObject(o, "wait_free_pct", c->default_wait_free_pct);
-	proto_add_int(o, "swap_budget_bytes",
-	              (int64_t)c->default_swap_budget_bytes);
-	proto_add_int(o, "max_running", c->max_running);
-	proto_add_int(o, "grace_ms", c->grace_ms);
-	proto_add_int(o, "settle_ms", c->settle_ms);
-	cJSON_AddNumberToObject(o, "settle_growth_pct", c->settle_growth_pct);
-	proto_add_int(o, "settle_samples", c->settle_samples);
-	cJSON_AddNumberToObject(o, "max_wait_free_pct", c->max_wait_free_pct);
-	proto_add_int(o, "hol_bound_ms", c->hol_bound_ms);
-	if ((o = cJSON_AddObjectToObject(r, "limits")) == NULL)
+	/* The settings' table says which, under what key. */
+	if (config_info(c, o, l) != 0)
 		return -1;
-	proto_add_int(o, "max_line_bytes", (int64_t)c->max_line_bytes);
-	proto_add_int(o, "max_clients", c->max_clients);
-	proto_add_int(o, "max_clients_per_uid", c->max_clients_per_uid);
-	proto_add_int(o, "max_queued_per_uid", c->max_queued_per_uid);
-	proto_add_int(o, "max_deferred_per_uid", c->max_deferred_per_uid);
-	proto_add_int(o, "max_meters_per_uid", c->max_meters_per_uid);
-	proto_add_int(o, "max_argv_bytes", (int64_t)c->max_argv_bytes);
-	proto_add_int(o, "max_env_bytes", (int64_t)c->max_env_bytes);
-	proto_add_int(o, "max_stored_bytes_per_uid",
-	              (int64_t)c->max_stored_bytes_per_uid);
-	proto_add_int(o, "max_ended_jobs_per_uid", c->max_ended_jobs_per_uid);
-	proto_add_int(o, "max_log_bytes", (int64_t)c->max_log_bytes);
-	if (c->min_free_disk_auto)
-		cJSON_AddStringToObject(o, "min_free_disk", "auto");
-	else
-		proto_add_int(o, "min_free_disk",
-		              (int64_t)c->min_free_disk_bytes);
-	proto_add_int(o, "max_unread_bytes", (int64_t)c->max_unread_bytes);
-	proto_add_int(o, "max_unread_bytes_per_uid",
-	              (int64_t)c->max_unread_bytes_per_uid);
-	proto_add_int(o, "max_input_bytes_per_uid",
-	              (int64_t)c->max_input_bytes_per_uid);
-	proto_add_int(o, "hello_timeout_ms", c->hello_timeout_ms);
 	return 0;
 }
 
@@ -431,6 +401,33 @@ info_counters(struct daemon *d, cJSON *r)
 			proto_add_int(e, "count", (int64_t)c.ended[st][i]);
 		}
 	proto_add_int(o, "breaches", (int64_t)c.breaches);
+	return 0;
+}
+
+/* Whether the machine is kept awake and why (docs/jobs.md, "Keeping the
+ * machine awake"). */
+static int
+info_keep_awake(struct daemon *d, cJSON *r)
+{
+	const struct daemon_awake a = d->awake;
+	const char *hold;
+	cJSON *o;
+
+	if ((o = cJSON_AddObjectToObject(r, "keep_awake")) == NULL)
+		return -ENOMEM;
+	hold = awake_hold_name((enum awake_hold)a.hold);
+	if (hold != NULL)
+		cJSON_AddStringToObject(o, "hold", hold);
+	else
+		cJSON_AddNullToObject(o, "hold");
+	if (a.why != NULL)
+		cJSON_AddStringToObject(o, "why", a.why);
+	else
+		cJSON_AddNullToObject(o, "why");
+	if (a.until_ms > 0)
+		proto_add_int(o, "until_ms", a.until_ms);
+	else
+		cJSON_AddNullToObject(o, "until_ms");
 	return 0;
 }
 
@@ -479,7 +476,7 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(o, "admitted", counts[JOB_ADMITTED]);
 	proto_add_int(o, "running", counts[JOB_RUNNING]);
 	if (info_waiting(d, r) != 0 || info_counters(d, r) != 0 ||
-	    info_config(d, r) != 0) {
+	    info_config(d, r) != 0 || info_keep_awake(d, r) != 0) {
 		cJSON_Delete(r);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;

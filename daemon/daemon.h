@@ -6,11 +6,24 @@
 #define SL_DAEMON_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <uv.h>
 
 #include "platform.h"
-#include "store.h"
+
+struct store;
+struct cJSON;
+
+/* How long the store keeps what (config: retention). */
+struct store_retention {
+	int64_t raw_ms;  /* full-rate samples; default 2 days */
+	int64_t t10s_ms; /* 10 s rollup; default 14 days */
+	int64_t t1m_ms;  /* 1 min rollup; default 90 days */
+	int64_t t10m_ms; /* 10 min rollup; default 2 years */
+	/* ended jobs, their samples and events; default 90 days */
+	int64_t jobs_ms;
+};
 
 #define CONFIG_GROUP_NAME_MAX 32
 #define CONFIG_MAX_GROUPS 64
@@ -19,6 +32,12 @@ struct config {
 	char socket_path[1024];
 	char db_path[1024];
 	char state_dir[1024]; /* job logs and monitor status files */
+	/* --log-file: the log, reopened at SIGUSR1 ("": stderr) */
+	char log_file[1024];
+	/* --pid-file: the daemon's pid while it runs ("": none) */
+	char pid_file[1024];
+	/* job logs, when not in <state_dir>/jobs: another file system */
+	char log_dir[1024];
 	char proc_root[1024]; /* "" for the real /proc */
 	int64_t interval_ms;  /* sample interval, default 500 */
 	struct store_retention retention;
@@ -39,6 +58,8 @@ struct config {
 	uint64_t max_stored_bytes_per_uid;
 	int max_ended_jobs_per_uid;
 	uint64_t max_log_bytes; /* a detached job's log, 1 GiB: tail kept */
+	/* all of one uid's logs, 4 GiB: past it its logs stop growing */
+	uint64_t max_log_bytes_per_uid;
 	/* Free space on the database's file system below which only root's
 	 * (and the daemon's user's) submits are taken; 0: no floor.
 	 * min_free_disk_auto: min(1 GiB, 5 % of the file system). */
@@ -86,6 +107,9 @@ struct config {
 	int foreground;
 	/* hold off idle sleep while a job holds memory (platform.h), 1 */
 	int keep_awake;
+	/* and while a queued job could start, for at most this long since
+	 * the last admission (awake.h), 12 h; 0: never for the queue */
+	int64_t keep_awake_queue_ms;
 
 	int system;              /* root daemon: world-connectable socket */
 	char config_path[1024];  /* --config FILE, "" when none */
@@ -93,14 +117,14 @@ struct config {
 
 	/* read buffers (partial lines) of one uid's connections, 64 MiB */
 	size_t max_input_bytes_per_uid;
-	size_t max_unread_bytes_per_uid; /* output queued for one uid, 32 MiB */
+	size_t max_unread_bytes_per_uid; /* output queued for one uid, 16 MiB */
 };
 
 /* Jobs keep this many recent footprints per job to tell when it settled
  * (jobs-internal.h), so settle_samples can be no larger. */
 #define CONFIG_SETTLE_SAMPLES_MAX 16
 /* As many runs as the store keeps of a name (STORE_LEARN_RUNS_MAX). */
-#define CONFIG_LEARN_RUNS_MAX STORE_LEARN_RUNS_MAX
+#define CONFIG_LEARN_RUNS_MAX 20
 
 void config_defaults(struct config *cfg, int system);
 /* Is name a job group's name: 1-32 of A-Z a-z 0-9 _ -? */
@@ -108,7 +132,8 @@ int config_group_name_ok(const char *name);
 /* The running limit of group name (0: none). */
 int config_group_max_running(const struct config *cfg, const char *name);
 /* Parse argv (and --config FILE) into cfg. Returns 0 to run, 1 when it
- * printed --help or --version, -EINVAL with cause on bad input. */
+ * printed --help, --version or --print-config, -EINVAL with cause on bad
+ * input. */
 int config_parse(struct config *cfg, int argc, char **argv, char *cause,
                  size_t causelen);
 /* SIGHUP: parse argv and the config file again into a fresh config and copy
@@ -116,6 +141,12 @@ int config_parse(struct config *cfg, int argc, char **argv, char *cause,
  * option that only takes effect at start-up changed. */
 int config_reload(struct config *cfg, int argc, char **argv,
                   int *restart_needed, char *cause, size_t causelen);
+/* Every setting as a config file line, each after its one line of help:
+ * what --print-config prints. */
+void config_print(const struct config *cfg, FILE *f);
+/* info's "defaults" and "limits": the settings that have a key there. */
+int config_info(const struct config *cfg, struct cJSON *defaults,
+                struct cJSON *limits);
 
 struct server;
 struct sampler;
@@ -124,6 +155,14 @@ struct notify;
 struct tick;
 struct answers;
 
+/* The tick's last keep-awake decision (awake.c's struct awake_out), kept
+ * here for info: the front reads it without calling up into the tick. */
+struct daemon_awake {
+	int hold;         /* enum awake_hold */
+	int64_t until_ms; /* see struct awake_out */
+	const char *why;  /* static */
+};
+
 struct daemon {
 	uv_loop_t *loop;
 	struct config cfg;
@@ -131,6 +170,7 @@ struct daemon {
 	struct server *server;
 	struct sampler *sampler;
 	struct tick *tick;
+	struct daemon_awake awake;
 	struct jobs *jobs;
 	struct notify *notify;
 	struct answers *answers; /* large answers being written (answers.c) */

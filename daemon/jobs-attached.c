@@ -3,13 +3,17 @@
  * admitted (job_pid), reports its end (job_exit) and may come back after a
  * daemon restart (resume). A job whose client goes away before starting it
  * is cancelled; one already running is still enforced, and its end is
- * noticed when its processes are gone.
+ * noticed when its processes are gone. One the daemon ends (a kill, a
+ * breach) ends, or goes back to the queue, once its process is gone, with
+ * no wait for its client's job_exit: a stuck or crashed client must not
+ * keep it running in everyone's view.
  */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "jobs-internal.h"
 #include "log.h"
+#include "platform.h"
 #include "proto.h"
 
 /* job_pid: the front checked the job, the peer and the process. */
@@ -23,8 +27,22 @@ jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
 		return PROTO_E_STATE;
 	r->client_id = client_id;
 	r->orphan_since_ms = 0;
+	/* A new attempt: the client reported the one before, or never
+	 * will. */
+	r->exit_owed = 0;
 	jrec_started(d, r, pid, pgid, start_time, now_ms());
 	return 0;
+}
+
+int
+jobs_exit_owed(struct daemon *d, int64_t id)
+{
+	struct jrec *r = jobs_find(d->jobs, id);
+
+	if (r == NULL || !jrec_is_live(r) || !r->exit_owed)
+		return 0;
+	r->exit_owed = 0;
+	return 1;
 }
 
 int
@@ -99,11 +117,53 @@ jobs_client_gone(struct daemon *d, uint64_t client_id)
 	jobs_admit_soon(d);
 }
 
+/* Is the job's own process gone: no such pid, another process under its
+ * pid (a start time of its own), or a zombie (platform_proc_info fails
+ * for one: exited, only not reaped yet by its client)? */
+static int
+attached_proc_gone(const struct job *j)
+{
+	struct proc_info pi;
+
+	if (j->pid <= 0)
+		return 0;
+	if (platform_proc_info(j->pid, &pi) != 0)
+		return 1;
+	return j->start_time != 0 && pi.start_time != j->start_time;
+}
+
+/*
+ * A running job the daemon is ending (term_reason: a kill; requeue: a
+ * breach with retries left) whose process is gone ends now, with the
+ * daemon's reason, or goes back to the queue. Its client has not said how
+ * the process ended and may never (stuck, crashed): the end is the
+ * daemon's anyway, the exit status unknown. The client's later job_exit
+ * is answered with the job as it is then (PROTOCOL.md, job_exit).
+ */
+static void
+attached_end_by_daemon(struct daemon *d, struct jrec *r)
+{
+	struct job *j = r->j;
+
+	if (j->state != JOB_RUNNING || r->client_id == 0 ||
+	    (r->term_reason == NULL && !r->requeue) || !attached_proc_gone(j))
+		return;
+	log_info("jobs: job %" PRId64 ": its process %ld is gone; ended by "
+	         "the daemon (%s) without its client's report",
+	         j->id, (long)j->pid, r->requeue ? "requeued" : r->term_reason);
+	r->exit_owed = 1;
+	jrec_proc_exited(d, r, 0, 0, 0);
+}
+
 void
 jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now)
 {
 	struct job *j = r->j;
 
+	if (j->attached)
+		attached_end_by_daemon(d, r);
+	if (!jrec_is_live(r))
+		return;
 	if (!j->attached || r->client_id != 0 || r->orphan_since_ms <= 0 ||
 	    now - r->orphan_since_ms < JOBS_RESUME_GRACE_MS)
 		return;

@@ -171,7 +171,7 @@ submit_forget_job(void *arg, int64_t id)
  * What one uid may make the daemon store (docs/storage.md, "Bounds per
  * user"; root exempt): refused when its unended jobs alone, with this one,
  * pass max_stored_bytes_per_uid; else its oldest ended jobs (and their
- * files) go, before the insert, until this one fits and it has fewer than
+ * files) go, before the insert, until this one fits and it has at most
  * max_ended_jobs_per_uid ended. O(1) unless something must go.
  */
 static int
@@ -206,7 +206,7 @@ submit_make_room(struct daemon *d, const struct job *j, char *cause,
 		         max_bytes, u.bytes - u.ended_bytes, need);
 		return PROTO_E_LIMIT;
 	}
-	if (u.bytes + need <= max_bytes && u.ended < max_ended)
+	if (u.bytes + need <= max_bytes && u.ended <= max_ended)
 		return 0;
 	if (store_make_room(d->store, j->uid, need, max_bytes, max_ended,
 	                    submit_forget_job, d, &pruned, scause,

@@ -84,6 +84,8 @@ struct jrec {
 	int64_t note_after;
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
+	int exit_owed; /* attached: the daemon ended the attempt its client
+	                  has not reported yet; that job_exit only asks */
 
 	struct jobs_stage *stage; /* jobs-stage.c; NULL before the first */
 };
@@ -110,7 +112,11 @@ struct jobs {
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
 	struct onend_run *onend; /* on-end commands running */
+	/* jobs-deps.c: each uid's holds and releases in its current minute */
+	struct hold_rate *holds;
+	size_t nholds, capholds;
 	int loading; /* jobs_init is loading the store's unended jobs */
+	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };
 
 static inline char *
@@ -208,13 +214,17 @@ void jobs_detached_spawn(struct daemon *d, struct jrec *r);
 /* A re-adopted job without a pipe: has it ended? (each sample) */
 void jobs_detached_check(struct daemon *d, struct jrec *r);
 /* The monitor recorded the job's end (or that it could not start). */
+/* Why a detached job exited non-zero, when the end of its log tells
+ * (platform_log_hint), as a malloc'd end_detail; NULL when it does not. */
+char *jobs_detached_exit_hint(struct daemon *d, const struct job *j);
 void jobs_detached_ended(struct daemon *d, struct jrec *r,
                          const struct spawn_status *st);
 void jobs_detached_unwatch(struct jrec *r);
 
 /* ---- jobs-attached.c ---- */
 
-/* Give up a job whose client did not come back after a restart. */
+/* Each sample: end an attached job the daemon is ending once its process
+ * is gone; give up one whose client did not come back after a restart. */
 void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
 
 /* ---- jobs-adopt.c ---- */
@@ -233,8 +243,21 @@ double jobs_wait_free_pct(const struct job *j, uint64_t total_bytes);
  * jobs holding memory in each group of the config (in d->cfg.groups'
  * order) and the ids of the jobs not ended, sorted (only when a queued job
  * has dependencies), so each check is a binary search. */
+/* One user's jobs of a limited group that hold memory. */
+struct jobs_group_use {
+	int group; /* index in cfg.groups */
+	uid_t uid;
+	int running;
+};
 struct jobs_deps_ctx {
 	int running[CONFIG_MAX_GROUPS];
+	/* Per limited group: the uid of a job in it that could use a slot
+	 * (queued, not held, no dependency pending), and whether another
+	 * uid has one too (for the share of one user). */
+	uid_t waiting_uid[CONFIG_MAX_GROUPS];
+	int waiting_uids[CONFIG_MAX_GROUPS]; /* 0, 1 or 2 (two or more) */
+	struct jobs_group_use *use;          /* NULL: no share is held back */
+	size_t nuse;
 	int64_t *live; /* NULL when no queued job has dependencies */
 	size_t nlive;
 	int nomem; /* live could not be built: dependencies count as unmet */
@@ -242,9 +265,14 @@ struct jobs_deps_ctx {
 void jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c);
 void jobs_deps_release(struct jobs_deps_ctx *c);
 /* Why r cannot be the head (held, an unended dependency: sets
- * r->wait_after, its group at its limit), or ADMIT_WAIT_NONE. */
+ * r->wait_after, its group at its limit or its user at its share of it),
+ * or ADMIT_WAIT_NONE. */
 enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
                                   const struct jobs_deps_ctx *c);
+/* Past JOBS_HOLD_EVENTS_PER_MINUTE a uid's holds and releases are counted
+ * and written as one event when its minute ends: at the sample tick, or
+ * all of them (all) at shutdown. */
+void jobs_hold_flush(struct daemon *d, int64_t now, int all);
 /* ended's end is recorded: the queued jobs that needed it to exit 0 are
  * cancelled (reason "dependency"), and theirs in turn. */
 void jobs_deps_ended(struct daemon *d, const struct job *ended);

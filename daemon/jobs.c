@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "admit.h"
+#include "awake.h"
 #include "daemon.h"
 #include "enforce.h"
 #include "job.h"
@@ -573,7 +574,10 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 	}
 	jrec_forget_process(r);
 	if (known) {
-		jrec_end(d, r, JOB_EXITED, NULL, NULL);
+		jrec_end(d, r, JOB_EXITED, NULL,
+		         !j->attached && exit_code != 0 && term_signal == 0
+		             ? jobs_detached_exit_hint(d, j)
+		             : NULL);
 		return;
 	}
 	detail =
@@ -616,8 +620,11 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 
 /* ---- admission ---- */
 
+/* reserved_bytes: what the jobs holding memory had been promised and not
+ * taken when it was decided (admit_result), for the event: with free_pct
+ * it says what the decision saw. */
 static void
-jrec_admit(struct daemon *d, struct jrec *r)
+jrec_admit(struct daemon *d, struct jrec *r, uint64_t reserved_bytes)
 {
 	struct job *j = r->j;
 	struct jobs_note n = {.kind = JOBS_NOTE_ADMITTED, .job = j};
@@ -641,6 +648,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 		r->dirty = 0;
 		return;
 	}
+	d->jobs->last_admit_ms = j->admitted_ms;
 	det = cJSON_CreateObject();
 	proto_add_int(det, "attempt", j->attempt);
 	cJSON_AddNumberToObject(det, "free_pct", d->last.free_pct);
@@ -650,6 +658,7 @@ jrec_admit(struct daemon *d, struct jrec *r)
 		              (int64_t)j->wait_free_bytes);
 	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
 	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
+	proto_add_int(det, "reserved_bytes", (int64_t)reserved_bytes);
 	jobs_event(d, j, NAMES_EVENT_ADMITTED, det);
 
 	if (j->attached) {
@@ -808,7 +817,7 @@ jobs_admit(struct daemon *d)
 		 * before it hears it is admitted again. */
 		if (r->owe_queue)
 			jobs_notify_queue(d, r, (long)s.nq, d->last.free_pct);
-		jrec_admit(d, r);
+		jrec_admit(d, r, res.reserved_bytes);
 		if (r->j->state == JOB_QUEUED)
 			js->claim = before; /* not on disk: nothing moved */
 	}
@@ -1226,7 +1235,8 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 	/* No job, and no event waiting: nothing to measure, enforce or
 	 * admit. That is an idle daemon, most of its life; the passes below
 	 * allocate and would cost it several us a sample. */
-	if (js == NULL || (js->n == 0 && js->pending == NULL))
+	if (js == NULL ||
+	    (js->n == 0 && js->pending == NULL && js->nholds == 0))
 		return;
 	jobs_reap(d);
 	for (i = 0; i < js->n; i++)
@@ -1237,6 +1247,7 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 	 * while another's failed, e.g. on a full disk with WAL space left,
 	 * and that one must still be written and its end announced. */
 	jobs_retry_storage(d);
+	jobs_hold_flush(d, s->ts_ms, 0);
 	jobs_admit(d);
 }
 
@@ -1299,6 +1310,33 @@ jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1])
 			counts[js->v[i]->j->state]++;
 }
 
+void
+jobs_awake_counts(struct daemon *d, int *holding, int *ready,
+                  int64_t *last_admit_ms)
+{
+	struct jobs *js = d->jobs;
+	const struct jrec *r;
+	size_t i;
+
+	*holding = *ready = 0;
+	*last_admit_ms = 0;
+	for (i = 0; js != NULL && i < js->n; i++) {
+		r = js->v[i];
+		if (!jrec_is_live(r))
+			continue;
+		if (r->j->state == JOB_ADMITTED || r->j->state == JOB_RUNNING)
+			(*holding)++;
+		else if (r->j->state == JOB_QUEUED &&
+		         awake_wait_counts(r->wait))
+			(*ready)++;
+		if (r->j->admitted_ms > *last_admit_ms)
+			*last_admit_ms = r->j->admitted_ms;
+	}
+	/* One that ended between two samples is seen here only. */
+	if (js != NULL && js->last_admit_ms > *last_admit_ms)
+		*last_admit_ms = js->last_admit_ms;
+}
+
 static void
 admit_timer_closed(uv_handle_t *h)
 {
@@ -1317,6 +1355,7 @@ jobs_shutdown(struct daemon *d)
 	/* Clients have been closed by now. */
 	js->note = NULL;
 	jobs_onend_shutdown(d);
+	jobs_hold_flush(d, now_ms(), 1);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, NAMES_EVENT_DAEMON_STOP, det);

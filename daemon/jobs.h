@@ -101,6 +101,13 @@ int jobs_view_args(struct daemon *d, struct jobs_view *v, char *cause,
  * disk. *out is malloc'd; -ENOMEM. */
 int jobs_list(struct daemon *d, int ended, struct jobs_view **out, size_t *n);
 /* Live jobs by state; of one uid, or of all with uid (uid_t)-1. */
+/*
+ * What the keep-awake rule needs (awake.h): jobs admitted or running,
+ * queued jobs whose wait awake_wait_counts, and the latest admission time
+ * (0: none since the start, and no job re-adopted was admitted).
+ */
+void jobs_awake_counts(struct daemon *d, int *holding, int *ready,
+                       int64_t *last_admit_ms);
 void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Since-start counters for info: jobs ended, by state and end reason
  * (index 0: no reason; jobs_reason_name), and breaches (requeued ones
@@ -160,6 +167,10 @@ int jobs_cancel(struct daemon *d, int64_t id, const char *who, char *cause,
 /* job_pid: the attached client started its command. */
 int jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
                 pid_t pgid, uint64_t start_time);
+/* job_exit of an attempt the daemon already ended (a kill's end or a
+ * breach's requeue, noticed when its process was gone): 1 once, after which
+ * the report is answered with the job as it is now; else 0. */
+int jobs_exit_owed(struct daemon *d, int64_t id);
 /* job_exit: exactly one of code >= 0, sig > 0. */
 int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
               size_t causelen);
@@ -169,18 +180,12 @@ int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
 #define JOBS_MAX_STAGES 100
 int jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
                size_t causelen);
-/* One stage of a job: ended_ms 0 while it is the open one. */
-struct jobs_stage_row {
-	char *name;
-	int64_t started_ms, ended_ms;
-	uint64_t footprint_peak_bytes, swap_growth_bytes;
-};
-/* The job's stages, oldest first: those recorded, then the open one. *out
- * is freed with jobs_stages_free; a negative value when the store or
- * memory failed. */
-int jobs_stages(struct daemon *d, int64_t id, struct jobs_stage_row **out,
+/* The job's stages, oldest first: those recorded (store-read.c reads
+ * them, as stageloadctl does with the daemon down), then the open one from
+ * memory. *out is freed with store_stages_free; a negative value when the
+ * store or memory failed. */
+int jobs_stages(struct daemon *d, int64_t id, struct store_stage **out,
                 size_t *n);
-void jobs_stages_free(struct jobs_stage_row *rows, size_t n);
 /* What the last learn_runs runs of (uid, name) reached (docs/jobs.md,
  * "Learned peaks"); clear it with store_learned_clear. < 0 when the
  * store fails. */

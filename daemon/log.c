@@ -1,11 +1,13 @@
 /* Log lines go to stderr with a level prefix; under launchd or a
  * supervisor stderr is the log file, so one format serves both. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "text.h"
@@ -24,6 +26,37 @@ void
 log_setverbose(int verbose)
 {
 	log_verbose = verbose;
+}
+
+int
+log_open_file(const char *path, char *cause, size_t causelen)
+{
+	int fd, err;
+
+	fd = open(path,
+	          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+	              O_NOCTTY,
+	          0640);
+	if (fd == -1) {
+		err = errno;
+		snprintf(cause, causelen, "cannot open the log file %s: %s",
+		         path, strerror(err));
+		return -err;
+	}
+	/* Over stderr, which is not close-on-exec: the lines of anything
+	 * that writes there go to the same file. Monitors close it when
+	 * they fork (spawn.c), as they do every descriptor of the daemon. */
+	fflush(stderr);
+	if (fd != STDERR_FILENO && dup2(fd, STDERR_FILENO) == -1) {
+		err = errno;
+		close(fd);
+		snprintf(cause, causelen, "dup2 of the log file %s: %s", path,
+		         strerror(err));
+		return -err;
+	}
+	if (fd != STDERR_FILENO)
+		close(fd);
+	return 0;
 }
 
 /*

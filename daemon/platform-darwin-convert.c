@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "platform-darwin-convert.h"
+#include "socket-trust.h"
 
 enum pressure_level
 darwin_pressure_level(int raw)
@@ -42,12 +43,24 @@ int
 darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
                    char *cause, size_t causelen)
 {
-	uint64_t free_bytes, wired, compressed, sum;
+	uint64_t free_bytes, wired, compressed, sum, total;
 	uint64_t level;
 
 	if (raw->memsize == 0) {
 		snprintf(cause, causelen, "hw.memsize is 0");
 		return -EINVAL;
+	}
+	/* memorystatus_level is pages available over max_mem's pages
+	 * (vm_pressure_response), and hw.memsize_usable answers max_mem:
+	 * installed RAM less what the firmware and kernel keep back. Its
+	 * share of hw.memsize would overstate available by that much. */
+	total = raw->memsize_usable != 0 ? raw->memsize_usable : raw->memsize;
+	if (total > raw->memsize) {
+		snprintf(cause, causelen,
+		         "hw.memsize_usable %llu is above hw.memsize %llu",
+		         (unsigned long long)raw->memsize_usable,
+		         (unsigned long long)raw->memsize);
+		return -ERANGE;
 	}
 	if (raw->memorystatus_level < 0 || raw->memorystatus_level > 100) {
 		snprintf(cause, causelen,
@@ -97,7 +110,7 @@ darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
 	}
 
 	memset(s, 0, sizeof *s);
-	s->total_bytes = raw->memsize;
+	s->total_bytes = total;
 	s->free_pct = raw->memorystatus_level;
 	/*
 	 * macOS has no MemAvailable. memorystatus_level is the kernel's own
@@ -107,11 +120,10 @@ darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
 	 * consistent with the plain one. The cost is 1 % granularity (about
 	 * 480 MiB on a 48 GiB machine). free_count would be far too low: the
 	 * kernel keeps few pages free and fills the rest with reclaimable
-	 * cache. Split to keep memsize * level from overflowing.
+	 * cache. Split to keep total * level from overflowing.
 	 */
 	level = (uint64_t)raw->memorystatus_level;
-	s->available_bytes =
-	    raw->memsize / 100 * level + raw->memsize % 100 * level / 100;
+	s->available_bytes = total / 100 * level + total % 100 * level / 100;
 	s->swap_used_bytes = raw->swap_used;
 	s->swap_total_bytes = raw->swap_total;
 	s->pressure = darwin_pressure_level(raw->vm_pressure_level);
@@ -228,42 +240,144 @@ under(const char *path, const char *dir)
 	       (path[n] == '/' || path[n] == '\0');
 }
 
-int
-darwin_tcc_protected(const char *path)
+/* Is rest (a path relative to a home folder) in one TCC guards? */
+static int
+home_protected(const char *rest)
 {
-	static const char *const home_dirs[] = {
-	    "Desktop", "Documents", "Downloads", "Library/Mobile Documents"};
-	const char *rest;
+	static const char *const dirs[] = {"Desktop", "Documents", "Downloads",
+	                                   "Library/Mobile Documents",
+	                                   "Library/CloudStorage"};
 	size_t i;
 
-	if (path == NULL)
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		if (under(rest, dirs[i]))
+			return 1;
+	return 0;
+}
+
+int
+darwin_tcc_protected(const char *path, const char *home, const char *boot_alias)
+{
+	const char *rest, *name;
+	size_t n;
+
+	if (path == NULL || path[0] != '/')
 		return 0;
-	if (strncmp(path, "/Volumes/", 9) == 0 && path[9] != '\0')
+	if (strncmp(path, "/Volumes/", 9) == 0 && path[9] != '\0' &&
+	    path[9] != '/') {
+		name = path + 9;
+		n = strcspn(name, "/");
+		/* /Volumes/Macintosh HD is a link to /: not a volume of its
+		 * own, so what lies under it is judged from / (its
+		 * /Users/NAME/Documents still counts). */
+		if (boot_alias == NULL || strlen(boot_alias) != n ||
+		    strncmp(name, boot_alias, n) != 0)
+			return 1;
+		if (name[n] == '\0')
+			return 0;
+		return darwin_tcc_protected(name + n, home, NULL);
+	}
+	n = home != NULL ? strlen(home) : 0;
+	while (n > 1 && home[n - 1] == '/')
+		n--;
+	if (n > 1 && home[0] == '/' && strncmp(path, home, n) == 0 &&
+	    path[n] == '/' && home_protected(path + n + 1))
 		return 1;
 	if (strncmp(path, "/Users/", 7) != 0)
 		return 0;
 	rest = path + 7;
 	if ((rest = strchr(rest, '/')) == NULL || rest == path + 7)
 		return 0; /* /Users/NAME itself, or /Users//... */
-	rest++;
-	for (i = 0; i < sizeof home_dirs / sizeof home_dirs[0]; i++)
-		if (under(rest, home_dirs[i]))
-			return 1;
-	return 0;
+	return home_protected(rest + 1);
 }
 
+/* Short: it goes into a 256-byte cause with the path and errno. */
+#define TCC_WAYS_OUT "give stageloadd Full Disk Access, or use stageloadctl run"
+
 void
-darwin_spawn_hint(int err, const char *path, char *buf, size_t len)
+darwin_spawn_hint(int err, const char *path, const char *home,
+                  const char *boot_alias, char *buf, size_t len)
 {
 	if (len == 0)
 		return;
 	buf[0] = '\0';
-	if (err != EPERM || !darwin_tcc_protected(path))
+	if (err != EPERM || !darwin_tcc_protected(path, home, boot_alias))
 		return;
-	/* Short: it goes into a 256-byte cause with the path and errno. */
 	snprintf(buf, len,
-	         "macOS privacy (TCC) blocks a LaunchDaemon's jobs here: give "
-	         "stageloadd Full Disk Access, or use stageloadctl run");
+	         "macOS privacy (TCC) blocks a LaunchDaemon's jobs "
+	         "here: " TCC_WAYS_OUT);
+}
+
+#define EPERM_TEXT "Operation not permitted"
+
+/*
+ * The protected path named on line[0..n), if any, into path. A path starts
+ * at a '/' that begins the line or follows a space, a quote or '(': quoted
+ * ones end at the same quote, others at ": " or the line's end (names may
+ * hold spaces: "Mobile Documents").
+ */
+static int
+line_protected_path(const char *line, size_t n, const char *home,
+                    const char *boot_alias, char *path, size_t pathlen)
+{
+	size_t i, end;
+	char quote;
+
+	for (i = 0; i < n; i++) {
+		if (line[i] != '/')
+			continue;
+		quote = i > 0 && (line[i - 1] == '\'' || line[i - 1] == '"')
+		            ? line[i - 1]
+		            : '\0';
+		if (i > 0 && quote == '\0' && line[i - 1] != ' ' &&
+		    line[i - 1] != '(')
+			continue;
+		for (end = i; end < n; end++) {
+			if (quote != '\0' ? line[end] == quote
+			                  : end + 1 < n && line[end] == ':' &&
+			                        line[end + 1] == ' ')
+				break;
+		}
+		if (end - i >= pathlen)
+			continue;
+		memcpy(path, line + i, end - i);
+		path[end - i] = '\0';
+		if (darwin_tcc_protected(path, home, boot_alias))
+			return 1;
+	}
+	return 0;
+}
+
+void
+darwin_log_hint(const char *text, size_t len, const char *home,
+                const char *boot_alias, char *buf, size_t buflen)
+{
+	const char *line = text, *nl, *end = text + len;
+	char path[1024];
+	size_t n, elen = strlen(EPERM_TEXT), i;
+
+	if (buflen == 0)
+		return;
+	buf[0] = '\0';
+	for (; line < end; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(end - line));
+		if (nl == NULL)
+			nl = end;
+		n = (size_t)(nl - line);
+		for (i = 0; i + elen <= n; i++)
+			if (memcmp(line + i, EPERM_TEXT, elen) == 0)
+				break;
+		if (i + elen > n ||
+		    !line_protected_path(line, n, home, boot_alias, path,
+		                         sizeof path))
+			continue;
+		snprintf(buf, buflen,
+		         "its log shows \"" EPERM_TEXT "\" for %.200s: macOS "
+		         "privacy (TCC) blocks a LaunchDaemon's jobs "
+		         "there: " TCC_WAYS_OUT,
+		         path);
+		return;
+	}
 }
 
 int
@@ -311,19 +425,15 @@ path_fmt(char *buf, size_t len, const char *fmt, const char *a, unsigned long b)
 }
 
 int
-darwin_default_socket(int system, uid_t uid, const char *runtime_dir, char *buf,
-                      size_t len)
+darwin_default_socket(int system, uid_t uid, const char *runtime_dir,
+                      const char *home, char *buf, size_t len)
 {
 	if (system)
-		return path_fmt(buf, len, "%s", "/var/run/stageload.sock", 0);
-	/* Exactly the client's fallback order, or the two would not meet.
-	 * macOS's per-user $TMPDIR would be more private, but the client
-	 * cannot know it without OS-specific code; /tmp/stageload-UID is a
-	 * directory the daemon creates with mode 0700. */
-	if (runtime_dir != NULL && runtime_dir[0] == '/')
-		return path_fmt(buf, len, "%s/stageload.sock", runtime_dir, 0);
-	return path_fmt(buf, len, "/tmp/stageload-%lu/stageload.sock", NULL,
-	                (unsigned long)uid);
+		return path_fmt(buf, len, "%s", SOCKET_SYSTEM_PATH, 0);
+	/* Exactly the client's order (socket-trust.c), or the two would not
+	 * meet. macOS's per-user $TMPDIR would be more private, but the
+	 * client cannot know it without OS-specific code. */
+	return socket_user_path(runtime_dir, home, uid, buf, len, NULL);
 }
 
 int

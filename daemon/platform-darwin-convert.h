@@ -17,7 +17,10 @@
 
 /* The system-wide values read for one sample. */
 struct darwin_vm_raw {
-	uint64_t memsize;       /* sysctl hw.memsize, bytes */
+	uint64_t memsize; /* sysctl hw.memsize, bytes: installed RAM */
+	/* sysctl hw.memsize_usable, bytes: the kernel's max_mem, what
+	 * memorystatus_level is a share of; 0 when the kernel lacks it */
+	uint64_t memsize_usable;
 	int memorystatus_level; /* sysctl kern.memorystatus_level, 0-100 */
 	int vm_pressure_level;  /* sysctl kern.memorystatus_vm_pressure_level */
 	uint64_t swap_total;    /* sysctl vm.swapusage xsu_total, bytes */
@@ -74,8 +77,13 @@ int darwin_swap_pick(const struct darwin_swap_raw *r, size_t n, char *cause,
 /* kern.memorystatus_vm_pressure_level (1, 2, 4) to our level. */
 enum pressure_level darwin_pressure_level(int raw);
 
-/* A system sample from raw values; ts_ms is left to the caller. A swap
- * reading with used above total is torn (darwin_swap_raw): -EAGAIN. */
+/*
+ * A system sample from raw values; ts_ms is left to the caller. Total and
+ * available come from hw.memsize_usable (hw.memsize when it is 0), the
+ * base memorystatus_level is a share of, so available / total is the free
+ * %; one above hw.memsize is a unit mix-up: -ERANGE. A swap reading with
+ * used above total is torn (darwin_swap_raw): -EAGAIN.
+ */
 int darwin_sys_convert(const struct darwin_vm_raw *raw, struct sys_sample *s,
                        char *cause, size_t causelen);
 
@@ -104,17 +112,33 @@ void darwin_list_merge(const pid_t *pids, size_t n, pid_t *out, size_t max,
 
 /*
  * Is path in a folder macOS's privacy controls (TCC) guard from a process
- * that has not been granted access: ~/Desktop, ~/Documents, ~/Downloads,
- * iCloud Drive (~/Library/Mobile Documents) or a volume under /Volumes?
- * Judged from the path alone (home folders under /Users).
+ * that has not been granted access? In a home folder (/Users/NAME, or
+ * home, the job's $HOME, wherever it is; NULL: none): Desktop, Documents,
+ * Downloads, iCloud Drive (Library/Mobile Documents) and the file
+ * providers' folders (Library/CloudStorage: Dropbox, OneDrive, Google
+ * Drive); and any volume under /Volumes but the boot volume's alias there
+ * (boot_alias, the name of /Volumes' link to /, or NULL), under which the
+ * rest of the path is judged as from /. Judged from the path alone.
  */
-int darwin_tcc_protected(const char *path);
+int darwin_tcc_protected(const char *path, const char *home,
+                         const char *boot_alias);
 
 /*
  * The hint for a job that could not chdir or exec on path with err: for
  * EPERM on a protected path, the cause and the two ways out; "" otherwise.
  */
-void darwin_spawn_hint(int err, const char *path, char *buf, size_t len);
+void darwin_spawn_hint(int err, const char *path, const char *home,
+                       const char *boot_alias, char *buf, size_t len);
+
+/*
+ * The hint for a detached job that exited non-zero, from the end of its
+ * log (text[0..len), not NUL-terminated): the first line that says
+ * "Operation not permitted" about a path darwin_tcc_protected guards
+ * (quoted, as Python prints it, or not, as cat and ls do) names that path,
+ * the cause and the ways out; "" when there is none.
+ */
+void darwin_log_hint(const char *text, size_t len, const char *home,
+                     const char *boot_alias, char *buf, size_t buflen);
 
 /* getgrouplist's int array to a malloc'd gid_t array (macOS takes int *). */
 int darwin_groups_convert(const int *in, int n, gid_t **out);
@@ -133,14 +157,15 @@ int darwin_peer_groups(unsigned cr_version, unsigned xucred_version,
 
 /*
  * Default paths. System: /var/run/stageload.sock and
- * /var/db/stageload/stageload.db. Per user: the socket follows the client
- * library's rule (client_socket_path_resolve), which has no OS-specific
- * code: runtime_dir/stageload.sock when $XDG_RUNTIME_DIR is set, else
+ * /var/db/stageload/stageload.db. Per user: the socket is the clients'
+ * (socket_user_path), which has no OS-specific code:
+ * runtime_dir/stageload.sock when $XDG_RUNTIME_DIR is set, else
+ * home/.stageload/stageload.sock when home is uid's directory, else
  * /tmp/stageload-UID/stageload.sock; the database is
  * home/Library/Application Support/stageload/stageload.db.
  */
 int darwin_default_socket(int system, uid_t uid, const char *runtime_dir,
-                          char *buf, size_t len);
+                          const char *home, char *buf, size_t len);
 int darwin_default_db(int system, const char *home, char *buf, size_t len);
 
 #endif

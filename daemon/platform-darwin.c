@@ -7,12 +7,14 @@
 #include <sys/proc_info.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/sysctl.h>
 #include <sys/ucred.h>
 #include <sys/un.h>
 
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libproc.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "platform-darwin-convert.h"
+#include "socket-trust.h"
 #include "platform.h"
 
 /* Big enough for any sane process tree; past it the caller is told how
@@ -42,6 +45,7 @@ struct sysctl_mib {
 
 enum {
 	MIB_MEMSIZE,
+	MIB_MEMSIZE_USABLE,
 	MIB_LEVEL,
 	MIB_PRESSURE,
 	MIB_SWAPUSAGE,
@@ -53,15 +57,19 @@ static struct {
 	mach_port_t host;
 	uint64_t page_size;
 	struct sysctl_mib mibs[MIB_COUNT];
+	char boot_alias[256]; /* find_boot_alias */
 } darwin = {
     .mibs =
         {
             [MIB_MEMSIZE] = {.name = "hw.memsize"},
+            [MIB_MEMSIZE_USABLE] = {.name = "hw.memsize_usable"},
             [MIB_LEVEL] = {.name = "kern.memorystatus_level"},
             [MIB_PRESSURE] = {.name = "kern.memorystatus_vm_pressure_level"},
             [MIB_SWAPUSAGE] = {.name = "vm.swapusage"},
         },
 };
+
+static void find_boot_alias(void);
 
 int
 platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
@@ -82,11 +90,17 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	for (i = 0; i < MIB_COUNT; i++) {
 		m = &darwin.mibs[i];
 		m->len = CTL_MAXNAME;
-		if (sysctlnametomib(m->name, m->mib, &m->len) == -1) {
-			snprintf(cause, causelen, "sysctl %s: %s", m->name,
-			         strerror(errno));
-			return -errno;
+		if (sysctlnametomib(m->name, m->mib, &m->len) == 0)
+			continue;
+		if (i == MIB_MEMSIZE_USABLE && errno == ENOENT) {
+			/* A kernel without it: totals fall back to
+			 * hw.memsize (darwin_sys_convert). */
+			m->len = 0;
+			continue;
 		}
+		snprintf(cause, causelen, "sysctl %s: %s", m->name,
+		         strerror(errno));
+		return -errno;
 	}
 	darwin.host = mach_host_self();
 	/* host_statistics64 counts kernel pages (16 KiB on Apple Silicon,
@@ -95,6 +109,7 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	    page_size == 0)
 		page_size = vm_kernel_page_size;
 	darwin.page_size = page_size;
+	find_boot_alias();
 	darwin.ready = 1;
 	return 0;
 }
@@ -180,7 +195,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	vm_statistics64_data_t vm;
 	mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
 	struct darwin_swap_raw swap;
-	uint64_t memsize;
+	uint64_t memsize, usable = 0;
 	kern_return_t kr;
 	int level, pressure, rc;
 
@@ -190,6 +205,9 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	}
 	if ((rc = sysctl_read(MIB_MEMSIZE, &memsize, sizeof memsize, cause,
 	                      causelen)) < 0 ||
+	    (darwin.mibs[MIB_MEMSIZE_USABLE].len > 0 &&
+	     (rc = sysctl_read(MIB_MEMSIZE_USABLE, &usable, sizeof usable,
+	                       cause, causelen)) < 0) ||
 	    (rc = sysctl_read(MIB_LEVEL, &level, sizeof level, cause,
 	                      causelen)) < 0 ||
 	    (rc = sysctl_read(MIB_PRESSURE, &pressure, sizeof pressure, cause,
@@ -205,6 +223,7 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	}
 
 	raw.memsize = memsize;
+	raw.memsize_usable = usable;
 	raw.memorystatus_level = level;
 	raw.vm_pressure_level = pressure;
 	raw.swap_total = swap.total;
@@ -387,6 +406,14 @@ platform_peer_groups(int fd, gid_t **groups, int *ngroups)
 }
 
 int
+platform_peer_groups_max(void)
+{
+	struct xucred xuc;
+
+	return (int)(sizeof xuc.cr_groups / sizeof xuc.cr_groups[0]);
+}
+
+int
 platform_user_groups(const char *user, gid_t gid, gid_t **groups, int *ngroups)
 {
 	int cap = 32, n, *buf;
@@ -417,7 +444,8 @@ int
 platform_default_socket(int system, char *buf, size_t len)
 {
 	return darwin_default_socket(system, getuid(),
-	                             getenv("XDG_RUNTIME_DIR"), buf, len);
+	                             getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                             buf, len);
 }
 
 int
@@ -445,6 +473,7 @@ platform_default_db(int system, char *buf, size_t len)
 
 static struct {
 	pid_t pid;                  /* the running caffeinate, or 0 */
+	int hold;                   /* what it holds: PLATFORM_AWAKE_* */
 	pid_t reap[AWAKE_REAP_MAX]; /* stopped, not yet reaped */
 	int nreap;
 } awake;
@@ -484,8 +513,13 @@ awake_stop(int wait)
 	}
 }
 
+/*
+ * -i (PreventUserIdleSystemSleep) for a job holding memory, on battery
+ * too; -s (PreventSystemSleep) for a waiting queue, which macOS honours
+ * only on AC power (caffeinate(8)): a queue never drains a battery.
+ */
 static int
-awake_start(char *cause, size_t causelen)
+awake_start(int hold, char *cause, size_t causelen)
 {
 	char pidarg[24];
 	int fds[2], err = 0, nullfd, fd;
@@ -515,7 +549,9 @@ awake_start(char *cause, size_t causelen)
 		return -err;
 	}
 	if (pid == 0) {
-		char *argv[] = {CAFFEINATE, "-i", "-w", pidarg, NULL};
+		char *argv[] = {CAFFEINATE,
+		                hold == PLATFORM_AWAKE_QUEUE ? "-s" : "-i",
+		                "-w", pidarg, NULL};
 		char *envp[] = {NULL};
 
 		(void)dup2(nullfd, STDIN_FILENO);
@@ -545,6 +581,7 @@ awake_start(char *cause, size_t causelen)
 		return -err;
 	}
 	awake.pid = pid;
+	awake.hold = hold;
 	return 0;
 }
 
@@ -557,13 +594,29 @@ platform_keep_awake(int hold, char *cause, size_t causelen)
 	/* One that ended on its own (killed by hand) is started again. */
 	if (awake.pid > 0 && waitpid(awake.pid, &status, WNOHANG) == awake.pid)
 		awake.pid = 0;
+	if (hold && awake.pid > 0 && awake.hold == hold)
+		return 0;
 	if (!hold) {
 		awake_stop(0);
 		return 0;
 	}
-	if (awake.pid > 0)
+	/* Another kind of hold is another caffeinate: the old one goes
+	 * once the new one runs, so the machine is never left unheld. */
+	if (awake.pid > 0) {
+		pid_t old = awake.pid;
+		int rc;
+
+		awake.pid = 0;
+		if ((rc = awake_start(hold, cause, causelen)) != 0) {
+			awake.pid = old; /* still holds what it held */
+			return rc;
+		}
+		(void)kill(old, SIGTERM);
+		if (awake.nreap < AWAKE_REAP_MAX)
+			awake.reap[awake.nreap++] = old;
 		return 0;
-	return awake_start(cause, causelen);
+	}
+	return awake_start(hold, cause, causelen);
 }
 
 /*
@@ -581,9 +634,54 @@ platform_session_login(const char *user)
 }
 
 void
-platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                    size_t len)
 {
-	darwin_spawn_hint(err, path, buf, len);
+	darwin_spawn_hint(
+	    err, path, home,
+	    darwin.boot_alias[0] != '\0' ? darwin.boot_alias : NULL, buf, len);
+}
+
+void
+platform_log_hint(const char *text, size_t len, const char *home, char *buf,
+                  size_t buflen)
+{
+	darwin_log_hint(text, len, home,
+	                darwin.boot_alias[0] != '\0' ? darwin.boot_alias : NULL,
+	                buf, buflen);
+}
+
+/*
+ * The name of /Volumes' link to / ("Macintosh HD"): the boot volume's
+ * alias there, which TCC does not guard as a removable volume. Read once
+ * at start; a volume renamed later only makes the hint less apt.
+ */
+static void
+find_boot_alias(void)
+{
+	char path[PATH_MAX], target[8];
+	struct dirent *e;
+	struct stat st;
+	ssize_t n;
+	DIR *dir;
+
+	darwin.boot_alias[0] = '\0';
+	if ((dir = opendir("/Volumes")) == NULL)
+		return;
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] == '.' ||
+		    snprintf(path, sizeof path, "/Volumes/%s", e->d_name) >=
+		        (int)sizeof path ||
+		    lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+			continue;
+		n = readlink(path, target, sizeof target);
+		if (n == 1 && target[0] == '/') {
+			snprintf(darwin.boot_alias, sizeof darwin.boot_alias,
+			         "%s", e->d_name);
+			break;
+		}
+	}
+	closedir(dir);
 }
 
 void

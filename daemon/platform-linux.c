@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform.h"
-#include "procfs.h"
+#include "platform-linux-internal.h"
+#include "socket-trust.h"
 
 #define PSI_WARN_DEFAULT 10.0
 #define PSI_CRITICAL_DEFAULT 40.0
@@ -43,96 +43,7 @@
  */
 #define PSI_PERIOD_MS 2000
 
-/*
- * One system file kept open. Under a fixture root the file may be replaced
- * (a test writes a new one and renames it over the old) or appear later,
- * so there the path is checked with stat() each time and reopened when
- * it names another file; /proc files never change identity.
- */
-struct sysfile {
-	char path[PATH_MAX];
-	int fd;
-	dev_t dev;
-	ino_t ino;
-};
-
-/*
- * A process as the last table scan saw it. The inode number of its /proc
- * entry changes when the pid is reused (a new process gets a new inode),
- * so an entry whose inode is unchanged need not be read again; it is
- * re-read anyway after SCAN_STALE_MS (spread over pids so the re-reads do
- * not all fall in one scan), which bounds how long a changed parent or
- * group (setpgid by a stranger, a subreaper) can go unseen.
- */
-struct scan_entry {
-	pid_t pid, ppid, pgrp;
-	ino_t ino;
-	int64_t read_ms;
-};
-#define SCAN_STALE_MS 10000
-
-/*
- * An open /proc/PID/status of a followed process, re-read with pread()
- * each sample. The descriptor is tied to that very process, not to its
- * number: once it exits, reads fail with ESRCH even if the pid is reused,
- * so the start time read when it was opened stays valid for as long as
- * reads succeed. Descriptors unused for STATUS_IDLE_MS are closed.
- *
- * The kernel takes about 10 us to generate a status file, statm 1.5 us
- * (bench/bench_platform.c). statm's seven counters (size, resident,
- * file+shmem, text, data) move with every page the process maps, faults
- * in, swaps out or in, or unmaps, and drop to zero when it exits, so for
- * platform_proc_sample an unchanged statm means the last status reading
- * still holds; it is trusted for at most STATUS_REUSE_MS, which bounds
- * what statm cannot see (a new group or uid, swap freed by madvise).
- */
-struct status_fd {
-	pid_t pid;
-	int fd;
-	uint64_t start_time;
-	int64_t used_ms;
-	int statm_fd;    /* -1 until platform_proc_sample opens it */
-	int64_t read_ms; /* when last was read from status; 0: never */
-	struct proc_info last;
-	char statm[80]; /* statm as read just before last, NUL-terminated */
-};
-#define STATUS_FDS 256
-#define STATUS_IDLE_MS 5000
-#define STATUS_REUSE_MS 2000
-
-static struct {
-	int initialised;
-	int fixture_root; /* proc_root is not the real /proc */
-	double psi_warn;
-	double psi_critical;
-	struct sysfile meminfo;
-	struct sysfile psi;
-	/* Under a fixture root: <root>/meminfo.once, read by the next system
-	 * sample instead of meminfo and then removed (one reading that the
-	 * confirming platform_swap_used does not see), and <root>/keep-awake,
-	 * where platform_keep_awake writes its state. docs/daemon.md. */
-	char once_path[PATH_MAX];
-	char awake_path[PATH_MAX];
-	int awake;          /* as last written there; -1: not yet */
-	double psi_avg10;   /* as last read; -1: none */
-	int64_t psi_due_ms; /* when the real file is read next */
-	int proc_fd;        /* the real /proc, for per-process openat() */
-	DIR *proc_dir; /* the real /proc, rescanned by platform_list_tree */
-	/* What platform_list_tree learnt of each pid at its last scan
-	 * (sorted by pid), and the table being built by the current one. */
-	struct scan_entry *scan, *scan_next;
-	size_t nscan, scan_cap;
-	int loadavg_fd;      /* /proc/loadavg, for the last pid created */
-	pid_t scan_last_pid; /* as read just before the last listing */
-	int64_t scan_listed_ms;
-	/* Open /proc/PID/status files of the processes being followed. */
-	struct status_fd status[STATUS_FDS];
-	size_t nstatus;
-	int64_t status_swept_ms;
-	/* Where status files are read: most are about 1.5 KiB, but the
-	 * Groups line of a user in many groups can make one far longer. */
-	struct procfs_buf status_buf;
-} P = {
+struct platform_linux PL = {
     .proc_fd = -1, .loadavg_fd = -1, .meminfo = {.fd = -1}, .psi = {.fd = -1}};
 
 static void
@@ -167,7 +78,7 @@ sysfile_read(struct sysfile *f, char *buf, size_t len)
 {
 	int rc;
 
-	if (P.fixture_root) {
+	if (PL.fixture_root) {
 		struct stat sb;
 
 		if (stat(f->path, &sb) < 0) {
@@ -198,38 +109,40 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	struct stat sb;
 	int rc;
 
-	if (P.initialised)
+	if (PL.initialised)
 		platform_shutdown();
-	P.psi_warn = PSI_WARN_DEFAULT;
-	P.psi_critical = PSI_CRITICAL_DEFAULT;
-	P.fixture_root = 0;
-	P.awake = -1;
+	PL.psi_warn = PSI_WARN_DEFAULT;
+	PL.psi_critical = PSI_CRITICAL_DEFAULT;
+	PL.fixture_root = 0;
+	PL.awake = -1;
 	if (cfg != NULL) {
 		if (cfg->proc_root != NULL && cfg->proc_root[0] != '\0') {
 			root = cfg->proc_root;
-			P.fixture_root = strcmp(root, "/proc") != 0;
+			PL.fixture_root = strcmp(root, "/proc") != 0;
 		}
 		/* 0 is a threshold (every pressure counts); only a
 		 * negative one asks for the default. */
 		if (cfg->psi_warn >= 0)
-			P.psi_warn = cfg->psi_warn;
+			PL.psi_warn = cfg->psi_warn;
 		if (cfg->psi_critical >= 0)
-			P.psi_critical = cfg->psi_critical;
+			PL.psi_critical = cfg->psi_critical;
 	}
-	if (P.psi_warn > P.psi_critical) {
+	if (PL.psi_warn > PL.psi_critical) {
 		snprintf(cause, causelen,
 		         "PSI warn threshold %g is above the critical one %g",
-		         P.psi_warn, P.psi_critical);
+		         PL.psi_warn, PL.psi_critical);
 		return -EINVAL;
 	}
-	if (set_path(P.meminfo.path, sizeof(P.meminfo.path), root, "meminfo") !=
-	        0 ||
-	    set_path(P.psi.path, sizeof(P.psi.path), root, "pressure/memory") !=
-	        0 ||
-	    set_path(P.once_path, sizeof(P.once_path), root, "meminfo.once") !=
-	        0 ||
-	    set_path(P.awake_path, sizeof(P.awake_path), root, "keep-awake") !=
-	        0) {
+	if (set_path(PL.meminfo.path, sizeof(PL.meminfo.path), root,
+	             "meminfo") != 0 ||
+	    set_path(PL.psi.path, sizeof(PL.psi.path), root,
+	             "pressure/memory") != 0 ||
+	    set_path(PL.once_path, sizeof(PL.once_path), root,
+	             "meminfo.once") != 0 ||
+	    set_path(PL.awake_path, sizeof(PL.awake_path), root,
+	             "keep-awake") != 0 ||
+	    set_path(PL.groups_max_path, sizeof(PL.groups_max_path), root,
+	             "peer-groups-max") != 0) {
 		snprintf(cause, causelen, "proc root too long: %s", root);
 		return -ENAMETOOLONG;
 	}
@@ -241,77 +154,68 @@ platform_init(const struct platform_config *cfg, char *cause, size_t causelen)
 	}
 	/* meminfo may be missing at start under a fixture root (a test may
 	 * write it later); then the first sample reports it. */
-	if ((rc = sysfile_open(&P.meminfo)) != 0 && !P.fixture_root) {
-		snprintf(cause, causelen, "%s: %s", P.meminfo.path,
+	if ((rc = sysfile_open(&PL.meminfo)) != 0 && !PL.fixture_root) {
+		snprintf(cause, causelen, "%s: %s", PL.meminfo.path,
 		         strerror(-rc));
 		return rc;
 	}
-	(void)sysfile_open(&P.psi); /* optional: CONFIG_PSI */
-	P.psi_due_ms = 0;
-	if ((P.proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
+	(void)sysfile_open(&PL.psi); /* optional: CONFIG_PSI */
+	PL.psi_due_ms = 0;
+	if ((PL.proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 	    0) {
 		rc = -errno;
 		snprintf(cause, causelen, "/proc: %s", strerror(errno));
 		platform_shutdown();
 		return rc;
 	}
-	P.loadavg_fd = openat(P.proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
-	P.scan_last_pid = -1;
-	if ((P.proc_dir = opendir("/proc")) == NULL) {
+	PL.loadavg_fd = openat(PL.proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
+	PL.scan_last_pid = -1;
+	if ((PL.proc_dir = opendir("/proc")) == NULL) {
 		rc = -errno;
 		snprintf(cause, causelen, "/proc: %s", strerror(errno));
 		platform_shutdown();
 		return rc;
 	}
-	P.initialised = 1;
+	PL.initialised = 1;
 	return 0;
-}
-
-static void
-status_drop(size_t i)
-{
-	close(P.status[i].fd);
-	if (P.status[i].statm_fd >= 0)
-		close(P.status[i].statm_fd);
-	P.status[i] = P.status[--P.nstatus];
 }
 
 void
 platform_shutdown(void)
 {
-	sysfile_close(&P.meminfo);
-	sysfile_close(&P.psi);
-	if (P.proc_fd >= 0)
-		close(P.proc_fd);
-	P.proc_fd = -1;
-	if (P.loadavg_fd >= 0)
-		close(P.loadavg_fd);
-	P.loadavg_fd = -1;
-	if (P.proc_dir != NULL)
-		closedir(P.proc_dir);
-	P.proc_dir = NULL;
-	free(P.scan);
-	free(P.scan_next);
-	P.scan = P.scan_next = NULL;
-	P.nscan = P.scan_cap = 0;
-	while (P.nstatus > 0)
-		status_drop(P.nstatus - 1);
-	procfs_buf_free(&P.status_buf);
-	P.initialised = 0;
+	sysfile_close(&PL.meminfo);
+	sysfile_close(&PL.psi);
+	if (PL.proc_fd >= 0)
+		close(PL.proc_fd);
+	PL.proc_fd = -1;
+	if (PL.loadavg_fd >= 0)
+		close(PL.loadavg_fd);
+	PL.loadavg_fd = -1;
+	if (PL.proc_dir != NULL)
+		closedir(PL.proc_dir);
+	PL.proc_dir = NULL;
+	free(PL.scan);
+	free(PL.scan_next);
+	PL.scan = PL.scan_next = NULL;
+	PL.nscan = PL.scan_cap = 0;
+	while (PL.nstatus > 0)
+		linux_status_drop(PL.nstatus - 1);
+	procfs_buf_free(&PL.status_buf);
+	PL.initialised = 0;
 }
 
 static enum pressure_level
 psi_level(double avg10)
 {
-	if (avg10 < P.psi_warn)
+	if (avg10 < PL.psi_warn)
 		return PRESSURE_NORMAL;
-	if (avg10 < P.psi_critical)
+	if (avg10 < PL.psi_critical)
 		return PRESSURE_WARN;
 	return PRESSURE_CRITICAL;
 }
 
-static int64_t
-now_ms(void)
+int64_t
+linux_coarse_ms(void)
 {
 	struct timespec ts;
 
@@ -321,7 +225,7 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* PSI some avg10 into P.psi_avg10, -1 when there is none. */
+/* PSI some avg10 into PL.psi_avg10, -1 when there is none. */
 static void
 psi_read(void)
 {
@@ -329,14 +233,14 @@ psi_read(void)
 	double avg10;
 	ssize_t n;
 
-	P.psi_avg10 = -1;
-	if (P.psi.fd < 0 && !P.fixture_root)
+	PL.psi_avg10 = -1;
+	if (PL.psi.fd < 0 && !PL.fixture_root)
 		return;
-	n = sysfile_read(&P.psi, buf, sizeof(buf));
-	if (n == -EOPNOTSUPP && !P.fixture_root)
-		sysfile_close(&P.psi); /* psi=0: it will not change */
+	n = sysfile_read(&PL.psi, buf, sizeof(buf));
+	if (n == -EOPNOTSUPP && !PL.fixture_root)
+		sysfile_close(&PL.psi); /* psi=0: it will not change */
 	if (n >= 0 && procfs_parse_psi_some_avg10(buf, (size_t)n, &avg10) == 0)
-		P.psi_avg10 = avg10;
+		PL.psi_avg10 = avg10;
 }
 
 /*
@@ -350,13 +254,13 @@ meminfo_once(char *buf, size_t len)
 	ssize_t n;
 	int fd;
 
-	if (!P.fixture_root)
+	if (!PL.fixture_root)
 		return 0;
-	if ((fd = open(P.once_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if ((fd = open(PL.once_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	n = procfs_pread(fd, buf, len);
 	close(fd);
-	(void)unlink(P.once_path);
+	(void)unlink(PL.once_path);
 	return n < 0 ? n : n + 1; /* + 1: an empty file is still one */
 }
 
@@ -367,20 +271,20 @@ meminfo_read(int once, struct procfs_meminfo *mi, char *cause, size_t causelen)
 	/* meminfo is about 1.5 KiB; one that does not fit is an error
 	 * (-EFBIG), never parsed cut. */
 	static char buf[8192];
-	const char *path = P.meminfo.path;
+	const char *path = PL.meminfo.path;
 	ssize_t n = 0;
 	int rc;
 
-	if (!P.initialised) {
+	if (!PL.initialised) {
 		snprintf(cause, causelen, "platform not initialised");
 		return -EINVAL;
 	}
 	if (once && (n = meminfo_once(buf, sizeof(buf))) != 0) {
-		path = P.once_path;
+		path = PL.once_path;
 		if (n > 0)
 			n--;
 	} else
-		n = sysfile_read(&P.meminfo, buf, sizeof(buf));
+		n = sysfile_read(&PL.meminfo, buf, sizeof(buf));
 	if (n < 0) {
 		snprintf(cause, causelen, "%s: %s", path, strerror((int)-n));
 		return (int)n;
@@ -438,403 +342,15 @@ platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen)
 	/* No PSI (kernel without CONFIG_PSI, or booted psi=0: the file then
 	 * fails to read with EOPNOTSUPP) is not an error: pressure is
 	 * unknown rather than guessed from MemAvailable. */
-	now = now_ms();
-	if (P.fixture_root || now >= P.psi_due_ms) {
+	now = linux_coarse_ms();
+	if (PL.fixture_root || now >= PL.psi_due_ms) {
 		psi_read();
-		P.psi_due_ms = now + PSI_PERIOD_MS;
+		PL.psi_due_ms = now + PSI_PERIOD_MS;
 	}
 	s->pressure =
-	    P.psi_avg10 >= 0 ? psi_level(P.psi_avg10) : PRESSURE_UNKNOWN;
-	s->psi_some_avg10 = P.psi_avg10;
+	    PL.psi_avg10 >= 0 ? psi_level(PL.psi_avg10) : PRESSURE_UNKNOWN;
+	s->psi_some_avg10 = PL.psi_avg10;
 	return 0;
-}
-
-static int
-open_pid_file(pid_t pid, const char *name)
-{
-	char rel[64];
-	int fd;
-
-	if (P.proc_fd < 0)
-		return -EINVAL;
-	snprintf(rel, sizeof(rel), "%d/%s", (int)pid, name);
-	if ((fd = openat(P.proc_fd, rel, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	return fd;
-}
-
-/* Reads /proc/<pid>/<name> through the kept /proc descriptor. */
-static ssize_t
-read_pid_file(pid_t pid, const char *name, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	if ((fd = open_pid_file(pid, name)) < 0)
-		return fd;
-	n = procfs_pread(fd, buf, len);
-	close(fd);
-	return n;
-}
-
-static int
-read_stat(pid_t pid, struct procfs_stat *st)
-{
-	char buf[1024];
-	ssize_t n;
-
-	if (pid <= 0)
-		return -EINVAL;
-	if ((n = read_pid_file(pid, "stat", buf, sizeof(buf))) < 0)
-		return (int)n;
-	if (n == 0)
-		return -ESRCH;
-	return procfs_parse_stat(buf, (size_t)n, st);
-}
-
-static struct status_fd *
-status_find(pid_t pid, int64_t now)
-{
-	size_t i;
-
-	/* Close what nobody asked for lately (a job ended, a tree was
-	 * freed); checked about once a second. */
-	if (now - P.status_swept_ms >= 1000) {
-		for (i = 0; i < P.nstatus;) {
-			if (now - P.status[i].used_ms >= STATUS_IDLE_MS)
-				status_drop(i);
-			else
-				i++;
-		}
-		P.status_swept_ms = now;
-	}
-	for (i = 0; i < P.nstatus; i++)
-		if (P.status[i].pid == pid)
-			return &P.status[i];
-	return NULL;
-}
-
-/*
- * First sight of a process: open its status (which pins the process),
- * then read its stat for the start time. If the status read that follows
- * succeeds, the process was alive after the stat read, so both describe
- * the same process and not a successor with the same number.
- */
-static int
-status_open(pid_t pid, int64_t now, struct status_fd *spare,
-            struct status_fd **out)
-{
-	struct procfs_stat st;
-	int fd, rc;
-
-	if ((fd = open_pid_file(pid, "status")) < 0)
-		return fd;
-	if ((rc = read_stat(pid, &st)) != 0) {
-		close(fd);
-		return rc;
-	}
-	if (P.nstatus == STATUS_FDS) {
-		/* Following more processes than descriptors kept: this one
-		 * is read the slow way, opened and closed each time. */
-		*spare = (struct status_fd){.pid = pid,
-		                            .fd = fd,
-		                            .start_time = st.start_time,
-		                            .used_ms = now,
-		                            .statm_fd = -1};
-		*out = spare;
-		return 0;
-	}
-	P.status[P.nstatus] = (struct status_fd){.pid = pid,
-	                                         .fd = fd,
-	                                         .start_time = st.start_time,
-	                                         .used_ms = now,
-	                                         .statm_fd = -1};
-	*out = &P.status[P.nstatus++];
-	return 0;
-}
-
-/* statm into sf->statm, opened on first use; "" when it cannot be read. */
-static void
-statm_read(struct status_fd *sf, char *buf, size_t len)
-{
-	ssize_t n = -1;
-
-	if (sf->statm_fd < 0)
-		sf->statm_fd = open_pid_file(sf->pid, "statm");
-	if (sf->statm_fd >= 0)
-		n = procfs_pread(sf->statm_fd, buf, len);
-	if (n <= 0) /* unreadable or too long: no fingerprint */
-		buf[0] = '\0';
-}
-
-/*
- * platform_proc_info, and with may_reuse platform_proc_sample. statm is
- * read before status, so a change between the two reads shows as a statm
- * that differs at the next sample, never as a stale reading kept.
- */
-static int
-proc_read(pid_t pid, struct proc_info *pi, int may_reuse)
-{
-	char statm[sizeof(P.status[0].statm)];
-	struct procfs_status ss;
-	struct status_fd *sf, spare = {.fd = -1, .statm_fd = -1};
-	struct procfs_stat st;
-	int64_t now = now_ms();
-	ssize_t n;
-	int rc;
-
-	if (pid <= 0)
-		return -EINVAL;
-	statm[0] = '\0';
-	sf = status_find(pid, now);
-	if (sf != NULL && may_reuse) {
-		statm_read(sf, statm, sizeof(statm));
-		if (statm[0] != '\0' && sf->read_ms != 0 &&
-		    now - sf->read_ms < STATUS_REUSE_MS &&
-		    strcmp(statm, sf->statm) == 0) {
-			sf->used_ms = now;
-			*pi = sf->last;
-			return 0;
-		}
-	}
-	if (sf != NULL) {
-		n = procfs_pread_buf(sf->fd, &P.status_buf);
-		if (n <= 0) {
-			/* That process is gone; the number may already
-			 * name another one, so look again. */
-			status_drop((size_t)(sf - P.status));
-			sf = NULL;
-		}
-	}
-	if (sf == NULL) {
-		if ((rc = status_open(pid, now, &spare, &sf)) != 0)
-			return rc;
-		if (may_reuse && sf != &spare)
-			statm_read(sf, statm, sizeof(statm));
-		n = procfs_pread_buf(sf->fd, &P.status_buf);
-		if (spare.fd >= 0)
-			close(spare.fd);
-	}
-	sf->used_ms = now;
-	if (n <= 0 ||
-	    procfs_parse_status(P.status_buf.data, (size_t)n, &ss) != 0 ||
-	    ss.state == 'Z' || ss.state == 'X') {
-		/* Gone, or exited but not yet reaped: nothing left to
-		 * measure or follow. Its start time still reads, for
-		 * re-adoption. A status that does not parse is treated
-		 * the same: the descriptor is not trusted again. */
-		rc = n < 0 && n != -ESRCH ? (int)n : -ESRCH;
-		if (sf != &spare)
-			status_drop((size_t)(sf - P.status));
-		return rc;
-	}
-	pi->pid = pid;
-	pi->ppid = ss.ppid;
-	pi->uid = ss.uid;
-	pi->start_time = sf->start_time;
-	pi->footprint_bytes = ss.rss_anon_bytes + ss.rss_shmem_bytes;
-	pi->swap_bytes = ss.swap_bytes;
-	if (ss.present & PROCFS_STATUS_NSPGID) {
-		pi->pgid = ss.nspgid;
-	} else {
-		/* Before Linux 4.1 status has no NSpgid. */
-		if ((rc = read_stat(pid, &st)) != 0)
-			return rc;
-		pi->pgid = st.pgrp;
-	}
-	if (may_reuse && sf != &spare) {
-		sf->last = *pi;
-		sf->read_ms = now;
-		memcpy(sf->statm, statm, sizeof(sf->statm));
-	}
-	return 0;
-}
-
-int
-platform_proc_info(pid_t pid, struct proc_info *pi)
-{
-	return proc_read(pid, pi, 0);
-}
-
-int
-platform_proc_sample(pid_t pid, struct proc_info *pi)
-{
-	return proc_read(pid, pi, 1);
-}
-
-int
-platform_proc_start_time(pid_t pid, uint64_t *start_time)
-{
-	struct procfs_stat st;
-	int rc;
-
-	if ((rc = read_stat(pid, &st)) != 0)
-		return rc;
-	*start_time = st.start_time;
-	return 0;
-}
-
-static int
-pid_in(pid_t pid, const pid_t *set, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (set[i] == pid)
-			return 1;
-	return 0;
-}
-
-/* The previous scan's entry for pid, by binary search. */
-static const struct scan_entry *
-scan_find(pid_t pid)
-{
-	size_t lo = 0, hi = P.nscan;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (P.scan[mid].pid == pid)
-			return &P.scan[mid];
-		if (P.scan[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static int
-scan_grow(void)
-{
-	size_t cap = P.scan_cap ? P.scan_cap * 2 : 512;
-	struct scan_entry *a, *b;
-
-	if ((a = realloc(P.scan, cap * sizeof(*a))) == NULL)
-		return -ENOMEM;
-	P.scan = a;
-	if ((b = realloc(P.scan_next, cap * sizeof(*b))) == NULL)
-		return -ENOMEM;
-	P.scan_next = b;
-	P.scan_cap = cap;
-	return 0;
-}
-
-/* The pid most recently created, or -1 when it cannot be read. */
-static pid_t
-last_pid(void)
-{
-	char buf[128];
-	ssize_t n;
-	pid_t pid;
-
-	if (P.loadavg_fd < 0 ||
-	    (n = procfs_pread(P.loadavg_fd, buf, sizeof(buf))) <= 0 ||
-	    procfs_parse_loadavg_last_pid(buf, (size_t)n, &pid) != 0)
-		return -1;
-	return pid;
-}
-
-static int
-tree_match(const struct scan_entry *e, const pid_t *parents, size_t nparents,
-           pid_t pgid)
-{
-	return (pgid > 0 && e->pgrp == pgid) ||
-	       pid_in(e->ppid, parents, nparents);
-}
-
-/*
- * The kernel here may lack /proc/PID/task/TID/children (it needs
- * CONFIG_PROC_CHILDREN), so the process table is scanned. Reading every
- * stat would cost about 5 us per process per scan; the table of the
- * previous scan (see struct scan_entry) limits reads to new processes.
- * /proc lists pids in increasing order, which keeps the table sorted.
- *
- * Listing /proc itself costs about 0.3 us per process, paid by every
- * followed job every scan interval. When no pid was created since the
- * last listing (the last field of /proc/loadavg is unchanged) and that
- * listing is recent, the table is answered from as it is: no new process
- * can be in the tree. It may then name a process that has exited since;
- * callers check each pid anyway (platform_proc_info).
- */
-int
-platform_list_tree(const pid_t *parents, size_t nparents, pid_t pgid,
-                   pid_t *out, size_t max)
-{
-	char buf[1024];
-	struct dirent *de;
-	size_t found = 0, n = 0, i;
-	int64_t now = now_ms();
-	pid_t last = 0, cursor;
-	int sorted = 1, rc;
-
-	if (P.proc_dir == NULL)
-		return -EINVAL;
-	cursor = last_pid();
-	if (cursor > 0 && cursor == P.scan_last_pid &&
-	    now - P.scan_listed_ms < SCAN_STALE_MS) {
-		for (i = 0; i < P.nscan; i++) {
-			if (!tree_match(&P.scan[i], parents, nparents, pgid))
-				continue;
-			if (found < max)
-				out[found] = P.scan[i].pid;
-			found++;
-		}
-		return found > INT_MAX ? INT_MAX : (int)found;
-	}
-	rewinddir(P.proc_dir);
-	while ((de = readdir(P.proc_dir)) != NULL) {
-		const struct scan_entry *old;
-		struct scan_entry e;
-		const char *c = de->d_name;
-		long pid = 0;
-
-		if (*c < '1' || *c > '9')
-			continue;
-		for (; *c >= '0' && *c <= '9' && pid <= INT_MAX; c++)
-			pid = pid * 10 + (*c - '0');
-		if (*c != '\0' || pid > INT_MAX)
-			continue;
-		old = scan_find((pid_t)pid);
-		if (old != NULL && old->ino == de->d_ino &&
-		    now - old->read_ms < SCAN_STALE_MS + (pid & 1023) * 10) {
-			e = *old;
-		} else {
-			struct procfs_stat st;
-			ssize_t len;
-
-			len =
-			    read_pid_file((pid_t)pid, "stat", buf, sizeof(buf));
-			if (len <= 0 ||
-			    procfs_parse_stat(buf, (size_t)len, &st) != 0)
-				continue; /* exited meanwhile */
-			e = (struct scan_entry){(pid_t)pid, st.ppid, st.pgrp,
-			                        de->d_ino, now};
-		}
-		if (n == P.scan_cap && (rc = scan_grow()) != 0)
-			return rc;
-		sorted &= e.pid > last;
-		last = e.pid;
-		P.scan_next[n++] = e;
-		if (!tree_match(&e, parents, nparents, pgid))
-			continue;
-		if (found < max)
-			out[found] = e.pid;
-		found++;
-	}
-	/* The new table becomes the reference; an unsorted listing (not
-	 * seen on Linux) only costs the cache, never correctness. */
-	{
-		struct scan_entry *t = P.scan;
-		P.scan = P.scan_next;
-		P.scan_next = t;
-		P.nscan = sorted ? n : 0;
-	}
-	/* Read before the listing: a process created during it moves the
-	 * cursor, and the next call lists again. */
-	P.scan_last_pid = P.nscan > 0 ? cursor : -1;
-	P.scan_listed_ms = now;
-	return found > INT_MAX ? INT_MAX : (int)found;
 }
 
 int
@@ -945,21 +461,15 @@ xdg_dir(const char *name)
 	return v != NULL && v[0] == '/' ? v : NULL;
 }
 
-/* The socket path (PROTOCOL.md): the caller creates the directory. */
+/* The socket path (PROTOCOL.md): the caller creates the directory. The
+ * per-user one is the clients' (socket-trust.c). */
 int
 platform_default_socket(int system, char *buf, size_t len)
 {
-	const char *dir;
-	char uid[32];
-
 	if (system)
-		return put_path(buf, len, "%s%s", "/var/run/stageload.sock",
-		                "");
-	if ((dir = xdg_dir("XDG_RUNTIME_DIR")) != NULL)
-		return put_path(buf, len, "%s/%s", dir, "stageload.sock");
-	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
-	return put_path(buf, len, "/tmp/stageload-%s/%s", uid,
-	                "stageload.sock");
+		return put_path(buf, len, "%s%s", SOCKET_SYSTEM_PATH, "");
+	return socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                        getuid(), buf, len, NULL);
 }
 
 /* The database path; the caller creates the directory. */
@@ -994,13 +504,15 @@ platform_default_db(int system, char *buf, size_t len)
 int
 platform_keep_awake(int hold, char *cause, size_t causelen)
 {
-	const char *text = hold ? "held\n" : "released\n";
+	const char *text = hold == PLATFORM_AWAKE_QUEUE ? "held-queue\n"
+	                   : hold                       ? "held\n"
+	                                                : "released\n";
 	char tmp[PATH_MAX + 8];
 	int fd, rc = 0;
 
-	if (!P.initialised || !P.fixture_root || P.awake == hold)
+	if (!PL.initialised || !PL.fixture_root || PL.awake == hold)
 		return 0;
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", P.awake_path) >=
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", PL.awake_path) >=
 	    (int)sizeof tmp) {
 		snprintf(cause, causelen, "fixture path too long");
 		return -ENAMETOOLONG;
@@ -1014,16 +526,38 @@ platform_keep_awake(int hold, char *cause, size_t causelen)
 			rc = -EIO;
 		if (close(fd) != 0 && rc == 0)
 			rc = -errno;
-		if (rc == 0 && rename(tmp, P.awake_path) != 0)
+		if (rc == 0 && rename(tmp, PL.awake_path) != 0)
 			rc = -errno;
 	}
 	if (rc != 0) {
-		snprintf(cause, causelen, "%s: %s", P.awake_path,
+		snprintf(cause, causelen, "%s: %s", PL.awake_path,
 		         strerror(-rc));
 		(void)unlink(tmp);
 	} else
-		P.awake = hold;
+		PL.awake = hold;
 	return rc;
+}
+
+int
+platform_peer_groups_max(void)
+{
+	char buf[16];
+	ssize_t n;
+	int fd, max = 0;
+
+	/* SO_PEERGROUPS passes every group: no cap, but for tests. */
+	if (!PL.initialised || !PL.fixture_root)
+		return 0;
+	if ((fd = open(PL.groups_max_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) <
+	    0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		max = atoi(buf);
+	}
+	return max > 0 ? max : 0;
 }
 
 /* getlogin() on Linux reads utmp, not the session: nothing to set. */
@@ -1035,11 +569,26 @@ platform_session_login(const char *user)
 }
 
 void
-platform_spawn_hint(int err, const char *path, char *buf, size_t len)
+platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                    size_t len)
 {
 	(void)err;
 	(void)path;
+	(void)home;
 	if (len > 0)
+		buf[0] = '\0';
+}
+
+/* Linux has no per-folder privacy control that a root daemon's job
+ * would meet and the user's own shell would not. */
+void
+platform_log_hint(const char *text, size_t len, const char *home, char *buf,
+                  size_t buflen)
+{
+	(void)text;
+	(void)len;
+	(void)home;
+	if (buflen > 0)
 		buf[0] = '\0';
 }
 

@@ -82,11 +82,16 @@ int platform_sys_sample(struct sys_sample *s, char *cause, size_t causelen);
 int platform_swap_used(uint64_t *used_bytes, char *cause, size_t causelen);
 
 /*
- * Keep the machine from idle sleep while hold is 1, let it sleep again at
- * 0 (macOS: /usr/bin/caffeinate -i -w <daemon pid>; Linux: nothing, except
+ * Keep the machine from idle sleep: hold PLATFORM_AWAKE_JOBS while a job
+ * holds memory, on battery too; PLATFORM_AWAKE_QUEUE while queued jobs
+ * wait, on AC power only; 0 to let it sleep again (macOS:
+ * /usr/bin/caffeinate -i or -s -w <daemon pid>; Linux: nothing, except
  * that under a fixture proc root the state is written to <root>/keep-awake
- * for tests). Idempotent; called from the loop, never blocks.
+ * for tests: "held", "held-queue" or "released"). Idempotent; called from
+ * the loop, never blocks.
  */
+#define PLATFORM_AWAKE_JOBS 1
+#define PLATFORM_AWAKE_QUEUE 2
 int platform_keep_awake(int hold, char *cause, size_t causelen);
 
 /*
@@ -101,8 +106,21 @@ int platform_session_login(const char *user);
  * A spawn step (chdir, exec) failed with err on path: a readable hint
  * about why, in buf ("" when there is nothing to add). On macOS an EPERM
  * on a privacy-protected folder (TCC) names the cause and the ways out.
+ * home is the job's $HOME (NULL: unknown), where those folders may be.
  */
-void platform_spawn_hint(int err, const char *path, char *buf, size_t len);
+void platform_spawn_hint(int err, const char *path, const char *home, char *buf,
+                         size_t len);
+
+/*
+ * A detached job exited non-zero: a readable hint from the end of its log
+ * (text[0..len), not NUL-terminated) about why, in buf ("" when none). On
+ * macOS a line saying "Operation not permitted" about a path in a
+ * privacy-protected folder (TCC) names the path, the cause and the ways
+ * out: the usual failure of a job reading a model in ~/Documents. home as
+ * for platform_spawn_hint.
+ */
+void platform_log_hint(const char *text, size_t len, const char *home,
+                       char *buf, size_t buflen);
 
 /* Information about one live process; -ESRCH when it does not exist. Never
  * reads proc_root: jobs are always real processes. A zombie (exited, not
@@ -148,6 +166,16 @@ int platform_peer_cred(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
  * cannot tell (Linux before 4.13).
  */
 int platform_peer_groups(int fd, gid_t **groups, int *ngroups);
+
+/*
+ * The most groups platform_peer_groups can report, when the system cuts
+ * the list there (macOS: 16, the size of xucred's cr_groups; a peer with
+ * that many may have more it cannot pass on), or 0 when it reports every
+ * group (Linux). Under a Linux fixture proc root, the number in
+ * <root>/peer-groups-max when that file exists, read at each call, for
+ * tests.
+ */
+int platform_peer_groups_max(void);
 
 /* Supplementary groups of user name (with primary gid): malloc'd array. */
 int platform_user_groups(const char *user, gid_t gid, gid_t **groups,

@@ -9,6 +9,7 @@
  */
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -54,6 +55,7 @@ struct spawn_msg {
 	uint64_t start_time;
 	int64_t started_ms;
 	int64_t ended_ms;
+	int64_t log_from; /* SPAWN_EV_LOG: from which output byte */
 	char cause[256];
 };
 
@@ -92,7 +94,9 @@ struct spawn_plan {
 	const char *login;
 	char log_path[1024];
 	char log_tmp[1040];
-	uint64_t max_log_bytes; /* 0: unbounded */
+	uint64_t max_log_bytes;         /* 0: unbounded */
+	struct spawn_log_bounds bounds; /* as set when it was started */
+	char log_dir[1024];             /* the log's directory */
 	char status_path[1024];
 	char status_tmp[1040];
 	char started_path[1024];
@@ -102,6 +106,18 @@ struct spawn_plan {
 	 * long after it started, with a line in the log; 0: never. */
 	int64_t timeout_ms;
 };
+
+/* The job's $HOME, for a hint only (it is the submitter's word). */
+static const char *
+spawn_env_home(char **envp)
+{
+	size_t i;
+
+	for (i = 0; envp != NULL && envp[i] != NULL; i++)
+		if (strncmp(envp[i], "HOME=", 5) == 0 && envp[i][5] == '/')
+			return envp[i] + 5;
+	return NULL;
+}
 
 /* <state_dir>/jobs/<id>.<ext> */
 static int
@@ -117,10 +133,26 @@ spawn_job_path(const char *state_dir, int64_t id, const char *ext, char *buf,
 	return 0;
 }
 
+static struct spawn_log_bounds spawn_bounds;
+
+void
+spawn_set_log_bounds(const struct spawn_log_bounds *b)
+{
+	spawn_bounds = *b;
+}
+
 int
 spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len)
 {
-	return spawn_job_path(state_dir, id, "log", buf, len);
+	int n;
+
+	if (spawn_bounds.log_dir[0] == '\0')
+		return spawn_job_path(state_dir, id, "log", buf, len);
+	n = snprintf(buf, len, "%s/%lld.log", spawn_bounds.log_dir,
+	             (long long)id);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
 int
@@ -567,7 +599,50 @@ struct spawn_log {
 	uint64_t dropped; /* bytes of output cut so far */
 	uint64_t note;    /* length of the cut line at its start, 0: none */
 	int broken;       /* cutting failed: output is dropped, counted */
+	/* Besides its own bound, a log stops growing while its file system
+	 * is down to min_free_disk or its uid's logs hold
+	 * max_log_bytes_per_uid (spawn_log_may_grow); its output is then
+	 * read and dropped, so the job never blocks on a full pipe. */
+	int report_fd;       /* the daemon hears when it stops */
+	uint64_t out;        /* bytes of output read so far */
+	uint64_t allow;      /* may still write this much before a look */
+	int64_t looked_ms;   /* the last look at the disk and the total */
+	int stop;            /* enum spawn_log_stop */
+	uint64_t stop_from;  /* the output byte its dropping began at */
+	uint64_t stop_bytes; /* bytes dropped since */
+	uint64_t stop_room;  /* the room found then (for the line) */
 };
+
+/* Why a log does not grow now. */
+enum spawn_log_stop {
+	SPAWN_LOG_GROWS,
+	SPAWN_LOG_FLOOR, /* its file system is down to min_free_disk */
+	SPAWN_LOG_UID,   /* its uid's logs hold max_log_bytes_per_uid */
+};
+
+/* Room kept for the closing lines: a log stops this far before a bound,
+ * so what says output was dropped always fits. */
+#define SPAWN_LOG_RESERVE 4096
+/* A stopped log looks again this often; it grows again once there is
+ * SPAWN_LOG_RESUME of room (not at the first free byte: it would stop
+ * again at once, a line each time). */
+#define SPAWN_LOG_LOOK_MS 1000
+#define SPAWN_LOG_RESUME ((uint64_t)1 << 20)
+/* At most this much is written between two looks, and at most a 64th of
+ * the room found: monitors that look at the same moment see the same
+ * room, and one that is not scheduled for a while spends its allowance
+ * after the others have taken theirs, so what they pass a bound by
+ * together is a few 64ths of the room (with half, four `yes` jobs filled
+ * a 512 MiB disk together; with a 16th, on two busy cores, they passed
+ * the floor of a 64 MiB one by 1.9 MiB). A look costs a statvfs, and a
+ * directory read with max_log_bytes_per_uid. */
+#define SPAWN_LOG_ALLOW_MAX ((uint64_t)4 << 20)
+#define SPAWN_LOG_ALLOW_SHARE 64
+/* An allowance is good for this long: a monitor that was not scheduled
+ * for a while would otherwise spend all of one from a look at a room the
+ * others have taken since (four `yes` jobs on two cores passed the floor
+ * by 2.3 MiB so). */
+#define SPAWN_LOG_ALLOW_MS 50
 
 static int
 spawn_log_cut(const struct spawn_plan *p, struct spawn_log *w)
@@ -619,10 +694,176 @@ fail:
 	return -1;
 }
 
+/* Bytes in the logs of p's uid: the monitor runs as root and each log is
+ * its job's uid's (spawn_open_log), so the files say whose they are,
+ * whichever daemon started them. A cut's temporary file counts too. */
+static uint64_t
+spawn_log_uid_bytes(const struct spawn_plan *p)
+{
+	struct dirent *e;
+	struct stat sb;
+	uint64_t total = 0;
+	size_t len;
+	DIR *dir;
+
+	if ((dir = opendir(p->log_dir)) == NULL)
+		return 0;
+	while ((e = readdir(dir)) != NULL) {
+		len = strlen(e->d_name);
+		if (!(len > 4 && strcmp(e->d_name + len - 4, ".log") == 0) &&
+		    !(len > 8 && strcmp(e->d_name + len - 8, ".log.tmp") == 0))
+			continue;
+		if (fstatat(dirfd(dir), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) ==
+		        0 &&
+		    S_ISREG(sb.st_mode) && sb.st_uid == p->uid)
+			total += (uint64_t)sb.st_size;
+	}
+	closedir(dir);
+	return total;
+}
+
+/* How much the log may still grow before a bound, and which bound. */
+static uint64_t
+spawn_log_room(const struct spawn_plan *p, const struct spawn_log *w, int *why)
+{
+	const struct spawn_log_bounds *b = &p->bounds;
+	uint64_t room = UINT64_MAX, avail, floor, total, left;
+	struct statvfs sv;
+
+	*why = SPAWN_LOG_GROWS;
+	if ((b->min_free_auto || b->min_free_bytes > 0) &&
+	    fstatvfs(w->fd, &sv) == 0) {
+		/* f_bavail: what an ordinary user may still take, as the
+		 * daemon's floor for submits reads it (tick.c). */
+		avail = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+		floor = b->min_free_bytes;
+		if (b->min_free_auto) {
+			floor =
+			    (uint64_t)sv.f_blocks * (uint64_t)sv.f_frsize / 20;
+			if (floor > (uint64_t)1 << 30)
+				floor = (uint64_t)1 << 30;
+		}
+		room = avail > floor ? avail - floor : 0;
+		*why = SPAWN_LOG_FLOOR;
+	}
+	if (b->per_uid_bytes > 0) {
+		total = spawn_log_uid_bytes(p);
+		left = total < b->per_uid_bytes ? b->per_uid_bytes - total : 0;
+		if (left < room) {
+			room = left;
+			*why = SPAWN_LOG_UID;
+		}
+	}
+	return room;
+}
+
+/* The line that says what was dropped, written into the reserve. */
+static void
+spawn_log_say_dropped(const struct spawn_plan *p, struct spawn_log *w,
+                      int at_end)
+{
+	char line[320], to[48], why[160];
+	int n;
+
+	if (w->stop == SPAWN_LOG_UID)
+		snprintf(why, sizeof(why),
+		         "the logs of uid %u hold max_log_bytes_per_uid "
+		         "(%llu bytes)",
+		         (unsigned)p->uid,
+		         (unsigned long long)p->bounds.per_uid_bytes);
+	else
+		snprintf(why, sizeof(why),
+		         "the log's file system was down to min_free_disk "
+		         "(%llu bytes left above it)",
+		         (unsigned long long)w->stop_room);
+	if (at_end)
+		snprintf(to, sizeof(to), "to its end");
+	else
+		snprintf(to, sizeof(to), "to byte %llu",
+		         (unsigned long long)(w->stop_from + w->stop_bytes));
+	n = snprintf(line, sizeof(line),
+	             "stageload: output dropped from byte %llu %s (%llu "
+	             "bytes): %s\n",
+	             (unsigned long long)w->stop_from, to,
+	             (unsigned long long)w->stop_bytes, why);
+	if (n > 0 && spawn_write_all(w->fd, line, (size_t)n) >= 0)
+		w->size += (uint64_t)n;
+}
+
+/* The daemon records that the log stopped growing (an event): `show`
+ * and `events` say so while the job runs. */
+static void
+spawn_log_report(const struct spawn_log *w, const char *why)
+{
+	struct spawn_msg m;
+
+	if (w->report_fd < 0)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.kind = SPAWN_EV_LOG;
+	m.monitor_pid = (int32_t)getpid();
+	m.log_from = (int64_t)w->stop_from;
+	snprintf(m.cause, sizeof(m.cause), "%s", why);
+	spawn_send(w->report_fd, &m);
+}
+
+/*
+ * Whether n more bytes of output may go to the log. The disk and the
+ * uid's total are looked at when the allowance from the last look is
+ * spent; while output is dropped, once a second, and the log grows again
+ * when there is room (after a line saying what was dropped).
+ */
+static int
+spawn_log_may_grow(const struct spawn_plan *p, struct spawn_log *w, size_t n)
+{
+	uint64_t room;
+	int64_t now;
+	int why;
+
+	now = now_ms();
+	if (w->stop == SPAWN_LOG_GROWS && n <= w->allow &&
+	    now - w->looked_ms < SPAWN_LOG_ALLOW_MS) {
+		w->allow -= n;
+		return 1;
+	}
+	if (w->stop != SPAWN_LOG_GROWS &&
+	    now - w->looked_ms < SPAWN_LOG_LOOK_MS)
+		return 0;
+	w->looked_ms = now;
+	room = spawn_log_room(p, w, &why);
+	if (w->stop != SPAWN_LOG_GROWS) {
+		if (room < SPAWN_LOG_RESUME + SPAWN_LOG_RESERVE)
+			return 0;
+		spawn_log_say_dropped(p, w, 0);
+		w->stop = SPAWN_LOG_GROWS;
+		room -= SPAWN_LOG_RESERVE; /* the line took some */
+	} else if (room < (uint64_t)n + SPAWN_LOG_RESERVE) {
+		w->stop = why;
+		w->stop_from = w->out;
+		w->stop_bytes = 0;
+		w->stop_room = room;
+		spawn_log_report(w, why == SPAWN_LOG_UID
+		                        ? "max_log_bytes_per_uid"
+		                        : "min_free_disk");
+		return 0;
+	}
+	w->allow = (room - SPAWN_LOG_RESERVE) / SPAWN_LOG_ALLOW_SHARE;
+	if (w->allow > SPAWN_LOG_ALLOW_MAX)
+		w->allow = SPAWN_LOG_ALLOW_MAX;
+	w->allow = w->allow > n ? w->allow - n : 0;
+	return 1;
+}
+
 static void
 spawn_log_put(const struct spawn_plan *p, struct spawn_log *w, const char *buf,
               size_t n)
 {
+	if (!spawn_log_may_grow(p, w, n)) {
+		w->stop_bytes += n;
+		w->out += n;
+		return;
+	}
+	w->out += n;
 	/* No room to cut: the bound holds, and the output goes. */
 	if (p->max_log_bytes > 0 && w->size + n > p->max_log_bytes &&
 	    !w->broken && spawn_log_cut(p, w) < 0)
@@ -668,7 +909,7 @@ spawn_timeout(const struct spawn_plan *p, struct spawn_log *w, pid_t pid,
 static int
 spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 {
-	struct spawn_log w = {logfd, 0, 0, 0, 0};
+	struct spawn_log w;
 	struct sigaction sa;
 	struct pollfd pfd;
 	struct stat sb;
@@ -680,6 +921,9 @@ spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 	int64_t termed = 0;
 	ssize_t n;
 
+	memset(&w, 0, sizeof(w));
+	w.fd = logfd;
+	w.report_fd = p->report_fd;
 	if (fstat(logfd, &sb) == 0)
 		w.size = (uint64_t)sb.st_size;
 	/* A chunk is at most a quarter of the bound, so a cut keeps room. */
@@ -721,6 +965,8 @@ spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 		}
 	}
 	close(outfd);
+	if (w.stop != SPAWN_LOG_GROWS)
+		spawn_log_say_dropped(p, &w, 1);
 	return w.fd;
 }
 
@@ -824,7 +1070,8 @@ static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 		                    f.stage == STAGE_CHDIR  ? p->cwd
 		                    : f.stage == STAGE_EXEC ? p->argv[0]
 		                                            : NULL,
-		                    hint, sizeof(hint));
+		                    spawn_env_home(p->envp), hint,
+		                    sizeof(hint));
 		if (hint[0] != '\0')
 			/* The path cut short so the hint fits in the cause. */
 			snprintf(cause, sizeof(cause), "%s %.64s: %s; %s",
@@ -1002,6 +1249,9 @@ spawn_start(const char *state_dir, const struct job *j, char *const *argv,
 	snprintf(p.status_tmp, sizeof(p.status_tmp), "%s.tmp", p.status_path);
 	snprintf(p.log_tmp, sizeof(p.log_tmp), "%s.tmp", p.log_path);
 	p.max_log_bytes = j->max_log_bytes;
+	p.bounds = spawn_bounds;
+	snprintf(p.log_dir, sizeof(p.log_dir), "%s",
+	         spawn_bounds.log_dir[0] != '\0' ? spawn_bounds.log_dir : dir);
 	if (spawn_job_path(state_dir, j->id,
 	                   hook ? SPAWN_HOOK ".started" : "started",
 	                   p.started_path, sizeof(p.started_path)) < 0) {
@@ -1146,6 +1396,7 @@ spawn_msg_to_event(const struct spawn_msg *m, struct spawn_event *ev)
 	ev->status.ended_ms = m->ended_ms;
 	memcpy(ev->status.cause, m->cause, sizeof(ev->status.cause));
 	ev->status.cause[sizeof(ev->status.cause) - 1] = '\0';
+	ev->log_from = m->log_from;
 }
 
 int
@@ -1164,7 +1415,7 @@ spawn_read_event(int fd, struct spawn_event *ev)
 	if (n != (ssize_t)sizeof(m) || m.magic != SPAWN_MAGIC)
 		return -EPROTO;
 	if (m.kind != SPAWN_EV_STARTED && m.kind != SPAWN_EV_FAILED &&
-	    m.kind != SPAWN_EV_ENDED)
+	    m.kind != SPAWN_EV_ENDED && m.kind != SPAWN_EV_LOG)
 		return -EPROTO;
 	spawn_msg_to_event(&m, ev);
 	return 1;

@@ -6,6 +6,7 @@
  * cannot start, 2 for a bad command line or config file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,15 @@
 #include "platform.h"
 #include "sampler.h"
 #include "server.h"
+#include "socket-trust.h"
 #include "spawn.h"
 #include "tick.h"
 #include "trust.h"
 #include "version.h"
 
 static struct daemon daemon_state;
+
+static void pid_file_remove(void);
 
 /* Does a daemon answer on the socket at path? */
 static int
@@ -118,7 +122,7 @@ static const struct server_hooks server_hooks = {
     .gone = daemon_client_gone,
     .after_read = sampler_run_due,
 };
-static uv_signal_t sig_term, sig_int, sig_hup;
+static uv_signal_t sig_term, sig_int, sig_hup, sig_usr1;
 static int saved_argc;
 static char **saved_argv;
 
@@ -226,6 +230,25 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 	snprintf(what, sizeof what, "the job directory %s", path);
 	if ((rc = daemon_trust(what, path, TRUST_DIR, cause, causelen)) != 0)
 		return rc;
+	/* Logs elsewhere (log_dir): the same rules as the state directory,
+	 * before and after it is made. A user who could write there could
+	 * swap a log for a link to a file of root's. */
+	if (d->cfg.log_dir[0] != '\0') {
+		snprintf(what, sizeof what, "the log directory %s",
+		         d->cfg.log_dir);
+		if ((rc = daemon_trust(what, d->cfg.log_dir, TRUST_DIR, cause,
+		                       causelen)) != 0)
+			return rc;
+		if ((rc = mkdirs(d->cfg.log_dir, 0700)) != 0) {
+			snprintf(cause, causelen,
+			         "cannot create the log directory %s: %s",
+			         d->cfg.log_dir, strerror(-rc));
+			return rc;
+		}
+		if ((rc = daemon_trust(what, d->cfg.log_dir, TRUST_DIR, cause,
+		                       causelen)) != 0)
+			return rc;
+	}
 	snprintf(what, sizeof what, "the database %s", d->cfg.db_path);
 	if ((rc = daemon_trust(what, d->cfg.db_path, TRUST_FILE, cause,
 	                       causelen)) != 0)
@@ -238,6 +261,41 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 			return rc;
 	}
 	return 0;
+}
+
+/* What monitors started from now keep every job's log within, besides
+ * max_log_bytes (spawn.h), and where the logs go. */
+static void
+daemon_log_bounds(const struct daemon *d)
+{
+	struct spawn_log_bounds b;
+
+	memset(&b, 0, sizeof b);
+	snprintf(b.log_dir, sizeof b.log_dir, "%s", d->cfg.log_dir);
+	b.min_free_bytes = d->cfg.min_free_disk_bytes;
+	b.min_free_auto = d->cfg.min_free_disk_auto;
+	b.per_uid_bytes = d->cfg.max_log_bytes_per_uid;
+	spawn_set_log_bounds(&b);
+}
+
+/*
+ * The per-user default socket under /tmp (no $XDG_RUNTIME_DIR, no usable
+ * home) is held to the clients' rule (socket-trust.c): its directory, when
+ * there, must be this user's with mode 0700, or no client would talk to
+ * this daemon. Another user who made it first is named in the refusal.
+ */
+static int
+default_socket_check(const struct daemon *d, char *cause, size_t causelen)
+{
+	enum socket_kind kind;
+	char def[1024];
+
+	if (d->cfg.system ||
+	    socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                     geteuid(), def, sizeof def, &kind) != 0 ||
+	    kind != SOCKET_TMP || strcmp(def, d->cfg.socket_path) != 0)
+		return 0;
+	return socket_check(def, kind, geteuid(), cause, causelen);
 }
 
 /*
@@ -311,6 +369,109 @@ daemon_stop(struct daemon *d)
 	uv_close((uv_handle_t *)&sig_term, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_int, signal_close_cb);
 	uv_close((uv_handle_t *)&sig_hup, signal_close_cb);
+	uv_close((uv_handle_t *)&sig_usr1, signal_close_cb);
+	/* Only the pid of a daemon that runs; it goes with the socket. */
+	pid_file_remove();
+}
+
+/*
+ * The log file (--log-file), checked as the daemon's other files are: a
+ * root daemon appending to a file someone else could swap for a link
+ * would write where they chose. Opened before anything is logged.
+ */
+static int
+daemon_log_file(struct daemon *d, char *cause, size_t causelen)
+{
+	char what[1100];
+	int rc;
+
+	if (d->cfg.log_file[0] == '\0')
+		return 0;
+	snprintf(what, sizeof what, "the log file %s", d->cfg.log_file);
+	if ((rc = daemon_trust(what, d->cfg.log_file, TRUST_FILE, cause,
+	                       causelen)) != 0)
+		return rc;
+	return log_open_file(d->cfg.log_file, cause, causelen);
+}
+
+/* The pid file, when it still names this process. */
+static void
+pid_file_remove(void)
+{
+	const char *path = daemon_state.cfg.pid_file;
+	char line[32];
+	ssize_t n;
+	int fd;
+
+	if (path[0] == '\0' ||
+	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	n = read(fd, line, sizeof line - 1);
+	close(fd);
+	if (n > 0) {
+		line[n] = '\0';
+		if (strtol(line, NULL, 10) == (long)getpid())
+			(void)unlink(path);
+	}
+}
+
+/*
+ * The pid file (--pid-file), written once the socket is this daemon's (a
+ * second daemon stops before it gets here), for newsyslog to signal the
+ * daemon after rotating its log (launchd/org.stageload.stageloadd.newsyslog).
+ */
+static int
+daemon_pid_file(struct daemon *d, char *cause, size_t causelen)
+{
+	char what[1100], line[32];
+	int fd, n, rc;
+
+	if (d->cfg.pid_file[0] == '\0')
+		return 0;
+	snprintf(what, sizeof what, "the pid file %s", d->cfg.pid_file);
+	if ((rc = daemon_trust(what, d->cfg.pid_file, TRUST_FILE, cause,
+	                       causelen)) != 0)
+		return rc;
+	fd = open(d->cfg.pid_file,
+	          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd == -1) {
+		rc = -errno;
+		snprintf(cause, causelen, "cannot write the pid file %s: %s",
+		         d->cfg.pid_file, strerror(-rc));
+		return rc;
+	}
+	n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+	rc = write(fd, line, (size_t)n) == n ? 0 : -EIO;
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	if (rc != 0)
+		snprintf(cause, causelen, "cannot write the pid file %s: %s",
+		         d->cfg.pid_file, strerror(-rc));
+	/* A start that fails later (fatalx) takes it away too: newsyslog
+	 * must not signal a pid that another process may get. */
+	else
+		atexit(pid_file_remove);
+	return rc;
+}
+
+/* SIGUSR1: newsyslog (or logrotate) has moved the log file away; lines
+ * go to a new one at the same path from here on. */
+static void
+signal_usr1_cb(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+	char cause[2048];
+
+	(void)signum;
+	if (d->cfg.log_file[0] == '\0') {
+		log_info("SIGUSR1: no log file to reopen");
+		return;
+	}
+	if (daemon_log_file(d, cause, sizeof cause) != 0) {
+		log_warnx("SIGUSR1: %s; logging on where it was", cause);
+		return;
+	}
+	log_info("SIGUSR1: log file %s reopened", d->cfg.log_file);
 }
 
 static void
@@ -338,11 +499,38 @@ signal_cb(uv_signal_t *h, int signum)
 	}
 	log_setverbose(d->cfg.verbose);
 	raise_fd_limit(d); /* max_clients may have grown */
+	daemon_log_bounds(d);
 	log_info("SIGHUP: re-read %s%s", d->cfg.config_path,
 	         restart
 	             ? "; socket, db, state-dir, proc-root, interval and psi "
 	               "changes need a restart"
 	             : "");
+}
+
+/*
+ * `brew services start stageload` without sudo loads the formula's service
+ * as the user's LaunchAgent, under the same label, with the service's
+ * arguments: the system socket and database, which a user cannot serve.
+ * Failing there, the agent would be started again every 10 s for ever;
+ * the formula has keep_alive successful_exit: false, so exiting 0 with
+ * the reason ends it. launchd names the job a process runs for in
+ * XPC_SERVICE_NAME. (Not yet seen on a Mac: docs/macos.md.)
+ */
+#define BREW_LABEL "homebrew.mxcl.stageload"
+
+static int
+brew_user_agent(void)
+{
+	const char *job = getenv("XPC_SERVICE_NAME");
+
+	if (job == NULL || strcmp(job, BREW_LABEL) != 0 || geteuid() == 0)
+		return 0;
+	log_warnx("started by launchd as %s for uid %lu: the system daemon "
+	          "needs root (sudo brew services start stageload); a "
+	          "user's own daemon runs as stageloadd without brew "
+	          "services. Exiting 0, so launchd does not start it again",
+	          BREW_LABEL, (unsigned long)geteuid());
+	return 1;
 }
 
 int
@@ -369,6 +557,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	log_init(d->cfg.foreground, d->cfg.verbose);
+	if (brew_user_agent())
+		return 0;
+	if (daemon_log_file(d, cause, sizeof cause) != 0) {
+		fprintf(stderr, "stageloadd: %s\n", cause);
+		return 1;
+	}
 
 	raise_fd_limit(d);
 	d->loop = uv_default_loop();
@@ -386,11 +580,15 @@ main(int argc, char **argv)
 	uv_signal_init(d->loop, &sig_term);
 	uv_signal_init(d->loop, &sig_int);
 	uv_signal_init(d->loop, &sig_hup);
-	sig_term.data = sig_int.data = sig_hup.data = d;
+	uv_signal_init(d->loop, &sig_usr1);
+	sig_term.data = sig_int.data = sig_hup.data = sig_usr1.data = d;
 	uv_signal_start(&sig_term, signal_cb, SIGTERM);
 	uv_signal_start(&sig_int, signal_cb, SIGINT);
 	uv_signal_start(&sig_hup, signal_cb, SIGHUP);
+	uv_signal_start(&sig_usr1, signal_usr1_cb, SIGUSR1);
 
+	if (default_socket_check(d, cause, sizeof cause) != 0)
+		fatalx("%s", cause);
 	/* Claim the socket first: a second daemon must stop before it
 	 * touches the first one's database. */
 	if (server_claim(d, cause, sizeof cause) != 0)
@@ -401,11 +599,14 @@ main(int argc, char **argv)
 	spawn_close_in_children(d->sock_lock_fd);
 
 	/* The daemon's files are trusted before the socket exists: nobody
-	 * connects to a daemon that then refuses its database. */
-	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0) {
+	 * connects to a daemon that then refuses its database. The pid
+	 * file once the lock is ours: no other daemon writes it now. */
+	if ((rc = daemon_paths(d, cause, sizeof cause)) != 0 ||
+	    (rc = daemon_pid_file(d, cause, sizeof cause)) != 0) {
 		server_release(d);
 		fatalx("%s", cause);
 	}
+	daemon_log_bounds(d);
 	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {

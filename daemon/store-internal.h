@@ -20,14 +20,7 @@
 /* store_health's text, cause included. */
 #define STORE_HEALTH_LEN 256
 
-/* The rollup tiers, finest first. Resolution is also the bucket width. */
-enum { TIER_10S, TIER_1M, TIER_10M, NTIERS };
-struct store_tier {
-	const char *name;
-	const char *table;
-	int64_t res_ms;
-};
-extern const struct store_tier store_tiers[NTIERS];
+/* The rollup tiers: store-read.h. */
 
 /* The columns of a jobs row in bind order (?1..?36; ?37 is the id for an
  * update). argv and env live in job_args (schema 5): most reads of a job
@@ -89,13 +82,11 @@ struct store {
 	sqlite3_stmt *begin, *commit, *rollback;
 	sqlite3_stmt *ins_sample, *ins_job_sample;
 	sqlite3_stmt *upsert[NTIERS];
-	sqlite3_stmt *hist_raw, *hist[NTIERS];
-	sqlite3_stmt *first_raw, *first[NTIERS]; /* earliest row of each */
-	sqlite3_stmt *start_markers, *ins_marker;
+	struct store_read *reader; /* history, read back (store-read.c) */
+	sqlite3_stmt *ins_marker;
 	sqlite3_stmt *latest, *latest_totals;
 	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
 	sqlite3_stmt *jobs_unended, *jobs_ended;
-	sqlite3_stmt *job_hist_raw, *job_hist;
 	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
 	/* the same for one job: events_job is its index */
 	sqlite3_stmt *ev_list_job, *ev_list_before_job;

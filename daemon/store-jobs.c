@@ -527,10 +527,13 @@ store_job_get(struct store *s, int64_t id, struct job **out)
 
 /*
  * Read every row first, then call back: a callback may update the very
- * jobs being listed, which must not disturb the scan.
+ * jobs being listed, which must not disturb the scan. With lean, each row's
+ * argv is made its command line at once and dropped, so the rows read
+ * together hold no argv or env (one user's queue at max_stored_bytes_per_uid
+ * would otherwise be read whole into memory at start).
  */
 static int
-store_jobs_each(struct store *s, sqlite3_stmt *st,
+store_jobs_each(struct store *s, sqlite3_stmt *st, int lean,
                 int (*cb)(void *arg, struct job *j), void *arg)
 {
 	struct job **v = NULL, **nv, *j;
@@ -548,6 +551,10 @@ store_jobs_each(struct store *s, sqlite3_stmt *st,
 		}
 		if ((rc = store_job_row(st, &j)) != 0)
 			goto out;
+		if (lean && (rc = job_drop_args(j)) != 0) {
+			job_free(j);
+			goto out;
+		}
 		v[len++] = j;
 	}
 	rc = rc == SQLITE_DONE ? 0 : store_errno(rc);
@@ -567,7 +574,7 @@ int
 store_jobs_unended(struct store *s, int (*cb)(void *arg, struct job *j),
                    void *arg)
 {
-	return store_jobs_each(s, s->jobs_unended, cb, arg);
+	return store_jobs_each(s, s->jobs_unended, 1, cb, arg);
 }
 
 int
@@ -585,7 +592,7 @@ store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
 	sqlite3_bind_int64(s->jobs_ended, 1, limit > 0 ? limit : -1);
 	sqlite3_bind_int64(s->jobs_ended, 2, ended_ms);
 	sqlite3_bind_int64(s->jobs_ended, 3, id);
-	return store_jobs_each(s, s->jobs_ended, cb, arg);
+	return store_jobs_each(s, s->jobs_ended, 0, cb, arg);
 }
 
 static int
@@ -905,7 +912,7 @@ store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
 	/* The oldest first, as many as it takes. */
 	sqlite3_bind_int64(st, 1, (int64_t)uid);
 	while ((u.bytes - gone_bytes + need_bytes > max_bytes ||
-	        u.ended - (int64_t)n >= max_ended) &&
+	        u.ended - (int64_t)n > max_ended) &&
 	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap == 0 ? 64 : 2 * cap;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "awake.h"
 #include "jobs.h"
 #include "log.h"
 #include "notify.h"
@@ -38,15 +39,21 @@
 #define CHECKPOINT_EVERY_MS 60000
 #define PRUNE_EVERY_MS (3600 * 1000)
 #define PRUNE_FIRST_MS 60000 /* first prune a minute after start */
+/* While storage fails, each failing area is written this often
+ * (store_health_probe): a freed disk resumes admissions within a probe
+ * and a tick, with nothing else written meanwhile. */
+#define PROBE_EVERY_MS 2000
 
 struct tick {
 	uint64_t last_checkpoint, last_prune; /* loop time */
+	uint64_t last_probe;                  /* loop time */
 	int unflushed;                        /* samples since the last flush */
 	int mark_pending; /* the start marker is not written yet */
 	int unhealthy;    /* the store's health was last seen failing */
 	int ckpt_rc;      /* the checkpoint thread's last result, as logged */
-	int awake;        /* keep_awake is held (platform_keep_awake) */
-	int awake_failed; /* its last change failed (logged once) */
+	enum awake_hold awake;       /* held now (platform_keep_awake) */
+	int awake_failed;            /* its last change failed (logged once) */
+	int64_t last_admit_ms; /* the latest admission seen, or the start */
 };
 
 /* The store owns its health (store_health); this logs its changes. */
@@ -182,6 +189,11 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 		/* While writes fail, every tick tries: health follows the
 		 * writes, and admissions resume as soon as they work. */
 		tick_flush(d, t);
+	if (store_health(d->store) != NULL &&
+	    now - t->last_probe >= PROBE_EVERY_MS) {
+		t->last_probe = now;
+		store_health_probe(d->store);
+	}
 	if (now - t->last_prune >= PRUNE_EVERY_MS) {
 		int64_t ms = now_ms();
 
@@ -198,27 +210,38 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 }
 
 /*
- * While any job holds memory the machine must not idle-sleep under it
- * (an overnight queue would stop at the first idle timeout): hold the
- * platform's keep-awake from the tick that sees the first one admitted
- * until the one that sees none holding memory (docs/jobs.md).
+ * While a job holds memory the machine must not idle-sleep under it, and
+ * while a queued job could start, an overnight queue must not stall at
+ * the first idle timeout: the rule and its bounds are awake_decide's
+ * (docs/jobs.md, "Keeping the machine awake").
  */
 static void
 tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
 {
-	int counts[JOB_LOST + 1] = {0};
-	int want;
+	struct awake_in in = {0};
+	struct awake_out out;
+	int64_t admitted;
 	char cause[256];
 
-	jobs_count(d, (uid_t)-1, counts);
-	want = !stopping && d->cfg.keep_awake &&
-	       counts[JOB_ADMITTED] + counts[JOB_RUNNING] > 0;
+	jobs_awake_counts(d, &in.holding, &in.ready, &admitted);
+	/* Remembered past the job's end: the bound counts from the last
+	 * admission whether or not that job still runs. */
+	if (admitted > t->last_admit_ms)
+		t->last_admit_ms = admitted;
+	in.enabled = !stopping && d->cfg.keep_awake;
+	in.queue_ms = d->cfg.keep_awake_queue_ms;
+	in.now_ms = now_ms();
+	in.last_admit_ms = t->last_admit_ms;
+	awake_decide(&in, &out);
+	d->awake.hold = (int)out.hold;
+	d->awake.until_ms = out.until_ms;
+	d->awake.why = out.why;
 	/* Asked again each tick while held: the platform starts its
 	 * holder again if it went. */
-	if (!want && !t->awake)
+	if (out.hold == AWAKE_NONE && t->awake == AWAKE_NONE)
 		return;
 	cause[0] = '\0';
-	if (platform_keep_awake(want, cause, sizeof cause) != 0) {
+	if (platform_keep_awake((int)out.hold, cause, sizeof cause) != 0) {
 		if (!t->awake_failed)
 			log_warnx("keep awake: %s", cause);
 		t->awake_failed = 1;
@@ -226,12 +249,14 @@ tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
 	}
 	if (t->awake_failed)
 		log_info("keep awake: works again");
-	if (want != t->awake)
-		log_debug("keep awake: %s",
-		          want ? "held: a job holds memory"
-		               : "released: no job holds memory");
+	if (out.hold != t->awake)
+		log_info("keep awake: %s: %s",
+		         out.hold == AWAKE_NONE ? "released" : "held",
+		         out.why != NULL ? out.why
+		                         : "no job holds memory "
+		                           "or could start");
 	t->awake_failed = 0;
-	t->awake = want;
+	t->awake = out.hold;
 }
 
 /*
@@ -275,6 +300,9 @@ tick_start(struct daemon *d, char *cause, size_t causelen)
 	}
 	t->last_checkpoint = now;
 	t->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
+	/* A queue read back at a restart is held for keep_awake_queue from
+	 * the start, as if just admitted to. */
+	t->last_admit_ms = now_ms();
 	t->mark_pending = 1;
 	d->tick = t;
 	tick_disk(d);

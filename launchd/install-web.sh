@@ -10,8 +10,9 @@
 # --dry-run     print each command it would run, one per line prefixed
 #               with "+ ", and change nothing
 #
-# Safe to run again: a loaded one is booted out and bootstrapped with the
-# new plist. Remove it with uninstall-web.sh.
+# Safe to run again: a loaded one is booted out and, once launchd has let
+# it go, enabled and bootstrapped with the new plist (bootstrap retried, as
+# install.sh does: launchd/common.sh). Remove it with uninstall-web.sh.
 set -eu
 
 DEFAULT_PREFIX=/usr/local
@@ -83,7 +84,4 @@ if [ "$bin" != "$DEFAULT_PREFIX/bin/stageload-web" ]; then
 	run plutil -replace ProgramArguments.0 -string "$bin" "$dst"
 fi
 run plutil -lint "$dst"
-if loaded; then
-	run launchctl bootout "system/$LABEL"
-fi
-run launchctl bootstrap system "$dst"
+reload "$LABEL" "$dst"

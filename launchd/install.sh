@@ -16,7 +16,9 @@
 #
 # A root LaunchDaemon runs its binary as root: install.sh refuses one that
 # a user other than root could replace (the file, or any directory above
-# it, not owned by root or writable by group or others) unless --copy.
+# it, not owned by root or writable by group or others) unless --copy, and
+# one that loads a library someone else could replace, --copy or not
+# (otool -L; skipped with a warning without the Command Line Tools).
 #
 # Safe to run again: a loaded daemon is booted out, and once launchd has
 # let it go, enabled and bootstrapped with the new plist (bootstrap is
@@ -26,7 +28,6 @@
 set -eu
 
 DEFAULT_PREFIX=/usr/local
-BOOTSTRAP_TRIES=5
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=launchd/common.sh
@@ -95,6 +96,22 @@ if [ "$dry_run" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# What the program loads, by the same rule (a library someone else could
+# replace runs as root too): stageloadd built with STAGELOAD_STATIC_DEPS
+# loads only the system's. Checked with --copy as well, since the copy
+# loads the same libraries.
+if [ -e "$bin" ]; then
+	rc=0
+	why=$(libs_unsafe "$bin") || rc=$?
+	if [ "$rc" -eq 2 ]; then
+		echo "$0: warning: otool does not run here, so the libraries $bin loads are not checked (install the Command Line Tools: xcode-select --install)" >&2
+	elif [ -n "$why" ]; then
+		echo "$0: refusing: a root LaunchDaemon would run $bin, which loads a $why." >&2
+		echo "$0: build it with -DSTAGELOAD_STATIC_DEPS=ON (the default on macOS), so it loads only the system's libraries" >&2
+		exit 1
+	fi
+fi
+
 daemon_bin=$bin
 if [ "$copy" -eq 1 ]; then
 	daemon_bin=$HELPER_COPY
@@ -106,38 +123,6 @@ elif [ -e "$bin" ]; then
 		exit 1
 	fi
 fi
-
-# bootout can return before launchd has let the job go; bootstrapping it
-# again then fails. Wait (up to 20 s) until it is gone.
-wait_gone() {
-	[ "$dry_run" -eq 0 ] || return 0
-	tries=0
-	while loaded; do
-		tries=$((tries + 1))
-		if [ "$tries" -gt 100 ]; then
-			echo "$0: system/$LABEL is still loaded 20 s after bootout" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
-}
-
-# Right after a bootout, bootstrap intermittently fails with "5:
-# Input/output error"; it works a moment later.
-bootstrap() {
-	show launchctl bootstrap system "$dst"
-	[ "$dry_run" -eq 0 ] || return 0
-	tries=1
-	until launchctl bootstrap system "$dst"; do
-		if [ "$tries" -ge "$BOOTSTRAP_TRIES" ]; then
-			echo "$0: launchctl bootstrap system $dst failed $tries times" >&2
-			exit 1
-		fi
-		tries=$((tries + 1))
-		echo "$0: bootstrap failed; trying again ($tries of $BOOTSTRAP_TRIES)" >&2
-		sleep 1
-	done
-}
 
 run install -d -m 0755 -o root -g wheel "$DB_DIR"
 run install -d -m 0755 -o root -g wheel "$LOG_DIR"
@@ -156,15 +141,10 @@ if [ "$copy" -eq 1 ]; then
 	fi
 fi
 run install -m 0644 -o root -g wheel "$src" "$dst"
+# The log's rotation: newsyslog moves it away and signals the daemon.
+run install -m 0644 -o root -g wheel "$here/$LABEL.newsyslog" "$NEWSYSLOG_CONF"
 if [ "$daemon_bin" != "$DEFAULT_PREFIX/bin/stageloadd" ]; then
 	run plutil -replace ProgramArguments.0 -string "$daemon_bin" "$dst"
 fi
 run plutil -lint "$dst"
-if loaded; then
-	run launchctl bootout "system/$LABEL"
-	wait_gone
-fi
-# A label disabled (launchctl disable, or an earlier failed load) would
-# make bootstrap fail; brew services enables it the same way.
-run launchctl enable "system/$LABEL"
-bootstrap
+reload "$LABEL" "$dst"

@@ -53,7 +53,7 @@ fi
 if loaded; then
 	run launchctl bootout "system/$LABEL"
 fi
-run rm -f "$PLIST_DIR/$LABEL.plist" "$HELPER_COPY"
+run rm -f "$PLIST_DIR/$LABEL.plist" "$HELPER_COPY" "$NEWSYSLOG_CONF"
 # The socket is not removed here: a stopped daemon removes its own, a
 # stale one is replaced by the next daemon, and one still answering may
 # belong to another instance (brew services). Nor is the lock file beside

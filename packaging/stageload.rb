@@ -24,7 +24,8 @@ class Stageload < Formula
   depends_on "sqlite"
 
   def install
-    system "cmake", "-S", ".", "-B", "build", "-DSTAGELOAD_TESTS=OFF", *std_cmake_args
+    system "cmake", "-S", ".", "-B", "build", "-DSTAGELOAD_TESTS=OFF",
+           "-DSTAGELOAD_STATIC_DEPS=ON", *std_cmake_args
     system "cmake", "--build", "build"
     system "cmake", "--install", "build"
     # The LaunchDaemon files, for an install outside brew services.
@@ -36,10 +37,17 @@ class Stageload < Formula
   # system domain, and brew then takes root:admin ownership of the keg, its
   # bin and the opt link (later upgrades and uninstalls need sudo), but
   # not of the prefix or Cellar above them, which stay the Homebrew user's:
-  # that user could still put another binary where root's daemon runs it.
-  # On a shared Mac prefer launchd/install.sh --copy (caveats below). The
-  # service DSL has no ExitTimeOut: launchd's default (20 s) applies, far
-  # more than the daemon's clean stop needs. The daemon creates /var/db/stageload itself and binds
+  # that user could still put another binary where root's daemon runs it,
+  # or change a library it loads; the daemon is linked with libuv, cJSON
+  # and sqlite statically (STAGELOAD_STATIC_DEPS) so it loads only the
+  # system's. On a shared Mac prefer launchd/install.sh --copy (caveats
+  # below). stop_timeout is the plist's ExitTimeOut: 30 s between SIGTERM
+  # and SIGKILL, far more than the daemon's clean stop needs. A
+  # `brew services start` without sudo loads the same service as the
+  # user's LaunchAgent, which cannot serve the system socket: the daemon
+  # says why in the log and exits 0, and successful_exit: false keeps
+  # launchd from starting it again every 10 s (not yet tried on a Mac).
+  # The daemon creates /var/db/stageload itself and binds
   # /var/run/stageload.sock (mode 0666; every request is authorised by the
   # peer's credentials), the same paths launchd/install.sh uses, so clients
   # find it either way. Jobs run in their own sessions, so stopping the
@@ -51,8 +59,9 @@ class Stageload < Formula
     run [opt_bin/"stageloadd", "--socket", "/var/run/stageload.sock",
          "--db", "/var/db/stageload/stageload.db", "--foreground"]
     require_root true
-    keep_alive true
+    keep_alive successful_exit: false
     process_type :interactive
+    stop_timeout 30
     error_log_path var/"log/stageloadd.log"
     log_path var/"log/stageloadd.log"
   end

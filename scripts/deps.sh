@@ -6,8 +6,23 @@
 # stops there when sudo would need one and there is no terminal.
 set -euo pipefail
 
+# --test: also what the test suite needs; --static-src: also the Debian
+# source of cJSON, which a STAGELOAD_STATIC_DEPS build compiles (Debian
+# ships no static libcjson; cmake/StaticDeps.cmake), fetched into the
+# cache the macOS cross build uses, outside the clone. --test fetches it
+# too (tests/static-deps.sh), but carries on without it.
 want_tests=0
-[ "${1:-}" = "--test" ] && want_tests=1
+want_src=0
+for arg in "$@"; do
+	case $arg in
+	--test) want_tests=1 ;;
+	--static-src) want_src=1 ;;
+	*)
+		echo "usage: $0 [--test] [--static-src]" >&2
+		exit 2
+		;;
+	esac
+done
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -61,30 +76,65 @@ if [ "$want_tests" -eq 1 ]; then
 	pkgs+=(python3-torch)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-		missing+=("$p")
-done
-[ ${#missing[@]} -gt 0 ] || exit 0
-# Say what will be installed, and how an admin can do it instead, before
-# anything asks for a password.
-echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
-cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-	echo "deps.sh: installing them needs root; an admin can run instead:" >&2
-	echo "    sudo sh -c '$cmd'" >&2
-	if ! command -v sudo >/dev/null; then
-		echo "deps.sh: sudo is not installed: install them as root as above, then run this again" >&2
-		exit 1
+# Install what is missing of pkgs, saying first what and how.
+install_missing() {
+	missing=()
+	for p in "${pkgs[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	# Say what will be installed, and how an admin can do it instead, before
+	# anything asks for a password.
+	echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+	cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps.sh: installing them needs root; an admin can run instead:" >&2
+		echo "    sudo sh -c '$cmd'" >&2
+		if ! command -v sudo >/dev/null; then
+			echo "deps.sh: sudo is not installed: install them as root as above, then run this again" >&2
+			exit 1
+		fi
+		if ! sudo -n true 2>/dev/null && ! [ -t 0 ]; then
+			echo "deps.sh: sudo needs a password and there is no terminal to ask on: install them as above, then run this again" >&2
+			exit 1
+		fi
+		echo "deps.sh: running that with sudo now" >&2
+	else
+		echo "deps.sh: installing them: $cmd" >&2
 	fi
-	if ! sudo -n true 2>/dev/null && ! [ -t 0 ]; then
-		echo "deps.sh: sudo needs a password and there is no terminal to ask on: install them as above, then run this again" >&2
-		exit 1
+	as_root apt-get update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}
+install_missing
+
+# The unpacked cjson source package in the cache, fetched when missing:
+# apt-get source needs a deb-src entry, added as a file of our own beside
+# Debian's deb822 sources when there is none (as tests/cross-macos.sh does).
+static_src() {
+	local cache=${STAGELOAD_CROSS_CACHE:-/var/cache/stageload-cross} d
+	for d in "$cache"/src/cjson-[0-9]*/; do
+		[ -f "$d/cJSON.c" ] && return 0
+	done
+	echo "deps.sh: fetching the cjson source package into $cache/src" >&2
+	if ! grep -Eqs '^[[:space:]]*Types:.*deb-src' /etc/apt/sources.list.d/*.sources &&
+		! grep -Eqs '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list; then
+		[ -f /etc/apt/sources.list.d/debian.sources ] || {
+			echo "deps.sh: no deb-src entry to fetch sources with; add one" >&2
+			return 1
+		}
+		sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+			as_root tee /etc/apt/sources.list.d/stageload-deb-src.sources >/dev/null
+		as_root apt-get update -qq
 	fi
-	echo "deps.sh: running that with sudo now" >&2
-else
-	echo "deps.sh: installing them: $cmd" >&2
+	command -v dpkg-source >/dev/null ||
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev
+	as_root mkdir -p "$cache/src"
+	(cd "$cache/src" && as_root apt-get source -qq cjson)
+}
+
+if [ "$want_src" -eq 1 ]; then
+	static_src
+elif [ "$want_tests" -eq 1 ]; then
+	static_src || echo "deps.sh: no cjson source: the static_deps test will skip" >&2
 fi
-as_root apt-get update
-as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"

@@ -11,7 +11,13 @@
 # generated version.h) and symbols defined outside daemon's objects (libc,
 # libuv, sqlite, slproto) are ignored.
 #
-# Usage: check-layers.sh [--src DIR] [--objs DIR | --includes-only] [BUILD]
+# The order: docs/architecture.md's table "The layers" puts every file of
+# daemon/ in a layer; an include or a call from a file to one in a higher
+# layer is refused, as is a file in no layer (--layers FILE: another table;
+# this tree's daemon/ is always held to its own).
+#
+# Usage: check-layers.sh [--src DIR] [--objs DIR | --includes-only]
+#                        [--layers FILE] [BUILD]
 #        check-layers.sh --self-test
 #   BUILD    the build directory (default: build/ at the top of the tree);
 #            objects from BUILD/CMakeFiles/{sldaemon,stageloadd}.dir/daemon/
@@ -333,6 +339,95 @@ check_links() {
 	}' | graph link 4
 }
 
+# --- layer order -----------------------------------------------------------
+
+# layer_ranks TABLE: "rank<TAB>pattern" for each file named in the table of
+# TABLE's "## The layers" section, the first row the highest rank. Names in
+# backquotes that end in .c or .h, globs (jobs-*.c) included.
+layer_ranks() {
+	awk '
+	/^## / { inside = ($0 == "## The layers"); next }
+	!inside || !/^\|/ { next }
+	/^\|[ -]*\|/ { next }          # the separator row
+	++row == 1 { next }            # the header row
+	{
+		split($0, col, "|")
+		n = split(col[3], tok, "`")
+		for (i = 2; i <= n; i += 2)
+			if (tok[i] ~ /^[A-Za-z0-9_*.-]+\.[ch]$/)
+				names[row] = names[row] " " tok[i]
+	}
+	END {
+		for (r = 2; r <= row; r++) {
+			k = split(names[r], t, " ")
+			for (i = 1; i <= k; i++)
+				printf "%d\t%s\n", row - r, t[i]
+		}
+	}' "$1"
+}
+
+# rank_of FILE: the rank of a daemon file (basename), from RANKS: its own
+# name, else a glob that matches it; a header without a row of its own
+# (jobs.h, jobs-internal.h) takes the rank of its module's .c file.
+rank_of() {
+	local f=$1 r p try
+	for try in "$f" "${f%.h}.c" "${f%%-*}.c" "${f%%.*}.c"; do
+		while IFS=$'\t' read -r r p; do
+			[ "$p" = "$try" ] && { echo "$r"; return; }
+		done <<<"$RANKS"
+		while IFS=$'\t' read -r r p; do
+			# shellcheck disable=SC2053 # p is a glob on purpose
+			[[ $try == $p ]] && { echo "$r"; return; }
+		done <<<"$RANKS"
+		[[ $f == *.h ]] || break
+	done
+}
+
+# check_order OBJECT...: every include and every call goes down the table's
+# layers or stays in one; every file is in a layer
+check_order() {
+	local f r bad=0 ranks="" o
+	for f in "${SOURCES[@]}"; do
+		f=$(basename "$f")
+		r=$(rank_of "$f")
+		if [ -z "$r" ]; then
+			echo "layer rule: $shown/$f is in no layer of $LAYERS (\"The layers\")"
+			bad=1
+			continue
+		fi
+		ranks+="R"$'\t'"$f"$'\t'"$r"$'\n'
+	done
+	{
+		printf '%s' "$ranks"
+		printf '%s\n' "$INCLUDES" | awk -F '\t' 'NF == 3 {
+			f = $1; sub(/.*\//, "", f)
+			printf "E\t%s\t%s\t%s:%d includes \"%s\"\n", f, $3, $1, $2, $3 }'
+		for o in "$@"; do
+			echo "@obj $(basename "$o" .o)"
+			"$NM" -P -g "$o"
+		done | awk '
+		$1 == "@obj" { obj = $2; next }
+		NF >= 2 && ($2 == "U" || $2 == "w") { use[++nu] = obj; usesym[nu] = $1; next }
+		NF >= 2 && $2 ~ /^[A-TV-Z]$/ { if (!($1 in def)) def[$1] = obj }
+		END {
+			for (i = 1; i <= nu; i++)
+				if ((usesym[i] in def) && def[usesym[i]] != use[i])
+					printf "E\t%s\t%s\t%s calls %s\n", use[i], def[usesym[i]], use[i], usesym[i]
+		}'
+	} | awk -F '\t' -v shown="$shown" '
+	$1 == "R" { rank[$2] = $3; next }
+	$1 == "E" && ($2 in rank) && ($3 in rank) && rank[$2] < rank[$3] {
+		k = $2 SUBSEP $3
+		if (!(k in seen)) {
+			seen[k] = 1
+			printf "layer rule: %s/%s (layer %d) -> %s/%s (layer %d) goes up: %s\n", shown, $2, rank[$2], shown, $3, rank[$3], $4
+		}
+		bad = 1
+	}
+	END { exit bad }' || bad=1
+	return "$bad"
+}
+
 # --- the self-test ---------------------------------------------------------
 
 self_test() {
@@ -441,6 +536,31 @@ self_test() {
 	expect 0 'gone.c is gone' "an ignored object is named" \
 		--src "$tmp/linked" "$tmp/build"
 
+	# the layer table: hi above lo; lo calling (and including) hi goes up,
+	# though the two are no cycle; a file in no row is refused too
+	mkdir "$tmp/ordered" "$tmp/ordered-objs"
+	# shellcheck disable=SC2016 # backquotes are the table's, not a command
+	printf '## The layers\n\n| layer | files | owns |\n|---|---|---|\n| hi | `hi.c` | |\n| lo | `lo.c`, `lo-*.c` | |\n\n## Next\n' >"$tmp/layers.md"
+	printf 'int lo(int);\nint hi(int n) { return lo(n); }\n' >"$tmp/ordered/hi.c"
+	printf '/* hi */\n' >"$tmp/ordered/hi.h"
+	printf 'int lo(int n) { return n; }\n' >"$tmp/ordered/lo.c"
+	"$cc" -c -o "$tmp/ordered-objs/hi.c.o" "$tmp/ordered/hi.c"
+	"$cc" -c -o "$tmp/ordered-objs/lo.c.o" "$tmp/ordered/lo.c"
+	expect 0 'check-layers: ok' "calls down the table pass" \
+		--src "$tmp/ordered" --objs "$tmp/ordered-objs" --layers "$tmp/layers.md"
+	printf '#include "hi.h"\nint hi(int);\nint up(int n) { return hi(n); }\n' >"$tmp/ordered/lo-up.c"
+	"$cc" -c -o "$tmp/ordered-objs/lo-up.c.o" "$tmp/ordered/lo-up.c"
+	expect 1 "lo-up.c (layer 0) -> $tmp/ordered/hi.c (layer 1) goes up: lo-up.c calls hi" \
+		"an upward call is refused" \
+		--src "$tmp/ordered" --objs "$tmp/ordered-objs" --layers "$tmp/layers.md"
+	expect 1 "goes up: $tmp/ordered/lo-up.c:1 includes \"hi.h\"" \
+		"an upward include is refused" \
+		--src "$tmp/ordered" --includes-only --layers "$tmp/layers.md"
+	rm "$tmp/ordered/lo-up.c" "$tmp/ordered-objs/lo-up.c.o"
+	printf 'int stray;\n' >"$tmp/ordered/stray.c"
+	expect 1 "stray.c is in no layer of $tmp/layers.md" "a file in no layer is refused" \
+		--src "$tmp/ordered" --includes-only --layers "$tmp/layers.md"
+
 	# usage errors
 	expect 2 'build first' "a build directory without objects is a usage error" \
 		--src "$tmp/layered" "$tmp/empty"
@@ -462,6 +582,7 @@ self_test() {
 
 src=$ROOT/daemon
 objs=
+LAYERS=
 build=
 links=1
 while [ $# -gt 0 ]; do
@@ -470,6 +591,7 @@ while [ $# -gt 0 ]; do
 	--src) [ $# -ge 2 ] || usage "--src needs a directory"; src=$2; shift 2 ;;
 	--objs) [ $# -ge 2 ] || usage "--objs needs a directory"; objs=$2; shift 2 ;;
 	--includes-only) links=0; shift ;;
+	--layers) [ $# -ge 2 ] || usage "--layers needs a file"; LAYERS=$2; shift 2 ;;
 	-h | --help) usage "checks daemon/'s include and link graphs for cycles" ;;
 	--) shift; break ;;
 	-*) usage "unknown option $1" ;;
@@ -485,6 +607,8 @@ src=${src%/}
 # files are named as daemon/x.c when SRC is this tree's daemon/
 if [ "$(cd "$src" && pwd -P)" = "$(cd "$ROOT" && pwd -P)/daemon" ]; then
 	shown=daemon
+	# this tree's daemon is held to this tree's table
+	[ -n "$LAYERS" ] || LAYERS=$ROOT/docs/architecture.md
 else
 	shown=$src
 fi
@@ -539,6 +663,17 @@ if [ "$links" -eq 1 ]; then
 	check_links "${OBJECTS[@]}" || rc=$?
 	[ "$rc" -le 1 ] || exit 2
 	[ "$rc" -eq 0 ] || { status=1; problems+=("link cycles"); }
+fi
+
+if [ -n "$LAYERS" ]; then
+	RANKS=$(layer_ranks "$LAYERS")
+	if [ -z "$RANKS" ]; then
+		echo "check-layers: no layer table (\"## The layers\") in $LAYERS" >&2
+		exit 2
+	fi
+	rc=0
+	check_order "${OBJECTS[@]}" || rc=$?
+	[ "$rc" -eq 0 ] || { status=1; problems+=("calls or includes going up"); }
 fi
 
 if [ "$status" -eq 0 ]; then

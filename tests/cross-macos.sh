@@ -5,7 +5,8 @@
 # compiles every project source that is not *-linux.c with -Werror and
 # links stageloadd, stageloadctl, stageload-web and
 # tests/cross/platform_probe as Mach-O executables for both, checked with
-# file(1).
+# file(1), each loading only /usr/lib and /System libraries (llvm-objdump
+# --macho --dylibs-used).
 #
 # Environment:
 #   STAGELOAD_CROSS_CACHE  cache outside the clone for zig, the Debian
@@ -325,8 +326,61 @@ link() {
 	*)
 		say "$target: $name is not a $want: $desc"
 		status=1
+		return
 		;;
 	esac
+	if ! dylibs_system "$OUT/$name-$target"; then
+		say "$target: $name loads a library from outside the system: $foreign"
+		status=1
+	fi
+}
+
+# dylibs_system FILE: does the Mach-O FILE load only libraries of the
+# system (/usr/lib, /System)? A root daemon that loads a library from a
+# Homebrew keg runs whatever the keg's owner puts there (docs/macos.md,
+# "Libraries"), so the dependencies are linked statically. Sets foreign to
+# the libraries that are not the system's.
+dylibs_system() {
+	local out lib
+	foreign=
+	out=$(llvm-objdump --macho --dylibs-used "$1") || {
+		foreign="(llvm-objdump cannot read $1)"
+		return 1
+	}
+	# The first line names the file; each next one is a library's path,
+	# indented, then its versions in parentheses.
+	while read -r lib _; do
+		case $lib in
+		/usr/lib/* | /System/*) ;;
+		*) foreign="$foreign $lib" ;;
+		esac
+	done < <(sed -n '2,$p' <<<"$out")
+	[ -z "$foreign" ]
+}
+
+command -v llvm-objdump >/dev/null ||
+	skip "llvm-objdump is needed to list the libraries each program loads (apt-get install llvm)"
+
+# The check of the libraries must be able to fail: a program linked with a
+# library outside the system has to be caught.
+dylib_self_test() {
+	local target=$1 d
+	d="$WORK/dylib-self-test-$1"
+	mkdir -p "$d/lib"
+	printf 'int sl_lib_answer(void) { return 42; }\n' >"$d/lib.c"
+	printf 'int sl_lib_answer(void);\nint main(void) { return sl_lib_answer() != 42; }\n' >"$d/main.c"
+	if ! "$ZIG" cc -target "$target" -shared -o "$d/lib/libslself.dylib" \
+		-Wl,-install_name,/opt/homebrew/opt/slself/lib/libslself.dylib "$d/lib.c" ||
+		! "$ZIG" cc -target "$target" -o "$d/prog" "$d/main.c" -L"$d/lib" -lslself; then
+		fail "$target: cannot build the check's own test program"
+	fi
+	! dylibs_system "$d/prog" ||
+		fail "$target: the library check passed a program that loads $d/lib/libslself.dylib"
+	case $foreign in
+	*/opt/homebrew/opt/slself/lib/libslself.dylib*) ;;
+	*) fail "$target: the library check named '$foreign', not the Homebrew library" ;;
+	esac
+	say "$target: the library check catches a Homebrew library (${foreign# })"
 }
 
 for target in $TARGETS; do
@@ -338,6 +392,8 @@ for target in $TARGETS; do
 	prefix="$CACHE/deps/$target"
 	build_deps "$target" "$prefix"
 	build_mhd "$target" "$prefix"
+
+	dylib_self_test "$target"
 
 	objdir="$WORK/obj-$target"
 	ncompiled=0
@@ -362,14 +418,15 @@ for target in $TARGETS; do
 	mapfile -t w_objs < <(objs_of stageload-web stageload slproto slplot)
 	link deps_probe "$objdir/tests/cross/deps_probe.o"
 	link platform_probe "$objdir/tests/cross/platform_probe.o" \
-		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/platform-darwin-convert.o"
+		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/platform-darwin-convert.o" \
+		"$objdir/proto/socket-trust.o" "$objdir/proto/trust.o"
 	link stageloadd "${d_objs[@]}"
 	link stageloadctl "${c_objs[@]}"
 	link stageload-web "${w_objs[@]}"
 done
 
 if [ $status -eq 0 ]; then
-	say "OK: every non-Linux source compiles with -Werror and links (stageloadd, stageloadctl, stageload-web) for: $TARGETS"
+	say "OK: every non-Linux source compiles with -Werror and links (stageloadd, stageloadctl, stageload-web), each loading only system libraries, for: $TARGETS"
 	[ -n "${STAGELOAD_CROSS_OUT:-}" ] && say "executables in $OUT"
 fi
 exit $status

@@ -6,8 +6,14 @@ fixture proc root (docs/daemon.md, "Test hooks"):
   torn vm.swapusage is on macOS) never kills, while the same growth read
   twice does;
 - the keep-awake hold (macOS: caffeinate) is taken when a job is admitted
-  and released when no job holds memory, and never with keep_awake = 0
-  (the fixture's keep-awake file records each change).
+  and held while one holds memory ("held"); while a queued job could start
+  (waiting for memory, not held, not after another) the queue's hold is
+  taken ("held-queue", macOS: on AC power only) for at most
+  keep_awake_queue since the last admission; `info` says which and why;
+  never with keep_awake = 0 (the fixture's keep-awake file records each
+  change);
+- a submitter whose groups are as many as the system passes on (macOS: 16;
+  the fixture's peer-groups-max) is told its detached job gets no more.
 
 Jobs are real processes. Run one scenario with: platform-hooks.py NAME...
 """
@@ -148,19 +154,65 @@ def sc_keep_awake(d, c):
     wait_state(c, jid, "exited")
     samples(d, 3)
     assert read(awake) == "held", read(awake)
+    ka = c.call("info")["keep_awake"]
+    assert ka["hold"] == "jobs" and "holds memory" in ka["why"], ka
     open(stop2, "w").close()
     wait_state(c, jid2, "exited")
     poll(lambda: read(awake) == "released", what="keep-awake released")
-    # A queued job does not hold memory: nothing is held while it waits.
+    ka = c.call("info")["keep_awake"]
+    assert ka == {"hold": None, "why": None, "until_ms": None}, ka
+    # A job held or after another waits on a person: nothing is held.
     write_meminfo(d.proc_root, total_kb=TOTAL_KB, avail_kb=TOTAL_KB // 10,
                   swap_total_kb=SWAP_TOTAL_KB, swap_free_kb=SWAP_TOTAL_KB)
     poll(lambda: c.call("info")["sample"]["free_pct"] < 11,
          what="a sample with 10 % free")
-    jid3 = submit(c, d, "exit 0", wait_free_pct=50)
+    jid_held = submit(c, d, "exit 0", held=True)
     samples(d, 3)
-    assert state_of(c, jid3) == "queued"
+    assert state_of(c, jid_held) == "queued"
     assert read(awake) == "released", read(awake)
-    c.call("cancel", {"id": jid3})
+    # A job waiting for memory could start by morning: the queue's hold,
+    # until keep_awake_queue (12 h) after the last admission.
+    jid3 = submit(c, d, "exit 0", wait_free_pct=50)
+    poll(lambda: read(awake) == "held-queue",
+         what="keep-awake held for job %d waiting for memory" % jid3)
+    ka = c.call("info")["keep_awake"]
+    last_admit = c.call("show", {"id": jid2})["admitted_at_ms"]
+    assert ka["hold"] == "queue" and "AC power" in ka["why"], ka
+    assert ka["until_ms"] == last_admit + 12 * 3600 * 1000, (ka, last_admit)
+    # Its memory comes back: it runs, held as a job; then released.
+    set_swap(d, 0)
+    wait_state(c, jid3, "exited")
+    c.call("cancel", {"id": jid_held})
+    poll(lambda: read(awake) == "released", what="keep-awake released")
+
+
+def sc_keep_awake_queue_bound(d, c):
+    """keep_awake_queue = 2s: a queue that has not moved for that long
+    since the last admission lets the machine sleep; an admission holds
+    again."""
+    awake = os.path.join(d.proc_root, "keep-awake")
+    jid0 = submit(c, d, "exit 0")
+    wait_state(c, jid0, "exited")
+    write_meminfo(d.proc_root, total_kb=TOTAL_KB, avail_kb=TOTAL_KB // 10,
+                  swap_total_kb=SWAP_TOTAL_KB, swap_free_kb=SWAP_TOTAL_KB)
+    poll(lambda: c.call("info")["sample"]["free_pct"] < 11,
+         what="a sample with 10 % free")
+    jid = submit(c, d, "exit 0", wait_free_pct=50)
+    admitted = c.call("show", {"id": jid0})["admitted_at_ms"]
+    ka = c.call("info")["keep_awake"]
+    # Held for the queue until 2 s after job jid0's admission...
+    poll(lambda: read(awake) in ("held-queue", "released") and
+         c.call("info")["keep_awake"]["until_ms"] == admitted + 2000,
+         what="the queue's hold bounded at the last admission + 2 s")
+    # ...then let go with the reason, the job still queued.
+    poll(lambda: read(awake) == "released" and
+         c.call("info")["keep_awake"]["hold"] is None,
+         what="the queue's hold to lapse", timeout=10)
+    ka = c.call("info")["keep_awake"]
+    assert "keep_awake_queue" in ka["why"], ka
+    assert state_of(c, jid) == "queued"
+    assert "keep awake: released" in d.log_text(), d.log_text()[-2000:]
+    c.call("cancel", {"id": jid})
 
 
 def sc_keep_awake_off(d, c):
@@ -175,10 +227,77 @@ def sc_keep_awake_off(d, c):
     wait_state(c, jid, "exited")
 
 
+def sc_groups_capped(d, c):
+    """A detached job's submitter is told when its connection's groups are
+    as many as the system passes on (macOS: 16; here the fixture's
+    peer-groups-max), since the job gets no more; an attached job keeps
+    the shell's own groups and is not."""
+    import subprocess
+    cap = os.path.join(d.proc_root, "peer-groups-max")
+    saved = os.getgroups()
+    if not saved and os.geteuid() == 0:
+        # Root with no supplementary groups (a container): two for this
+        # scenario, given back at its end.
+        os.setgroups([0, 100])
+    try:
+        groups_capped_with(d, c, cap, len(os.getgroups()))
+    finally:
+        if os.geteuid() == 0:
+            os.setgroups(saved)
+
+
+def groups_capped_with(d, c, cap, n):
+    import subprocess
+
+    def write_cap(v):
+        with open(cap + ".tmp", "w") as f:
+            f.write("%d\n" % v)
+        os.rename(cap + ".tmp", cap)
+
+    def submit_answer(**opts):
+        # A connection of its own: the groups are read when it connects.
+        c2 = Client(d.socket)
+        p = {"argv": ["true"], "cwd": d.dir, "env": ["A=1"]}
+        p.update(opts)
+        r = c2.call("submit", p)
+        c2.close()
+        return r
+
+    r = submit_answer()
+    assert "groups_capped" not in r, r  # no cap (Linux)
+    write_cap(n + 1)
+    r = submit_answer()
+    assert "groups_capped" not in r, (n, r)
+    if n == 0:
+        print("     (this process has no supplementary groups: the capped "
+              "case is not shown)")
+        return
+    write_cap(n)
+    r = submit_answer()
+    assert r.get("groups_capped") is True, (n, r)
+    r = submit_answer(attached=True)
+    assert "groups_capped" not in r, r
+    c.call("cancel", {"id": r["id"]})
+    # stageloadctl submit warns, and --json carries it.
+    ctl = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+    p = subprocess.run([ctl, "--socket", d.socket, "--json", "submit", "--",
+                        "true"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert '"groups_capped":true' in p.stdout, p.stdout
+    assert "warning:" in p.stderr and "groups" in p.stderr, p.stderr
+    os.unlink(cap)
+    p = subprocess.run([ctl, "--socket", d.socket, "submit", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr)
+
+
 SCENARIOS = [
     ("torn_swap_never_kills", sc_torn_swap_never_kills, ""),
     ("keep_awake", sc_keep_awake, ""),
+    ("keep_awake_queue_bound", sc_keep_awake_queue_bound,
+     "keep_awake_queue = 2s\n"),
     ("keep_awake_off", sc_keep_awake_off, "keep_awake = 0\n"),
+    ("groups_capped", sc_groups_capped, ""),
 ]
 
 

@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, RpcError, client_as, poll, write_meminfo  # noqa: E402
 
 SRC = os.environ.get("SL_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DOC = os.path.join(SRC, "proto", "PROTOCOL.md")
@@ -359,6 +359,141 @@ def spawn_group(argv):
     return subprocess.Popen(argv, start_new_session=True)
 
 
+def attached_running(d, c, extra=None):
+    """An attached job of c's, admitted and running a real process in a
+    group of its own (not reaped: it stays a zombie once it dies)."""
+    params = {"argv": ["sleep", "30"], "cwd": "/", "attached": True, "wait_free_pct": 10}
+    params.update(extra or {})
+    r = c.call("submit", params)
+    c.notification("admitted", timeout=10)
+    proc = spawn_group(["sleep", "30"])
+    c.call("job_pid", {"id": r["id"], "pid": proc.pid})
+    return r["id"], proc
+
+
+def check_attached_daemon_end(d, doc):
+    """A running attached job the daemon ends (a cancel, a breach) ends, or
+    goes back to the queue, once its process is gone (here a zombie its
+    client has not reaped), without waiting for job_exit; a later
+    job_exit is answered with the job as it is then."""
+    text = doc["methods"]["job_exit"]
+    check("without waiting for" in text and "answered with the ended Job" in text,
+          "PROTOCOL.md, job_exit: says the daemon ends the job without waiting for it")
+    a = Client(d.socket)
+    other = Client(d.socket)
+    jid, proc = attached_running(d, a)
+    try:
+        other.call("cancel", {"id": jid})
+        try:
+            n = a.notification("ended", timeout=10)
+        except (AssertionError, OSError):
+            n = None
+        check(n is not None and n["params"]["id"] == jid and n["params"]["state"] == "killed"
+              and n["params"]["end_reason"] == "cancel",
+              "a cancelled attached job ends (killed, cancel) with no job_exit: %r" % (n,))
+        shown = other.call("show", {"id": jid})
+        check(shown["state"] == "killed", "show: the job is killed, not %s" % shown["state"])
+        running = [j["id"] for j in other.call("status")["jobs"] if j["state"] == "running"]
+        check(jid not in running, "status: the ended job is not running")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    try:
+        final = a.call("job_exit", {"id": jid, "signal": 15})
+    except RpcError as e:
+        final = {"state": "error %d %s" % (e.code, e.message), "end_reason": None}
+    check(final["state"] == "killed" and final["end_reason"] == "cancel",
+          "a later job_exit is answered with the ended job: %s(%s)"
+          % (final["state"], final["end_reason"]))
+    if final["state"] == "killed":
+        check_result(doc, "job_exit", final)
+    # A breach with a retry left: back in the queue, no job_exit needed.
+    jid, proc = attached_running(d, a, {"retry_on_breach": 1, "swap_budget_bytes": 1 << 20})
+    try:
+        write_meminfo(d.proc_root, avail_kb=15 * GIB_KB, swap_total_kb=4 * GIB_KB,
+                      swap_free_kb=3 * GIB_KB)
+        n = a.notification("breach", timeout=10)
+        check(n["params"]["requeued"] is True, "breach with a retry: requeued: %r" % (n,))
+        try:
+            q = a.notification("queue", timeout=10)
+        except (AssertionError, OSError):
+            q = None
+        check(q is not None and q["params"]["id"] == jid,
+              "a breach with retries left requeues with no job_exit (queue note): %r" % (q,))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    e = rpc_error(a, "job_exit", {"id": jid, "signal": 15})
+    check(e is None, "job_exit of the attempt the daemon requeued is answered: %s" % (e,))
+    shown = a.call("show", {"id": jid})
+    check(shown["state"] in ("queued", "admitted") and shown["attempt"] == 2,
+          "the requeued job is not ended by the late job_exit: %s attempt %s"
+          % (shown["state"], shown.get("attempt")))
+    a.call("cancel", {"id": jid})
+    write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
+    a.close()
+    other.close()
+
+
+def check_spec_items(d, c, doc):
+    """Parameters whose range the document gives, as the daemon has them."""
+    errs = doc["errors"]
+    env = ["PATH=/usr/bin:/bin"]
+    e = expect_error(c, "submit", {"argv": ["true"], "cwd": "/", "env": env, "after": []},
+                     errs["invalid params"], "submit with after []")
+    check(e is None or "after" in e.message, "after []: the refusal names after: %s" % (e,))
+    # every integer is capped at 2^53: events' job_id too
+    check("`job_id` (1 to 2^53," in doc["methods"]["events"],
+          "PROTOCOL.md, events: job_id 1 to 2^53")
+    check(rpc_error(c, "events", {"job_id": 2 ** 53}) is None, "events job_id 2^53 is taken")
+    expect_error(c, "events", {"job_id": 2 ** 53 + 2}, errs["invalid params"],
+                 "events job_id past 2^53")
+    # resume: a detached job that has not ended is -32005, an ended one
+    # (detached or not) is answered as it ended
+    r = c.call("submit", {"argv": ["sleep", "30"], "cwd": "/", "env": env})
+    poll(lambda: c.call("show", {"id": r["id"]})["state"] == "running", what="running")
+    expect_error(c, "resume", {"id": r["id"]}, errs["wrong state"], "resume of a running detached job")
+    c.call("cancel", {"id": r["id"]})
+    e = rpc_error(c, "resume", {"id": r["id"]})
+    check(e is None or e.code == errs["wrong state"],
+          "resume of a detached job being cancelled: the Job or -32005: %s" % (e,))
+    c.call("wait", {"id": r["id"]}, timeout=20)
+    got = c.call("resume", {"id": r["id"]})
+    check(got["state"] == "killed" and got["end_reason"] == "cancel",
+          "resume of an ended detached job: answered as it ended: %r" % (got.get("state"),))
+    # learning skips a run that was never sampled: show's learned counts a
+    # run exactly when the run has a peak
+    r = c.call("submit", {"argv": ["true"], "cwd": "/", "env": env, "name": "conf-learn"})
+    final = c.call("wait", {"id": r["id"]}, timeout=20)
+    learned = c.call("show", {"id": r["id"]})["learned"]
+    want = 1 if final["footprint_peak_bytes"] > 0 else 0
+    check(learned is not None and learned["runs"] == want,
+          "learned runs %r for a run with peak %d (want %d)"
+          % (learned and learned["runs"], final["footprint_peak_bytes"], want))
+
+
+def check_ended_bound():
+    """max_ended_jobs_per_uid keeps exactly that many ended jobs of a user
+    after its submit (root is exempt: as root, a user's connection)."""
+    with Daemon(config="max_ended_jobs_per_uid = 2\n") as d:
+        if os.geteuid() == 0:
+            os.chmod(d.dir, 0o711)
+            c = client_as(65534, d.socket)
+        else:
+            c = Client(d.socket)
+        ids = []
+        for _ in range(5):
+            q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": [], "wait_free_pct": 95})
+            ids.append(q["id"])
+            c.call("cancel", {"id": q["id"]})
+        # the last submit pruned to 2 ended jobs, then its job ended too
+        ended = sorted(j["id"] for j in c.call("status", {"ended": True, "limit": 100})["jobs"])
+        check(ended == ids[2:], "max_ended_jobs_per_uid 2: kept %s, want %s" % (ended, ids[2:]))
+        c.close()
+
+
 def main():
     doc = read_doc()
     methods = doc["methods"]
@@ -514,6 +649,10 @@ def main():
                                    set(learned) == {"runs", "killed", "footprint_peak_bytes",
                                                     "swap_growth_peak_bytes", "stages"})),
               "show: a documented learned, got %r" % (learned,))
+        # and the groups it started without (none here)
+        dropped = shown.pop("groups_dropped", "absent")
+        check("groups_dropped" in methods["show"] and dropped is None,
+              "show: a documented groups_dropped, null, got %r" % (dropped,))
         check_job(doc, "show with env", shown, with_env=True)
         check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
         st = c.call("status", {"all": True, "limit": 5})
@@ -598,6 +737,8 @@ def main():
         seen_notes.add("ended")
         b.close()
         write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
+        check_attached_daemon_end(d, doc)
+        check_spec_items(d, c, doc)
 
         # metering a pid: process_gone when it ends
         short = subprocess.Popen(["sleep", "0.5"])
@@ -684,6 +825,8 @@ def main():
 
         check(d.alive(), "the daemon is still running")
         check(d.stop() == 0, "the daemon stops cleanly")
+
+    check_ended_bound()
 
     if failures:
         print("%d failed" % len(failures), file=sys.stderr)

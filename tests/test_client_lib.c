@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,50 +232,77 @@ fake_finish(struct fake *f)
 static void
 test_path_order(void **state)
 {
-	char buf[512], sys[300];
+	char buf[512], sys[300], want[600];
+	enum socket_kind k;
+	unsigned long me = (unsigned long)geteuid();
 	FILE *f;
 
+	(void)state;
 	/* explicit wins over everything */
 	assert_int_equal(client_socket_path_resolve("/x.sock", "/env.sock",
-	                                            NULL, "/run/u", 1000, buf,
-	                                            sizeof buf),
+	                                            NULL, "/run/u", NULL, 1000,
+	                                            buf, sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/x.sock");
+	assert_int_equal(k, SOCKET_NAMED);
 	/* then $STAGELOAD_SOCKET */
 	assert_int_equal(client_socket_path_resolve("", "/env.sock", NULL,
-	                                            "/run/u", 1000, buf,
-	                                            sizeof buf),
+	                                            "/run/u", NULL, 1000, buf,
+	                                            sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/env.sock");
+	assert_int_equal(k, SOCKET_NAMED);
 	/* a system socket that does not exist is skipped */
 	snprintf(sys, sizeof sys, "%s/system.sock", tmpdir);
 	unlink(sys);
 	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "/run/u",
-	                                            1000, buf, sizeof buf),
+	                                            NULL, 1000, buf, sizeof buf,
+	                                            &k),
 	                 0);
 	assert_string_equal(buf, "/run/u/stageload.sock");
+	assert_int_equal(k, SOCKET_USER);
 	/* and used when it exists */
 	f = fopen(sys, "w");
 	assert_non_null(f);
 	fclose(f);
 	assert_int_equal(client_socket_path_resolve(NULL, "", sys, "/run/u",
-	                                            1000, buf, sizeof buf),
+	                                            NULL, 1000, buf, sizeof buf,
+	                                            &k),
 	                 0);
 	assert_string_equal(buf, sys);
+	assert_int_equal(k, SOCKET_SYSTEM);
 	unlink(sys);
-	/* no XDG_RUNTIME_DIR: the private directory under /tmp */
-	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", 1000,
-	                                            buf, sizeof buf),
+	/* no XDG_RUNTIME_DIR: under the home, when it is the user's own */
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", tmpdir,
+	                                            me, buf, sizeof buf, &k),
+	                 0);
+	snprintf(want, sizeof want, "%s/.stageload/stageload.sock", tmpdir);
+	assert_string_equal(buf, want);
+	assert_int_equal(k, SOCKET_USER);
+	/* a home of another user's, or none: the private directory under
+	 * /tmp */
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", tmpdir,
+	                                            me + 1, buf, sizeof buf,
+	                                            &k),
+	                 0);
+	snprintf(want, sizeof want, "/tmp/stageload-%lu/stageload.sock",
+	         me + 1);
+	assert_string_equal(buf, want);
+	assert_int_equal(k, SOCKET_TMP);
+	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "", NULL,
+	                                            1000, buf, sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
 	/* a relative XDG_RUNTIME_DIR is ignored, as the daemon ignores it */
 	assert_int_equal(client_socket_path_resolve(NULL, NULL, sys, "run",
-	                                            1000, buf, sizeof buf),
+	                                            "/nonexistent", 1000, buf,
+	                                            sizeof buf, &k),
 	                 0);
 	assert_string_equal(buf, "/tmp/stageload-1000/stageload.sock");
-	assert_int_equal(
-	    client_socket_path_resolve("/x.sock", NULL, NULL, NULL, 0, buf, 4),
-	    -ENAMETOOLONG);
+	assert_int_equal(k, SOCKET_TMP);
+	assert_int_equal(client_socket_path_resolve("/x.sock", NULL, NULL, NULL,
+	                                            NULL, 0, buf, 4, &k),
+	                 -ENAMETOOLONG);
 }
 
 static void
@@ -308,6 +336,47 @@ test_not_running(void **state)
 	assert_int_equal(sl_fd(c), -1);
 	/* calls on a closed client fail cleanly */
 	assert_int_equal(sl_call(c, "info", NULL, NULL), -ENOTCONN);
+	sl_client_free(c);
+}
+
+/* A listener in a directory anyone may write could be anyone's: refused
+ * before connecting, so it never gets a connection, let alone hello. */
+static void
+test_untrusted_socket(void **state)
+{
+	char dir[600], path[700];
+	struct sockaddr_un sun;
+	struct pollfd pfd;
+	sl_client *c = sl_client_new();
+	int fd, rc;
+
+	(void)state;
+	assert_non_null(c);
+	snprintf(dir, sizeof dir, "%s/open", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 01777), 0);
+	snprintf(path, sizeof path, "%s/sl.sock", dir);
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	assert_true(strlen(path) < sizeof sun.sun_path);
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof sun), 0);
+	assert_int_equal(listen(fd, 4), 0);
+
+	rc = sl_connect(c, path);
+	assert_int_equal(rc, -EPERM);
+	assert_non_null(strstr(sl_errmsg(c), "refusing the socket"));
+	assert_non_null(strstr(sl_errmsg(c), "writable by other users"));
+	assert_int_equal(sl_is_connected(c), 0);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 0), 0); /* nobody connected */
+
+	close(fd);
+	unlink(path);
+	rmdir(dir);
 	sl_client_free(c);
 }
 
@@ -880,6 +949,7 @@ main(void)
 	    cmocka_unit_test(test_path_order),
 	    cmocka_unit_test(test_path_env),
 	    cmocka_unit_test(test_not_running),
+	    cmocka_unit_test(test_untrusted_socket),
 	    cmocka_unit_test(test_calls_and_notifications),
 	    cmocka_unit_test(test_version_refused),
 	    cmocka_unit_test(test_status_pages),

@@ -7,8 +7,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -25,6 +27,8 @@ mac48(void)
 {
 	struct darwin_vm_raw raw = {
 	    .memsize = 48 * GiB,
+	    /* max_mem: what the firmware and kernel leave of 48 GiB */
+	    .memsize_usable = 48 * GiB - 918 * MiB,
 	    .memorystatus_level = 42,
 	    .vm_pressure_level = 1,
 	    .swap_total = 2 * GiB,
@@ -46,12 +50,17 @@ test_mac48_sample(void **state)
 	uint64_t expect_avail;
 
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
-	assert_int_equal(s.total_bytes, 51539607552ULL);
+	/* Total is hw.memsize_usable, the base of memorystatus_level. */
+	assert_int_equal(s.total_bytes, 51539607552ULL - 962592768ULL);
 	assert_true(s.free_pct == 42.0);
-	/* 42 % of 48 GiB, rounded down: 21646635171.84 bytes. */
-	expect_avail = (uint64_t)((unsigned __int128)raw.memsize * 42 / 100);
-	assert_int_equal(expect_avail, 21646635171ULL);
+	/* 42 % of it, rounded down: 21242346209.28 bytes; so available
+	 * over total is the free % again. */
+	expect_avail =
+	    (uint64_t)((unsigned __int128)raw.memsize_usable * 42 / 100);
+	assert_int_equal(expect_avail, 21242346209ULL);
 	assert_int_equal(s.available_bytes, expect_avail);
+	assert_int_equal(s.available_bytes * 100 / s.total_bytes, 41);
+	assert_int_equal((s.available_bytes + 1) * 100 / s.total_bytes, 42);
 	assert_int_equal(s.swap_total_bytes, 2 * GiB);
 	assert_int_equal(s.swap_used_bytes, 512 * MiB);
 	assert_int_equal(s.pressure, PRESSURE_NORMAL);
@@ -126,7 +135,7 @@ test_level_range(void **state)
 
 	raw.memorystatus_level = 100;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
-	assert_int_equal(s.available_bytes, raw.memsize);
+	assert_int_equal(s.available_bytes, raw.memsize_usable);
 	raw.memorystatus_level = 0;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
 	assert_int_equal(s.available_bytes, 0);
@@ -147,6 +156,31 @@ test_level_range(void **state)
 	assert_non_null(strstr(cause, "hw.memsize"));
 }
 
+/* Without hw.memsize_usable (0) the total is hw.memsize; one above
+ * hw.memsize is a unit mix-up, never a sample. */
+static void
+test_memsize_usable(void **state)
+{
+	struct darwin_vm_raw raw = mac48();
+	struct sys_sample s;
+	char cause[256] = "";
+
+	raw.memsize_usable = 0;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.total_bytes, 48 * GiB);
+	assert_int_equal(s.available_bytes,
+	                 (uint64_t)((unsigned __int128)(48 * GiB) * 42 / 100));
+
+	raw.memsize_usable = raw.memsize;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
+	assert_int_equal(s.total_bytes, 48 * GiB);
+
+	raw.memsize_usable = raw.memsize + PAGE_16K;
+	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause),
+	                 -ERANGE);
+	assert_non_null(strstr(cause, "hw.memsize_usable"));
+}
+
 static void
 test_available_does_not_overflow(void **state)
 {
@@ -156,6 +190,7 @@ test_available_does_not_overflow(void **state)
 	char cause[256];
 
 	raw.memsize = UINT64_MAX - 7;
+	raw.memsize_usable = 0;
 	raw.memorystatus_level = 99;
 	assert_int_equal(darwin_sys_convert(&raw, &s, cause, sizeof cause), 0);
 	assert_int_equal(s.available_bytes,
@@ -358,40 +393,141 @@ test_tcc_paths(void **state)
 	    "/Users/alice/Desktop/x.py",
 	    "/Users/alice/Downloads",
 	    "/Users/alice/Library/Mobile Documents/com~apple~CloudDocs/m",
+	    "/Users/alice/Library/CloudStorage/Dropbox/models/m.bin",
+	    "/Users/alice/Library/CloudStorage",
 	    "/Volumes/USB/data",
+	    "/Volumes/USB",
+	    "/Volumes/Macintosh HD2/x", /* another volume, not the alias */
+	    /* the boot volume's alias, then a home folder under it */
+	    "/Volumes/Macintosh HD/Users/alice/Documents/m",
+	    /* a home outside /Users (home below) */
+	    "/opt/homes/bob/Documents/m.bin",
+	    "/opt/homes/bob/Library/CloudStorage/OneDrive/x",
 	};
 	static const char *const open_paths[] = {
 	    "/Users/alice",
 	    "/Users/alice/src/proj",
 	    "/Users/alice/DocumentsOld",
 	    "/Users/alice/Library/Caches",
+	    "/Users/alice/Library/CloudStorageX",
 	    "/Users/Documents",
 	    "/Volumes/",
+	    "/Volumes//x",
+	    "/Volumes/Macintosh HD",
+	    "/Volumes/Macintosh HD/Users/alice/src",
+	    "/Volumes/Macintosh HD/opt",
+	    "/opt/homes/bob",
+	    "/opt/homes/bob/src/Documents",
+	    "/opt/homes/bobby/Documents",
 	    "/tmp/Documents",
 	    "relative/Documents",
 	    "",
 	};
+	const char *home = "/opt/homes/bob/", *alias = "Macintosh HD";
 	char hint[160];
 	size_t i;
 
 	for (i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
-		assert_true(darwin_tcc_protected(guarded[i]));
+		if (!darwin_tcc_protected(guarded[i], home, alias))
+			fail_msg("%s should be protected", guarded[i]);
 	for (i = 0; i < sizeof open_paths / sizeof open_paths[0]; i++)
-		assert_false(darwin_tcc_protected(open_paths[i]));
-	assert_false(darwin_tcc_protected(NULL));
+		if (darwin_tcc_protected(open_paths[i], home, alias))
+			fail_msg("%s should not be protected", open_paths[i]);
+	assert_false(darwin_tcc_protected(NULL, home, alias));
+	/* Without the alias known, it is a volume like any other; without
+	 * home, only /Users' homes count. */
+	assert_true(
+	    darwin_tcc_protected("/Volumes/Macintosh HD/opt", home, NULL));
+	assert_false(
+	    darwin_tcc_protected("/opt/homes/bob/Documents", NULL, alias));
+	assert_true(
+	    darwin_tcc_protected("/Users/carol/Downloads/a", "/", NULL));
+	assert_false(darwin_tcc_protected("/Documents/a", "/", NULL));
 
-	darwin_spawn_hint(EPERM, "/Users/alice/Documents/proj", hint,
-	                  sizeof hint);
+	darwin_spawn_hint(EPERM, "/Users/alice/Documents/proj", NULL, NULL,
+	                  hint, sizeof hint);
 	assert_non_null(strstr(hint, "Full Disk Access"));
 	assert_non_null(strstr(hint, "stageloadctl run"));
+	darwin_spawn_hint(EPERM, "/opt/homes/bob/Desktop", home, NULL, hint,
+	                  sizeof hint);
+	assert_non_null(strstr(hint, "Full Disk Access"));
 	/* Other errors, and EPERM elsewhere, add nothing. */
-	darwin_spawn_hint(EACCES, "/Users/alice/Documents/proj", hint,
+	darwin_spawn_hint(EACCES, "/Users/alice/Documents/proj", NULL, NULL,
+	                  hint, sizeof hint);
+	assert_string_equal(hint, "");
+	darwin_spawn_hint(EPERM, "/Users/alice/src", NULL, NULL, hint,
 	                  sizeof hint);
 	assert_string_equal(hint, "");
-	darwin_spawn_hint(EPERM, "/Users/alice/src", hint, sizeof hint);
+	darwin_spawn_hint(EPERM, NULL, NULL, NULL, hint, sizeof hint);
 	assert_string_equal(hint, "");
-	darwin_spawn_hint(EPERM, NULL, hint, sizeof hint);
+}
+
+/* The end of a log, as the job wrote it, and the hint show prints. */
+static void
+log_hint(const char *text, char *hint, size_t len)
+{
+	darwin_log_hint(text, strlen(text), "/Users/ana", "Macintosh HD", hint,
+	                len);
+}
+
+static void
+test_tcc_log_hint(void **state)
+{
+	char hint[512];
+	/* Python opening a model in ~/Documents (the usual failure). */
+	const char *py =
+	    "loading pipeline\n"
+	    "Traceback (most recent call last):\n"
+	    "  File \"/Users/ana/src/gen.py\", line 12, in <module>\n"
+	    "    open(p)\n"
+	    "PermissionError: [Errno 1] Operation not permitted: "
+	    "'/Users/ana/Documents/models/flux.safetensors'\n";
+
+	log_hint(py, hint, sizeof hint);
+	assert_non_null(
+	    strstr(hint, "/Users/ana/Documents/models/flux.safetensors:"));
+	assert_non_null(strstr(hint, "Full Disk Access"));
+	assert_non_null(strstr(hint, "stageloadctl run"));
+
+	/* cat and ls: unquoted, a name with spaces, a volume. */
+	log_hint("cat: /Users/ana/Library/Mobile Documents/com~apple~"
+	         "CloudDocs/a.txt: Operation not permitted\n",
+	         hint, sizeof hint);
+	assert_non_null(strstr(hint, "/Users/ana/Library/Mobile Documents/"
+	                             "com~apple~CloudDocs/a.txt:"));
+	log_hint("ls: /Volumes/T7/data: Operation not permitted", hint,
+	         sizeof hint);
+	assert_non_null(strstr(hint, "/Volumes/T7/data:"));
+	/* Double quotes; CloudStorage; the line without a newline at the
+	 * end of the text. */
+	log_hint("x\nOSError: Operation not permitted: \"/Users/ana/Library/"
+	         "CloudStorage/Dropbox/m.bin\"",
+	         hint, sizeof hint);
+	assert_non_null(
+	    strstr(hint, "/Users/ana/Library/CloudStorage/Dropbox/m.bin:"));
+
+	/* Nothing to say: EPERM outside the protected folders, a protected
+	 * path on a line without EPERM, the boot volume's alias, another
+	 * error, an empty log. */
+	log_hint("rm: /usr/bin/true: Operation not permitted\n"
+	         "cat: /Users/ana/Documents/a: No such file or directory\n"
+	         "open /Volumes/Macintosh HD/tmp/x: Operation not permitted\n"
+	         "kill: (123) - Operation not permitted\n",
+	         hint, sizeof hint);
 	assert_string_equal(hint, "");
+	log_hint("", hint, sizeof hint);
+	assert_string_equal(hint, "");
+	/* A path glued to other text is not a path. */
+	log_hint("x=/Users/ana/Documents: Operation not permitted", hint,
+	         sizeof hint);
+	assert_string_equal(hint, "");
+	/* The text is not NUL-terminated: only len bytes are read. */
+	darwin_log_hint("cat: /Users/ana/Documents/a: Operation not permitted",
+	                10, "/Users/ana", NULL, hint, sizeof hint);
+	assert_string_equal(hint, "");
+	/* A small buffer is cut, never overrun. */
+	darwin_log_hint(py, strlen(py), NULL, NULL, hint, 16);
+	assert_int_equal(strlen(hint), 15);
 }
 
 static void
@@ -647,30 +783,42 @@ test_peer_groups(void **state)
 static void
 test_default_socket(void **state)
 {
-	char buf[256];
+	char buf[256], want[300];
+	uid_t me = geteuid();
 
 	assert_int_equal(
-	    darwin_default_socket(1, 0, "/run/user/0", buf, sizeof buf), 0);
+	    darwin_default_socket(1, 0, "/run/user/0", NULL, buf, sizeof buf),
+	    0);
 	assert_string_equal(buf, "/var/run/stageload.sock");
 
-	/* The client library's order: $XDG_RUNTIME_DIR, else /tmp/-UID. */
-	assert_int_equal(
-	    darwin_default_socket(0, 501, "/Users/ana/.run", buf, sizeof buf),
-	    0);
-	assert_string_equal(buf, "/Users/ana/.run/stageload.sock");
-	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, sizeof buf),
+	/* The client library's order: $XDG_RUNTIME_DIR, else under a home
+	 * of the user's own, else /tmp/-UID. */
+	assert_int_equal(darwin_default_socket(0, 501, "/Users/ana/.run", NULL,
+	                                       buf, sizeof buf),
 	                 0);
+	assert_string_equal(buf, "/Users/ana/.run/stageload.sock");
+	assert_int_equal(
+	    darwin_default_socket(0, me, NULL, "/tmp", buf, sizeof buf), 0);
+	snprintf(want, sizeof want, "%s", "/tmp/.stageload/stageload.sock");
+	if (me != 0) /* /tmp is root's: not this user's home */
+		snprintf(want, sizeof want, "/tmp/stageload-%lu/stageload.sock",
+		         (unsigned long)me);
+	assert_string_equal(buf, want);
+	assert_int_equal(
+	    darwin_default_socket(0, 501, NULL, NULL, buf, sizeof buf), 0);
 	assert_string_equal(buf, "/tmp/stageload-501/stageload.sock");
-	assert_int_equal(darwin_default_socket(0, 502, "", buf, sizeof buf), 0);
+	assert_int_equal(
+	    darwin_default_socket(0, 502, "", "/nonexistent", buf, sizeof buf),
+	    0);
 	assert_string_equal(buf, "/tmp/stageload-502/stageload.sock");
 	/* relative: ignored, as the XDG specification says */
-	assert_int_equal(darwin_default_socket(0, 503, "run", buf, sizeof buf),
-	                 0);
+	assert_int_equal(
+	    darwin_default_socket(0, 503, "run", NULL, buf, sizeof buf), 0);
 	assert_string_equal(buf, "/tmp/stageload-503/stageload.sock");
 
-	assert_int_equal(darwin_default_socket(1, 0, NULL, buf, 8),
+	assert_int_equal(darwin_default_socket(1, 0, NULL, NULL, buf, 8),
 	                 -ENAMETOOLONG);
-	assert_int_equal(darwin_default_socket(0, 501, NULL, buf, 20),
+	assert_int_equal(darwin_default_socket(0, 501, NULL, NULL, buf, 20),
 	                 -ENAMETOOLONG);
 }
 
@@ -706,6 +854,7 @@ main(void)
 	    cmocka_unit_test(test_page_counts_that_overflow_ram),
 	    cmocka_unit_test(test_bad_page_size),
 	    cmocka_unit_test(test_level_range),
+	    cmocka_unit_test(test_memsize_usable),
 	    cmocka_unit_test(test_available_does_not_overflow),
 	    cmocka_unit_test(test_swap_grows_as_files_are_added),
 	    cmocka_unit_test(test_swap_torn_by_a_file_added),
@@ -713,6 +862,7 @@ main(void)
 	    cmocka_unit_test(test_swap_pick_steady_and_restless),
 	    cmocka_unit_test(test_no_swap),
 	    cmocka_unit_test(test_tcc_paths),
+	    cmocka_unit_test(test_tcc_log_hint),
 	    cmocka_unit_test(test_pressure_levels),
 	    cmocka_unit_test(test_proc_convert),
 	    cmocka_unit_test(test_start_time_tells_recycled_pids_apart),

@@ -592,6 +592,18 @@ client_exit_signal(int64_t id, int sig)
 		fail_msg("jobs_exit: %s", cause);
 }
 
+/*
+ * The client's report of an attempt the daemon already ended, or requeued,
+ * once its process was gone: the job is not touched by it (control's
+ * job_exit answers with the job as it is).
+ */
+static void
+client_exit_late(int64_t id)
+{
+	if (jobs_is_live(&F->d, id))
+		assert_int_equal(jobs_exit_owed(&F->d, id), 1);
+}
+
 /* ---- fixture ---- */
 
 static void
@@ -962,17 +974,19 @@ test_breach_youngest_victim(void **state)
 	assert_int_equal(count_sigs(t.old_pid, SIGTERM), 0);
 	assert_int_equal(count_notes(JOBS_NOTE_BREACH, 0), 1);
 
-	/* Its process goes; its client reports the signal. */
+	/* Its process goes: the daemon ends the job at once, without its
+	 * client's report, which comes later and changes nothing. */
 	kill_kid(t.young_pid);
 	sample(80, 2200 * MIB);
-	client_exit_signal(t.young, SIGTERM);
 	assert_int_equal(state_of(t.young), JOB_KILLED);
+	client_exit_late(t.young);
 	assert_stored_end(t.young, JOB_KILLED, "swap_budget",
 	                  "since admission");
 	assert_stored_end(t.young, JOB_KILLED, "swap_budget", "over its");
 	{
 		struct job *j = stored(t.young);
-		assert_int_equal(j->term_signal, SIGTERM);
+		/* how it ended nobody had said yet */
+		assert_int_equal(j->term_signal, 0);
 		job_free(j);
 	}
 	n = last_note(JOBS_NOTE_ENDED, t.young);
@@ -1035,9 +1049,9 @@ test_growth_restarts_after_victim(void **state)
 	start_two(&t);
 	breach_both(&t, 2150 * MIB);
 	kill_kid(t.young_pid);
-	sample(80, gone); /* sees young's tree gone */
-	client_exit_signal(t.young, SIGTERM);
+	sample(80, gone); /* sees young's tree gone: it ends */
 	assert_int_equal(state_of(t.young), JOB_KILLED);
+	client_exit_late(t.young);
 
 	view(t.old, &v);
 	assert_int_equal(v.growth_bytes, 0);
@@ -1105,8 +1119,51 @@ test_victim_gone_restarts_once(void **state)
 	jobs_view_free(&v);
 	assert_int_equal(count_sigs(t.old_pid, SIGTERM), 1);
 	kill_kid(t.old_pid);
-	client_exit_signal(t.young, SIGTERM);
+	client_exit_late(t.young);
 	client_exit_signal(t.old, SIGTERM);
+}
+
+/*
+ * A breach with a retry left whose process goes while its client says
+ * nothing (stuck, crashed): the daemon requeues it at the next sample; the
+ * client's report that comes later leaves it queued, and the next
+ * attempt's job_pid is a new start.
+ */
+static void
+test_retry_requeues_without_report(void **state)
+{
+	const struct rec_note *n;
+	int64_t x;
+	pid_t kid;
+
+	(void)state;
+	F->d.cfg.max_running = 1;
+	x = submit("x", 1, 31, 0, 0, 512 * MIB, 1);
+	sample(50, 1024 * MIB);
+	turn();
+	assert_int_equal(state_of(x), JOB_ADMITTED);
+	kid = attach(x, 31);
+	sample(50, 1600 * MIB);
+	n = last_note(JOBS_NOTE_BREACH, x);
+	assert_non_null(n);
+	assert_int_equal(n->requeued, 1);
+	kill_kid(kid);
+	assert_int_equal(state_of(x), JOB_RUNNING);
+	sample(50, 1600 * MIB);
+	assert_int_equal(count_events("requeued", x), 1);
+	assert_int_equal(count_notes(JOBS_NOTE_ENDED, x), 0);
+	assert_int_not_equal(state_of(x), JOB_RUNNING);
+	assert_false(JOB_STATE_ENDED(state_of(x)));
+	client_exit_late(x);
+	/* Once only: a second report of it is one for this attempt. */
+	assert_int_equal(jobs_exit_owed(&F->d, x), 0);
+	assert_false(JOB_STATE_ENDED(state_of(x)));
+	turn();
+	assert_int_equal(state_of(x), JOB_ADMITTED);
+	kid = attach(x, 31);
+	kill_kid(kid);
+	client_exit_signal(x, SIGTERM);
+	assert_int_equal(state_of(x), JOB_EXITED);
 }
 
 static void
@@ -1541,6 +1598,7 @@ main(void)
 	    T(test_growth_restarts_after_victim),
 	    T(test_victim_gone_restarts_once),
 	    T(test_retry_requeues),
+	    T(test_retry_requeues_without_report),
 	    T(test_cancel_not_started),
 	    T(test_cancel_running),
 	    T(test_restart_attached),

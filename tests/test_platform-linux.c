@@ -718,7 +718,22 @@ test_default_paths(void **state)
 	setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
 	assert_int_equal(platform_default_socket(0, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/run/user/1234/stageload.sock");
-	setenv("XDG_RUNTIME_DIR", "relative/ignored", 1);
+	/* no (absolute) XDG_RUNTIME_DIR: under a home of the user's own */
+	{
+		char home[] = "/tmp/sl-home-XXXXXX";
+
+		assert_non_null(mkdtemp(home));
+		setenv("HOME", home, 1);
+		setenv("XDG_RUNTIME_DIR", "relative/ignored", 1);
+		assert_int_equal(platform_default_socket(0, buf, sizeof(buf)),
+		                 0);
+		snprintf(want, sizeof(want), "%s/.stageload/stageload.sock",
+		         home);
+		assert_string_equal(buf, want);
+		rmdir(home);
+	}
+	/* else the private directory under /tmp */
+	setenv("HOME", "/nonexistent", 1);
 	assert_int_equal(platform_default_socket(0, buf, sizeof(buf)), 0);
 	snprintf(want, sizeof(want), "/tmp/stageload-%u/stageload.sock",
 	         (unsigned)getuid());

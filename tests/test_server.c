@@ -471,7 +471,7 @@ test_symlinked_socket_dir_refused(void **state)
 
 /*
  * The socket's directory follows the rule of every directory the daemon
- * keeps files in (daemon/trust.c): a sticky one that others may write, as
+ * keeps files in (proto/trust.c): a sticky one that others may write, as
  * /tmp itself, is refused, since they could make the lock file and the
  * socket's name theirs before the daemon does; the lock file must be the
  * daemon's own.

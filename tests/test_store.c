@@ -27,6 +27,16 @@ struct fixture {
 	struct store *s;
 };
 
+/* The retention the daemon's configuration starts with. */
+static struct store_retention
+retention_defaults(void)
+{
+	struct config cfg;
+
+	config_defaults(&cfg, 0);
+	return cfg.retention;
+}
+
 static int
 setup(void **state)
 {
@@ -995,7 +1005,7 @@ test_prune(void **state)
 	int64_t now = T0 + 3 * day;
 	int64_t i;
 
-	store_retention_defaults(&r);
+	r = retention_defaults();
 	assert_int_equal(r.raw_ms, 2 * day);
 	assert_int_equal(r.t10s_ms, 14 * day);
 	assert_int_equal(r.t1m_ms, 90 * day);
@@ -1870,6 +1880,61 @@ test_health_job_update(void **state)
 	assert_null(store_health(f->s));
 }
 
+/* An update that failed and was undone is never written again: the probe
+ * writes each failing area once writes work, changing nothing, and keeps
+ * the area's own cause while they still fail. */
+static void
+test_health_probe(void **state)
+{
+	struct fixture *f = *state;
+	char jcause[256] = "", ecause[256] = "", scause[256] = "";
+	struct store_event e;
+	struct sys_sample ss;
+	struct job j, *got = NULL;
+	sqlite3 *db;
+
+	assert_int_equal(store_health_probe(NULL), 0);
+	assert_int_equal(store_health_probe(f->s), 0); /* healthy: nothing */
+	fill_job(&j, 0, JOB_QUEUED, 0);
+	assert_int_equal(store_job_insert(f->s, &j, jcause, sizeof jcause), 0);
+	memset(&e, 0, sizeof e);
+	e.kind = "submitted";
+	e.job_id = j.id;
+	e.ts_ms = T0;
+	assert_int_equal(store_event_add(f->s, &e, ecause, sizeof ecause), 0);
+
+	db = lock_writes(f->path);
+	j.state = JOB_ADMITTED;
+	assert_true(store_job_update(f->s, &j, jcause, sizeof jcause) < 0);
+	j.state = JOB_QUEUED; /* undone, as an admission that failed is */
+	e.kind = "admitted";
+	assert_true(store_event_add(f->s, &e, ecause, sizeof ecause) < 0);
+	sample_at(0, &ss);
+	store_add_sample(f->s, &ss);
+	assert_true(store_flush(f->s, scause, sizeof scause) < 0);
+	assert_failing(f->s, 1, 1, 1);
+	/* Still locked: the probe fails, and says nothing new. */
+	assert_int_equal(store_health_probe(f->s), 3);
+	assert_failing(f->s, 1, 1, 1);
+	assert_health(f->s, "job update", jcause);
+	unlock_writes(db);
+
+	/* Writes work: jobs and events clear with no write of their own;
+	 * samples are left to their flush, retried every tick. */
+	assert_int_equal(store_health_probe(f->s), 1);
+	assert_failing(f->s, 1, 0, 0);
+	assert_health(f->s, "samples", scause);
+	flush_ok(f->s);
+	assert_null(store_health(f->s));
+	/* Nothing changed: the job as it was, one event. */
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->state, JOB_QUEUED);
+	job_free(got);
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 1);
+	sqlite3_close(db);
+}
+
 /* Several kinds failing at once: the oldest failure shows, and a kind
  * that works again clears only itself. */
 static void
@@ -2063,10 +2128,15 @@ test_usage_and_make_room(void **state)
 	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_samples"
 	                                     " WHERE job_id = 2"),
 	                 0);
-	/* Fewer than max_ended ended: the next oldest goes (j[0], not the
-	 * later-ended j[3]). */
+	/* Exactly max_ended ended: all are kept. */
 	nforgot = 0;
 	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 2, note_forgot,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 0);
+	/* More than max_ended ended: the oldest go until max_ended are left
+	 * (j[0], not the later-ended j[3]). */
+	assert_int_equal(store_make_room(f->s, 1000, 0, 1 << 20, 1, note_forgot,
 	                                 NULL, &pruned, cause, sizeof cause),
 	                 0);
 	assert_int_equal(pruned, 1);
@@ -2094,7 +2164,7 @@ test_usage_and_make_room(void **state)
 	{
 		struct store_retention r;
 
-		store_retention_defaults(&r);
+		r = retention_defaults();
 		r.jobs_ms = 86400000LL;
 		assert_int_equal(store_prune(f->s, T0 + 2 * r.jobs_ms, &r,
 		                             cause, sizeof cause),
@@ -2149,6 +2219,7 @@ main(void)
 	    T(test_checkpoint_wal_bounded),
 	    T(test_health_job_update),
 	    T(test_health_oldest_first),
+	    T(test_health_probe),
 	    T(test_usage_and_make_room),
 #undef T
 	};

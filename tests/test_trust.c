@@ -1,6 +1,7 @@
 /*
- * trust_path_check (daemon/trust.c): which files and directories the daemon
- * takes as its own. Each test builds a tree in a private temporary
+ * trust_path_check (proto/trust.c): which files and directories the daemon
+ * takes as its own; socket_check (proto/socket-trust.c): which sockets a
+ * client talks to. Each test builds a tree in a private temporary
  * directory (mkdtemp, under $TMPDIR or /tmp: a sticky directory above it is
  * what /tmp is for everyone). Cases that need another user's files make
  * them with chown, so they need root; without it they skip, and under
@@ -23,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "socket-trust.h"
 #include "trust.h"
 
 #define OTHER 65534 /* the uid and gid another user's files get */
@@ -342,6 +344,91 @@ test_wrong_kinds(void **state)
 	assert_int_equal(check("", geteuid(), TRUST_FILE), -EINVAL);
 }
 
+/* socket_check(): its result's cause kept for asserts. */
+static int
+sock(const char *path, enum socket_kind kind, uid_t uid)
+{
+	cause[0] = '\0';
+	return socket_check(path, kind, uid, cause, sizeof cause);
+}
+
+/* A socket of the caller's in a private directory passes, for every kind
+ * but the system's (root's alone); one not there yet passes too. */
+static void
+test_socket_own_passes(void **state)
+{
+	uid_t me = geteuid();
+
+	(void)state;
+	assert_int_equal(sock(at("priv/f"), SOCKET_NAMED, me), 0);
+	assert_int_equal(sock(at("priv/f"), SOCKET_USER, me), 0);
+	assert_int_equal(sock(at("priv/none"), SOCKET_NAMED, me), 0);
+	assert_int_equal(sock(at("none/none"), SOCKET_TMP, me), 0);
+	assert_int_equal(sock(at("priv/f"), SOCKET_TMP, me), 0);
+	assert_int_equal(sock(at("priv/f"), SOCKET_SYSTEM, me),
+	                 me == 0 ? 0 : -EPERM);
+}
+
+/* A directory others can write, or a link at the socket's path: another
+ * user could have put their listener there. */
+static void
+test_socket_open_dir_refused(void **state)
+{
+	(void)state;
+	mkdir_mode("open", 01777);
+	touch_mode("open/s", 0600);
+	assert_int_equal(sock(at("open/s"), SOCKET_NAMED, geteuid()), -EPERM);
+	cause_has("writable by other users");
+	cause_has("--socket");
+	assert_int_equal(symlink(at("priv/f"), at("priv/link")), 0);
+	assert_int_equal(sock(at("priv/link"), SOCKET_NAMED, geteuid()),
+	                 -EPERM);
+	cause_has("symbolic link");
+}
+
+/* /tmp/stageload-UID must be the user's own, mode 0700 exactly. */
+static void
+test_socket_tmp_mode(void **state)
+{
+	(void)state;
+	mkdir_mode("shared", 0755);
+	touch_mode("shared/s", 0600);
+	/* trust_path_check alone would take it: nobody else writes it */
+	assert_int_equal(sock(at("shared/s"), SOCKET_NAMED, geteuid()), 0);
+	assert_int_equal(sock(at("shared/s"), SOCKET_TMP, geteuid()), -EPERM);
+	cause_has("mode 0700");
+	cause_has("XDG_RUNTIME_DIR");
+}
+
+/* Another user's directory or socket is refused, naming the owner. */
+static void
+test_socket_foreign_refused(void **state)
+{
+	(void)state;
+	need_root();
+	/* the spoof: another user made the per-user directory first */
+	mkdir_mode("spoof", 0700);
+	touch_mode("spoof/s", 0600);
+	assert_int_equal(chown(at("spoof"), OTHER, OTHER), 0);
+	assert_int_equal(chown(at("spoof/s"), OTHER, OTHER), 0);
+	assert_int_equal(sock(at("spoof/s"), SOCKET_TMP, 1000), -EPERM);
+	cause_has("uid 65534");
+	cause_has("XDG_RUNTIME_DIR");
+	assert_int_equal(sock(at("spoof/s"), SOCKET_NAMED, 1000), -EPERM);
+	cause_has("uid 65534");
+	/* its socket in a directory of ours */
+	touch_mode("priv/other", 0600);
+	assert_int_equal(chown(at("priv/other"), OTHER, OTHER), 0);
+	assert_int_equal(sock(at("priv/other"), SOCKET_NAMED, 0), -EPERM);
+	cause_has("owned by uid 65534");
+	/* the system socket is root's alone, whoever asks */
+	assert_int_equal(sock(at("priv/other"), SOCKET_SYSTEM, OTHER), -EPERM);
+	cause_has("not by root");
+	/* root's socket in root's directory: anyone may use it */
+	assert_int_equal(sock(at("priv/f"), SOCKET_NAMED, 1000), 0);
+	assert_int_equal(sock(at("priv/f"), SOCKET_SYSTEM, 1000), 0);
+}
+
 int
 main(void)
 {
@@ -356,6 +443,10 @@ main(void)
 	    T(test_symlink_in_ancestor),
 	    T(test_foreign_symlink_in_ancestor_refused),
 	    T(test_wrong_kinds),
+	    T(test_socket_own_passes),
+	    T(test_socket_open_dir_refused),
+	    T(test_socket_tmp_mode),
+	    T(test_socket_foreign_refused),
 	};
 #undef T
 

@@ -33,21 +33,29 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/sl-verify-test.XXXXXX")
 cleanup() { rm -rf "$TMP"; }
 trap cleanup EXIT
 mkdir "$TMP/bin"
-for cmd in stageloadctl sysctl memory_pressure pmset launchctl top footprint sudo perl; do
+for cmd in stageloadctl sysctl memory_pressure pmset launchctl top footprint sudo perl \
+	cc otool lsof; do
 	printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\nexit 1\n' "$cmd" "$TMP" >"$TMP/bin/$cmd"
 	chmod +x "$TMP/bin/$cmd"
 done
 
 out=$(PATH="$TMP/bin:$PATH" bash "$SCRIPT" --dry-run)
 n=$(echo "$out" | grep -cE '^ +[0-9]+ +(quiet|job) ' || true)
-if [ "$n" -eq 15 ] && [ ! -e "$TMP/calls" ]; then
-	pass "--dry-run lists 15 checks and runs nothing"
+if [ "$n" -eq 18 ] && [ ! -e "$TMP/calls" ]; then
+	pass "--dry-run lists 18 checks and runs nothing"
 else
 	fail "--dry-run listed $n checks; calls: $(cat "$TMP/calls" 2>/dev/null)"
 fi
+# The checks docs/macos.md's checklist lists, the newer ones among them:
+# the libraries root runs, the queue's keep-awake, the Metal default
+# device, the job's real (kernel) groups, whatever label installed it.
 for want in "kern.memorystatus_level, within 3 points" "vm.swapusage" \
 	"memory_pressure -Q" "pmset -g assertions" "Full Disk Access" \
-	"torch.backends.mps.is_available()" "footprint" "--other-user"; do
+	"torch.backends.mps.is_available()" "footprint" "--other-user" \
+	"hw.memsize_usable" "libraries the daemon's binary loads (otool -L)" \
+	"keep-awake while a job is queued" "PreventSystemSleep" \
+	"MTLCreateSystemDefaultDevice()" "getgroups()" "reading a file in ~/Documents" \
+	"homebrew.mxcl.stageload"; do
 	if echo "$out" | grep -qF -- "$want"; then
 		pass "--dry-run mentions $want"
 	else
@@ -57,10 +65,17 @@ done
 
 q=$(PATH="$TMP/bin:$PATH" bash "$SCRIPT" --dry-run --quick)
 if echo "$q" | grep -qE '^ +[0-9]+ +job ' ||
-	[ "$(echo "$q" | grep -cE '^ +[0-9]+ +quiet ')" -ne 9 ]; then
-	fail "--dry-run --quick should list the 9 quiet checks only: $q"
+	[ "$(echo "$q" | grep -cE '^ +[0-9]+ +quiet ')" -ne 10 ]; then
+	fail "--dry-run --quick should list the 10 quiet checks only: $q"
 else
-	pass "--dry-run --quick lists the 9 checks that start no job"
+	pass "--dry-run --quick lists the 10 checks that start no job"
+fi
+# Numbered 1 to 18 in order: docs/macos.md's checklist follows them.
+nums=$(echo "$out" | sed -n 's/^ *\([0-9][0-9]*\) .*/\1/p' | tr '\n' ' ')
+if [ "$nums" = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 " ]; then
+	pass "the checks are numbered 1 to 18 in order"
+else
+	fail "the checks are numbered: $nums"
 fi
 
 rc=0

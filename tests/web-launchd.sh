@@ -56,6 +56,7 @@ P=/Library/LaunchDaemons/org.stageload.web.plist
 want="+ install -m 0644 -o root -g wheel $DIR/org.stageload.web.plist $P
 + plutil -replace ProgramArguments.0 -string /opt/homebrew/bin/stageload-web $P
 + plutil -lint $P
++ launchctl enable system/org.stageload.web
 + launchctl bootstrap system $P"
 got=$(sh "$DIR/install-web.sh" --dry-run --prefix /opt/homebrew 2>/dev/null)
 [ "$got" = "$want" ] || fail "install-web.sh --dry-run printed:

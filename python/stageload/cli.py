@@ -349,8 +349,12 @@ def _run_once(c: Client, job_id: int, command: List[str],
         p = n.get("params") or {}
         if n.get("method") == "breach" and p.get("id") == job_id:
             breach = p
-    c._notes.clear()
-    if job.get("state") == "queued":
+            c._notes.remove(n)
+    # Requeued, by this report or by the daemon before it (it does not wait
+    # for the report once the process is gone): the queue and admitted
+    # notifications of the next attempt may be here already, and are kept
+    # for wait_admitted.
+    if job.get("state") in ("queued", "admitted"):
         return None
     if job.get("state") == "killed" and job.get("end_reason") == "swap_budget":
         growth = (breach or {}).get("swap_growth_bytes", job.get("swap_growth_peak_bytes", 0))

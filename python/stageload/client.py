@@ -16,11 +16,16 @@ from __future__ import annotations
 import collections
 import json
 import os
+import pwd
 import select
 import socket as _socket
+import stat as _stat
+import struct
+import sys
 import time
 import weakref
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Union
+from typing import (Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 from .units import parse_size
 
@@ -85,6 +90,17 @@ class DaemonNotRunning(StageloadError):
         self.path = path
 
 
+class UntrustedSocket(StageloadError):
+    """The socket, or its directory, is not root's or the caller's, or
+    others may write its directory: whoever listens there would get what is
+    sent (a job's command, environment and directory). Nothing was sent.
+    path is the socket; the message names the owner and the way out."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(0, message)
+        self.path = path
+
+
 class ConnectionLost(StageloadError):
     """The daemon closed the connection (it stopped, or refused us)."""
 
@@ -100,12 +116,47 @@ def error_for(code: int, message: str, data: Any = None) -> StageloadError:
     return _BY_CODE.get(code, StageloadError)(code, message, data)
 
 
-def _own_socket() -> str:
-    """The per-user socket, where a stageloadd of this user listens."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+# The longest path a socket address holds (sun_path less its NUL).
+_SOCKET_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+
+
+def _home() -> Optional[str]:
+    home = os.environ.get("HOME", "")
+    if home.startswith("/"):
+        return home
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+    return home if home.startswith("/") else None
+
+
+def _user_socket(xdg: str, home: Optional[str], uid: int) -> Tuple[str, str]:
+    """The per-user socket and its kind, as the daemon picks it
+    (proto/socket-trust.c)."""
     if xdg.startswith("/"):
-        return os.path.join(xdg, "stageload.sock")
-    return "/tmp/stageload-%d/stageload.sock" % os.getuid()
+        return xdg + "/stageload.sock", "user"
+    if home and home.startswith("/"):
+        path = home + "/.stageload/stageload.sock"
+        try:
+            st = os.stat(home)
+        except OSError:
+            st = None
+        if (st is not None and _stat.S_ISDIR(st.st_mode) and st.st_uid == uid
+                and len(path.encode()) <= _SOCKET_PATH_MAX):
+            return path, "user"
+    return "/tmp/stageload-%d/stageload.sock" % uid, "tmp"
+
+
+def _resolve_socket(explicit: Optional[str]) -> Tuple[str, str]:
+    if explicit:
+        return explicit, "named"
+    env = os.environ.get("STAGELOAD_SOCKET")
+    if env:
+        return env, "named"
+    if os.path.exists(SYSTEM_SOCKET):
+        return SYSTEM_SOCKET, "system"
+    return _user_socket(os.environ.get("XDG_RUNTIME_DIR", ""), _home(), os.getuid())
 
 
 def start_hint(path: str) -> str:
@@ -115,7 +166,8 @@ def start_hint(path: str) -> str:
     root = os.geteuid() == 0
     if path == SYSTEM_SOCKET:
         return "stageloadd" if root else "stageloadd, as root"
-    if not root and path == _own_socket():
+    if not root and path == _user_socket(os.environ.get("XDG_RUNTIME_DIR", ""), _home(),
+                                         os.getuid())[0]:
         return "stageloadd"
     return "stageloadd --socket %s" % path
 
@@ -123,16 +175,164 @@ def start_hint(path: str) -> str:
 def socket_path(explicit: Optional[str] = None) -> str:
     """The socket a client uses, as the C library picks it: explicit, then
     $STAGELOAD_SOCKET, then the system socket if it exists, then the
-    per-user one ($XDG_RUNTIME_DIR/stageload.sock when that is absolute,
-    else /tmp/stageload-$UID/stageload.sock)."""
-    if explicit:
-        return explicit
-    env = os.environ.get("STAGELOAD_SOCKET")
-    if env:
-        return env
-    if os.path.exists(SYSTEM_SOCKET):
-        return SYSTEM_SOCKET
-    return _own_socket()
+    per-user one: $XDG_RUNTIME_DIR/stageload.sock when that is absolute,
+    else ~/.stageload/stageload.sock when the home is the user's own
+    directory, else /tmp/stageload-$UID/stageload.sock."""
+    return _resolve_socket(explicit)[0]
+
+
+def _owner(uid: int) -> str:
+    try:
+        return "uid %d (%s)" % (uid, pwd.getpwuid(uid).pw_name)
+    except KeyError:
+        return "uid %d" % uid
+
+
+_WAY_OUT = {
+    "system": "ask an administrator to remove it and restart stageloadd; meanwhile "
+              "socket= or $STAGELOAD_SOCKET can name the socket of a daemon you trust",
+    "tmp": "set XDG_RUNTIME_DIR to a directory only you can write (mode 0700) and start "
+           "your stageloadd with it, or have root remove it; socket= or $STAGELOAD_SOCKET "
+           "can name another socket",
+}
+_WAY_OUT_OTHER = ("use a socket root or you made, in a directory only root and you can "
+                  "write (socket=, $STAGELOAD_SOCKET, or the per-user default of "
+                  "PROTOCOL.md)")
+
+
+def _others_write(st: os.stat_result) -> bool:
+    if st.st_mode & _stat.S_IWOTH:
+        return True
+    if not st.st_mode & _stat.S_IWGRP:
+        return False
+    # macOS's /private/var/run is root:daemon 0775; daemon (gid 1) has
+    # only root in it.
+    return not (sys.platform == "darwin" and st.st_uid == 0 and st.st_gid == 1)
+
+
+def _dir_problem(d: str, st: os.stat_result, uid: int, own: bool) -> Optional[str]:
+    if not _stat.S_ISDIR(st.st_mode):
+        return "%s is not a directory" % d
+    if st.st_uid not in (0, uid):
+        return ("directory %s is owned by %s, neither root nor uid %d: its owner could "
+                "replace what is in it" % (d, _owner(st.st_uid), uid))
+    if not _others_write(st) or (not own and st.st_mode & _stat.S_ISVTX):
+        return None
+    if own:
+        return "directory %s is writable by other users (mode %04o)" % (
+            d, st.st_mode & 0o7777)
+    return ("directory %s is writable by other users (mode %04o) and not sticky"
+            % (d, st.st_mode & 0o7777))
+
+
+def _dir_trusted(path: str, uid: int) -> Optional[str]:
+    """What is wrong with directory path, or None: the rule of
+    proto/trust.c (trust_path_check) for a directory. Each directory on the
+    way, links resolved one at a time, is root's or uid's and writable by
+    nobody else (an ancestor may be sticky instead, as /tmp); each link is
+    root's or uid's. What does not exist passes."""
+    if not path.startswith("/"):
+        path = os.path.join(os.getcwd(), path)
+    todo = [c for c in path.split("/") if c and c != "."]
+    cur = "/"
+    links = 0
+    why = _dir_problem("/", os.lstat("/"), uid, not todo)
+    if why:
+        return why
+    while todo:
+        comp = todo.pop(0)
+        if comp == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, comp)
+        try:
+            st = os.lstat(nxt)
+        except FileNotFoundError:
+            return None
+        if _stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (0, uid):
+                return ("symbolic link %s is owned by %s, neither root nor uid %d: its "
+                        "owner could repoint it" % (nxt, _owner(st.st_uid), uid))
+            links += 1
+            if links > 40:
+                return "too many symbolic links on the way to %s" % path
+            target = os.readlink(nxt)
+            if target.startswith("/"):
+                cur = "/"
+            todo = [c for c in target.split("/") if c and c != "."] + todo
+            continue
+        why = _dir_problem(nxt, st, uid, not todo)
+        if why:
+            return why
+        cur = nxt
+    return None
+
+
+def check_peer(sock: _socket.socket, path: str, kind: str = "named",
+               uid: Optional[int] = None) -> None:
+    """Raise UntrustedSocket unless the daemon connected at sock runs as
+    root or (but for the system socket) uid, as the kernel recorded it
+    (SO_PEERCRED; where Python cannot read it, the path's checks stand
+    alone)."""
+    if not hasattr(_socket, "SO_PEERCRED"):
+        return
+    uid = os.geteuid() if uid is None else uid
+    want = 0 if kind == "system" else uid
+    fmt = "3i"
+    _, peer, _ = struct.unpack(fmt, sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,
+                                                    struct.calcsize(fmt)))
+    if peer not in (0, want):
+        raise UntrustedSocket(path, (
+            "refusing the daemon at %s: it runs as %s, %s, and would receive what you "
+            "send (a job's command, environment and directory); %s"
+            % (path, _owner(peer), "not as root" if kind == "system"
+               else "neither as root nor as you", _WAY_OUT.get(kind, _WAY_OUT_OTHER))))
+
+
+def check_socket(path: str, kind: str = "named", uid: Optional[int] = None) -> None:
+    """Raise UntrustedSocket unless a client of uid (default: this
+    process's) may send to the socket at path, which came from kind
+    ("named": given; "system"; "user": $XDG_RUNTIME_DIR or the home;
+    "tmp": /tmp/stageload-UID). The rule of libstageload
+    (proto/socket-trust.c, docs/security.md)."""
+    uid = os.geteuid() if uid is None else uid
+    want = 0 if kind == "system" else uid
+    way_out = _WAY_OUT.get(kind, _WAY_OUT_OTHER)
+    leak = ("would receive what you send (a job's command, environment and "
+            "directory)")
+    d = os.path.dirname(path) or "."
+    if kind == "tmp":
+        try:
+            st = os.lstat(d)
+        except FileNotFoundError:
+            return
+        if not (_stat.S_ISDIR(st.st_mode) and st.st_uid == uid
+                and st.st_mode & 0o7777 == 0o700):
+            what = ("a symbolic link" if _stat.S_ISLNK(st.st_mode) else
+                    "a directory" if _stat.S_ISDIR(st.st_mode) else "a file")
+            raise UntrustedSocket(path, (
+                "refusing the socket %s: %s is %s of %s, not a directory of uid %d with "
+                "mode 0700, so another user may be listening there and %s; %s"
+                % (path, d, what, _owner(st.st_uid), uid, leak, way_out)))
+    why = _dir_trusted(d, want)
+    if why:
+        raise UntrustedSocket(path, (
+            "refusing the socket %s: %s; another user could have put their own listener "
+            "there, which %s; %s" % (path, why, leak, way_out)))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if _stat.S_ISLNK(st.st_mode):
+        raise UntrustedSocket(path, "refusing the socket %s: it is a symbolic link (of %s); "
+                                    "name the socket itself" % (path, _owner(st.st_uid)))
+    if st.st_uid not in (0, want):
+        raise UntrustedSocket(path, (
+            "refusing the socket %s: it is owned by %s, %s, so another user's program "
+            "listens there and %s; %s"
+            % (path, _owner(st.st_uid),
+               "not by root" if kind == "system" else "neither by root nor by you",
+               leak, way_out)))
 
 
 # Every open client, so a forked child closes their sockets: the child must
@@ -158,7 +358,10 @@ class Client:
 
     def __init__(self, socket: Optional[str] = None, timeout: float = 30.0,
                  version: int = PROTOCOL_VERSION, client: str = "stageload-python") -> None:
-        self.path = socket_path(socket)
+        self.path, kind = _resolve_socket(socket)
+        # Before anything is sent: whoever listens gets the requests and
+        # is believed about the uid it reports (docs/security.md).
+        check_socket(self.path, kind)
         self.timeout = timeout
         self._buf = b""
         self._next_id = 1
@@ -172,6 +375,11 @@ class Client:
             s.close()
             raise DaemonNotRunning(self.path, e.strerror or "") from None
         except OSError:
+            s.close()
+            raise
+        try:
+            check_peer(s, self.path, kind)
+        except BaseException:
             s.close()
             raise
         self._sock: Optional[_socket.socket] = s

@@ -90,7 +90,7 @@ WAIT_LINES: Dict[str, str] = {
     "client": "free %f, waiting for its stageloadctl to come back",
     "held": "free %f, held (release ID lets it start)",
     "after": "free %f, waiting for job %a to end",
-    "group": "free %f, its group runs as many jobs as it may",
+    "group": "free %f, its group (or its user's share of it) is full",
 }
 
 

@@ -25,10 +25,36 @@ def test_socket_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/42")
     assert slc.socket_path() == "/run/user/42/stageload.sock"
     monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/dir")  # ignored, as XDG says
+    # then under a home of the user's own, else /tmp/stageload-UID
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert slc.socket_path() == str(tmp_path) + "/.stageload/stageload.sock"
+    monkeypatch.setenv("HOME", "/nonexistent")
     assert slc.socket_path() == "/tmp/stageload-%d/stageload.sock" % os.getuid()
     (tmp_path / "sys.sock").write_text("")
     monkeypatch.setattr(slc, "SYSTEM_SOCKET", str(tmp_path / "sys.sock"))
     assert slc.socket_path() == str(tmp_path / "sys.sock")
+
+
+def test_untrusted_socket(tmp_path):
+    """A socket in a directory others can write is refused before anything
+    is sent, naming the way out; a private /tmp-style directory must be
+    0700."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o1777)
+    with pytest.raises(stageload.UntrustedSocket) as e:
+        stageload.Client(str(open_dir / "sl.sock"))
+    assert "writable by other users" in e.value.message and "socket=" in e.value.message
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    slc.check_socket(str(shared / "sl.sock"), "named")
+    with pytest.raises(stageload.UntrustedSocket) as e:
+        slc.check_socket(str(shared / "sl.sock"), "tmp")
+    assert "mode 0700" in e.value.message and "XDG_RUNTIME_DIR" in e.value.message
+    os.symlink(str(tmp_path / "x.sock"), str(tmp_path / "link.sock"))
+    with pytest.raises(stageload.UntrustedSocket):
+        slc.check_socket(str(tmp_path / "link.sock"), "named")
 
 
 def test_daemon_not_running(tmp_path):

@@ -40,6 +40,7 @@
  * else can change what the path names in between.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,12 +97,18 @@ trust_dir(const char *dir, const struct stat *st, uid_t uid, int own,
 	if (!S_ISDIR(st->st_mode))
 		return trust_fail(cause, causelen, -ENOTDIR,
 		                  "%s is not a directory", dir);
-	if (st->st_uid != 0 && st->st_uid != uid)
-		return trust_fail(cause, causelen, -EPERM,
-		                  "directory %s is owned by uid %u, neither "
-		                  "root nor this daemon's uid %u: its owner "
-		                  "could replace what is in it",
-		                  dir, (unsigned)st->st_uid, (unsigned)uid);
+	if (st->st_uid != 0 && st->st_uid != uid) {
+		/* Named, so whoever reads it knows whom to ask. */
+		struct passwd *pw = getpwuid(st->st_uid);
+		return trust_fail(
+		    cause, causelen, -EPERM,
+		    "directory %s is owned by uid %u%s%s%s, neither "
+		    "root nor uid %u: its owner could replace "
+		    "what is in it",
+		    dir, (unsigned)st->st_uid, pw != NULL ? " (" : "",
+		    pw != NULL ? pw->pw_name : "", pw != NULL ? ")" : "",
+		    (unsigned)uid);
+	}
 	if (!trust_others_write(st))
 		return 0;
 	if (!own && (st->st_mode & S_ISVTX))

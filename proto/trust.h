@@ -5,7 +5,8 @@
  * sshd's StrictModes, made precise in trust.c and docs/security.md: what
  * the daemon reads back and acts on as its own user (root, for a system
  * daemon) must be its own, in a directory nobody else can write, under
- * ancestors nobody else can rename.
+ * ancestors nobody else can rename. Clients check the directory of the
+ * socket they talk to with the same rule (socket-trust.c).
  */
 #ifndef SL_TRUST_H
 #define SL_TRUST_H
