@@ -451,8 +451,9 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--interval", type=float, default=0.5, metavar="S",
                    help="seconds between samples (default 0.5)")
     m.add_argument("--source", choices=("auto", "daemon", "local"), default="auto",
-                   help="where samples come from: the daemon's, this process's own "
-                   "reading of /proc, or the daemon when one answers (default)")
+                   help="where samples come from: the daemon, this process's own "
+                   "reading of the system (local), or auto (default): the daemon when "
+                   "it answers and the interval allows")
     s = sub.add_parser("stage", help="inside a job: say it entered stage NAME")
     s.add_argument("name", help="the stage's name (load, warmup, generate, ...)")
     return p
