@@ -95,32 +95,46 @@ distance(const char *a, const char *b, size_t limit)
 	return d[la][lb];
 }
 
+/* Each name a command is known by: the entries' names and aliases, then
+ * main()'s own help and completions; NULL after the last. */
+static const char *
+nth_name(size_t n)
+{
+	static const char *const more[] = {"help", "completions"};
+	size_t i;
+
+	for (i = 0; cli_entries[i] != NULL; i++) {
+		if (n == 0)
+			return cli_entries[i]->name;
+		n--;
+		if (cli_entries[i]->alias != NULL && n-- == 0)
+			return cli_entries[i]->alias;
+	}
+	return n < sizeof more / sizeof more[0] ? more[n] : NULL;
+}
+
 const char *
 cli_suggest_command(const char *typed)
 {
-	/* help and completions are commands of main(), not entries */
-	static const char *const more[] = {"help", "completions"};
-	const char *best = NULL, *name;
+	const char *best = NULL, *name, *prefixed = NULL;
 	/* One edit for a short name (two would make "bogus" "logs"), two for
 	 * a long one. */
-	size_t i, k, n, d, best_d, limit = strlen(typed) >= 7 ? 2 : 1;
+	size_t n, d, best_d, nprefixed = 0, len = strlen(typed),
+	                     limit = len >= 7 ? 2 : 1;
 
 	best_d = limit + 1;
-	for (i = 0; cli_entries[i] != NULL; i++)
-		for (k = 0; k < 2; k++) {
-			name = k == 0 ? cli_entries[i]->name
-			              : cli_entries[i]->alias;
-			if (name == NULL)
-				continue;
-			if ((d = distance(typed, name, limit)) < best_d) {
-				best_d = d;
-				best = name;
-			}
+	for (n = 0; (name = nth_name(n)) != NULL; n++) {
+		/* "stat": the start of one name only */
+		if (len >= 3 && strncmp(name, typed, len) == 0) {
+			prefixed = name;
+			nprefixed++;
 		}
-	for (n = 0; n < sizeof more / sizeof more[0]; n++)
-		if ((d = distance(typed, more[n], limit)) < best_d) {
+		if ((d = distance(typed, name, limit)) < best_d) {
 			best_d = d;
-			best = more[n];
+			best = name;
 		}
-	return best_d <= limit ? best : NULL;
+	}
+	if (best_d <= limit)
+		return best;
+	return nprefixed == 1 ? prefixed : NULL;
 }

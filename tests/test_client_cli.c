@@ -727,6 +727,11 @@ test_examples_parse(void **state)
 	assert_string_equal(cli_suggest_command("stauts"), "status");
 	assert_string_equal(cli_suggest_command("sumbit"), "submit");
 	assert_string_equal(cli_suggest_command("hlep"), "help");
+	assert_string_equal(cli_suggest_command("guadr"), "guard");
+	assert_string_equal(cli_suggest_command("stat"), "status");
+	assert_string_equal(cli_suggest_command("complet"), "completions");
+	assert_null(cli_suggest_command("st")); /* status, stage, show */
+	assert_null(cli_suggest_command("bogus"));
 	assert_null(cli_suggest_command("xyz"));
 	assert_null(cli_suggest_command("frobnicate"));
 }
