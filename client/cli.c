@@ -254,12 +254,28 @@ sb_add(struct sbuf *b, const char *fmt, ...)
 	}
 }
 
+/* The state as the paragraph's first sentence says it: "is running",
+ * "has exited", "was killed" (not "is exited"). */
 static const char *
-reason_text(const char *reason)
+state_phrase(const char *state)
 {
-	const char *text = names_end_text(reason);
+	static const struct {
+		const char *state, *phrase;
+	} phrases[] = {
+	    {"exited", "has exited"},       {"killed", "was killed"},
+	    {"cancelled", "was cancelled"}, {"failed", "failed to start"},
+	    {"lost", "was lost"},
+	};
+	static char other[48];
+	size_t i;
 
-	return text != NULL ? text : reason;
+	for (i = 0; i < sizeof phrases / sizeof phrases[0]; i++)
+		if (strcmp(state, phrases[i].state) == 0)
+			return phrases[i].phrase;
+	/* queued, admitted, running, and a state this client does not
+	 * know */
+	snprintf(other, sizeof other, "is %s", state);
+	return other;
 }
 
 char *
@@ -274,7 +290,7 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 	sb_add_safe(&b, j->user[0] != '\0' ? j->user : "?");
 	if (j->attached)
 		sb_add(&b, " (attached)");
-	sb_add(&b, " is %s", j->state);
+	sb_add(&b, " %s", state_phrase(j->state));
 	if (strcmp(j->state, "queued") == 0 && j->position > 0)
 		sb_add(&b, " at position %d", j->position);
 	if (j->attempt > 1)
@@ -368,10 +384,18 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 			sb_add(&b, "killed by signal %d", j->signal);
 		else if (strcmp(j->state, "exited") == 0)
 			sb_add(&b, "exited with code %d", j->exit_code);
-		else if (j->end_reason[0] != '\0')
+		else if (j->end_reason[0] != '\0' &&
+		         names_end_text(j->end_reason) != NULL)
 			sb_add(&b, "%s because %s", j->state,
-			       reason_text(j->end_reason));
-		else
+			       names_end_text(j->end_reason));
+		else if (j->end_reason[0] != '\0')
+		/* a reason newer than this client: its wire name,
+		 * never "because time_limit" as if it were words */
+		{
+			sb_add(&b, "%s (end reason: ", j->state);
+			sb_add_safe(&b, j->end_reason);
+			sb_add(&b, ")");
+		} else
 			sb_add(&b, "%s", j->state);
 		if (strcmp(j->state, "killed") == 0 && j->signal > 0)
 			sb_add(&b, " (signal %d)", j->signal);
@@ -574,6 +598,25 @@ cli_use_color(int fd)
 	if (no != NULL && no[0] != '\0')
 		return 0;
 	return isatty(fd);
+}
+
+int
+cli_progress_due(struct cli_progress *p, const char *key, const char *line,
+                 int64_t now_ms)
+{
+	if (key == NULL)
+		key = "";
+	if (p->shown && strcmp(p->line, line) == 0)
+		return 0;
+	/* Numbers alone (free %, position) wait out the quiet minute. */
+	if (p->shown && strcmp(p->key, key) == 0 &&
+	    now_ms - p->at_ms < CLI_PROGRESS_QUIET_MS)
+		return 0;
+	snprintf(p->key, sizeof p->key, "%s", key);
+	snprintf(p->line, sizeof p->line, "%s", line);
+	p->at_ms = now_ms;
+	p->shown = 1;
+	return 1;
 }
 
 const struct cli_option cli_job_options[] = {

@@ -107,6 +107,12 @@ struct cli_entry {
 	int (*exec)(struct cli *cli, struct cli_args *args);
 };
 
+/* cli-help.c: a command's examples, one per line without the program's
+ * name, or NULL; the command (or alias) a mistyped name is closest to,
+ * when one is close enough to suggest, else NULL. */
+const char *cli_examples(const char *name);
+const char *cli_suggest_command(const char *typed);
+
 /* cmd-list.h, in the order --help shows them; NULL-terminated. */
 extern const struct cli_entry *const cli_entries[];
 /* The entry called name (or with that alias), or NULL. */
@@ -214,8 +220,21 @@ void cli_verror(const char *fmt, va_list ap)
  * CMD: reason" on one line. Returns EXIT_USAGE. */
 int cli_usage_error(const struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Report the client's last error on stderr; returns its exit code. */
+/* Report the client's last error on stderr (in the words of the command
+ * line: cli_daemon_words); returns its exit code. */
 int cli_fail(struct cli *cli);
+/* The same for job id: "job 4: no such job", or the message alone when it
+ * names the job already ("job 4 is not yours"). */
+int cli_fail_job(struct cli *cli, int64_t id);
+/* A daemon's message in the words of the command line: the wire names of
+ * job options as their options ("wait_free_bytes 42949672960" reads
+ * "--wait-free 40G"), a byte count beside its size dropped ("(25276502016
+ * bytes, 24G)" reads "(24G)"). */
+void cli_daemon_words(const char *msg, char *buf, size_t len);
+/* --wait-free SIZE against the machine's total memory from `info`: -1
+ * when it could be free (or the total is not known yet), else it says why
+ * and returns EXIT_USAGE. Needs a connection. */
+int cli_check_wait_free(struct cli *cli, uint64_t bytes);
 /* Whether the socket was named: --socket, or $STAGELOAD_SOCKET set and
  * not empty (sl_socket_path's order). */
 int cli_socket_given(const struct cli *cli);
@@ -333,6 +352,23 @@ void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
 /* The same with every number of w (a --wait-free SIZE's too). */
 void cli_queue_line_wait(int position, int of, const struct cli_wait *w,
                          char *buf, size_t len);
+
+/* Progress lines where they are not redrawn in place (stderr is a log or a
+ * pipe, not a terminal): a new line at once when what the job waits for
+ * changes (the waiting_for kind, or the job it waits behind, which the
+ * word carries: "after 7"), else at most one a minute, so a free % creeping
+ * by a point does not fill the log with lines. Zero it to start afresh. */
+#define CLI_PROGRESS_QUIET_MS 60000
+struct cli_progress {
+	char key[64];   /* the waiting_for of the last line printed */
+	char line[256]; /* the last line printed */
+	int64_t at_ms;  /* when it was printed, on the caller's clock */
+	int shown;      /* a line has been printed */
+};
+/* 1 when line, of a job waiting for key, is to be printed at now_ms (and
+ * it is remembered as printed), else 0. */
+int cli_progress_due(struct cli_progress *p, const char *key, const char *line,
+                     int64_t now_ms);
 
 /*
  * A sparkline of n values scaled between lo and hi, one block character

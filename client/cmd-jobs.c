@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,7 +258,8 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	/* A command that cannot start is refused here, as run refuses it,
 	 * rather than queued to fail later. */
 	if ((rc = cli_connect(cli)) != 0 ||
-	    (rc = cli_submit_command(&spec)) >= 0) {
+	    (rc = cli_submit_command(&spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, spec.wait_free_bytes)) >= 0) {
 		cli_submit_extra_free(&x);
 		return rc;
 	}
@@ -621,9 +623,11 @@ watch_queued(struct cli *cli, int64_t id)
 {
 	struct sl_notification note;
 	struct sl_job j;
+	struct cli_progress progress;
 	char why[192], line[256], last[256] = "";
-	int tty = isatty(STDERR_FILENO), subscribed = 0, of;
+	int tty = isatty(STDERR_FILENO), subscribed = 0, of, due;
 
+	memset(&progress, 0, sizeof progress);
 	for (;;) {
 		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0};
 		if (sl_show(cli->client, id, 0, &j) < 0)
@@ -638,8 +642,13 @@ watch_queued(struct cli *cli, int64_t id)
 		               sizeof why);
 		snprintf(line, sizeof line, "queued: position %d of %d, %s",
 		         j.position, of > j.position ? of : j.position, why);
+		/* Not a terminal: a line when the kind of wait changes,
+		 * else at most one a minute. */
+		due = strcmp(line, last) != 0 &&
+		      (tty || cli_progress_due(&progress, j.waiting_for, line,
+		                               cli_now_ms()));
 		sl_job_clear(&j);
-		if (strcmp(line, last) != 0) {
+		if (due) {
 			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
 			fflush(stderr);
 			snprintf(last, sizeof last, "%s", line);
@@ -748,9 +757,7 @@ cmd_cancel(struct cli *cli, struct cli_args *args)
 	for (i = 0; i < n; i++) {
 		if (sl_cancel(cli->client, ids[i], &j) < 0) {
 			int code = sl_errcode(cli->client);
-			cli_error("job %" PRId64 ": %s", ids[i],
-			          sl_errmsg(cli->client));
-			status = cli_exit_for_error(code);
+			status = cli_fail_job(cli, ids[i]);
 			if (sl_error_is_connection(code))
 				break;
 			continue;
@@ -1196,6 +1203,10 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
 	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
 		return rc;
+	/* The filter compares names: a name nobody has would print
+	 * nothing, as if that user had no events. */
+	if (f.user != NULL && getpwnam(f.user) == NULL)
+		return cli_usage_error(cli, "--user %s: no such user", f.user);
 	if (follow && f.until_ms > 0)
 		return cli_usage_error(cli, "--until cannot be used with -f");
 	if (forward && cli_has(args, "lines"))

@@ -316,9 +316,7 @@ hold_each(struct cli *cli, struct cli_args *args, int held)
 		          : sl_release(cli->client, id, &j);
 		if (rc < 0) {
 			int code = sl_errcode(cli->client);
-			cli_error("job %" PRId64 ": %s", id,
-			          sl_errmsg(cli->client));
-			status = cli_exit_for_error(code);
+			status = cli_fail_job(cli, id);
 			if (sl_error_is_connection(code))
 				break;
 			continue;
@@ -395,8 +393,11 @@ cmd_update(struct cli *cli, struct cli_args *args)
 		                       "nothing to update: give --priority, "
 		                       "--wait-free, --swap-budget or "
 		                       "--expect");
+	if (u.has_wait_free_bytes &&
+	    (rc = cli_check_wait_free(cli, u.wait_free_bytes)) >= 0)
+		return rc;
 	if (sl_update(cli->client, id, &u, &j) < 0)
-		return cli_fail(cli);
+		return cli_fail_job(cli, id);
 	printf("job %" PRId64 ": updated; position %d\n", id, j.position);
 	sl_job_clear(&j);
 	return EXIT_OK;

@@ -72,6 +72,7 @@ struct run {
 	int tty;       /* stderr is a terminal: update the line in place */
 	int line_open; /* a queue line is shown and not ended */
 	char last_line[256];
+	struct cli_progress progress; /* not a terminal: which lines to print */
 	int64_t queued_since_ms;
 
 	int admitted; /* an admitted notification is waiting */
@@ -114,12 +115,18 @@ line_end(struct run *r)
 		fputs("\r\033[K", stderr);
 	r->line_open = 0;
 	r->last_line[0] = '\0';
+	/* After a message of ours (admitted, requeued, reconnected) the next
+	 * queue line is news again. */
+	memset(&r->progress, 0, sizeof r->progress);
 }
 
+/* The queue line text, of a job waiting for key (its waiting_for). */
 static void
-line_show(struct run *r, const char *text)
+line_show(struct run *r, const char *text, const char *key)
 {
 	if (r->quiet || strcmp(text, r->last_line) == 0)
+		return;
+	if (!r->tty && !cli_progress_due(&r->progress, key, text, mono_ms()))
 		return;
 	snprintf(r->last_line, sizeof r->last_line, "%s", text);
 	if (r->tty) {
@@ -296,7 +303,7 @@ drain(struct run *r)
 			if (n.queue.id != r->id)
 				break;
 			queue_line(r, &n, line, sizeof line);
-			line_show(r, line);
+			line_show(r, line, n.queue.waiting_for);
 			break;
 		case SL_N_ADMITTED:
 			if (n.admitted.id != r->id)
@@ -708,7 +715,11 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		cli_error("cannot set up signals: %s", strerror(errno));
 		return EXIT_ERR;
 	}
-	if ((rc = cli_connect(cli)) != 0)
+	/* A mistyped command fails now, as submit's does, not after its
+	 * whole turn in the queue with a job left behind. */
+	if ((rc = cli_connect(cli)) != 0 ||
+	    (rc = cli_submit_command(&spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, spec.wait_free_bytes)) >= 0)
 		return rc;
 	r.c = cli->client;
 	snprintf(r.path, sizeof r.path, "%s", sl_path(r.c));

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "answers.h"
@@ -21,6 +23,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "notify.h"
+#include "platform.h"
 #include "sampler.h"
 #include "server.h"
 #include "socket-trust.h"
@@ -32,6 +35,59 @@
 static struct daemon daemon_state;
 
 static void pid_file_remove(void);
+
+/* Does a daemon answer on the socket at path? */
+static int
+socket_answers(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, ok;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sa.sun_path)
+		return 0;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return 0;
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * A second daemon (a per-user one while the system's runs, or one on a
+ * socket of its own) is reached by nobody who does not ask for it: the
+ * clients take $STAGELOAD_SOCKET, else the system socket whenever it
+ * exists, else the per-user one (PROTOCOL.md, "Transport"). When that
+ * choice lands on another daemon, say so, and how to reach this one.
+ */
+static void
+say_who_reaches_us(const struct daemon *d)
+{
+	char def[sizeof d->cfg.socket_path];
+	const char *env = getenv("STAGELOAD_SOCKET"), *why;
+	struct stat st;
+
+	if (env != NULL && env[0] != '\0') {
+		snprintf(def, sizeof def, "%s", env);
+		why = "from $STAGELOAD_SOCKET";
+	} else if (platform_default_socket(1, def, sizeof def) == 0 &&
+	           stat(def, &st) == 0) {
+		why = "the system socket, chosen whenever it exists";
+	} else if (platform_default_socket(0, def, sizeof def) == 0) {
+		why = "the per-user socket";
+	} else {
+		return;
+	}
+	if (strcmp(def, d->cfg.socket_path) == 0 || !socket_answers(def))
+		return;
+	log_warnx("another daemon serves %s (%s): stageloadctl, stageload-web "
+	          "and the Python package reach that one by default, not "
+	          "this one; to reach this daemon use --socket %s, or export "
+	          "STAGELOAD_SOCKET=%s",
+	          def, why, d->cfg.socket_path, d->cfg.socket_path);
+}
 
 /* A connection closed: what it waited for goes, and its attached jobs are
  * given up or left running. */
@@ -577,6 +633,7 @@ main(int argc, char **argv)
 	log_info("stageloadd %s started: socket %s, database %s, every %lld ms",
 	         STAGELOAD_VERSION, d->cfg.socket_path, d->cfg.db_path,
 	         (long long)d->cfg.interval_ms);
+	say_who_reaches_us(d);
 
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	if (!d->stopping)

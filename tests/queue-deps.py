@@ -652,8 +652,10 @@ def sc_wait_free_size(d, m, c):
     # never: above the machine's total memory
     e = rpc_error(submit, c, d, "true", wait_free_bytes=17 * GIB)
     assert e.code == -32602 and "total memory" in e.message, e
+    # the command line checks it first, in its own words: a usage error
     out = ctl(d, "submit", "--wait-free", "17G", "--", "true")
-    assert out.returncode == 1 and "total memory" in out.stderr, out
+    assert out.returncode == 2 and "--wait-free 17G is above the machine's total memory " \
+        "(16G)" in out.stderr, out
     # update: a size replaces a percentage and back
     m.set(free_pct=10)
     q = submit(c, d, "true", wait_free_pct=50)

@@ -83,7 +83,7 @@ class DaemonNotRunning(StageloadError):
     """Nothing answers at the socket: path is where it was looked for."""
 
     def __init__(self, path: str, why: str = "") -> None:
-        msg = "daemon not running at %s (start it with: stageloadd)" % path
+        msg = "daemon not running at %s (start it with: %s)" % (path, start_hint(path))
         if why:
             msg += ": " + why
         super().__init__(0, msg)
@@ -157,6 +157,19 @@ def _resolve_socket(explicit: Optional[str]) -> Tuple[str, str]:
     if os.path.exists(SYSTEM_SOCKET):
         return SYSTEM_SOCKET, "system"
     return _user_socket(os.environ.get("XDG_RUNTIME_DIR", ""), _home(), os.getuid())
+
+
+def start_hint(path: str) -> str:
+    """How to start a daemon on path, as the C library says it: a plain
+    stageloadd where it would listen there on its own (root's is the
+    system socket, anyone else's the per-user one), else with --socket."""
+    root = os.geteuid() == 0
+    if path == SYSTEM_SOCKET:
+        return "stageloadd" if root else "stageloadd, as root"
+    if not root and path == _user_socket(os.environ.get("XDG_RUNTIME_DIR", ""), _home(),
+                                         os.getuid())[0]:
+        return "stageloadd"
+    return "stageloadd --socket %s" % path
 
 
 def socket_path(explicit: Optional[str] = None) -> str:
