@@ -51,8 +51,8 @@ struct tick {
 	int mark_pending; /* the start marker is not written yet */
 	int unhealthy;    /* the store's health was last seen failing */
 	int ckpt_rc;      /* the checkpoint thread's last result, as logged */
-	enum awake_hold awake;       /* held now (platform_keep_awake) */
-	int awake_failed;            /* its last change failed (logged once) */
+	enum awake_hold awake; /* held now (platform_keep_awake) */
+	int awake_failed;      /* its last change failed (logged once) */
 	int64_t last_admit_ms; /* the latest admission seen, or the start */
 };
 
