@@ -1,6 +1,6 @@
 /*
  * The queue's own controls, as methods (PROTOCOL.md): submit's after,
- * after_any and held; hold and release; resubmit and update. docs/jobs.md,
+ * group and on_end; hold and release; resubmit and update. docs/jobs.md,
  * "Dependencies and holds", has the rules; jobs-deps.c applies them.
  */
 #include <inttypes.h>
@@ -57,24 +57,18 @@ int
 control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                      char *cause, size_t causelen)
 {
-	int64_t *after = NULL, wf_bytes = 0;
+	int64_t *after = NULL;
 	const char *group = NULL, *on_end = NULL;
 	size_t n = 0;
-	int rc, any = 0, held = 0;
+	int rc;
 
 	if ((rc = proto_param_intv(params, "after", 0, CONTROL_MAX_AFTER, 1,
 	                           INT64_MAX, &after, &n, cause, causelen)) <
 	        0 ||
-	    (rc = proto_param_bool(params, "after_any", 0, &any, cause,
-	                           causelen)) < 0 ||
-	    (rc = proto_param_bool(params, "held", 0, &held, cause, causelen)) <
-	        0 ||
 	    (rc = proto_param_string(params, "group", 0, CONFIG_GROUP_NAME_MAX,
 	                             &group, cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
-	                          &wf_bytes, cause, causelen)) < 0 ||
 	    (rc = control_wait_free_bytes_check(
-	         d, j->privileged, (uint64_t)wf_bytes, cause, causelen)) < 0 ||
+	         d, j->privileged, j->wait_free_bytes, cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "on_end", 0, CONTROL_MAX_ON_END,
 	                             &on_end, cause, causelen)) < 0) {
 		free(after);
@@ -105,11 +99,12 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	j->wait_free_bytes = (uint64_t)wf_bytes;
 	j->after = after;
 	j->nafter = (int)n;
-	j->after_any = n > 0 && any;
-	j->held = held;
+	/* Without jobs to start after, "any end of theirs" means nothing:
+	 * the Job says false. */
+	if (n == 0)
+		j->after_any = 0;
 	return jobs_after_check(d, j, cause, causelen);
 }
 
@@ -269,10 +264,11 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
 {
+	struct control_seen seen;
 	struct jobs_update u;
 	struct jobs_view v;
-	int64_t id, priority, budget, expect, wf_bytes = 0;
-	double wait_free;
+	struct job cur;
+	int64_t id;
 	int rc, privileged;
 
 	(void)req_id;
@@ -282,31 +278,21 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
-	priority = v.j->priority;
-	wait_free = v.j->wait_free_pct;
-	budget = (int64_t)v.j->swap_budget_bytes;
-	expect = (int64_t)v.j->expect_bytes;
+	/* Its numbers only: the pointers are the view's, freed with it. */
+	memset(&cur, 0, sizeof cur);
+	cur.priority = v.j->priority;
+	cur.wait_free_pct = v.j->wait_free_pct;
+	cur.swap_budget_bytes = v.j->swap_budget_bytes;
+	cur.expect_bytes = v.j->expect_bytes;
 	jobs_view_free(&v);
-	if ((rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
-	                          cause, causelen)) < 0)
+	if ((rc = control_fields_read(params, 1, &cur, &seen, cause,
+	                              causelen)) < 0)
 		return rc;
-	u.have_priority = rc == 0;
-	if ((rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
-	                             &wait_free, cause, causelen)) < 0)
-		return rc;
-	u.have_wait_free = rc == 0;
-	if ((rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
-	                          &wf_bytes, cause, causelen)) < 0)
-		return rc;
-	u.have_wait_free_bytes = rc == 0;
-	if ((rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
-	                          &budget, cause, causelen)) < 0)
-		return rc;
-	u.have_budget = rc == 0;
-	if ((rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
-	                          &expect, cause, causelen)) < 0)
-		return rc;
-	u.have_expect = rc == 0;
+	u.have_priority = seen.priority;
+	u.have_wait_free = seen.wait_free_pct;
+	u.have_wait_free_bytes = seen.wait_free_bytes;
+	u.have_budget = seen.swap_budget_bytes;
+	u.have_expect = seen.expect_bytes;
 	if (!u.have_priority && !u.have_wait_free && !u.have_budget &&
 	    !u.have_expect && !u.have_wait_free_bytes) {
 		snprintf(cause, causelen,
@@ -318,17 +304,20 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	/* Submit's rules, for the caller: root may raise a user's job. */
 	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
 	if ((rc = control_submit_fair(
-	         d, privileged, u.have_priority ? priority : 0,
-	         u.have_wait_free ? wait_free : 0, u.have_expect ? expect : 0,
-	         cause, causelen)) != 0 ||
+	         d, privileged, u.have_priority ? cur.priority : 0,
+	         u.have_wait_free ? cur.wait_free_pct : 0,
+	         u.have_expect ? (int64_t)cur.expect_bytes : 0, cause,
+	         causelen)) != 0 ||
 	    (rc = control_wait_free_bytes_check(
-	         d, privileged, (uint64_t)wf_bytes, cause, causelen)) != 0)
+	         d, privileged,
+	         u.have_wait_free_bytes ? cur.wait_free_bytes : 0, cause,
+	         causelen)) != 0)
 		return rc;
-	u.wait_free_bytes = (uint64_t)wf_bytes;
-	u.priority = (int)priority;
-	u.wait_free_pct = wait_free;
-	u.swap_budget_bytes = (uint64_t)budget;
-	u.expect_bytes = (uint64_t)expect;
+	u.wait_free_bytes = cur.wait_free_bytes;
+	u.priority = cur.priority;
+	u.wait_free_pct = cur.wait_free_pct;
+	u.swap_budget_bytes = cur.swap_budget_bytes;
+	u.expect_bytes = cur.expect_bytes;
 	if ((rc = jobs_update(d, id, &u, cause, causelen)) != 0)
 		return rc;
 	return control_answer_job(d, p, id, result, cause, causelen);
