@@ -190,7 +190,7 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                size_t causelen)
 {
 	const char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
-	struct control_seen seen;
+	struct job_seen seen;
 	int attached = 0, rc;
 	struct job *j = NULL;
 	const char *base;

@@ -259,66 +259,78 @@ control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return 0;
 }
 
+/* "priority, ... or expect_bytes": update's fields, for the cause. */
+#define UPD_NAME_0(w)
+#define UPD_NAME_1(w) w,
+#define UPD_NAME(m, w, store, col, job, vis, submit, upd, ...) UPD_NAME_##upd(w)
+static const char *const update_names[] = {JOB_FIELDS(UPD_NAME) NULL};
+
+static void
+update_nothing(char *cause, size_t causelen)
+{
+	size_t i, len;
+
+	len = (size_t)snprintf(cause, causelen,
+	                       "invalid params: nothing to update: give ");
+	for (i = 0; update_names[i] != NULL && len < causelen; i++)
+		len += (size_t)snprintf(cause + len, causelen - len, "%s%s",
+		                        i == 0                        ? ""
+		                        : update_names[i + 1] == NULL ? " or "
+		                                                      : ", ",
+		                        update_names[i]);
+}
+
+#define UPD_ANY_0(m)
+#define UPD_ANY_1(m) || seen.m
+#define UPD_ANY(m, w, store, col, job, vis, submit, upd, ...) UPD_ANY_##upd(m)
+
 int
 control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
 {
-	struct control_seen seen;
-	struct jobs_update u;
+	struct job_seen seen;
 	struct jobs_view v;
 	struct job cur;
 	int64_t id;
 	int rc, privileged;
 
 	(void)req_id;
-	memset(&u, 0, sizeof u);
 	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
 	                          causelen)) != 0)
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
 	/* Its numbers only: the pointers are the view's, freed with it. */
-	memset(&cur, 0, sizeof cur);
-	cur.priority = v.j->priority;
-	cur.wait_free_pct = v.j->wait_free_pct;
-	cur.swap_budget_bytes = v.j->swap_budget_bytes;
-	cur.expect_bytes = v.j->expect_bytes;
+	cur = *v.j;
 	jobs_view_free(&v);
 	if ((rc = control_fields_read(params, 1, &cur, &seen, cause,
 	                              causelen)) < 0)
 		return rc;
-	u.have_priority = seen.priority;
-	u.have_wait_free = seen.wait_free_pct;
-	u.have_wait_free_bytes = seen.wait_free_bytes;
-	u.have_budget = seen.swap_budget_bytes;
-	u.have_expect = seen.expect_bytes;
-	if (!u.have_priority && !u.have_wait_free && !u.have_budget &&
-	    !u.have_expect && !u.have_wait_free_bytes) {
-		snprintf(cause, causelen,
-		         "invalid params: nothing to update: give priority, "
-		         "wait_free_pct, wait_free_bytes, swap_budget_bytes or "
-		         "expect_bytes");
+	if (!(0 JOB_FIELDS(UPD_ANY))) {
+		update_nothing(cause, causelen);
 		return PROTO_E_PARAMS;
+	}
+	/* A new free condition replaces the old one, of either kind. */
+	if (seen.wait_free_pct != seen.wait_free_bytes) {
+		if (seen.wait_free_pct)
+			cur.wait_free_bytes = 0;
+		else
+			cur.wait_free_pct = 0;
+		seen.wait_free_pct = seen.wait_free_bytes = 1;
 	}
 	/* Submit's rules, for the caller: root may raise a user's job. */
 	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
 	if ((rc = control_submit_fair(
-	         d, privileged, u.have_priority ? cur.priority : 0,
-	         u.have_wait_free ? cur.wait_free_pct : 0,
-	         u.have_expect ? (int64_t)cur.expect_bytes : 0, cause,
+	         d, privileged, seen.priority ? cur.priority : 0,
+	         seen.wait_free_pct ? cur.wait_free_pct : 0,
+	         seen.expect_bytes ? (int64_t)cur.expect_bytes : 0, cause,
 	         causelen)) != 0 ||
 	    (rc = control_wait_free_bytes_check(
-	         d, privileged,
-	         u.have_wait_free_bytes ? cur.wait_free_bytes : 0, cause,
-	         causelen)) != 0)
+	         d, privileged, seen.wait_free_bytes ? cur.wait_free_bytes : 0,
+	         cause, causelen)) != 0)
 		return rc;
-	u.wait_free_bytes = cur.wait_free_bytes;
-	u.priority = cur.priority;
-	u.wait_free_pct = cur.wait_free_pct;
-	u.swap_budget_bytes = cur.swap_budget_bytes;
-	u.expect_bytes = cur.expect_bytes;
-	if ((rc = jobs_update(d, id, &u, cause, causelen)) != 0)
+	if ((rc = jobs_update(d, id, &cur, &seen, cause, causelen)) != 0)
 		return rc;
 	return control_answer_job(d, p, id, result, cause, causelen);
 }

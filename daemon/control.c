@@ -171,7 +171,7 @@ static const struct control_method methods[] = {
 
 int
 control_fields_read(const cJSON *params, int update, struct job *j,
-                    struct control_seen *seen, char *cause, size_t causelen)
+                    struct job_seen *seen, char *cause, size_t causelen)
 {
 	int rc;
 

@@ -15,7 +15,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "job-fields.h"
 #include "jobs.h"
 #include "proto.h"
 #include "server.h"
@@ -108,19 +107,13 @@ int control_hold(struct daemon *, const struct peer *, const cJSON *,
                  const cJSON *, cJSON **, char *, size_t);
 int control_release(struct daemon *, const struct peer *, const cJSON *,
                     const cJSON *, cJSON **, char *, size_t);
-/* Which fields a request gave: one bit per row of proto/job-fields.h. */
-#define CONTROL_SEEN_FIELD(m, ...) unsigned m : 1;
-struct control_seen {
-	JOB_FIELDS(CONTROL_SEEN_FIELD)
-};
 /* The parameters proto/job-fields.h marks P_INT, P_NUM and P_BOOL, each
  * within its lo..hi, into j's members (update: only those it marks for
  * update too), in the table's order; an absent one leaves its member as
  * it was. 0, or PROTO_E_PARAMS with cause. seen says which were given.
  * Strings, arrays and checks across fields are the handlers'. */
 int control_fields_read(const cJSON *params, int update, struct job *j,
-                        struct control_seen *seen, char *cause,
-                        size_t causelen);
+                        struct job_seen *seen, char *cause, size_t causelen);
 /* Submit's after, group and on_end into j, with the checks of the queue's
  * own fields; 0 or PROTO_E_* with cause. */
 int control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "job-fields.h"
+
 enum job_state {
 	JOB_QUEUED = 0,
 	JOB_ADMITTED, /* admitted; attached: waiting for the client's pid,
@@ -121,6 +123,13 @@ struct job {
 	 * (store_job_bytes), kept when argv and env are dropped. In memory
 	 * only. */
 	int64_t bytes;
+};
+
+/* Which fields a request gave: one bit per row of proto/job-fields.h,
+ * named as the member. */
+#define JOB_SEEN_FIELD(m, ...) unsigned m : 1;
+struct job_seen {
+	JOB_FIELDS(JOB_SEEN_FIELD)
 };
 
 void job_free(struct job *j);

@@ -138,16 +138,11 @@ int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,
 /* update: a queued job's priority, wait_free_pct, swap budget and expect
  * (u's members with their have_ flag set); the front has checked them as
  * submit would. PROTO_E_STATE when it is not queued. */
-struct jobs_update {
-	int have_priority, have_wait_free, have_budget, have_expect;
-	int have_wait_free_bytes;
-	int priority;
-	double wait_free_pct;
-	uint64_t wait_free_bytes;
-	uint64_t swap_budget_bytes, expect_bytes;
-};
-int jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
-                char *cause, size_t causelen);
+/* update: the fields seen marks (those proto/job-fields.h marks for
+ * update) take their values from vals; the caller has applied the rules
+ * across fields. */
+int jobs_update(struct daemon *d, int64_t id, const struct job *vals,
+                const struct job_seen *seen, char *cause, size_t causelen);
 /* The jobs j would start after, checked at submit: each must exist, be
  * the submitter's own (root: anyone's), and, unless after_any, not have
  * ended otherwise than with exit 0. PROTO_E_NOJOB, PROTO_E_PERM or
