@@ -101,10 +101,6 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 	}
 	j->after = after;
 	j->nafter = (int)n;
-	/* Without jobs to start after, "any end of theirs" means nothing:
-	 * the Job says false. */
-	if (n == 0)
-		j->after_any = 0;
 	return jobs_after_check(d, j, cause, causelen);
 }
 

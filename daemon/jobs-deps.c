@@ -231,13 +231,16 @@ jobs_deps_load(struct daemon *d)
 }
 
 int
-jobs_after_check(struct daemon *d, const struct job *j, char *cause,
-                 size_t causelen)
+jobs_after_check(struct daemon *d, struct job *j, char *cause, size_t causelen)
 {
 	struct jobs_view v;
 	char outcome[96];
 	int i, k, rc;
 
+	/* Without jobs to start after, "any end of theirs" means nothing:
+	 * the Job says false. */
+	if (j->nafter == 0)
+		j->after_any = 0;
 	for (i = 0; i < j->nafter; i++) {
 		for (k = 0; k < i; k++) {
 			if (j->after[k] == j->after[i]) {
