@@ -16,6 +16,9 @@
 #include "proto.h"
 #include "stageload.h"
 
+/* client-spec.c: a copy of the spec's params, NULL when out of memory. */
+cJSON *client_spec_params(const sl_job_spec *spec);
+
 #define CLIENT_SYSTEM_SOCKET "/var/run/stageload.sock"
 
 #define CLIENT_DEFAULT_TIMEOUT_MS 30000

@@ -306,45 +306,51 @@ size_t sl_pending(const sl_client *c);
 
 /* ---- jobs ---- */
 
-/* What to submit. Initialise with sl_job_spec_init(), which selects the
- * daemon's defaults, then set what you need. */
-struct sl_job_spec {
-	const char *const *argv; /* NULL-terminated, required */
-	const char *cwd;         /* NULL: the current directory */
-	const char *const *env;  /* NULL-terminated; NULL: the caller's
-	                            environment (detached jobs). Either way
-	                            PYTHONUNBUFFERED=1 is added unless it
-	                            sets PYTHONUNBUFFERED */
-	int attached;
-	const char *name;          /* NULL: the daemon names it */
-	int priority;              /* -1000..1000; above 0 only for root
-	                              and the daemon's admin_group */
-	double wait_free_pct;      /* < 0: the daemon's default */
-	uint64_t wait_free_bytes;  /* 0: none; else start only when that
-	                              much memory is available (as well) */
-	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
-	/* < 0: none, or for a job whose name is given the peak its past
-	 * runs of that name reached (docs/jobs.md, "Learned peaks"); 0:
-	 * none, not even a learned one */
-	int64_t expect_bytes;
-	int exclusive;
-	int retry_on_breach; /* 0..100 */
-	int umask;           /* a detached job's; -1: this process's */
-	/* Start only after these jobs (the caller's own) have ended: with
-	 * exit 0, or any end with after_any. A job they need to succeed
-	 * that fails cancels this one (end_reason "dependency"). */
-	const int64_t *after;
-	size_t nafter; /* at most 64 */
-	int after_any;
-	int held; /* queue it held: it starts only after sl_release */
-	/* its group (1-32 of A-Z a-z 0-9 _ -), or NULL: the daemon may limit
-	 * how many jobs of a group run at once */
-	const char *group;
-	/* a detached job's on-end command: the daemon runs it with /bin/sh
-	 * -c, as you, once the job has ended (docs/jobs.md), or NULL */
-	const char *on_end;
-};
-void sl_job_spec_init(struct sl_job_spec *spec);
+/*
+ * What to submit: submit's params (PROTOCOL.md, submit), set by their
+ * protocol names. A new spec has none set: each unset one is the daemon's
+ * default, except that sl_submit fills what only the caller can know.
+ * cwd: the current directory. env (a detached job): this process's
+ * environment; either way PYTHONUNBUFFERED=1 is added unless it sets
+ * PYTHONUNBUFFERED. umask (a detached job): this process's.
+ *
+ * Each setter checks the name against the daemon's table of job fields:
+ * -EINVAL for a name submit does not take with that type, -ERANGE for a
+ * number out of its range (priority -1000..1000, wait_free_pct 0..100,
+ * retry_on_breach 0..100, umask 0..0777, sizes >= 0, after ids >= 1),
+ * -ENOMEM; nothing is set then. A NULL string or vector, or no ids,
+ * unsets. The getters answer what is set: -ENOENT (NULL) when it is not.
+ *
+ *   sl_job_spec *s = sl_job_spec_new();
+ *   sl_job_spec_set_strv(s, "argv", argv);
+ *   sl_job_spec_set_str(s, "name", "qwen-1024");
+ *   sl_job_spec_set_int(s, "swap_budget_bytes", 8LL << 30);
+ *   sl_submit(c, s, &submitted);
+ *   sl_job_spec_free(s);
+ *
+ * The names and their types are PROTOCOL.md's (submit): argv and env
+ * are vectors, after ids, wait_free_pct a number, the flags bools.
+ */
+typedef struct sl_job_spec sl_job_spec;
+/* NULL when out of memory. */
+sl_job_spec *sl_job_spec_new(void);
+void sl_job_spec_free(sl_job_spec *spec);
+int sl_job_spec_set_int(sl_job_spec *spec, const char *name, int64_t v);
+int sl_job_spec_set_num(sl_job_spec *spec, const char *name, double v);
+int sl_job_spec_set_bool(sl_job_spec *spec, const char *name, int v);
+int sl_job_spec_set_str(sl_job_spec *spec, const char *name, const char *v);
+int sl_job_spec_set_strv(sl_job_spec *spec, const char *name,
+                         const char *const *v);
+int sl_job_spec_set_ids(sl_job_spec *spec, const char *name, const int64_t *ids,
+                        size_t n);
+/* An int or a bool (0, 1). */
+int sl_job_spec_get_int(const sl_job_spec *spec, const char *name,
+                        int64_t *out);
+int sl_job_spec_get_num(const sl_job_spec *spec, const char *name, double *out);
+const char *sl_job_spec_get_str(const sl_job_spec *spec, const char *name);
+/* The i-th string of a vector, NULL past its end. */
+const char *sl_job_spec_get_strv(const sl_job_spec *spec, const char *name,
+                                 size_t i);
 
 struct sl_submitted {
 	int64_t id;
@@ -354,8 +360,7 @@ struct sl_submitted {
 /* -EINVAL, with nothing sent, for a detached job whose argv, cwd, name or
  * environment is not valid UTF-8 (the protocol carries text; the bytes
  * would arrive replaced) and when the current directory cannot be told. */
-int sl_submit(sl_client *c, const struct sl_job_spec *spec,
-              struct sl_submitted *out);
+int sl_submit(sl_client *c, const sl_job_spec *spec, struct sl_submitted *out);
 
 /*
  * A job as the daemon reports it. Times are 0 and has_* flags 0 where
