@@ -378,6 +378,22 @@ struct store_fixture {
 	struct store *s;
 };
 
+static void
+store_remove(struct store_fixture *f)
+{
+	const char *sfx[] = {"", "-wal", "-shm"};
+	char p[320];
+
+	if (f->s != NULL)
+		store_close(f->s);
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof p, "%s%s", f->path, sfx[i]);
+		unlink(p);
+	}
+	rmdir(f->dir);
+	free(f);
+}
+
 static int
 store_setup(void **state)
 {
@@ -390,26 +406,19 @@ store_setup(void **state)
 	         tmp != NULL ? tmp : "/tmp");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->path, sizeof f->path, "%s/stageload.db", f->dir);
-	if (store_open(&f->s, f->path, cause, sizeof cause) != 0)
-		fail_msg("store_open: %s", cause);
 	*state = f;
+	if (store_open(&f->s, f->path, cause, sizeof cause) != 0) {
+		/* A wrong cell can fail the open: leave no directory. */
+		store_remove(f);
+		fail_msg("store_open: %s", cause);
+	}
 	return 0;
 }
 
 static int
 store_teardown(void **state)
 {
-	struct store_fixture *f = *state;
-	const char *sfx[] = {"", "-wal", "-shm"};
-	char p[320];
-
-	store_close(f->s);
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(p, sizeof p, "%s%s", f->path, sfx[i]);
-		unlink(p);
-	}
-	rmdir(f->dir);
-	free(f);
+	store_remove(*state);
 	return 0;
 }
 
