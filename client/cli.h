@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "stageload.h"
+#include "sl-job.h"
 
 /* Exit codes; docs/cli.md is the reference and must match. */
 #define EXIT_OK 0

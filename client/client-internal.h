@@ -15,6 +15,7 @@
 
 #include "proto.h"
 #include "stageload.h"
+#include "sl-job.h"
 
 /* client-spec.c: a copy of the spec's params, NULL when out of memory. */
 cJSON *client_spec_params(const sl_job_spec *spec);

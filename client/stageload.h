@@ -363,56 +363,40 @@ struct sl_submitted {
 int sl_submit(sl_client *c, const sl_job_spec *spec, struct sl_submitted *out);
 
 /*
- * A job as the daemon reports it. Times are 0 and has_* flags 0 where
- * the protocol says null. Strings that a caller may not see are NULL.
- * Release with sl_job_clear().
+ * A job as the daemon reports it: opaque (since SOVERSION 1). The
+ * functions below that answer a Job fill one you made with sl_job_new();
+ * sl_status answers an array of them, read with sl_job_at(). Read its
+ * members by their names in the Job (PROTOCOL.md), checked against the
+ * daemon's table of job fields: -EINVAL (NULL) for a name the Job does
+ * not have, -ENOENT (NULL) for a member that is null, missing (a private
+ * one the caller may not see) or of another type. A member the daemon
+ * adds later is read the same way, with no new function and no change of
+ * ABI.
+ *
+ *   sl_job *j = sl_job_new();
+ *   int64_t peak;
+ *   if (sl_show(c, id, 0, j) == 0 &&
+ *       sl_job_get_int(j, "footprint_peak_bytes", &peak) == 0)
+ *           printf("%s: %lld\n", sl_job_get_str(j, "state"),
+ *                  (long long)peak);
+ *   sl_job_free(j);
  */
-struct sl_job {
-	int64_t id;
-	char user[64];
-	int64_t uid;
-	char name[256];
-	char state[16]; /* queued admitted running exited killed failed
-	                   cancelled lost */
-	int attached;
-	int priority;
-	double wait_free_pct;
-	uint64_t swap_budget_bytes;
-	uint64_t expect_bytes;
-	int exclusive;
-	int retry_on_breach;
-	int attempt;
-	int position; /* 0 unless queued */
-	int64_t submitted_at_ms, admitted_at_ms, started_at_ms, ended_at_ms;
-	int64_t pid; /* 0 when none */
-	uint64_t footprint_bytes, footprint_peak_bytes;
-	uint64_t swap_growth_bytes, swap_growth_peak_bytes;
-	uint64_t job_swap_bytes;
-	int has_exit_code;
-	int exit_code;
-	int signal;          /* 0 when none */
-	char end_reason[32]; /* "" when none */
-	char *end_detail;    /* malloc'd or NULL */
-	char **argv;         /* malloc'd NULL-terminated, or NULL */
-	char *cwd;
-	char **env;
-	/* From sl_status with protocol version 2: the argv as one shell
-	 * command line, at most 256 bytes (cut with U+2026), instead of argv
-	 * (NULL then); NULL when not the caller's to see. sl_show gives
-	 * argv. */
-	char *command;
-	/* A queued job's waiting_for (PROTOCOL.md, Job): "free", "settle",
-	 * ...; a value the caller does not know reads as "other". "" when
-	 * not queued. */
-	char waiting_for[32];
-	char group[33];           /* "" when none */
-	uint64_t wait_free_bytes; /* 0 when none */
-	/* Where expect_bytes came from: "given", "learned" (from
-	 * expect_runs past runs of the name) or "" (none). */
-	char expect_source[16];
-	int expect_runs;
-	int name_given; /* the name was given, not the command's */
-};
+typedef struct sl_job sl_job;
+/* NULL when out of memory. */
+sl_job *sl_job_new(void);
+/* sl_job_clear, then frees it. */
+void sl_job_free(sl_job *j);
+/* The i-th job of an array from sl_status. */
+const sl_job *sl_job_at(const sl_job *jobs, size_t i);
+/* An integer or a bool (0, 1). */
+int sl_job_get_int(const sl_job *j, const char *name, int64_t *out);
+int sl_job_get_num(const sl_job *j, const char *name, double *out);
+const char *sl_job_get_str(const sl_job *j, const char *name);
+/* The i-th string of an array (argv, env), NULL past its end. */
+const char *sl_job_get_strv(const sl_job *j, const char *name, size_t i);
+/* Any member as JSON text (kill, after, ...): malloc'd, NULL as above. */
+char *sl_job_get_json(const sl_job *j, const char *name);
+/* Drops what a job holds; it may be filled again. */
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */
 int sl_job_ended(const struct sl_job *j);

@@ -417,6 +417,30 @@ test_calls_and_notifications(void **state)
 	assert_null(j.cwd);
 	assert_string_equal(j.end_detail, "over budget");
 	assert_int_equal(j.footprint_peak_bytes, 34896609280ULL);
+	/* the same through the accessors, by the Job's names */
+	{
+		int64_t v;
+		char *t;
+
+		assert_string_equal(sl_job_get_str(&j, "state"), "killed");
+		assert_int_equal(sl_job_get_int(&j, "signal", &v), 0);
+		assert_int_equal(v, 15);
+		assert_int_equal(sl_job_get_int(&j, "footprint_peak_bytes", &v),
+		                 0);
+		assert_int_equal(v, 34896609280LL);
+		assert_string_equal(sl_job_get_strv(&j, "argv", 1), "gen.py");
+		assert_null(sl_job_get_strv(&j, "argv", 2));
+		/* null, or not sent: -ENOENT; not a Job member: -EINVAL */
+		assert_int_equal(sl_job_get_int(&j, "exit_code", &v), -ENOENT);
+		assert_int_equal(sl_job_get_int(&j, "held", &v), -ENOENT);
+		assert_null(sl_job_get_str(&j, "cwd"));
+		assert_int_equal(sl_job_get_int(&j, "umask", &v), -EINVAL);
+		assert_int_equal(sl_job_get_int(&j, "no_such", &v), -EINVAL);
+		assert_int_equal(sl_job_get_int(&j, "state", &v), -ENOENT);
+		t = sl_job_get_json(&j, "argv");
+		assert_string_equal(t, "[\"python\",\"gen.py\"]");
+		free(t);
+	}
 	sl_job_clear(&j);
 
 	/* queue (before submit's answer) and breach (after), in order */
