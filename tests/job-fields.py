@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """proto/job-fields.h against what is written from it or about it:
 Python's generated list is current (scripts/gen-job-fields.py --check),
-and PROTOCOL.md names every member of the Job and every parameter of
-submit and update that the table declares, in their sections."""
+PROTOCOL.md names every member of the Job and every parameter of submit
+and update that the table declares, in their sections, and Python's
+Client.submit sends every submit parameter of the table, which a real
+daemon then shows in the Job."""
 import os
 import re
 import subprocess
@@ -32,6 +34,61 @@ def missing(text: str, names: List[str]) -> List[str]:
             if not re.search(r'[`"]%s[`"]' % re.escape(n), text)]
 
 
+# Client.submit's keywords that take a size ("8G") for a *_bytes param.
+SIZE_KEYWORDS = {"swap_budget_bytes": "swap_budget", "expect_bytes": "expect",
+                 "wait_free_bytes": "wait_free"}
+SAMPLE = {"int": 1, "number": 1.5, "bool": True, "string": "x",
+          "strv": ["A=1"], "intv": [1]}
+
+
+def python_submit_sends_all(fails: List[str]) -> None:
+    from stageload import job_fields
+    from stageload.client import Client
+    sent: Dict[str, object] = {}
+
+    def capture(method: str, timeout: object = -1.0, **params: object) -> object:
+        sent.clear()
+        sent.update({k: v for k, v in params.items() if v is not None})
+        return {"id": 1}
+
+    c = Client.__new__(Client)
+    c.call = capture  # type: ignore[method-assign]
+    base = {"argv": ["x"], "cwd": "/", "env": ["A=1"], "umask": 0}
+    for name, p in job_fields.SUBMIT_PARAMS.items():
+        kw = dict((k, v) for k, v in base.items())
+        if name not in base:
+            kw[SIZE_KEYWORDS.get(name, name)] = SAMPLE[p.type]
+        try:
+            c.submit(**kw)  # type: ignore[arg-type]
+        except TypeError as e:
+            fails.append("Client.submit does not take %s: %s" % (name, e))
+            continue
+        if name not in sent:
+            fails.append("Client.submit does not send %s" % name)
+
+
+def python_submit_daemon(fails: List[str]) -> None:
+    """The new options of Client.submit, through a real daemon."""
+    sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
+    from sltest import Daemon
+    from stageload.client import Client
+    with Daemon() as d:
+        c = Client(d.socket)
+        first = c.submit(["/bin/true"], held=True)["id"]
+        jid = c.submit(["/bin/true"], after=[first], after_any=True, held=True,
+                       group="g1", wait_free="1M", on_end="true")["id"]
+        job = c.show(jid)
+        want = {"after": [first], "after_any": True, "held": True, "group": "g1",
+                "wait_free_bytes": 1 << 20, "on_end": "true"}
+        for k, v in want.items():
+            if job.get(k) != v:
+                fails.append("submit(%s=...): the Job has %r, not %r"
+                             % (k, job.get(k), v))
+        c.cancel(jid)
+        c.cancel(first)
+        c.close()
+
+
 def main() -> int:
     fails = []
     rc = subprocess.run([sys.executable,
@@ -46,6 +103,11 @@ def main() -> int:
                        ("update", list(job_fields.UPDATE_PARAMS))):
         for n in missing(doc.get(sec, ""), names):
             fails.append("PROTOCOL.md, %s: %s is not named" % (sec, n))
+    python_submit_sends_all(fails)
+    if os.environ.get("SL_BIN"):
+        python_submit_daemon(fails)
+    else:
+        print("no SL_BIN: Client.submit not tried against a daemon")
     for f in fails:
         print("FAIL:", f)
     if not fails:
