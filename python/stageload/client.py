@@ -314,19 +314,15 @@ class Client:
                retry_on_breach: Optional[int] = None,
                umask: Optional[int] = None,
                wait_free: Union[int, str, None] = None,
-               after: Optional[Sequence[int]] = None,
-               after_any: Optional[bool] = None, held: Optional[bool] = None,
-               group: Optional[str] = None,
-               on_end: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+               **options: Any) -> Dict[str, Any]:
         """Queue a job. cwd defaults to the current directory; a detached
         job's env to this process's environment and its umask to this
         process's. Sizes take bytes or "8G": swap_budget, expect, and
         wait_free (wait_free_bytes: start only when that much memory is
-        available). after: the ids of jobs it starts after (with exit 0,
-        or any end with after_any); held: queue it held; group: its group;
-        on_end: a detached job's on-end command. options: any other submit
-        parameter of the protocol by its name (job_fields.SUBMIT_PARAMS,
-        from the daemon's table; a size takes "8G" too)."""
+        available). options: every other submit parameter of the protocol
+        by its name (job_fields.SUBMIT_PARAMS, from the daemon's table; a
+        size takes "8G" too): after=[ids], held=True, group="g",
+        on_end="cmd", ..."""
         params: Dict[str, Any] = {}
         for k, v in options.items():
             param = SUBMIT_PARAMS.get(k)
@@ -348,9 +344,7 @@ class Client:
                      wait_free_pct=wait_free_pct, swap_budget_bytes=_size(swap_budget),
                      expect_bytes=_size(expect), exclusive=exclusive,
                      retry_on_breach=retry_on_breach, umask=umask,
-                     wait_free_bytes=_size(wait_free),
-                     after=list(after) if after is not None else None,
-                     after_any=after_any, held=held, group=group, on_end=on_end)
+                     wait_free_bytes=_size(wait_free))
         for k in params:
             if given.get(k) is not None:
                 raise TypeError("submit() got %s twice" % k)
