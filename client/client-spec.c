@@ -236,6 +236,29 @@ sl_job_spec_get_strv(const sl_job_spec *spec, const char *name, size_t i)
 	return cJSON_GetStringValue(cJSON_GetArrayItem(a, (int)i));
 }
 
+/* update's parameters, from the table. */
+#define SPEC_UPD_0(w)
+#define SPEC_UPD_1(w) w,
+#define SPEC_UPD(m, w, store, col, job, vis, submit, upd, ...) SPEC_UPD_##upd(w)
+static const char *const update_names[] = {JOB_FIELDS(SPEC_UPD) NULL};
+
+const char *
+client_spec_not_update(const sl_job_spec *spec)
+{
+	const cJSON *it;
+	size_t i;
+
+	cJSON_ArrayForEach(it, spec->params)
+	{
+		for (i = 0; update_names[i] != NULL; i++)
+			if (strcmp(update_names[i], it->string) == 0)
+				break;
+		if (update_names[i] == NULL)
+			return it->string;
+	}
+	return NULL;
+}
+
 cJSON *
 client_spec_params(const sl_job_spec *spec)
 {

@@ -516,27 +516,27 @@ sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out)
 }
 
 int
-sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+sl_update(sl_client *c, int64_t id, const sl_job_spec *changes,
           struct sl_job *out)
 {
-	cJSON *params = id_params(id);
+	const char *bad;
+	cJSON *params, *set, *it;
 
-	if (params != NULL) {
-		if (u->has_priority)
-			proto_add_int(params, "priority", u->priority);
-		if (u->has_wait_free)
-			cJSON_AddNumberToObject(params, "wait_free_pct",
-			                        u->wait_free_pct);
-		if (u->has_wait_free_bytes)
-			proto_add_int(params, "wait_free_bytes",
-			              (int64_t)u->wait_free_bytes);
-		if (u->has_swap_budget)
-			proto_add_int(params, "swap_budget_bytes",
-			              (int64_t)u->swap_budget_bytes);
-		if (u->has_expect)
-			proto_add_int(params, "expect_bytes",
-			              (int64_t)u->expect_bytes);
+	if (changes == NULL)
+		return client_error(c, -EINVAL, "nothing to update");
+	if ((bad = client_spec_not_update(changes)) != NULL)
+		return client_error(c, -EINVAL, "update does not change %s",
+		                    bad);
+	if ((params = id_params(id)) == NULL ||
+	    (set = client_spec_params(changes)) == NULL) {
+		cJSON_Delete(params);
+		return client_error(c, -ENOMEM, "out of memory");
 	}
+	while ((it = set->child) != NULL) {
+		cJSON_DetachItemViaPointer(set, it);
+		cJSON_AddItemToObject(params, it->string, it);
+	}
+	cJSON_Delete(set);
 	return job_call(c, "update", params, c->timeout_ms, out);
 }
 

@@ -392,37 +392,57 @@ cmd_resubmit(struct cli *cli, struct cli_args *args)
 static int
 cmd_update(struct cli *cli, struct cli_args *args)
 {
-	struct sl_job_update u;
+	sl_job_spec *u;
 	struct sl_job j;
+	double pct = cli_pct(args, "wait-free", -1);
 	int64_t id;
-	int rc;
+	int rc = 0;
 
 	if (cli_parse_id(args->argv[0], &id) < 0)
 		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
-	memset(&u, 0, sizeof u);
-	u.has_priority = cli_has(args, "priority");
-	u.priority = (int)cli_number(args, "priority", 0);
-	u.has_wait_free = cli_has(args, "wait-free");
-	u.wait_free_pct = cli_pct(args, "wait-free", 0);
-	if (u.has_wait_free && u.wait_free_pct < 0) {
-		u.has_wait_free = 0;
-		u.has_wait_free_bytes = 1;
-		u.wait_free_bytes = (uint64_t)cli_number(args, "wait-free", 0);
+	if ((u = sl_job_spec_new()) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
 	}
-	u.has_swap_budget = cli_has(args, "swap-budget");
-	u.swap_budget_bytes = (uint64_t)cli_number(args, "swap-budget", 0);
-	u.has_expect = cli_has(args, "expect");
-	u.expect_bytes = (uint64_t)cli_number(args, "expect", 0);
+	/* Only what is given; a --wait-free size replaces a percentage
+	 * (the daemon sets the other to 0). */
+	if (cli_has(args, "priority"))
+		rc = sl_job_spec_set_int(u, "priority",
+		                         cli_number(args, "priority", 0));
+	if (rc == 0 && cli_has(args, "wait-free"))
+		rc =
+		    pct >= 0
+		        ? sl_job_spec_set_num(u, "wait_free_pct", pct)
+		        : sl_job_spec_set_int(u, "wait_free_bytes",
+		                              cli_number(args, "wait-free", 0));
+	if (rc == 0 && cli_has(args, "swap-budget"))
+		rc = sl_job_spec_set_int(u, "swap_budget_bytes",
+		                         cli_number(args, "swap-budget", 0));
+	if (rc == 0 && cli_has(args, "expect"))
+		rc = sl_job_spec_set_int(u, "expect_bytes",
+		                         cli_number(args, "expect", 0));
+	if (rc != 0) {
+		sl_job_spec_free(u);
+		cli_error("%s", rc == -ENOMEM ? "out of memory"
+		                              : "an option is out of range");
+		return EXIT_ERR;
+	}
 	/* As every command, it says first that no daemon answers. */
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_connect(cli)) != 0) {
+		sl_job_spec_free(u);
 		return rc;
-	if (!u.has_priority && !u.has_wait_free && !u.has_wait_free_bytes &&
-	    !u.has_swap_budget && !u.has_expect)
+	}
+	if (!cli_has(args, "priority") && !cli_has(args, "wait-free") &&
+	    !cli_has(args, "swap-budget") && !cli_has(args, "expect")) {
+		sl_job_spec_free(u);
 		return cli_usage_error(cli,
 		                       "nothing to update: give --priority, "
 		                       "--wait-free, --swap-budget or "
 		                       "--expect");
-	if (sl_update(cli->client, id, &u, &j) < 0)
+	}
+	rc = sl_update(cli->client, id, u, &j);
+	sl_job_spec_free(u);
+	if (rc < 0)
 		return cli_fail(cli);
 	printf("job %" PRId64 ": updated; position %d\n", id, j.position);
 	sl_job_clear(&j);

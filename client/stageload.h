@@ -422,16 +422,11 @@ int sl_release(sl_client *c, int64_t id, struct sl_job *out);
 int sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out);
 /* Change a queued job's options: each has_ member says whether its value
  * is sent; submit's checks apply. out may be NULL. */
-struct sl_job_update {
-	int has_priority, has_wait_free, has_swap_budget, has_expect;
-	int has_wait_free_bytes; /* a size replaces a percentage: one */
-	int priority;
-	double wait_free_pct;
-	uint64_t wait_free_bytes;
-	uint64_t swap_budget_bytes;
-	uint64_t expect_bytes;
-};
-int sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+/* update: changes holds the new values, set as for submit by their
+ * protocol names; -EINVAL without sending when it holds one update does
+ * not change (PROTOCOL.md, update: priority, wait_free_pct,
+ * wait_free_bytes, swap_budget_bytes, expect_bytes). */
+int sl_update(sl_client *c, int64_t id, const sl_job_spec *changes,
               struct sl_job *out);
 /* Blocks until the job has ended, whatever the client's timeout. */
 int sl_wait(sl_client *c, int64_t id, struct sl_job *out);

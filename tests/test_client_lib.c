@@ -970,6 +970,15 @@ test_spec_setters(void **state)
 	assert_int_equal(sl_job_spec_set_int(s, "no_such", 1), -EINVAL);
 	assert_int_equal(sl_job_spec_set_int(s, NULL, 1), -EINVAL);
 	assert_int_equal(sl_job_spec_get_int(s, "expect_source", &v), -ENOENT);
+	/* update takes only what it changes: refused before anything is
+	 * sent (this client is not even connected) */
+	{
+		sl_client *c = sl_client_new();
+
+		assert_int_equal(sl_update(c, 1, s, NULL), -EINVAL);
+		assert_non_null(strstr(sl_errmsg(c), "update does not change"));
+		sl_client_free(c);
+	}
 	sl_job_spec_free(s);
 }
 
