@@ -56,7 +56,10 @@ static const struct control_param subscribe_params[] = {
     {"events", PROTO_T_BOOL, 0},
     {"pid", PROTO_T_INT, 0},
     PARAMS_END};
-/* submit's and update's from proto/job-fields.h, in its order. */
+/* submit's and update's come from proto/job-fields.h, in its order (the
+ * types are checked in it; submit's handler reads argv, cwd, env, which
+ * it requires unless attached, and name first, then the table's numbers
+ * and flags in its order: control_fields_read). */
 #define PARAM_P_NO(w)
 #define PARAM_P_INT(w) {w, PROTO_T_INT, 0},
 #define PARAM_P_NUM(w) {w, PROTO_T_NUMBER, 0},

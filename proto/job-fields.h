@@ -3,11 +3,16 @@
  * column, its wire name in the Job (proto/PROTOCOL.md), who may see it, and
  * which consumer carries it. The store's column list, binds and row
  * reading (daemon/store-jobs.c), the Job encoder (daemon/wire.c), the
- * submit and update parameter rows and their parsing (daemon/control.c,
- * daemon/control-fields.c), the web program's allow-list (web/web-json.c)
- * and Python's list (python/stageload/job_fields.py, written by
- * scripts/gen-job-fields.py) are all expanded from JOB_FIELDS. A new field
- * is one row here, its member in struct job, and its migration.
+ * submit and update parameter rows and their parsing (daemon/control.c:
+ * control_fields_read), update's apply, undo and event (daemon/jobs-deps.c:
+ * jobs_update), libstageload's setters and accessors
+ * (client/client-spec.c, client/client-job.c), the web program's
+ * allow-list (web/web-json.c) and Python's list
+ * (python/stageload/job_fields.py, written by scripts/gen-job-fields.py)
+ * are all expanded from JOB_FIELDS. A new field is one row here, its
+ * member in struct job (daemon/job.h), its migration (daemon/store.c), its
+ * words in PROTOCOL.md, Python's list written again, and the literal
+ * lists of tests/test_fields.c: tests/fields-dummy.py adds one so.
  *
  * JOB_FIELDS(X) calls, for each field in the order the Job shows them,
  *
@@ -15,9 +20,10 @@
  *     web)
  *
  * member  struct job's member. The wire name is the same word, but for
- *         four members older than this table (submitted_ms, admitted_ms,
- *         started_ms, ended_ms: the Job says *_at_ms) and term_signal
- *         (signal); tests/test_fields.c holds that list.
+ *         five members older than this table (submitted_ms, admitted_ms,
+ *         started_ms, ended_ms: the Job says *_at_ms; term_signal:
+ *         signal); tests/test_fields.c holds that list, and a new field
+ *         may not join it.
  * wire    the Job's member and the parameter's name.
  * store   how the member is kept in a jobs row: S_NO (not a column),
  *         S_INT (any integer, int64 in sqlite: unsigned bit for bit),
