@@ -8,8 +8,8 @@ list regenerated, and the literal lists of tests/test_fields.c. Then the
 copy is built and shows that the one row reached every consumer:
 test_fields and job_fields pass, protocol conformance passes with the new
 member, and a real daemon takes `dummy_count` at submit and update,
-range-checks it, shows it to a stranger, keeps it across a restart and
-refuses it out of range; a program of libstageload's public API sets it
+range-checks it, shows it to a stranger, keeps it across a restart,
+carries it to a resubmitted job and refuses it out of range; a program of libstageload's public API sets it
 at submit and reads it back, the library untouched.
 
 Printed: the files that had to be touched (at most MAX_FILES), and the
@@ -125,6 +125,10 @@ def daemon_checks(bin_dir, src):
         # public: anyone's list shows it
         jobs = c.call("status", {"all": True})["jobs"]
         assert [j["dummy_count"] for j in jobs if j["id"] == jid] == [9]
+        # resubmit carries it, as submit's other options
+        again = c.call("resubmit", {"id": jid})["id"]
+        assert c.call("show", {"id": again})["dummy_count"] == 9
+        c.call("cancel", {"id": again})
         c.call("cancel", {"id": jid})
     finally:
         d.cleanup()
