@@ -638,22 +638,69 @@ const struct cli_option cli_job_options[] = {
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
-void
-cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec)
+int64_t
+cli_spec_budget(const sl_job_spec *spec)
 {
-	sl_job_spec_init(spec);
-	spec->wait_free_pct = cli_pct(a, "wait-free", spec->wait_free_pct);
-	if (cli_has(a, "wait-free") && spec->wait_free_pct < 0) {
-		/* A size: that much available, and no percentage besides. */
-		spec->wait_free_bytes = (uint64_t)cli_number(a, "wait-free", 0);
-		spec->wait_free_pct = 0;
+	int64_t v;
+
+	return sl_job_spec_get_int(spec, "swap_budget_bytes", &v) == 0 ? v : -1;
+}
+
+uint64_t
+cli_spec_wait_free_bytes(const sl_job_spec *spec)
+{
+	int64_t v;
+
+	return sl_job_spec_get_int(spec, "wait_free_bytes", &v) == 0 && v > 0
+	           ? (uint64_t)v
+	           : 0;
+}
+
+sl_job_spec *
+cli_job_spec(const struct cli_args *a)
+{
+	sl_job_spec *spec = sl_job_spec_new();
+	double pct = cli_pct(a, "wait-free", -1);
+	int rc = 0;
+
+	if (spec == NULL) {
+		cli_error("out of memory");
+		return NULL;
 	}
-	spec->swap_budget_bytes =
-	    cli_number(a, "swap-budget", spec->swap_budget_bytes);
-	spec->expect_bytes = cli_number(a, "expect", spec->expect_bytes);
-	spec->priority = (int)cli_number(a, "priority", 0);
-	spec->name = cli_text(a, "name", NULL);
-	spec->exclusive = cli_has(a, "exclusive");
-	spec->retry_on_breach = (int)cli_number(a, "retry-on-breach", 0);
-	spec->argv = (const char *const *)a->argv;
+	/* Only what is given: the rest is the daemon's default. A
+	 * --wait-free size is that much available and no percentage. */
+	if (cli_has(a, "wait-free") && pct >= 0)
+		rc = sl_job_spec_set_num(spec, "wait_free_pct", pct);
+	else if (cli_has(a, "wait-free") &&
+	         (rc = sl_job_spec_set_int(spec, "wait_free_bytes",
+	                                   cli_number(a, "wait-free", 0))) == 0)
+		rc = sl_job_spec_set_num(spec, "wait_free_pct", 0);
+	if (rc == 0 && cli_has(a, "swap-budget"))
+		rc = sl_job_spec_set_int(spec, "swap_budget_bytes",
+		                         cli_number(a, "swap-budget", 0));
+	if (rc == 0 && cli_has(a, "expect"))
+		rc = sl_job_spec_set_int(spec, "expect_bytes",
+		                         cli_number(a, "expect", 0));
+	if (rc == 0 && cli_has(a, "priority"))
+		rc = sl_job_spec_set_int(spec, "priority",
+		                         cli_number(a, "priority", 0));
+	if (rc == 0 && cli_has(a, "name"))
+		rc = sl_job_spec_set_str(spec, "name",
+		                         cli_text(a, "name", NULL));
+	if (rc == 0 && cli_has(a, "exclusive"))
+		rc = sl_job_spec_set_bool(spec, "exclusive", 1);
+	if (rc == 0 && cli_has(a, "retry-on-breach"))
+		rc = sl_job_spec_set_int(spec, "retry_on_breach",
+		                         cli_number(a, "retry-on-breach", 0));
+	if (rc == 0)
+		rc = sl_job_spec_set_strv(spec, "argv",
+		                          (const char *const *)a->argv);
+	if (rc != 0) {
+		/* The options' own ranges are narrower than submit's. */
+		cli_error("%s", rc == -ENOMEM ? "out of memory"
+		                              : "a job option is out of range");
+		sl_job_spec_free(spec);
+		return NULL;
+	}
+	return spec;
 }

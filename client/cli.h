@@ -14,6 +14,7 @@
 
 #include "names.h"
 #include "stageload.h"
+#include "sl-job.h"
 
 /* Exit codes; docs/cli.md is the reference and must match. */
 #define EXIT_OK 0
@@ -142,8 +143,8 @@ double cli_pct(const struct cli_args *a, const char *name, double dflt);
 
 /* The job options of submit and run (cli.c), and the spec they make. */
 extern const struct cli_option cli_job_options[];
-/* submit's own options (cmd-queue.c): --after, --after-any, --hold and
- * --shell, into spec, which then points into x (free it with
+/* submit's own options (cmd-queue.c): --after, --after-any, --hold,
+ * --group, --on-end and --shell, into spec (free x with
  * cli_submit_extra_free once submitted). -1 to go on, else the exit
  * status (a usage error). */
 extern const struct cli_option cli_submit_queue_options[];
@@ -153,21 +154,27 @@ struct cli_submit_extra {
 	char *shargv[4];
 };
 int cli_submit_queue(struct cli *cli, const struct cli_args *a,
-                     struct sl_job_spec *spec, struct cli_submit_extra *x);
+                     sl_job_spec *spec, struct cli_submit_extra *x);
 void cli_submit_extra_free(struct cli_submit_extra *x);
 /* Could the job's command be started, found as execvp finds it along
  * path_env from the current directory? 0, -ENOENT or -EACCES. */
 int cli_submit_which(const char *cmd, const char *path_env);
 /* The same for spec's argv[0] and this process's PATH: -1 when found,
  * else it says why and returns 127 (not found) or 126 (not executable). */
-int cli_submit_command(const struct sl_job_spec *spec);
+int cli_submit_command(const sl_job_spec *spec);
 /* wait --notify: a desktop notification that job j ended (cmd-queue.c);
  * when none can be posted, a line on stderr saying why. */
 void cli_wait_notify(const struct sl_job *j);
 /* Is a Job object (cJSON) of group? */
 struct cJSON;
 int cli_json_in_group(const struct cJSON *job, const char *group);
-void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
+/* The job options given, and the command, as a spec to submit; NULL
+ * after saying why (out of memory). */
+sl_job_spec *cli_job_spec(const struct cli_args *a);
+/* The spec's swap_budget_bytes, -1 when it leaves it to the daemon. */
+int64_t cli_spec_budget(const sl_job_spec *spec);
+/* The spec's wait_free_bytes, 0 when it has none. */
+uint64_t cli_spec_wait_free_bytes(const sl_job_spec *spec);
 
 /* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */
 void cli_print_help(FILE *f, const struct cli_entry *e);

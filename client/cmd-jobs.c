@@ -247,25 +247,31 @@ status_json_pages(struct cli *cli, int all, long limit, const char *group)
 static int
 cmd_submit(struct cli *cli, struct cli_args *args)
 {
-	struct sl_job_spec spec;
+	sl_job_spec *spec;
 	struct sl_submitted sub;
 	struct cli_submit_extra x;
 	int rc;
 
-	cli_job_spec(args, &spec);
-	if ((rc = cli_submit_queue(cli, args, &spec, &x)) >= 0)
+	if ((spec = cli_job_spec(args)) == NULL)
+		return EXIT_ERR;
+	if ((rc = cli_submit_queue(cli, args, spec, &x)) >= 0) {
+		sl_job_spec_free(spec);
 		return rc;
+	}
 	/* A command that cannot start is refused here, as run refuses it,
 	 * rather than queued to fail later. */
 	if ((rc = cli_connect(cli)) != 0 ||
-	    (rc = cli_submit_command(&spec)) >= 0 ||
-	    (rc = cli_check_wait_free(cli, spec.wait_free_bytes)) >= 0) {
+	    (rc = cli_submit_command(spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, cli_spec_wait_free_bytes(spec))) >=
+	        0) {
 		cli_submit_extra_free(&x);
+		sl_job_spec_free(spec);
 		return rc;
 	}
-	cli_warn_no_swap(cli, spec.swap_budget_bytes);
-	rc = sl_submit(cli->client, &spec, &sub);
+	cli_warn_no_swap(cli, cli_spec_budget(spec));
+	rc = sl_submit(cli->client, spec, &sub);
 	cli_submit_extra_free(&x);
+	sl_job_spec_free(spec);
 	if (rc < 0)
 		return cli_fail(cli);
 	if (sub.groups_capped)

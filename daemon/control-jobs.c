@@ -207,18 +207,15 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                size_t causelen)
 {
 	const char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
-	/* A client that does not say: the most private mask. */
-	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
-	double wait_free = d->cfg.default_wait_free_pct;
-	int attached = 0, exclusive = 0, rc, privileged;
-	int expect_given = 0;
+	struct job_seen seen;
+	int attached = 0, rc;
 	struct job *j = NULL;
 	const char *base;
 	size_t i, nq;
 	int64_t id;
 	long position;
 
-	budget = (int64_t)d->cfg.default_swap_budget_bytes;
+	/* attached first: whether env is required depends on it. */
 	if ((rc = proto_param_bool(params, "attached", 0, &attached, cause,
 	                           causelen)) < 0 ||
 	    (rc = proto_param_strv(params, "argv", 1, 4096,
@@ -252,50 +249,36 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		}
 	}
 	if ((rc = proto_param_string(params, "name", 0, JOBS_MAX_NAME, &name,
-	                             cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
-	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
-	                             &wait_free, cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
-	                          &budget, cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
-	                          &expect, cause, causelen)) < 0 ||
-	    (expect_given = rc == 0, 0) ||
-	    (rc = proto_param_bool(params, "exclusive", 0, &exclusive, cause,
-	                           causelen)) < 0 ||
-	    (rc = proto_param_int(params, "retry_on_breach", 0, 0, 100, &retry,
-	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "umask", 0, 0, 0777, &mask, cause,
-	                          causelen)) < 0)
+	                             cause, causelen)) < 0)
 		goto out;
-	/* What would hold the queue: only the trusted may ask for it
-	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
-	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
-	if ((rc = control_submit_fair(d, privileged, priority, wait_free,
-	                              expect, cause, causelen)) < 0 ||
-	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
-		goto out;
-
 	base = strrchr(argv[0], '/');
 	base = base != NULL && base[1] != '\0' ? base + 1 : argv[0];
 	if ((j = control_job_new(p,
 	                         name != NULL && name[0] != '\0' ? name : base,
 	                         cwd, argv, attached ? NULL : env)) == NULL)
 		goto nomem;
-	j->attached = attached;
-	j->priority = (int)priority;
-	j->wait_free_pct = wait_free;
-	j->swap_budget_bytes = (uint64_t)budget;
-	j->expect_bytes = (uint64_t)expect;
+	/* The daemon's defaults, then what the request gives. A client that
+	 * does not say gets the most private mask. */
+	j->wait_free_pct = d->cfg.default_wait_free_pct;
+	j->swap_budget_bytes = d->cfg.default_swap_budget_bytes;
+	j->umask = 077;
+	if ((rc = control_fields_read(params, 0, j, &seen, cause, causelen)) <
+	    0)
+		goto out;
 	/* Given (0 too: it opts out of a learned peak), or left to what the
 	 * name's past runs reached (jobs_learn_expect). */
-	j->expect_source = expect_given ? JOB_EXPECT_GIVEN : JOB_EXPECT_NONE;
+	j->expect_source =
+	    seen.expect_bytes ? JOB_EXPECT_GIVEN : JOB_EXPECT_NONE;
 	j->name_given = name != NULL && name[0] != '\0';
-	j->exclusive = exclusive;
-	j->retry_on_breach = (int)retry;
-	j->umask = (int)mask;
-	j->privileged = privileged;
+	/* What would hold the queue: only the trusted may ask for it
+	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
+	j->privileged =
+	    jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
+	if ((rc = control_submit_fair(
+	         d, j->privileged, j->priority, j->wait_free_pct,
+	         (int64_t)j->expect_bytes, cause, causelen)) < 0 ||
+	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
+		goto out;
 	if ((rc = control_submit_queue(d, params, j, cause, causelen)) != 0)
 		goto out;
 	/* The table owns the job from here, whatever the outcome. */

@@ -324,13 +324,16 @@ jobs_deps_load(struct daemon *d)
 }
 
 int
-jobs_after_check(struct daemon *d, const struct job *j, char *cause,
-                 size_t causelen)
+jobs_after_check(struct daemon *d, struct job *j, char *cause, size_t causelen)
 {
 	struct jobs_view v;
 	char outcome[96];
 	int i, k, rc;
 
+	/* Without jobs to start after, "any end of theirs" means nothing:
+	 * the Job says false. */
+	if (j->nafter == 0)
+		j->after_any = 0;
 	for (i = 0; i < j->nafter; i++) {
 		for (k = 0; k < i; k++) {
 			if (j->after[k] == j->after[i]) {
@@ -517,9 +520,31 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 	return 0;
 }
 
+/* The update fields of proto/job-fields.h: applied from vals when seen,
+ * undone from was, and the new values in the event's detail. */
+#define UPD_APPLY_0(m)
+#define UPD_APPLY_1(m)                                                         \
+	if (seen->m)                                                           \
+		j->m = vals->m;
+#define UPD_UNDO_0(m)
+#define UPD_UNDO_1(m) j->m = was.m;
+#define UPD_DET_J_INT(m, w) proto_add_int(det, w, (int64_t)j->m);
+#define UPD_DET_J_NUM(m, w) cJSON_AddNumberToObject(det, w, (double)j->m);
+#define UPD_DET_J_BOOL(m, w) cJSON_AddBoolToObject(det, w, j->m);
+#define UPD_DET_0(m, w, job)
+#define UPD_DET_1(m, w, job)                                                   \
+	if (seen->m) {                                                         \
+		UPD_DET_##job(m, w)                                            \
+	}
+#define UPD_APPLY(m, w, store, col, job, vis, submit, upd, ...)                \
+	UPD_APPLY_##upd(m)
+#define UPD_UNDO(m, w, store, col, job, vis, submit, upd, ...) UPD_UNDO_##upd(m)
+#define UPD_DET(m, w, store, col, job, vis, submit, upd, ...)                  \
+	UPD_DET_##upd(m, w, job)
+
 int
-jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
-            char *cause, size_t causelen)
+jobs_update(struct daemon *d, int64_t id, const struct job *vals,
+            const struct job_seen *seen, char *cause, size_t causelen)
 {
 	struct jrec *r = jobs_find(d->jobs, id);
 	const char *health;
@@ -542,28 +567,14 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 	}
 	j = r->j;
 	was = *j;
-	if (u->have_priority)
-		j->priority = u->priority;
-	/* A new free condition replaces the old one, of either kind. */
-	if (u->have_wait_free || u->have_wait_free_bytes) {
-		j->wait_free_pct = u->have_wait_free ? u->wait_free_pct : 0;
-		j->wait_free_bytes =
-		    u->have_wait_free_bytes ? u->wait_free_bytes : 0;
-	}
-	if (u->have_budget)
-		j->swap_budget_bytes = u->swap_budget_bytes;
-	if (u->have_expect) {
+	JOB_FIELDS(UPD_APPLY)
+	if (seen->expect_bytes) {
 		/* Given now: no learned peak replaces it (0 opts out). */
-		j->expect_bytes = u->expect_bytes;
 		j->expect_source = JOB_EXPECT_GIVEN;
 		j->expect_runs = 0;
 	}
 	if (jrec_commit(d, r) != 0) {
-		j->priority = was.priority;
-		j->wait_free_pct = was.wait_free_pct;
-		j->wait_free_bytes = was.wait_free_bytes;
-		j->swap_budget_bytes = was.swap_budget_bytes;
-		j->expect_bytes = was.expect_bytes;
+		JOB_FIELDS(UPD_UNDO)
 		j->expect_source = was.expect_source;
 		j->expect_runs = was.expect_runs;
 		r->dirty = 0;
@@ -574,18 +585,7 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 		return PROTO_E_STORAGE;
 	}
 	det = cJSON_CreateObject();
-	if (u->have_priority)
-		proto_add_int(det, "priority", j->priority);
-	if (u->have_wait_free || u->have_wait_free_bytes) {
-		cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
-		proto_add_int(det, "wait_free_bytes",
-		              (int64_t)j->wait_free_bytes);
-	}
-	if (u->have_budget)
-		proto_add_int(det, "swap_budget_bytes",
-		              (int64_t)j->swap_budget_bytes);
-	if (u->have_expect)
-		proto_add_int(det, "expect_bytes", (int64_t)j->expect_bytes);
+	JOB_FIELDS(UPD_DET)
 	jobs_event(d, j, NAMES_EVENT_UPDATED, det);
 	jobs_admit_soon(d);
 	return 0;

@@ -16,7 +16,7 @@
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
- *   jobs-deps.c     dependencies (after, after_any) and holds
+ *   jobs-deps.c     dependencies (after) and holds
  *   jobs-onend.c    a job's on-end command
  *   jobs-fast.c     when the sampler should be fast (adaptive sampling)
  *   jobs-learn.c    learned peaks: what a named job reserves, and

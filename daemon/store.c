@@ -400,7 +400,7 @@ store_prepare(struct store *s, sqlite3_stmt **st, const char *sql, char *cause,
 static int
 store_prepare_all(struct store *s, char *cause, size_t causelen)
 {
-	char sql[1024];
+	char sql[1024], jsql[4096];
 	int i, rc;
 
 #define PREP(st, q)                                                            \
@@ -452,36 +452,38 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->latest_totals,
 	     "SELECT total_bytes, swap_total_bytes FROM samples"
 	     " WHERE total_bytes IS NOT NULL ORDER BY ts_ms DESC LIMIT 1");
-	PREP(s->job_ins,
-	     "INSERT INTO jobs (" JOB_COLUMNS ") VALUES (?1, ?2,"
-	     " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-	     " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
-	     " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	     " ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44,"
-	     " ?45)");
+	/* The jobs row's columns come from proto/job-fields.h: the
+	 * statements that name them all are built here. */
+	snprintf(jsql, sizeof jsql, "INSERT INTO jobs (%s) VALUES (%s)",
+	         store_job_columns + 2, store_job_binds + 2);
+	PREP(s->job_ins, jsql);
 	PREP(s->args_ins,
 	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
-	PREP(s->job_upd,
-	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
-	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44,"
-	     " ?45) WHERE id = ?46");
-	PREP(s->job_get,
-	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
+	/* An anonymous ? takes the number after the largest before it. */
+	snprintf(jsql, sizeof jsql, "UPDATE jobs SET (%s) = (%s) WHERE id = ?",
+	         store_job_columns + 2, store_job_binds + 2);
+	PREP(s->job_upd, jsql);
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_ARGS JOB_FROM " WHERE id = ?1",
+	         store_job_columns);
+	PREP(s->job_get, jsql);
 	/* The table keeps a queued job's command line alone; its env and
 	 * argv are read again when it starts or is shown. */
-	PREP(s->jobs_unended,
-	     "SELECT id, " JOB_COLUMNS ", " JOB_LIST_ARGS JOB_FROM
-	     " WHERE state NOT IN " JOB_ENDED_STATES
-	     " ORDER BY priority DESC, queue_seq, id");
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM
+	         " WHERE state NOT IN " JOB_ENDED_STATES
+	         " ORDER BY priority DESC, queue_seq, id",
+	         store_job_columns);
+	PREP(s->jobs_unended, jsql);
 	/* Lists show no env: it is not read. */
-	PREP(s->jobs_ended,
-	     "SELECT id, " JOB_COLUMNS ", " JOB_LIST_ARGS JOB_FROM
-	     " WHERE state IN " JOB_ENDED_STATES " AND (ended_ms < ?2 OR"
-	     " (ended_ms = ?2 AND id < ?3)) ORDER BY ended_ms DESC, id DESC"
-	     " LIMIT ?1");
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM
+	         " WHERE state IN " JOB_ENDED_STATES " AND (ended_ms < ?2 OR"
+	         " (ended_ms = ?2 AND id < ?3)) ORDER BY ended_ms DESC, id DESC"
+	         " LIMIT ?1",
+	         store_job_columns);
+	PREP(s->jobs_ended, jsql);
 	PREP(s->ev_ins, "INSERT INTO events (ts_ms, job_id, uid, kind, detail)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"

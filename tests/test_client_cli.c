@@ -23,12 +23,12 @@ extern const struct cli_entry cmd_run_entry, cmd_submit_entry;
  * options into spec: returns the index of the job's command in argv, as
  * the operands start there, or cli_parse's error. */
 static int
-parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
+parse(int argc, char **argv, sl_job_spec **spec, int *quiet, char *cause,
       size_t len)
 {
 	const struct cli_entry *e = cli_find_entry(argv[0]);
 	/* cli_parse gathers the operands at the front of its argv: a copy,
-	 * which spec->argv points into afterwards */
+	 * which a.argv points into afterwards */
 	static char *copy[32];
 	static struct cli_args a;
 	struct cli cli;
@@ -41,11 +41,11 @@ parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
 	rc = cli_parse(e, argc, copy, &cli, &a, cause, len);
 	if (rc < 0)
 		return rc;
-	cli_job_spec(&a, spec);
+	assert_non_null(*spec = cli_job_spec(&a));
 	if (quiet != NULL)
 		*quiet = cli_has(&a, "quiet");
 	for (i = 0; i < argc; i++)
-		if (spec->argv[0] == argv[i])
+		if (a.argv[0] == argv[i])
 			return i;
 	return -1;
 }
@@ -63,36 +63,55 @@ test_job_args(void **state)
 	                "--",          "python",
 	                "gen.py",      "--wait-free",
 	                NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = NULL;
 	char cause[128];
 	int quiet = 0, first;
+	int64_t v;
+	double d;
 
 	first = parse(18, argv, &spec, &quiet, cause, sizeof cause);
 	assert_int_equal(first, 15);
 	assert_string_equal(argv[first], "python");
-	assert_true(fabs(spec.wait_free_pct - 40) < 1e-9);
-	assert_int_equal(spec.swap_budget_bytes, 8LL << 30);
-	assert_int_equal(spec.expect_bytes, 3ULL << 29);
-	assert_int_equal(spec.priority, -5);
-	assert_string_equal(spec.name, "qwen");
-	assert_int_equal(spec.exclusive, 1);
-	assert_int_equal(spec.retry_on_breach, 2);
+	assert_int_equal(sl_job_spec_get_num(spec, "wait_free_pct", &d), 0);
+	assert_true(fabs(d - 40) < 1e-9);
+	assert_int_equal(sl_job_spec_get_int(spec, "swap_budget_bytes", &v), 0);
+	assert_int_equal(v, 8LL << 30);
+	assert_int_equal(sl_job_spec_get_int(spec, "expect_bytes", &v), 0);
+	assert_int_equal(v, 3ULL << 29);
+	assert_int_equal(sl_job_spec_get_int(spec, "priority", &v), 0);
+	assert_int_equal(v, -5);
+	assert_string_equal(sl_job_spec_get_str(spec, "name"), "qwen");
+	assert_int_equal(sl_job_spec_get_int(spec, "exclusive", &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(sl_job_spec_get_int(spec, "retry_on_breach", &v), 0);
+	assert_int_equal(v, 2);
+	assert_string_equal(sl_job_spec_get_strv(spec, "argv", 0), "python");
+	assert_string_equal(sl_job_spec_get_strv(spec, "argv", 2),
+	                    "--wait-free");
 	assert_int_equal(quiet, 1);
+	sl_job_spec_free(spec);
 }
 
 static void
 test_job_args_defaults(void **state)
 {
 	char *argv[] = {"submit", "sleep", "1", NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = NULL;
 	char cause[128];
+	int64_t v;
+	double d;
 
-	/* no "--": the command starts at the first non-option */
+	/* no "--": the command starts at the first non-option; nothing
+	 * else is set, so the daemon's defaults hold */
 	assert_int_equal(parse(3, argv, &spec, NULL, cause, sizeof cause), 1);
-	assert_true(spec.wait_free_pct < 0);
-	assert_true(spec.swap_budget_bytes < 0);
-	assert_int_equal(spec.priority, 0);
-	assert_null(spec.name);
+	assert_int_equal(sl_job_spec_get_num(spec, "wait_free_pct", &d),
+	                 -ENOENT);
+	assert_int_equal(sl_job_spec_get_int(spec, "swap_budget_bytes", &v),
+	                 -ENOENT);
+	assert_int_equal(sl_job_spec_get_int(spec, "priority", &v), -ENOENT);
+	assert_null(sl_job_spec_get_str(spec, "name"));
+	assert_int_equal(cli_spec_budget(spec), -1);
+	sl_job_spec_free(spec);
 }
 
 static void
@@ -105,7 +124,7 @@ test_job_args_errors(void **state)
 	char *unknown[] = {"run", "--bogus", "--", "x", NULL};
 	char *quiet_submit[] = {"submit", "-q", "--", "x", NULL};
 	char *help[] = {"run", "--help", NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = NULL;
 	char cause[128];
 
 	assert_int_equal(parse(5, bad_size, &spec, NULL, cause, sizeof cause),
