@@ -323,3 +323,147 @@ answers_stop(struct daemon *d)
 	as->idle.data = as;
 	uv_close((uv_handle_t *)&as->idle, answers_closed_cb);
 }
+
+/* ---- list answers built a page at a time (answers.h) ---- */
+
+/* A new slice of work on the page (page_begin starts the first). */
+void
+answers_page_slice(struct page *pg)
+{
+	pg->t0 = uv_hrtime();
+	pg->n_slice = 0;
+	pg->yield = 0;
+}
+
+/* Adds an entry (consumed) unless the page is full; 1 when added. */
+int
+answers_page_add(struct page *pg, cJSON *o)
+{
+	char *text, *t;
+	size_t len;
+
+	if (o == NULL)
+		return 0;
+	if (pg->n_slice > 0 && !pg->yield &&
+	    uv_hrtime() - pg->t0 > ANSWERS_SLICE_NS)
+		pg->yield = 1;
+	if (pg->full || pg->over || pg->yield || (int64_t)pg->n >= pg->limit) {
+		if (!pg->over && !pg->yield)
+			pg->full = 1;
+		cJSON_Delete(o);
+		return 0;
+	}
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (text == NULL) {
+		pg->over = 1;
+		return 0;
+	}
+	len = strlen(text);
+	if (pg->len + len + 2 > ANSWERS_PAGE_MAX) {
+		if (!pg->v2)
+			pg->over = 1;
+		else if (pg->n > 0)
+			pg->full = 1;
+		if (pg->over || pg->full) {
+			free(text);
+			return 0;
+		}
+	}
+	if (pg->len + len + 2 > pg->cap) {
+		size_t cap = pg->cap * 2 > pg->len + len + 2
+		                 ? pg->cap * 2
+		                 : pg->len + len + 2;
+
+		if ((t = realloc(pg->text, cap)) == NULL) {
+			free(text);
+			pg->over = 1;
+			return 0;
+		}
+		pg->text = t;
+		pg->cap = cap;
+	}
+	if (pg->n > 0)
+		pg->text[pg->len++] = ',';
+	memcpy(pg->text + pg->len, text, len);
+	pg->len += len;
+	pg->text[pg->len] = '\0';
+	free(text);
+	pg->n++;
+	pg->n_slice++;
+	return 1;
+}
+
+/* A page begun: the cursor is version 2's only. */
+int
+answers_page_begin(struct page *pg, int v2, int64_t limit, const char *cursor,
+                   char *cause, size_t causelen)
+{
+	memset(pg, 0, sizeof *pg);
+	if (cursor != NULL && !v2) {
+		snprintf(cause, causelen,
+		         "invalid params: 'cursor' is for protocol version 2");
+		return PROTO_E_PARAMS;
+	}
+	pg->v2 = v2;
+	pg->limit = limit;
+	answers_page_slice(pg);
+	pg->cap = 4096;
+	if ((pg->text = malloc(pg->cap)) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	memcpy(pg->text, "[", 2);
+	pg->len = 1;
+	return 0;
+}
+
+void
+answers_page_free(struct page *pg)
+{
+	free(pg->text);
+	pg->text = NULL;
+}
+
+/* The page's entries as the JSON array they are (consumed). */
+cJSON *
+answers_page_array(struct page *pg)
+{
+	cJSON *a;
+
+	pg->text[pg->len++] = ']';
+	pg->text[pg->len] = '\0';
+	a = cJSON_CreateRaw(pg->text);
+	answers_page_free(pg);
+	return a;
+}
+
+/* A version 1 answer built in slices, at its end: {"member": [page]}. */
+int
+answers_page_result(struct page *pg, const char *member,
+                    struct answers_buf *out, char *cause, size_t causelen)
+{
+	if (answers_append(out, "{\"", 2) != 0 ||
+	    answers_append(out, member, strlen(member)) != 0 ||
+	    answers_append(out, "\":", 2) != 0 ||
+	    answers_append(out, pg->text, pg->len) != 0 ||
+	    answers_append(out, "]}", 2) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
+/* A version 1 answer past the budget: the page goes, the error names the
+ * way out. */
+int
+answers_page_over(struct page *pg, const char *what, int page_max, char *cause,
+                  size_t causelen)
+{
+	answers_page_free(pg);
+	snprintf(cause, causelen,
+	         "answer larger than %u bytes: use protocol version 2 and "
+	         "page %s with limit (at most %d per page)",
+	         ANSWERS_PAGE_MAX, what, page_max);
+	return PROTO_E_LIMIT;
+}

@@ -68,4 +68,40 @@ void answers_run(struct daemon *d);
 /* At stop: every answer is dropped. */
 void answers_stop(struct daemon *d);
 
+/*
+ * Answers are bounded (PROTOCOL.md, "status", "events"): a list answer is
+ * built entry by entry, each encoded once into the page's text, so it
+ * stops at ANSWERS_PAGE_MAX bytes. Version 1 answers whole or not at all
+ * (-32004 naming the page size to use); a version 2 page ends there early,
+ * or once it has taken ANSWERS_SLICE_NS of the loop, its next_cursor saying
+ * where the next one begins.
+ */
+#define ANSWERS_PAGE_MAX (4u << 20)
+
+struct page {
+	char *text; /* "[" and the entries so far, comma-separated */
+	size_t len, cap;
+	int64_t limit; /* entries wanted (v2: the page size) */
+	size_t n;
+	uint64_t t0;    /* uv_hrtime() when this slice began */
+	size_t n_slice; /* entries added in this slice */
+	int v2;
+	int over;  /* v1: the answer would pass the budget */
+	int full;  /* v2: no more entries fit in this page */
+	int yield; /* this slice has had its time: go on in the next */
+};
+
+void answers_page_slice(struct page *pg);
+int answers_page_add(struct page *pg, cJSON *o);
+int answers_page_begin(struct page *pg, int v2, int64_t limit,
+                       const char *cursor, char *cause, size_t causelen);
+void answers_page_free(struct page *pg);
+cJSON *answers_page_array(struct page *pg);
+int answers_page_result(struct page *pg, const char *member,
+                        struct answers_buf *out, char *cause, size_t causelen);
+/* A version 1 answer past the budget: the page goes, the error names
+ * what to page and at most page_max a page. */
+int answers_page_over(struct page *pg, const char *what, int page_max,
+                      char *cause, size_t causelen);
+
 #endif

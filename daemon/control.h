@@ -138,6 +138,9 @@ int control_wait_free_bytes_check(struct daemon *d, int privileged,
 int control_submit_count(struct daemon *d, const struct peer *p, char *cause,
                          size_t causelen);
 /* The job as the peer may see it, as most job methods answer. */
+/* The "id" param of a job method (1..2^63-1). */
+int control_param_id(const cJSON *params, int64_t *id, char *cause,
+                     size_t causelen);
 int control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
                        cJSON **result, char *cause, size_t causelen);
 /* Before history answers: commit the buffered samples. 0, or, when that
