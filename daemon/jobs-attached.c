@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "jobs-internal.h"
 #include "log.h"
@@ -99,10 +100,25 @@ jobs_client_gone(struct daemon *d, uint64_t client_id)
 	jobs_admit_soon(d);
 }
 
+int
+jrec_root_reports(const struct jrec *r)
+{
+	return r->j->exit_reporter != NULL &&
+	       strcmp(r->j->exit_reporter, "root") == 0;
+}
+
 void
 jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now)
 {
 	struct job *j = r->j;
+
+	if (j->state == JOB_RUNNING && r->report_wait_ms > 0 &&
+	    r->client_id == 0 && r->tree_gone &&
+	    now - r->report_wait_ms >= JOBS_REPORT_GRACE_MS) {
+		r->report_wait_ms = 0;
+		jrec_proc_exited(d, r, 0, 0, 0);
+		return;
+	}
 
 	if (!j->attached || r->client_id != 0 || r->orphan_since_ms <= 0 ||
 	    now - r->orphan_since_ms < JOBS_RESUME_GRACE_MS)

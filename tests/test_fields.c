@@ -22,6 +22,10 @@
 
 /* Everyone's: what a stranger sees of an ended job. */
 static const char *const public_members[] = {
+    "slurm_job_id",
+    "slurm_step_id",
+    "slurm_task_id",
+    "exit_reporter",
     "id",
     "user",
     "uid",
@@ -112,6 +116,10 @@ static const char *const web_members[] = {
 /* The columns of a jobs row, as the migrations of daemon/store.c make
  * them. */
 static const char *const store_columns[] = {
+    "slurm_job_id",
+    "slurm_step_id",
+    "slurm_task_id",
+    "exit_reporter",
     "id",
     "queue_seq",
     "uid",
@@ -251,6 +259,10 @@ full_job(struct job *j)
 	j->held = 1;
 	j->group = "gpu";
 	j->on_end = "notify-secret";
+	j->slurm_job_id = 1234;
+	j->slurm_step_id = 5;
+	j->slurm_task_id = 3;
+	j->exit_reporter = "root";
 	j->attempt = 2;
 	j->state = JOB_KILLED;
 	j->submitted_ms = 1000;
