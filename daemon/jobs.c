@@ -331,8 +331,8 @@ end_event_kind(enum job_state s)
 }
 
 static const char *const jobs_reasons[JOBS_NREASONS] = {
-    "",      "swap_budget", "cancel",     "client_gone",
-    "spawn", "lost",        "dependency", "other"};
+    "",     "swap_budget", "cancel",    "client_gone", "spawn",
+    "lost", "dependency",  "no_report", "other"};
 
 int
 jobs_reason_index(const char *reason)

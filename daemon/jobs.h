@@ -109,7 +109,7 @@ void jobs_count(struct daemon *d, uid_t uid, int counts[JOB_LOST + 1]);
 /* Since-start counters for info: jobs ended, by state and end reason
  * (index 0: no reason; jobs_reason_name), and breaches (requeued ones
  * too). In memory: they start at 0 with the daemon. */
-#define JOBS_NREASONS 8
+#define JOBS_NREASONS 9
 struct jobs_counters {
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;

@@ -67,7 +67,7 @@ cleanup() {
 	done
 	# What they left (slurmstepd, the tasks, slurmscriptd): every process
 	# that names this run's directory, and only those.
-	grep -lsF "$T" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 |
+	grep -lsF -- "$T" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 |
 		while read -r pid; do
 			[ "$pid" != $$ ] && kill -KILL "$pid" 2>/dev/null
 		done
@@ -278,15 +278,20 @@ drained() { # drained NODE REASON_PREFIX
 	case $line in *"Reason=$2"*) return 0 ;; esac
 	return 1
 }
+ms() { date +%s%3N; }
 meminfo n2 3
+t0=$(ms)
 poll 15 drained n2 "stageload: free" || fail "n2 was not drained at 3 % free: $(scontrol show node n2 -o)"
 # shellcheck disable=SC2016 # the task's shell expands it
 got=$(srun -n1 sh -c 'echo $SLURMD_NODENAME' 2>"$T/h.err") || fail "srun with n2 drained: $(cat "$T/h.err")"
 [ "$got" = n1 ] || fail "the job ran on $got, not n1"
+t_drain=$(($(ms) - t0))
 meminfo n2 60
+t0=$(ms)
 notdrained() { ! scontrol show node "$1" -o | grep -q 'State=[A-Z+]*DRAIN'; }
 poll 15 notdrained n2 || fail "n2 did not come back at 60 % free: $(scontrol show node n2 -o)"
-ok "health: n2 drained at 3 % free ('stageload: ...'), the next job ran on n1, n2 resumed at 60 %"
+t_resume=$(($(ms) - t0))
+ok "health: n2 drained ${t_drain} ms after 3 % free ('stageload: ...'), the next job ran on n1, n2 resumed ${t_resume} ms after 60 %"
 
 scontrol update nodename=n1 state=drain reason="admin: new DIMM"
 meminfo n1 3
