@@ -244,6 +244,8 @@ kj=$(ctl n1 --json status --all | jq_ '[x["id"] for x in j["jobs"] if x["state"]
 show=$(ctl n1 --json show "$kj")
 [ "$(echo "$show" | jq_ '(j["end_reason"], j["slurm_step_id"], j["slurm_task_id"], j["slurm_job_id"] > 0)')" = "('swap_budget', 0, $killed, True)" ] ||
 	fail "show of the killed task: $show"
+ctl n1 show "$kj" | grep -Eq "^Slurm: job [0-9]+, step 0, task $killed\.$" ||
+	fail "stageloadctl show does not name the Slurm task: $(ctl n1 show "$kj")"
 ok "a breach kills task $killed only, the step fails (srun $rc), srun prints the stageload line, show names the Slurm ids"
 
 # --- sbatch passes the options to the script's srun ---
