@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -61,6 +63,44 @@ conf_says_what_is_wrong(void **state)
 	assert_int_equal(
 	    health_conf_parse(&c, "swap_budget = lots\n", err, sizeof err),
 	    -EINVAL);
+}
+
+/* packaging/slurm-health.conf.example, its settings uncommented, reads
+ * back as the defaults it says it shows. */
+static void
+example_shows_the_defaults(void **state)
+{
+	const char *src = getenv("SL_SRC");
+	char path[4096], text[8192], out[8192], err[256] = "";
+	struct health_conf def, c;
+	size_t n, o = 0;
+	FILE *f;
+
+	(void)state;
+	if (!src)
+		skip();
+	snprintf(path, sizeof path, "%s/packaging/slurm-health.conf.example",
+	         src);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	/* "#key = value" lines lose their '#'; prose comments stay. */
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		if (line[0] == '#' && line[1] >= 'a' && line[1] <= 'z')
+			line++;
+		o += (size_t)snprintf(out + o, sizeof out - o, "%s\n", line);
+	}
+	health_conf_defaults(&def);
+	health_conf_defaults(&c);
+	assert_int_equal(health_conf_parse(&c, out, err, sizeof err), 0);
+	assert_string_equal(c.socket, def.socket);
+	assert_true(c.free_floor_pct == def.free_floor_pct);
+	assert_int_equal(c.free_hold_ms, def.free_hold_ms);
+	assert_int_equal(c.swap_budget, def.swap_budget);
+	assert_string_equal(c.scontrol, def.scontrol);
+	assert_string_equal(c.slurm_conf, def.slurm_conf);
+	assert_int_equal(c.timeout_ms, def.timeout_ms);
 }
 
 static void
@@ -218,6 +258,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(conf_reads_every_key),
 	    cmocka_unit_test(conf_says_what_is_wrong),
+	    cmocka_unit_test(example_shows_the_defaults),
 	    cmocka_unit_test(expand_puts_the_node_in),
 	    cmocka_unit_test(node_line_is_read),
 	    cmocka_unit_test(drains_when_free_stays_low),
