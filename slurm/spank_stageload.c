@@ -414,9 +414,11 @@ out:
 	return rc;
 }
 
-/* The live job of this task, or 0. */
+/* The live job of this task, or 0: its Slurm ids, and its owner and pid
+ * the task's, since the ids are only what a submitter said (a job of
+ * another user's naming this task's ids is not this task's). */
 static int64_t
-find_job(sl_client *c, const struct ids *id)
+find_job(sl_client *c, const struct ids *id, uid_t uid, pid_t pid)
 {
 	struct sl_job *jobs = NULL;
 	size_t n = 0;
@@ -426,12 +428,15 @@ find_job(sl_client *c, const struct ids *id)
 		return 0;
 	for (size_t i = 0; i < n && !found; i++) {
 		const sl_job *j = sl_job_at(jobs, i);
-		int64_t jid, sid, tid, jobid;
+		int64_t jid, sid, tid, juid, jpid, jobid;
 
 		if (sl_job_get_int(j, "slurm_job_id", &jid) == 0 &&
 		    sl_job_get_int(j, "slurm_step_id", &sid) == 0 &&
 		    sl_job_get_int(j, "slurm_task_id", &tid) == 0 &&
-		    jid == id->job && sid == id->step && tid == id->task &&
+		    sl_job_get_int(j, "uid", &juid) == 0 &&
+		    sl_job_get_int(j, "pid", &jpid) == 0 && jid == id->job &&
+		    sid == id->step && tid == id->task &&
+		    juid == (int64_t)uid && jpid == (int64_t)pid &&
 		    sl_job_get_int(j, "id", &jobid) == 0)
 			found = jobid;
 	}
@@ -448,6 +453,8 @@ slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	sl_client *c;
 	int status = 0, rc;
 	int64_t jid;
+	uid_t uid = 0;
+	pid_t pid = 0;
 
 	(void)ac;
 	(void)av;
@@ -458,6 +465,8 @@ slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	if (!a.any)
 		return 0;
 	if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
 	    node_socket(sp, path, sizeof path) < 0 || !(c = sl_client_new()))
 		return 0;
 	sl_set_timeout(c, 10000);
@@ -467,7 +476,7 @@ slurm_spank_task_exit(spank_t sp, int ac, char **av)
 		           sl_errmsg(c));
 		goto out;
 	}
-	if (!(jid = find_job(c, &id)))
+	if (!(jid = find_job(c, &id, uid, pid)))
 		goto out; /* never submitted, or already ended (killed) */
 	if (WIFSIGNALED(status))
 		rc = sl_job_exit(c, jid, -1, WTERMSIG(status), NULL);
