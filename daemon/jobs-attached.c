@@ -93,9 +93,12 @@ jobs_client_gone(struct daemon *d, uint64_t client_id)
 			                    "started"));
 			continue;
 		}
-		log_info("jobs: job %" PRId64 ": client gone, still "
-		         "enforcing its budget",
-		         r->j->id);
+		/* A Slurm task's client is its own process, whose
+		 * connection closes at exec by design: nothing to say. */
+		if (!jrec_root_reports(r))
+			log_info("jobs: job %" PRId64 ": client gone, still "
+			         "enforcing its budget",
+			         r->j->id);
 	}
 	jobs_admit_soon(d);
 }
