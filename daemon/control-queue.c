@@ -140,6 +140,20 @@ control_release(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return control_hold_set(d, p, params, 0, result, cause, causelen);
 }
 
+/* The numbers and flags submit takes (proto/job-fields.h), as old had
+ * them; strings, arrays and the rules below are resubmit_copy's. */
+#define RESUBMIT_P_NO(m)
+#define RESUBMIT_P_STRING(m)
+#define RESUBMIT_P_STRING_REQ(m)
+#define RESUBMIT_P_STRV(m)
+#define RESUBMIT_P_STRV_REQ(m)
+#define RESUBMIT_P_INTV(m)
+#define RESUBMIT_P_INT(m) j->m = old->m;
+#define RESUBMIT_P_NUM(m) j->m = old->m;
+#define RESUBMIT_P_BOOL(m) j->m = old->m;
+#define RESUBMIT_FIELD(m, w, store, col, job, vis, submit, ...)                \
+	RESUBMIT_##submit(m)
+
 /* A new job as old was submitted (argv, cwd, env, options), by peer p:
  * its credentials are the connection's now. NULL when out of memory. */
 static struct job *
@@ -153,20 +167,17 @@ resubmit_copy(const struct peer *p, const struct job *old,
 	                         (const char *const *)args->argv,
 	                         (const char *const *)args->env)) == NULL)
 		return NULL;
-	j->priority = old->priority;
-	j->wait_free_pct = old->wait_free_pct;
-	j->wait_free_bytes = old->wait_free_bytes;
-	j->swap_budget_bytes = old->swap_budget_bytes;
+	JOB_FIELDS(RESUBMIT_FIELD)
+	/* Not held: the hold was on the old job, as its place was. It starts
+	 * after nothing (jobs_after_check, at resubmit, clears the rest). */
+	j->held = 0;
 	/* A given expect goes with it; a learned one is learned afresh
 	 * (jobs_learn_expect, at submit). */
 	j->name_given = old->name_given;
-	if (old->expect_source == JOB_EXPECT_GIVEN) {
-		j->expect_bytes = old->expect_bytes;
+	if (old->expect_source == JOB_EXPECT_GIVEN)
 		j->expect_source = JOB_EXPECT_GIVEN;
-	}
-	j->exclusive = old->exclusive;
-	j->retry_on_breach = old->retry_on_breach;
-	j->umask = old->umask;
+	else
+		j->expect_bytes = 0;
 	j->privileged = privileged;
 	if (old->group != NULL && (j->group = strdup(old->group)) == NULL)
 		goto nomem;
@@ -243,6 +254,10 @@ control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	if (j == NULL) {
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
+	}
+	if ((rc = jobs_after_check(d, j, cause, causelen)) != 0) {
+		job_free(j);
+		return rc;
 	}
 	if ((rc = jobs_submit(d, j, p->client_id, &new_id, &position, &nq,
 	                      cause, causelen)) != 0)

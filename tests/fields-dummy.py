@@ -8,8 +8,9 @@ list regenerated, and the literal lists of tests/test_fields.c. Then the
 copy is built and shows that the one row reached every consumer:
 test_fields and job_fields pass, protocol conformance passes with the new
 member, and a real daemon takes `dummy_count` at submit and update,
-range-checks it, shows it to a stranger, keeps it across a restart and
-refuses it out of range.
+range-checks it, shows it to a stranger, keeps it across a restart,
+carries it to a resubmitted job and refuses it out of range; a program of libstageload's public API sets it
+at submit and reads it back, the library untouched.
 
 Printed: the files that had to be touched (at most MAX_FILES), and the
 product files naming `after_any` (at most MAX_AFTER_ANY).
@@ -124,9 +125,71 @@ def daemon_checks(bin_dir, src):
         # public: anyone's list shows it
         jobs = c.call("status", {"all": True})["jobs"]
         assert [j["dummy_count"] for j in jobs if j["id"] == jid] == [9]
+        # resubmit carries it, as submit's other options
+        again = c.call("resubmit", {"id": jid})["id"]
+        assert c.call("show", {"id": again})["dummy_count"] == 9
+        c.call("cancel", {"id": again})
         c.call("cancel", {"id": jid})
     finally:
         d.cleanup()
+
+
+# A program of libstageload's public API alone: it sets the new field at
+# submit and reads it back, though the library was not touched for it.
+LIB_PROGRAM = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <stageload.h>
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd[] = {"/bin/true", NULL};
+	sl_client *c = sl_client_new();
+	sl_job_spec *s = sl_job_spec_new();
+	sl_job *j = sl_job_new();
+	struct sl_submitted sub;
+	int64_t v = -1;
+
+	if (argc != 2 || c == NULL || s == NULL || j == NULL ||
+	    sl_connect(c, argv[1]) < 0 ||
+	    sl_job_spec_set_strv(s, "argv", cmd) != 0 ||
+	    sl_job_spec_set_bool(s, "held", 1) != 0 ||
+	    sl_job_spec_set_int(s, "dummy_count", 42) != 0 ||
+	    sl_job_spec_set_int(s, "dummy_count", 101) != -ERANGE ||
+	    sl_submit(c, s, &sub) < 0 || sl_show(c, sub.id, 0, j) < 0 ||
+	    sl_job_get_int(j, "dummy_count", &v) != 0) {
+		fprintf(stderr, "lib: %s\n", c != NULL ? sl_errmsg(c) : "");
+		return 1;
+	}
+	printf("dummy_count=%lld\n", (long long)v);
+	sl_cancel(c, sub.id, NULL);
+	sl_job_free(j);
+	sl_job_spec_free(s);
+	sl_client_free(c);
+	return 0;
+}
+"""
+
+
+def lib_checks(t, b, scratch):
+    src = os.path.join(scratch, "lib-dummy.c")
+    exe = os.path.join(scratch, "lib-dummy")
+    with open(src, "w") as f:
+        f.write(LIB_PROGRAM)
+    run(["cc", "-Wall", "-Wextra", "-Werror", "-o", exe, src,
+         "-I", os.path.join(t, "client"), "-L", os.path.join(b, "lib"),
+         "-lstageload"], scratch)
+    os.environ["SL_BIN"] = os.path.join(b, "bin")
+    d = Daemon()
+    try:
+        d.start()
+        out = run([exe, d.socket], scratch,
+                  env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(b, "lib")))
+    finally:
+        d.cleanup()
+    if out.strip() != "dummy_count=42":
+        raise SystemExit("FAIL: libstageload read %r" % out)
 
 
 def main():
@@ -148,7 +211,7 @@ def main():
         run(["cmake", "-S", t, "-B", b, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
              "-DSTAGELOAD_TESTS=ON", "-DSTAGELOAD_WEB=OFF"], scratch)
         run(["cmake", "--build", b, "-j2", "--target", "stageloadd",
-             "test_fields"], scratch)
+             "test_fields", "stageload"], scratch)
         env = dict(os.environ, SL_SRC=t, SL_BIN=os.path.join(b, "bin"))
         print(run([os.path.join(b, "bin", "test_fields")], scratch, env=env)
               .strip().splitlines()[-1])
@@ -159,6 +222,8 @@ def main():
                   scratch, env=env).strip().splitlines()[-1:])
         daemon_checks(os.path.join(b, "bin"), t)
         print("the daemon stores, shows, updates and range-checks dummy_count")
+        lib_checks(t, b, scratch)
+        print("libstageload, unchanged, sets and reads dummy_count by name")
         named = []
         for d in PRODUCT_DIRS:
             for root, _, files in os.walk(os.path.join(SRC, d)):

@@ -84,8 +84,18 @@ def python_submit_daemon(fails: List[str]) -> None:
             if job.get(k) != v:
                 fails.append("submit(%s=...): the Job has %r, not %r"
                              % (k, job.get(k), v))
-        c.cancel(jid)
-        c.cancel(first)
+        # resubmit carries the options, not the queue's controls of the
+        # old job (its hold, the jobs it starts after)
+        again = c.call("resubmit", id=jid)["id"]
+        job = c.show(again)
+        want = {"after": [], "after_any": False, "held": False, "group": "g1",
+                "wait_free_bytes": 1 << 20, "on_end": "true"}
+        for k, v in want.items():
+            if job.get(k) != v:
+                fails.append("resubmit: the Job has %s %r, not %r"
+                             % (k, job.get(k), v))
+        for i in (again, jid, first):
+            c.cancel(i)
         c.close()
 
 
