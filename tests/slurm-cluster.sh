@@ -199,7 +199,12 @@ done
 idle2() { [ "$(sinfo -h -o '%T %D' | awk '$1 == "idle" {print $2}')" = 2 ]; }
 poll 20 idle2 || fail "the two nodes did not come up idle: $(sinfo 2>&1)"
 srun --help 2>&1 | grep -q -- --stageload-wait-free || fail "srun does not offer --stageload-wait-free"
-ok "two nodes up on loopback; srun offers the plugin's options"
+rc=0
+srun --stageload-wait-free=lots true >/dev/null 2>"$T/bad.err" || rc=$?
+if [ "$rc" = 0 ] || ! grep -q "stageload: bad value 'lots' for --stageload-wait-free" "$T/bad.err"; then
+	fail "a bad --stageload-wait-free was not refused by srun: rc $rc, $(cat "$T/bad.err")"
+fi
+ok "two nodes up on loopback; srun offers the plugin's options and refuses a bad value"
 cd "$T/work"
 
 # --- wait-free: waits at 10 % free, runs at 60 %, as nobody ---
