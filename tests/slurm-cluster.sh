@@ -16,7 +16,9 @@
 #  - stageload-slurm-health drains a node whose free % stays low, the next
 #    job lands on the other node, the node returns when memory does; a node
 #    drained by an admin is left alone; a node whose daemon does not answer
-#    is left as it is.
+#    is left as it is;
+#  - with the node's daemon down, a `required` plugin fails the task and an
+#    `optional` one lets it run unwatched.
 # Root only; not under the sanitizer build (Slurm's binaries load the
 # plugin). Under CI=true a skip is a failure.
 set -eu
@@ -320,3 +322,16 @@ poll 10 grep -q "daemon does not answer: node left as it is" "$T/health-n2.log" 
 	fail "health with n2's daemon down: $(cat "$T/health-n2.log")"
 notdrained n2 || fail "n2 was drained with its daemon down"
 ok "health: with the node's daemon down the node is left as it is (logged)"
+
+# --- the node's daemon is down: required fails the task, optional runs it ---
+rc=0
+srun -w n2 --stageload-wait-free=50 true >/dev/null 2>"$T/down.err" || rc=$?
+if [ "$rc" = 0 ] || ! grep -q "stageload: task 0: the daemon at $T/n2/sl.sock does not answer" "$T/down.err"; then
+	fail "required, daemon down: rc $rc, $(cat "$T/down.err")"
+fi
+# plugstack.conf is read at each step's start, by srun and slurmstepd.
+sed -i 's/^required /optional /' "$T/etc/plugstack.conf"
+out=$(srun -w n2 --stageload-wait-free=50 echo ran-unwatched 2>"$T/down.err") ||
+	fail "optional, daemon down: $(cat "$T/down.err")"
+[ "$out" = ran-unwatched ] || fail "optional, daemon down: output '$out'"
+ok "daemon down: a required plugin fails the task, an optional one lets it run unwatched"
