@@ -73,6 +73,10 @@ static const char *const owner_members[] = {
 /* All the web program may ever show of a Job: the public members, a
  * queued job's waiting_for, never a command, path or text of the job's. */
 static const char *const web_members[] = {
+    "slurm_job_id",
+    "slurm_step_id",
+    "slurm_task_id",
+    "exit_reporter",
     "id",
     "user",
     "uid",
