@@ -17,7 +17,9 @@ health_conf_defaults(struct health_conf *c)
 	c->free_hold_ms = 30000;
 	c->swap_budget = 0;
 	snprintf(c->scontrol, sizeof c->scontrol, "%s", "/usr/bin/scontrol");
-	c->timeout_ms = 10000;
+	/* A run waits on at most five answers (hello, info, history, two
+	 * scontrols): 25 s, well within slurmd's 60 s for the program. */
+	c->timeout_ms = 5000;
 }
 
 static char *
@@ -67,7 +69,8 @@ conf_set(struct health_conf *c, const char *k, const char *v)
 		return 0;
 	}
 	if (!strcmp(k, "free_hold") || !strcmp(k, "timeout")) {
-		if (units_parse_duration_ms(v, &ms) < 0 || ms < 0)
+		if (units_parse_duration_ms(v, &ms) < 0 || ms < 0 ||
+		    (k[0] == 't' && ms > 10000))
 			return -EINVAL;
 		if (k[0] == 'f')
 			c->free_hold_ms = ms;

@@ -63,6 +63,9 @@ conf_says_what_is_wrong(void **state)
 	assert_int_equal(
 	    health_conf_parse(&c, "swap_budget = lots\n", err, sizeof err),
 	    -EINVAL);
+	/* five waits of it must stay well within slurmd's 60 s */
+	assert_int_equal(
+	    health_conf_parse(&c, "timeout = 11s\n", err, sizeof err), -EINVAL);
 }
 
 /* packaging/slurm-health.conf.example, its settings uncommented, reads
