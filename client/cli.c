@@ -312,6 +312,17 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 		sb_add_safe(&b, j->cwd);
 		sb_add(&b, "\n");
 	}
+	{
+		/* A Slurm task's job (docs/slurm.md): which task of which step.
+		 */
+		int64_t sj, ss, st;
+
+		if (sl_job_get_int(j, "slurm_job_id", &sj) == 0 &&
+		    sl_job_get_int(j, "slurm_step_id", &ss) == 0 &&
+		    sl_job_get_int(j, "slurm_task_id", &st) == 0)
+			sb_add(&b, "Slurm: job %lld, step %lld, task %lld.\n",
+			       (long long)sj, (long long)ss, (long long)st);
+	}
 
 	sb_add(&b, "Submitted %s",
 	       cli_time(j->submitted_at_ms, 0, t, sizeof t));

@@ -131,7 +131,11 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	}
 	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
-	if (p->uid != v.j->uid || (v.live && v.client_id != p->client_id)) {
+	/* Root reports the end of a job that says root will (a Slurm
+	 * task's, from slurmstepd), on any connection. */
+	if (!(p->uid == 0 && v.j->exit_reporter != NULL &&
+	      strcmp(v.j->exit_reporter, "root") == 0) &&
+	    (p->uid != v.j->uid || (v.live && v.client_id != p->client_id))) {
 		jobs_view_free(&v);
 		snprintf(cause, causelen,
 		         "job %" PRId64 " is not attached to this connection",

@@ -202,6 +202,59 @@ control_submit_count(struct daemon *d, const struct peer *p, char *cause,
 	return 0;
 }
 
+/*
+ * A task of a Slurm step (slurm/spank_stageload.c, docs/slurm.md): its
+ * ids, and exit_reporter "root": the task's own process submits and
+ * execs, so its connection closes at exec, and slurmstepd (root) reports
+ * the end. Without a name of its own it is called slurm-JOB.STEP.TASK,
+ * which is not "given" (such names never repeat, so they learn nothing).
+ */
+static int
+submit_slurm(const cJSON *params, struct job *j, int attached,
+             const struct job_seen *seen, char *cause, size_t causelen)
+{
+	const char *reporter = NULL;
+	char name[64];
+	int rc;
+
+	if ((rc = proto_param_string(params, "exit_reporter", 0, 16, &reporter,
+	                             cause, causelen)) < 0)
+		return rc;
+	if (reporter != NULL) {
+		if (strcmp(reporter, "root") != 0 || !attached) {
+			snprintf(
+			    cause, causelen,
+			    "invalid params: exit_reporter: only \"root\", "
+			    "for an attached job");
+			return PROTO_E_PARAMS;
+		}
+		if ((j->exit_reporter = strdup("root")) == NULL)
+			goto nomem;
+	}
+	if ((seen->slurm_step_id || seen->slurm_task_id) &&
+	    !seen->slurm_job_id) {
+		snprintf(cause, causelen,
+		         "invalid params: slurm_step_id and slurm_task_id need "
+		         "slurm_job_id");
+		return PROTO_E_PARAMS;
+	}
+	if (seen->slurm_job_id && !j->name_given) {
+		char *dup;
+
+		snprintf(name, sizeof name,
+		         "slurm-%" PRId64 ".%" PRId64 ".%" PRId64,
+		         j->slurm_job_id, j->slurm_step_id, j->slurm_task_id);
+		if ((dup = strdup(name)) == NULL)
+			goto nomem;
+		free(j->name);
+		j->name = dup;
+	}
+	return 0;
+nomem:
+	snprintf(cause, causelen, "out of memory");
+	return PROTO_E_INTERNAL;
+}
+
 int
 control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
@@ -271,6 +324,9 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	j->expect_source =
 	    seen.expect_bytes ? JOB_EXPECT_GIVEN : JOB_EXPECT_NONE;
 	j->name_given = name != NULL && name[0] != '\0';
+	if ((rc = submit_slurm(params, j, attached, &seen, cause, causelen)) <
+	    0)
+		goto out;
 	/* What would hold the queue: only the trusted may ask for it
 	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
 	j->privileged =

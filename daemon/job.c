@@ -78,6 +78,7 @@ job_free(struct job *j)
 	free(j->after);
 	free(j->group);
 	free(j->on_end);
+	free(j->exit_reporter);
 	free(j);
 }
 

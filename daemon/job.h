@@ -87,6 +87,13 @@ struct job {
 	char *group; /* its group (docs/jobs.md, "Groups"), or NULL */
 	/* run by /bin/sh -c when it ends (jobs-onend.c), or NULL */
 	char *on_end;
+	/* A task of a Slurm step (slurm/spank_stageload.c): its job, step and
+	 * task ids, 0 0 0 for none (a Slurm job id is at least 1). */
+	int64_t slurm_job_id, slurm_step_id, slurm_task_id;
+	/* Who reports an attached job's end: NULL, its client on its
+	 * connection; "root": root, on any connection, since the client is
+	 * the process itself and its connection closes at exec. */
+	char *exit_reporter;
 	int attempt; /* 1-based */
 	/* Submitted by root, the daemon's user or a member of its admin
 	 * group (jobs_privileged): its head is never passed over. In memory

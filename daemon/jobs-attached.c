@@ -10,6 +10,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "jobs-internal.h"
 #include "log.h"
@@ -110,9 +111,12 @@ jobs_client_gone(struct daemon *d, uint64_t client_id)
 			                    "started"));
 			continue;
 		}
-		log_info("jobs: job %" PRId64 ": client gone, still "
-		         "enforcing its budget",
-		         r->j->id);
+		/* A Slurm task's client is its own process, whose
+		 * connection closes at exec by design: nothing to say. */
+		if (!jrec_root_reports(r))
+			log_info("jobs: job %" PRId64 ": client gone, still "
+			         "enforcing its budget",
+			         r->j->id);
 	}
 	jobs_admit_soon(d);
 }
@@ -155,10 +159,25 @@ attached_end_by_daemon(struct daemon *d, struct jrec *r)
 	jrec_proc_exited(d, r, 0, 0, 0);
 }
 
+int
+jrec_root_reports(const struct jrec *r)
+{
+	return r->j->exit_reporter != NULL &&
+	       strcmp(r->j->exit_reporter, "root") == 0;
+}
+
 void
 jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now)
 {
 	struct job *j = r->j;
+
+	if (j->state == JOB_RUNNING && r->report_wait_ms > 0 &&
+	    r->client_id == 0 && r->tree_gone &&
+	    now - r->report_wait_ms >= JOBS_REPORT_GRACE_MS) {
+		r->report_wait_ms = 0;
+		jrec_proc_exited(d, r, 0, 0, 0);
+		return;
+	}
 
 	if (j->attached)
 		attached_end_by_daemon(d, r);

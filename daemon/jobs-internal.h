@@ -77,6 +77,9 @@ struct jrec {
 	int tree_gone;   /* running, no process left: awaits its end report */
 	uv_poll_t *poll; /* detached: the monitor's report pipe */
 	int adopted;     /* detached without a pipe: spawn_check each sample */
+	/* exit_reporter "root", no client: when its processes were first
+	 * seen gone (0: not), for JOBS_REPORT_GRACE_MS */
+	int64_t report_wait_ms;
 
 	int dirty;       /* the store is behind this record */
 	int end_pending; /* ended in memory; announce once committed */
@@ -241,6 +244,8 @@ void jobs_detached_unwatch(struct jrec *r);
 /* Each sample: end an attached job the daemon is ending once its process
  * is gone; give up one whose client did not come back after a restart. */
 void jobs_attached_check(struct daemon *d, struct jrec *r, int64_t now);
+/* The job's end is root's to report (exit_reporter "root"). */
+int jrec_root_reports(const struct jrec *r);
 
 /* ---- jobs-adopt.c ---- */
 

@@ -469,6 +469,14 @@ jrec_proc_exited(struct daemon *d, struct jrec *r, int known, int exit_code,
 		             : NULL);
 		return;
 	}
+	if (jrec_root_reports(r)) {
+		detail = jobs_fmt_detail("its processes ended and root "
+		                         "reported no exit status within "
+		                         "%d s",
+		                         JOBS_REPORT_GRACE_MS / 1000);
+		jrec_end(d, r, JOB_LOST, "no_report", detail);
+		return;
+	}
 	detail =
 	    jobs_fmt_detail("its client disconnected and the process ended "
 	                    "without anyone to collect its exit status");
@@ -582,11 +590,23 @@ jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s,
 		r->tree_gone = 1;
 		if (r->breach_kill)
 			jobs_victim_gone(d, r);
-		if (j->attached && r->client_id == 0)
-			jrec_proc_exited(d, r, 0, 0, 0);
+		if (j->attached && r->client_id == 0) {
+			/* Root reports a Slurm task's end (slurmstepd's
+			 * task_exit), which may come a little after: it is
+			 * given JOBS_REPORT_GRACE_MS (jobs_attached_check).
+			 * A kill under way ends it now, as killed. */
+			if (jrec_root_reports(r) && r->term_reason == NULL &&
+			    !r->requeue) {
+				if (r->report_wait_ms == 0)
+					r->report_wait_ms = s->ts_ms;
+			} else {
+				jrec_proc_exited(d, r, 0, 0, 0);
+			}
+		}
 		return;
 	}
 	r->tree_gone = 0; /* a rescan can find descendants again */
+	r->report_wait_ms = 0;
 	j->footprint_bytes = fp;
 	j->job_swap_bytes = swap;
 	if (fp > j->footprint_peak_bytes)

@@ -21,6 +21,10 @@
 /* An attached job whose client has not come back after a daemon restart is
  * given up (queued: cancelled, admitted: lost) after this long. */
 #define JOBS_RESUME_GRACE_MS 30000
+/* A job whose end root reports (exit_reporter "root": a Slurm task) and
+ * whose processes are gone ends lost (no_report) when no report came
+ * within this long. */
+#define JOBS_REPORT_GRACE_MS 10000
 
 /* What the table tells the layers above, each once it is on disk. */
 enum jobs_note_kind {

@@ -178,6 +178,12 @@ static const char *const store_migrations[] = {
      " stages TEXT);"
      "CREATE INDEX learned_peaks_name ON learned_peaks(uid, name, id);"
      "CREATE INDEX learned_peaks_uid ON learned_peaks(uid, id);"),
+    /* 9: a Slurm task's ids (0: not one) and who reports an attached
+     * job's end (NULL: its client). */
+    ("ALTER TABLE jobs ADD COLUMN slurm_job_id INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN slurm_step_id INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN slurm_task_id INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN exit_reporter TEXT;"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))

@@ -199,6 +199,28 @@ wire_job_kill(cJSON *o, const struct wire_ctx *c)
 		cJSON_AddNullToObject(o, "kill");
 }
 
+/* A Slurm task's ids: null for a job that is not one (its job id 0). */
+static void
+wire_job_slurm_job_id(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "slurm_job_id", c->j->slurm_job_id,
+	            c->j->slurm_job_id > 0);
+}
+
+static void
+wire_job_slurm_step_id(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "slurm_step_id", c->j->slurm_step_id,
+	            c->j->slurm_job_id > 0);
+}
+
+static void
+wire_job_slurm_task_id(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "slurm_task_id", c->j->slurm_task_id,
+	            c->j->slurm_job_id > 0);
+}
+
 /* Lists only: the argv as one line, null when not the viewer's. */
 static void
 wire_job_command(cJSON *o, const struct wire_ctx *c)

@@ -98,6 +98,10 @@ X(exit_code,       "exit_code",       S_INT,    "exit_code",       J_FN,     PUB
 X(term_signal,     "signal",          S_INT,    "term_signal",     J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
 X(end_reason,      "end_reason",      S_TEXT,   "end_reason",      J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
 X(kill,            "kill",            S_TEXT,   "kill",            J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
+X(slurm_job_id,    "slurm_job_id",    S_INT,    "slurm_job_id",    J_FN,     PUBLIC, P_INT,        0, 1, UINT32_MAX,  U_NONE,    W_YES) \
+X(slurm_step_id,   "slurm_step_id",   S_INT,    "slurm_step_id",   J_FN,     PUBLIC, P_INT,        0, 0, UINT32_MAX,  U_NONE,    W_YES) \
+X(slurm_task_id,   "slurm_task_id",   S_INT,    "slurm_task_id",   J_FN,     PUBLIC, P_INT,        0, 0, UINT32_MAX,  U_NONE,    W_YES) \
+X(exit_reporter,   "exit_reporter",   S_TEXT,   "exit_reporter",   J_STRN,   PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
 X(command,         "command",         S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_NO) \
 X(argv,            "argv",            S_NO,     "",                J_FN,     OWNER,  P_STRV_REQ,   0, 0, 0,           U_NONE,    W_NO) \
 X(cwd,             "cwd",             S_TEXT,   "cwd",             J_STR,    OWNER,  P_STRING_REQ, 0, 0, 0,           U_NONE,    W_NO) \

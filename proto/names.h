@@ -118,7 +118,8 @@ int names_state_parse(const char *name);
 	X(SPAWN, "spawn", "it could not be started")                           \
 	X(LOST, "lost", "the daemon lost track of it")                         \
 	X(DEPENDENCY, "dependency",                                            \
-	  "a job it starts after did not end as it needed")
+	  "a job it starts after did not end as it needed")                    \
+	X(NO_REPORT, "no_report", "root did not report how it ended")
 
 /* The list expands to the enumerators. */
 /* clang-format off */

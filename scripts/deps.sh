@@ -74,6 +74,9 @@ if [ "$want_tests" -eq 1 ]; then
 	# The staging tests (tests/python/test_torch.py) and bench/qwen_image.py
 	# --synthetic: torch for the system Python (1.13 on Debian 12).
 	pkgs+=(python3-torch)
+	# The Slurm test (tests/slurm-cluster.sh): a real two-node cluster on
+	# loopback, and slurm/spank.h for the plugin (docs/slurm.md).
+	pkgs+=(slurmctld slurmd slurm-client munge libslurm-dev)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
 # Install what is missing of pkgs, saying first what and how.

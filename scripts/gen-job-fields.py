@@ -20,7 +20,7 @@ TABLE = os.path.join(ROOT, "proto", "job-fields.h")
 OUT = os.path.join(ROOT, "python", "stageload", "job_fields.py")
 
 ROW = re.compile(r"^X\((.*)\)\s*\\?\s*$")
-C_LIMITS = {"INT64_MAX": 2**63 - 1}
+C_LIMITS = {"INT64_MAX": 2**63 - 1, "UINT32_MAX": 2**32 - 1}
 
 
 class Field(NamedTuple):

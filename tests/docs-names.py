@@ -18,9 +18,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "docs", "architecture.md")
-SOURCE_DIRS = ("daemon", "client", "proto", "web", "python/stageload", "tests",
+SOURCE_DIRS = ("daemon", "client", "proto", "web", "slurm", "python/stageload", "tests",
                "scripts", "bench")
-MAPPED_DIRS = ("daemon", "client", "web", "python/stageload")
+MAPPED_DIRS = ("daemon", "client", "web", "slurm", "python/stageload")
 SOURCE_EXT = (".c", ".h", ".py", ".sh", ".js")
 
 FILE_RE = re.compile(r"^[\w./*-]+(\.(c|h|py|sh|md|js|html|css)|/)$")

@@ -43,6 +43,23 @@ if command -v nm >/dev/null; then
 	fi
 fi
 
+# Linux: the Slurm pieces (docs/slurm.md), when they were built.
+if [ -x "$SL_BIN/stageload-slurm-health" ]; then
+	[ -x "$PREFIX/sbin/stageload-slurm-health" ] || fail "stageload-slurm-health not installed in sbin"
+	[ -s "$PREFIX/share/stageload/slurm-health.conf.example" ] || fail "slurm-health.conf.example not installed"
+	ok "installed: stageload-slurm-health and its example config"
+fi
+if [ -f "$BUILD/lib/spank_stageload.so" ]; then
+	plugin=$(find "$PREFIX" -name spank_stageload.so | head -n 1)
+	[ -n "$plugin" ] || fail "spank_stageload.so not installed"
+	# slurmstepd loads it: it finds the installed libstageload by itself.
+	if command -v ldd >/dev/null; then
+		ldd "$plugin" | grep -q "libstageload.so.* => $libdir/" ||
+			fail "spank_stageload.so does not find the installed libstageload: $(ldd "$plugin")"
+	fi
+	ok "installed: ${plugin#"$PREFIX"/}"
+fi
+
 SL_BIN=$PREFIX/bin sl_start_daemon
 out=$(LD_LIBRARY_PATH=$libdir "$SL_TMP/consumer" "$SOCK") ||
 	fail "consumer failed: $out"

@@ -22,6 +22,10 @@
 
 /* Everyone's: what a stranger sees of an ended job. */
 static const char *const public_members[] = {
+    "slurm_job_id",
+    "slurm_step_id",
+    "slurm_task_id",
+    "exit_reporter",
     "id",
     "user",
     "uid",
@@ -69,6 +73,10 @@ static const char *const owner_members[] = {
 /* All the web program may ever show of a Job: the public members, a
  * queued job's waiting_for, never a command, path or text of the job's. */
 static const char *const web_members[] = {
+    "slurm_job_id",
+    "slurm_step_id",
+    "slurm_task_id",
+    "exit_reporter",
     "id",
     "user",
     "uid",
@@ -112,6 +120,10 @@ static const char *const web_members[] = {
 /* The columns of a jobs row, as the migrations of daemon/store.c make
  * them. */
 static const char *const store_columns[] = {
+    "slurm_job_id",
+    "slurm_step_id",
+    "slurm_task_id",
+    "exit_reporter",
     "id",
     "queue_seq",
     "uid",
@@ -251,6 +263,10 @@ full_job(struct job *j)
 	j->held = 1;
 	j->group = "gpu";
 	j->on_end = "notify-secret";
+	j->slurm_job_id = 1234;
+	j->slurm_step_id = 5;
+	j->slurm_task_id = 3;
+	j->exit_reporter = "root";
 	j->attempt = 2;
 	j->state = JOB_KILLED;
 	j->submitted_ms = 1000;

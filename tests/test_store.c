@@ -196,7 +196,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -216,11 +216,23 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
-/* A database of this schema turned back into schema 7's shape: no
- * learned peaks, no name_given, expect_source or expect_runs. */
+/* A database of this schema turned back into schema 8's shape: no Slurm
+ * ids, no exit_reporter. */
+static void
+raw_to_schema_8(sqlite3 *db)
+{
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN slurm_job_id");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN slurm_step_id");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN slurm_task_id");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN exit_reporter");
+}
+
+/* ... and into schema 7's: no learned peaks, no name_given, expect_source
+ * or expect_runs. */
 static void
 raw_to_schema_7(sqlite3 *db)
 {
+	raw_to_schema_8(db);
 	raw_exec(db, "DROP TABLE learned_peaks");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN name_given");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN expect_source");
@@ -363,7 +375,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -407,7 +419,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -451,7 +463,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 8);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -673,7 +685,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 8");
+	raw_exec(db, "PRAGMA user_version = 9");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
