@@ -178,7 +178,7 @@ plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
 	cJSON *info = NULL, *hist = NULL, *status = NULL, *events = NULL;
 	struct plotd_opts oo = *o;
 	char params[192];
-	int64_t step = (until - since) / 600;
+	int64_t step = (until - since) / 600, first;
 	int rc = EXIT_ERR;
 
 	if ((info = plot_call(cli, "info", NULL)) == NULL)
@@ -189,8 +189,31 @@ plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
 	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
 	         ",\"step_ms\":%" PRId64 "}",
 	         since, until, step);
-	if ((hist = plot_call(cli, "history", params)) == NULL ||
-	    (status = plot_call(cli, "status",
+	if ((hist = plot_call(cli, "history", params)) == NULL)
+		goto out;
+	/* The axis starts at the first sample in the window: 8 h asked of a
+	 * daemon up 15 min would squeeze its data into the right 3 % of the
+	 * plot. Asked again from there, at a step that fits the shorter span
+	 * (docs/cli.md, plot). */
+	first = plotd_first_ts(hist);
+	if (first > since + step) {
+		since = first;
+		step = (until - since) / 600;
+		if (step < 1)
+			step = 1;
+		snprintf(params, sizeof params,
+		         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+		         ",\"step_ms\":%" PRId64 "}",
+		         since, until, step);
+		cJSON_Delete(hist);
+		if ((hist = plot_call(cli, "history", params)) == NULL)
+			goto out;
+		/* The first bucket was rounded down to the coarse step: the
+		 * fine one starts where the samples do. */
+		if (plotd_first_ts(hist) > since)
+			since = plotd_first_ts(hist);
+	}
+	if ((status = plot_call(cli, "status",
 	                        "{\"all\":true,\"limit\":1000}")) == NULL ||
 	    (events = plot_events(cli, 0)) == NULL)
 		goto out;

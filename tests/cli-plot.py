@@ -8,6 +8,8 @@ of 120 two-byte characters is not cut inside one).
 
 import json
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -44,6 +46,73 @@ def parse(path):
     return root, series, lanes, marks, kills
 
 
+def chart(root):
+    """The chart's frame (x0, y0, x1, y1) and the top of its bytes axis (the
+    right-hand labels), to read values back from the drawing."""
+    f = next(e for e in root.iter(SVG + "rect") if e.get("class") == "slp-frame")
+    x0, y0 = float(f.get("x")), float(f.get("y"))
+    x1, y1 = x0 + float(f.get("width")), y0 + float(f.get("height"))
+    vals = next(e for e in root.iter(SVG + "g") if e.get("class") == "slp-values")
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    top = max(float(t.text[:-1]) * units[t.text[-1]] for t in vals.iter(SVG + "text")
+              if t.get("text-anchor") == "start" and t.text[-1] in units)
+    return x0, y0, x1, y1, top
+
+
+def points(path):
+    return [(float(x), float(y)) for x, y in
+            re.findall(r"[ML]([-0-9.]+) ([-0-9.]+)", path.get("d"))]
+
+
+def check_young_daemon(d):
+    """`plot --since 8h` on a daemon up for seconds: the axis starts at the
+    first sample, so the free % series fills the plot's width."""
+    out = os.path.join(d.dir, "young.svg")
+    ctl(d, "plot", "--since", "8h", "-o", out)
+    root, series, lanes, marks, kills = parse(out)
+    x0, y0, x1, y1, top = chart(root)
+    xs = [x for x, _ in points(series["free_pct"])]
+    t0, t1 = int(root.get("data-t0")), int(root.get("data-t1"))
+    assert max(xs) - min(xs) >= 0.8 * (x1 - x0), (min(xs), max(xs), x0, x1)
+    print("plot: --since 8h on a daemon up %.0f s spans %.0f of %.0f px"
+          % ((t1 - t0) / 1000, max(xs) - min(xs), x1 - x0))
+
+
+def check_spike(d):
+    """8 h of 10 s rollups (the tier an 8 h plot reads) with one 1 s spike:
+    swap 6G and free 20 % in one sample of its 20. The plot draws the
+    bucket's max swap and min free, so the spike is drawn at its height,
+    not at the bucket's average (about 60M)."""
+    now = int(time.time() * 1000)
+    first = (now - 8 * 3600000 + 60000) // 10000 * 10000
+    last = now - 600000
+    spike_t = first + (last - first) // 2 // 10000 * 10000
+    spike = 6 << 30  # tall enough to read back to 1 % on the fixture's 64G axis
+    rows = []
+    for t in range(first, last, 10000):
+        hit = t == spike_t
+        rows.append((t, 20, 2000 if hit else 8000, 8000, 8000 * 19 + (2000 if hit else 8000),
+                     0, spike if hit else 0, spike if hit else 0,
+                     8 << 30, 8 << 30, 20 * (8 << 30), 1))
+    con = sqlite3.connect(d.db, timeout=30)
+    con.executemany("INSERT OR REPLACE INTO rollup_10s VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    out = os.path.join(d.dir, "spike.svg")
+    ctl(d, "plot", "--since", "8h", "-o", out)
+    root, series, lanes, marks, kills = parse(out)
+    x0, y0, x1, y1, top = chart(root)
+    t0, t1 = int(root.get("data-t0")), int(root.get("data-t1"))
+    sx = x0 + (spike_t - t0) * (x1 - x0) / (t1 - t0)
+    near = lambda name: [p for p in points(series[name]) if abs(p[0] - sx) <= 2]  # noqa: E731
+    swap = max((y1 - y) / (y1 - y0) * top for _, y in near("swap_used_bytes"))
+    free = min((y1 - y) / (y1 - y0) * 100 for _, y in near("free_pct"))
+    assert abs(swap - spike) <= 0.02 * spike, (swap, spike, top)
+    assert abs(free - 20) <= 1, free
+    print("plot: a 1 s spike in 8 h drawn at swap %.0fM (of 6144M), free %.1f%% (of 20%%)"
+          % (swap / (1 << 20), free))
+
+
 def main():
     d = daemon()
     try:
@@ -54,6 +123,7 @@ def main():
                                             "step_ms": 1000})["buckets"]) >= 3,
              timeout=30, step=0.5, what="3 buckets of history")
         c.close()
+        check_young_daemon(d)
         out = os.path.join(d.dir, "sys.svg")
         ctl(d, "plot", "--since", "2m", "-o", out)
         root, series, lanes, marks, kills = parse(out)
@@ -86,6 +156,8 @@ def main():
         stages = [(m[1], m[2]) for m in marks if m[0] == "stage"]
         assert stages == [(str(ids["runner"]), n * 2) for n in ("encode", LONG_STAGE)], stages
         print("plot: a job's footprint and swap, its kill and stages marked")
+
+        check_spike(d)
 
         trace = os.path.join(d.dir, "trace.jsonl")
         t0 = 1764480000000

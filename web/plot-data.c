@@ -50,13 +50,25 @@ str(const cJSON *o, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The avg of a {"min","avg","max"} member, or def. */
+/* One end of a bucket's {"min","avg","max"} member (which: "min" or
+ * "max"), or def. A plot draws the envelope's end a user must see, not the
+ * average: a 1 s swap spike in a 48 s bucket would be drawn at a 96th of
+ * its height, and on a coarser tier it vanishes. */
 static double
-avg_of(const cJSON *o, const char *name, double def)
+edge_of(const cJSON *o, const char *name, const char *which, double def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 
-	return cJSON_IsObject(v) ? num(v, "avg", def) : def;
+	return cJSON_IsObject(v) ? num(v, which, def) : def;
+}
+
+int64_t
+plotd_first_ts(const cJSON *history)
+{
+	const cJSON *b = cJSON_GetArrayItem(
+	    cJSON_GetObjectItemCaseSensitive(history, "buckets"), 0);
+
+	return b != NULL ? (int64_t)num(b, "ts_ms", 0) : 0;
 }
 
 /* A label holds a whole stage name (the daemon takes at most 256 bytes)
@@ -219,8 +231,11 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 		int64_t t = (int64_t)num(b, "ts_ms", 0);
 		int gap =
 		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "gap"));
-		if (pts_add(&freep, t, avg_of(b, "free_pct", 0), gap) < 0 ||
-		    pts_add(&swap, t, avg_of(b, "swap_used_bytes", 0), gap) < 0)
+		/* The bucket's worst: least free, most swap. */
+		if (pts_add(&freep, t, edge_of(b, "free_pct", "min", 0), gap) <
+		        0 ||
+		    pts_add(&swap, t, edge_of(b, "swap_used_bytes", "max", 0),
+		            gap) < 0)
 			goto out;
 		levels[nlev].t_ms = t;
 		levels[nlev].level =
@@ -299,8 +314,9 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	                   cJSON_GetObjectItemCaseSensitive(history, "buckets"))
 	{
 		int64_t t = (int64_t)num(b, "ts_ms", 0);
-		if (pts_add(&fp, t, avg_of(b, "footprint_bytes", 0), 0) < 0 ||
-		    pts_add(&sw, t, avg_of(b, "swap_bytes", 0), 0) < 0)
+		if (pts_add(&fp, t, edge_of(b, "footprint_bytes", "max", 0),
+		            0) < 0 ||
+		    pts_add(&sw, t, edge_of(b, "swap_bytes", "max", 0), 0) < 0)
 			goto out;
 	}
 	lane_of(job, &lane);

@@ -21,7 +21,8 @@ struct plotd_opts {
 	double bytes_max; /* least top of the bytes axis (swap total) */
 };
 
-/* System memory over [t0_ms, t1_ms]: free % and swap used from a history
+/* System memory over [t0_ms, t1_ms]: free % (each bucket's min) and swap
+ * used (each bucket's max) from a history
  * result, the pressure strip, one lane per job of jobs (an array of Job)
  * whose life meets the range, kills (a Job's kill) and stages and daemon
  * starts (from events, an array of Event; may be NULL). */
@@ -29,8 +30,13 @@ int plotd_system(const struct plotd_opts *o, const cJSON *history,
                  const cJSON *jobs, const cJSON *events, int64_t t0_ms,
                  int64_t t1_ms, struct svgp_buf *out);
 
-/* One job over its life: footprint and swap from a job history result,
- * its lane, its stages (events of kind stage with its id) and its kill. */
+/* The start of a history result's first bucket, 0 when it has none: where
+ * a plot's axis starts when the window reaches back before the first
+ * sample (a young daemon), so the data fills the plot. */
+int64_t plotd_first_ts(const cJSON *history);
+
+/* One job over its life: footprint and swap (each bucket's max) from a job
+ * history result, its lane, its stages (events of kind stage with its id) and its kill. */
 int plotd_job(const struct plotd_opts *o, const cJSON *job,
               const cJSON *history, const cJSON *events, struct svgp_buf *out);
 
