@@ -28,6 +28,10 @@ from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E4
 from webtest import (EVIL_STAGE, LONG_STAGE, Web, cleanup_jobs, daemon,  # noqa: E402
                      env_list, make_jobs, set_memory)
 
+# The page draws the plot at 360, 640 and 960 px and shows the one that
+# fits; the browser's 1100 px window shows the widest.
+PLOT = "#plot-960 svg"
+
 WINDOWS = [("15 min", 15 * 60000), ("1 h", 3600000), ("24 h", 86400000),
            ("7 d", 7 * 86400000)]
 
@@ -75,7 +79,7 @@ def text(e):
 def check_stages(drv, ids):
     from selenium.webdriver.common.by import By
     got = {}
-    for e in drv.find_elements(By.CSS_SELECTOR, "svg g.slp-stage"):
+    for e in drv.find_elements(By.CSS_SELECTOR, PLOT + " g.slp-stage"):
         got.setdefault(int(e.get_attribute("data-job")), []).append(
             text(e.find_element(By.TAG_NAME, "title")))
     assert got == {ids["killed"]: ["load", EVIL_STAGE],
@@ -84,6 +88,69 @@ def check_stages(drv, ids):
     cells = row.find_elements(By.TAG_NAME, "td")
     assert text(cells[-1]) == EVIL_STAGE, [text(c) for c in cells]
     print("page: 4 stage marks, names whole and escaped; the kill's stage in its table")
+
+
+# The boxes of the texts of the plot shown (the one of the three with a
+# width), and the pairs of them that overlap (by more than half a pixel:
+# antialiasing); each text's size in CSS px: its font size times the
+# plot's scale.
+LABELS_JS = """
+const svg = [...document.querySelectorAll('#plot svg')]
+  .find(s => s.getBoundingClientRect().width > 0);
+const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim());
+const boxes = texts.map(t => t.getBoundingClientRect());
+const over = [];
+for (let i = 0; i < boxes.length; i++)
+  for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.left < b.right - 0.5 && b.left < a.right - 0.5 &&
+        a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+      over.push([texts[i].textContent, texts[j].textContent]);
+  }
+const small = texts.map(t => [t.textContent,
+    parseFloat(getComputedStyle(t).fontSize) * scale])
+  .filter(x => x[1] < 10);
+const html = [...document.body.querySelectorAll('*')]
+  .filter(e => !e.closest('svg') && e.getClientRects().length &&
+          [...e.childNodes].some(n => n.nodeType == 3 && n.textContent.trim()))
+  .map(e => [e.tagName + ' ' + e.textContent.slice(0, 20),
+             parseFloat(getComputedStyle(e).fontSize)])
+  .filter(x => x[1] < 10);
+return {id: svg.parentNode.id, n: texts.length, over: over, small: small,
+        html: html, marks: svg.querySelectorAll('g.slp-mark').length,
+        labels: svg.querySelectorAll('g.slp-mark text').length,
+        listed: document.querySelectorAll('#marks li').length};
+"""
+
+
+def check_labels(drv, width):
+    """No two texts of the plot overlap (measured in the DOM), every mark is
+    in the list under the plot, and every text is at least 10 CSS px."""
+    r = drv.execute_script(LABELS_JS)
+    assert not r["over"], "overlapping labels at %d px: %r" % (width, r["over"])
+    assert r["marks"] == r["listed"] and r["marks"] > 0, r
+    assert not r["small"] and not r["html"], "text under 10 px at %d px: %r" % (width, r)
+    print("page: %d px shows %s: %d texts, none overlapping, none under 10 px; "
+          "%d of %d marks labelled, all %d listed"
+          % (width, r["id"], r["n"], r["labels"], r["marks"], r["listed"]))
+
+
+def check_end_marks(drv, ids):
+    """A cancelled job's end and a swap kill have their own marks and
+    legend entries."""
+    from selenium.webdriver.common.by import By
+    css = drv.find_elements
+    kill = css(By.CSS_SELECTOR, PLOT + ' .end-marker[data-job="%d"]' % ids["killed"])
+    cancel = css(By.CSS_SELECTOR, PLOT + ' .end-marker[data-job="%d"]' % ids["queued"])
+    assert kill and {e.get_attribute("data-mark") for e in kill} == {"kill"}, kill
+    assert cancel and {e.get_attribute("data-mark") for e in cancel} == {"cancel"}, cancel
+    shape = lambda e: re.sub(r"[-0-9.]+", "N", e.get_attribute("d"))  # noqa: E731
+    assert shape(kill[0]) != shape(cancel[0]), (shape(kill[0]), shape(cancel[0]))
+    keys = [e.get_attribute("data-key") for e in css(By.CSS_SELECTOR, PLOT + " .slp-key")]
+    assert "kill" in keys and "cancel" in keys, keys
+    print("page: kill and cancel marks differ (%s / %s); legend %s"
+          % (shape(kill[0])[:12], shape(cancel[0])[:12], keys))
 
 
 def check_unprivileged(d, drv, ids):
@@ -107,6 +174,20 @@ def x_extent(d):
     return max(xs) - min(xs) if xs else 0.0
 
 
+def check_default_window(drv, host):
+    """The page's default window starts at the first sample: a daemon up
+    for seconds fills the plot's width, not its right 1 %."""
+    from selenium.webdriver.common.by import By
+    drv.get("http://%s/" % host)
+    frame = drv.find_element(By.CSS_SELECTOR, PLOT + " rect.slp-frame")
+    width = float(frame.get_attribute("width"))
+    free = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="free_pct"]')
+    got = x_extent(free.get_attribute("d"))
+    assert got >= 0.8 * width, (got, width)
+    print("page: the default window starts at the first sample (free %% spans %.0f of %.0f px)"
+          % (got, width))
+
+
 def check_windows(drv, host):
     """Each link of the window bar plots its span: the SVG's time axis
     (data-t0/t1) and the free % series narrowing as the span grows."""
@@ -122,10 +203,10 @@ def check_windows(drv, host):
         poll(lambda: [a.text for a in drv.find_elements(
             By.CSS_SELECTOR, "nav#window a[aria-current]")] == [label],
             what="the %s window to load" % label)
-        svg = drv.find_element(By.CSS_SELECTOR, "#plot svg")
+        svg = drv.find_element(By.CSS_SELECTOR, PLOT)
         t0, t1 = int(svg.get_attribute("data-t0")), int(svg.get_attribute("data-t1"))
         assert t1 - t0 == span, (label, t1 - t0, span)
-        free = drv.find_element(By.CSS_SELECTOR, 'svg path[data-series="free_pct"]')
+        free = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="free_pct"]')
         widths.append(x_extent(free.get_attribute("d")))
     # About a minute of history: a wider window draws it narrower.
     assert widths[0] > widths[1] >= widths[2] >= widths[3] and widths[0] > 0, widths
@@ -276,16 +357,16 @@ def main():
             drv.set_page_load_timeout(30)
             drv.get("http://%s/?window=15m" % w.host())
             css = drv.find_elements
-            free = css(By.CSS_SELECTOR, 'svg path[data-series="free_pct"]')
+            free = css(By.CSS_SELECTOR, PLOT + ' path[data-series="free_pct"]')
             assert len(free) == 1, "no free % series in the SVG"
             pts = free[0].get_attribute("d").count("L")
             assert pts >= 4, "the free %% series has %d segments" % pts
-            assert css(By.CSS_SELECTOR, 'svg path[data-series="swap_used_bytes"]')
-            assert css(By.CSS_SELECTOR, 'svg [data-series="pressure"] rect')
+            assert css(By.CSS_SELECTOR, PLOT + ' path[data-series="swap_used_bytes"]')
+            assert css(By.CSS_SELECTOR, PLOT + ' [data-series="pressure"] rect')
             lanes = {int(e.get_attribute("data-job"))
-                     for e in css(By.CSS_SELECTOR, "svg g.lane")}
+                     for e in css(By.CSS_SELECTOR, PLOT + " g.lane")}
             assert lanes == set(ids.values()), (lanes, ids)
-            kill = css(By.CSS_SELECTOR, 'svg .kill-marker[data-job="%d"]' % ids["killed"])
+            kill = css(By.CSS_SELECTOR, PLOT + ' .kill-marker[data-job="%d"]' % ids["killed"])
             assert kill, "no kill marker for the killed job"
             assert css(By.CSS_SELECTOR, '#kills tr.kill[data-job="%d"]' % ids["killed"])
             assert css(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % ids["queued"])
@@ -297,6 +378,11 @@ def main():
 
             check_queue_words(d, drv, w.host(), ids)
             check_queue_bytes(d, drv, w.host())
+            drv.get("http://%s/?window=15m" % w.host())
+            check_end_marks(drv, ids)
+            check_labels(drv, 1100)
+            drv.save_screenshot(os.path.join(artifacts(), "web-page-marks.png"))
+            check_default_window(drv, w.host())
             check_windows(drv, w.host())
             drv.get("http://%s/?window=15m" % w.host())
 
@@ -314,6 +400,10 @@ def main():
             over = drv.execute_script(
                 "return document.documentElement.scrollWidth - window.innerWidth")
             assert over <= 0, "the page is %d px wider than a 400 px window" % over
+            drv.get("http://%s/?window=15m" % w.host())
+            check_labels(drv, 400)
+            drv.save_screenshot(os.path.join(artifacts(), "web-page-400.png"))
+            drv.get("http://%s/" % w.host())
             drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {
                 "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
             bg = drv.execute_script(

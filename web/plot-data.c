@@ -127,6 +127,7 @@ marks_add(struct marks *m, enum svgp_mark_kind k, int64_t t, int64_t job,
 	         job);
 	cut_utf8(m->labels[m->n], sizeof m->labels[0]);
 	m->v[m->n].kind = k;
+	m->v[m->n].end = SVGP_END_NONE;
 	m->v[m->n].t_ms = t;
 	m->v[m->n].job_id = job;
 	m->v[m->n].label = NULL; /* set once the array stops moving */
@@ -177,17 +178,61 @@ marks_from_events(struct marks *m, const cJSON *events, int64_t job)
 	return 0;
 }
 
+/* How a job ended, for its mark: by end_reason first (a running job
+ * cancelled ends killed with reason cancel, and must not read as a swap
+ * kill), then by state. "time_limit" is the reason a time limit gives. */
+static enum svgp_end
+end_of(const cJSON *job)
+{
+	const char *st = str(job, "state"), *why = str(job, "end_reason");
+
+	if (st == NULL)
+		return SVGP_END_NONE;
+	if (why != NULL) {
+		if (strcmp(why, "swap_budget") == 0)
+			return SVGP_END_KILL;
+		if (strcmp(why, "time_limit") == 0)
+			return SVGP_END_TIMELIMIT;
+		if (strcmp(why, "cancel") == 0 ||
+		    strcmp(why, "client_gone") == 0 ||
+		    strcmp(why, "dependency") == 0)
+			return SVGP_END_CANCEL;
+		if (strcmp(why, "lost") == 0)
+			return SVGP_END_LOST;
+		if (strcmp(why, "spawn") == 0)
+			return SVGP_END_FAILED;
+	}
+	if (strcmp(st, "cancelled") == 0)
+		return SVGP_END_CANCEL;
+	if (strcmp(st, "lost") == 0)
+		return SVGP_END_LOST;
+	if (strcmp(st, "failed") == 0)
+		return SVGP_END_FAILED;
+	if (strcmp(st, "killed") == 0)
+		return SVGP_END_KILL;
+	return SVGP_END_NONE;
+}
+
+/* The vertical mark of a job's end when it did not end on its own: a
+ * kill at the sample it was decided on, the others when they ended. */
 static int
-kill_mark(struct marks *m, const cJSON *job)
+end_mark(struct marks *m, const cJSON *job)
 {
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(job, "kill");
-	const char *st = str(job, "state");
+	enum svgp_end e = end_of(job);
 	int64_t id = (int64_t)num(job, "id", 0);
+	int64_t t = (int64_t)num(job, "ended_at_ms", 0);
+	char fmt[32];
 
-	if (!cJSON_IsObject(k) || st == NULL || strcmp(st, "killed") != 0)
+	if (e == SVGP_END_NONE || t <= 0)
 		return 0;
-	return marks_add(m, SVGP_MARK_KILL, (int64_t)num(k, "at_ms", 0), id,
-	                 "%skill %" PRId64, "");
+	if (e == SVGP_END_KILL && cJSON_IsObject(k))
+		t = (int64_t)num(k, "at_ms", (double)t);
+	snprintf(fmt, sizeof fmt, "%%s%s %%" PRId64, svgp_end_name(e));
+	if (marks_add(m, SVGP_MARK_END, t, id, fmt, "") < 0)
+		return -ENOMEM;
+	m->v[m->n - 1].end = e;
+	return 0;
 }
 
 static void
@@ -203,7 +248,7 @@ lane_of(const cJSON *j, struct svgp_lane *l)
 	l->submitted_ms = (int64_t)num(j, "submitted_at_ms", 0);
 	l->started_ms = (int64_t)num(j, "started_at_ms", 0);
 	l->ended_ms = (int64_t)num(j, "ended_at_ms", 0);
-	l->killed = st != NULL && strcmp(st, "killed") == 0;
+	l->end = end_of(j);
 }
 
 int
@@ -253,7 +298,7 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 			continue;
 		if (nlanes < o->max_lanes)
 			lane_of(j, &lanes[nlanes++]);
-		if (kill_mark(&m, j) < 0)
+		if (end_mark(&m, j) < 0)
 			goto out;
 	}
 	if (marks_from_events(&m, events, 0) < 0)
@@ -287,6 +332,7 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 	p.marks = m.v;
 	p.nmarks = m.n;
 	p.bytes_max = o->bytes_max;
+	p.list = o->marks_list;
 	rc = svgp_render(&p, out);
 out:
 	free(freep.v);
@@ -332,7 +378,7 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	/* A little room on both sides, so the ends and the kill show. */
 	t0 -= (t1 - t0) / 50;
 	t1 += (t1 - t0) / 50;
-	if (kill_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
+	if (end_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
 		goto out;
 	marks_fix(&m);
 	memset(series, 0, sizeof series);
@@ -360,7 +406,9 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	p.nlanes = 1;
 	p.marks = m.v;
 	p.nmarks = m.n;
-	p.bytes_max = (double)num(job, "swap_budget_bytes", 0);
+	/* The axis fits the job; its budget is a line (svg-plot.h). */
+	p.budget_bytes = (double)num(job, "swap_budget_bytes", 0);
+	p.list = o->marks_list;
 	rc = svgp_render(&p, out);
 out:
 	free(fp.v);

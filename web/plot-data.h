@@ -19,6 +19,7 @@ struct plotd_opts {
 	int utc;          /* clock labels in UTC */
 	size_t max_lanes; /* 0: no lanes */
 	double bytes_max; /* least top of the bytes axis (swap total) */
+	struct svgp_buf *marks_list; /* svgp_plot's list, or NULL */
 };
 
 /* System memory over [t0_ms, t1_ms]: free % (each bucket's min) and swap
@@ -36,7 +37,8 @@ int plotd_system(const struct plotd_opts *o, const cJSON *history,
 int64_t plotd_first_ts(const cJSON *history);
 
 /* One job over its life: footprint and swap (each bucket's max) from a job
- * history result, its lane, its stages (events of kind stage with its id) and its kill. */
+ * history result, its lane, its stages (events of kind stage with its id) and
+ * its kill. */
 int plotd_job(const struct plotd_opts *o, const cJSON *job,
               const cJSON *history, const cJSON *events, struct svgp_buf *out);
 

@@ -47,6 +47,15 @@ static const char page_style[] =
     "td.n,th.n{text-align:right}"
     "meter{width:80px}"
     "svg{display:block;max-width:100%;height:auto}"
+    /* The plot is drawn at three widths and the one that fits is shown,
+     * so its text stays at least 10 CSS px from a 400 px phone up. */
+    ".pw{display:none}"
+    "@media (max-width:700px){#plot-360{display:block}}"
+    "@media (min-width:701px) and (max-width:1000px){#plot-640{display:"
+    "block}}"
+    "@media (min-width:1001px){#plot-960{display:block}}"
+    "#marks li{white-space:nowrap}#marks ol{margin:4px 0;"
+    "max-height:12em;overflow:auto}"
     "</style>";
 
 static void
@@ -388,12 +397,53 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 		         ",\"step_ms\":%" PRId64 "}",
 		         t0, t1 + 1, windows[w].step_ms);
 		web_daemon_call(wd, "history", params, &hist);
+		/* The default window starts at the first sample in it: a
+		 * daemon up 15 min fills the plot rather than its right
+		 * quarter. Asked again at the step of the window that fits
+		 * (a window the user picks is drawn whole). */
+		if (warg == NULL &&
+		    plotd_first_ts(hist) > t0 + windows[w].step_ms) {
+			size_t f = 0;
+
+			t0 = plotd_first_ts(hist);
+			while (f + 1 < NWINDOWS && windows[f].span_ms < t1 - t0)
+				f++;
+			snprintf(params, sizeof params,
+			         "{\"since_ms\":%" PRId64
+			         ",\"until_ms\":%" PRId64
+			         ",\"step_ms\":%" PRId64 "}",
+			         t0, t1 + 1, windows[f].step_ms);
+			cJSON_Delete(hist);
+			hist = NULL;
+			web_daemon_call(wd, "history", params, &hist);
+			if (plotd_first_ts(hist) > t0)
+				t0 = plotd_first_ts(hist);
+		}
 		o.title = "memory";
 		o.max_lanes = WEB_LANES_MAX;
 		o.bytes_max = web_num(smp, "swap_total_bytes", 0);
+		static const int widths[] = {360, 640, 960};
+		struct svgp_buf list = {0};
+
 		svgp_puts(b, "<section id=\"plot\">");
-		plotd_system(&o, hist, s.jobs, s.events, t0, t1, b);
-		svgp_puts(b, "</section>");
+		for (i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+			o.width = widths[i];
+			/* The marks are the same at each width: listed once. */
+			o.marks_list = i == 0 ? &list : NULL;
+			svgp_printf(b, "<div class=\"pw\" id=\"plot-%d\">",
+			            widths[i]);
+			plotd_system(&o, hist, s.jobs, s.events, t0, t1, b);
+			svgp_puts(b, "</div>");
+		}
+		/* Every mark, also those whose label had no room. */
+		svgp_puts(b, "<details id=\"marks\"><summary>marks in the "
+		             "window</summary><ol>");
+		if (list.n > 0)
+			svgp_putn(b, list.p, list.n);
+		svgp_puts(b, "</ol></details></section>");
+		if (list.oom)
+			b->oom = 1;
+		svgp_buf_free(&list);
 		cJSON_Delete(hist);
 		queue_table(&s, smp, b);
 		running_table(&s, b);
