@@ -319,6 +319,26 @@ def check_queue_bytes(d, drv, host):
         c.close()
 
 
+def check_queue_held(d, drv, host):
+    """A held job's reason names the release that lets it go, with its id,
+    as the CLI says it."""
+    from selenium.webdriver.common.by import By
+    c = Client(d.socket)
+    jid = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                            "name": "kept", "held": True})["id"]
+    try:
+        poll(lambda: c.call("show", {"id": jid}).get("waiting_for") == "held",
+             what="kept to be held")
+        drv.get("http://%s/" % host)
+        row = drv.find_element(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % jid)
+        cell = text(row.find_elements(By.TAG_NAME, "td")[4])
+        assert cell.endswith("held: stageloadctl release %d" % jid), cell
+        print("page: a held job reads %r" % cell)
+    finally:
+        c.call("cancel", {"id": jid})
+        c.close()
+
+
 def check_running(d, drv, ids):
     from selenium.webdriver.common.by import By
     c = Client(d.socket)
@@ -378,6 +398,7 @@ def main():
 
             check_queue_words(d, drv, w.host(), ids)
             check_queue_bytes(d, drv, w.host())
+            check_queue_held(d, drv, w.host())
             drv.get("http://%s/?window=15m" % w.host())
             check_end_marks(drv, ids)
             check_labels(drv, 1100)
