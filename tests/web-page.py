@@ -153,6 +153,50 @@ def check_end_marks(drv, ids):
           % (shape(kill[0])[:12], shape(cancel[0])[:12], keys))
 
 
+def check_ended(drv, ids):
+    """The recently ended table beside the queue: the killed job, how it
+    ended, its peak and swap growth, how long it ran; its id links to its
+    page, as the rows of the other tables and the plot's marks do."""
+    from selenium.webdriver.common.by import By
+    row = drv.find_element(By.CSS_SELECTOR, '#ended tr[data-job="%d"]' % ids["killed"])
+    cells = [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[3] == "killed: swap_budget" and cells[4] not in ("0", "") and \
+        cells[5] == "1.5G" and cells[6] != "-", cells
+    for sel in ('#ended tr[data-job="%d"] a' % ids["killed"],
+                '#running tr[data-job="%d"] a' % ids["runner"],
+                '#kills tr[data-job="%d"] a' % ids["killed"],
+                PLOT + ' a[href="/job/%d"] g.slp-mark' % ids["killed"],
+                PLOT + ' a[href="/job/%d"] g.lane' % ids["runner"]):
+        assert drv.find_elements(By.CSS_SELECTOR, sel), sel
+    href = row.find_element(By.TAG_NAME, "a").get_attribute("href")
+    assert href.endswith("/job/%d" % ids["killed"]), href
+    print("page: recently ended %s; rows and marks link to /job/ID" % cells)
+
+
+def check_job_page(drv, host, ids):
+    """/job/ID for a running and an ended job: its fields, its footprint
+    plot with its stages and budget line."""
+    from selenium.webdriver.common.by import By
+    for key in ("runner", "killed"):
+        jid = ids[key]
+        drv.get("http://%s/job/%d" % (host, jid))
+        assert text(drv.find_element(By.TAG_NAME, "h1")) == "job %d" % jid
+        fields = {text(r.find_element(By.TAG_NAME, "th")): text(r.find_element(By.TAG_NAME, "td"))
+                  for r in drv.find_elements(By.CSS_SELECTOR, "#fields tr")}
+        assert fields["state"] == ("running" if key == "runner" else "killed: swap_budget"), fields
+        fp = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="footprint_bytes"]')
+        assert re.search(r"[ML][-0-9.]+ [-0-9.]+", fp.get_attribute("d")), fp.get_attribute("d")
+        budget = drv.find_element(By.CSS_SELECTOR, PLOT + " g.slp-budget")
+        want = (8 << 30) if key == "runner" else (1 << 30)
+        assert float(budget.get_attribute("data-bytes")) == want
+        stages = [text(e.find_element(By.TAG_NAME, "title"))
+                  for e in drv.find_elements(By.CSS_SELECTOR, PLOT + " g.slp-stage")]
+        assert len(stages) == 2, stages
+        drv.save_screenshot(os.path.join(artifacts(), "web-job-%s.png" % key))
+        print("page: /job/%d (%s): %s; footprint drawn, %d stages, budget line"
+              % (jid, key, fields["state"], len(stages)))
+
+
 def check_unprivileged(d, drv, ids):
     """Run as nobody (as docs/dashboards.md advises), the page still draws
     the stage marks of root's jobs: stage names are public (PROTOCOL.md,
@@ -392,6 +436,7 @@ def main():
             assert css(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % ids["queued"])
             check_stages(drv, ids)
             check_running(d, drv, ids)
+            check_ended(drv, ids)
             shot = os.path.join(artifacts(), "web-page.png")
             drv.save_screenshot(shot)
             print("page: series, %d lanes, kill marker; screenshot %s" % (len(lanes), shot))
@@ -403,6 +448,7 @@ def main():
             check_end_marks(drv, ids)
             check_labels(drv, 1100)
             drv.save_screenshot(os.path.join(artifacts(), "web-page-marks.png"))
+            check_job_page(drv, w.host(), ids)
             check_default_window(drv, w.host())
             check_windows(drv, w.host())
             drv.get("http://%s/?window=15m" % w.host())

@@ -333,6 +333,7 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 	p.nmarks = m.n;
 	p.bytes_max = o->bytes_max;
 	p.list = o->marks_list;
+	p.job_links = o->job_links;
 	rc = svgp_render(&p, out);
 out:
 	free(freep.v);
@@ -409,6 +410,7 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	/* The axis fits the job; its budget is a line (svg-plot.h). */
 	p.budget_bytes = (double)num(job, "swap_budget_bytes", 0);
 	p.list = o->marks_list;
+	p.job_links = o->job_links;
 	rc = svgp_render(&p, out);
 out:
 	free(fp.v);

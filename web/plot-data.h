@@ -20,6 +20,7 @@ struct plotd_opts {
 	size_t max_lanes; /* 0: no lanes */
 	double bytes_max; /* least top of the bytes axis (swap total) */
 	struct svgp_buf *marks_list; /* svgp_plot's list, or NULL */
+	int job_links;               /* svgp_plot's job_links */
 };
 
 /* System memory over [t0_ms, t1_ms]: free % (each bucket's min) and swap

@@ -528,6 +528,9 @@ draw_lanes(struct geom *g, struct svgp_buf *b)
 		int64_t end = l->ended_ms > 0 ? l->ended_ms : p->t1_ms;
 		int64_t qend = l->started_ms > 0 ? l->started_ms : end;
 
+		if (p->job_links)
+			svgp_printf(b, "<a href=\"/job/%" PRId64 "\">",
+			            l->job_id);
 		svgp_printf(b,
 		            "<g class=\"slp-lane lane\" data-job=\"%" PRId64
 		            "\" data-state=\"",
@@ -570,6 +573,8 @@ draw_lanes(struct geom *g, struct svgp_buf *b)
 		svgp_puts(b, " · ");
 		svgp_esc(b, l->user);
 		svgp_puts(b, "</text></g>");
+		if (p->job_links)
+			svgp_puts(b, "</a>");
 	}
 }
 
@@ -664,6 +669,9 @@ draw_marks(struct geom *g, struct svgp_buf *b)
 		if (m->t_ms < p->t0_ms || m->t_ms > p->t1_ms)
 			continue;
 		x = gx(g, m->t_ms);
+		if (p->job_links && m->job_id > 0)
+			svgp_printf(b, "<a href=\"/job/%" PRId64 "\">",
+			            m->job_id);
 		svgp_printf(b,
 		            "<g class=\"slp-mark slp-%s%s\" data-mark=\"%s\" "
 		            "data-job=\"%" PRId64 "\" data-ts=\"%" PRId64
@@ -688,6 +696,8 @@ draw_marks(struct geom *g, struct svgp_buf *b)
 		svgp_puts(b, "<title>");
 		svgp_esc(b, label);
 		svgp_puts(b, "</title></g>");
+		if (p->job_links && m->job_id > 0)
+			svgp_puts(b, "</a>");
 	}
 	free(order);
 	return 0;
@@ -736,7 +746,12 @@ list_marks(const struct geom *g, struct svgp_buf *out)
 		                                         : "restart",
 		            m->job_id, when);
 		svgp_esc(out, kind);
-		if (m->job_id > 0)
+		if (m->job_id > 0 && p->job_links)
+			svgp_printf(out,
+			            " · <a href=\"/job/%" PRId64
+			            "\">job %" PRId64 "</a>",
+			            m->job_id, m->job_id);
+		else if (m->job_id > 0)
 			svgp_printf(out, " · job %" PRId64, m->job_id);
 		if (m->kind == SVGP_MARK_STAGE && m->label != NULL) {
 			svgp_puts(out, " · ");

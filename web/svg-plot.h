@@ -125,6 +125,9 @@ struct svgp_plot {
 	 * list a page shows under the plot, since labels that would overlap
 	 * are not drawn. */
 	struct svgp_buf *list;
+	/* Marks, lanes and list items of a job link to /job/ID (the web
+	 * page's job page). */
+	int job_links;
 };
 
 /* The mark's name ("kill", "cancel", "time limit", ...) for a legend and
