@@ -23,6 +23,8 @@ static const struct cli_option plot_options[] = {
     {"until", 0, CLI_TEXT, "T", 0, 0, "end (default now)"},
     {"job", 0, CLI_ID, "ID", 0, 0,
      "one job's footprint and swap over its life"},
+    {"compare", 0, CLI_ID, "ID", 0, 0,
+     "two jobs side by side from their start: --compare ID ID2"},
     {"trace", 0, CLI_TEXT, "FILE", 0, 0,
      "a JSONL trace (meter, the Python MemoryMeter)"},
     {"out", 'o', CLI_TEXT, "FILE", 0, 0,
@@ -36,6 +38,10 @@ const struct cli_entry cmd_plot_entry = {
     .name = "plot",
     .summary = "an SVG plot of memory and swap with job lanes, a job, or a "
                "trace",
+    /* plot 12: as --job 12; plot 12 15: as --compare 12 15 */
+    .operands = "[ID [ID2]]",
+    .min_operands = 0,
+    .max_operands = 2,
     .options = plot_options,
     .no_json = "it writes SVG",
     .exec = cmd_plot,
@@ -268,18 +274,57 @@ out:
 	return rc;
 }
 
+/* Two jobs side by side: each one's show, job history and events. */
+static int
+plot_compare(struct cli *cli, const struct plotd_opts *o, const int64_t id[2],
+             struct svgp_buf *b)
+{
+	cJSON *job[2] = {NULL, NULL}, *hist[2] = {NULL, NULL};
+	cJSON *events[2] = {NULL, NULL};
+	char params[96];
+	int k, rc = EXIT_ERR;
+
+	for (k = 0; k < 2; k++) {
+		snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id[k]);
+		if ((job[k] = plot_call(cli, "show", params)) == NULL)
+			goto out;
+		snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}",
+		         id[k]);
+		if ((hist[k] = plot_call(cli, "history", params)) == NULL ||
+		    (events[k] = plot_events(cli, id[k])) == NULL)
+			goto out;
+	}
+	if (plotd_compare(o, (const cJSON *const *)job,
+	                  (const cJSON *const *)hist,
+	                  (const cJSON *const *)events, b) != 0) {
+		cli_error("out of memory");
+		goto out;
+	}
+	rc = EXIT_OK;
+out:
+	if (rc != EXIT_OK && sl_errcode(cli->client) != 0)
+		rc = cli_fail(cli);
+	for (k = 0; k < 2; k++) {
+		cJSON_Delete(job[k]);
+		cJSON_Delete(hist[k]);
+		cJSON_Delete(events[k]);
+	}
+	return rc;
+}
+
 static int
 cmd_plot(struct cli *cli, struct cli_args *args)
 {
 	int64_t now = cli_now_ms(), since = now - 8 * 3600000LL, until = now;
 	int64_t job = cli_number(args, "job", 0);
+	int64_t cmp[2] = {cli_number(args, "compare", 0), 0};
 	const char *trace = cli_text(args, "trace", NULL);
 	const char *out = cli_text(args, "out", "-");
 	const char *t;
 	struct plotd_opts o = {0};
 	struct svgp_buf b = {0};
 	char title[128], cause[256];
-	int rc;
+	int rc, i;
 
 	o.width = (int)cli_number(args, "width", 0);
 	o.utc = cli_has(args, "utc");
@@ -295,8 +340,22 @@ cmd_plot(struct cli *cli, struct cli_args *args)
 		                       "bad --until '%s' (8h, now, "
 		                       "2026-11-30T05:00, an epoch)",
 		                       t);
-	if (trace != NULL && job > 0)
-		return cli_usage_error(cli, "--trace and --job: one of them");
+	/* Operands: the job of --compare's second, or one job (--job), or
+	 * two (--compare). */
+	if (cmp[0] > 0 ? args->argc != 1 : job > 0 && args->argc > 0)
+		return cli_usage_error(cli, "--compare takes two jobs "
+		                            "(--compare ID ID2), --job one");
+	for (i = 0; i < args->argc; i++) {
+		int64_t *to = cmp[0] > 0        ? &cmp[1]
+		              : args->argc == 1 ? &job
+		                                : &cmp[i];
+		if (cli_parse_id(args->argv[i], to) < 0)
+			return cli_usage_error(cli, "bad job id '%s'",
+			                       args->argv[i]);
+	}
+	if ((trace != NULL) + (job > 0) + (cmp[0] > 0) > 1)
+		return cli_usage_error(
+		    cli, "--trace, a job (--job) and --compare: one of them");
 	if (until <= since)
 		return cli_usage_error(cli, "--until must be after --since");
 	if (trace != NULL) {
@@ -322,6 +381,13 @@ cmd_plot(struct cli *cli, struct cli_args *args)
 			         "job %" PRId64 ": footprint and swap", job);
 			o.title = title;
 			rc = plot_job(cli, &o, job, &b);
+		} else if (cmp[0] > 0) {
+			snprintf(title, sizeof title,
+			         "jobs %" PRId64 " and %" PRId64
+			         ": footprint and swap from their start",
+			         cmp[0], cmp[1]);
+			o.title = title;
+			rc = plot_compare(cli, &o, cmp, &b);
 		} else {
 			o.title = "memory and swap";
 			o.max_lanes = 40;

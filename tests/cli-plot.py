@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll  # noqa: E402
 from webtest import (EVIL_NAME, EVIL_STAGE, LONG_STAGE, cleanup_jobs, daemon,  # noqa: E402
-                     make_jobs)
+                     env_list, make_jobs)
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -91,6 +91,51 @@ def check_job_axis(root, budget):
     assert len(ticks) >= 2, ticks
     print("plot: a job's axis to %.0fK, its budget line (%s), clock labels %s"
           % (top / 1024, label, ticks[:3]))
+
+
+def check_compare(d, ids):
+    """plot --compare A B: both jobs' footprint and swap on one axis of time
+    from each one's start (both begin at the left edge), each one's stages
+    named with its id, durations on the time axis."""
+    # a short run of its own (the killed job may end before its first
+    # sample is stored) beside the running one
+    c = Client(d.socket)
+    a = c.call("submit", {"argv": ["sleep", "0.6"], "cwd": d.dir, "env": env_list(),
+                          "name": "short", "priority": 100, "wait_free_pct": 10})["id"]
+    c.call("wait", {"id": a}, timeout=20)
+    c.call("stage", {"id": ids["runner"], "name": "late"})
+    c.close()
+    b = ids["runner"]
+    out = os.path.join(d.dir, "compare.svg")
+    ctl(d, "plot", "--compare", str(a), str(b), "-o", out)
+    root, series, lanes, marks, kills = parse(out)
+    assert {"footprint_bytes", "swap_bytes", "footprint_bytes_2", "swap_bytes_2"} <= \
+        set(series), series.keys()
+    assert root.get("data-t0") == "0", root.get("data-t0")
+    x0, y0, x1, y1, top = chart(root)
+    for name in ("footprint_bytes", "footprint_bytes_2"):
+        first = points(series[name])[0][0]
+        # the first sample within a sample interval (100 ms) of the start
+        assert first - x0 <= 0.1 * (x1 - x0), (name, first, x0, x1)
+    assert lanes == {a, b}, lanes
+    stages = sorted(m[2] for m in marks if m[0] == "stage")
+    assert stages == sorted(["%d: %s" % (b, n) for n in ("encode", LONG_STAGE, "late")]), \
+        stages
+    ticks = [t.text for e in root.iter(SVG + "g") if e.get("class") == "slp-time"
+             for t in e.iter(SVG + "text")]
+    assert ticks and all(re.fullmatch(r"0|[0-9hms.]+", t) for t in ticks), ticks
+    for bad in (["--compare", str(a)], ["--compare", str(a), "x"],
+                ["--job", str(a), "--compare", str(a), str(b)], [str(a), str(b), str(a)],
+                ["--job", str(a), str(b)]):
+        bin_ = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+        r = subprocess.run([bin_, "--socket", d.socket, "plot"] + bad + ["-o", out],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, (bad, r.returncode, r.stderr)
+    # plot A B is --compare A B; plot A is --job A
+    ctl(d, "plot", str(a), str(b), "-o", out + ".2")
+    assert open(out + ".2").read() == open(out).read()
+    print("plot: --compare %d %d from their start (ticks %s), stages named by job"
+          % (a, b, ticks[:4]))
 
 
 def check_young_daemon(d):
@@ -187,6 +232,7 @@ def main():
         assert stages == [(str(ids["runner"]), n) for n in ("encode", LONG_STAGE)], stages
         print("plot: a job's footprint and swap, its kill and stages marked")
 
+        check_compare(d, ids)
         check_spike(d)
 
         trace = os.path.join(d.dir, "trace.jsonl")

@@ -419,6 +419,133 @@ out:
 	return rc;
 }
 
+/* Marks of one job's stages and end, moved by -start (plotd_compare). */
+static int
+shifted_marks(struct marks *m, const cJSON *job, const cJSON *events,
+              int64_t start)
+{
+	size_t from = m->n, i;
+	int64_t id = (int64_t)num(job, "id", 0);
+
+	if (end_mark(m, job) < 0 || marks_from_events(m, events, id) < 0)
+		return -ENOMEM;
+	for (i = from; i < m->n; i++) {
+		m->v[i].t_ms -= start;
+		/* "12: decode": whose stage it is, on a plot of two jobs */
+		if (m->v[i].kind == SVGP_MARK_STAGE) {
+			char tmp[MARK_LABEL_MAX];
+			snprintf(tmp, sizeof tmp, "%" PRId64 ": %s", id,
+			         m->labels[i]);
+			memcpy(m->labels[i], tmp, sizeof tmp);
+			cut_utf8(m->labels[i], sizeof m->labels[i]);
+		}
+	}
+	return 0;
+}
+
+int
+plotd_compare(const struct plotd_opts *o, const cJSON *const jobs[2],
+              const cJSON *const histories[2], const cJSON *const events[2],
+              struct svgp_buf *out)
+{
+	struct pts fp[2] = {{0}}, sw[2] = {{0}};
+	struct svgp_series series[4];
+	struct svgp_lane lanes[2];
+	struct marks m = {0};
+	struct svgp_plot p;
+	char labels[4][48];
+	int64_t t1 = 1000;
+	double budget[2];
+	size_t i;
+	int k, rc = -ENOMEM;
+
+	memset(series, 0, sizeof series);
+	for (k = 0; k < 2; k++) {
+		const cJSON *b;
+		int64_t id = (int64_t)num(jobs[k], "id", 0), start;
+
+		lane_of(jobs[k], &lanes[k]);
+		start = lanes[k].started_ms > 0 ? lanes[k].started_ms
+		                                : lanes[k].submitted_ms;
+		cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(
+		                          histories[k], "buckets"))
+		{
+			int64_t t = (int64_t)num(b, "ts_ms", 0) - start;
+			if (pts_add(&fp[k], t,
+			            edge_of(b, "footprint_bytes", "max", 0),
+			            0) < 0 ||
+			    pts_add(&sw[k], t,
+			            edge_of(b, "swap_bytes", "max", 0), 0) < 0)
+				goto out;
+			if (t > t1)
+				t1 = t;
+		}
+		/* Its lane on the same axis: queued before 0 is cut off. */
+		lanes[k].submitted_ms = lanes[k].submitted_ms > 0
+		                            ? lanes[k].submitted_ms - start
+		                            : 0;
+		/* 1 ms, not 0, which a lane reads as "not started". */
+		if (lanes[k].started_ms > 0)
+			lanes[k].started_ms = lanes[k].started_ms - start > 0
+			                          ? lanes[k].started_ms - start
+			                          : 1;
+		if (lanes[k].ended_ms > 0) {
+			lanes[k].ended_ms -= start;
+			if (lanes[k].ended_ms > t1)
+				t1 = lanes[k].ended_ms;
+		}
+		if (shifted_marks(&m, jobs[k], events[k], start) < 0)
+			goto out;
+		/* A running job's last stage may be newer than its last
+		 * stored sample. */
+		for (i = 0; i < m.n; i++)
+			if (m.v[i].t_ms > t1)
+				t1 = m.v[i].t_ms;
+		budget[k] = num(jobs[k], "swap_budget_bytes", 0);
+		snprintf(labels[2 * k], sizeof labels[0],
+		         "%" PRId64 " footprint", id);
+		snprintf(labels[2 * k + 1], sizeof labels[0],
+		         "%" PRId64 " swap", id);
+		series[2 * k].id =
+		    k == 0 ? "footprint_bytes" : "footprint_bytes_2";
+		series[2 * k + 1].id = k == 0 ? "swap_bytes" : "swap_bytes_2";
+	}
+	marks_fix(&m);
+	for (k = 0; k < 4; k++) {
+		series[k].label = labels[k];
+		series[k].axis = SVGP_AXIS_BYTES;
+		/* the first job in blue and red, the second in purple and
+		 * amber */
+		series[k].style = k < 2 ? k : k + 1;
+		series[k].pts = k % 2 == 0 ? fp[k / 2].v : sw[k / 2].v;
+		series[k].n = k % 2 == 0 ? fp[k / 2].n : sw[k / 2].n;
+	}
+	memset(&p, 0, sizeof p);
+	p.title = o->title;
+	p.width = o->width;
+	p.elapsed = 1;
+	p.t0_ms = 0;
+	p.t1_ms = t1 + t1 / 50;
+	p.series = series;
+	p.nseries = 4;
+	p.lanes = lanes;
+	p.nlanes = 2;
+	p.marks = m.v;
+	p.nmarks = m.n;
+	/* One budget line when the runs share it. */
+	p.budget_bytes = budget[0] == budget[1] ? budget[0] : 0;
+	p.list = o->marks_list;
+	p.job_links = o->job_links;
+	rc = svgp_render(&p, out);
+out:
+	for (k = 0; k < 2; k++) {
+		free(fp[k].v);
+		free(sw[k].v);
+	}
+	marks_free(&m);
+	return rc;
+}
+
 int
 plotd_trace(const struct plotd_opts *o, const char *text, struct svgp_buf *out,
             char *cause, size_t causelen)

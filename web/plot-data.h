@@ -43,6 +43,14 @@ int64_t plotd_first_ts(const cJSON *history);
 int plotd_job(const struct plotd_opts *o, const cJSON *job,
               const cJSON *history, const cJSON *events, struct svgp_buf *out);
 
+/* Two runs side by side (`stageloadctl plot --compare A B`): each job's
+ * footprint and swap (each bucket's max), its stages and its end, on one
+ * time axis of durations from each job's start, so the runs line up at
+ * 0; jobs, histories and events are each job's (events may be NULL). */
+int plotd_compare(const struct plotd_opts *o, const cJSON *const jobs[2],
+                  const cJSON *const histories[2], const cJSON *const events[2],
+                  struct svgp_buf *out);
+
 /* A JSONL trace (`stageloadctl meter`, the Python MemoryMeter): one
  * object a line with ts_ms and any of free_pct, swap_used_bytes,
  * footprint_bytes, swap_bytes, pressure; a line with a `stage` string

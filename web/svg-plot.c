@@ -13,6 +13,7 @@
 
 #include "names.h"
 #include "svg-plot.h"
+#include "units.h"
 
 #define PAD_L 52
 #define PAD_R 64
@@ -312,6 +313,13 @@ clock_label(const struct geom *g, int64_t t_ms, int64_t step_ms, char *buf,
 	time_t t = (time_t)(t_ms / 1000);
 	struct tm tm;
 
+	if (g->p->elapsed) {
+		if (t_ms == 0)
+			snprintf(buf, len, "0");
+		else
+			units_format_duration(t_ms, buf, len);
+		return;
+	}
 	if (g->p->utc)
 		gmtime_r(&t, &tm);
 	else
@@ -342,7 +350,7 @@ utc_offset_ms(const struct geom *g, int64_t t_ms)
 	time_t t = (time_t)(t_ms / 1000);
 	struct tm tm;
 
-	if (g->p->utc || localtime_r(&t, &tm) == NULL)
+	if (g->p->utc || g->p->elapsed || localtime_r(&t, &tm) == NULL)
 		return 0;
 	return (int64_t)tm.tm_gmtoff * 1000;
 }

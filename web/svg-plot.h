@@ -107,6 +107,9 @@ struct svgp_plot {
 	int width; /* pixels; 0: 960 */
 	/* Clock labels in UTC rather than local time (tests, servers). */
 	int utc;
+	/* Times are durations from a start (0), not clock times: the time
+	 * axis reads "0", "30s", "1m00s" (two runs compared). */
+	int elapsed;
 	const struct svgp_series *series;
 	size_t nseries;
 	const struct svgp_level *levels;
