@@ -218,6 +218,52 @@ def x_extent(d):
     return max(xs) - min(xs) if xs else 0.0
 
 
+# The swap series' value near x (within 2 px) at its highest, read back
+# from the drawing of the plot shown: the chart's frame and its bytes axis's
+# top label.
+SPIKE_JS = """
+const svg = document.querySelector(arguments[0]);
+const f = svg.querySelector('rect.slp-frame');
+const y0 = +f.getAttribute('y'), y1 = y0 + +f.getAttribute('height');
+const x0 = +f.getAttribute('x'), x1 = x0 + +f.getAttribute('width');
+const units = {K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40};
+const top = Math.max(...[...svg.querySelectorAll('g.slp-values text')]
+  .map(t => t.textContent).filter(t => units[t.slice(-1)])
+  .map(t => parseFloat(t) * units[t.slice(-1)]));
+const t0 = +svg.dataset.t0, t1 = +svg.dataset.t1;
+const x = x0 + (arguments[1] - t0) * (x1 - x0) / (t1 - t0);
+const d = svg.querySelector('path[data-series="swap_used_bytes"]').getAttribute('d');
+const pts = [...d.matchAll(/[ML]([-0-9.]+) ([-0-9.]+)/g)].map(m => [+m[1], +m[2]]);
+const near = pts.filter(p => Math.abs(p[0] - x) <= 2).map(p => (y1 - p[1]) / (y1 - y0) * top);
+return near.length ? Math.max(...near) : -1;
+"""
+
+
+def check_spike(d, drv, host):
+    """8 h of 1 min rollups (the tier the 24 h window's 2 min buckets read)
+    with one 1 s spike of 6G swap in one of its 120 samples: the 24 h plot
+    draws it at its height, not at its bucket's average (about 25M)."""
+    import sqlite3
+    now = int(time.time() * 1000)
+    first = (now - 8 * 3600000) // 60000 * 60000
+    last = now - 600000
+    spike_t = first + (last - first) // 2 // 60000 * 60000
+    spike = 6 << 30
+    rows = [(t, 120, 8000, 8000, 8000 * 120, 0, spike if t == spike_t else 0,
+             spike if t == spike_t else 0, 8 << 30, 8 << 30, 120 * (8 << 30), 1)
+            for t in range(first, last, 60000)]
+    con = sqlite3.connect(d.db, timeout=30)
+    con.executemany("INSERT OR REPLACE INTO rollup_1m VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    drv.get("http://%s/?window=24h" % host)
+    got = drv.execute_script(SPIKE_JS, PLOT, spike_t)
+    assert abs(got - spike) <= 0.05 * spike, (got, spike)
+    drv.save_screenshot(os.path.join(artifacts(), "web-page-spike.png"))
+    print("page: a 1 s spike in 8 h drawn at %.0fM of 6144M on the 24 h plot"
+          % (got / (1 << 20)))
+
+
 def check_default_window(drv, host):
     """The page's default window starts at the first sample: a daemon up
     for seconds fills the plot's width, not its right 1 %."""
@@ -451,6 +497,7 @@ def main():
             check_job_page(drv, w.host(), ids)
             check_default_window(drv, w.host())
             check_windows(drv, w.host())
+            check_spike(d, drv, w.host())
             drv.get("http://%s/?window=15m" % w.host())
 
             before = drv.find_element(By.ID, "free-pct").text
