@@ -601,6 +601,8 @@ mark_rank(const struct svgp_mark *m)
 	                                      : 2;
 }
 
+/* qsort has no context argument: the array being sorted. A plot is drawn
+ * by one thread at a time (stageloadctl; stageload-web answers on one). */
 static const struct svgp_mark *sort_marks_base;
 
 static int
@@ -637,6 +639,10 @@ place_label(struct geom *g, double x, const char *text, double *tx, double *ty,
 			/* A 10 px font's box: ascent and descent. */
 			bx.y0 = base - MARK_FONT;
 			bx.y1 = base + 2.5;
+			/* No room left to remember it: no label, rather than
+			 * one a later label could overprint. */
+			if (g->nboxes >= MAX_BOXES)
+				return -1;
 			if (bx.x0 < g->x0 || !box_free(g, &bx))
 				continue;
 			box_take(g, &bx);
