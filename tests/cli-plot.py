@@ -142,6 +142,28 @@ def check_compare(d, ids):
           % (a, b, ticks[:4]))
 
 
+def check_end_kinds(d, ids):
+    """A job that could not start (failed: spawn), one cancelled while
+    queued and a swap kill: each its own mark and legend entry."""
+    c = Client(d.socket)
+    bad = c.call("submit", {"argv": ["/nonexistent/sl-no-such-command"], "cwd": d.dir,
+                            "env": env_list(), "name": "nostart", "priority": 100,
+                            "wait_free_pct": 10})["id"]
+    j = c.call("wait", {"id": bad}, timeout=20)
+    c.close()
+    assert j["state"] == "failed", j
+    out = os.path.join(d.dir, "ends.svg")
+    ctl(d, "plot", "--since", "5m", "-o", out)
+    root = ET.parse(out).getroot()
+    ends = {(e.get("data-job"), e.get("data-mark")) for e in root.iter(SVG + "path")
+            if "end-marker" in (e.get("class") or "").split()}
+    want = {(str(bad), "failed"), (str(ids["queued"]), "cancel"), (str(ids["killed"]), "kill")}
+    assert want <= ends, (want, ends)
+    keys = [e.get("data-key") for e in root.iter(SVG + "g") if e.get("data-key")]
+    assert {"kill", "cancel", "failed"} <= set(keys), keys
+    print("plot: failed, cancel and kill each marked as such; legend %s" % keys)
+
+
 def check_young_daemon(d):
     """`plot --since 8h` on a daemon up for seconds: the axis starts at the
     first sample, so the free % series fills the plot's width."""
@@ -237,6 +259,10 @@ def main():
         print("plot: a job's footprint and swap, its kill and stages marked")
 
         check_compare(d, ids)
+        c = Client(d.socket)
+        c.call("cancel", {"id": ids["queued"]})
+        c.close()
+        check_end_kinds(d, ids)
         check_spike(d)
 
         trace = os.path.join(d.dir, "trace.jsonl")
