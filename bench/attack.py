@@ -32,6 +32,15 @@ Attacks:
           fast as they can, past max_clients_per_uid.
   unread  250 connections pipelining `info` without ever reading the
           answers, for the whole run.
+  logfill  4 detached `yes` jobs of the attacker's, their logs on the
+          database's file system (a 512 MiB tmpfs here): the logs stop at
+          min_free_disk (auto: 5 %, 25.6 MiB) and their output is dropped;
+          after the run root submits a job, and a line says how it went,
+          the space left and storage_error.
+  holdspam  4 processes, one connection each, pipelining `hold` and
+          `release` of the attacker's own queued job (batches of 64, the
+          answers read) for the whole run; the row also gives the event
+          rows the attacker's uid left in the database.
 Each row also gives the daemon's RSS once the attacker has gone (the
 lowest within 5 s): what the flood left behind.
 
@@ -44,11 +53,14 @@ Needs root (it runs the attacker as another uid).
 """
 
 import argparse
+import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -171,6 +183,60 @@ def churner(nproc):
     return run
 
 
+def logfiller(njobs):
+    """A child body: nobody's njobs `yes` jobs, detached, print as fast as
+    they can for the whole run (and after: the daemon's end stops them).
+    Their logs are on the database's file system, a small tmpfs
+    (small_fs)."""
+    def run(sock_path, ready_w, stop_r):
+        as_nobody()
+        top = os.path.dirname(sock_path)
+        c = Client(sock_path)
+        for _ in range(njobs):
+            # The test directory in argv: kill_leftovers finds them.
+            c.call("submit", {"argv": ["yes", top], "cwd": top,
+                              "env": ["PATH=/usr/bin:/bin"]})
+        os.write(ready_w, b"%d\n" % njobs)
+        select.select([stop_r], [], [])
+        os.write(ready_w, b"%d\n" % njobs)
+        os._exit(0)
+    return run
+
+
+def small_fs(d, size):
+    """The daemon's database, and so its job logs, on a tmpfs of size
+    (before it starts); unmounted at exit, whatever happens."""
+    mnt = os.path.join(d.dir, "fs")
+    os.mkdir(mnt)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size,
+                    "tmpfs", mnt], check=True)
+
+    def undo():
+        subprocess.run(["umount", "-l", mnt])
+        shutil.rmtree(d.dir, ignore_errors=True)
+    atexit.register(undo)
+    d.db = os.path.join(mnt, "sl.db")
+    d.args[d.args.index("--db") + 1] = d.db
+    return mnt
+
+
+def root_during_fill(d, c, mnt):
+    """After the fill: root's submit and its job, the free space left."""
+    t = time.monotonic()
+    jid = c.call("submit", {"argv": ["true"], "cwd": "/", "env": []})["id"]
+    poll(lambda: c.call("show", {"id": jid})["state"] == "exited", timeout=30,
+         what="root's job during the fill")
+    ms = (time.monotonic() - t) * 1000
+    sv = os.statvfs(mnt)
+    drops = [e for e in c.call("events", {"limit": 10000})["events"]
+             if e["kind"] == "output_dropped"]
+    return ("logfill: root's submit during the fill ran its job in %.0f ms; "
+            "%.1f MiB of %.0f MiB free; storage_error %s; %d output_dropped "
+            "events" % (ms, sv.f_bavail * sv.f_frsize / 2.0**20,
+                        sv.f_blocks * sv.f_frsize / 2.0**20,
+                        c.call("info")["storage_error"], len(drops)))
+
+
 def unreader(nconn, batch=64):
     """A child body: nconn connections of nobody's each send `info` again
     and again and never read, until stop_r is readable."""
@@ -202,6 +268,68 @@ def unreader(nconn, batch=64):
         os.write(ready_w, b"%d\n" % n)
         os._exit(0)
     return run
+
+
+def holdspammer(nproc, batch=64):
+    """A child body: nobody's queued job (95 % free asked, 80 % there; at
+    priority -1, behind the probes), then nproc processes hold and release
+    it over a connection each, batch requests at a time, until stop_r is
+    readable; then writes how many requests."""
+    def run(sock_path, ready_w, stop_r):
+        as_nobody()
+        c = Client(sock_path)
+        jid = c.call("submit", {"argv": ["/bin/true"], "cwd": "/", "env": [],
+                                "wait_free_pct": 95, "priority": -1})["id"]
+        c.close()
+        reqs = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"id":%d}}\n'
+                        % (k, b"hold" if k % 2 == 0 else b"release", jid)
+                        for k in range(batch))
+        counts = []
+        for _ in range(nproc):
+            r, w = os.pipe()
+            if os.fork() == 0:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sock_path)
+                s.sendall(b'{"jsonrpc":"2.0","id":0,"method":"hello",'
+                          b'"params":{"version":1}}\n')
+                buf = b""
+                while b"\n" not in buf:
+                    buf += s.recv(65536)
+                buf = b""
+                n = 0
+                while not select.select([stop_r], [], [], 0)[0]:
+                    s.sendall(reqs)
+                    got = 0
+                    while got < batch:
+                        chunk = s.recv(1 << 20)
+                        if not chunk:
+                            break
+                        got += chunk.count(b"\n")
+                    if got < batch:
+                        break
+                    n += batch
+                os.write(w, b"%d\n" % n)
+                os._exit(0)
+            os.close(w)
+            counts.append(r)
+        os.write(ready_w, b"0\n")
+        total = 0
+        for r in counts:
+            total += int(os.read(r, 64).split()[0] or b"0")
+            os.wait()
+        os.write(ready_w, b"%d\n" % total)
+        os._exit(0)
+    return run
+
+
+def event_rows(d, uid):
+    """The rows of uid's jobs' events in the database."""
+    import sqlite3
+    db = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True, timeout=30)
+    try:
+        return db.execute("SELECT count(*) FROM events WHERE uid = ?", (uid,)).fetchone()[0]
+    finally:
+        db.close()
 
 
 def rss_after(d, seconds=5.0):
@@ -306,6 +434,7 @@ def run_attack(d, c, name, nconn, plan, interval, read=True, body=None):
         if rest:
             sent = int(rest[-1])
     return {"attack": name, "requests": sent,
+            "event_rows": event_rows(d, NOBODY),
             "db_growth_kib": (db_bytes(d) - db_before) // 1024,
             "rss_peak_kib": status_kb(d.proc.pid, "VmHWM"),
             "rss_after_kib": rss_after(d),
@@ -323,17 +452,20 @@ def main():
     ap.add_argument("--stored-bound", default="64M")
     ap.add_argument("attacks", nargs="*",
                     default=["meters", "waits", "logs", "stored", "bigstatus",
-                             "churn1", "churn4", "unread"])
+                             "churn1", "churn4", "unread", "logfill",
+                             "holdspam"])
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/attack.py needs root: the attacker runs as uid %d" % NOBODY)
     build = os.path.abspath(a.build)
     interval = float(a.interval)
     rows = []
+    notes = []
     for name in a.attacks:
         bound = "1G" if name == "bigstatus" else a.stored_bound
         d = fixture_daemon(build, a.interval, "max_clients_per_uid = 300\n"
                            "max_stored_bytes_per_uid = %s\n" % bound)
+        mnt = small_fs(d, "512m") if name == "logfill" else None
         with running(d):
             os.chmod(d.dir, 0o755)  # nobody must reach the socket
             set_memory(d, free_pct=80.0)
@@ -364,6 +496,10 @@ def main():
                 body, plan, nconn = churner(int(name[-1])), None, 0
             elif name == "unread":
                 body, plan, nconn = unreader(250), None, 250
+            elif name == "logfill":
+                body, plan, nconn = logfiller(4), None, 0
+            elif name == "holdspam":
+                body, plan, nconn = holdspammer(4), None, 4
             elif name == "bigstatus":
                 # 1,000 queued jobs of 200 KiB argv (behind the probes:
                 # priority -1), then 10 connections that ask for status and
@@ -379,20 +515,25 @@ def main():
             try:
                 rows.append(run_attack(d, c, name, nconn, plan, interval,
                                        read=name != "bigstatus", body=body))
+                if mnt is not None:
+                    notes.append(root_during_fill(d, c, mnt))
             finally:
                 if end is not None:
                     end()
             c.close()
-    print("| attack | requests sent | database growth | daemon peak RSS | "
-          "RSS after | root info p99 / slowest | breach to SIGTERM, max of 5 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| attack | requests sent | attacker's event rows | database growth | "
+          "daemon peak RSS | RSS after | root info p99 / slowest | "
+          "breach to SIGTERM, max of 5 |")
+    print("|---|---|---|---|---|---|---|---|")
     bad = False
     for r in rows:
-        print("| %s | %d | %.1f MiB | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
-            r["attack"], r["requests"], r["db_growth_kib"] / 1024.0,
+        print("| %s | %d | %d | %.1f MiB | %.1f MiB | %.1f MiB | %.2f / %.2f ms | %.1f ms |" % (
+            r["attack"], r["requests"], r["event_rows"], r["db_growth_kib"] / 1024.0,
             r["rss_peak_kib"] / 1024.0, r["rss_after_kib"] / 1024.0, r["info_p99_ms"],
             r["info_max_ms"], r["breach_max_ms"]))
         bad |= r["breach_max_ms"] > interval * 1000 + 100 or r["info_max_ms"] > 50
+    for n in notes:
+        print("\n" + n)
     sys.exit(1 if bad else 0)
 
 

@@ -124,6 +124,7 @@ def real_pipeline(args, mode):
 
     dtype = torch.bfloat16
     device = torch.device(args.device)
+    mode = "staged" if mode.startswith("staged") else mode
     if mode == "eager":
         return QwenImagePipeline.from_pretrained(args.model, torch_dtype=dtype).to(device), None
     if mode == "offload":
@@ -145,16 +146,16 @@ def real_pipeline(args, mode):
     return pipe, (loaders, configs, dtype, device)
 
 
-def stage_pipeline(pipe, loaders, configs, dtype, device):
-    """The staged mode's setup, the same for the real pipeline and the
+def stage_pipeline(pipe, loaders, configs, dtype, device, keep="never", margin=None):
+    """The staged modes' setup, the same for the real pipeline and the
     synthetic one: StagedModels over loaders, stand-ins in place of the
-    two big models, and the hooks that begin each stage."""
-    models = stageload.StagedModels(loaders, STAGES)
+    two big models, and attach: the hooks that begin each stage and the
+    end of each call."""
+    models = stageload.StagedModels(loaders, STAGES, keep=keep, margin=margin)
     for name in ("text_encoder", "transformer"):
         setattr(pipe, name, stageload.stand_in(models, name, configs[name], dtype=dtype,
                                                device=device))
-    for method, stage in HOOKS:
-        stageload.on_call(pipe, method, before=lambda *a, _s=stage, **k: models.enter(_s))
+    models.attach(pipe, dict(HOOKS))
     return models
 
 
@@ -355,6 +356,7 @@ def synthetic_pipeline(args, mode):
         torch.manual_seed(seeds[name])  # the same weights in every mode
         return cls[name](SEEDS_SIZES[name] / args.scale).eval()
 
+    mode = "staged" if mode.startswith("staged") else mode
     if mode in ("eager", "offload"):
         # offload on a CPU-only machine: the offload device and the
         # execution device are one memory, as "cpu" and "mps" are on a
@@ -393,12 +395,15 @@ def run_one(args):
                                                    required=False, quiet=True)
     t0 = time.monotonic()
     job_id = None
+    digests = []
+    image_seconds = []
     with meter:
         if g is not None:
             g.__enter__()
             job_id = g.job_id
         try:
-            with torch.no_grad():
+            # inference_mode: no autograd graph holds a released model's weights
+            with torch.inference_mode():
                 make = synthetic_pipeline if args.synthetic else real_pipeline
                 pipe, parts = make(args, args.mode)
                 for method, stage in HOOKS:
@@ -407,25 +412,36 @@ def run_one(args):
                     # offload report their stages here
                     stageload.on_call(pipe, method, before=lambda *a, _s=stage, **k: (
                         peaks.begin(_s), None if parts else stageload.stage(_s)))
-                models = stage_pipeline(pipe, *parts) if parts else None
-                # a CPU generator: the same noise on every device
-                gen = torch.Generator().manual_seed(args.seed)
-                out = pipe(prompt=args.prompt, height=args.size, width=args.size,
-                           num_inference_steps=args.steps, generator=gen).images[0]
+                models = None
+                if parts:
+                    keep = "auto" if args.mode == "staged-auto" else "never"
+                    models = stage_pipeline(pipe, *parts, keep=keep, margin=args.margin)
+                for i in range(args.images):
+                    t_img = time.monotonic()
+                    # a CPU generator: the same noise on every device
+                    gen = torch.Generator().manual_seed(args.seed + i)
+                    out = pipe(prompt=args.prompt, height=args.size, width=args.size,
+                               num_inference_steps=args.steps, generator=gen).images[0]
+                    if hasattr(out, "tobytes"):  # a PIL image
+                        digests.append(hashlib.sha256(out.tobytes()).hexdigest())
+                    else:
+                        digests.append(hashlib.sha256(
+                            out.detach().contiguous().numpy().tobytes()).hexdigest())
+                    image_seconds.append(round(time.monotonic() - t_img, 3))
                 peaks.end()
                 if models is not None:
                     loads = dict(models.load_counts)
+                    hist = models.history
+                    load_seconds = sum(h["seconds"] for h in hist if h["event"] == "load")
+                    decisions = {"kept": sum(1 for h in hist if h["event"] == "keep"),
+                                 "released": sum(1 for h in hist if h["event"] == "release")}
                     models.close()
                 else:
-                    loads = None
+                    loads, load_seconds, decisions = None, None, None
         finally:
             if g is not None:
                 g.__exit__(*sys.exc_info())
     total = time.monotonic() - t0
-    if hasattr(out, "tobytes"):  # a PIL image
-        digest = hashlib.sha256(out.tobytes()).hexdigest()
-    else:
-        digest = hashlib.sha256(out.detach().contiguous().numpy().tobytes()).hexdigest()
     summary = stageload.trace.summary(trace_path)
     trace_rows = {}
     for r in summary:
@@ -434,14 +450,28 @@ def run_one(args):
         t["footprint_peak_bytes"] = max(t["footprint_peak_bytes"], r.footprint_peak_bytes)
         t["swap_growth_bytes"] = max(t["swap_growth_bytes"], r.swap_growth_bytes)
     stages = []
-    for stage, seconds, peak in peaks.rows:
-        tr = trace_rows.get(stage, {})
-        stages.append({"stage": stage, "seconds": round(seconds, 3), "rss_peak_bytes": peak,
-                       "footprint_peak_bytes": tr.get("footprint_peak_bytes"),
-                       "swap_growth_bytes": tr.get("swap_growth_bytes")})
+    by_stage = {}
+    for stage, seconds, peak in peaks.rows:  # a stage of every image: one row
+        row = by_stage.get(stage)
+        if row is None:
+            tr = trace_rows.get(stage, {})
+            row = by_stage[stage] = {"stage": stage, "seconds": 0.0, "rss_peak_bytes": peak,
+                                     "footprint_peak_bytes": tr.get("footprint_peak_bytes"),
+                                     "swap_growth_bytes": tr.get("swap_growth_bytes")}
+            stages.append(row)
+        row["seconds"] = round(row["seconds"] + seconds, 3)
+        if peak is not None:
+            row["rss_peak_bytes"] = max(row["rss_peak_bytes"] or 0, peak)
+    if args.mode in ("eager", "offload"):
+        # each big model made once, up front
+        loads = {"text_encoder": 1, "transformer": 1}
+        load_seconds = next((s["seconds"] for s in stages if s["stage"] == "load"), None)
     return {"mode": args.mode, "synthetic": args.synthetic, "scale": args.scale,
-            "seconds": round(total, 3), "sha256": digest, "baseline_bytes": peaks.baseline,
+            "images": args.images, "seconds": round(total, 3), "image_seconds": image_seconds,
+            "sha256": digests[0], "sha256s": digests, "baseline_bytes": peaks.baseline,
             "stages": stages, "trace": trace_path, "job_id": job_id, "loads": loads,
+            "load_seconds": None if load_seconds is None else round(load_seconds, 3),
+            "decisions": decisions,
             "sizes": {n: int(SEEDS_SIZES[n] / args.scale) for n in SEEDS_SIZES}
             if args.synthetic else None}
 
@@ -459,15 +489,32 @@ def print_table(results):
             print("| %s | %s | %.2f | %s | %s | %s |" % (
                 r["mode"], s["stage"], s["seconds"], fmt(s["rss_peak_bytes"]),
                 fmt(s["footprint_peak_bytes"]), fmt(s["swap_growth_bytes"])))
+    print()
+    print("| mode | images | loads (text encoder, transformer) | load seconds | peak RSS "
+          "above baseline | wall seconds | seconds per image after the first |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         peak = [s["rss_peak_bytes"] for s in r["stages"] if s["rss_peak_bytes"] is not None]
-        print("%s: %.2f s, peak %s, image sha256 %s" % (
-            r["mode"], r["seconds"], fmt(max(peak)) if peak else "-", r["sha256"]))
+        later = r["image_seconds"][1:]
+        print("| %s | %d | %s | %s | %s | %.2f | %s |" % (
+            r["mode"], r["images"], "%d, %d" % (r["loads"]["text_encoder"],
+                                                 r["loads"]["transformer"]),
+            "-" if r["load_seconds"] is None else "%.2f" % r["load_seconds"],
+            fmt(max(peak)) if peak else "-", r["seconds"],
+            "%.2f" % (sum(later) / len(later)) if later else "-"))
+    for r in results:
+        print("%s: image sha256 %s" % (r["mode"], " ".join(d[:16] for d in r["sha256s"])
+                                        if len(r["sha256s"]) > 1 else r["sha256"]))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=["eager", "offload", "staged", "all"], default="staged")
+    ap.add_argument("--mode", choices=["eager", "offload", "staged", "staged-auto", "all"],
+                    default="staged")
+    ap.add_argument("--images", type=int, default=1,
+                    help="images per run, seeds SEED, SEED+1, ... (the same prompt)")
+    ap.add_argument("--margin", help="staged-auto: the free memory kept (a size, e.g. 4G; "
+                    "default: the job's wait_free share, else 10%% of memory)")
     ap.add_argument("--model", default="Qwen/Qwen-Image",
                     help="a Hugging Face id or a directory with the checkpoint")
     ap.add_argument("--device", default="mps")
@@ -488,11 +535,13 @@ def main():
     args = ap.parse_args()
     if args.size is None:
         args.size = 128 if args.synthetic else 1024
+    if args.images < 1:
+        ap.error("--images must be at least 1")
     if args.mode != "all":
         results = [run_one(args)]
     else:
         results = []
-        for mode in ("eager", "offload", "staged"):
+        for mode in ("eager", "offload", "staged", "staged-auto"):
             with tempfile.NamedTemporaryFile(suffix=".json") as f:
                 argv = [a for a in sys.argv[1:]]
                 i = argv.index("--mode") if "--mode" in argv else -1

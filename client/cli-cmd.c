@@ -4,7 +4,9 @@
  * before the command runs, and the help made from the entries. Errors are
  * said here too, in one style.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,10 @@
 #include "cli.h"
 #include "text.h"
 #include "units.h"
+
+/* A size option given as a bare number below this (other than 0) is
+ * refused with a suggestion: 1M bytes and up are plausibly meant. */
+#define SIZE_BARE_MIN (1024 * 1024)
 
 #define CLI_COMMAND(x) extern const struct cli_entry cmd_##x##_entry;
 #include "cmd-list.h"
@@ -97,13 +103,125 @@ cli_usage_error(const struct cli *cli, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/* The wire names of job options a daemon's refusal may use, and the
+ * options that set them; _bytes ones are followed by a byte count. */
+static const struct {
+	const char *wire, *option;
+	int bytes;
+} wire_words[] = {
+    {"wait_free_bytes", "--wait-free", 1},
+    {"swap_budget_bytes", "--swap-budget", 1},
+    {"expect_bytes", "--expect", 1},
+    {"wait_free_pct", "--wait-free", 0},
+    {"retry_on_breach", "--retry-on-breach", 0},
+};
+
+void
+cli_daemon_words(const char *msg, char *buf, size_t len)
+{
+	size_t out = 0, i, n;
+	const char *p = msg, *q;
+	char size[24];
+	int done;
+
+	if (len == 0)
+		return;
+	while (*p != '\0' && out + 1 < len) {
+		done = 0;
+		for (i = 0; i < sizeof wire_words / sizeof wire_words[0]; i++) {
+			n = strlen(wire_words[i].wire);
+			/* whole words only */
+			if (strncmp(p, wire_words[i].wire, n) != 0 ||
+			    (p > msg &&
+			     (p[-1] == '_' || isalnum((unsigned char)p[-1]))) ||
+			    p[n] == '_' || isalnum((unsigned char)p[n]))
+				continue;
+			q = p + n;
+			if (wire_words[i].bytes && q[0] == ' ' &&
+			    isdigit((unsigned char)q[1])) {
+				unsigned long long v =
+				    strtoull(q + 1, (char **)&q, 10);
+				cli_size(v, size, sizeof size);
+				out += (size_t)snprintf(
+				    buf + out, len - out, "%s %s",
+				    wire_words[i].option, size);
+			} else {
+				out +=
+				    (size_t)snprintf(buf + out, len - out, "%s",
+				                     wire_words[i].option);
+			}
+			p = q;
+			done = 1;
+			break;
+		}
+		if (out >= len) {
+			out = len - 1;
+			break;
+		}
+		if (done)
+			continue;
+		/* "(25276502016 bytes, 24G)": the size says it */
+		if (p[0] == '(' && isdigit((unsigned char)p[1])) {
+			q = p + 1 + strspn(p + 1, "0123456789");
+			if (strncmp(q, " bytes, ", 8) == 0) {
+				buf[out++] = '(';
+				p = q + 8;
+				continue;
+			}
+		}
+		buf[out++] = *p++;
+	}
+	buf[out] = '\0';
+}
+
 int
 cli_fail(struct cli *cli)
 {
 	int code = sl_errcode(cli->client);
+	char msg[1024];
 
-	cli_error("%s", sl_errmsg(cli->client));
+	cli_daemon_words(sl_errmsg(cli->client), msg, sizeof msg);
+	cli_error("%s", msg);
 	return cli_exit_for_error(code);
+}
+
+int
+cli_fail_job(struct cli *cli, int64_t id)
+{
+	int code = sl_errcode(cli->client);
+	char msg[1024], name[32];
+	const char *p;
+	size_t n;
+
+	cli_daemon_words(sl_errmsg(cli->client), msg, sizeof msg);
+	/* "job 4: job 4 is not yours" says the id twice */
+	n = (size_t)snprintf(name, sizeof name, "job %" PRId64, id);
+	for (p = strstr(msg, name); p != NULL; p = strstr(p + 1, name))
+		if ((p == msg || !isalnum((unsigned char)p[-1])) &&
+		    !isdigit((unsigned char)p[n]))
+			break;
+	if (p != NULL)
+		cli_error("%s", msg);
+	else
+		cli_error("%s: %s", name, msg);
+	return cli_exit_for_error(code);
+}
+
+int
+cli_check_wait_free(struct cli *cli, uint64_t bytes)
+{
+	struct sl_info info;
+	char want[24], total[24];
+
+	if (bytes == 0 || sl_info(cli->client, &info) < 0 || !info.has_sample ||
+	    info.sample.total_bytes == 0 || bytes <= info.sample.total_bytes)
+		return -1;
+	return cli_usage_error(
+	    cli,
+	    "--wait-free %s is above the machine's total "
+	    "memory (%s): it could never be free",
+	    cli_size(bytes, want, sizeof want),
+	    cli_size(info.sample.total_bytes, total, sizeof total));
 }
 
 int
@@ -285,6 +403,12 @@ set_value(const struct cli_option *o, const char *text, int given,
 	case CLI_SIZE:
 		if (units_parse_size(text, &bytes) < 0)
 			return -EINVAL;
+		/* "--swap-budget 8" is 8 bytes, almost surely not what was
+		 * meant: a bare number under 1M is asked about instead
+		 * (docs/units.md). "8B" still says bytes on purpose. */
+		if (bytes > 0 && bytes < SIZE_BARE_MIN &&
+		    text[strspn(text, "0123456789")] == '\0')
+			return -ERANGE;
 		a->opt[slot].n = (int64_t)bytes;
 		break;
 	case CLI_DURATION:
@@ -355,6 +479,8 @@ take(const struct rows *r, size_t i, const char *text, struct cli *cli,
 {
 	const struct cli_option *o = r->row[i];
 	char what[128];
+	unsigned long long v;
+	int rc;
 
 	if (i >= r->nown) {
 		if (strcmp(o->name, "help") == 0)
@@ -365,8 +491,17 @@ take(const struct rows *r, size_t i, const char *text, struct cli *cli,
 			cli->socket = text;
 		return 0;
 	}
-	if (set_value(o, text != NULL ? text : "", a->opt[i].given + 1, a, i) <
-	    0) {
+	rc = set_value(o, text != NULL ? text : "", a->opt[i].given + 1, a, i);
+	if (rc == -ERANGE) {
+		/* The number back with a unit: below 1024 as G, else M. */
+		v = strtoull(text, NULL, 10);
+		snprintf(cause, causelen,
+		         "--%s %s is %s bytes: did you mean %s%s? (write "
+		         "%sB for bytes)",
+		         o->name, text, text, text, v < 1024 ? "G" : "M", text);
+		return -EINVAL;
+	}
+	if (rc < 0) {
 		snprintf(cause, causelen, "--%s takes %s, not '%s'", o->name,
 		         explain(o, what, sizeof what), text);
 		return -EINVAL;
@@ -625,6 +760,7 @@ print_command(FILE *f, const struct cli_entry *e)
 	const struct cli_option *tables[] = {e->options, e->more_options};
 	const struct cli_option *o;
 	char label[128], *syn = cli_synopsis(e, 7, 79);
+	const char *ex;
 	int column = 6;
 	size_t t, n;
 
@@ -659,6 +795,13 @@ print_command(FILE *f, const struct cli_entry *e)
 	        "\nGlobal options, before or after the command: --socket "
 	        "PATH%s, -h, --help.\n",
 	        e->json != NULL ? ", --json" : "");
+	if ((ex = cli_examples(e->name)) != NULL) {
+		fprintf(f, "\nExamples:\n");
+		for (; *ex != '\0'; ex += n + (ex[n] == '\n')) {
+			n = strcspn(ex, "\n");
+			fprintf(f, "  %s %.*s\n", prog, (int)n, ex);
+		}
+	}
 }
 
 static void

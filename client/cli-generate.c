@@ -184,6 +184,27 @@ mdoc_synopsis(FILE *f, const struct cli_entry *e)
 	}
 }
 
+/* Every command's examples, as --help shows them, in a literal display
+ * (no word in it is read as a macro). */
+static void
+man_examples(FILE *f)
+{
+	const struct cli_entry *e;
+	const char *ex;
+	size_t i, n;
+
+	fputs(".Sh EXAMPLES\n"
+	      ".Bd -literal -offset indent\n",
+	      f);
+	for (i = 0; (e = cli_entries[i]) != NULL; i++)
+		for (ex = cli_examples(e->name); ex != NULL && *ex != '\0';
+		     ex += n + (ex[n] == '\n')) {
+			n = strcspn(ex, "\n");
+			fprintf(f, "stageloadctl %.*s\n", (int)n, ex);
+		}
+	fputs(".Ed\n", f);
+}
+
 static void
 man_page(FILE *f)
 {
@@ -301,8 +322,10 @@ man_page(FILE *f)
 	      ".Cm wait\n"
 	      "exit with the job's status: its own code, 128+N for signal N,\n"
 	      "124 killed for its swap budget, 125 cancelled before it ran,\n"
-	      "126 could not be started, 127 command not found, 123 lost.\n"
-	      ".Sh SEE ALSO\n"
+	      "126 could not be started, 127 command not found, 123 lost.\n",
+	      f);
+	man_examples(f);
+	fputs(".Sh SEE ALSO\n"
 	      ".Xr stageload.conf 5 ,\n"
 	      ".Xr stageloadd 8\n"
 	      ".Pp\n"
@@ -344,6 +367,8 @@ bash_value(FILE *f, const struct cli_option *o)
 		for (p = o->value; *p != '\0'; p++)
 			fputc(*p == '|' ? ' ' : *p, f);
 		fputs("' -- \"$cur\"))\n", f);
+	} else if (o->type == CLI_ID) {
+		fputs("_stageloadctl_ids\n", f);
 	} else if (o->type == CLI_TEXT && o->value != NULL &&
 	           (strcmp(o->value, "PATH") == 0 ||
 	            strcmp(o->value, "FILE") == 0)) {
@@ -364,13 +389,21 @@ bash(FILE *f)
 
 	fputs("# bash completion for stageloadctl, made by stageloadctl "
 	      "--generate complete-bash\n"
+	      /* Job ids: those status lists, of the daemon the command
+	       * line names (sock, of _stageloadctl). */
+	      "_stageloadctl_ids() {\n"
+	      "\tlocal ids\n"
+	      "\tids=$(command stageloadctl ${sock:+--socket \"$sock\"} "
+	      "status --all -o id 2>/dev/null | tail -n +2)\n"
+	      "\tCOMPREPLY=($(compgen -W \"$ids\" -- \"$cur\"))\n"
+	      "}\n"
 	      "_stageloadctl() {\n"
 	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} "
-	      "prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i\n"
+	      "prev=${COMP_WORDS[COMP_CWORD-1]} cmd= sock= i\n"
 	      "\tCOMPREPLY=()\n"
 	      "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
 	      "\t\tcase ${COMP_WORDS[i]} in\n"
-	      "\t\t--socket) ((i++)) ;;\n"
+	      "\t\t--socket) ((i++)); sock=${COMP_WORDS[i]} ;;\n"
 	      "\t\t-*) ;;\n"
 	      "\t\t*) cmd=${COMP_WORDS[i]}; break ;;\n"
 	      "\t\tesac\n"
@@ -422,6 +455,12 @@ bash(FILE *f)
 			/* after the options, a command line: the shell's own
 			 * completion */
 			fputs("\t\t[[ $cur == -* ]] || { compopt -o default; "
+			      "return; }\n",
+			      f);
+		else if (e->operands != NULL &&
+		         strncmp(e->operands, "ID", 2) == 0)
+			/* an operand: the job ids there are */
+			fputs("\t\t[[ $cur == -* ]] || { _stageloadctl_ids; "
 			      "return; }\n",
 			      f);
 		fputs("\t\tCOMPREPLY=($(compgen -W '", f);

@@ -14,18 +14,6 @@
 #include "cli.h"
 #include "text.h"
 
-static int
-shell_plain(const char *a)
-{
-	if (*a == '\0')
-		return 0;
-	for (; *a != '\0'; a++)
-		if (!((*a >= 'a' && *a <= 'z') || (*a >= 'A' && *a <= 'Z') ||
-		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
-			return 0;
-	return 1;
-}
-
 /* Append n bytes to the growing string *s (length *len); -1 out of
  * memory. */
 static int
@@ -110,7 +98,7 @@ cli_shell_command(char *const *argv)
 	for (i = 0; rc == 0 && argv != NULL && argv[i] != NULL; i++) {
 		if (i > 0)
 			rc = put(&s, &len, " ", 1);
-		if (rc == 0 && shell_plain(argv[i])) {
+		if (rc == 0 && proto_shell_plain(argv[i])) {
 			rc = put(&s, &len, argv[i], strlen(argv[i]));
 			continue;
 		}

@@ -254,12 +254,28 @@ sb_add(struct sbuf *b, const char *fmt, ...)
 	}
 }
 
+/* The state as the paragraph's first sentence says it: "is running",
+ * "has exited", "was killed" (not "is exited"). */
 static const char *
-reason_text(const char *reason)
+state_phrase(const char *state)
 {
-	const char *text = names_end_text(reason);
+	static const struct {
+		const char *state, *phrase;
+	} phrases[] = {
+	    {"exited", "has exited"},       {"killed", "was killed"},
+	    {"cancelled", "was cancelled"}, {"failed", "failed to start"},
+	    {"lost", "was lost"},
+	};
+	static char other[48];
+	size_t i;
 
-	return text != NULL ? text : reason;
+	for (i = 0; i < sizeof phrases / sizeof phrases[0]; i++)
+		if (strcmp(state, phrases[i].state) == 0)
+			return phrases[i].phrase;
+	/* queued, admitted, running, and a state this client does not
+	 * know */
+	snprintf(other, sizeof other, "is %s", state);
+	return other;
 }
 
 char *
@@ -274,7 +290,7 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 	sb_add_safe(&b, j->user[0] != '\0' ? j->user : "?");
 	if (j->attached)
 		sb_add(&b, " (attached)");
-	sb_add(&b, " is %s", j->state);
+	sb_add(&b, " %s", state_phrase(j->state));
 	if (strcmp(j->state, "queued") == 0 && j->position > 0)
 		sb_add(&b, " at position %d", j->position);
 	if (j->attempt > 1)
@@ -368,10 +384,18 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 			sb_add(&b, "killed by signal %d", j->signal);
 		else if (strcmp(j->state, "exited") == 0)
 			sb_add(&b, "exited with code %d", j->exit_code);
-		else if (j->end_reason[0] != '\0')
+		else if (j->end_reason[0] != '\0' &&
+		         names_end_text(j->end_reason) != NULL)
 			sb_add(&b, "%s because %s", j->state,
-			       reason_text(j->end_reason));
-		else
+			       names_end_text(j->end_reason));
+		else if (j->end_reason[0] != '\0')
+		/* a reason newer than this client: its wire name,
+		 * never "because time_limit" as if it were words */
+		{
+			sb_add(&b, "%s (end reason: ", j->state);
+			sb_add_safe(&b, j->end_reason);
+			sb_add(&b, ")");
+		} else
 			sb_add(&b, "%s", j->state);
 		if (strcmp(j->state, "killed") == 0 && j->signal > 0)
 			sb_add(&b, " (signal %d)", j->signal);
@@ -576,6 +600,25 @@ cli_use_color(int fd)
 	return isatty(fd);
 }
 
+int
+cli_progress_due(struct cli_progress *p, const char *key, const char *line,
+                 int64_t now_ms)
+{
+	if (key == NULL)
+		key = "";
+	if (p->shown && strcmp(p->line, line) == 0)
+		return 0;
+	/* Numbers alone (free %, position) wait out the quiet minute. */
+	if (p->shown && strcmp(p->key, key) == 0 &&
+	    now_ms - p->at_ms < CLI_PROGRESS_QUIET_MS)
+		return 0;
+	snprintf(p->key, sizeof p->key, "%s", key);
+	snprintf(p->line, sizeof p->line, "%s", line);
+	p->at_ms = now_ms;
+	p->shown = 1;
+	return 1;
+}
+
 const struct cli_option cli_job_options[] = {
     {"wait-free", 0, CLI_FREE, "PCT|SIZE", 0, 0,
      "start only when free memory is >= PCT%, or\n"
@@ -595,22 +638,69 @@ const struct cli_option cli_job_options[] = {
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
-void
-cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec)
+int64_t
+cli_spec_budget(const sl_job_spec *spec)
 {
-	sl_job_spec_init(spec);
-	spec->wait_free_pct = cli_pct(a, "wait-free", spec->wait_free_pct);
-	if (cli_has(a, "wait-free") && spec->wait_free_pct < 0) {
-		/* A size: that much available, and no percentage besides. */
-		spec->wait_free_bytes = (uint64_t)cli_number(a, "wait-free", 0);
-		spec->wait_free_pct = 0;
+	int64_t v;
+
+	return sl_job_spec_get_int(spec, "swap_budget_bytes", &v) == 0 ? v : -1;
+}
+
+uint64_t
+cli_spec_wait_free_bytes(const sl_job_spec *spec)
+{
+	int64_t v;
+
+	return sl_job_spec_get_int(spec, "wait_free_bytes", &v) == 0 && v > 0
+	           ? (uint64_t)v
+	           : 0;
+}
+
+sl_job_spec *
+cli_job_spec(const struct cli_args *a)
+{
+	sl_job_spec *spec = sl_job_spec_new();
+	double pct = cli_pct(a, "wait-free", -1);
+	int rc = 0;
+
+	if (spec == NULL) {
+		cli_error("out of memory");
+		return NULL;
 	}
-	spec->swap_budget_bytes =
-	    cli_number(a, "swap-budget", spec->swap_budget_bytes);
-	spec->expect_bytes = cli_number(a, "expect", spec->expect_bytes);
-	spec->priority = (int)cli_number(a, "priority", 0);
-	spec->name = cli_text(a, "name", NULL);
-	spec->exclusive = cli_has(a, "exclusive");
-	spec->retry_on_breach = (int)cli_number(a, "retry-on-breach", 0);
-	spec->argv = (const char *const *)a->argv;
+	/* Only what is given: the rest is the daemon's default. A
+	 * --wait-free size is that much available and no percentage. */
+	if (cli_has(a, "wait-free") && pct >= 0)
+		rc = sl_job_spec_set_num(spec, "wait_free_pct", pct);
+	else if (cli_has(a, "wait-free") &&
+	         (rc = sl_job_spec_set_int(spec, "wait_free_bytes",
+	                                   cli_number(a, "wait-free", 0))) == 0)
+		rc = sl_job_spec_set_num(spec, "wait_free_pct", 0);
+	if (rc == 0 && cli_has(a, "swap-budget"))
+		rc = sl_job_spec_set_int(spec, "swap_budget_bytes",
+		                         cli_number(a, "swap-budget", 0));
+	if (rc == 0 && cli_has(a, "expect"))
+		rc = sl_job_spec_set_int(spec, "expect_bytes",
+		                         cli_number(a, "expect", 0));
+	if (rc == 0 && cli_has(a, "priority"))
+		rc = sl_job_spec_set_int(spec, "priority",
+		                         cli_number(a, "priority", 0));
+	if (rc == 0 && cli_has(a, "name"))
+		rc = sl_job_spec_set_str(spec, "name",
+		                         cli_text(a, "name", NULL));
+	if (rc == 0 && cli_has(a, "exclusive"))
+		rc = sl_job_spec_set_bool(spec, "exclusive", 1);
+	if (rc == 0 && cli_has(a, "retry-on-breach"))
+		rc = sl_job_spec_set_int(spec, "retry_on_breach",
+		                         cli_number(a, "retry-on-breach", 0));
+	if (rc == 0)
+		rc = sl_job_spec_set_strv(spec, "argv",
+		                          (const char *const *)a->argv);
+	if (rc != 0) {
+		/* The options' own ranges are narrower than submit's. */
+		cli_error("%s", rc == -ENOMEM ? "out of memory"
+		                              : "a job option is out of range");
+		sl_job_spec_free(spec);
+		return NULL;
+	}
+	return spec;
 }

@@ -14,6 +14,7 @@
 
 #include "names.h"
 #include "stageload.h"
+#include "sl-job.h"
 
 /* Exit codes; docs/cli.md is the reference and must match. */
 #define EXIT_OK 0
@@ -107,6 +108,12 @@ struct cli_entry {
 	int (*exec)(struct cli *cli, struct cli_args *args);
 };
 
+/* cli-help.c: a command's examples, one per line without the program's
+ * name, or NULL; the command (or alias) a mistyped name is closest to,
+ * when one is close enough to suggest, else NULL. */
+const char *cli_examples(const char *name);
+const char *cli_suggest_command(const char *typed);
+
 /* cmd-list.h, in the order --help shows them; NULL-terminated. */
 extern const struct cli_entry *const cli_entries[];
 /* The entry called name (or with that alias), or NULL. */
@@ -136,8 +143,8 @@ double cli_pct(const struct cli_args *a, const char *name, double dflt);
 
 /* The job options of submit and run (cli.c), and the spec they make. */
 extern const struct cli_option cli_job_options[];
-/* submit's own options (cmd-queue.c): --after, --after-any, --hold and
- * --shell, into spec, which then points into x (free it with
+/* submit's own options (cmd-queue.c): --after, --after-any, --hold,
+ * --group, --on-end and --shell, into spec (free x with
  * cli_submit_extra_free once submitted). -1 to go on, else the exit
  * status (a usage error). */
 extern const struct cli_option cli_submit_queue_options[];
@@ -147,21 +154,27 @@ struct cli_submit_extra {
 	char *shargv[4];
 };
 int cli_submit_queue(struct cli *cli, const struct cli_args *a,
-                     struct sl_job_spec *spec, struct cli_submit_extra *x);
+                     sl_job_spec *spec, struct cli_submit_extra *x);
 void cli_submit_extra_free(struct cli_submit_extra *x);
 /* Could the job's command be started, found as execvp finds it along
  * path_env from the current directory? 0, -ENOENT or -EACCES. */
 int cli_submit_which(const char *cmd, const char *path_env);
 /* The same for spec's argv[0] and this process's PATH: -1 when found,
  * else it says why and returns 127 (not found) or 126 (not executable). */
-int cli_submit_command(const struct sl_job_spec *spec);
+int cli_submit_command(const sl_job_spec *spec);
 /* wait --notify: a desktop notification that job j ended (cmd-queue.c);
  * when none can be posted, a line on stderr saying why. */
 void cli_wait_notify(const struct sl_job *j);
 /* Is a Job object (cJSON) of group? */
 struct cJSON;
 int cli_json_in_group(const struct cJSON *job, const char *group);
-void cli_job_spec(const struct cli_args *a, struct sl_job_spec *spec);
+/* The job options given, and the command, as a spec to submit; NULL
+ * after saying why (out of memory). */
+sl_job_spec *cli_job_spec(const struct cli_args *a);
+/* The spec's swap_budget_bytes, -1 when it leaves it to the daemon. */
+int64_t cli_spec_budget(const sl_job_spec *spec);
+/* The spec's wait_free_bytes, 0 when it has none. */
+uint64_t cli_spec_wait_free_bytes(const sl_job_spec *spec);
 
 /* cli-cmd.c: the overview (e NULL) or a command's help, as --help shows. */
 void cli_print_help(FILE *f, const struct cli_entry *e);
@@ -214,8 +227,21 @@ void cli_verror(const char *fmt, va_list ap)
  * CMD: reason" on one line. Returns EXIT_USAGE. */
 int cli_usage_error(const struct cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Report the client's last error on stderr; returns its exit code. */
+/* Report the client's last error on stderr (in the words of the command
+ * line: cli_daemon_words); returns its exit code. */
 int cli_fail(struct cli *cli);
+/* The same for job id: "job 4: no such job", or the message alone when it
+ * names the job already ("job 4 is not yours"). */
+int cli_fail_job(struct cli *cli, int64_t id);
+/* A daemon's message in the words of the command line: the wire names of
+ * job options as their options ("wait_free_bytes 42949672960" reads
+ * "--wait-free 40G"), a byte count beside its size dropped ("(25276502016
+ * bytes, 24G)" reads "(24G)"). */
+void cli_daemon_words(const char *msg, char *buf, size_t len);
+/* --wait-free SIZE against the machine's total memory from `info`: -1
+ * when it could be free (or the total is not known yet), else it says why
+ * and returns EXIT_USAGE. Needs a connection. */
+int cli_check_wait_free(struct cli *cli, uint64_t bytes);
 /* Whether the socket was named: --socket, or $STAGELOAD_SOCKET set and
  * not empty (sl_socket_path's order). */
 int cli_socket_given(const struct cli *cli);
@@ -334,6 +360,23 @@ void cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
 /* The same with every number of w (a --wait-free SIZE's too). */
 void cli_queue_line_wait(int position, int of, const struct cli_wait *w,
                          char *buf, size_t len);
+
+/* Progress lines where they are not redrawn in place (stderr is a log or a
+ * pipe, not a terminal): a new line at once when what the job waits for
+ * changes (the waiting_for kind, or the job it waits behind, which the
+ * word carries: "after 7"), else at most one a minute, so a free % creeping
+ * by a point does not fill the log with lines. Zero it to start afresh. */
+#define CLI_PROGRESS_QUIET_MS 60000
+struct cli_progress {
+	char key[64];   /* the waiting_for of the last line printed */
+	char line[256]; /* the last line printed */
+	int64_t at_ms;  /* when it was printed, on the caller's clock */
+	int shown;      /* a line has been printed */
+};
+/* 1 when line, of a job waiting for key, is to be printed at now_ms (and
+ * it is remembered as printed), else 0. */
+int cli_progress_due(struct cli_progress *p, const char *key, const char *line,
+                     int64_t now_ms);
 
 /*
  * A sparkline of n values scaled between lo and hi, one block character

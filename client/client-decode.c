@@ -218,6 +218,8 @@ client_decode_job(const cJSON *o, struct sl_job *j)
 	j->command = client_dup_str(o, "command");
 	client_str(o, "waiting_for", j->waiting_for, sizeof j->waiting_for);
 	j->env = client_dup_strv(o, "env");
+	/* For the accessors; without it they answer -ENOENT. */
+	j->obj = cJSON_Duplicate(o, 1);
 }
 
 void
@@ -230,6 +232,7 @@ sl_job_clear(struct sl_job *j)
 	free(j->cwd);
 	strv_free(j->env);
 	free(j->command);
+	cJSON_Delete(j->obj);
 	memset(j, 0, sizeof *j);
 }
 

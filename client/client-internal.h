@@ -16,6 +16,12 @@
 #include "proto.h"
 #include "socket-trust.h"
 #include "stageload.h"
+#include "sl-job.h"
+
+/* client-spec.c: a copy of the spec's params, NULL when out of memory. */
+cJSON *client_spec_params(const sl_job_spec *spec);
+/* The first of the spec's params that update does not take, or NULL. */
+const char *client_spec_not_update(const sl_job_spec *spec);
 
 #define CLIENT_SYSTEM_SOCKET SOCKET_SYSTEM_PATH
 

@@ -257,6 +257,27 @@ socket_path_kind(const char *explicit_path, char *buf, size_t len,
 	    buf, len, kind);
 }
 
+/* How to start a daemon on path: a plain stageloadd where it would listen
+ * there on its own (root's is the system socket, anyone else's the
+ * per-user one), else with --socket. */
+static const char *
+start_hint(const char *path, char *buf, size_t len)
+{
+	char own[1024];
+
+	if (strcmp(path, CLIENT_SYSTEM_SOCKET) == 0)
+		snprintf(buf, len, "stageloadd%s",
+		         geteuid() == 0 ? "" : ", as root");
+	else if (geteuid() != 0 &&
+	         socket_user_path(getenv("XDG_RUNTIME_DIR"), socket_home(),
+	                          getuid(), own, sizeof own, NULL) == 0 &&
+	         strcmp(path, own) == 0)
+		snprintf(buf, len, "stageloadd");
+	else
+		snprintf(buf, len, "stageloadd --socket %s", path);
+	return buf;
+}
+
 int
 sl_socket_path(const char *explicit_path, char *buf, size_t len)
 {
@@ -701,6 +722,7 @@ sl_connect(sl_client *c, const char *path)
 {
 	enum socket_kind kind = SOCKET_NAMED;
 	struct sockaddr_un sun;
+	char hint[sizeof c->path + 32];
 	char why[sizeof c->errmsg];
 	int fd, rc;
 
@@ -745,9 +767,8 @@ sl_connect(sl_client *c, const char *path)
 		if (rc == -ENOENT || rc == -ECONNREFUSED)
 			return client_error(
 			    c, rc,
-			    "daemon not running at %s (start it with: "
-			    "stageloadd)",
-			    c->path);
+			    "daemon not running at %s (start it with: %s)",
+			    c->path, start_hint(c->path, hint, sizeof hint));
 		if (rc == -EACCES || rc == -EPERM)
 			return client_error(
 			    c, rc, "permission denied connecting to %s",

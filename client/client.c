@@ -139,16 +139,6 @@ sl_unsubscribe(sl_client *c)
 	return sl_call(c, "unsubscribe", NULL, NULL);
 }
 
-void
-sl_job_spec_init(struct sl_job_spec *spec)
-{
-	memset(spec, 0, sizeof *spec);
-	spec->wait_free_pct = -1;
-	spec->swap_budget_bytes = -1;
-	spec->expect_bytes = -1;
-	spec->umask = -1;
-}
-
 /*
  * This process's umask. Linux shows it in /proc/self/status (4.7 and
  * later); elsewhere it can only be read by setting it, which a thread
@@ -200,36 +190,54 @@ utf8_ok(const char *s)
 	return s == NULL || proto_utf8_valid(s, strlen(s));
 }
 
-static int
-submit_text_check(sl_client *c, const struct sl_job_spec *spec, const char *cwd)
+/* The strings of a JSON array, each valid UTF-8: -1, or the index of the
+ * first that is not. */
+static long
+strv_bad_utf8(const cJSON *a)
 {
-	const char *const *env =
-	    spec->env != NULL ? spec->env : (const char *const *)environ;
-	size_t i, n;
+	const cJSON *it;
+	long i = 0;
 
-	for (i = 0; spec->argv[i] != NULL; i++)
-		if (!utf8_ok(spec->argv[i]))
-			return client_error(
-			    c, -EINVAL,
-			    "argument %zu is not valid UTF-8, which "
-			    "the protocol cannot carry",
-			    i);
-	if (!utf8_ok(cwd))
+	cJSON_ArrayForEach(it, a)
+	{
+		if (cJSON_IsString(it) && !utf8_ok(it->valuestring))
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+static int
+submit_text_check(sl_client *c, const cJSON *params)
+{
+	const cJSON *env = cJSON_GetObjectItemCaseSensitive(params, "env");
+	long i;
+	size_t n;
+
+	if ((i = strv_bad_utf8(
+	         cJSON_GetObjectItemCaseSensitive(params, "argv"))) >= 0)
+		return client_error(c, -EINVAL,
+		                    "argument %ld is not valid UTF-8, which "
+		                    "the protocol cannot carry",
+		                    i);
+	if (!utf8_ok(cJSON_GetStringValue(
+	        cJSON_GetObjectItemCaseSensitive(params, "cwd"))))
 		return client_error(c, -EINVAL,
 		                    "the working directory is not valid UTF-8, "
 		                    "which the protocol cannot carry");
-	if (!utf8_ok(spec->name))
+	if (!utf8_ok(cJSON_GetStringValue(
+	        cJSON_GetObjectItemCaseSensitive(params, "name"))))
 		return client_error(c, -EINVAL, "the name is not valid UTF-8");
-	for (i = 0; env != NULL && env[i] != NULL; i++)
-		if (!utf8_ok(env[i])) {
-			n = strcspn(env[i], "=");
-			return client_error(
-			    c, -EINVAL,
-			    "environment variable %.*s is not valid "
-			    "UTF-8, which the protocol cannot carry: "
-			    "unset it for the job",
-			    (int)(n < 64 ? n : 64), env[i]);
-		}
+	if ((i = strv_bad_utf8(env)) >= 0) {
+		const char *e = cJSON_GetArrayItem(env, (int)i)->valuestring;
+
+		n = strcspn(e, "=");
+		return client_error(c, -EINVAL,
+		                    "environment variable %.*s is not valid "
+		                    "UTF-8, which the protocol cannot carry: "
+		                    "unset it for the job",
+		                    (int)(n < 64 ? n : 64), e);
+	}
 	return 0;
 }
 
@@ -250,97 +258,76 @@ env_has(const cJSON *env, const char *name)
 	return 0;
 }
 
-int
-sl_submit(sl_client *c, const struct sl_job_spec *spec,
-          struct sl_submitted *out)
+/* What only the caller can know, where the spec does not say: the
+ * current directory, and for a detached job this process's environment
+ * and umask. 0, -ENOMEM or -EINVAL with the cause. */
+static int
+submit_fill(sl_client *c, cJSON *params)
 {
-	const cJSON *r;
-	cJSON *params, *argv, *env = NULL, *root;
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(params, "argv");
+	int attached =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "attached"));
+	cJSON *env = cJSON_GetObjectItemCaseSensitive(params, "env");
 	char cwd[4096];
-	int rc;
 
-	if (spec->argv == NULL || spec->argv[0] == NULL)
+	if (!cJSON_IsArray(argv) || cJSON_GetArraySize(argv) == 0)
 		return client_error(c, -EINVAL, "no command to submit");
 	/* Not a connection error whatever errno says (ENOENT: the
 	 * directory was removed). */
-	if (spec->cwd == NULL && getcwd(cwd, sizeof cwd) == NULL)
-		return client_error(c, -EINVAL,
-		                    "cannot tell the current directory: %s",
-		                    strerror(errno));
-	/* The protocol carries text: bytes that are not UTF-8 would arrive
-	 * replaced, and a detached job would run another command. (An
-	 * attached job's argv is only its record: run executes its own.) */
-	if (!spec->attached &&
-	    (rc = submit_text_check(c, spec,
-	                            spec->cwd != NULL ? spec->cwd : cwd)) < 0)
-		return rc;
-	params = cJSON_CreateObject();
-	argv = strv_json(spec->argv);
-	if (!spec->attached)
-		env =
-		    strv_json(spec->env != NULL ? spec->env
-		                                : (const char *const *)environ);
-	if (params == NULL || argv == NULL ||
-	    (!spec->attached && env == NULL)) {
-		cJSON_Delete(params);
-		cJSON_Delete(argv);
-		cJSON_Delete(env);
-		return client_error(c, -ENOMEM, "out of memory");
+	if (!cJSON_HasObjectItem(params, "cwd")) {
+		if (getcwd(cwd, sizeof cwd) == NULL)
+			return client_error(
+			    c, -EINVAL, "cannot tell the current directory: %s",
+			    strerror(errno));
+		if (cJSON_AddStringToObject(params, "cwd", cwd) == NULL)
+			return client_error(c, -ENOMEM, "out of memory");
+	}
+	if (attached)
+		return 0;
+	if (env == NULL) {
+		if ((env = strv_json((const char *const *)environ)) == NULL ||
+		    !cJSON_AddItemToObject(params, "env", env)) {
+			cJSON_Delete(env);
+			return client_error(c, -ENOMEM, "out of memory");
+		}
 	}
 	/* A detached Python job's print() reaches its log (and logs -f) as
 	 * it is written, not when a block fills: its stdout is a pipe. The
 	 * daemon runs exactly the environment it is given. */
-	if (env != NULL && !env_has(env, "PYTHONUNBUFFERED"))
+	if (!env_has(env, "PYTHONUNBUFFERED"))
 		cJSON_AddItemToArray(env,
 		                     cJSON_CreateString("PYTHONUNBUFFERED=1"));
-	cJSON_AddItemToObject(params, "argv", argv);
-	cJSON_AddStringToObject(params, "cwd",
-	                        spec->cwd != NULL ? spec->cwd : cwd);
-	if (env != NULL)
-		cJSON_AddItemToObject(params, "env", env);
-	if (spec->attached)
-		cJSON_AddBoolToObject(params, "attached", 1);
-	if (spec->name != NULL)
-		cJSON_AddStringToObject(params, "name", spec->name);
-	if (spec->priority != 0)
-		proto_add_int(params, "priority", spec->priority);
-	if (spec->wait_free_pct >= 0)
-		cJSON_AddNumberToObject(params, "wait_free_pct",
-		                        spec->wait_free_pct);
-	if (spec->wait_free_bytes > 0)
-		proto_add_int(params, "wait_free_bytes",
-		              (int64_t)spec->wait_free_bytes);
-	if (spec->swap_budget_bytes >= 0)
-		proto_add_int(params, "swap_budget_bytes",
-		              spec->swap_budget_bytes);
-	if (spec->expect_bytes >= 0)
-		proto_add_int(params, "expect_bytes", spec->expect_bytes);
-	if (spec->exclusive)
-		cJSON_AddBoolToObject(params, "exclusive", 1);
-	if (spec->retry_on_breach > 0)
-		proto_add_int(params, "retry_on_breach", spec->retry_on_breach);
-	if (spec->nafter > 0) {
-		cJSON *after = cJSON_AddArrayToObject(params, "after");
-		size_t i;
-
-		for (i = 0; after != NULL && i < spec->nafter; i++)
-			cJSON_AddItemToArray(after,
-			                     proto_int_create(spec->after[i]));
-		if (spec->after_any)
-			cJSON_AddBoolToObject(params, "after_any", 1);
-	}
-	if (spec->held)
-		cJSON_AddBoolToObject(params, "held", 1);
-	if (spec->group != NULL)
-		cJSON_AddStringToObject(params, "group", spec->group);
-	if (spec->on_end != NULL)
-		cJSON_AddStringToObject(params, "on_end", spec->on_end);
 	/* The job makes its files as its submitter would. */
-	if (!spec->attached)
-		proto_add_int(params, "umask",
-		              spec->umask >= 0 ? spec->umask & 0777
-		                               : current_umask());
+	if (!cJSON_HasObjectItem(params, "umask") &&
+	    proto_add_int(params, "umask", current_umask()) == NULL)
+		return client_error(c, -ENOMEM, "out of memory");
+	return 0;
+}
 
+int
+sl_submit(sl_client *c, const sl_job_spec *spec, struct sl_submitted *out)
+{
+	const cJSON *r;
+	cJSON *params, *root;
+	int rc;
+
+	if (spec == NULL)
+		return client_error(c, -EINVAL, "no command to submit");
+	if ((params = client_spec_params(spec)) == NULL)
+		return client_error(c, -ENOMEM, "out of memory");
+	if ((rc = submit_fill(c, params)) < 0) {
+		cJSON_Delete(params);
+		return rc;
+	}
+	/* The protocol carries text: bytes that are not UTF-8 would arrive
+	 * replaced, and a detached job would run another command. (An
+	 * attached job's argv is only its record: run executes its own.) */
+	if (!cJSON_IsTrue(
+	        cJSON_GetObjectItemCaseSensitive(params, "attached")) &&
+	    (rc = submit_text_check(c, params)) < 0) {
+		cJSON_Delete(params);
+		return rc;
+	}
 	rc = client_call(c, "submit", params, c->timeout_ms, &root, &r);
 	if (rc < 0)
 		return rc;
@@ -533,27 +520,27 @@ sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out)
 }
 
 int
-sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+sl_update(sl_client *c, int64_t id, const sl_job_spec *changes,
           struct sl_job *out)
 {
-	cJSON *params = id_params(id);
+	const char *bad;
+	cJSON *params, *set, *it;
 
-	if (params != NULL) {
-		if (u->has_priority)
-			proto_add_int(params, "priority", u->priority);
-		if (u->has_wait_free)
-			cJSON_AddNumberToObject(params, "wait_free_pct",
-			                        u->wait_free_pct);
-		if (u->has_wait_free_bytes)
-			proto_add_int(params, "wait_free_bytes",
-			              (int64_t)u->wait_free_bytes);
-		if (u->has_swap_budget)
-			proto_add_int(params, "swap_budget_bytes",
-			              (int64_t)u->swap_budget_bytes);
-		if (u->has_expect)
-			proto_add_int(params, "expect_bytes",
-			              (int64_t)u->expect_bytes);
+	if (changes == NULL)
+		return client_error(c, -EINVAL, "nothing to update");
+	if ((bad = client_spec_not_update(changes)) != NULL)
+		return client_error(c, -EINVAL, "update does not change %s",
+		                    bad);
+	if ((params = id_params(id)) == NULL ||
+	    (set = client_spec_params(changes)) == NULL) {
+		cJSON_Delete(params);
+		return client_error(c, -ENOMEM, "out of memory");
 	}
+	while ((it = set->child) != NULL) {
+		cJSON_DetachItemViaPointer(set, it);
+		cJSON_AddItemToObject(params, it->string, it);
+	}
+	cJSON_Delete(set);
 	return job_call(c, "update", params, c->timeout_ms, out);
 }
 

@@ -107,13 +107,11 @@ csv_stage(const char *name)
 	char safe[1100];
 	const char *p;
 
-	if (name == NULL) {
-		putchar('\n');
+	if (name == NULL)
 		return;
-	}
 	cli_safe(name, 0, safe, sizeof safe);
 	if (strpbrk(safe, ",\"\r\n") == NULL) {
-		printf("%s\n", safe);
+		fputs(safe, stdout);
 		return;
 	}
 	putchar('"');
@@ -122,42 +120,53 @@ csv_stage(const char *name)
 			putchar('"');
 		putchar(*p);
 	}
-	fputs("\"\n", stdout);
+	putchar('"');
 }
 
+/*
+ * The column time is ts_ms as local time ("2026-11-30 05:00:00", with
+ * milliseconds when the step is under a second), for a reader or a
+ * spreadsheet. It follows the numbers so that they keep their places: it
+ * is the last column, but in a job's CSV before stage, the free text,
+ * which stays last.
+ */
 static void
 print_csv(const struct sl_history *h)
 {
+	char t[64];
 	size_t i;
 
 	if (h->job_id > 0)
 		printf("ts_ms,n,footprint_min_bytes,footprint_avg_bytes,"
 		       "footprint_max_bytes,swap_min_bytes,swap_avg_bytes,"
-		       "swap_max_bytes,stage\n");
+		       "swap_max_bytes,time,stage\n");
 	else
 		printf("ts_ms,n,free_pct_min,free_pct_avg,free_pct_max,"
 		       "swap_used_min_bytes,swap_used_avg_bytes,"
 		       "swap_used_max_bytes,available_min_bytes,"
 		       "available_avg_bytes,available_max_bytes,pressure_max,"
-		       "gap\n");
+		       "gap,time\n");
 	for (i = 0; i < h->nbuckets; i++) {
 		const struct sl_bucket *b = &h->buckets[i];
+		cli_time(b->ts_ms, h->step_ms < 1000, t, sizeof t);
 		if (h->job_id > 0) {
 			printf("%" PRId64 ",%" PRId64 ",%.0f,%.0f,%.0f,%.0f,"
-			       "%.0f,%.0f,",
+			       "%.0f,%.0f,%s,",
 			       b->ts_ms, b->n, b->footprint_bytes.min,
 			       b->footprint_bytes.avg, b->footprint_bytes.max,
 			       b->swap_bytes.min, b->swap_bytes.avg,
-			       b->swap_bytes.max);
+			       b->swap_bytes.max, t);
 			csv_stage(h->stages != NULL ? h->stages[i] : NULL);
+			putchar('\n');
 		} else
 			printf("%" PRId64 ",%" PRId64 ",%.2f,%.2f,%.2f,%.0f,"
-			       "%.0f,%.0f,%.0f,%.0f,%.0f,%s,%d\n",
+			       "%.0f,%.0f,%.0f,%.0f,%.0f,%s,%d,%s\n",
 			       b->ts_ms, b->n, b->free_pct.min, b->free_pct.avg,
 			       b->free_pct.max, b->swap_used_bytes.min,
 			       b->swap_used_bytes.avg, b->swap_used_bytes.max,
 			       b->available_bytes.min, b->available_bytes.avg,
-			       b->available_bytes.max, b->pressure_max, b->gap);
+			       b->available_bytes.max, b->pressure_max, b->gap,
+			       t);
 	}
 }
 

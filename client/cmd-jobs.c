@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,24 +247,31 @@ status_json_pages(struct cli *cli, int all, long limit, const char *group)
 static int
 cmd_submit(struct cli *cli, struct cli_args *args)
 {
-	struct sl_job_spec spec;
+	sl_job_spec *spec;
 	struct sl_submitted sub;
 	struct cli_submit_extra x;
 	int rc;
 
-	cli_job_spec(args, &spec);
-	if ((rc = cli_submit_queue(cli, args, &spec, &x)) >= 0)
+	if ((spec = cli_job_spec(args)) == NULL)
+		return EXIT_ERR;
+	if ((rc = cli_submit_queue(cli, args, spec, &x)) >= 0) {
+		sl_job_spec_free(spec);
 		return rc;
+	}
 	/* A command that cannot start is refused here, as run refuses it,
 	 * rather than queued to fail later. */
 	if ((rc = cli_connect(cli)) != 0 ||
-	    (rc = cli_submit_command(&spec)) >= 0) {
+	    (rc = cli_submit_command(spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, cli_spec_wait_free_bytes(spec))) >=
+	        0) {
 		cli_submit_extra_free(&x);
+		sl_job_spec_free(spec);
 		return rc;
 	}
-	cli_warn_no_swap(cli, spec.swap_budget_bytes);
-	rc = sl_submit(cli->client, &spec, &sub);
+	cli_warn_no_swap(cli, cli_spec_budget(spec));
+	rc = sl_submit(cli->client, spec, &sub);
 	cli_submit_extra_free(&x);
+	sl_job_spec_free(spec);
 	if (rc < 0)
 		return cli_fail(cli);
 	if (sub.groups_capped)
@@ -497,8 +505,37 @@ cmd_status(struct cli *cli, struct cli_args *args)
 
 /* ---- show ---- */ /* ---- show ---- */
 
-/* The job's stages, and what past runs of its name reached, come with the
- * show answer as JSON, which sl_job does not carry. */
+/* The groups the job started without, its user having left them since it
+ * was submitted (the show answer's groups_dropped). */
+static void
+show_groups_dropped(const char *show_json, FILE *f)
+{
+	const cJSON *g, *v;
+	cJSON *r;
+	int first = 1;
+
+	if (show_json == NULL || (r = cJSON_Parse(show_json)) == NULL)
+		return;
+	g = cJSON_GetObjectItemCaseSensitive(r, "groups_dropped");
+	if (cJSON_IsArray(g) && cJSON_GetArraySize(g) > 0) {
+		fprintf(f, "Started without group%s",
+		        cJSON_GetArraySize(g) > 1 ? "s" : "");
+		cJSON_ArrayForEach(v, g)
+		{
+			if (cJSON_IsNumber(v)) {
+				fprintf(f, "%s %.0f", first ? "" : ",",
+				        v->valuedouble);
+				first = 0;
+			}
+		}
+		fprintf(f, " of its submitter's: its user was no longer in "
+		           "them when it started.\n");
+	}
+	cJSON_Delete(r);
+}
+
+/* The job's stages, what past runs of its name reached and the groups it
+ * lost come with the show answer as JSON, which sl_job does not carry. */
 static void
 show_stages(struct cli *cli, int64_t id)
 {
@@ -506,9 +543,54 @@ show_stages(struct cli *cli, int64_t id)
 
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
 	if (sl_call(cli->client, "show", params, &out) == 0) {
+		show_groups_dropped(out, stdout);
 		cli_print_stages(out, cli_now_ms(), stdout);
 		cli_print_learned(out, stdout);
 	}
+	sl_free(out);
+}
+
+/* A detached job whose log stopped growing (docs/jobs.md): the daemon's
+ * newest output_dropped event says from which byte of its output and at
+ * which bound. */
+static void
+show_output_dropped(struct cli *cli, int64_t id)
+{
+	const cJSON *evs, *e, *kind, *det, *from, *bound;
+	char params[96], *out = NULL;
+	cJSON *r = NULL;
+	const cJSON *last = NULL;
+
+	snprintf(params, sizeof params,
+	         "{\"job_id\":%" PRId64 ",\"before_id\":9007199254740992,"
+	         "\"limit\":1000}",
+	         id);
+	if (sl_call(cli->client, "events", params, &out) != 0 ||
+	    (r = cJSON_Parse(out)) == NULL)
+		goto done;
+	evs = cJSON_GetObjectItemCaseSensitive(r, "events");
+	cJSON_ArrayForEach(e, evs)
+	{
+		kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+		if (cJSON_IsString(kind) &&
+		    strcmp(kind->valuestring, "output_dropped") == 0) {
+			last = e; /* newest first: the first is the newest */
+			break;
+		}
+	}
+	if (last == NULL)
+		goto done;
+	det = cJSON_GetObjectItemCaseSensitive(last, "detail");
+	from = cJSON_GetObjectItemCaseSensitive(det, "from_byte");
+	bound = cJSON_GetObjectItemCaseSensitive(det, "bound");
+	printf("Output dropped from byte %.0f (%s): the log says how much\n",
+	       cJSON_IsNumber(from) ? from->valuedouble : 0.0,
+	       cJSON_IsString(bound) &&
+	               strcmp(bound->valuestring, "max_log_bytes_per_uid") == 0
+	           ? "max_log_bytes_per_uid"
+	           : "min_free_disk");
+done:
+	cJSON_Delete(r);
 	sl_free(out);
 }
 
@@ -547,9 +629,11 @@ watch_queued(struct cli *cli, int64_t id)
 {
 	struct sl_notification note;
 	struct sl_job j;
+	struct cli_progress progress;
 	char why[192], line[256], last[256] = "";
-	int tty = isatty(STDERR_FILENO), subscribed = 0, of;
+	int tty = isatty(STDERR_FILENO), subscribed = 0, of, due;
 
+	memset(&progress, 0, sizeof progress);
 	for (;;) {
 		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
 		if (sl_show(cli->client, id, 0, &j) < 0)
@@ -564,8 +648,13 @@ watch_queued(struct cli *cli, int64_t id)
 		               sizeof why);
 		snprintf(line, sizeof line, "queued: position %d of %d, %s",
 		         j.position, of > j.position ? of : j.position, why);
+		/* Not a terminal: a line when the kind of wait changes,
+		 * else at most one a minute. */
+		due = strcmp(line, last) != 0 &&
+		      (tty || cli_progress_due(&progress, j.waiting_for, line,
+		                               cli_now_ms()));
 		sl_job_clear(&j);
-		if (strcmp(line, last) != 0) {
+		if (due) {
 			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
 			fflush(stderr);
 			snprintf(last, sizeof last, "%s", line);
@@ -619,6 +708,8 @@ cmd_show(struct cli *cli, struct cli_args *args)
 		fputs(text, stdout);
 	free(text);
 	show_stages(cli, id);
+	if (!j.attached)
+		show_output_dropped(cli, id);
 	if (env && j.env != NULL) {
 		printf("Environment:\n");
 		for (i = 0; j.env[i] != NULL; i++) {
@@ -672,9 +763,7 @@ cmd_cancel(struct cli *cli, struct cli_args *args)
 	for (i = 0; i < n; i++) {
 		if (sl_cancel(cli->client, ids[i], &j) < 0) {
 			int code = sl_errcode(cli->client);
-			cli_error("job %" PRId64 ": %s", ids[i],
-			          sl_errmsg(cli->client));
-			status = cli_exit_for_error(code);
+			status = cli_fail_job(cli, ids[i]);
 			if (sl_error_is_connection(code))
 				break;
 			continue;
@@ -1120,6 +1209,10 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
 	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
 		return rc;
+	/* The filter compares names: a name nobody has would print
+	 * nothing, as if that user had no events. */
+	if (f.user != NULL && getpwnam(f.user) == NULL)
+		return cli_usage_error(cli, "--user %s: no such user", f.user);
 	if (follow && f.until_ms > 0)
 		return cli_usage_error(cli, "--until cannot be used with -f");
 	if (forward && cli_has(args, "lines"))

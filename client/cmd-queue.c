@@ -187,17 +187,18 @@ cli_json_in_group(const cJSON *job, const char *group)
 }
 
 int
-cli_submit_command(const struct sl_job_spec *spec)
+cli_submit_command(const sl_job_spec *spec)
 {
+	const char *cmd = sl_job_spec_get_strv(spec, "argv", 0);
 	char *safe;
 	int rc;
 
-	if (spec->argv == NULL || spec->argv[0] == NULL)
+	if (cmd == NULL)
 		return -1;
-	rc = cli_submit_which(spec->argv[0], getenv("PATH"));
+	rc = cli_submit_which(cmd, getenv("PATH"));
 	if (rc != -ENOENT && rc != -EACCES)
 		return -1;
-	if ((safe = cli_safe_dup(spec->argv[0])) == NULL) {
+	if ((safe = cli_safe_dup(cmd)) == NULL) {
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
@@ -210,36 +211,51 @@ cli_submit_command(const struct sl_job_spec *spec)
 /* --shell: the words joined by spaces, as pueue and nq take them, run by
  * /bin/sh -c. -1, or EXIT_ERR. */
 static int
-submit_shell(const struct cli_args *a, struct sl_job_spec *spec,
+submit_shell(const struct cli_args *a, sl_job_spec *spec,
              struct cli_submit_extra *x)
 {
 	size_t len = 0, i;
 
 	if (!cli_has(a, "shell"))
 		return -1;
-	for (i = 0; spec->argv[i] != NULL; i++)
-		len += strlen(spec->argv[i]) + 1;
+	for (i = 0; a->argv[i] != NULL; i++)
+		len += strlen(a->argv[i]) + 1;
 	if ((x->script = malloc(len + 1)) == NULL) {
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
 	x->script[0] = '\0';
-	for (i = 0; spec->argv[i] != NULL; i++) {
+	for (i = 0; a->argv[i] != NULL; i++) {
 		if (i > 0)
 			strcat(x->script, " ");
-		strcat(x->script, spec->argv[i]);
+		strcat(x->script, a->argv[i]);
 	}
 	x->shargv[0] = "/bin/sh";
 	x->shargv[1] = "-c";
 	x->shargv[2] = x->script;
 	x->shargv[3] = NULL;
-	spec->argv = (const char *const *)x->shargv;
+	if (sl_job_spec_set_strv(spec, "argv",
+	                         (const char *const *)x->shargv) != 0) {
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
 	return -1;
 }
 
+/* The spec takes a copy of each; EXIT_ERR when it could not. */
+static int
+submit_set(int rc, const char *option)
+{
+	if (rc == 0)
+		return -1;
+	cli_error("--%s: %s", option,
+	          rc == -ENOMEM ? "out of memory" : "not a value submit takes");
+	return EXIT_ERR;
+}
+
 int
-cli_submit_queue(struct cli *cli, const struct cli_args *a,
-                 struct sl_job_spec *spec, struct cli_submit_extra *x)
+cli_submit_queue(struct cli *cli, const struct cli_args *a, sl_job_spec *spec,
+                 struct cli_submit_extra *x)
 {
 	const char *after = cli_text(a, "after", NULL);
 	const char *any = cli_text(a, "after-any", NULL);
@@ -247,11 +263,19 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	char *copy, *tok, *save = NULL;
 	size_t n = 0, cap = 0;
 	int64_t *v = NULL, id;
+	int rc;
 
 	memset(x, 0, sizeof *x);
-	spec->held = cli_has(a, "hold");
-	spec->group = cli_text(a, "group", NULL);
-	spec->on_end = cli_text(a, "on-end", NULL);
+	if ((cli_has(a, "hold") &&
+	     (rc = submit_set(sl_job_spec_set_bool(spec, "held", 1), "hold")) >=
+	         0) ||
+	    (rc = submit_set(
+	         sl_job_spec_set_str(spec, "group", cli_text(a, "group", NULL)),
+	         "group")) >= 0 ||
+	    (rc = submit_set(sl_job_spec_set_str(spec, "on_end",
+	                                         cli_text(a, "on-end", NULL)),
+	                     "on-end")) >= 0)
+		return rc;
 	if (after != NULL && any != NULL)
 		return cli_usage_error(cli, "--after and --after-any: give one "
 		                            "of them");
@@ -265,7 +289,7 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (cli_parse_id(tok, &id) < 0) {
 			/* tok is in copy: the error first, then the frees. */
-			int rc = cli_usage_error(
+			rc = cli_usage_error(
 			    cli, "--%s: bad job id '%s'",
 			    after != NULL ? "after" : "after-any", tok);
 
@@ -290,10 +314,13 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a,
 	if (n == 0)
 		return cli_usage_error(cli, "--%s: no job id",
 		                       after != NULL ? "after" : "after-any");
-	spec->after = v;
-	spec->nafter = n;
-	spec->after_any = any != NULL;
 	x->after = v;
+	if ((rc = submit_set(sl_job_spec_set_ids(spec, "after", v, n),
+	                     after != NULL ? "after" : "after-any")) >= 0 ||
+	    (any != NULL &&
+	     (rc = submit_set(sl_job_spec_set_bool(spec, "after_any", 1),
+	                      "after-any")) >= 0))
+		return rc;
 	return submit_shell(a, spec, x);
 }
 
@@ -316,9 +343,7 @@ hold_each(struct cli *cli, struct cli_args *args, int held)
 		          : sl_release(cli->client, id, &j);
 		if (rc < 0) {
 			int code = sl_errcode(cli->client);
-			cli_error("job %" PRId64 ": %s", id,
-			          sl_errmsg(cli->client));
-			status = cli_exit_for_error(code);
+			status = cli_fail_job(cli, id);
 			if (sl_error_is_connection(code))
 				break;
 			continue;
@@ -365,38 +390,62 @@ cmd_resubmit(struct cli *cli, struct cli_args *args)
 static int
 cmd_update(struct cli *cli, struct cli_args *args)
 {
-	struct sl_job_update u;
+	sl_job_spec *u;
 	struct sl_job j;
+	double pct = cli_pct(args, "wait-free", -1);
 	int64_t id;
-	int rc;
+	int rc = 0;
 
 	if (cli_parse_id(args->argv[0], &id) < 0)
 		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
-	memset(&u, 0, sizeof u);
-	u.has_priority = cli_has(args, "priority");
-	u.priority = (int)cli_number(args, "priority", 0);
-	u.has_wait_free = cli_has(args, "wait-free");
-	u.wait_free_pct = cli_pct(args, "wait-free", 0);
-	if (u.has_wait_free && u.wait_free_pct < 0) {
-		u.has_wait_free = 0;
-		u.has_wait_free_bytes = 1;
-		u.wait_free_bytes = (uint64_t)cli_number(args, "wait-free", 0);
+	if ((u = sl_job_spec_new()) == NULL) {
+		cli_error("out of memory");
+		return EXIT_ERR;
 	}
-	u.has_swap_budget = cli_has(args, "swap-budget");
-	u.swap_budget_bytes = (uint64_t)cli_number(args, "swap-budget", 0);
-	u.has_expect = cli_has(args, "expect");
-	u.expect_bytes = (uint64_t)cli_number(args, "expect", 0);
+	/* Only what is given; a --wait-free size replaces a percentage
+	 * (the daemon sets the other to 0). */
+	if (cli_has(args, "priority"))
+		rc = sl_job_spec_set_int(u, "priority",
+		                         cli_number(args, "priority", 0));
+	if (rc == 0 && cli_has(args, "wait-free"))
+		rc =
+		    pct >= 0
+		        ? sl_job_spec_set_num(u, "wait_free_pct", pct)
+		        : sl_job_spec_set_int(u, "wait_free_bytes",
+		                              cli_number(args, "wait-free", 0));
+	if (rc == 0 && cli_has(args, "swap-budget"))
+		rc = sl_job_spec_set_int(u, "swap_budget_bytes",
+		                         cli_number(args, "swap-budget", 0));
+	if (rc == 0 && cli_has(args, "expect"))
+		rc = sl_job_spec_set_int(u, "expect_bytes",
+		                         cli_number(args, "expect", 0));
+	if (rc != 0) {
+		sl_job_spec_free(u);
+		cli_error("%s", rc == -ENOMEM ? "out of memory"
+		                              : "an option is out of range");
+		return EXIT_ERR;
+	}
 	/* As every command, it says first that no daemon answers. */
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_connect(cli)) != 0) {
+		sl_job_spec_free(u);
 		return rc;
-	if (!u.has_priority && !u.has_wait_free && !u.has_wait_free_bytes &&
-	    !u.has_swap_budget && !u.has_expect)
+	}
+	if (!cli_has(args, "priority") && !cli_has(args, "wait-free") &&
+	    !cli_has(args, "swap-budget") && !cli_has(args, "expect")) {
+		sl_job_spec_free(u);
 		return cli_usage_error(cli,
 		                       "nothing to update: give --priority, "
 		                       "--wait-free, --swap-budget or "
 		                       "--expect");
-	if (sl_update(cli->client, id, &u, &j) < 0)
-		return cli_fail(cli);
+	}
+	if ((rc = cli_check_wait_free(cli, cli_spec_wait_free_bytes(u))) >= 0) {
+		sl_job_spec_free(u);
+		return rc;
+	}
+	rc = sl_update(cli->client, id, u, &j);
+	sl_job_spec_free(u);
+	if (rc < 0)
+		return cli_fail_job(cli, id);
 	printf("job %" PRId64 ": updated; position %d\n", id, j.position);
 	sl_job_clear(&j);
 	return EXIT_OK;

@@ -72,6 +72,7 @@ struct run {
 	int tty;       /* stderr is a terminal: update the line in place */
 	int line_open; /* a queue line is shown and not ended */
 	char last_line[256];
+	struct cli_progress progress; /* not a terminal: which lines to print */
 	int64_t queued_since_ms;
 
 	int admitted; /* an admitted notification is waiting */
@@ -114,12 +115,18 @@ line_end(struct run *r)
 		fputs("\r\033[K", stderr);
 	r->line_open = 0;
 	r->last_line[0] = '\0';
+	/* After a message of ours (admitted, requeued, reconnected) the next
+	 * queue line is news again. */
+	memset(&r->progress, 0, sizeof r->progress);
 }
 
+/* The queue line text, of a job waiting for key (its waiting_for). */
 static void
-line_show(struct run *r, const char *text)
+line_show(struct run *r, const char *text, const char *key)
 {
 	if (r->quiet || strcmp(text, r->last_line) == 0)
+		return;
+	if (!r->tty && !cli_progress_due(&r->progress, key, text, mono_ms()))
 		return;
 	snprintf(r->last_line, sizeof r->last_line, "%s", text);
 	if (r->tty) {
@@ -300,7 +307,7 @@ drain(struct run *r)
 			if (n.queue.id != r->id)
 				break;
 			queue_line(r, &n, line, sizeof line);
-			line_show(r, line);
+			line_show(r, line, n.queue.waiting_for);
 			break;
 		case SL_N_ADMITTED:
 			if (n.admitted.id != r->id)
@@ -694,34 +701,52 @@ report_end(struct run *r)
 static int
 cmd_run(struct cli *cli, struct cli_args *args)
 {
-	struct sl_job_spec spec;
+	sl_job_spec *spec;
 	struct sl_submitted sub;
 	struct sl_info info;
 	struct run r;
 	int rc;
 
 	memset(&r, 0, sizeof r);
-	cli_job_spec(args, &spec);
+	if ((spec = cli_job_spec(args)) == NULL)
+		return EXIT_ERR;
 	r.quiet = cli_has(args, "quiet");
-	spec.attached = 1;
+	if (sl_job_spec_set_bool(spec, "attached", 1) != 0) {
+		sl_job_spec_free(spec);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
 	r.cli = cli;
 	r.gate_fd = -1;
 	r.argv = args->argv;
 	r.tty = isatty(STDERR_FILENO);
 	if (setup_signals() < 0) {
+		sl_job_spec_free(spec);
 		cli_error("cannot set up signals: %s", strerror(errno));
 		return EXIT_ERR;
 	}
-	if ((rc = cli_connect(cli)) != 0)
+	/* A mistyped command fails now, as submit's does, not after its
+	 * whole turn in the queue with a job left behind. */
+	if ((rc = cli_connect(cli)) != 0 ||
+	    (rc = cli_submit_command(spec)) >= 0 ||
+	    (rc = cli_check_wait_free(cli, cli_spec_wait_free_bytes(spec))) >=
+	        0) {
+		sl_job_spec_free(spec);
 		return rc;
+	}
 	r.c = cli->client;
 	snprintf(r.path, sizeof r.path, "%s", sl_path(r.c));
 	if (!r.quiet)
-		cli_warn_no_swap(cli, spec.swap_budget_bytes);
+		cli_warn_no_swap(cli, cli_spec_budget(spec));
 	/* Events tell us when someone cancels the job while it waits. */
-	if (sl_subscribe(r.c, 0, 1, 0, NULL) < 0)
+	if (sl_subscribe(r.c, 0, 1, 0, NULL) < 0) {
+		sl_job_spec_free(spec);
 		return cli_fail(cli);
-	if (sl_submit(r.c, &spec, &sub) < 0) {
+	}
+	r.wait_free_bytes = cli_spec_wait_free_bytes(spec);
+	rc = sl_submit(r.c, spec, &sub);
+	sl_job_spec_free(spec);
+	if (rc < 0) {
 		/* Refused (a limit, a bad value): the command never ran, and
 		 * 1 could be mistaken for its own status. */
 		rc = cli_fail(cli);
@@ -729,7 +754,6 @@ cmd_run(struct cli *cli, struct cli_args *args)
 	}
 	r.id = sub.id;
 	r.queued_since_ms = cli_now_ms();
-	r.wait_free_bytes = spec.wait_free_bytes;
 	if (r.wait_free_bytes > 0 && sl_info(r.c, &info) == 0 &&
 	    info.has_sample)
 		r.total_bytes = info.sample.total_bytes;

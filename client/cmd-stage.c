@@ -61,8 +61,7 @@ cmd_stage(struct cli *cli, struct cli_args *args)
 			          id, sl_errmsg(cli->client));
 			return EXIT_OK;
 		}
-		cli_error("job %" PRId64 ": %s", id, sl_errmsg(cli->client));
-		return cli_exit_for_error(code);
+		return cli_fail_job(cli, id);
 	}
 	return EXIT_OK;
 }

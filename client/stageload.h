@@ -310,45 +310,51 @@ size_t sl_pending(const sl_client *c);
 
 /* ---- jobs ---- */
 
-/* What to submit. Initialise with sl_job_spec_init(), which selects the
- * daemon's defaults, then set what you need. */
-struct sl_job_spec {
-	const char *const *argv; /* NULL-terminated, required */
-	const char *cwd;         /* NULL: the current directory */
-	const char *const *env;  /* NULL-terminated; NULL: the caller's
-	                            environment (detached jobs). Either way
-	                            PYTHONUNBUFFERED=1 is added unless it
-	                            sets PYTHONUNBUFFERED */
-	int attached;
-	const char *name;          /* NULL: the daemon names it */
-	int priority;              /* -1000..1000; above 0 only for root
-	                              and the daemon's admin_group */
-	double wait_free_pct;      /* < 0: the daemon's default */
-	uint64_t wait_free_bytes;  /* 0: none; else start only when that
-	                              much memory is available (as well) */
-	int64_t swap_budget_bytes; /* < 0: the daemon's default; 0: none */
-	/* < 0: none, or for a job whose name is given the peak its past
-	 * runs of that name reached (docs/jobs.md, "Learned peaks"); 0:
-	 * none, not even a learned one */
-	int64_t expect_bytes;
-	int exclusive;
-	int retry_on_breach; /* 0..100 */
-	int umask;           /* a detached job's; -1: this process's */
-	/* Start only after these jobs (the caller's own) have ended: with
-	 * exit 0, or any end with after_any. A job they need to succeed
-	 * that fails cancels this one (end_reason "dependency"). */
-	const int64_t *after;
-	size_t nafter; /* at most 64 */
-	int after_any;
-	int held; /* queue it held: it starts only after sl_release */
-	/* its group (1-32 of A-Z a-z 0-9 _ -), or NULL: the daemon may limit
-	 * how many jobs of a group run at once */
-	const char *group;
-	/* a detached job's on-end command: the daemon runs it with /bin/sh
-	 * -c, as you, once the job has ended (docs/jobs.md), or NULL */
-	const char *on_end;
-};
-void sl_job_spec_init(struct sl_job_spec *spec);
+/*
+ * What to submit: submit's params (PROTOCOL.md, submit), set by their
+ * protocol names. A new spec has none set: each unset one is the daemon's
+ * default, except that sl_submit fills what only the caller can know.
+ * cwd: the current directory. env (a detached job): this process's
+ * environment; either way PYTHONUNBUFFERED=1 is added unless it sets
+ * PYTHONUNBUFFERED. umask (a detached job): this process's.
+ *
+ * Each setter checks the name against the daemon's table of job fields:
+ * -EINVAL for a name submit does not take with that type, -ERANGE for a
+ * number out of its range (priority -1000..1000, wait_free_pct 0..100,
+ * retry_on_breach 0..100, umask 0..0777, sizes >= 0, after ids >= 1),
+ * -ENOMEM; nothing is set then. A NULL string or vector, or no ids,
+ * unsets. The getters answer what is set: -ENOENT (NULL) when it is not.
+ *
+ *   sl_job_spec *s = sl_job_spec_new();
+ *   sl_job_spec_set_strv(s, "argv", argv);
+ *   sl_job_spec_set_str(s, "name", "qwen-1024");
+ *   sl_job_spec_set_int(s, "swap_budget_bytes", 8LL << 30);
+ *   sl_submit(c, s, &submitted);
+ *   sl_job_spec_free(s);
+ *
+ * The names and their types are PROTOCOL.md's (submit): argv and env
+ * are vectors, after ids, wait_free_pct a number, the flags bools.
+ */
+typedef struct sl_job_spec sl_job_spec;
+/* NULL when out of memory. */
+sl_job_spec *sl_job_spec_new(void);
+void sl_job_spec_free(sl_job_spec *spec);
+int sl_job_spec_set_int(sl_job_spec *spec, const char *name, int64_t v);
+int sl_job_spec_set_num(sl_job_spec *spec, const char *name, double v);
+int sl_job_spec_set_bool(sl_job_spec *spec, const char *name, int v);
+int sl_job_spec_set_str(sl_job_spec *spec, const char *name, const char *v);
+int sl_job_spec_set_strv(sl_job_spec *spec, const char *name,
+                         const char *const *v);
+int sl_job_spec_set_ids(sl_job_spec *spec, const char *name, const int64_t *ids,
+                        size_t n);
+/* An int or a bool (0, 1). */
+int sl_job_spec_get_int(const sl_job_spec *spec, const char *name,
+                        int64_t *out);
+int sl_job_spec_get_num(const sl_job_spec *spec, const char *name, double *out);
+const char *sl_job_spec_get_str(const sl_job_spec *spec, const char *name);
+/* The i-th string of a vector, NULL past its end. */
+const char *sl_job_spec_get_strv(const sl_job_spec *spec, const char *name,
+                                 size_t i);
 
 struct sl_submitted {
 	int64_t id;
@@ -362,60 +368,43 @@ struct sl_submitted {
 /* -EINVAL, with nothing sent, for a detached job whose argv, cwd, name or
  * environment is not valid UTF-8 (the protocol carries text; the bytes
  * would arrive replaced) and when the current directory cannot be told. */
-int sl_submit(sl_client *c, const struct sl_job_spec *spec,
-              struct sl_submitted *out);
+int sl_submit(sl_client *c, const sl_job_spec *spec, struct sl_submitted *out);
 
 /*
- * A job as the daemon reports it. Times are 0 and has_* flags 0 where
- * the protocol says null. Strings that a caller may not see are NULL.
- * Release with sl_job_clear().
+ * A job as the daemon reports it: opaque (since SOVERSION 1). The
+ * functions below that answer a Job fill one you made with sl_job_new();
+ * sl_status answers an array of them, read with sl_job_at(). Read its
+ * members by their names in the Job (PROTOCOL.md), checked against the
+ * daemon's table of job fields: -EINVAL (NULL) for a name the Job does
+ * not have, -ENOENT (NULL) for a member that is null, missing (a private
+ * one the caller may not see) or of another type. A member the daemon
+ * adds later is read the same way, with no new function and no change of
+ * ABI.
+ *
+ *   sl_job *j = sl_job_new();
+ *   int64_t peak;
+ *   if (sl_show(c, id, 0, j) == 0 &&
+ *       sl_job_get_int(j, "footprint_peak_bytes", &peak) == 0)
+ *           printf("%s: %lld\n", sl_job_get_str(j, "state"),
+ *                  (long long)peak);
+ *   sl_job_free(j);
  */
-struct sl_job {
-	int64_t id;
-	char user[64];
-	int64_t uid;
-	char name[256];
-	char state[16]; /* queued admitted running exited killed failed
-	                   cancelled lost */
-	int attached;
-	int priority;
-	double wait_free_pct;
-	uint64_t swap_budget_bytes;
-	uint64_t expect_bytes;
-	int exclusive;
-	int retry_on_breach;
-	int attempt;
-	int position; /* 0 unless queued */
-	int64_t submitted_at_ms, admitted_at_ms, started_at_ms, ended_at_ms;
-	int64_t pid; /* 0 when none */
-	uint64_t footprint_bytes, footprint_peak_bytes;
-	uint64_t swap_growth_bytes, swap_growth_peak_bytes;
-	uint64_t job_swap_bytes;
-	int has_exit_code;
-	int exit_code;
-	int signal;          /* 0 when none */
-	char end_reason[32]; /* "" when none */
-	char *end_detail;    /* malloc'd or NULL */
-	char **argv;         /* malloc'd NULL-terminated, or NULL */
-	char *cwd;
-	char **env;
-	/* From sl_status with protocol version 2: the argv as one shell
-	 * command line, at most 256 bytes (cut with U+2026), instead of argv
-	 * (NULL then); NULL when not the caller's to see. sl_show gives
-	 * argv. */
-	char *command;
-	/* A queued job's waiting_for (PROTOCOL.md, Job): "free", "settle",
-	 * ...; a value the caller does not know reads as "other". "" when
-	 * not queued. */
-	char waiting_for[32];
-	char group[33];           /* "" when none */
-	uint64_t wait_free_bytes; /* 0 when none */
-	/* Where expect_bytes came from: "given", "learned" (from
-	 * expect_runs past runs of the name) or "" (none). */
-	char expect_source[16];
-	int expect_runs;
-	int name_given; /* the name was given, not the command's */
-};
+typedef struct sl_job sl_job;
+/* NULL when out of memory. */
+sl_job *sl_job_new(void);
+/* sl_job_clear, then frees it. */
+void sl_job_free(sl_job *j);
+/* The i-th job of an array from sl_status. */
+const sl_job *sl_job_at(const sl_job *jobs, size_t i);
+/* An integer or a bool (0, 1). */
+int sl_job_get_int(const sl_job *j, const char *name, int64_t *out);
+int sl_job_get_num(const sl_job *j, const char *name, double *out);
+const char *sl_job_get_str(const sl_job *j, const char *name);
+/* The i-th string of an array (argv, env), NULL past its end. */
+const char *sl_job_get_strv(const sl_job *j, const char *name, size_t i);
+/* Any member as JSON text (kill, after, ...): malloc'd, NULL as above. */
+char *sl_job_get_json(const sl_job *j, const char *name);
+/* Drops what a job holds; it may be filled again. */
 void sl_job_clear(struct sl_job *j);
 /* 1 when state is exited, killed, failed, cancelled or lost. */
 int sl_job_ended(const struct sl_job *j);
@@ -441,16 +430,11 @@ int sl_release(sl_client *c, int64_t id, struct sl_job *out);
 int sl_resubmit(sl_client *c, int64_t id, struct sl_submitted *out);
 /* Change a queued job's options: each has_ member says whether its value
  * is sent; submit's checks apply. out may be NULL. */
-struct sl_job_update {
-	int has_priority, has_wait_free, has_swap_budget, has_expect;
-	int has_wait_free_bytes; /* a size replaces a percentage: one */
-	int priority;
-	double wait_free_pct;
-	uint64_t wait_free_bytes;
-	uint64_t swap_budget_bytes;
-	uint64_t expect_bytes;
-};
-int sl_update(sl_client *c, int64_t id, const struct sl_job_update *u,
+/* update: changes holds the new values, set as for submit by their
+ * protocol names; -EINVAL without sending when it holds one update does
+ * not change (PROTOCOL.md, update: priority, wait_free_pct,
+ * wait_free_bytes, swap_budget_bytes, expect_bytes). */
+int sl_update(sl_client *c, int64_t id, const sl_job_spec *changes,
               struct sl_job *out);
 /* Blocks until the job has ended, whatever the client's timeout. */
 int sl_wait(sl_client *c, int64_t id, struct sl_job *out);

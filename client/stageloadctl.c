@@ -31,6 +31,41 @@ static const struct cli_entry main_entry = {
     .json = "machine-readable output",
 };
 
+/* "unknown command 'stauts' (did you mean status?)" */
+static int
+unknown_command(struct cli *cli, const char *typed)
+{
+	const char *near = cli_suggest_command(typed);
+
+	if (near != NULL)
+		return cli_usage_error(cli,
+		                       "unknown command '%s' (did you mean "
+		                       "%s?)",
+		                       typed, near);
+	return cli_usage_error(cli,
+	                       "unknown command '%s' (%s --help lists "
+	                       "them)",
+	                       typed, cli->prog);
+}
+
+static void
+completions_help(FILE *f, const char *prog)
+{
+	fprintf(f,
+	        "usage: %s completions bash|zsh|fish\n"
+	        "\n"
+	        "print the shell's completions of %s's commands, options "
+	        "and job ids\n"
+	        "(the same as %s --generate complete-SHELL).\n"
+	        "\n"
+	        "Examples:\n"
+	        "  source <(%s completions bash)      # in ~/.bashrc\n"
+	        "  %s completions zsh > \"${fpath[1]}/_%s\"\n"
+	        "  %s completions fish > "
+	        "~/.config/fish/completions/%s.fish\n",
+	        prog, prog, prog, prog, prog, prog, prog, prog);
+}
+
 static int
 help(struct cli *cli, const struct cli_args *top)
 {
@@ -40,9 +75,14 @@ help(struct cli *cli, const struct cli_args *top)
 	if (top->argc > 2)
 		return cli_usage_error(cli, "unexpected argument '%s'",
 		                       top->argv[2]);
-	if (top->argc == 2 && (e = cli_find_entry(top->argv[1])) == NULL)
-		return cli_usage_error(cli, "unknown command '%s'",
-		                       top->argv[1]);
+	if (top->argc == 2 && strcmp(top->argv[1], "completions") == 0) {
+		completions_help(stdout, cli->prog);
+		return EXIT_OK;
+	}
+	if (top->argc == 2 && strcmp(top->argv[1], "help") == 0)
+		top = NULL; /* the overview says how help works */
+	else if (top->argc == 2 && (e = cli_find_entry(top->argv[1])) == NULL)
+		return unknown_command(cli, top->argv[1]);
 	cli_print_help(stdout, e);
 	return EXIT_OK;
 }
@@ -55,6 +95,11 @@ completions(struct cli *cli, const struct cli_args *top)
 	char kind[32];
 
 	cli->name = "completions";
+	if (top->argc == 2 && (strcmp(top->argv[1], "--help") == 0 ||
+	                       strcmp(top->argv[1], "-h") == 0)) {
+		completions_help(stdout, cli->prog);
+		return EXIT_OK;
+	}
 	if (top->argc != 2)
 		return cli_usage_error(cli, "which shell: bash, zsh or fish");
 	if (strcmp(top->argv[1], "bash") != 0 &&
@@ -101,10 +146,7 @@ dispatch(struct cli *cli, int argc, char **argv)
 		return completions(cli, &top);
 	e = cli_find_entry(top.argv[0]);
 	if (e == NULL)
-		return cli_usage_error(cli,
-		                       "unknown command '%s' (%s --help lists "
-		                       "them)",
-		                       top.argv[0], cli->prog);
+		return unknown_command(cli, top.argv[0]);
 	/* Errors name the command as it was typed (guard, ps). */
 	cli->name = top.argv[0];
 	rc = cli_parse(e, top.argc, top.argv, cli, &args, cause, sizeof cause);

@@ -207,18 +207,15 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                size_t causelen)
 {
 	const char **argv = NULL, **env = NULL, *cwd = NULL, *name = NULL;
-	/* A client that does not say: the most private mask. */
-	int64_t priority = 0, budget, expect = 0, retry = 0, mask = 077;
-	double wait_free = d->cfg.default_wait_free_pct;
-	int attached = 0, exclusive = 0, rc, privileged;
-	int expect_given = 0;
+	struct job_seen seen;
+	int attached = 0, rc;
 	struct job *j = NULL;
 	const char *base;
 	size_t i, nq;
 	int64_t id;
 	long position;
 
-	budget = (int64_t)d->cfg.default_swap_budget_bytes;
+	/* attached first: whether env is required depends on it. */
 	if ((rc = proto_param_bool(params, "attached", 0, &attached, cause,
 	                           causelen)) < 0 ||
 	    (rc = proto_param_strv(params, "argv", 1, 4096,
@@ -252,50 +249,36 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		}
 	}
 	if ((rc = proto_param_string(params, "name", 0, JOBS_MAX_NAME, &name,
-	                             cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
-	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
-	                             &wait_free, cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
-	                          &budget, cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
-	                          &expect, cause, causelen)) < 0 ||
-	    (expect_given = rc == 0, 0) ||
-	    (rc = proto_param_bool(params, "exclusive", 0, &exclusive, cause,
-	                           causelen)) < 0 ||
-	    (rc = proto_param_int(params, "retry_on_breach", 0, 0, 100, &retry,
-	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "umask", 0, 0, 0777, &mask, cause,
-	                          causelen)) < 0)
+	                             cause, causelen)) < 0)
 		goto out;
-	/* What would hold the queue: only the trusted may ask for it
-	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
-	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
-	if ((rc = control_submit_fair(d, privileged, priority, wait_free,
-	                              expect, cause, causelen)) < 0 ||
-	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
-		goto out;
-
 	base = strrchr(argv[0], '/');
 	base = base != NULL && base[1] != '\0' ? base + 1 : argv[0];
 	if ((j = control_job_new(p,
 	                         name != NULL && name[0] != '\0' ? name : base,
 	                         cwd, argv, attached ? NULL : env)) == NULL)
 		goto nomem;
-	j->attached = attached;
-	j->priority = (int)priority;
-	j->wait_free_pct = wait_free;
-	j->swap_budget_bytes = (uint64_t)budget;
-	j->expect_bytes = (uint64_t)expect;
+	/* The daemon's defaults, then what the request gives. A client that
+	 * does not say gets the most private mask. */
+	j->wait_free_pct = d->cfg.default_wait_free_pct;
+	j->swap_budget_bytes = d->cfg.default_swap_budget_bytes;
+	j->umask = 077;
+	if ((rc = control_fields_read(params, 0, j, &seen, cause, causelen)) <
+	    0)
+		goto out;
 	/* Given (0 too: it opts out of a learned peak), or left to what the
 	 * name's past runs reached (jobs_learn_expect). */
-	j->expect_source = expect_given ? JOB_EXPECT_GIVEN : JOB_EXPECT_NONE;
+	j->expect_source =
+	    seen.expect_bytes ? JOB_EXPECT_GIVEN : JOB_EXPECT_NONE;
 	j->name_given = name != NULL && name[0] != '\0';
-	j->exclusive = exclusive;
-	j->retry_on_breach = (int)retry;
-	j->umask = (int)mask;
-	j->privileged = privileged;
+	/* What would hold the queue: only the trusted may ask for it
+	 * (docs/jobs.md, "Queue order"), judged from the peer's own groups. */
+	j->privileged =
+	    jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
+	if ((rc = control_submit_fair(
+	         d, j->privileged, j->priority, j->wait_free_pct,
+	         (int64_t)j->expect_bytes, cause, causelen)) < 0 ||
+	    (rc = control_submit_count(d, p, cause, causelen)) < 0)
+		goto out;
 	if ((rc = control_submit_queue(d, params, j, cause, causelen)) != 0)
 		goto out;
 	/* The table owns the job from here, whatever the outcome. */
@@ -726,6 +709,8 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 
 static void add_stages(struct daemon *d, int64_t id, cJSON *job);
 static void add_learned(struct daemon *d, cJSON *job);
+static void add_groups_dropped(struct daemon *d, const struct peer *p,
+                               int64_t id, cJSON *job);
 
 int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
@@ -742,7 +727,47 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	add_stages(d, id, *result);
 	add_learned(d, *result);
+	add_groups_dropped(d, p, id, *result);
 	return 0;
+}
+
+static int
+groups_dropped_cb(void *arg, const struct store_event *e)
+{
+	cJSON **groups = arg, *det;
+
+	if (*groups == NULL && e->detail != NULL &&
+	    (det = cJSON_Parse(e->detail)) != NULL) {
+		*groups =
+		    cJSON_DetachItemFromObjectCaseSensitive(det, "groups");
+		cJSON_Delete(det);
+	}
+	return 0;
+}
+
+/* The groups the job lost at its start because its user was no longer in
+ * them (jobs-detached.c): for its owner and root, as its groups are; null
+ * when none were, or for anyone else. */
+static void
+add_groups_dropped(struct daemon *d, const struct peer *p, int64_t id,
+                   cJSON *job)
+{
+	const cJSON *uid;
+	cJSON *groups = NULL;
+
+	if (job == NULL)
+		return;
+	uid = cJSON_GetObjectItemCaseSensitive(job, "uid");
+	if ((p->uid == 0 ||
+	     (cJSON_IsNumber(uid) && (uid_t)uid->valuedouble == p->uid)) &&
+	    store_job_events(d->store, id, "groups_dropped", 1,
+	                     groups_dropped_cb, &groups) == 0 &&
+	    cJSON_IsArray(groups)) {
+		cJSON_AddItemToObject(job, "groups_dropped", groups);
+		return;
+	}
+	cJSON_Delete(groups);
+	cJSON_AddNullToObject(job, "groups_dropped");
 }
 
 /* What the past runs of the job's name reached (public, as the name is):
@@ -788,7 +813,7 @@ add_learned(struct daemon *d, cJSON *job)
 static void
 add_stages(struct daemon *d, int64_t id, cJSON *job)
 {
-	struct jobs_stage_row *rows;
+	struct store_stage *rows;
 	cJSON *a, *o;
 	size_t i, n;
 
@@ -813,7 +838,7 @@ add_stages(struct daemon *d, int64_t id, cJSON *job)
 		              (int64_t)rows[i].swap_growth_bytes);
 		cJSON_AddItemToArray(a, o);
 	}
-	jobs_stages_free(rows, n);
+	store_stages_free(rows, n);
 }
 
 int
@@ -1091,28 +1116,13 @@ mma_json(double mn, double avg, double mx)
 	return o;
 }
 
-/* The stage of a bucket [t0, t1): the last one that began before its end
- * and had not ended before its start (PROTOCOL.md, history). */
-static const char *
-bucket_stage(const struct jobs_stage_row *st, size_t n, int64_t t0, int64_t t1)
-{
-	const char *name = NULL;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (st[i].started_ms < t1 &&
-		    (st[i].ended_ms == 0 || st[i].ended_ms > t0))
-			name = st[i].name;
-	return name;
-}
-
 /* A job's history answer: its buckets read, written JOB_HISTORY_PART
  * at a time. */
 #define JOB_HISTORY_PART 500
 struct job_history_answer {
 	struct job_bucket *b;
 	size_t n, i;
-	struct jobs_stage_row *st;
+	struct store_stage *st;
 	size_t nst;
 	int64_t step;
 	char head[96];
@@ -1123,7 +1133,7 @@ job_history_free(void *state)
 {
 	struct job_history_answer *h = state;
 
-	jobs_stages_free(h->st, h->nst);
+	store_stages_free(h->st, h->nst);
 	free(h->b);
 	free(h);
 }
@@ -1143,8 +1153,8 @@ job_history_fill(struct daemon *d, void *state, struct answers_buf *out,
 	for (; h->i < end && rc == 0; h->i++) {
 		const struct job_bucket *b = &h->b[h->i];
 		const char *stage =
-		    bucket_stage(h->st, h->nst, b->ts_ms,
-		                 b->ts_ms + (h->step > 0 ? h->step : 1));
+		    store_stage_at(h->st, h->nst, b->ts_ms,
+		                   b->ts_ms + (h->step > 0 ? h->step : 1));
 		cJSON *o = cJSON_CreateObject();
 
 		proto_add_int(o, "ts_ms", b->ts_ms);

@@ -1,6 +1,6 @@
 /*
  * The queue's own controls, as methods (PROTOCOL.md): submit's after,
- * after_any and held; hold and release; resubmit and update. docs/jobs.md,
+ * group and on_end; hold and release; resubmit and update. docs/jobs.md,
  * "Dependencies and holds", has the rules; jobs-deps.c applies them.
  */
 #include <inttypes.h>
@@ -57,24 +57,18 @@ int
 control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                      char *cause, size_t causelen)
 {
-	int64_t *after = NULL, wf_bytes = 0;
+	int64_t *after = NULL;
 	const char *group = NULL, *on_end = NULL;
 	size_t n = 0;
-	int rc, any = 0, held = 0;
+	int rc;
 
 	if ((rc = proto_param_intv(params, "after", 0, CONTROL_MAX_AFTER, 1,
 	                           INT64_MAX, &after, &n, cause, causelen)) <
 	        0 ||
-	    (rc = proto_param_bool(params, "after_any", 0, &any, cause,
-	                           causelen)) < 0 ||
-	    (rc = proto_param_bool(params, "held", 0, &held, cause, causelen)) <
-	        0 ||
 	    (rc = proto_param_string(params, "group", 0, CONFIG_GROUP_NAME_MAX,
 	                             &group, cause, causelen)) < 0 ||
-	    (rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
-	                          &wf_bytes, cause, causelen)) < 0 ||
 	    (rc = control_wait_free_bytes_check(
-	         d, j->privileged, (uint64_t)wf_bytes, cause, causelen)) < 0 ||
+	         d, j->privileged, j->wait_free_bytes, cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "on_end", 0, CONTROL_MAX_ON_END,
 	                             &on_end, cause, causelen)) < 0) {
 		free(after);
@@ -117,11 +111,8 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	j->wait_free_bytes = (uint64_t)wf_bytes;
 	j->after = after;
 	j->nafter = (int)n;
-	j->after_any = n > 0 && any;
-	j->held = held;
 	return jobs_after_check(d, j, cause, causelen);
 }
 
@@ -161,6 +152,20 @@ control_release(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return control_hold_set(d, p, params, 0, result, cause, causelen);
 }
 
+/* The numbers and flags submit takes (proto/job-fields.h), as old had
+ * them; strings, arrays and the rules below are resubmit_copy's. */
+#define RESUBMIT_P_NO(m)
+#define RESUBMIT_P_STRING(m)
+#define RESUBMIT_P_STRING_REQ(m)
+#define RESUBMIT_P_STRV(m)
+#define RESUBMIT_P_STRV_REQ(m)
+#define RESUBMIT_P_INTV(m)
+#define RESUBMIT_P_INT(m) j->m = old->m;
+#define RESUBMIT_P_NUM(m) j->m = old->m;
+#define RESUBMIT_P_BOOL(m) j->m = old->m;
+#define RESUBMIT_FIELD(m, w, store, col, job, vis, submit, ...)                \
+	RESUBMIT_##submit(m)
+
 /* A new job as old was submitted (argv, cwd, env, options), by peer p:
  * its credentials are the connection's now. NULL when out of memory. */
 static struct job *
@@ -174,20 +179,17 @@ resubmit_copy(const struct peer *p, const struct job *old,
 	                         (const char *const *)args->argv,
 	                         (const char *const *)args->env)) == NULL)
 		return NULL;
-	j->priority = old->priority;
-	j->wait_free_pct = old->wait_free_pct;
-	j->wait_free_bytes = old->wait_free_bytes;
-	j->swap_budget_bytes = old->swap_budget_bytes;
+	JOB_FIELDS(RESUBMIT_FIELD)
+	/* Not held: the hold was on the old job, as its place was. It starts
+	 * after nothing (jobs_after_check, at resubmit, clears the rest). */
+	j->held = 0;
 	/* A given expect goes with it; a learned one is learned afresh
 	 * (jobs_learn_expect, at submit). */
 	j->name_given = old->name_given;
-	if (old->expect_source == JOB_EXPECT_GIVEN) {
-		j->expect_bytes = old->expect_bytes;
+	if (old->expect_source == JOB_EXPECT_GIVEN)
 		j->expect_source = JOB_EXPECT_GIVEN;
-	}
-	j->exclusive = old->exclusive;
-	j->retry_on_breach = old->retry_on_breach;
-	j->umask = old->umask;
+	else
+		j->expect_bytes = 0;
 	j->privileged = privileged;
 	if (old->group != NULL && (j->group = strdup(old->group)) == NULL)
 		goto nomem;
@@ -265,6 +267,10 @@ control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
+	if ((rc = jobs_after_check(d, j, cause, causelen)) != 0) {
+		job_free(j);
+		return rc;
+	}
 	if ((rc = jobs_submit(d, j, p->client_id, &new_id, &position, &nq,
 	                      cause, causelen)) != 0)
 		return rc;
@@ -276,72 +282,78 @@ control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return 0;
 }
 
+/* "priority, ... or expect_bytes": update's fields, for the cause. */
+#define UPD_NAME_0(w)
+#define UPD_NAME_1(w) w,
+#define UPD_NAME(m, w, store, col, job, vis, submit, upd, ...) UPD_NAME_##upd(w)
+static const char *const update_names[] = {JOB_FIELDS(UPD_NAME) NULL};
+
+static void
+update_nothing(char *cause, size_t causelen)
+{
+	size_t i, len;
+
+	len = (size_t)snprintf(cause, causelen,
+	                       "invalid params: nothing to update: give ");
+	for (i = 0; update_names[i] != NULL && len < causelen; i++)
+		len += (size_t)snprintf(cause + len, causelen - len, "%s%s",
+		                        i == 0                        ? ""
+		                        : update_names[i + 1] == NULL ? " or "
+		                                                      : ", ",
+		                        update_names[i]);
+}
+
+#define UPD_ANY_0(m)
+#define UPD_ANY_1(m) || seen.m
+#define UPD_ANY(m, w, store, col, job, vis, submit, upd, ...) UPD_ANY_##upd(m)
+
 int
 control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
 {
-	struct jobs_update u;
+	struct job_seen seen;
 	struct jobs_view v;
-	int64_t id, priority, budget, expect, wf_bytes = 0;
-	double wait_free;
+	struct job cur;
+	int64_t id;
 	int rc, privileged;
 
 	(void)req_id;
-	memset(&u, 0, sizeof u);
 	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
 	                          causelen)) != 0)
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
-	priority = v.j->priority;
-	wait_free = v.j->wait_free_pct;
-	budget = (int64_t)v.j->swap_budget_bytes;
-	expect = (int64_t)v.j->expect_bytes;
+	/* Its numbers only: the pointers are the view's, freed with it. */
+	cur = *v.j;
 	jobs_view_free(&v);
-	if ((rc = proto_param_int(params, "priority", 0, -1000, 1000, &priority,
-	                          cause, causelen)) < 0)
+	if ((rc = control_fields_read(params, 1, &cur, &seen, cause,
+	                              causelen)) < 0)
 		return rc;
-	u.have_priority = rc == 0;
-	if ((rc = proto_param_double(params, "wait_free_pct", 0, 0, 100,
-	                             &wait_free, cause, causelen)) < 0)
-		return rc;
-	u.have_wait_free = rc == 0;
-	if ((rc = proto_param_int(params, "wait_free_bytes", 0, 0, INT64_MAX,
-	                          &wf_bytes, cause, causelen)) < 0)
-		return rc;
-	u.have_wait_free_bytes = rc == 0;
-	if ((rc = proto_param_int(params, "swap_budget_bytes", 0, 0, INT64_MAX,
-	                          &budget, cause, causelen)) < 0)
-		return rc;
-	u.have_budget = rc == 0;
-	if ((rc = proto_param_int(params, "expect_bytes", 0, 0, INT64_MAX,
-	                          &expect, cause, causelen)) < 0)
-		return rc;
-	u.have_expect = rc == 0;
-	if (!u.have_priority && !u.have_wait_free && !u.have_budget &&
-	    !u.have_expect && !u.have_wait_free_bytes) {
-		snprintf(cause, causelen,
-		         "invalid params: nothing to update: give priority, "
-		         "wait_free_pct, wait_free_bytes, swap_budget_bytes or "
-		         "expect_bytes");
+	if (!(0 JOB_FIELDS(UPD_ANY))) {
+		update_nothing(cause, causelen);
 		return PROTO_E_PARAMS;
+	}
+	/* A new free condition replaces the old one, of either kind. */
+	if (seen.wait_free_pct != seen.wait_free_bytes) {
+		if (seen.wait_free_pct)
+			cur.wait_free_bytes = 0;
+		else
+			cur.wait_free_pct = 0;
+		seen.wait_free_pct = seen.wait_free_bytes = 1;
 	}
 	/* Submit's rules, for the caller: root may raise a user's job. */
 	privileged = jobs_privileged(d, p->uid, p->gid, p->groups, p->ngroups);
 	if ((rc = control_submit_fair(
-	         d, privileged, u.have_priority ? priority : 0,
-	         u.have_wait_free ? wait_free : 0, u.have_expect ? expect : 0,
-	         cause, causelen)) != 0 ||
+	         d, privileged, seen.priority ? cur.priority : 0,
+	         seen.wait_free_pct ? cur.wait_free_pct : 0,
+	         seen.expect_bytes ? (int64_t)cur.expect_bytes : 0, cause,
+	         causelen)) != 0 ||
 	    (rc = control_wait_free_bytes_check(
-	         d, privileged, (uint64_t)wf_bytes, cause, causelen)) != 0)
+	         d, privileged, seen.wait_free_bytes ? cur.wait_free_bytes : 0,
+	         cause, causelen)) != 0)
 		return rc;
-	u.wait_free_bytes = (uint64_t)wf_bytes;
-	u.priority = (int)priority;
-	u.wait_free_pct = wait_free;
-	u.swap_budget_bytes = (uint64_t)budget;
-	u.expect_bytes = (uint64_t)expect;
-	if ((rc = jobs_update(d, id, &u, cause, causelen)) != 0)
+	if ((rc = jobs_update(d, id, &cur, &seen, cause, causelen)) != 0)
 		return rc;
 	return control_answer_job(d, p, id, result, cause, causelen);
 }

@@ -57,34 +57,28 @@ static const struct control_param subscribe_params[] = {
     {"events", PROTO_T_BOOL, 0},
     {"pid", PROTO_T_INT, 0},
     PARAMS_END};
-static const struct control_param submit_params[] = {
-    {"attached", PROTO_T_BOOL, 0},
-    {"argv", PROTO_T_STRV, 1},
-    {"cwd", PROTO_T_STRING, 1},
-    {"env", PROTO_T_STRV, 0}, /* required unless attached */
-    {"name", PROTO_T_STRING, 0},
-    {"priority", PROTO_T_INT, 0},
-    {"wait_free_pct", PROTO_T_NUMBER, 0},
-    {"wait_free_bytes", PROTO_T_INT, 0},
-    {"swap_budget_bytes", PROTO_T_INT, 0},
-    {"expect_bytes", PROTO_T_INT, 0},
-    {"exclusive", PROTO_T_BOOL, 0},
-    {"retry_on_breach", PROTO_T_INT, 0},
-    {"umask", PROTO_T_INT, 0},
-    {"after", PROTO_T_INTV, 0},
-    {"after_any", PROTO_T_BOOL, 0},
-    {"held", PROTO_T_BOOL, 0},
-    {"group", PROTO_T_STRING, 0},
-    {"on_end", PROTO_T_STRING, 0},
-    PARAMS_END};
+/* submit's and update's come from proto/job-fields.h, in its order (the
+ * types are checked in it; submit's handler reads argv, cwd, env, which
+ * it requires unless attached, and name first, then the table's numbers
+ * and flags in its order: control_fields_read). */
+#define PARAM_P_NO(w)
+#define PARAM_P_INT(w) {w, PROTO_T_INT, 0},
+#define PARAM_P_NUM(w) {w, PROTO_T_NUMBER, 0},
+#define PARAM_P_BOOL(w) {w, PROTO_T_BOOL, 0},
+#define PARAM_P_STRING(w) {w, PROTO_T_STRING, 0},
+#define PARAM_P_STRING_REQ(w) {w, PROTO_T_STRING, 1},
+#define PARAM_P_STRV(w) {w, PROTO_T_STRV, 0},
+#define PARAM_P_STRV_REQ(w) {w, PROTO_T_STRV, 1},
+#define PARAM_P_INTV(w) {w, PROTO_T_INTV, 0},
+#define PARAM_UPDATE_0(row)
+#define PARAM_UPDATE_1(row) row
+#define SUBMIT_PARAM(m, w, store, col, job, vis, submit, ...) PARAM_##submit(w)
+#define UPDATE_PARAM(m, w, store, col, job, vis, submit, update, ...)          \
+	PARAM_UPDATE_##update(PARAM_##submit(w))
+static const struct control_param submit_params[] = {JOB_FIELDS(SUBMIT_PARAM)
+                                                         PARAMS_END};
 static const struct control_param update_params[] = {
-    {"id", PROTO_T_INT, 1},
-    {"priority", PROTO_T_INT, 0},
-    {"wait_free_pct", PROTO_T_NUMBER, 0},
-    {"wait_free_bytes", PROTO_T_INT, 0},
-    {"swap_budget_bytes", PROTO_T_INT, 0},
-    {"expect_bytes", PROTO_T_INT, 0},
-    PARAMS_END};
+    {"id", PROTO_T_INT, 1}, JOB_FIELDS(UPDATE_PARAM) PARAMS_END};
 static const struct control_param id_params[] = {{"id", PROTO_T_INT, 1},
                                                  PARAMS_END};
 static const struct control_param job_pid_params[] = {{"id", PROTO_T_INT, 1},
@@ -142,6 +136,53 @@ static const struct control_method methods[] = {
     {"update", control_update, AUTH_OWNER, update_params},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
+
+#define READ_P_NO(m, w, lo, hi)
+#define READ_P_STRING(m, w, lo, hi)
+#define READ_P_STRING_REQ(m, w, lo, hi)
+#define READ_P_STRV(m, w, lo, hi)
+#define READ_P_STRV_REQ(m, w, lo, hi)
+#define READ_P_INTV(m, w, lo, hi)
+#define READ_P_INT(m, w, lo, hi)                                               \
+	{                                                                      \
+		int64_t v = (int64_t)j->m;                                     \
+		if ((rc = proto_param_int(params, w, 0, lo, hi, &v, cause,     \
+		                          causelen)) < 0)                      \
+			return rc;                                             \
+		j->m = (__typeof__(j->m))v;                                    \
+		seen->m = rc == 0;                                             \
+	}
+#define READ_P_NUM(m, w, lo, hi)                                               \
+	{                                                                      \
+		if ((rc = proto_param_double(params, w, 0, lo, hi, &j->m,      \
+		                             cause, causelen)) < 0)            \
+			return rc;                                             \
+		seen->m = rc == 0;                                             \
+	}
+#define READ_P_BOOL(m, w, lo, hi)                                              \
+	{                                                                      \
+		int v = j->m != 0;                                             \
+		if ((rc = proto_param_bool(params, w, 0, &v, cause,            \
+		                           causelen)) < 0)                     \
+			return rc;                                             \
+		j->m = v;                                                      \
+		seen->m = rc == 0;                                             \
+	}
+#define READ_FIELD(m, w, store, col, job, vis, submit, upd, lo, hi, ...)       \
+	if (!update || upd) {                                                  \
+		READ_##submit(m, w, lo, hi)                                    \
+	}
+
+int
+control_fields_read(const cJSON *params, int update, struct job *j,
+                    struct job_seen *seen, char *cause, size_t causelen)
+{
+	int rc;
+
+	memset(seen, 0, sizeof *seen);
+	JOB_FIELDS(READ_FIELD)
+	return 0;
+}
 
 /* Unknown or repeated names, then each listed one's type and presence. */
 static int

@@ -107,8 +107,15 @@ int control_hold(struct daemon *, const struct peer *, const cJSON *,
                  const cJSON *, cJSON **, char *, size_t);
 int control_release(struct daemon *, const struct peer *, const cJSON *,
                     const cJSON *, cJSON **, char *, size_t);
-/* Submit's after, after_any and held into j; 0 or PROTO_E_* with
- * cause. */
+/* The parameters proto/job-fields.h marks P_INT, P_NUM and P_BOOL, each
+ * within its lo..hi, into j's members (update: only those it marks for
+ * update too), in the table's order; an absent one leaves its member as
+ * it was. 0, or PROTO_E_PARAMS with cause. seen says which were given.
+ * Strings, arrays and checks across fields are the handlers'. */
+int control_fields_read(const cJSON *params, int update, struct job *j,
+                        struct job_seen *seen, char *cause, size_t causelen);
+/* Submit's after, group and on_end into j, with the checks of the queue's
+ * own fields; 0 or PROTO_E_* with cause. */
 int control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                          char *cause, size_t causelen);
 int control_resubmit(struct daemon *, const struct peer *, const cJSON *,

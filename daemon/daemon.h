@@ -36,6 +36,8 @@ struct config {
 	char log_file[1024];
 	/* --pid-file: the daemon's pid while it runs ("": none) */
 	char pid_file[1024];
+	/* job logs, when not in <state_dir>/jobs: another file system */
+	char log_dir[1024];
 	char proc_root[1024]; /* "" for the real /proc */
 	int64_t interval_ms;  /* sample interval, default 500 */
 	struct store_retention retention;
@@ -56,6 +58,8 @@ struct config {
 	uint64_t max_stored_bytes_per_uid;
 	int max_ended_jobs_per_uid;
 	uint64_t max_log_bytes; /* a detached job's log, 1 GiB: tail kept */
+	/* all of one uid's logs, 4 GiB: past it its logs stop growing */
+	uint64_t max_log_bytes_per_uid;
 	/* Free space on the database's file system below which only root's
 	 * (and the daemon's user's) submits are taken; 0: no floor.
 	 * min_free_disk_auto: min(1 GiB, 5 % of the file system). */

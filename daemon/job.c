@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "text.h"
 
 const char *
 job_state_name(enum job_state s)
@@ -97,19 +98,6 @@ job_drop_args(struct job *j)
 	return 0;
 }
 
-/* Safe in a POSIX shell word as they are: anything else is quoted. */
-static int
-shell_plain(const char *a)
-{
-	if (*a == '\0')
-		return 0;
-	for (; *a != '\0'; a++)
-		if (!((*a >= 'a' && *a <= 'z') || (*a >= 'A' && *a <= 'Z') ||
-		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
-			return 0;
-	return 1;
-}
-
 size_t
 job_command(char *const *argv, char *out, size_t outlen)
 {
@@ -127,7 +115,7 @@ job_command(char *const *argv, char *out, size_t outlen)
 	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
 		if (i > 0)
 			PUT(' ');
-		if (shell_plain(argv[i])) {
+		if (proto_shell_plain(argv[i])) {
 			for (a = argv[i]; *a != '\0'; a++)
 				PUT(*a);
 			continue;

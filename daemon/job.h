@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "job-fields.h"
 #include "names.h"
 
 /* The names are proto/names.h's. */
@@ -130,6 +131,13 @@ struct job {
 	 * (store_job_bytes), kept when argv and env are dropped. In memory
 	 * only. */
 	int64_t bytes;
+};
+
+/* Which fields a request gave: one bit per row of proto/job-fields.h,
+ * named as the member. */
+#define JOB_SEEN_FIELD(m, ...) unsigned m : 1;
+struct job_seen {
+	JOB_FIELDS(JOB_SEEN_FIELD)
 };
 
 void job_free(struct job *j);

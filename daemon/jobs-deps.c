@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "jobs-internal.h"
+
+/* A uid's holds and releases in a minute that get an event each. */
+#define JOBS_HOLD_EVENTS_PER_MINUTE 60
 #include "log.h"
 #include "proto.h"
 #include "store.h"
@@ -60,6 +63,74 @@ cmp_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The index of j's group in the config when it has a limit, else -1. */
+static int
+group_limited(struct daemon *d, const struct job *j)
+{
+	int g;
+
+	if (j->group == NULL)
+		return -1;
+	for (g = 0; g < d->cfg.ngroups; g++)
+		if (strcmp(d->cfg.groups[g].name, j->group) == 0)
+			return d->cfg.groups[g].max_running > 0 ? g : -1;
+	return -1;
+}
+
+/* Count j, which holds memory in limited group g, for its user's share. */
+static void
+group_use_add(struct jobs_deps_ctx *c, int g, const struct job *j)
+{
+	size_t k;
+
+	if (c->use == NULL)
+		return;
+	for (k = 0; k < c->nuse; k++) {
+		if (c->use[k].group == g && c->use[k].uid == j->uid) {
+			c->use[k].running++;
+			return;
+		}
+	}
+	c->use[c->nuse].group = g;
+	c->use[c->nuse].uid = j->uid;
+	c->use[c->nuse].running = 1;
+	c->nuse++;
+}
+
+/* Does r wait for an after dependency not yet ended (c's live ids)? */
+static int
+deps_unmet(const struct jrec *r, const struct jobs_deps_ctx *c)
+{
+	int i;
+
+	for (i = 0; i < r->j->nafter; i++)
+		if (c->nomem || bsearch(&r->j->after[i], c->live, c->nlive,
+		                        sizeof *c->live, cmp_id) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Count r's user as waiting in r's limited group when r could use a slot
+ * of it: queued, not held, not waiting for a dependency or for its
+ * client. A job that could not start anyway keeps no one to half. */
+static void
+group_note_waiting(struct daemon *d, struct jobs_deps_ctx *c,
+                   const struct jrec *r)
+{
+	const struct job *j = r->j;
+	int g;
+
+	if (!jrec_is_live(r) || j->state != JOB_QUEUED || j->held ||
+	    (j->attached && r->client_id == 0) || deps_unmet(r, c) ||
+	    (g = group_limited(d, j)) < 0)
+		return;
+	if (c->waiting_uids[g] == 0) {
+		c->waiting_uid[g] = j->uid;
+		c->waiting_uids[g] = 1;
+	} else if (c->waiting_uid[g] != j->uid)
+		c->waiting_uids[g] = 2;
+}
+
 void
 jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 {
@@ -68,29 +139,33 @@ jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 	int g, deps = 0;
 
 	memset(c, 0, sizeof *c);
+	/* At most one entry a job; without it no share is held back. */
+	c->use = malloc(sizeof *c->use * (js->n ? js->n : 1));
 	for (i = 0; i < js->n; i++) {
 		const struct jrec *r = js->v[i];
 		const struct job *j = r->j;
+		int queued = jrec_is_live(r) && j->state == JOB_QUEUED;
 
-		if (j->nafter > 0 && jrec_is_live(r) && j->state == JOB_QUEUED)
+		if (j->nafter > 0 && queued)
 			deps = 1;
-		if (j->group == NULL || !jrec_holds_memory(r))
+		if ((g = group_limited(d, j)) < 0)
 			continue;
-		for (g = 0; g < d->cfg.ngroups; g++)
-			if (strcmp(d->cfg.groups[g].name, j->group) == 0)
-				c->running[g]++;
+		if (jrec_holds_memory(r)) {
+			c->running[g]++;
+			group_use_add(c, g, j);
+		}
 	}
-	if (!deps)
-		return;
 	/* Not done: jobs_find's records, whose ends are not yet announced. */
-	if ((c->live = malloc(sizeof *c->live * (js->n ? js->n : 1))) == NULL) {
+	if (deps &&
+	    (c->live = malloc(sizeof *c->live * (js->n ? js->n : 1))) == NULL)
 		c->nomem = 1;
-		return;
-	}
-	for (i = 0; i < js->n; i++)
+	for (i = 0; c->live != NULL && i < js->n; i++)
 		if (!js->v[i]->done)
 			c->live[c->nlive++] = js->v[i]->j->id;
-	qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
+	if (c->live != NULL)
+		qsort(c->live, c->nlive, sizeof *c->live, cmp_id);
+	for (i = 0; c->use != NULL && i < js->n; i++)
+		group_note_waiting(d, c, js->v[i]);
 }
 
 void
@@ -98,20 +173,38 @@ jobs_deps_release(struct jobs_deps_ctx *c)
 {
 	free(c->live);
 	c->live = NULL;
+	free(c->use);
+	c->use = NULL;
 }
 
 /* Is j's group at its limit? */
 static int
 group_full(struct daemon *d, const struct job *j, const int *running)
 {
-	int g;
+	int g = group_limited(d, j);
 
-	if (j->group == NULL)
+	return g >= 0 && running[g] >= d->cfg.groups[g].max_running;
+}
+
+/* Does j's user already hold its share of j's group, ceil(max_running/2),
+ * while another user's job in the group waits? Then j waits too, so one
+ * user cannot keep a shared group's slots to itself. Root, the daemon's
+ * user and the admin group are not held to it (docs/jobs.md, "Groups"). */
+static int
+group_share_used(struct daemon *d, const struct job *j,
+                 const struct jobs_deps_ctx *c)
+{
+	int g = group_limited(d, j);
+	size_t k;
+
+	if (g < 0 || j->privileged || c->use == NULL)
 		return 0;
-	for (g = 0; g < d->cfg.ngroups; g++)
-		if (strcmp(d->cfg.groups[g].name, j->group) == 0)
-			return d->cfg.groups[g].max_running > 0 &&
-			       running[g] >= d->cfg.groups[g].max_running;
+	if (c->waiting_uids[g] < 2 && c->waiting_uid[g] == j->uid)
+		return 0; /* nobody else waits in it */
+	for (k = 0; k < c->nuse; k++)
+		if (c->use[k].group == g && c->use[k].uid == j->uid)
+			return c->use[k].running >=
+			       (d->cfg.groups[g].max_running + 1) / 2;
 	return 0;
 }
 
@@ -135,7 +228,7 @@ jobs_deps_blocked(struct daemon *d, struct jrec *r,
 			return ADMIT_WAIT_AFTER;
 		}
 	}
-	if (group_full(d, j, c->running))
+	if (group_full(d, j, c->running) || group_share_used(d, j, c))
 		return ADMIT_WAIT_GROUP;
 	return ADMIT_WAIT_NONE;
 }
@@ -231,13 +324,16 @@ jobs_deps_load(struct daemon *d)
 }
 
 int
-jobs_after_check(struct daemon *d, const struct job *j, char *cause,
-                 size_t causelen)
+jobs_after_check(struct daemon *d, struct job *j, char *cause, size_t causelen)
 {
 	struct jobs_view v;
 	char outcome[96];
 	int i, k, rc;
 
+	/* Without jobs to start after, "any end of theirs" means nothing:
+	 * the Job says false. */
+	if (j->nafter == 0)
+		j->after_any = 0;
 	for (i = 0; i < j->nafter; i++) {
 		for (k = 0; k < i; k++) {
 			if (j->after[k] == j->after[i]) {
@@ -274,6 +370,116 @@ jobs_after_check(struct daemon *d, const struct job *j, char *cause,
 	return 0;
 }
 
+/* One uid's holds and releases in the minute from since_ms; past the
+ * bound, what they did, for the one event that says so. */
+struct hold_rate {
+	uid_t uid;
+	int64_t since_ms;
+	int n;
+	int held, released; /* past the bound */
+	int64_t first_ms, last_ms, job_id;
+	int last_held;
+};
+
+/* Write the event that counts what h did past the bound: the kind of the
+ * last of them, on the last job, with how many of each. */
+static void
+hold_summary(struct daemon *d, const struct hold_rate *h)
+{
+	struct job j;
+	cJSON *det;
+
+	if (h->held + h->released == 0)
+		return;
+	memset(&j, 0, sizeof j);
+	j.id = h->job_id;
+	j.uid = h->uid;
+	det = cJSON_CreateObject();
+	proto_add_int(det, "count", h->held + h->released);
+	proto_add_int(det, "held", h->held);
+	proto_add_int(det, "released", h->released);
+	proto_add_int(det, "since_ms", h->first_ms);
+	proto_add_int(det, "until_ms", h->last_ms);
+	jobs_event(d, &j,
+	           h->last_held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED, det);
+}
+
+void
+jobs_hold_flush(struct daemon *d, int64_t now, int all)
+{
+	struct jobs *js = d->jobs;
+	size_t i = 0;
+
+	while (i < js->nholds) {
+		struct hold_rate *h = &js->holds[i];
+
+		if (!all && now - h->since_ms < 60000) {
+			i++;
+			continue;
+		}
+		hold_summary(d, h);
+		js->holds[i] = js->holds[--js->nholds];
+	}
+	if (all) {
+		free(js->holds);
+		js->holds = NULL;
+		js->capholds = 0;
+	}
+}
+
+/*
+ * Record j's hold or release: its own event for each of the first
+ * JOBS_HOLD_EVENTS_PER_MINUTE of its uid's minute, then counted, and one
+ * event for the rest when the minute ends (jobs_hold_flush). A loop of
+ * holds and releases added a row a request (168,600 in 30 s); they still
+ * act, each committed to the job's row before the answer.
+ */
+static void
+hold_record(struct daemon *d, const struct job *j, int held)
+{
+	struct jobs *js = d->jobs;
+	struct hold_rate *h = NULL, *nv;
+	int64_t now = now_ms();
+	size_t i;
+
+	for (i = 0; i < js->nholds; i++)
+		if (js->holds[i].uid == j->uid)
+			h = &js->holds[i];
+	if (h != NULL && now - h->since_ms >= 60000) {
+		hold_summary(d, h);
+		memset(h, 0, sizeof *h);
+		h->uid = j->uid;
+		h->since_ms = now;
+	}
+	if (h == NULL) {
+		if (js->nholds == js->capholds) {
+			size_t cap = js->capholds ? js->capholds * 2 : 8;
+			if ((nv = realloc(js->holds, cap * sizeof *nv)) == NULL)
+				goto own; /* not counted: its own event */
+			js->holds = nv;
+			js->capholds = cap;
+		}
+		h = &js->holds[js->nholds++];
+		memset(h, 0, sizeof *h);
+		h->uid = j->uid;
+		h->since_ms = now;
+	}
+	if (++h->n <= JOBS_HOLD_EVENTS_PER_MINUTE)
+		goto own;
+	if (h->held + h->released == 0)
+		h->first_ms = now;
+	h->last_ms = now;
+	h->job_id = j->id;
+	h->last_held = held;
+	if (held)
+		h->held++;
+	else
+		h->released++;
+	return;
+own:
+	jobs_event(d, j, held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED, NULL);
+}
+
 int
 jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 {
@@ -306,8 +512,7 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 		         id);
 		return PROTO_E_STORAGE;
 	}
-	jobs_event(d, r->j, held ? NAMES_EVENT_HELD : NAMES_EVENT_RELEASED,
-	           NULL);
+	hold_record(d, r->j, held);
 	/* hold and release answer the job as it is now: held, or what it
 	 * waits for once released. */
 	jobs_classify(d);
@@ -315,9 +520,31 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 	return 0;
 }
 
+/* The update fields of proto/job-fields.h: applied from vals when seen,
+ * undone from was, and the new values in the event's detail. */
+#define UPD_APPLY_0(m)
+#define UPD_APPLY_1(m)                                                         \
+	if (seen->m)                                                           \
+		j->m = vals->m;
+#define UPD_UNDO_0(m)
+#define UPD_UNDO_1(m) j->m = was.m;
+#define UPD_DET_J_INT(m, w) proto_add_int(det, w, (int64_t)j->m);
+#define UPD_DET_J_NUM(m, w) cJSON_AddNumberToObject(det, w, (double)j->m);
+#define UPD_DET_J_BOOL(m, w) cJSON_AddBoolToObject(det, w, j->m);
+#define UPD_DET_0(m, w, job)
+#define UPD_DET_1(m, w, job)                                                   \
+	if (seen->m) {                                                         \
+		UPD_DET_##job(m, w)                                            \
+	}
+#define UPD_APPLY(m, w, store, col, job, vis, submit, upd, ...)                \
+	UPD_APPLY_##upd(m)
+#define UPD_UNDO(m, w, store, col, job, vis, submit, upd, ...) UPD_UNDO_##upd(m)
+#define UPD_DET(m, w, store, col, job, vis, submit, upd, ...)                  \
+	UPD_DET_##upd(m, w, job)
+
 int
-jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
-            char *cause, size_t causelen)
+jobs_update(struct daemon *d, int64_t id, const struct job *vals,
+            const struct job_seen *seen, char *cause, size_t causelen)
 {
 	struct jrec *r = jobs_find(d->jobs, id);
 	const char *health;
@@ -340,28 +567,14 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 	}
 	j = r->j;
 	was = *j;
-	if (u->have_priority)
-		j->priority = u->priority;
-	/* A new free condition replaces the old one, of either kind. */
-	if (u->have_wait_free || u->have_wait_free_bytes) {
-		j->wait_free_pct = u->have_wait_free ? u->wait_free_pct : 0;
-		j->wait_free_bytes =
-		    u->have_wait_free_bytes ? u->wait_free_bytes : 0;
-	}
-	if (u->have_budget)
-		j->swap_budget_bytes = u->swap_budget_bytes;
-	if (u->have_expect) {
+	JOB_FIELDS(UPD_APPLY)
+	if (seen->expect_bytes) {
 		/* Given now: no learned peak replaces it (0 opts out). */
-		j->expect_bytes = u->expect_bytes;
 		j->expect_source = JOB_EXPECT_GIVEN;
 		j->expect_runs = 0;
 	}
 	if (jrec_commit(d, r) != 0) {
-		j->priority = was.priority;
-		j->wait_free_pct = was.wait_free_pct;
-		j->wait_free_bytes = was.wait_free_bytes;
-		j->swap_budget_bytes = was.swap_budget_bytes;
-		j->expect_bytes = was.expect_bytes;
+		JOB_FIELDS(UPD_UNDO)
 		j->expect_source = was.expect_source;
 		j->expect_runs = was.expect_runs;
 		r->dirty = 0;
@@ -372,18 +585,7 @@ jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
 		return PROTO_E_STORAGE;
 	}
 	det = cJSON_CreateObject();
-	if (u->have_priority)
-		proto_add_int(det, "priority", j->priority);
-	if (u->have_wait_free || u->have_wait_free_bytes) {
-		cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
-		proto_add_int(det, "wait_free_bytes",
-		              (int64_t)j->wait_free_bytes);
-	}
-	if (u->have_budget)
-		proto_add_int(det, "swap_budget_bytes",
-		              (int64_t)j->swap_budget_bytes);
-	if (u->have_expect)
-		proto_add_int(det, "expect_bytes", (int64_t)j->expect_bytes);
+	JOB_FIELDS(UPD_DET)
 	jobs_event(d, j, NAMES_EVENT_UPDATED, det);
 	jobs_admit_soon(d);
 	return 0;

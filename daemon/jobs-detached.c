@@ -8,6 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,8 +18,14 @@
 #include <uv.h>
 
 #include "jobs-internal.h"
+#include "log.h"
 #include "platform.h"
+#include "proto.h"
 #include "spawn.h"
+
+/* Most groups looked up for one user; more are not read (a group past
+ * them counts as lost). */
+#define DETACHED_GROUPS_MAX 65536
 
 struct monitor_poll {
 	struct jobs *js;
@@ -86,6 +95,21 @@ jobs_detached_ended(struct daemon *d, struct jrec *r,
 		jrec_proc_exited(d, r, 1, st->exit_code, st->term_signal);
 }
 
+/* Its log stopped growing: the job runs on, its output is dropped (the
+ * log's last line will say from where); an event says so now. */
+static void
+detached_log_stopped(struct daemon *d, struct jrec *r,
+                     const struct spawn_event *ev)
+{
+	cJSON *det = cJSON_CreateObject();
+
+	if (det != NULL) {
+		proto_add_int(det, "from_byte", ev->log_from);
+		cJSON_AddStringToObject(det, "bound", ev->status.cause);
+	}
+	jobs_event(d, r->j, NAMES_EVENT_OUTPUT_DROPPED, det);
+}
+
 static void
 monitor_poll_cb(uv_poll_t *h, int status, int events)
 {
@@ -125,6 +149,9 @@ monitor_poll_cb(uv_poll_t *h, int status, int events)
 			jobs_detached_unwatch(r);
 			jobs_detached_ended(d, r, &ev.status);
 			return;
+		case SPAWN_EV_LOG:
+			detached_log_stopped(d, r, &ev);
+			break;
 		}
 	}
 }
@@ -148,6 +175,123 @@ detached_watch(struct daemon *d, struct jrec *r, int fd)
 	h->data = mp;
 	r->poll = h;
 	uv_poll_start(h, UV_READABLE | UV_DISCONNECT, monitor_poll_cb);
+}
+
+/*
+ * The groups uid is in now, by the group database (its primary group
+ * included), into *out (malloc'd), as initgroups(3) would read them:
+ * 0; 1 when the user is not found (it is in none); -1 when the database
+ * could not be read (nothing is known).
+ */
+static int
+detached_user_groups(uid_t uid, gid_t **out, int *n)
+{
+	struct passwd pw, *res = NULL;
+	char *buf = NULL, *nb;
+	size_t len = 1024;
+	gid_t *v = NULL, *nv;
+	int cap = 64, got, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	for (;;) {
+		if ((nb = realloc(buf, len)) == NULL)
+			goto out;
+		buf = nb;
+		rc = getpwuid_r(uid, &pw, buf, len, &res);
+		if (rc != ERANGE || len >= (1 << 20))
+			break;
+		len *= 2;
+	}
+	if (rc != 0) {
+		rc = -1;
+		goto out;
+	}
+	if (res == NULL) {
+		rc = 1;
+		goto out;
+	}
+	rc = -1;
+	for (;;) {
+		if ((nv = realloc(v, sizeof *v * (size_t)cap)) == NULL)
+			break;
+		v = nv;
+		got = cap;
+#ifdef __APPLE__
+		if (getgrouplist(pw.pw_name, (int)pw.pw_gid, (int *)v, &got) >=
+		    0) {
+#else
+		if (getgrouplist(pw.pw_name, pw.pw_gid, v, &got) >= 0) {
+#endif
+			*out = v;
+			*n = got;
+			v = NULL;
+			rc = 0;
+			break;
+		}
+		if (cap >= DETACHED_GROUPS_MAX)
+			break;
+		cap *= 2;
+	}
+out:
+	free(v);
+	free(buf);
+	return rc;
+}
+
+/*
+ * A queued job's groups were those of the process that submitted it; it
+ * may have waited long (held, say) since. At its start each one its user
+ * is no longer in, by the group database, is dropped: it runs without it,
+ * an event "groups_dropped" names them, and show says so (docs/jobs.md,
+ * "Groups a job runs with"). Its gid, root's jobs and the daemon's own
+ * user's are left as they are.
+ */
+static void
+detached_groups_recheck(struct daemon *d, struct jrec *r)
+{
+	struct job *j = r->j;
+	gid_t *now = NULL;
+	cJSON *det, *gone;
+	int i, k, n = 0, kept = 0, found;
+
+	if (j->ngroups == 0 || j->uid == 0 || j->uid == geteuid())
+		return;
+	/* Not found (deleted): in no group but its own gid. Unreadable: as
+	 * submitted, rather than take away what it may well still have. */
+	if (detached_user_groups(j->uid, &now, &n) < 0) {
+		log_warnx("jobs: job %" PRId64 " starts with its submitter's "
+		          "groups: the group database could not be read",
+		          j->id);
+		return;
+	}
+	det = cJSON_CreateObject();
+	gone = cJSON_AddArrayToObject(det, "groups");
+	for (i = 0; i < j->ngroups; i++) {
+		found = j->groups[i] == j->gid;
+		for (k = 0; !found && k < n; k++)
+			found = now[k] == j->groups[i];
+		if (found)
+			j->groups[kept++] = j->groups[i];
+		else
+			cJSON_AddItemToArray(
+			    gone, cJSON_CreateNumber((double)j->groups[i]));
+	}
+	free(now);
+	if (kept == j->ngroups) {
+		cJSON_Delete(det);
+		return;
+	}
+	log_info("jobs: job %" PRId64 " starts without %d of its groups: "
+	         "uid %u is no longer in them",
+	         j->id, j->ngroups - kept, (unsigned)j->uid);
+	j->ngroups = kept;
+	j->privileged =
+	    jobs_privileged(d, j->uid, j->gid, j->groups, j->ngroups);
+	/* Not committed, it still starts without them: the spawn that
+	 * follows commits the record again. */
+	jrec_commit(d, r);
+	jobs_event(d, j, NAMES_EVENT_GROUPS_DROPPED, det);
 }
 
 void
@@ -176,6 +320,7 @@ jobs_detached_spawn(struct daemon *d, struct jrec *r)
 		row->argv = row->env = NULL;
 		job_free(row);
 	}
+	detached_groups_recheck(d, r);
 	j->max_log_bytes = d->cfg.max_log_bytes;
 	rc = d->jobs->ops->spawn(d->cfg.state_dir, j, &child, cause,
 	                         sizeof cause);

@@ -2,9 +2,13 @@
  * What the files of the jobs module share; not for other modules (their
  * contract is jobs.h).
  *
- *   jobs.c          the job table, transitions (commit, then note),
- *                   admission and the per-sample pass with enforcement
- *   jobs-kill.c     ending a job's process tree: TERM, grace, KILL
+ *   jobs.c          the job table, transitions (commit, then note) and
+ *                   the per-sample pass
+ *   jobs-admit.c    admission applied: the queue as admit.c sees it, its
+ *                   decision acted on, each queued job told its place
+ *   jobs-enforce.c  enforcement applied: enforce.c's decision confirmed,
+ *                   the breach recorded, the victim requeued or killed;
+ *                   ending a job's process tree: TERM, grace, KILL
  *   jobs-detached.c detached jobs: spawning, the monitor's pipe, following
  *                   re-adopted jobs without one
  *   jobs-attached.c attached jobs: job_pid, job_exit, resume, client gone
@@ -12,7 +16,7 @@
  *   jobs-ctl.c      what the front asks of the table: views, submit,
  *                   cancel
  *   jobs-stage.c    the stages a running job reports, and their numbers
- *   jobs-deps.c     dependencies (after, after_any) and holds
+ *   jobs-deps.c     dependencies (after) and holds
  *   jobs-onend.c    a job's on-end command
  *   jobs-fast.c     when the sampler should be fast (adaptive sampling)
  *   jobs-learn.c    learned peaks: what a named job reserves, and
@@ -112,6 +116,9 @@ struct jobs {
 	uint64_t ended[JOB_LOST + 1][JOBS_NREASONS];
 	uint64_t breaches;
 	struct onend_run *onend; /* on-end commands running */
+	/* jobs-deps.c: each uid's holds and releases in its current minute */
+	struct hold_rate *holds;
+	size_t nholds, capholds;
 	int loading; /* jobs_init is loading the store's unended jobs */
 	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };
@@ -143,6 +150,10 @@ struct jrec *jrec_new(struct jobs *js, struct job *j);
  * also sets every queued record's position. */
 struct jrec **jobs_queue(struct jobs *js, size_t *n);
 void jobs_admit_soon(struct daemon *d);
+/* jobs-admit.c: one admission pass now (jobs_on_sample_at's), and
+ * jobs.c's freeing of the records that ended since the last. */
+void jobs_admit(struct daemon *d);
+void jobs_reap(struct daemon *d);
 /* Every queued record's position and wait as the next admission pass would
  * find them, admitting nothing; for answers given before that pass. */
 void jobs_classify(struct daemon *d);
@@ -195,11 +206,18 @@ void jobs_learn_expect(struct daemon *d, struct job *j);
 /* The job's end is committed: what it reached joins its name's runs. */
 void jobs_learn_record(struct daemon *d, const struct job *j);
 
-/* ---- jobs-kill.c ---- */
+/* ---- jobs-enforce.c: ending a process tree ---- */
 
 void jobs_kill_signal(struct jrec *r, int sig);
 /* SIGTERM to the tree now, SIGKILL after the grace period. */
 void jobs_kill_term(struct daemon *d, struct jrec *r);
+/* jobs-enforce.c: at each sample, enforce.c's decision applied (breach
+ * confirmed by a second reading, recorded, the victim requeued or
+ * killed). */
+void jobs_enforce(struct daemon *d, const struct sys_sample *s);
+/* Another attempt is possible: not an attached job whose client has gone
+ * for good. */
+int jrec_may_retry(const struct jrec *r);
 void jobs_kill_start(struct daemon *d, struct jrec *r, const char *reason,
                      char *detail);
 void jobs_kill_stop_timer(struct jrec *r);
@@ -240,8 +258,21 @@ double jobs_wait_free_pct(const struct job *j, uint64_t total_bytes);
  * jobs holding memory in each group of the config (in d->cfg.groups'
  * order) and the ids of the jobs not ended, sorted (only when a queued job
  * has dependencies), so each check is a binary search. */
+/* One user's jobs of a limited group that hold memory. */
+struct jobs_group_use {
+	int group; /* index in cfg.groups */
+	uid_t uid;
+	int running;
+};
 struct jobs_deps_ctx {
 	int running[CONFIG_MAX_GROUPS];
+	/* Per limited group: the uid of a job in it that could use a slot
+	 * (queued, not held, no dependency pending), and whether another
+	 * uid has one too (for the share of one user). */
+	uid_t waiting_uid[CONFIG_MAX_GROUPS];
+	int waiting_uids[CONFIG_MAX_GROUPS]; /* 0, 1 or 2 (two or more) */
+	struct jobs_group_use *use;          /* NULL: no share is held back */
+	size_t nuse;
 	int64_t *live; /* NULL when no queued job has dependencies */
 	size_t nlive;
 	int nomem; /* live could not be built: dependencies count as unmet */
@@ -249,9 +280,14 @@ struct jobs_deps_ctx {
 void jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c);
 void jobs_deps_release(struct jobs_deps_ctx *c);
 /* Why r cannot be the head (held, an unended dependency: sets
- * r->wait_after, its group at its limit), or ADMIT_WAIT_NONE. */
+ * r->wait_after, its group at its limit or its user at its share of it),
+ * or ADMIT_WAIT_NONE. */
 enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
                                   const struct jobs_deps_ctx *c);
+/* Past JOBS_HOLD_EVENTS_PER_MINUTE a uid's holds and releases are counted
+ * and written as one event when its minute ends: at the sample tick, or
+ * all of them (all) at shutdown. */
+void jobs_hold_flush(struct daemon *d, int64_t now, int all);
 /* ended's end is recorded: the queued jobs that needed it to exit 0 are
  * cancelled (reason "dependency"), and theirs in turn. */
 void jobs_deps_ended(struct daemon *d, const struct job *ended);

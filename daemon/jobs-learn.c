@@ -52,7 +52,7 @@ jobs_learn_expect(struct daemon *d, struct job *j)
 static char *
 learn_stages_json(struct daemon *d, int64_t id)
 {
-	struct jobs_stage_row *rows;
+	struct store_stage *rows;
 	cJSON *a, *o;
 	char *text;
 	size_t i, n;
@@ -60,7 +60,7 @@ learn_stages_json(struct daemon *d, int64_t id)
 	if (jobs_stages(d, id, &rows, &n) != 0)
 		return NULL;
 	if (n == 0 || (a = cJSON_CreateArray()) == NULL) {
-		jobs_stages_free(rows, n);
+		store_stages_free(rows, n);
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
@@ -73,7 +73,7 @@ learn_stages_json(struct daemon *d, int64_t id)
 		              (int64_t)rows[i].swap_growth_bytes);
 		cJSON_AddItemToArray(a, o);
 	}
-	jobs_stages_free(rows, n);
+	store_stages_free(rows, n);
 	text = cJSON_PrintUnformatted(a);
 	cJSON_Delete(a);
 	return text;

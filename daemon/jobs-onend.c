@@ -106,7 +106,9 @@ onend_poll_cb(uv_poll_t *h, int status, int events)
 			onend_drop(o->d->jobs, o);
 			return;
 		}
-		if (ev.kind == SPAWN_EV_STARTED)
+		/* Its output stopped growing the log: the log's own line
+		 * says so; only its end makes the on_end event. */
+		if (ev.kind == SPAWN_EV_STARTED || ev.kind == SPAWN_EV_LOG)
 			continue;
 		det = cJSON_CreateObject();
 		if (ev.kind == SPAWN_EV_FAILED)

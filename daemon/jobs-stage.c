@@ -215,101 +215,23 @@ jobs_stage_restore(struct daemon *d, struct jrec *r)
 	free(closed.name);
 }
 
-struct stage_collect {
-	struct jobs_stage_row *rows;
-	size_t n, cap;
-	int err;
-};
-
-static int
-stage_push(struct stage_collect *c, const char *name, int64_t started_ms,
-           int64_t ended_ms, uint64_t fp, uint64_t growth)
-{
-	struct jobs_stage_row *row;
-
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 8;
-		if ((row = realloc(c->rows, cap * sizeof *row)) == NULL)
-			return -1;
-		c->rows = row;
-		c->cap = cap;
-	}
-	row = &c->rows[c->n];
-	if ((row->name = strdup(name)) == NULL)
-		return -1;
-	row->started_ms = started_ms;
-	row->ended_ms = ended_ms;
-	row->footprint_peak_bytes = fp;
-	row->swap_growth_bytes = growth;
-	c->n++;
-	return 0;
-}
-
-static int64_t
-det_int(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsNumber(v) && v->valuedouble >= 0
-	           ? (int64_t)v->valuedouble
-	           : 0;
-}
-
-static int
-stage_row_cb(void *arg, const struct store_event *e)
-{
-	struct stage_collect *c = arg;
-	cJSON *o;
-	const cJSON *name;
-
-	if (e->detail == NULL || (o = cJSON_Parse(e->detail)) == NULL)
-		return 0;
-	name = cJSON_GetObjectItemCaseSensitive(o, "name");
-	if (cJSON_IsString(name) &&
-	    stage_push(c, name->valuestring, det_int(o, "started_at_ms"),
-	               det_int(o, "ended_at_ms"),
-	               (uint64_t)det_int(o, "footprint_peak_bytes"),
-	               (uint64_t)det_int(o, "swap_growth_bytes")) != 0)
-		c->err = 1;
-	cJSON_Delete(o);
-	return c->err;
-}
-
-void
-jobs_stages_free(struct jobs_stage_row *rows, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(rows[i].name);
-	free(rows);
-}
-
 int
-jobs_stages(struct daemon *d, int64_t id, struct jobs_stage_row **out,
-            size_t *n)
+jobs_stages(struct daemon *d, int64_t id, struct store_stage **out, size_t *n)
 {
-	struct stage_collect c = {0};
 	struct jrec *r = jobs_find(d->jobs, id);
+	char why[256];
 	int rc;
 
-	*out = NULL;
-	*n = 0;
-	rc = store_job_events(d->store, id, "stage_end", JOBS_MAX_STAGES,
-	                      stage_row_cb, &c);
-	if (rc == 0 && c.err)
-		rc = -1;
+	rc = store_read_job_stages(store_reader(d->store), id, JOBS_MAX_STAGES,
+	                           0, out, n, why, sizeof why);
 	if (rc == 0 && r != NULL && r->stage != NULL &&
 	    r->stage->name != NULL &&
-	    stage_push(&c, r->stage->name, r->stage->started_ms, 0,
-	               r->stage->footprint_peak_bytes,
-	               stage_growth(r->stage)) != 0)
-		rc = -1;
-	if (rc != 0) {
-		jobs_stages_free(c.rows, c.n);
-		return rc;
+	    (rc = store_stage_push(out, n, r->stage->name, r->stage->started_ms,
+	                           0, r->stage->footprint_peak_bytes,
+	                           stage_growth(r->stage))) != 0) {
+		store_stages_free(*out, *n);
+		*out = NULL;
+		*n = 0;
 	}
-	*out = c.rows;
-	*n = c.n;
-	return 0;
+	return rc;
 }

@@ -32,8 +32,6 @@
 #include "store.h"
 #include "units.h"
 
-#define JOBS_ADMIT_PER_PASS 64
-
 struct pending_event {
 	struct pending_event *next;
 	struct store_event e;
@@ -55,14 +53,6 @@ jobs_clock_hms(int64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%" PRId64, ms);
 	else
 		strftime(buf, len, "%H:%M:%S", &tm);
-}
-
-static char *
-size_str(uint64_t bytes, char *buf, size_t len)
-{
-	if (units_format_size(bytes, buf, len) == NULL)
-		snprintf(buf, len, "%" PRIu64 "B", bytes);
-	return buf;
 }
 
 struct jrec *
@@ -211,107 +201,6 @@ jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
 }
 
 /* ---- queue order ---- */
-
-/* The queue in order and the jobs holding memory, as admit.c sees them;
- * valid until the table next changes. */
-struct queue_snap {
-	struct jrec **q;         /* the queued records, in queue order */
-	struct admit_queued *aq; /* the same, for admit_decide */
-	size_t nq;
-	struct admit_running *ar; /* the jobs holding memory */
-	size_t nr;
-};
-
-static void
-snap_free(struct queue_snap *s)
-{
-	free(s->q);
-	free(s->aq);
-	free(s->ar);
-	memset(s, 0, sizeof *s);
-}
-
-/* Order the queue (admit_order: docs/jobs.md, "Queue order") and set
- * every queued record's position. -ENOMEM. */
-static int
-jobs_snapshot(struct jobs *js, struct queue_snap *s)
-{
-	size_t cap = js->n ? js->n : 1, i, k = 0;
-	struct jobs_deps_ctx deps;
-
-	memset(s, 0, sizeof *s);
-	s->q = malloc(cap * sizeof *s->q);
-	s->aq = malloc(cap * sizeof *s->aq);
-	s->ar = calloc(cap, sizeof *s->ar);
-	if (s->q == NULL || s->aq == NULL || s->ar == NULL) {
-		snap_free(s);
-		return -ENOMEM;
-	}
-	/* Groups' counts and the live ids, for what holds a job back. */
-	jobs_deps_prepare(js->d, &deps);
-	for (i = 0; i < js->n; i++) {
-		struct jrec *r = js->v[i];
-		const struct job *j = r->j;
-
-		if (jrec_holds_memory(r)) {
-			struct admit_running *a = &s->ar[s->nr++];
-			memset(a, 0, sizeof *a);
-			a->job_id = j->id;
-			a->uid = j->uid;
-			a->admitted_ms = j->admitted_ms;
-			a->footprint_bytes = j->footprint_bytes;
-			a->expect_bytes = j->expect_bytes;
-			a->exclusive = j->exclusive;
-			a->privileged = j->privileged;
-			a->recent_footprints = r->fp;
-			a->recent_ms = r->fp_ms;
-			a->nrecent = r->nfp;
-		} else if (jrec_is_live(r) && j->state == JOB_QUEUED) {
-			struct admit_queued *a = &s->aq[k++];
-			memset(a, 0, sizeof *a);
-			a->job_id = j->id;
-			a->uid = j->uid;
-			a->priority = j->priority;
-			a->seq = j->queue_seq;
-			a->wait_free_pct =
-			    jobs_wait_free_pct(j, js->d->last.total_bytes);
-			a->exclusive = j->exclusive;
-			a->privileged = j->privileged;
-			/* An attached job nobody is there to run (its client
-			 * not back since a restart) cannot be the head. */
-			a->blocked = j->attached && r->client_id == 0
-			                 ? ADMIT_WAIT_CLIENT
-			                 : jobs_deps_blocked(js->d, r, &deps);
-			a->ref = i;
-		}
-	}
-	jobs_deps_release(&deps);
-	admit_order(s->aq, k, s->ar, s->nr);
-	for (i = 0; i < k; i++) {
-		s->q[i] = js->v[s->aq[i].ref];
-		s->q[i]->position = (long)i + 1;
-	}
-	s->nq = k;
-	return 0;
-}
-
-/* The queued records in queue order (malloc'd; NULL with *n 0 when none);
- * also sets every queued record's position. */
-struct jrec **
-jobs_queue(struct jobs *js, size_t *n)
-{
-	struct queue_snap s;
-	struct jrec **q;
-
-	*n = 0;
-	if (jobs_snapshot(js, &s) != 0)
-		return NULL;
-	q = s.q;
-	s.q = NULL;
-	*n = s.nq;
-	snap_free(&s);
-	return q;
-}
 
 /* ---- ending ---- */
 
@@ -466,7 +355,7 @@ jrec_forget_process(struct jrec *r)
 
 /* An attached job whose client is gone for good (not one awaiting its
  * client after a restart) has nobody to run another attempt. */
-static int
+int
 jrec_may_retry(const struct jrec *r)
 {
 	return !r->j->attached || r->client_id != 0 || r->orphan_since_ms > 0;
@@ -620,235 +509,6 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 
 /* ---- admission ---- */
 
-static void
-jrec_admit(struct daemon *d, struct jrec *r)
-{
-	struct job *j = r->j;
-	struct jobs_note n = {.kind = JOBS_NOTE_ADMITTED, .job = j};
-	cJSON *det;
-
-	/* Runs of its name that ended while it waited count too. */
-	jobs_learn_expect(d, j);
-	j->state = JOB_ADMITTED;
-	j->admitted_ms = now_ms();
-	j->swap_base_bytes = d->last.swap_used_bytes;
-	j->swap_growth_peak_bytes = 0;
-	r->growth_bytes = 0;
-	r->growth_restarted_ms = 0;
-	r->nfp = 0;
-	r->position = 0;
-	/* Never start a job whose admission is not on disk: after a crash
-	 * it would be queued again and could run twice. */
-	if (jrec_commit(d, r) != 0) {
-		j->state = JOB_QUEUED;
-		j->admitted_ms = 0;
-		r->dirty = 0;
-		return;
-	}
-	d->jobs->last_admit_ms = j->admitted_ms;
-	det = cJSON_CreateObject();
-	proto_add_int(det, "attempt", j->attempt);
-	cJSON_AddNumberToObject(det, "free_pct", d->last.free_pct);
-	cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
-	if (j->wait_free_bytes > 0)
-		proto_add_int(det, "wait_free_bytes",
-		              (int64_t)j->wait_free_bytes);
-	proto_add_int(det, "swap_used_bytes", (int64_t)d->last.swap_used_bytes);
-	proto_add_int(det, "sampled_at_ms", d->last.ts_ms);
-	jobs_event(d, j, NAMES_EVENT_ADMITTED, det);
-
-	if (j->attached) {
-		if ((n.client_id = r->client_id) != 0)
-			jobs_note(d, &n);
-		return;
-	}
-	jobs_detached_spawn(d, r);
-}
-
-static void
-jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
-{
-	struct jobs_note n = {.kind = JOBS_NOTE_QUEUE};
-	int free_int = (int)(free_pct + 0.5);
-
-	if (!r->j->attached || r->client_id == 0)
-		return;
-	if (!r->owe_queue && r->note_pos == r->position && r->note_of == of &&
-	    r->note_free == free_int && r->note_wait == r->wait &&
-	    r->note_after == r->wait_after)
-		return;
-	r->owe_queue = 0;
-	r->note_pos = r->position;
-	r->note_of = of;
-	r->note_free = free_int;
-	r->note_wait = r->wait;
-	r->note_after = r->wait_after;
-	n.client_id = r->client_id;
-	n.job = r->j;
-	n.position = r->position;
-	n.of = of;
-	n.free_pct = free_pct;
-	n.wait = r->wait;
-	n.wait_after = r->wait_after;
-	jobs_note(d, &n);
-}
-
-/* r passes head, whose user's claim was before. */
-static void
-jobs_log_pass(const struct jrec *r, const struct jrec *head,
-              const struct admit_claim *before, int64_t now)
-{
-	int64_t held = before->have && before->uid == head->j->uid
-	                   ? now - before->since_ms
-	                   : 0;
-
-	log_info("jobs: job %" PRId64 " (uid %u) passes job %" PRId64
-	         " (uid %u) at the head, whose user has held the queue for "
-	         "%" PRId64 " ms",
-	         r->j->id, (unsigned)r->j->uid, head->j->id,
-	         (unsigned)head->j->uid, held);
-}
-
-/* What admission decides on: the queue and the jobs holding memory of s,
- * the latest sample, the daemon's health, settings and head claim. */
-static void
-admit_input(struct daemon *d, const struct queue_snap *s,
-            struct admit_input *in)
-{
-	memset(in, 0, sizeof *in);
-	in->queued = s->aq;
-	in->nqueued = s->nq;
-	in->running = s->ar;
-	in->nrunning = s->nr;
-	in->have_sample = d->have_last;
-	in->storage_ok = store_health(d->store) == NULL;
-	in->free_pct = d->last.free_pct;
-	in->total_bytes = d->last.total_bytes;
-	in->now_ms = now_ms();
-	in->claim = d->jobs->claim;
-	in->cfg.settle_ms = d->cfg.settle_ms;
-	in->cfg.settle_growth_pct = d->cfg.settle_growth_pct;
-	in->cfg.settle_samples = d->cfg.settle_samples;
-	in->cfg.settle_window_ms =
-	    (int64_t)d->cfg.settle_samples * d->cfg.interval_ms;
-	in->cfg.max_running = d->cfg.max_running;
-	in->cfg.hol_bound_ms = d->cfg.hol_bound_ms;
-	in->cfg.max_wait_free_pct = d->cfg.max_wait_free_pct;
-}
-
-void
-jobs_classify(struct daemon *d)
-{
-	struct queue_snap s;
-	struct admit_input in;
-	struct admit_result res;
-	enum admit_wait *waits;
-	size_t i;
-
-	if (d->jobs == NULL)
-		return;
-	memset(&s, 0, sizeof s);
-	if (jobs_snapshot(d->jobs, &s) != 0)
-		return;
-	if (s.nq > 0 && (waits = malloc(s.nq * sizeof *waits)) != NULL) {
-		admit_input(d, &s, &in);
-		admit_decide(&in, waits, &res);
-		/* The claim and the queue stay as they are: the pass that
-		 * admits is jobs_admit's. */
-		for (i = 0; i < s.nq; i++)
-			s.q[i]->wait = waits[i];
-		free(waits);
-	}
-	snap_free(&s);
-}
-
-/* One admission pass: admit while the rule allows, then tell the attached
- * clients where they stand. */
-static void
-jobs_admit(struct daemon *d)
-{
-	struct jobs *js = d->jobs;
-	struct queue_snap s;
-	enum admit_wait *waits = NULL;
-	struct admit_claim before;
-	struct admit_input in;
-	struct admit_result res;
-	struct jrec *r;
-	size_t i;
-	int round;
-
-	memset(&s, 0, sizeof s);
-	for (round = 0; round < JOBS_ADMIT_PER_PASS; round++) {
-		snap_free(&s);
-		free(waits);
-		waits = NULL;
-		if (jobs_snapshot(js, &s) != 0)
-			break;
-		if (s.nq == 0) {
-			js->claim.have = 0; /* the next head starts afresh */
-			break;
-		}
-		if ((waits = malloc(s.nq * sizeof *waits)) == NULL)
-			break;
-		admit_input(d, &s, &in);
-		admit_decide(&in, waits, &res);
-		before = js->claim;
-		js->claim = res.claim;
-		for (i = 0; i < s.nq; i++)
-			s.q[i]->wait = waits[i];
-		if (res.admit < 0 || d->stopping) {
-			if (res.admit >= 0)
-				js->claim = before; /* nothing moved */
-			break;
-		}
-		r = s.q[res.admit];
-		if (res.passed)
-			jobs_log_pass(r, s.q[res.head], &before, in.now_ms);
-		if (res.passed_exclusive)
-			log_info("jobs: job %" PRId64 " (uid %u) starts beside "
-			         "an exclusive job of another user, which has "
-			         "run alone for hol_bound",
-			         r->j->id, (unsigned)r->j->uid);
-		/* A job back in the queue after a breach hears its place
-		 * before it hears it is admitted again. */
-		if (r->owe_queue)
-			jobs_notify_queue(d, r, (long)s.nq, d->last.free_pct);
-		jrec_admit(d, r);
-		if (r->j->state == JOB_QUEUED)
-			js->claim = before; /* not on disk: nothing moved */
-	}
-	snap_free(&s);
-	free(waits);
-	/* Positions may have moved: refresh them and notify. */
-	if (jobs_snapshot(js, &s) == 0) {
-		for (i = 0; i < s.nq; i++)
-			jobs_notify_queue(d, s.q[i], (long)s.nq,
-			                  d->last.free_pct);
-		snap_free(&s);
-	}
-}
-
-static void jobs_reap(struct daemon *d);
-
-static void
-admit_timer_cb(uv_timer_t *t)
-{
-	jobs_reap(t->data);
-	jobs_admit(t->data);
-}
-
-/* Admit on the next loop turn, after the reply that triggered it has been
- * queued: a client learns its job id before it hears it was admitted. */
-void
-jobs_admit_soon(struct daemon *d)
-{
-	struct jobs *js = d->jobs;
-
-	if (js == NULL || js->admit_timer == NULL || d->stopping)
-		return;
-	uv_timer_start(js->admit_timer, admit_timer_cb, 0, 0);
-}
-
 /* ---- release ---- */
 
 static void
@@ -886,7 +546,7 @@ jrec_release(struct daemon *d, struct jrec *r)
 		jobs_kill_stop_timer(r);
 }
 
-static void
+void
 jobs_reap(struct daemon *d)
 {
 	struct jobs *js = d->jobs;
@@ -946,234 +606,6 @@ jrec_sample(struct daemon *d, struct jrec *r, const struct sys_sample *s,
 		store_add_job_sample(d->store, j->id, s->ts_ms, fp, swap);
 }
 
-static char *
-breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
-{
-	const struct job *j = r->j;
-	char at[24], since[64], grew[16], from[16], to[16], budget[16], fp[16];
-	char during[300] = "";
-	const char *stage = jobs_stage_current(r);
-
-	jobs_clock_hms(s->ts_ms, at, sizeof at);
-	if (r->growth_restarted_ms > 0) {
-		char t[24];
-		jobs_clock_hms(r->growth_restarted_ms, t, sizeof t);
-		snprintf(since, sizeof since,
-		         "since its growth restarted at %s", t);
-	} else
-		snprintf(since, sizeof since, "since admission");
-	size_str(r->growth_bytes, grew, sizeof grew);
-	size_str(j->swap_base_bytes, from, sizeof from);
-	size_str(s->swap_used_bytes, to, sizeof to);
-	size_str(j->swap_budget_bytes, budget, sizeof budget);
-	size_str(j->footprint_bytes, fp, sizeof fp);
-	if (stage != NULL)
-		snprintf(during, sizeof during, " during %s", stage);
-	return jobs_fmt_detail(
-	    "%s%s at %s: swap grew %s %s (from %s to %s), "
-	    "over its %s budget; free %.0f%%, footprint %s, "
-	    "pressure %s%s",
-	    requeued ? "breach" : "killed", during, at, grew, since, from, to,
-	    budget, s->free_pct, fp, pressure_name(s->pressure),
-	    requeued ? "; requeued for another attempt" : "");
-}
-
-/* The Job's public `kill`: the numbers of the breach, none of them
- * private (PROTOCOL.md, Job). Committed with the kill's reason. */
-static void
-breach_kill_numbers(struct job *j, const struct jrec *r,
-                    const struct sys_sample *s)
-{
-	cJSON *k = cJSON_CreateObject();
-
-	free(j->kill);
-	j->kill = NULL;
-	if (k == NULL)
-		return;
-	proto_add_int(k, "at_ms", s->ts_ms);
-	proto_add_int(k, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
-	proto_add_int(k, "swap_growth_bytes", (int64_t)r->growth_bytes);
-	proto_add_int(k, "swap_used_bytes", (int64_t)s->swap_used_bytes);
-	proto_add_int(k, "footprint_bytes", (int64_t)j->footprint_bytes);
-	cJSON_AddNumberToObject(k, "free_pct", s->free_pct);
-	cJSON_AddStringToObject(k, "pressure", pressure_name(s->pressure));
-	proto_add_int(k, "attempt", j->attempt);
-	j->kill = cJSON_PrintUnformatted(k);
-	cJSON_Delete(k);
-}
-
-static void
-jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
-{
-	struct job *j = r->j;
-	int requeued = enforce_requeues(j->attempt, j->retry_on_breach) &&
-	               jrec_may_retry(r);
-	struct jobs_note n = {.kind = JOBS_NOTE_BREACH, .job = j};
-	cJSON *det;
-	char *note_detail;
-	char *para = breach_paragraph(r, s, requeued);
-	/* What the record says if the retry is abandoned after all (a
-	 * cancel, the client leaving): the final paragraph. */
-	char *final = requeued ? breach_paragraph(r, s, 0) : para;
-
-	log_info("jobs: job %" PRId64 " (%s): %s", j->id,
-	         j->name ? j->name : "", para ? para : "breach");
-	r->breach_kill = 1;
-	r->requeue = requeued;
-	det = cJSON_CreateObject();
-	proto_add_int(det, "attempt", j->attempt);
-	cJSON_AddBoolToObject(det, "requeued", requeued);
-	proto_add_int(det, "swap_growth_bytes", (int64_t)r->growth_bytes);
-	proto_add_int(det, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
-	proto_add_int(det, "swap_base_bytes", (int64_t)j->swap_base_bytes);
-	proto_add_int(det, "swap_used_bytes", (int64_t)s->swap_used_bytes);
-	cJSON_AddNumberToObject(det, "free_pct", s->free_pct);
-	proto_add_int(det, "footprint_bytes", (int64_t)j->footprint_bytes);
-	cJSON_AddStringToObject(det, "pressure", pressure_name(s->pressure));
-	proto_add_int(det, "sampled_at_ms", s->ts_ms);
-	if (para != NULL)
-		cJSON_AddStringToObject(det, "detail", para);
-	/* The client's copy: jobs_kill_start consumes final. */
-	note_detail = xstrdup(para);
-	d->jobs->breaches++;
-	breach_kill_numbers(j, r, s);
-	/* The signal before any write: enforcement never waits on storage. */
-	jobs_kill_start(d, r, "swap_budget", final);
-	if (para != final)
-		free(para);
-	jobs_event(d, j, NAMES_EVENT_BREACH, det);
-	if (j->attached && r->client_id != 0) {
-		n.client_id = r->client_id;
-		n.growth_bytes = r->growth_bytes;
-		n.requeued = requeued;
-		n.detail = note_detail;
-		jobs_note(d, &n);
-	}
-	free(note_detail);
-	if (r->tree == NULL && j->attached) {
-		/* Admitted but its client never reported a pid: nothing to
-		 * signal, nothing started. */
-		r->term_pending = 0;
-		jrec_proc_exited(d, r, 0, 0, 0);
-	}
-}
-
-/*
- * A breach is acted on only when a second reading of swap used, taken now
- * in the same tick, shows it too: one reading can be wrong (a torn
- * vm.swapusage on macOS, docs/macos.md), and waiting for the next sample
- * would cost an interval. *used is then the lower of the two, on which
- * the breach is judged again; -1 when swap could not be read again (then
- * nothing is killed this tick).
- */
-static int
-jobs_swap_again(const struct sys_sample *s, uint64_t *used)
-{
-	char cause[256];
-	uint64_t again;
-
-	cause[0] = '\0';
-	if (platform_swap_used(&again, cause, sizeof cause) != 0) {
-		log_warnx(
-		    "jobs: a breach not confirmed, swap could not be read "
-		    "again (%s): nothing killed",
-		    cause);
-		return -1;
-	}
-	*used = again < s->swap_used_bytes ? again : s->swap_used_bytes;
-	return 0;
-}
-
-static void
-jobs_enforce_fill(struct jrec **rs, struct enforce_job *ej, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		struct jrec *r = rs[i];
-
-		memset(&ej[i], 0, sizeof ej[i]);
-		ej[i].job_id = r->j->id;
-		ej[i].admitted_ms = r->j->admitted_ms;
-		ej[i].swap_budget_bytes = r->j->swap_budget_bytes;
-		ej[i].swap_base_bytes = r->j->swap_base_bytes;
-		/* One being terminated for another reason still counts as
-		 * a kill in progress only when it is a breach victim. */
-		ej[i].breach_kill = r->breach_kill;
-	}
-}
-
-static void
-jobs_enforce(struct daemon *d, const struct sys_sample *s)
-{
-	struct jobs *js = d->jobs;
-	struct enforce_job *ej;
-	struct jrec **rs;
-	struct sys_sample judged = *s;
-	size_t i, n = 0;
-	long victim, first;
-
-	ej = calloc(js->n ? js->n : 1, sizeof *ej);
-	rs = calloc(js->n ? js->n : 1, sizeof *rs);
-	if (ej == NULL || rs == NULL) {
-		free(ej);
-		free(rs);
-		return;
-	}
-	for (i = 0; i < js->n; i++) {
-		struct jrec *r = js->v[i];
-		if (!jrec_holds_memory(r) || r->tree_gone)
-			continue;
-		rs[n++] = r;
-	}
-	jobs_enforce_fill(rs, ej, n);
-	victim = first = enforce_decide(ej, n, s->swap_used_bytes);
-	if (victim >= 0 && rs[victim]->term_reason == NULL) {
-		/* Judged again on the lower of two readings, so growth, its
-		 * peak and the record never hold a reading the second one
-		 * did not bear out. */
-		if (jobs_swap_again(s, &judged.swap_used_bytes) < 0)
-			victim = -1;
-		else if (judged.swap_used_bytes < s->swap_used_bytes) {
-			jobs_enforce_fill(rs, ej, n);
-			victim = enforce_decide(ej, n, judged.swap_used_bytes);
-		}
-		if (victim < 0) {
-			char seen[16], again[16];
-
-			size_str(s->swap_used_bytes, seen, sizeof seen);
-			size_str(judged.swap_used_bytes, again, sizeof again);
-			log_warnx("jobs: job %" PRId64 " (%s): breach not "
-			          "confirmed: swap used read %s, then %s at "
-			          "once: nothing killed",
-			          rs[first]->j->id,
-			          rs[first]->j->name ? rs[first]->j->name : "",
-			          seen, again);
-		}
-	}
-	for (i = 0; i < n; i++) {
-		struct jrec *r = rs[i];
-		r->growth_bytes = ej[i].growth_bytes;
-		r->j->swap_base_bytes = ej[i].swap_base_bytes;
-		if (ej[i].growth_bytes > r->j->swap_growth_peak_bytes)
-			r->j->swap_growth_peak_bytes = ej[i].growth_bytes;
-	}
-	/* A job already being terminated (cancel) is not signalled again,
-	 * but it is the victim all the same: nobody else is chosen while it
-	 * dies, and its exit restarts the survivors' growth. */
-	if (victim >= 0 && rs[victim]->term_reason != NULL)
-		rs[victim]->breach_kill = 1;
-	else if (victim >= 0)
-		jobs_breach(d, rs[victim], &judged);
-	/* The minimum is persisted so a restart measures from it; after the
-	 * kill, which must not wait for these writes. */
-	for (i = 0; i < n; i++)
-		if (ej[i].base_changed && jrec_is_live(rs[i]))
-			jrec_commit(d, rs[i]);
-	free(ej);
-	free(rs);
-}
-
 /* Re-adopted detached jobs (no pipe) and attached jobs without a client. */
 static void
 jobs_follow_unpiped(struct daemon *d, int64_t now)
@@ -1231,7 +663,8 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 	/* No job, and no event waiting: nothing to measure, enforce or
 	 * admit. That is an idle daemon, most of its life; the passes below
 	 * allocate and would cost it several us a sample. */
-	if (js == NULL || (js->n == 0 && js->pending == NULL))
+	if (js == NULL ||
+	    (js->n == 0 && js->pending == NULL && js->nholds == 0))
 		return;
 	jobs_reap(d);
 	for (i = 0; i < js->n; i++)
@@ -1242,6 +675,7 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 	 * while another's failed, e.g. on a full disk with WAL space left,
 	 * and that one must still be written and its end announced. */
 	jobs_retry_storage(d);
+	jobs_hold_flush(d, s->ts_ms, 0);
 	jobs_admit(d);
 }
 
@@ -1349,6 +783,7 @@ jobs_shutdown(struct daemon *d)
 	/* Clients have been closed by now. */
 	js->note = NULL;
 	jobs_onend_shutdown(d);
+	jobs_hold_flush(d, now_ms(), 1);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, NAMES_EVENT_DAEMON_STOP, det);

@@ -142,24 +142,18 @@ int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
  * one is never admitted. PROTO_E_STATE when it is not queued. */
 int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,
               size_t causelen);
-/* update: a queued job's priority, wait_free_pct, swap budget and expect
- * (u's members with their have_ flag set); the front has checked them as
- * submit would. PROTO_E_STATE when it is not queued. */
-struct jobs_update {
-	int have_priority, have_wait_free, have_budget, have_expect;
-	int have_wait_free_bytes;
-	int priority;
-	double wait_free_pct;
-	uint64_t wait_free_bytes;
-	uint64_t swap_budget_bytes, expect_bytes;
-};
-int jobs_update(struct daemon *d, int64_t id, const struct jobs_update *u,
-                char *cause, size_t causelen);
+/* update: a queued job's fields that seen marks (those proto/job-fields.h
+ * marks for update) take their values from vals; the front has checked
+ * them as submit would and applied the rules across fields. PROTO_E_STATE
+ * when it is not queued. */
+int jobs_update(struct daemon *d, int64_t id, const struct job *vals,
+                const struct job_seen *seen, char *cause, size_t causelen);
 /* The jobs j would start after, checked at submit: each must exist, be
- * the submitter's own (root: anyone's), and, unless after_any, not have
- * ended otherwise than with exit 0. PROTO_E_NOJOB, PROTO_E_PERM or
+ * the submitter's own (root: anyone's), and, unless any end of theirs
+ * will do, not have ended otherwise than with exit 0. Without any, that
+ * flag is cleared: it means nothing. PROTO_E_NOJOB, PROTO_E_PERM or
  * PROTO_E_STATE with cause. */
-int jobs_after_check(struct daemon *d, const struct job *j, char *cause,
+int jobs_after_check(struct daemon *d, struct job *j, char *cause,
                      size_t causelen);
 /* who: the canceller's name, for the record. */
 int jobs_cancel(struct daemon *d, int64_t id, const char *who, char *cause,
@@ -180,18 +174,12 @@ int jobs_exit(struct daemon *d, int64_t id, int code, int sig, char *cause,
 #define JOBS_MAX_STAGES 100
 int jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
                size_t causelen);
-/* One stage of a job: ended_ms 0 while it is the open one. */
-struct jobs_stage_row {
-	char *name;
-	int64_t started_ms, ended_ms;
-	uint64_t footprint_peak_bytes, swap_growth_bytes;
-};
-/* The job's stages, oldest first: those recorded, then the open one. *out
- * is freed with jobs_stages_free; a negative value when the store or
- * memory failed. */
-int jobs_stages(struct daemon *d, int64_t id, struct jobs_stage_row **out,
+/* The job's stages, oldest first: those recorded (store-read.c reads
+ * them, as stageloadctl does with the daemon down), then the open one from
+ * memory. *out is freed with store_stages_free; a negative value when the
+ * store or memory failed. */
+int jobs_stages(struct daemon *d, int64_t id, struct store_stage **out,
                 size_t *n);
-void jobs_stages_free(struct jobs_stage_row *rows, size_t n);
 /* What the last learn_runs runs of (uid, name) reached (docs/jobs.md,
  * "Learned peaks"); clear it with store_learned_clear. < 0 when the
  * store fails. */

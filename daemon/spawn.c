@@ -1,6 +1,8 @@
 /*
- * Detached jobs: the monitor process, the privilege drop, the report pipe
- * and re-adoption. spawn.h describes the process layout; this file is
+ * Detached jobs, the daemon's side: the plan built before fork(), the
+ * fork itself, the report pipe and the status files read back, and
+ * re-adoption. What runs in the monitor process after the fork is
+ * spawn-monitor.c's. spawn.h describes the process layout; this file is
  * portable POSIX (it must build on macOS too).
  *
  * Everything a child needs (paths, environment, groups) is prepared before
@@ -9,6 +11,7 @@
  */
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -25,86 +28,12 @@
 
 #include "daemon.h"
 #include "platform.h"
-#include "spawn.h"
+#include "spawn-internal.h"
 
 extern char **environ;
 
-#define SPAWN_MAGIC 0x534c4d4eU /* "SLMN" */
-#define SPAWN_STATUS_HEADER "stageload-status 1\n"
-#define SPAWN_STARTED_HEADER "stageload-started 1\n"
-
-/* Internal report: the monitor says who it is before anything else. */
-#define SPAWN_MSG_MONITOR 0x100
-
-/*
- * One report on the pipe. It is smaller than PIPE_BUF (512 on every POSIX
- * system), so each write is atomic and a read returns whole messages.
- */
-struct spawn_msg {
-	uint32_t magic;
-	uint32_t kind;
-	int32_t monitor_pid;
-	int32_t pid;
-	int32_t pgid;
-	int32_t failed;
-	int32_t exit_code;
-	int32_t term_signal;
-	int32_t err; /* SPAWN_MSG_MONITOR: errno when the monitor failed */
-	uint32_t pad;
-	uint64_t start_time;
-	int64_t started_ms;
-	int64_t ended_ms;
-	char cause[256];
-};
-
-_Static_assert(sizeof(struct spawn_msg) <= 512, "report must be atomic");
-
-/* What the job child reports through its close-on-exec pipe on failure. */
-enum spawn_stage {
-	STAGE_STDIO = 1,
-	STAGE_SETGROUPS,
-	STAGE_SETGID,
-	STAGE_SETUID,
-	STAGE_VERIFY,
-	STAGE_CHDIR,
-	STAGE_EXEC,
-};
-
-struct spawn_failure {
-	int32_t stage;
-	int32_t err;
-};
-
-/* Everything the monitor and the job need, built before fork(). */
-struct spawn_plan {
-	int64_t id;
-	int attempt;
-	mode_t umask; /* the submitter's */
-	char *const *argv;
-	char **envp;
-	const char *cwd;
-	uid_t uid;
-	gid_t gid;
-	gid_t *groups;
-	int ngroups;
-	int drop; /* the daemon is root: switch to uid/gid/groups */
-	/* the session's login name (j->user) when dropping to a named user */
-	const char *login;
-	char log_path[1024];
-	char log_tmp[1040];
-	uint64_t max_log_bytes; /* 0: unbounded */
-	char status_path[1024];
-	char status_tmp[1040];
-	char started_path[1024];
-	char started_tmp[1040];
-	int report_fd;
-	/* spawn_hook: the command is ended (TERM, then KILL 2 s later) this
-	 * long after it started, with a line in the log; 0: never. */
-	int64_t timeout_ms;
-};
-
 /* The job's $HOME, for a hint only (it is the submitter's word). */
-static const char *
+const char *
 spawn_env_home(char **envp)
 {
 	size_t i;
@@ -129,10 +58,26 @@ spawn_job_path(const char *state_dir, int64_t id, const char *ext, char *buf,
 	return 0;
 }
 
+static struct spawn_log_bounds spawn_bounds;
+
+void
+spawn_set_log_bounds(const struct spawn_log_bounds *b)
+{
+	spawn_bounds = *b;
+}
+
 int
 spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len)
 {
-	return spawn_job_path(state_dir, id, "log", buf, len);
+	int n;
+
+	if (spawn_bounds.log_dir[0] == '\0')
+		return spawn_job_path(state_dir, id, "log", buf, len);
+	n = snprintf(buf, len, "%s/%lld.log", spawn_bounds.log_dir,
+	             (long long)id);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
 int
@@ -147,7 +92,7 @@ spawn_started_path(const char *state_dir, int64_t id, char *buf, size_t len)
 	return spawn_job_path(state_dir, id, "started", buf, len);
 }
 
-static int
+int
 spawn_set_cloexec(int fd)
 {
 	int flags;
@@ -158,7 +103,7 @@ spawn_set_cloexec(int fd)
 	return 0;
 }
 
-static int
+int
 spawn_set_nonblock(int fd, int on)
 {
 	int flags;
@@ -173,7 +118,7 @@ spawn_set_nonblock(int fd, int on)
 }
 
 /* pipe() then close-on-exec: macOS has no pipe2(). */
-static int
+int
 spawn_pipe(int fds[2])
 {
 	int rc;
@@ -189,7 +134,7 @@ spawn_pipe(int fds[2])
 	return 0;
 }
 
-static ssize_t
+ssize_t
 spawn_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -218,7 +163,7 @@ spawn_close_in_children(int fd)
 /* The daemon's handlers and ignored signals must not leak into children:
  * a handler inherited by fork() could write into a reused descriptor, and
  * an ignored signal stays ignored across exec(). */
-static void
+void
 spawn_reset_signals(void)
 {
 	struct sigaction sa;
@@ -247,7 +192,7 @@ spawn_fd_kept(int fd, const int *keep, size_t nkeep)
 
 /* Close every descriptor above 2 except those in keep. /dev/fd lists the
  * open ones on Linux and macOS; when it cannot be read, walk up to a bound. */
-static void
+void
 spawn_close_fds(const int *keep, size_t nkeep)
 {
 	int fds[256];
@@ -283,605 +228,6 @@ spawn_close_fds(const int *keep, size_t nkeep)
 	for (fd = 3; fd < max; fd++)
 		if (!spawn_fd_kept(fd, keep, nkeep))
 			close(fd);
-}
-
-static void
-spawn_send(int fd, struct spawn_msg *m)
-{
-	m->magic = SPAWN_MAGIC;
-	/* EPIPE when the daemon is gone: the status file is what counts. */
-	(void)spawn_write_all(fd, m, sizeof(*m));
-}
-
-static const char *
-spawn_stage_text(int stage)
-{
-	switch (stage) {
-	case STAGE_STDIO:
-		return "cannot set up stdin/stdout/stderr";
-	case STAGE_SETGROUPS:
-		return "cannot set supplementary groups";
-	case STAGE_SETGID:
-		return "cannot switch group";
-	case STAGE_SETUID:
-		return "cannot switch user";
-	case STAGE_VERIFY:
-		return "privileges could be regained after the switch";
-	case STAGE_CHDIR:
-		return "cannot change to working directory";
-	case STAGE_EXEC:
-		return "cannot run";
-	}
-	return "cannot start";
-}
-
-/*
- * Write the status file: a temp file then rename(), so a reader sees the
- * old state or the whole new one. Text, one "key value" per line, so an
- * operator can read it too.
- */
-static int
-spawn_write_status(const struct spawn_plan *p, pid_t pid, uint64_t start_time,
-                   int64_t started_ms, const struct spawn_status *st)
-{
-	char buf[1024];
-	int fd, n;
-
-	n = snprintf(buf, sizeof(buf),
-	             SPAWN_STATUS_HEADER
-	             "pid %d\nstart_time %llu\nstarted_ms %lld\n"
-	             "failed %d\nexit_code %d\nsignal %d\n"
-	             "ended_ms %lld\ncause %s\n",
-	             (int)pid, (unsigned long long)start_time,
-	             (long long)started_ms, st->failed, st->exit_code,
-	             st->term_signal, (long long)st->ended_ms, st->cause);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		n = (int)strlen(buf);
-	fd = open(p->status_tmp,
-	          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -errno;
-	if (spawn_write_all(fd, buf, (size_t)n) < 0 || fsync(fd) == -1) {
-		n = -errno;
-		close(fd);
-		unlink(p->status_tmp);
-		return n;
-	}
-	close(fd);
-	if (rename(p->status_tmp, p->status_path) == -1) {
-		n = -errno;
-		unlink(p->status_tmp);
-		return n;
-	}
-	return 0;
-}
-
-/*
- * Record the job's pid and start time before it may run (it waits on the
- * go pipe). The daemon commits them only when the monitor's STARTED report
- * arrives; if the daemon dies before that, the next one finds the job here
- * instead of calling it lost while it runs. No fsync: this guards against
- * the daemon dying, and the job does not outlive the machine.
- */
-static void
-spawn_write_started(const struct spawn_plan *p, pid_t pid, uint64_t start_time)
-{
-	char buf[256];
-	int fd, n;
-
-	n = snprintf(buf, sizeof(buf),
-	             SPAWN_STARTED_HEADER "attempt %d\npid %d\nstart_time "
-	                                  "%llu\nstarted_ms %lld\nmonitor_pid "
-	                                  "%d\n",
-	             p->attempt, (int)pid, (unsigned long long)start_time,
-	             (long long)now_ms(), (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		return;
-	fd = open(p->started_tmp,
-	          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1)
-		return;
-	if (spawn_write_all(fd, buf, (size_t)n) < 0) {
-		close(fd);
-		unlink(p->started_tmp);
-		return;
-	}
-	close(fd);
-	if (rename(p->started_tmp, p->started_path) == -1)
-		unlink(p->started_tmp);
-}
-
-/*
- * The job's log: never through a link, a regular file with one name,
- * owned by the job's user and readable by nobody else. A first attempt
- * starts a new file: one left under the same id (a database started
- * afresh beside an old state directory) may be another user's. Later
- * attempts append, so one log holds them all.
- */
-static int
-spawn_open_log(const struct spawn_plan *p, char *cause, size_t causelen)
-{
-	struct stat sb;
-	int fd, err, fresh = p->attempt <= 1;
-
-	if (fresh && unlink(p->log_path) == -1 && errno != ENOENT) {
-		err = errno;
-		snprintf(cause, causelen, "cannot remove old log %.160s: %s",
-		         p->log_path, strerror(err));
-		return -err;
-	}
-	/* Read and write: the monitor reads its tail back when it cuts it. */
-	fd = open(p->log_path,
-	          O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
-	              O_NONBLOCK | (fresh ? O_EXCL : 0),
-	          0600);
-	if (fd == -1) {
-		err = errno;
-		snprintf(cause, causelen, "cannot open log %.160s: %s",
-		         p->log_path, strerror(err));
-		return -err;
-	}
-	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
-		snprintf(cause, causelen,
-		         "log %.160s is not a plain file with one link",
-		         p->log_path);
-		close(fd);
-		return -EPERM;
-	}
-	if ((p->drop && fchown(fd, p->uid, p->gid) == -1) ||
-	    fchmod(fd, 0600) == -1 || spawn_set_nonblock(fd, 0) < 0) {
-		err = errno;
-		snprintf(cause, causelen, "cannot prepare log %.160s: %s",
-		         p->log_path, strerror(err));
-		close(fd);
-		return -err;
-	}
-	return fd;
-}
-
-/* The job itself, between fork() and exec(). Never returns. */
-static void __attribute__((noreturn))
-spawn_job_child(const struct spawn_plan *p, int logfd, int gofd, int errfd)
-{
-	struct spawn_failure f = {0, 0};
-	int keep[3];
-	char c;
-
-	(void)setpgid(0, 0);
-	keep[0] = logfd;
-	keep[1] = gofd;
-	keep[2] = errfd;
-	spawn_close_fds(keep, 3);
-	/* Wait until the monitor has noted our start time. */
-	while (read(gofd, &c, 1) == -1 && errno == EINTR)
-		;
-	close(gofd);
-
-	f.stage = STAGE_STDIO;
-	if (dup2(logfd, STDOUT_FILENO) == -1 ||
-	    dup2(logfd, STDERR_FILENO) == -1)
-		goto fail;
-	close(logfd);
-
-	if (p->drop) {
-		f.stage = STAGE_SETGROUPS;
-		if (setgroups(p->ngroups, p->groups) == -1)
-			goto fail;
-		f.stage = STAGE_SETGID;
-		if (setgid(p->gid) == -1)
-			goto fail;
-		f.stage = STAGE_SETUID;
-		if (setuid(p->uid) == -1)
-			goto fail;
-		f.stage = STAGE_VERIFY;
-		errno = EPERM;
-		if (getuid() != p->uid || geteuid() != p->uid ||
-		    getgid() != p->gid || getegid() != p->gid)
-			goto fail;
-		if (p->uid != 0 && (setuid(0) != -1 || seteuid(0) != -1 ||
-		                    (p->gid != 0 && setgid(0) != -1))) {
-			errno = EPERM;
-			goto fail;
-		}
-	}
-
-	/* As the user, so the directory's permissions apply to them. */
-	f.stage = STAGE_CHDIR;
-	if (chdir(p->cwd) == -1)
-		goto fail;
-
-	spawn_reset_signals();
-	/* The files it makes are as private as its submitter's, not as the
-	 * daemon's umask (022 under launchd or systemd) would have them. */
-	umask(p->umask);
-	environ = p->envp; /* execvp searches the job's own PATH */
-	f.stage = STAGE_EXEC;
-	execvp(p->argv[0], p->argv);
-fail:
-	f.err = errno;
-	(void)spawn_write_all(errfd, &f, sizeof(f));
-	_exit(127);
-}
-
-static void
-spawn_fail_report(const struct spawn_plan *p, struct spawn_msg *m,
-                  const char *cause)
-{
-	struct spawn_status st;
-
-	memset(&st, 0, sizeof(st));
-	st.failed = 1;
-	st.exit_code = 127;
-	st.ended_ms = now_ms();
-	snprintf(st.cause, sizeof(st.cause), "%s", cause);
-	(void)spawn_write_status(p, m->pid, m->start_time, 0, &st);
-	m->kind = SPAWN_EV_FAILED;
-	m->failed = 1;
-	m->exit_code = 127;
-	m->ended_ms = st.ended_ms;
-	snprintf(m->cause, sizeof(m->cause), "%s", cause);
-	spawn_send(p->report_fd, m);
-}
-
-/* Block until pid ends and fill st, leaving pid a zombie where the system
- * allows it, so that its start time stays visible until the status file is
- * written (spawn_check relies on one or the other being there). */
-static void
-spawn_wait_job(pid_t pid, struct spawn_status *st)
-{
-	siginfo_t si;
-	int status, rc;
-
-	memset(&si, 0, sizeof(si));
-	do
-		rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
-	while (rc == -1 && errno == EINTR);
-	if (rc == 0 && si.si_pid == pid && si.si_code == CLD_EXITED) {
-		st->exit_code = si.si_status;
-	} else if (rc == 0 && si.si_pid == pid &&
-	           (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
-		st->term_signal = si.si_status;
-	} else {
-		/* waitid() told us nothing usable: reap to learn the status. */
-		do
-			rc = waitpid(pid, &status, 0);
-		while (rc == -1 && errno == EINTR);
-		if (rc == pid && WIFEXITED(status))
-			st->exit_code = WEXITSTATUS(status);
-		else if (rc == pid && WIFSIGNALED(status))
-			st->term_signal = WTERMSIG(status);
-		else
-			snprintf(st->cause, sizeof(st->cause),
-			         "monitor could not collect the exit status");
-	}
-	st->ended_ms = now_ms();
-}
-
-static void
-spawn_reap(pid_t pid)
-{
-	int status;
-
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-}
-
-/*
- * The job's output reaches its log through the monitor, which keeps the
- * log under max_log_bytes: when a write would pass it, the log is
- * replaced (a new file, renamed over it) by one line saying how much was
- * cut and the last half of what it held, from a line start when there is
- * one near, so it always ends with the job's latest output.
- */
-struct spawn_log {
-	int fd;
-	uint64_t size;    /* bytes in the file */
-	uint64_t dropped; /* bytes of output cut so far */
-	uint64_t note;    /* length of the cut line at its start, 0: none */
-	int broken;       /* cutting failed: output is dropped, counted */
-};
-
-static int
-spawn_log_cut(const struct spawn_plan *p, struct spawn_log *w)
-{
-	char line[200], buf[65536];
-	uint64_t keep = p->max_log_bytes / 2, from, off;
-	ssize_t n;
-	int fd;
-
-	from = w->size > keep ? w->size - keep : 0;
-	/* Start at a line if one starts in the next 4 KiB. */
-	n = pread(w->fd, buf, 4096, (off_t)from);
-	if (n > 0) {
-		char *nl = memchr(buf, '\n', (size_t)n);
-		if (nl != NULL)
-			from += (uint64_t)(nl - buf) + 1;
-	}
-	w->dropped += from > w->note ? from - w->note : 0;
-	(void)unlink(p->log_tmp);
-	fd = open(p->log_tmp,
-	          O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-	          0600);
-	if (fd == -1)
-		return -1;
-	if (p->drop && fchown(fd, p->uid, p->gid) == -1)
-		goto fail;
-	n = snprintf(line, sizeof(line),
-	             "stageload: log cut: it passed max_log_bytes (%llu); "
-	             "the first %llu bytes of output were dropped\n",
-	             (unsigned long long)p->max_log_bytes,
-	             (unsigned long long)w->dropped);
-	if (spawn_write_all(fd, line, (size_t)n) < 0)
-		goto fail;
-	w->note = (uint64_t)n;
-	for (off = from; off < w->size; off += (uint64_t)n) {
-		n = pread(w->fd, buf, sizeof(buf), (off_t)off);
-		if (n <= 0 || spawn_write_all(fd, buf, (size_t)n) < 0)
-			goto fail;
-	}
-	if (rename(p->log_tmp, p->log_path) == -1)
-		goto fail;
-	close(w->fd);
-	w->fd = fd;
-	w->size = w->note + (w->size - from);
-	return 0;
-fail:
-	close(fd);
-	(void)unlink(p->log_tmp);
-	return -1;
-}
-
-static void
-spawn_log_put(const struct spawn_plan *p, struct spawn_log *w, const char *buf,
-              size_t n)
-{
-	/* No room to cut: the bound holds, and the output goes. */
-	if (p->max_log_bytes > 0 && w->size + n > p->max_log_bytes &&
-	    !w->broken && spawn_log_cut(p, w) < 0)
-		w->broken = 1;
-	if (w->broken) {
-		w->dropped += n;
-		return;
-	}
-	if (spawn_write_all(w->fd, buf, n) >= 0)
-		w->size += n;
-}
-
-static void
-spawn_sigchld(int sig)
-{
-	(void)sig; /* only to interrupt poll() */
-}
-
-/* A hook past its timeout: TERM to its group and a line in the log, then
- * KILL once it has had 2 s. */
-static void
-spawn_timeout(const struct spawn_plan *p, struct spawn_log *w, pid_t pid,
-              int64_t *termed)
-{
-	char line[160];
-	int n;
-
-	if (*termed == 0) {
-		n = snprintf(line, sizeof(line),
-		             "stageload: on-end command still running after "
-		             "%lld ms (on_end_timeout): terminated\n",
-		             (long long)p->timeout_ms);
-		spawn_log_put(p, w, line, (size_t)n);
-		(void)kill(-pid, SIGTERM);
-		*termed = now_ms();
-	} else if (now_ms() - *termed >= 2000)
-		(void)kill(-pid, SIGKILL);
-}
-
-/* Copy the job's output to its log until the job has exited, then what
- * it left in the pipe; descendants that write later find the pipe closed.
- * Returns the log's descriptor (it changes when the log is cut). */
-static int
-spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
-{
-	struct spawn_log w = {logfd, 0, 0, 0, 0};
-	struct sigaction sa;
-	struct pollfd pfd;
-	struct stat sb;
-	char buf[65536];
-	size_t chunk = sizeof(buf);
-	siginfo_t si;
-	int exited = 0, eof = 0, after = 0;
-	int64_t deadline = p->timeout_ms > 0 ? now_ms() + p->timeout_ms : 0;
-	int64_t termed = 0;
-	ssize_t n;
-
-	if (fstat(logfd, &sb) == 0)
-		w.size = (uint64_t)sb.st_size;
-	/* A chunk is at most a quarter of the bound, so a cut keeps room. */
-	if (p->max_log_bytes > 0 && chunk > p->max_log_bytes / 4)
-		chunk = (size_t)(p->max_log_bytes / 4);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = spawn_sigchld;
-	sigemptyset(&sa.sa_mask);
-	(void)sigaction(SIGCHLD, &sa, NULL);
-	while (!eof) {
-		pfd.fd = outfd;
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		if (!exited && poll(&pfd, 1, 1000) == 0)
-			pfd.revents = 0;
-		if (exited || (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
-			n = read(outfd, buf, chunk);
-			if (n > 0)
-				spawn_log_put(p, &w, buf, (size_t)n);
-			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-				eof = 1;
-			else if (exited)
-				break; /* drained */
-			/* What descendants keep writing after the job has
-			 * exited is not waited for: 256 chunks at most. */
-			if (exited && ++after > 256)
-				break;
-		}
-		if (!exited && deadline > 0 && now_ms() >= deadline)
-			spawn_timeout(p, &w, pid, &termed);
-		if (!exited) {
-			memset(&si, 0, sizeof(si));
-			if (waitid(P_PID, (id_t)pid, &si,
-			           WEXITED | WNOWAIT | WNOHANG) == 0 &&
-			    si.si_pid == pid) {
-				exited = 1;
-				(void)spawn_set_nonblock(outfd, 1);
-			}
-		}
-	}
-	close(outfd);
-	return w.fd;
-}
-
-/* The per-job monitor. Never returns. */
-static void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
-{
-	struct spawn_failure f;
-	struct spawn_status st;
-	struct spawn_msg m;
-	struct sigaction sa;
-	char cause[256], hint[160];
-	int logfd, nullfd, gofds[2], errfds[2], outfds[2], keep[4];
-	ssize_t n;
-	pid_t pid;
-
-	memset(&m, 0, sizeof(m));
-	m.kind = SPAWN_MSG_MONITOR;
-	m.monitor_pid = (int32_t)getpid();
-	if (setsid() == -1)
-		m.err = errno;
-	/* Still root: the session's login name is the user's, not the
-	 * daemon's (getlogin() in the job; a no-op where it reads utmp). */
-	else if (p->login != NULL)
-		(void)platform_session_login(p->login);
-	spawn_send(p->report_fd, &m);
-	if (m.err != 0)
-		_exit(1);
-	m.err = 0;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigemptyset(&sa.sa_mask);
-	(void)sigaction(SIGPIPE, &sa, NULL);
-	(void)sigaction(SIGHUP, &sa, NULL);
-
-	nullfd = open("/dev/null", O_RDWR);
-	if (nullfd != -1) {
-		(void)dup2(nullfd, STDIN_FILENO);
-		(void)dup2(nullfd, STDOUT_FILENO);
-		(void)dup2(nullfd, STDERR_FILENO);
-		if (nullfd > 2)
-			close(nullfd);
-	}
-	if ((logfd = spawn_open_log(p, cause, sizeof(cause))) < 0) {
-		spawn_close_fds(&p->report_fd, 1);
-		spawn_fail_report(p, &m, cause);
-		_exit(1);
-	}
-	if (spawn_pipe(gofds) < 0 || spawn_pipe(errfds) < 0 ||
-	    spawn_pipe(outfds) < 0) {
-		snprintf(cause, sizeof(cause), "cannot create pipe: %s",
-		         strerror(errno));
-		spawn_close_fds(&p->report_fd, 1);
-		spawn_fail_report(p, &m, cause);
-		_exit(1);
-	}
-
-	pid = fork();
-	if (pid == -1) {
-		snprintf(cause, sizeof(cause), "cannot fork the job: %s",
-		         strerror(errno));
-		spawn_close_fds(&p->report_fd, 1);
-		spawn_fail_report(p, &m, cause);
-		_exit(1);
-	}
-	if (pid == 0) {
-		close(gofds[1]);
-		close(errfds[0]);
-		close(logfd);
-		spawn_job_child(p, outfds[1], gofds[0], errfds[1]);
-	}
-	close(gofds[0]);
-	close(errfds[1]);
-	close(outfds[1]);
-	(void)setpgid(pid, pid); /* also in the child: whoever runs first */
-
-	/* While the platform layer's descriptors (e.g. /proc) are still open;
-	 * the job waits on the go pipe, so it cannot have exited yet. */
-	m.pid = (int32_t)pid;
-	m.pgid = (int32_t)pid;
-	if (platform_proc_start_time(pid, &m.start_time) < 0)
-		m.start_time = 0;
-	spawn_write_started(p, pid, m.start_time);
-	close(gofds[1]);
-
-	/* Hold nothing of the daemon's: not its terminal, socket or db. */
-	keep[0] = p->report_fd;
-	keep[1] = errfds[0];
-	keep[2] = logfd;
-	keep[3] = outfds[0];
-	spawn_close_fds(keep, 4);
-
-	/* EOF: exec succeeded (the pipe is close-on-exec); data: it failed. */
-	do
-		n = read(errfds[0], &f, sizeof(f));
-	while (n == -1 && errno == EINTR);
-	close(errfds[0]);
-	if (n == (ssize_t)sizeof(f)) {
-		spawn_reap(pid);
-		platform_spawn_hint(f.err,
-		                    f.stage == STAGE_CHDIR  ? p->cwd
-		                    : f.stage == STAGE_EXEC ? p->argv[0]
-		                                            : NULL,
-		                    spawn_env_home(p->envp), hint,
-		                    sizeof(hint));
-		if (hint[0] != '\0')
-			/* The path cut short so the hint fits in the cause. */
-			snprintf(cause, sizeof(cause), "%s %.64s: %s; %s",
-			         spawn_stage_text(f.stage),
-			         f.stage == STAGE_CHDIR ? p->cwd : p->argv[0],
-			         strerror(f.err), hint);
-		else if (f.stage == STAGE_CHDIR)
-			snprintf(cause, sizeof(cause), "%s %s: %s",
-			         spawn_stage_text(f.stage), p->cwd,
-			         strerror(f.err));
-		else if (f.stage == STAGE_EXEC)
-			snprintf(cause, sizeof(cause), "%s '%s': %s",
-			         spawn_stage_text(f.stage), p->argv[0],
-			         strerror(f.err));
-		else
-			snprintf(cause, sizeof(cause), "%s (uid %u gid %u): %s",
-			         spawn_stage_text(f.stage), (unsigned)p->uid,
-			         (unsigned)p->gid, strerror(f.err));
-		/* In the log too, where the user looks first. */
-		(void)spawn_write_all(logfd, "stageload: ", 11);
-		(void)spawn_write_all(logfd, cause, strlen(cause));
-		(void)spawn_write_all(logfd, "\n", 1);
-		spawn_fail_report(p, &m, cause);
-		_exit(1);
-	}
-
-	m.kind = SPAWN_EV_STARTED;
-	m.started_ms = now_ms();
-	spawn_send(p->report_fd, &m);
-
-	close(spawn_copy_output(p, outfds[0], logfd, pid));
-	memset(&st, 0, sizeof(st));
-	spawn_wait_job(pid, &st);
-	/* The file first: it must survive the daemon; the pipe is a courtesy.
-	 */
-	(void)spawn_write_status(p, pid, m.start_time, m.started_ms, &st);
-	spawn_reap(pid);
-	m.kind = SPAWN_EV_ENDED;
-	m.exit_code = st.exit_code;
-	m.term_signal = st.term_signal;
-	m.ended_ms = st.ended_ms;
-	snprintf(m.cause, sizeof(m.cause), "%s", st.cause);
-	spawn_send(p->report_fd, &m);
-	_exit(0);
 }
 
 /* Does env entry e set a variable that one of extra sets? */
@@ -1015,6 +361,9 @@ spawn_start(const char *state_dir, const struct job *j, char *const *argv,
 	snprintf(p.status_tmp, sizeof(p.status_tmp), "%s.tmp", p.status_path);
 	snprintf(p.log_tmp, sizeof(p.log_tmp), "%s.tmp", p.log_path);
 	p.max_log_bytes = j->max_log_bytes;
+	p.bounds = spawn_bounds;
+	snprintf(p.log_dir, sizeof(p.log_dir), "%s",
+	         spawn_bounds.log_dir[0] != '\0' ? spawn_bounds.log_dir : dir);
 	if (spawn_job_path(state_dir, j->id,
 	                   hook ? SPAWN_HOOK ".started" : "started",
 	                   p.started_path, sizeof(p.started_path)) < 0) {
@@ -1159,6 +508,7 @@ spawn_msg_to_event(const struct spawn_msg *m, struct spawn_event *ev)
 	ev->status.ended_ms = m->ended_ms;
 	memcpy(ev->status.cause, m->cause, sizeof(ev->status.cause));
 	ev->status.cause[sizeof(ev->status.cause) - 1] = '\0';
+	ev->log_from = m->log_from;
 }
 
 int
@@ -1177,7 +527,7 @@ spawn_read_event(int fd, struct spawn_event *ev)
 	if (n != (ssize_t)sizeof(m) || m.magic != SPAWN_MAGIC)
 		return -EPROTO;
 	if (m.kind != SPAWN_EV_STARTED && m.kind != SPAWN_EV_FAILED &&
-	    m.kind != SPAWN_EV_ENDED)
+	    m.kind != SPAWN_EV_ENDED && m.kind != SPAWN_EV_LOG)
 		return -EPROTO;
 	spawn_msg_to_event(&m, ev);
 	return 1;

@@ -56,6 +56,9 @@ enum spawn_event_kind {
 	SPAWN_EV_STARTED = 1, /* the job exec'd: pid, pgid, start_time */
 	SPAWN_EV_FAILED,      /* it could not be started: status.cause */
 	SPAWN_EV_ENDED,       /* it ended: status */
+	/* its log stopped growing: log_from, status.cause names the bound
+	 * ("min_free_disk", "max_log_bytes_per_uid") */
+	SPAWN_EV_LOG,
 };
 
 struct spawn_event {
@@ -66,6 +69,7 @@ struct spawn_event {
 	uint64_t start_time;        /* STARTED: platform_proc_start_time(pid) */
 	int64_t started_ms;         /* STARTED */
 	struct spawn_status status; /* FAILED, ENDED */
+	int64_t log_from;           /* LOG: the output byte it stopped at */
 };
 
 /*
@@ -147,7 +151,24 @@ int spawn_signal_tree(pid_t pgid, const pid_t *pids, size_t npids, int sig);
  */
 void spawn_close_in_children(int fd);
 
-/* <state_dir>/jobs/<id>.log and .status; -ENAMETOOLONG if they do not fit. */
+/*
+ * What every job's log is kept within besides max_log_bytes (docs/jobs.md,
+ * "Cancel, wait, logs"), and where logs go. Set by the daemon at start and on
+ * reload; monitors started after take it. Zero: no floor, no total, logs in
+ * <state_dir>/jobs.
+ */
+struct spawn_log_bounds {
+	char log_dir[1024]; /* "": <state_dir>/jobs */
+	/* free space the log's file system keeps (min_free_disk); auto:
+	 * min(1 GiB, 5 % of that file system) */
+	uint64_t min_free_bytes;
+	int min_free_auto;
+	uint64_t per_uid_bytes; /* max_log_bytes_per_uid: all of a uid's logs */
+};
+void spawn_set_log_bounds(const struct spawn_log_bounds *b);
+
+/* <log_dir>/<id>.log (<state_dir>/jobs/ by default) and
+ * <state_dir>/jobs/<id>.status; -ENAMETOOLONG if they do not fit. */
 /* Remove a job's files (log, status, start record): its record is gone. */
 void spawn_forget(const char *state_dir, int64_t id);
 int spawn_log_path(const char *state_dir, int64_t id, char *buf, size_t len);

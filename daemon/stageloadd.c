@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "answers.h"
@@ -21,6 +23,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "notify.h"
+#include "platform.h"
 #include "sampler.h"
 #include "server.h"
 #include "socket-trust.h"
@@ -32,6 +35,59 @@
 static struct daemon daemon_state;
 
 static void pid_file_remove(void);
+
+/* Does a daemon answer on the socket at path? */
+static int
+socket_answers(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, ok;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sa.sun_path)
+		return 0;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return 0;
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * A second daemon (a per-user one while the system's runs, or one on a
+ * socket of its own) is reached by nobody who does not ask for it: the
+ * clients take $STAGELOAD_SOCKET, else the system socket whenever it
+ * exists, else the per-user one (PROTOCOL.md, "Transport"). When that
+ * choice lands on another daemon, say so, and how to reach this one.
+ */
+static void
+say_who_reaches_us(const struct daemon *d)
+{
+	char def[sizeof d->cfg.socket_path];
+	const char *env = getenv("STAGELOAD_SOCKET"), *why;
+	struct stat st;
+
+	if (env != NULL && env[0] != '\0') {
+		snprintf(def, sizeof def, "%s", env);
+		why = "from $STAGELOAD_SOCKET";
+	} else if (platform_default_socket(1, def, sizeof def) == 0 &&
+	           stat(def, &st) == 0) {
+		why = "the system socket, chosen whenever it exists";
+	} else if (platform_default_socket(0, def, sizeof def) == 0) {
+		why = "the per-user socket";
+	} else {
+		return;
+	}
+	if (strcmp(def, d->cfg.socket_path) == 0 || !socket_answers(def))
+		return;
+	log_warnx("another daemon serves %s (%s): stageloadctl, stageload-web "
+	          "and the Python package reach that one by default, not "
+	          "this one; to reach this daemon use --socket %s, or export "
+	          "STAGELOAD_SOCKET=%s",
+	          def, why, d->cfg.socket_path, d->cfg.socket_path);
+}
 
 /* A connection closed: what it waited for goes, and its attached jobs are
  * given up or left running. */
@@ -174,6 +230,25 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 	snprintf(what, sizeof what, "the job directory %s", path);
 	if ((rc = daemon_trust(what, path, TRUST_DIR, cause, causelen)) != 0)
 		return rc;
+	/* Logs elsewhere (log_dir): the same rules as the state directory,
+	 * before and after it is made. A user who could write there could
+	 * swap a log for a link to a file of root's. */
+	if (d->cfg.log_dir[0] != '\0') {
+		snprintf(what, sizeof what, "the log directory %s",
+		         d->cfg.log_dir);
+		if ((rc = daemon_trust(what, d->cfg.log_dir, TRUST_DIR, cause,
+		                       causelen)) != 0)
+			return rc;
+		if ((rc = mkdirs(d->cfg.log_dir, 0700)) != 0) {
+			snprintf(cause, causelen,
+			         "cannot create the log directory %s: %s",
+			         d->cfg.log_dir, strerror(-rc));
+			return rc;
+		}
+		if ((rc = daemon_trust(what, d->cfg.log_dir, TRUST_DIR, cause,
+		                       causelen)) != 0)
+			return rc;
+	}
 	snprintf(what, sizeof what, "the database %s", d->cfg.db_path);
 	if ((rc = daemon_trust(what, d->cfg.db_path, TRUST_FILE, cause,
 	                       causelen)) != 0)
@@ -186,6 +261,21 @@ daemon_paths(struct daemon *d, char *cause, size_t causelen)
 			return rc;
 	}
 	return 0;
+}
+
+/* What monitors started from now keep every job's log within, besides
+ * max_log_bytes (spawn.h), and where the logs go. */
+static void
+daemon_log_bounds(const struct daemon *d)
+{
+	struct spawn_log_bounds b;
+
+	memset(&b, 0, sizeof b);
+	snprintf(b.log_dir, sizeof b.log_dir, "%s", d->cfg.log_dir);
+	b.min_free_bytes = d->cfg.min_free_disk_bytes;
+	b.min_free_auto = d->cfg.min_free_disk_auto;
+	b.per_uid_bytes = d->cfg.max_log_bytes_per_uid;
+	spawn_set_log_bounds(&b);
 }
 
 /*
@@ -409,6 +499,7 @@ signal_cb(uv_signal_t *h, int signum)
 	}
 	log_setverbose(d->cfg.verbose);
 	raise_fd_limit(d); /* max_clients may have grown */
+	daemon_log_bounds(d);
 	log_info("SIGHUP: re-read %s%s", d->cfg.config_path,
 	         restart
 	             ? "; socket, db, state-dir, proc-root, interval and psi "
@@ -515,6 +606,7 @@ main(int argc, char **argv)
 		server_release(d);
 		fatalx("%s", cause);
 	}
+	daemon_log_bounds(d);
 	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {
@@ -541,6 +633,7 @@ main(int argc, char **argv)
 	log_info("stageloadd %s started: socket %s, database %s, every %lld ms",
 	         STAGELOAD_VERSION, d->cfg.socket_path, d->cfg.db_path,
 	         (long long)d->cfg.interval_ms);
+	say_who_reaches_us(d);
 
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	if (!d->stopping)

@@ -20,32 +20,17 @@
 /* store_health's text, cause included. */
 #define STORE_HEALTH_LEN 256
 
-/* The rollup tiers, finest first. Resolution is also the bucket width. */
-enum { TIER_10S, TIER_1M, TIER_10M, NTIERS };
-struct store_tier {
-	const char *name;
-	const char *table;
-	int64_t res_ms;
-};
-extern const struct store_tier store_tiers[NTIERS];
+/* The rollup tiers: store-read.h. */
 
-/* The columns of a jobs row in bind order (?1..?36; ?37 is the id for an
- * update). argv and env live in job_args (schema 5): most reads of a job
- * need neither, and a row that held them was read whole to reach the
- * columns after them. */
-#define JOB_COLUMNS                                                            \
-	"queue_seq, uid, gid, user, name, cwd, attached, "                     \
-	"priority, wait_free_pct, swap_budget_bytes, expect_bytes, "           \
-	"exclusive, retry_on_breach, attempt, state, submitted_ms, "           \
-	"admitted_ms, started_ms, ended_ms, pid, pgid, start_time, "           \
-	"monitor_pid, exit_code, term_signal, end_reason, end_detail, "        \
-	"swap_base_bytes, footprint_bytes, footprint_peak_bytes, "             \
-	"swap_growth_peak_bytes, job_swap_bytes, umask, groups, bytes, kill, " \
-	"after_ids, after_any, held, queue_group, wait_free_bytes, on_end, "   \
-	"name_given, expect_source, expect_runs"
-#define JOB_NCOLUMNS 45
-/* A whole job: "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM; lists
- * read argv alone (for the command line): JOB_LIST_ARGS. */
+/* The columns of a jobs row, each ", name" in bind order, and as many
+ * ", ?": the rows of proto/job-fields.h with a column (store-jobs.c).
+ * Skip the first two bytes for a list. argv and env live in job_args
+ * (schema 5): most reads of a job need neither, and a row that held them
+ * was read whole to reach the columns after them. */
+extern const char store_job_columns[];
+extern const char store_job_binds[];
+/* A whole job: "SELECT id" store_job_columns ", " JOB_ARGS JOB_FROM;
+ * lists read argv alone (for the command line): JOB_LIST_ARGS. */
 #define JOB_ARGS "a.argv, a.env"
 #define JOB_LIST_ARGS "a.argv, NULL"
 #define JOB_FROM " FROM jobs LEFT JOIN job_args a ON a.job_id = jobs.id"
@@ -89,13 +74,11 @@ struct store {
 	sqlite3_stmt *begin, *commit, *rollback;
 	sqlite3_stmt *ins_sample, *ins_job_sample;
 	sqlite3_stmt *upsert[NTIERS];
-	sqlite3_stmt *hist_raw, *hist[NTIERS];
-	sqlite3_stmt *first_raw, *first[NTIERS]; /* earliest row of each */
-	sqlite3_stmt *start_markers, *ins_marker;
+	struct store_read *reader; /* history, read back (store-read.c) */
+	sqlite3_stmt *ins_marker;
 	sqlite3_stmt *latest, *latest_totals;
 	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
 	sqlite3_stmt *jobs_unended, *jobs_ended;
-	sqlite3_stmt *job_hist_raw, *job_hist;
 	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
 	/* the same for one job: events_job is its index */
 	sqlite3_stmt *ev_list_job, *ev_list_before_job;

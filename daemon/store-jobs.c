@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 
+#include "job-fields.h"
 #include "job.h"
 #include "store-internal.h"
 
@@ -223,70 +224,69 @@ store_json_ids(const char *text, int64_t **out, int *n)
 	return 0;
 }
 
+/* STORED_<store cell>(x): x for a field with a column, nothing without. */
+#define STORED_S_NO(x)
+#define STORED_S_INT(x) x
+#define STORED_S_DBL(x) x
+#define STORED_S_TEXT(x) x
+#define STORED_S_STATE(x) x
+#define STORED_S_EXPECT(x) x
+#define STORED_S_GROUPS(x) x
+#define STORED_S_IDS(x) x
+#define COLUMN_FIELD(m, w, store, col, ...) STORED_##store(", " col)
+#define BINDS_FIELD(m, w, store, col, ...) STORED_##store(", ?")
+const char store_job_columns[] = "" JOB_FIELDS(COLUMN_FIELD);
+const char store_job_binds[] = "" JOB_FIELDS(BINDS_FIELD);
+#define COUNT_FIELD(m, w, store, col, ...) STORED_##store(+1)
+enum { JOB_NCOLUMNS = 0 JOB_FIELDS(COUNT_FIELD) };
+
+/* Groups as their JSON array, bound as text. */
+static int
+store_groups_bind(sqlite3_stmt *st, int i, const gid_t *g, int n)
+{
+	char *groups;
+
+	if ((groups = store_groups_json(g, n)) == NULL)
+		return -ENOMEM;
+	sqlite3_bind_text(st, i, groups, -1, SQLITE_TRANSIENT);
+	free(groups);
+	return 0;
+}
+
+static void
+store_expect_bind(sqlite3_stmt *st, int i, enum job_expect_source e)
+{
+	if (e == JOB_EXPECT_NONE)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_text(st, i, job_expect_source_name(e), -1,
+		                  SQLITE_STATIC);
+}
+
+/* One bind per column of proto/job-fields.h, in its order (that of
+ * store_job_columns). Integers of every width are
+ * int64 in sqlite; uint64 values are kept bit for bit. */
+#define BIND_S_NO(m)
+#define BIND_S_INT(m) sqlite3_bind_int64(st, k++, (int64_t)j->m);
+#define BIND_S_DBL(m) sqlite3_bind_double(st, k++, j->m);
+#define BIND_S_TEXT(m) bind_text_or_null(st, k++, j->m);
+#define BIND_S_STATE(m)                                                        \
+	sqlite3_bind_text(st, k++, job_state_name(j->m), -1, SQLITE_STATIC);
+#define BIND_S_EXPECT(m) store_expect_bind(st, k++, j->m);
+#define BIND_S_GROUPS(m)                                                       \
+	if (store_groups_bind(st, k++, j->m, j->n##m) != 0)                    \
+		return -ENOMEM;
+#define BIND_S_IDS(m)                                                          \
+	if (store_ids_bind(st, k++, j->m, j->n##m) != 0)                       \
+		return -ENOMEM;
+#define BIND_FIELD(m, w, store, col, ...) BIND_##store(m)
+
 static int
 store_job_bind(sqlite3_stmt *st, const struct job *j)
 {
-	char *groups;
 	int k = 1;
 
-	if ((groups = store_groups_json(j->groups, j->ngroups)) == NULL)
-		return -ENOMEM;
-	/* In JOB_COLUMNS order. */
-	sqlite3_bind_int64(st, k++, j->queue_seq);
-	sqlite3_bind_int64(st, k++, (int64_t)j->uid);
-	sqlite3_bind_int64(st, k++, (int64_t)j->gid);
-	bind_text_or_null(st, k++, j->user);
-	bind_text_or_null(st, k++, j->name);
-	bind_text_or_null(st, k++, j->cwd);
-	sqlite3_bind_int(st, k++, j->attached);
-	sqlite3_bind_int(st, k++, j->priority);
-	sqlite3_bind_double(st, k++, j->wait_free_pct);
-	sqlite3_bind_int64(st, k++, (int64_t)j->swap_budget_bytes);
-	sqlite3_bind_int64(st, k++, (int64_t)j->expect_bytes);
-	sqlite3_bind_int(st, k++, j->exclusive);
-	sqlite3_bind_int(st, k++, j->retry_on_breach);
-	sqlite3_bind_int(st, k++, j->attempt);
-	sqlite3_bind_text(st, k++, job_state_name(j->state), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, k++, j->submitted_ms);
-	sqlite3_bind_int64(st, k++, j->admitted_ms);
-	sqlite3_bind_int64(st, k++, j->started_ms);
-	sqlite3_bind_int64(st, k++, j->ended_ms);
-	sqlite3_bind_int64(st, k++, (int64_t)j->pid);
-	sqlite3_bind_int64(st, k++, (int64_t)j->pgid);
-	/* uint64 values are stored bit for bit in sqlite's int64. */
-	sqlite3_bind_int64(st, k++, (int64_t)j->start_time);
-	sqlite3_bind_int64(st, k++, (int64_t)j->monitor_pid);
-	sqlite3_bind_int(st, k++, j->exit_code);
-	sqlite3_bind_int(st, k++, j->term_signal);
-	bind_text_or_null(st, k++, j->end_reason);
-	bind_text_or_null(st, k++, j->end_detail);
-	sqlite3_bind_int64(st, k++, (int64_t)j->swap_base_bytes);
-	sqlite3_bind_int64(st, k++, (int64_t)j->footprint_bytes);
-	sqlite3_bind_int64(st, k++, (int64_t)j->footprint_peak_bytes);
-	sqlite3_bind_int64(st, k++, (int64_t)j->swap_growth_peak_bytes);
-	sqlite3_bind_int64(st, k++, (int64_t)j->job_swap_bytes);
-	sqlite3_bind_int(st, k++, j->umask);
-	sqlite3_bind_text(st, k++, groups, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, k++, j->bytes);
-	bind_text_or_null(st, k++, j->kill);
-	if (store_ids_bind(st, k++, j->after, j->nafter) != 0) {
-		free(groups);
-		return -ENOMEM;
-	}
-	sqlite3_bind_int(st, k++, j->after_any);
-	sqlite3_bind_int(st, k++, j->held);
-	bind_text_or_null(st, k++, j->group);
-	sqlite3_bind_int64(st, k++, (int64_t)j->wait_free_bytes);
-	bind_text_or_null(st, k++, j->on_end);
-	sqlite3_bind_int(st, k++, j->name_given);
-	if (j->expect_source == JOB_EXPECT_NONE)
-		sqlite3_bind_null(st, k++);
-	else
-		sqlite3_bind_text(st, k++,
-		                  job_expect_source_name(j->expect_source), -1,
-		                  SQLITE_STATIC);
-	sqlite3_bind_int(st, k++, j->expect_runs);
-	free(groups);
+	JOB_FIELDS(BIND_FIELD)
 	return 0;
 }
 
@@ -326,7 +326,31 @@ column_strdup(sqlite3_stmt *st, int i, int *err)
 	return c;
 }
 
-/* Build a job from a row of "SELECT id, " JOB_COLUMNS ", " JOB_ARGS. */
+/* The reading of each column, as BIND_ wrote it. */
+#define ROW_S_NO(m)
+#define ROW_S_INT(m) j->m = (__typeof__(j->m))sqlite3_column_int64(st, k++);
+#define ROW_S_DBL(m) j->m = sqlite3_column_double(st, k++);
+#define ROW_S_TEXT(m) j->m = column_strdup(st, k++, &err);
+#define ROW_S_STATE(m)                                                         \
+	if (job_state_parse((const char *)sqlite3_column_text(st, k++),        \
+	                    &j->m) != 0)                                       \
+		err = -EINVAL;
+#define ROW_S_EXPECT(m)                                                        \
+	j->m = job_expect_source_parse(                                        \
+	    (const char *)sqlite3_column_text(st, k++));
+#define ROW_S_GROUPS(m)                                                        \
+	if ((e2 =                                                              \
+	         store_json_groups((const char *)sqlite3_column_text(st, k++), \
+	                           &j->m, &j->n##m)) != 0)                     \
+		err = e2;
+#define ROW_S_IDS(m)                                                           \
+	if ((e2 = store_json_ids((const char *)sqlite3_column_text(st, k++),   \
+	                         &j->m, &j->n##m)) != 0)                       \
+		err = e2;
+#define ROW_FIELD(m, w, store, col, ...) ROW_##store(m)
+
+/* Build a job from a row of store_job_sql's select: id, the columns,
+ * then JOB_ARGS. */
 static int
 store_job_row(sqlite3_stmt *st, struct job **out)
 {
@@ -337,58 +361,7 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	if ((j = calloc(1, sizeof *j)) == NULL)
 		return -ENOMEM;
 	j->id = sqlite3_column_int64(st, 0);
-	j->queue_seq = sqlite3_column_int64(st, k++);
-	j->uid = (uid_t)sqlite3_column_int64(st, k++);
-	j->gid = (gid_t)sqlite3_column_int64(st, k++);
-	j->user = column_strdup(st, k++, &err);
-	j->name = column_strdup(st, k++, &err);
-	j->cwd = column_strdup(st, k++, &err);
-	j->attached = sqlite3_column_int(st, k++);
-	j->priority = sqlite3_column_int(st, k++);
-	j->wait_free_pct = sqlite3_column_double(st, k++);
-	j->swap_budget_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->expect_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->exclusive = sqlite3_column_int(st, k++);
-	j->retry_on_breach = sqlite3_column_int(st, k++);
-	j->attempt = sqlite3_column_int(st, k++);
-	if (job_state_parse((const char *)sqlite3_column_text(st, k++),
-	                    &j->state) != 0)
-		err = -EINVAL;
-	j->submitted_ms = sqlite3_column_int64(st, k++);
-	j->admitted_ms = sqlite3_column_int64(st, k++);
-	j->started_ms = sqlite3_column_int64(st, k++);
-	j->ended_ms = sqlite3_column_int64(st, k++);
-	j->pid = (pid_t)sqlite3_column_int64(st, k++);
-	j->pgid = (pid_t)sqlite3_column_int64(st, k++);
-	j->start_time = (uint64_t)sqlite3_column_int64(st, k++);
-	j->monitor_pid = (pid_t)sqlite3_column_int64(st, k++);
-	j->exit_code = sqlite3_column_int(st, k++);
-	j->term_signal = sqlite3_column_int(st, k++);
-	j->end_reason = column_strdup(st, k++, &err);
-	j->end_detail = column_strdup(st, k++, &err);
-	j->swap_base_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->footprint_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->footprint_peak_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->swap_growth_peak_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->job_swap_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->umask = sqlite3_column_int(st, k++);
-	if ((e2 = store_json_groups((const char *)sqlite3_column_text(st, k++),
-	                            &j->groups, &j->ngroups)) != 0)
-		err = e2;
-	j->bytes = sqlite3_column_int64(st, k++);
-	j->kill = column_strdup(st, k++, &err);
-	if ((e2 = store_json_ids((const char *)sqlite3_column_text(st, k++),
-	                         &j->after, &j->nafter)) != 0)
-		err = e2;
-	j->after_any = sqlite3_column_int(st, k++);
-	j->held = sqlite3_column_int(st, k++);
-	j->group = column_strdup(st, k++, &err);
-	j->wait_free_bytes = (uint64_t)sqlite3_column_int64(st, k++);
-	j->on_end = column_strdup(st, k++, &err);
-	j->name_given = sqlite3_column_int(st, k++);
-	j->expect_source =
-	    job_expect_source_parse((const char *)sqlite3_column_text(st, k++));
-	j->expect_runs = sqlite3_column_int(st, k++);
+	JOB_FIELDS(ROW_FIELD)
 	j->argv =
 	    store_json_strv((const char *)sqlite3_column_text(st, k++), &e2);
 	if (e2 != 0)
@@ -527,10 +500,13 @@ store_job_get(struct store *s, int64_t id, struct job **out)
 
 /*
  * Read every row first, then call back: a callback may update the very
- * jobs being listed, which must not disturb the scan.
+ * jobs being listed, which must not disturb the scan. With lean, each row's
+ * argv is made its command line at once and dropped, so the rows read
+ * together hold no argv or env (one user's queue at max_stored_bytes_per_uid
+ * would otherwise be read whole into memory at start).
  */
 static int
-store_jobs_each(struct store *s, sqlite3_stmt *st,
+store_jobs_each(struct store *s, sqlite3_stmt *st, int lean,
                 int (*cb)(void *arg, struct job *j), void *arg)
 {
 	struct job **v = NULL, **nv, *j;
@@ -548,6 +524,10 @@ store_jobs_each(struct store *s, sqlite3_stmt *st,
 		}
 		if ((rc = store_job_row(st, &j)) != 0)
 			goto out;
+		if (lean && (rc = job_drop_args(j)) != 0) {
+			job_free(j);
+			goto out;
+		}
 		v[len++] = j;
 	}
 	rc = rc == SQLITE_DONE ? 0 : store_errno(rc);
@@ -567,7 +547,7 @@ int
 store_jobs_unended(struct store *s, int (*cb)(void *arg, struct job *j),
                    void *arg)
 {
-	return store_jobs_each(s, s->jobs_unended, cb, arg);
+	return store_jobs_each(s, s->jobs_unended, 1, cb, arg);
 }
 
 int
@@ -585,7 +565,7 @@ store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
 	sqlite3_bind_int64(s->jobs_ended, 1, limit > 0 ? limit : -1);
 	sqlite3_bind_int64(s->jobs_ended, 2, ended_ms);
 	sqlite3_bind_int64(s->jobs_ended, 3, id);
-	return store_jobs_each(s, s->jobs_ended, cb, arg);
+	return store_jobs_each(s, s->jobs_ended, 0, cb, arg);
 }
 
 static int

@@ -31,12 +31,6 @@
 #endif
 
 /* The rollup tiers, finest first (store-internal.h). */
-const struct store_tier store_tiers[NTIERS] = {
-    {"10s", "rollup_10s", 10 * 1000},
-    {"1m", "rollup_1m", 60 * 1000},
-    {"10m", "rollup_10m", 600 * 1000},
-};
-
 /* Per bucket: sample count, and min/max/sum of each measure. */
 #define ROLLUP_TABLE(name)                                                     \
 	"CREATE TABLE " name " ("                                              \
@@ -406,7 +400,7 @@ store_prepare(struct store *s, sqlite3_stmt **st, const char *sql, char *cause,
 static int
 store_prepare_all(struct store *s, char *cause, size_t causelen)
 {
-	char sql[1024];
+	char sql[1024], jsql[4096];
 	int i, rc;
 
 #define PREP(st, q)                                                            \
@@ -448,31 +442,7 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 		    " pressure_max = max(pressure_max, excluded.pressure_max)",
 		    store_tiers[i].table);
 		PREP(s->upsert[i], sql);
-		/* Rows in time order straight from the rowid b-tree;
-		 * store_history buckets them (see there). */
-		snprintf(sql, sizeof sql,
-		         "SELECT ts_ms, n, free_bp_min, free_bp_max,"
-		         " free_bp_sum, swap_used_min, swap_used_max,"
-		         " swap_used_sum, available_min, available_max,"
-		         " available_sum, pressure_max"
-		         " FROM %s WHERE ts_ms >= ?1 AND ts_ms < ?2"
-		         " ORDER BY ts_ms",
-		         store_tiers[i].table);
-		PREP(s->hist[i], sql);
-		snprintf(sql, sizeof sql, "SELECT min(ts_ms) FROM %s",
-		         store_tiers[i].table);
-		PREP(s->first[i], sql);
 	}
-	PREP(s->first_raw, "SELECT min(ts_ms) FROM samples");
-	/* Raw rows in the same shape: each sample a bucket of one. */
-	PREP(s->hist_raw, "SELECT ts_ms, 1, free_bp, free_bp, free_bp,"
-	                  " swap_used_bytes, swap_used_bytes, swap_used_bytes,"
-	                  " available_bytes, available_bytes, available_bytes,"
-	                  " pressure FROM samples"
-	                  " WHERE ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms");
-	PREP(s->start_markers,
-	     "SELECT ts_ms FROM markers WHERE kind = 'start'"
-	     " AND ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms");
 	PREP(s->ins_marker,
 	     "INSERT INTO markers (ts_ms, kind) VALUES (?1, ?2)");
 	PREP(s->latest,
@@ -482,43 +452,38 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->latest_totals,
 	     "SELECT total_bytes, swap_total_bytes FROM samples"
 	     " WHERE total_bytes IS NOT NULL ORDER BY ts_ms DESC LIMIT 1");
-	PREP(s->job_ins,
-	     "INSERT INTO jobs (" JOB_COLUMNS ") VALUES (?1, ?2,"
-	     " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-	     " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
-	     " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,"
-	     " ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44,"
-	     " ?45)");
+	/* The jobs row's columns come from proto/job-fields.h: the
+	 * statements that name them all are built here. */
+	snprintf(jsql, sizeof jsql, "INSERT INTO jobs (%s) VALUES (%s)",
+	         store_job_columns + 2, store_job_binds + 2);
+	PREP(s->job_ins, jsql);
 	PREP(s->args_ins,
 	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
-	PREP(s->job_upd,
-	     "UPDATE jobs SET (" JOB_COLUMNS ") = (?1, ?2, ?3, ?4, ?5, ?6,"
-	     " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-	     " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31,"
-	     " ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44,"
-	     " ?45) WHERE id = ?46");
-	PREP(s->job_get,
-	     "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM " WHERE id = ?1");
-	PREP(s->jobs_unended, "SELECT id, " JOB_COLUMNS ", " JOB_ARGS JOB_FROM
-	                      " WHERE state NOT IN " JOB_ENDED_STATES
-	                      " ORDER BY priority DESC, queue_seq, id");
+	/* An anonymous ? takes the number after the largest before it. */
+	snprintf(jsql, sizeof jsql, "UPDATE jobs SET (%s) = (%s) WHERE id = ?",
+	         store_job_columns + 2, store_job_binds + 2);
+	PREP(s->job_upd, jsql);
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_ARGS JOB_FROM " WHERE id = ?1",
+	         store_job_columns);
+	PREP(s->job_get, jsql);
+	/* The table keeps a queued job's command line alone; its env and
+	 * argv are read again when it starts or is shown. */
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM
+	         " WHERE state NOT IN " JOB_ENDED_STATES
+	         " ORDER BY priority DESC, queue_seq, id",
+	         store_job_columns);
+	PREP(s->jobs_unended, jsql);
 	/* Lists show no env: it is not read. */
-	PREP(s->jobs_ended,
-	     "SELECT id, " JOB_COLUMNS ", " JOB_LIST_ARGS JOB_FROM
-	     " WHERE state IN " JOB_ENDED_STATES " AND (ended_ms < ?2 OR"
-	     " (ended_ms = ?2 AND id < ?3)) ORDER BY ended_ms DESC, id DESC"
-	     " LIMIT ?1");
-	PREP(s->job_hist_raw,
-	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
-	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"
-	     " WHERE job_id = ?1 AND ts_ms BETWEEN ?3 AND ?4 ORDER BY ts_ms");
-	PREP(s->job_hist,
-	     "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
-	     " total(footprint_bytes) / count(*), max(footprint_bytes),"
-	     " min(swap_bytes), total(swap_bytes) / count(*), max(swap_bytes),"
-	     " count(*) FROM job_samples WHERE job_id = ?1"
-	     " AND ts_ms BETWEEN ?3 AND ?4 GROUP BY b ORDER BY b");
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM
+	         " WHERE state IN " JOB_ENDED_STATES " AND (ended_ms < ?2 OR"
+	         " (ended_ms = ?2 AND id < ?3)) ORDER BY ended_ms DESC, id DESC"
+	         " LIMIT ?1",
+	         store_job_columns);
+	PREP(s->jobs_ended, jsql);
 	PREP(s->ev_ins, "INSERT INTO events (ts_ms, job_id, uid, kind, detail)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"
@@ -661,7 +626,8 @@ store_open(struct store **sp, const char *path, char *cause, size_t causelen)
 	}
 	if ((rc = store_migrate(s, cause, causelen)) != 0)
 		goto fail;
-	if ((rc = store_prepare_all(s, cause, causelen)) != 0)
+	if ((rc = store_prepare_all(s, cause, causelen)) != 0 ||
+	    (rc = store_read_open(&s->reader, s->db, cause, causelen)) != 0)
 		goto fail;
 	if ((rc = store_usage_load(s)) != 0) {
 		store_cause(cause, causelen,
@@ -687,6 +653,9 @@ store_close(struct store *s)
 	/* Its connection first: the loop's, closed last, checkpoints the
 	 * WAL into the database and removes it. */
 	store_checkpointer_stop(s);
+	/* The reader's statements are on the same connection: its own. */
+	store_read_close(s->reader);
+	s->reader = NULL;
 	if (s->db != NULL) {
 		/* Statements are finalized by walking the connection's list
 		 * so none is forgotten. */
@@ -772,6 +741,60 @@ store_health(const struct store *s)
 		    (oldest == NULL || s->health[a].since < oldest->since))
 			oldest = &s->health[a];
 	return oldest != NULL ? oldest->msg : NULL;
+}
+
+/*
+ * A failed job update is not always retried: a transition that could not
+ * be committed is often undone (an admission, a hold), so no later write
+ * of that area would come to clear it, and admissions wait on it. The
+ * probe rewrites the newest row of the area's table as it is, in its own
+ * transaction: it needs what such a write needs (a WAL frame, so free
+ * space) and changes no data. Samples have none: their flush is retried
+ * every tick while anything fails, and its success clears SUBMIT too.
+ */
+static const char *const store_probe_sql[STORE_NAREAS] = {
+    [STORE_AREA_JOBS] = "UPDATE jobs SET state = state"
+                        " WHERE id = (SELECT max(id) FROM jobs)",
+    [STORE_AREA_EVENTS] = "UPDATE events SET kind = kind"
+                          " WHERE id = (SELECT max(id) FROM events)",
+};
+
+static int
+store_probe_area(struct store *s, enum store_area a)
+{
+	int rc;
+
+	if ((rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL)) !=
+	    SQLITE_OK)
+		return store_errno(rc);
+	rc = sqlite3_exec(s->db, store_probe_sql[a], NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		store_abort(s);
+		return store_errno(rc);
+	}
+	return 0;
+}
+
+int
+store_health_probe(struct store *s)
+{
+	int a, failing = 0;
+
+	if (s == NULL)
+		return 0;
+	for (a = 0; a < STORE_NAREAS; a++) {
+		if (s->health[a].since == 0)
+			continue;
+		/* A probe that fails keeps the area's own cause: it says
+		 * what the daemon could not record. */
+		if (store_probe_sql[a] != NULL && store_probe_area(s, a) == 0)
+			store_health_note(s, a, "", 0, "", NULL, 0);
+		else
+			failing++;
+	}
+	return failing;
 }
 
 int

@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "job.h"
+#include "store-read.h"
 #include "platform.h"
 
 int store_open(struct store **sp, const char *path, char *cause,
@@ -71,57 +72,24 @@ int store_mark(struct store *s, int64_t ts_ms, const char *kind, char *cause,
  * step_ms (the first at since rounded down); a rollup row counts in the
  * bucket holding its start; empty buckets are omitted; *out is malloc'd (free
  * it). Only committed samples are seen. -E2BIG beyond STORE_HISTORY_MAX
- * buckets. */
-#define STORE_HISTORY_MAX 100000
-struct history_bucket {
-	int64_t ts_ms; /* bucket start */
-	int64_t n;     /* samples in the bucket */
-	double free_pct_min, free_pct_avg, free_pct_max;
-	double swap_used_min, swap_used_avg, swap_used_max; /* bytes */
-	double available_min, available_avg, available_max; /* bytes */
-	int pressure_max;
-	int gap_before; /* a start marker falls in or just before this bucket */
-};
+ * buckets. The reading itself is store-read.c's, shared with stageloadctl;
+ * these read through the daemon's connection. */
 int store_history(struct store *s, int64_t since_ms, int64_t until_ms,
                   int64_t step_ms, const char **tier,
                   struct history_bucket **out, size_t *n, char *cause,
                   size_t causelen);
-/* The same read in parts, for an answer written a slice at a time: begin
- * checks the range and picks the tier once (-EINVAL, -E2BIG as above);
- * each next gives the buckets of up to max_buckets steps (<= 0: the rest)
- * from where the last part ended, until c->done. A part may hold no
- * bucket (nothing sampled then); gap_before is set as for the whole. */
-struct store_history_cursor {
-	const char *tier; /* its name, as store_history's *tier */
-	int t;            /* its index, -1 for raw */
-	int64_t next_ms, until_ms, step_ms;
-	int gap_pending; /* a start marker after the last bucket so far */
-	int done;
-};
 int store_history_begin(struct store *s, int64_t since_ms, int64_t until_ms,
                         int64_t step_ms, struct store_history_cursor *c,
                         char *cause, size_t causelen);
 int store_history_next(struct store *s, struct store_history_cursor *c,
                        int64_t max_buckets, struct history_bucket **out,
                        size_t *n, char *cause, size_t causelen);
-/* The tier store_history uses for step_ms ("raw", "10s", "1m", "10m") and
- * its resolution (0 for raw). */
-const char *store_tier_for_step(int64_t step_ms, int64_t *res_ms);
-/* All of a job's samples, bucketed at step_ms (0: every sample). *out is
- * malloc'd. */
-struct job_bucket {
-	int64_t ts_ms;
-	double footprint_min, footprint_avg, footprint_max;
-	double swap_min, swap_avg, swap_max;
-	int64_t n; /* samples in the bucket */
-};
-/* A job's samples in buckets of step_ms (0: every sample), the buckets
- * that start within [since_ms, until_ms]; -E2BIG beyond
- * STORE_HISTORY_MAX. */
 int store_job_history(struct store *s, int64_t job_id, int64_t since_ms,
                       int64_t until_ms, int64_t step_ms,
                       struct job_bucket **out, size_t *n, char *cause,
                       size_t causelen);
+/* The daemon's reader, for what store.h does not wrap (a job's stages). */
+struct store_read *store_reader(struct store *s);
 /* Most recent system sample (buffered or committed), 1 when there is
  * none. */
 int store_latest(struct store *s, struct sys_sample *out);
@@ -135,7 +103,8 @@ int store_job_update(struct store *s, const struct job *j, char *cause,
 /* Load one job (malloc'd, free with job_free), 1 when absent. */
 int store_job_get(struct store *s, int64_t id, struct job **out);
 /* Call cb for every job not ended, in queue order (priority desc,
- * queue_seq asc) — used at start-up to rebuild the queue. The callback may
+ * queue_seq asc) — used at start-up to rebuild the queue. Each job has its
+ * command line and no argv or env (store_job_get reads them). The callback may
  * call store functions. A non-zero return from cb stops the walk (the jobs
  * not yet passed are freed) and is returned. */
 int store_jobs_unended(struct store *s,
@@ -267,6 +236,12 @@ enum store_area {
  * "job insert: ...", "job update: ...", "event: ..." — the texts
  * info.storage_error shows today. */
 const char *store_health(const struct store *s);
+/* While an area fails, a write that would clear it may never come (a
+ * transition that failed is undone, not retried): this writes each failing
+ * area (jobs, events) once, changing no data, and notes the outcome as
+ * that area's writes do. Returns how many areas still fail. The caller
+ * paces it (every few seconds while unhealthy). */
+int store_health_probe(struct store *s);
 /* Non-zero while writes of that area fail. */
 int store_area_failing(const struct store *s, enum store_area a);
 

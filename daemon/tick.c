@@ -39,15 +39,20 @@
 #define CHECKPOINT_EVERY_MS 60000
 #define PRUNE_EVERY_MS (3600 * 1000)
 #define PRUNE_FIRST_MS 60000 /* first prune a minute after start */
+/* While storage fails, each failing area is written this often
+ * (store_health_probe): a freed disk resumes admissions within a probe
+ * and a tick, with nothing else written meanwhile. */
+#define PROBE_EVERY_MS 2000
 
 struct tick {
 	uint64_t last_checkpoint, last_prune; /* loop time */
+	uint64_t last_probe;                  /* loop time */
 	int unflushed;                        /* samples since the last flush */
 	int mark_pending; /* the start marker is not written yet */
 	int unhealthy;    /* the store's health was last seen failing */
 	int ckpt_rc;      /* the checkpoint thread's last result, as logged */
-	enum awake_hold awake;       /* held now (platform_keep_awake) */
-	int awake_failed;            /* its last change failed (logged once) */
+	enum awake_hold awake; /* held now (platform_keep_awake) */
+	int awake_failed;      /* its last change failed (logged once) */
 	int64_t last_admit_ms; /* the latest admission seen, or the start */
 };
 
@@ -184,6 +189,11 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 		/* While writes fail, every tick tries: health follows the
 		 * writes, and admissions resume as soon as they work. */
 		tick_flush(d, t);
+	if (store_health(d->store) != NULL &&
+	    now - t->last_probe >= PROBE_EVERY_MS) {
+		t->last_probe = now;
+		store_health_probe(d->store);
+	}
 	if (now - t->last_prune >= PRUNE_EVERY_MS) {
 		int64_t ms = now_ms();
 

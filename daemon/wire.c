@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include "job-fields.h"
 #include "proto.h"
 #include "wire.h"
 
@@ -167,127 +168,201 @@ wire_waiting_for(enum admit_wait w, int64_t after, char *buf, size_t len)
 	return buf;
 }
 
-static cJSON *
-job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
-{
-	const struct job *j = v->j;
-	const struct jobs_view *r = v->live ? v : NULL;
-	cJSON *o = cJSON_CreateObject(), *k, *after;
-	int ended = JOB_STATE_ENDED(j->state);
-	char why[48];
-	int i;
-	int visible = wire_may_see(viewer, j);
+/* What the writers of the Job's members look at. */
+struct wire_ctx {
+	const struct job *j;
+	const struct jobs_view *r; /* the live view, or NULL */
+	const struct job *args;    /* where argv and env are */
+	int ended, visible, with_env, list;
+};
 
-	if (o == NULL)
-		return NULL;
-	proto_add_int(o, "id", j->id);
-	cJSON_AddStringToObject(o, "user", j->user ? j->user : "");
-	proto_add_int(o, "uid", j->uid);
-	cJSON_AddStringToObject(o, "name", j->name ? j->name : "");
-	cJSON_AddStringToObject(o, "state", job_state_name(j->state));
-	cJSON_AddBoolToObject(o, "attached", j->attached);
-	proto_add_int(o, "priority", j->priority);
-	cJSON_AddNumberToObject(o, "wait_free_pct", j->wait_free_pct);
-	proto_add_int(o, "wait_free_bytes", (int64_t)j->wait_free_bytes);
-	proto_add_int(o, "swap_budget_bytes", (int64_t)j->swap_budget_bytes);
-	proto_add_int(o, "expect_bytes", (int64_t)j->expect_bytes);
-	if (j->expect_source != JOB_EXPECT_NONE)
-		cJSON_AddStringToObject(
-		    o, "expect_source",
-		    job_expect_source_name(j->expect_source));
-	else
-		cJSON_AddNullToObject(o, "expect_source");
-	proto_add_int(o, "expect_runs", j->expect_runs);
-	cJSON_AddBoolToObject(o, "name_given", j->name_given);
-	cJSON_AddBoolToObject(o, "exclusive", j->exclusive);
-	proto_add_int(o, "retry_on_breach", j->retry_on_breach);
-	proto_add_int(o, "attempt", j->attempt);
-	/* The queue's own controls (docs/jobs.md, "Dependencies and
-	 * holds"): public, as the order is. */
-	if ((after = cJSON_AddArrayToObject(o, "after")) != NULL)
-		for (i = 0; i < j->nafter; i++)
-			cJSON_AddItemToArray(after,
-			                     proto_int_create(j->after[i]));
-	cJSON_AddBoolToObject(o, "after_any", j->after_any);
-	cJSON_AddBoolToObject(o, "held", j->held);
-	if (j->group != NULL)
-		cJSON_AddStringToObject(o, "group", j->group);
-	else
-		cJSON_AddNullToObject(o, "group");
-	add_opt_int(o, "position", r ? r->position : 0,
-	            r != NULL && j->state == JOB_QUEUED && r->position > 0);
-	if (r != NULL && j->state == JOB_QUEUED)
-		cJSON_AddStringToObject(
-		    o, "waiting_for",
-		    wire_waiting_for(r->wait, r->wait_after, why, sizeof why));
-	proto_add_int(o, "submitted_at_ms", j->submitted_ms);
-	add_opt_int(o, "admitted_at_ms", j->admitted_ms, j->admitted_ms > 0);
-	add_opt_int(o, "started_at_ms", j->started_ms, j->started_ms > 0);
-	add_opt_int(o, "ended_at_ms", j->ended_ms, ended && j->ended_ms > 0);
-	add_opt_int(o, "pid", j->pid, j->pid > 0);
-	proto_add_int(o, "footprint_bytes", (int64_t)j->footprint_bytes);
-	proto_add_int(o, "footprint_peak_bytes",
-	              (int64_t)j->footprint_peak_bytes);
+/* The members the table marks J_FN: each computed from the live queue,
+ * or shown only in some states. */
+static void
+wire_job_position(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "position", c->r ? c->r->position : 0,
+	            c->r != NULL && c->j->state == JOB_QUEUED &&
+	                c->r->position > 0);
+}
+
+static void
+wire_job_waiting_for(cJSON *o, const struct wire_ctx *c)
+{
+	char why[48];
+
+	if (c->r != NULL && c->j->state == JOB_QUEUED)
+		cJSON_AddStringToObject(o, "waiting_for",
+		                        wire_waiting_for(c->r->wait,
+		                                         c->r->wait_after, why,
+		                                         sizeof why));
+}
+
+static void
+wire_job_ended_ms(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "ended_at_ms", c->j->ended_ms,
+	            c->ended && c->j->ended_ms > 0);
+}
+
+static void
+wire_job_swap_growth_bytes(cJSON *o, const struct wire_ctx *c)
+{
 	proto_add_int(o, "swap_growth_bytes",
-	              r != NULL && !ended ? (int64_t)r->growth_bytes : 0);
-	proto_add_int(o, "swap_growth_peak_bytes",
-	              (int64_t)j->swap_growth_peak_bytes);
-	proto_add_int(o, "job_swap_bytes", (int64_t)j->job_swap_bytes);
-	/* A killed job may have ended with a code of its own (a TERM
-	 * handler's exit), which is worth showing too. */
+	              c->r != NULL && !c->ended ? (int64_t)c->r->growth_bytes
+	                                        : 0);
+}
+
+/* A killed job may have ended with a code of its own (a TERM handler's
+ * exit), which is worth showing too. */
+static void
+wire_job_exit_code(cJSON *o, const struct wire_ctx *c)
+{
+	const struct job *j = c->j;
+
 	add_opt_int(o, "exit_code", j->exit_code,
-	            ended && j->term_signal == 0 && j->started_ms > 0 &&
+	            c->ended && j->term_signal == 0 && j->started_ms > 0 &&
 	                (j->state == JOB_EXITED || j->state == JOB_KILLED));
-	add_opt_int(o, "signal", j->term_signal, ended && j->term_signal > 0);
-	if (ended && j->end_reason != NULL)
-		cJSON_AddStringToObject(o, "end_reason", j->end_reason);
+}
+
+static void
+wire_job_term_signal(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "signal", c->j->term_signal,
+	            c->ended && c->j->term_signal > 0);
+}
+
+static void
+wire_job_end_reason(cJSON *o, const struct wire_ctx *c)
+{
+	if (c->ended && c->j->end_reason != NULL)
+		cJSON_AddStringToObject(o, "end_reason", c->j->end_reason);
 	else
 		cJSON_AddNullToObject(o, "end_reason");
-	/* The numbers of a breach kill are public: no command, path or
-	 * text of the job's own is among them. */
-	if (j->state == JOB_KILLED && j->kill != NULL &&
-	    (k = cJSON_Parse(j->kill)) != NULL)
+}
+
+/* The numbers of a breach kill are public: no command, path or text of
+ * the job's own is among them. */
+static void
+wire_job_kill(cJSON *o, const struct wire_ctx *c)
+{
+	cJSON *k;
+
+	if (c->j->state == JOB_KILLED && c->j->kill != NULL &&
+	    (k = cJSON_Parse(c->j->kill)) != NULL)
 		cJSON_AddItemToObject(o, "kill", k);
 	else
 		cJSON_AddNullToObject(o, "kill");
-	if (list) {
-		char cmd[JOB_COMMAND_MAX + 1];
+}
 
-		if (visible && j->command == NULL)
-			job_command(j->argv, cmd, sizeof cmd);
-		if (visible)
-			cJSON_AddStringToObject(o, "command",
-			                        j->command != NULL ? j->command
-			                                           : cmd);
-		else
-			cJSON_AddNullToObject(o, "command");
-	}
-	if (visible) {
-		/* A table job's argv and env are in the store only: the front
-		 * read them into the view (jobs_view_args). */
-		const struct job *a = v->args != NULL ? v->args : j;
+/* Lists only: the argv as one line, null when not the viewer's. */
+static void
+wire_job_command(cJSON *o, const struct wire_ctx *c)
+{
+	char cmd[JOB_COMMAND_MAX + 1];
 
-		if (!list)
-			cJSON_AddItemToObject(o, "argv",
-			                      a->argv != NULL
-			                          ? strv_json(a->argv)
-			                          : cJSON_CreateNull());
-		cJSON_AddStringToObject(o, "cwd", j->cwd ? j->cwd : "");
-		/* A command, as private as argv. */
-		if (j->on_end != NULL)
-			cJSON_AddStringToObject(o, "on_end", j->on_end);
-		else
-			cJSON_AddNullToObject(o, "on_end");
-		if (ended && j->end_detail != NULL)
-			cJSON_AddStringToObject(o, "end_detail", j->end_detail);
-		else
-			cJSON_AddNullToObject(o, "end_detail");
-		if (with_env && !list)
-			cJSON_AddItemToObject(o, "env",
-			                      a->env != NULL
-			                          ? strv_json(a->env)
-			                          : cJSON_CreateNull());
+	if (!c->list)
+		return;
+	if (!c->visible) {
+		cJSON_AddNullToObject(o, "command");
+		return;
 	}
+	if (c->j->command == NULL)
+		job_command(c->j->argv, cmd, sizeof cmd);
+	cJSON_AddStringToObject(o, "command",
+	                        c->j->command != NULL ? c->j->command : cmd);
+}
+
+static void
+wire_job_argv(cJSON *o, const struct wire_ctx *c)
+{
+	if (!c->list)
+		cJSON_AddItemToObject(o, "argv",
+		                      c->args->argv != NULL
+		                          ? strv_json(c->args->argv)
+		                          : cJSON_CreateNull());
+}
+
+static void
+wire_job_end_detail(cJSON *o, const struct wire_ctx *c)
+{
+	if (c->ended && c->j->end_detail != NULL)
+		cJSON_AddStringToObject(o, "end_detail", c->j->end_detail);
+	else
+		cJSON_AddNullToObject(o, "end_detail");
+}
+
+static void
+wire_job_env(cJSON *o, const struct wire_ctx *c)
+{
+	if (c->with_env && !c->list)
+		cJSON_AddItemToObject(o, "env",
+		                      c->args->env != NULL
+		                          ? strv_json(c->args->env)
+		                          : cJSON_CreateNull());
+}
+
+static void
+wire_job_ids(cJSON *o, const char *name, const int64_t *ids, int n)
+{
+	cJSON *a;
+	int i;
+
+	if ((a = cJSON_AddArrayToObject(o, name)) != NULL)
+		for (i = 0; i < n; i++)
+			cJSON_AddItemToArray(a, proto_int_create(ids[i]));
+}
+
+static void
+wire_job_str(cJSON *o, const char *name, const char *v, int null)
+{
+	if (v != NULL)
+		cJSON_AddStringToObject(o, name, v);
+	else if (null)
+		cJSON_AddNullToObject(o, name);
+	else
+		cJSON_AddStringToObject(o, name, "");
+}
+
+/* Each member as proto/job-fields.h's job cell says, in its order. */
+#define JOB_J_NO(o, c, m, w)
+#define JOB_J_INT(o, c, m, w) proto_add_int(o, w, (int64_t)c.j->m);
+#define JOB_J_BOOL(o, c, m, w) cJSON_AddBoolToObject(o, w, c.j->m);
+#define JOB_J_NUM(o, c, m, w) cJSON_AddNumberToObject(o, w, c.j->m);
+#define JOB_J_STR(o, c, m, w) wire_job_str(o, w, c.j->m, 0);
+#define JOB_J_STRN(o, c, m, w) wire_job_str(o, w, c.j->m, 1);
+#define JOB_J_STATE(o, c, m, w)                                                \
+	cJSON_AddStringToObject(o, w, job_state_name(c.j->m));
+#define JOB_J_EXPECT(o, c, m, w)                                               \
+	wire_job_str(o, w, job_expect_source_name(c.j->m), 1);
+#define JOB_J_IDS(o, c, m, w) wire_job_ids(o, w, c.j->m, c.j->n##m);
+#define JOB_J_POS(o, c, m, w) add_opt_int(o, w, c.j->m, c.j->m > 0);
+#define JOB_J_FN(o, c, m, w) wire_job_##m(o, &c);
+#define JOB_VIS_PUBLIC(c) 1
+#define JOB_VIS_OWNER(c) c.visible
+#define JOB_FIELD(m, w, store, col, job, vis, ...)                             \
+	if (JOB_VIS_##vis(c)) {                                                \
+		JOB_##job(o, c, m, w)                                          \
+	}
+
+static cJSON *
+job_object(const struct jobs_view *v, uid_t viewer, int with_env, int list)
+{
+	struct wire_ctx c;
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL)
+		return NULL;
+	c.j = v->j;
+	c.r = v->live ? v : NULL;
+	/* A table job's argv and env are in the store only: the front read
+	 * them into the view (jobs_view_args). */
+	c.args = v->args != NULL ? v->args : v->j;
+	c.ended = JOB_STATE_ENDED(v->j->state);
+	c.visible = wire_may_see(viewer, v->j);
+	c.with_env = with_env;
+	c.list = list;
+	JOB_FIELDS(JOB_FIELD)
 	return o;
 }
 

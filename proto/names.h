@@ -55,9 +55,10 @@
 	X(AFTER, "after", "after %a", "free %f, waiting for job %a to end",    \
 	  "job %a, which it starts after (--after), has not ended")            \
 	X(GROUP, "group", "group",                                             \
-	  "free %f, its group runs as many jobs as it may",                    \
+	  "free %f, its group (or its user's share of it) is full",            \
 	  "its group already has as many jobs running as the daemon's "        \
-	  "group.NAME.max_running allows")
+	  "group.NAME.max_running allows, or its user holds half of them "     \
+	  "(rounded up) while another user's job in the group waits")
 
 /* The list expands to the enumerators. */
 /* clang-format off */
@@ -182,6 +183,8 @@ const char *names_pressure_level_name(int level);
 	X(RELEASED, "released")                                                \
 	X(UPDATED, "updated")                                                  \
 	X(ON_END, "on_end")                                                    \
+	X(GROUPS_DROPPED, "groups_dropped")                                    \
+	X(OUTPUT_DROPPED, "output_dropped")                                    \
 	X(DAEMON_START, "daemon_start")                                        \
 	X(DAEMON_STOP, "daemon_stop")
 

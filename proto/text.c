@@ -196,3 +196,15 @@ proto_text_vformat(char *small, size_t size, const char *fmt, va_list ap)
 	va_end(ap2);
 	return small; /* cut, rather than nothing */
 }
+
+int
+proto_shell_plain(const char *a)
+{
+	if (*a == '\0')
+		return 0;
+	for (; *a != '\0'; a++)
+		if (!((*a >= 'a' && *a <= 'z') || (*a >= 'A' && *a <= 'Z') ||
+		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
+			return 0;
+	return 1;
+}

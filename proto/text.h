@@ -70,4 +70,9 @@ char *proto_text_escape_dup(const char *s, size_t len, unsigned flags,
 const char *proto_text_vformat(char *small, size_t size, const char *fmt,
                                va_list ap);
 
+/* Is a a word a POSIX shell reads as it is (letters, digits and
+ * _@%+=:,./-, not empty)? Anything else is quoted where a command line is
+ * shown (the daemon's job command, stageloadctl show). */
+int proto_shell_plain(const char *a);
+
 #endif

@@ -66,7 +66,12 @@ def main():
         user = ev[-1]["user"]
         out = ctl(d.socket, "events", "--user", user, "-n", "1000")
         assert ids_of(out) == [e["id"] for e in ev if e["user"] == user], out
-        assert ctl(d.socket, "events", "--user", "nobody-here") == ""
+        # A user the system does not know is a usage error (exit 2), not
+        # an empty list that reads as "no events".
+        out = subprocess.run([BIN, "--socket", d.socket, "events", "--user",
+                              "nobody-here"], capture_output=True, text=True,
+                             timeout=30, stdin=subprocess.DEVNULL)
+        assert out.returncode == 2 and "no such user" in out.stderr, out
         # --since: a cut between two events a moment apart.
         time.sleep(0.05)
         cut = int(time.time() * 1000)

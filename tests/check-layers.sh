@@ -6,7 +6,7 @@
 # free of cycles, and a few explicit rules on includes must hold.
 #
 # A module is a file's name without its extension, cut at the first '-':
-# jobs.c, jobs-kill.c, jobs.h and jobs-internal.h are all module "jobs".
+# jobs.c, jobs-enforce.c, jobs.h and jobs-internal.h are all module "jobs".
 # Includes of headers that are not in daemon/ (proto.h, units.h, the
 # generated version.h) and symbols defined outside daemon's objects (libc,
 # libuv, sqlite, slproto) are ignored.

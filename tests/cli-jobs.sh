@@ -54,7 +54,7 @@ ok "a big log read slowly arrives whole"
 
 # --- show and status --all ---
 ctl show "$id" >"$SL_TMP/show.txt"
-grep -q "^Job $id \"envjob\" of .* is exited\.$" "$SL_TMP/show.txt" || fail "show header: $(cat "$SL_TMP/show.txt")"
+grep -q "^Job $id \"envjob\" of .* has exited\.$" "$SL_TMP/show.txt" || fail "show header: $(cat "$SL_TMP/show.txt")"
 grep -q "^Directory: $SL_TMP/work$" "$SL_TMP/show.txt" || fail "show directory"
 grep -q "swap budget 1.0G" "$SL_TMP/show.txt" || fail "show budget"
 grep -q "exited with code 3; stageloadctl wait gives 3" "$SL_TMP/show.txt" || fail "show end"
@@ -86,7 +86,7 @@ rc=0; ctl wait "$q" >/dev/null || rc=$?
 [ ! -e ran.txt ] || fail "a cancelled job ran"
 rc=0; ctl cancel "$q" 2>"$SL_TMP/err" || rc=$?
 [ "$rc" = 1 ] || fail "cancel of an ended job exited $rc, want 1"
-grep -q "job $q: " "$SL_TMP/err" || fail "cancel error names the job"
+grep -q "job $q[: ]" "$SL_TMP/err" || fail "cancel error names the job"
 ok "queued job waits, cancel removes it, wait gives 125"
 
 # --- a running job: cancel terminates it ---

@@ -1,6 +1,7 @@
 """The settings' table is the one list of settings.
 
-`stageloadd --print-config` prints every row of the table in daemon/config.c
+`stageloadd --print-config` prints every row of the table in
+daemon/config-settings.c
 (with a line of help each). This test holds the documentation to it: every
 setting it prints is an `.It Ic` entry of stageload.conf(5) and is named in
 docs/daemon.md, and neither names a setting the table does not have. A

@@ -413,8 +413,8 @@ for target in $TARGETS; do
 	done
 	say "$target: $ncompiled of $((${#ALL_SOURCES[@]} + 2)) sources compiled with -Werror"
 
-	mapfile -t d_objs < <(objs_of stageloadd sldaemon slproto)
-	mapfile -t c_objs < <(objs_of stageloadctl stageload slproto slplot)
+	mapfile -t d_objs < <(objs_of stageloadd sldaemon slstoreread slproto)
+	mapfile -t c_objs < <(objs_of stageloadctl stageload slproto slplot slstoreread)
 	mapfile -t w_objs < <(objs_of stageload-web stageload slproto slplot)
 	link deps_probe "$objdir/tests/cross/deps_probe.o"
 	link platform_probe "$objdir/tests/cross/platform_probe.o" \

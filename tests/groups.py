@@ -11,7 +11,10 @@ submit jobs that write `id -G` to a file:
 - one with no supplementary group at all, and `stageloadctl` run under
   `setpriv --clear-groups`: their jobs have the primary group alone;
 - a queued job of the one that dropped X, after a daemon restart: still
-  without X (the groups are stored with the job).
+  without X (the groups are stored with the job);
+- a held job of the one that kept X, released after the user was taken
+  out of X: it starts without X, a `groups_dropped` event and `show`
+  (its answer and stageloadctl's paragraph) name X.
 
 The daemon runs as root. The user and group are removed even on failure
 (the same names and reaper as tests/auth.py).
@@ -132,11 +135,36 @@ def check(d, R, u, gx):
     return R
 
 
+def check_revoked(d, R, u, gx, xname):
+    keeper = As(u, [u.gid, gx])
+    jid, out = job_groups(d, R, u, keeper, {"held": True})
+    kept_id, kept_out = job_groups(d, R, u, keeper, {"held": True})
+    R.call("release", {"id": kept_id})
+    assert read_groups(R, kept_id, kept_out) == sorted([u.gid, gx])
+    assert R.call("show", {"id": kept_id})["groups_dropped"] is None
+    # Taken out of X while its job is held; the job's groups are checked
+    # again when it starts.
+    run_tool(["gpasswd", "-d", u.name, xname])
+    R.call("release", {"id": jid})
+    got = read_groups(R, jid, out)
+    assert got == [u.gid], (got, u.gid, gx)
+    j = R.call("show", {"id": jid})
+    assert j["groups_dropped"] == [gx], j
+    ev = [e for e in R.call("events", {"job_id": jid, "limit": 100})["events"]
+          if e["kind"] == "groups_dropped"]
+    assert len(ev) == 1 and ev[0]["detail"] == {"groups": [gx]}, ev
+    r = subprocess.run([os.path.join(d.bin, "stageloadctl"), "--socket", d.socket, "show",
+                        str(jid)], capture_output=True, text=True, timeout=30)
+    assert "Started without group %d of its submitter's" % gx in r.stdout, r.stdout
+    log("ok   a held job released after its user left group %d starts with %s; "
+        "show and the events say so" % (gx, got))
+
+
 def main():
     if os.geteuid() != 0:
         skip("the groups test needs root: it creates a user and a group and "
              "runs the daemon as root", root_only=True)
-    for tool in ("useradd", "userdel", "groupadd", "groupdel", "setpriv"):
+    for tool in ("useradd", "userdel", "groupadd", "groupdel", "gpasswd", "setpriv"):
         if subprocess.run(["sh", "-c", "command -v " + tool],
                           capture_output=True).returncode:
             skip("%s is not installed" % tool, root_only=True)
@@ -155,6 +183,7 @@ def main():
         write_meminfo(d.proc_root, total_kb=16 << 20, avail_kb=8 << 20)
         R = Client(d.socket)
         R = check(d, R, u, gx)
+        check_revoked(d, R, u, gx, names[1])
         R.close()
         R = None
         rc = d.stop()

@@ -47,6 +47,6 @@ SL_BIN=$PREFIX/bin sl_start_daemon
 out=$(LD_LIBRARY_PATH=$libdir "$SL_TMP/consumer" "$SOCK") ||
 	fail "consumer failed: $out"
 case $out in
-"version="*" has_sample="[01]) ok "consumer talks to the installed daemon: $out" ;;
+"version="*" has_sample="[01]" job=queued held=1") ok "consumer talks to the installed daemon: $out" ;;
 *) fail "unexpected consumer output: $out" ;;
 esac

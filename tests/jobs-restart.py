@@ -3,6 +3,11 @@ on the same database and state directory, and every job must reach the
 right state with nothing lost or run twice (each job appends its id to a
 start file; the test counts the lines). Then SIGTERM: running jobs are
 left alone and re-adopted by the next daemon.
+
+Then a queue of held jobs with about 1 MiB of environment each: after a
+restart the daemon's peak RSS stays near an empty daemon's (their argv and
+env stay in the store until a job starts or is shown), and `show` still
+gives the whole env.
 """
 
 import os
@@ -37,6 +42,52 @@ def main():
             d.stop(signal.SIGKILL)
         scen.kill_leftovers(d)
         d.cleanup()
+    d = scen.start_daemon()
+    try:
+        d.start()
+        queue_memory(d)
+    except Exception:
+        sys.stderr.write("--- daemon log ---\n%s\n" % d.log_text()[-8000:])
+        raise
+    finally:
+        d.cleanup()
+
+
+def peak_rss_kib(pid: int) -> int:
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM for pid %d" % pid)
+
+
+QUEUED_JOBS = 48
+ENV_ITEMS = 1000  # of 1000 bytes: about 1 MiB a job, 48 MiB in all
+
+
+def queue_memory(d) -> None:
+    c = Client(d.socket)
+    c.call("info")
+    empty_kib = peak_rss_kib(d.proc.pid)
+    env = ["V%04d=%s" % (i, "x" * 994) for i in range(ENV_ITEMS)]
+    ids = [c.call("submit", {"argv": ["true", "a" * 100], "cwd": d.dir, "env": env,
+                             "held": True}, timeout=30)["id"]
+           for _ in range(QUEUED_JOBS)]
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+    d.start()
+    c = Client(d.socket)
+    st = c.call("status")["jobs"]
+    assert sorted(x["id"] for x in st if x["state"] == "queued") == ids, st
+    after_kib = peak_rss_kib(d.proc.pid)
+    j = c.call("show", {"id": ids[-1], "env": True})
+    assert j["env"] == env and j["argv"] == ["true", "a" * 100], j["argv"]
+    c.close()
+    print("ok   restart with %d MiB of queued env: peak RSS %d KiB (an empty daemon's "
+          "%d KiB)" % (QUEUED_JOBS * ENV_ITEMS * 1000 >> 20, after_kib, empty_kib))
+    if os.environ.get("SL_SANITIZE") != "ON":
+        # Read whole at load, the env alone adds its 48 MiB and more.
+        assert after_kib < empty_kib + 16 * 1024, (after_kib, empty_kib)
 
 
 def run(d, m):

@@ -710,6 +710,10 @@ def main():
                                    set(learned) == {"runs", "killed", "footprint_peak_bytes",
                                                     "swap_growth_peak_bytes", "stages"})),
               "show: a documented learned, got %r" % (learned,))
+        # and the groups it started without (none here)
+        dropped = shown.pop("groups_dropped", "absent")
+        check("groups_dropped" in methods["show"] and dropped is None,
+              "show: a documented groups_dropped, null, got %r" % (dropped,))
         check_job(doc, "show with env", shown, with_env=True)
         check(shown.get("env") == env, "show env: the exact environment, got %r" % (shown.get("env"),))
         st = c.call("status", {"all": True, "limit": 5})

@@ -14,6 +14,12 @@ daemon-storage.py leave out:
   umount and fsck, so the daemon is stopped (SIGTERM, exit 0) and started
   again on the repaired file system: every job is accounted for.
 
+- freed: the disk fills while a job waits for memory; memory frees, its
+  admission cannot be written and is undone; the disk is freed and nothing
+  else is asked of the daemon (no submit, no client write): the job is
+  admitted within FREED_BOUND_S of the space coming back, by the daemon's
+  own record of its admission.
+
 Root only (mount). The jobs' state directory stays off the faulty file
 system so that monitors can record statuses (docs/jobs.md).
 """
@@ -38,6 +44,9 @@ _spec.loader.exec_module(scen)
 # From the meminfo write to the job's death: a sample (100 ms), SIGTERM,
 # and the scheduling of a loaded machine. Storage must add nothing.
 KILL_BOUND_S = 1.5
+# From freed space to the admission: the probe of a failing area comes
+# every 2 s (PROBE_EVERY_MS in tick.c), the admission on the next sample.
+FREED_BOUND_S = 5.0
 
 
 def run_cmd(*argv):
@@ -154,6 +163,66 @@ def mode_full(s):
     print("ok   full: breach killed %.0f ms after the rise while storage failed" % (lag * 1000))
 
 
+def freed_attempt(s, c, filler, ran):
+    """Fill the disk, free memory for the queued job and see its admission
+    fail. None when the admission was not what failed first (a batch of
+    samples was due in that very tick: admissions then wait without
+    trying), after clearing the outage again."""
+    d, m = s.d, s.m
+    m.set(free_pct=50)
+    jid = scen.submit(c, d, "echo ran >> %s; exit 0" % ran, wait_free_pct=90)
+    scen.samples(d, 2)
+    assert scen.show(c, jid)["state"] == "queued"
+    fill_fs(filler)
+    m.set(free_pct=95)
+    err = poll(lambda: c.call("info")["storage_error"], timeout=15,
+               what="info to report the storage error")
+    if not err.startswith("job update"):
+        os.unlink(filler)
+        poll(lambda: c.call("info")["storage_error"] is None, timeout=15,
+             what="storage to recover from a samples failure")
+        scen.wait_state(c, jid, "exited")
+        return None
+    assert "full" in err, err
+    return jid
+
+
+def mode_freed(s):
+    d = s.d
+    run_cmd("mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", s.mnt)
+    s.mounted = True
+    d.start()
+    c = Client(d.socket)
+    filler = os.path.join(s.mnt, "filler")
+    for attempt in range(3):
+        ran = os.path.join(d.dir, "freed-%d.ran" % attempt)
+        jid = freed_attempt(s, c, filler, ran)
+        if jid is not None:
+            break
+    else:
+        raise AssertionError("the admission was never the write that failed")
+    # The undone admission is not retried by itself: it stays queued,
+    # whatever else the daemon writes meanwhile.
+    scen.samples(d, 10)
+    assert scen.show(c, jid)["state"] == "queued"
+    os.unlink(filler)
+    freed_ms = int(time.time() * 1000)
+    # Only reads from here on: the daemon finds out by itself.
+    j = scen.wait_state(c, jid, "admitted", "running", "exited",
+                        timeout=FREED_BOUND_S + 5)
+    lag = (j["admitted_at_ms"] - freed_ms) / 1000.0
+    assert lag < FREED_BOUND_S, "admitted %.2fs after the disk was freed" % lag
+    assert c.call("info")["storage_error"] is None
+    scen.wait_state(c, jid, "exited")
+    assert open(ran).read().count("ran") == 1
+    log = d.log_text()
+    assert "storage works again" in log.split("job update")[-1], log[-3000:]
+    c.close()
+    assert d.stop(signal.SIGTERM) == 0
+    assert d.integrity() == "ok", d.integrity()
+    print("ok   freed: admitted %.0f ms after the disk was freed, with no submit" % (lag * 1000))
+
+
 def mode_readonly(s):
     d = s.d
     why = missing_tools("mkfs.ext4", "losetup", "e2fsck")
@@ -218,7 +287,11 @@ def main():
         skip("mounting file systems for the database needs root", root_only=True)
     require_tools("mount", "umount", "sync")
     skipped = []
-    for name, fn in (("full", mode_full), ("readonly", mode_readonly)):
+    modes = (("full", mode_full), ("freed", mode_freed), ("readonly", mode_readonly))
+    only = sys.argv[1:]
+    for name, fn in modes:
+        if only and name not in only:
+            continue
         s = Setup()
         try:
             why = fn(s)

@@ -23,12 +23,12 @@ extern const struct cli_entry cmd_run_entry, cmd_submit_entry;
  * options into spec: returns the index of the job's command in argv, as
  * the operands start there, or cli_parse's error. */
 static int
-parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
+parse(int argc, char **argv, sl_job_spec **spec, int *quiet, char *cause,
       size_t len)
 {
 	const struct cli_entry *e = cli_find_entry(argv[0]);
 	/* cli_parse gathers the operands at the front of its argv: a copy,
-	 * which spec->argv points into afterwards */
+	 * which a.argv points into afterwards */
 	static char *copy[32];
 	static struct cli_args a;
 	struct cli cli;
@@ -41,11 +41,11 @@ parse(int argc, char **argv, struct sl_job_spec *spec, int *quiet, char *cause,
 	rc = cli_parse(e, argc, copy, &cli, &a, cause, len);
 	if (rc < 0)
 		return rc;
-	cli_job_spec(&a, spec);
+	assert_non_null(*spec = cli_job_spec(&a));
 	if (quiet != NULL)
 		*quiet = cli_has(&a, "quiet");
 	for (i = 0; i < argc; i++)
-		if (spec->argv[0] == argv[i])
+		if (a.argv[0] == argv[i])
 			return i;
 	return -1;
 }
@@ -63,36 +63,55 @@ test_job_args(void **state)
 	                "--",          "python",
 	                "gen.py",      "--wait-free",
 	                NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = NULL;
 	char cause[128];
 	int quiet = 0, first;
+	int64_t v;
+	double d;
 
 	first = parse(18, argv, &spec, &quiet, cause, sizeof cause);
 	assert_int_equal(first, 15);
 	assert_string_equal(argv[first], "python");
-	assert_true(fabs(spec.wait_free_pct - 40) < 1e-9);
-	assert_int_equal(spec.swap_budget_bytes, 8LL << 30);
-	assert_int_equal(spec.expect_bytes, 3ULL << 29);
-	assert_int_equal(spec.priority, -5);
-	assert_string_equal(spec.name, "qwen");
-	assert_int_equal(spec.exclusive, 1);
-	assert_int_equal(spec.retry_on_breach, 2);
+	assert_int_equal(sl_job_spec_get_num(spec, "wait_free_pct", &d), 0);
+	assert_true(fabs(d - 40) < 1e-9);
+	assert_int_equal(sl_job_spec_get_int(spec, "swap_budget_bytes", &v), 0);
+	assert_int_equal(v, 8LL << 30);
+	assert_int_equal(sl_job_spec_get_int(spec, "expect_bytes", &v), 0);
+	assert_int_equal(v, 3ULL << 29);
+	assert_int_equal(sl_job_spec_get_int(spec, "priority", &v), 0);
+	assert_int_equal(v, -5);
+	assert_string_equal(sl_job_spec_get_str(spec, "name"), "qwen");
+	assert_int_equal(sl_job_spec_get_int(spec, "exclusive", &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(sl_job_spec_get_int(spec, "retry_on_breach", &v), 0);
+	assert_int_equal(v, 2);
+	assert_string_equal(sl_job_spec_get_strv(spec, "argv", 0), "python");
+	assert_string_equal(sl_job_spec_get_strv(spec, "argv", 2),
+	                    "--wait-free");
 	assert_int_equal(quiet, 1);
+	sl_job_spec_free(spec);
 }
 
 static void
 test_job_args_defaults(void **state)
 {
 	char *argv[] = {"submit", "sleep", "1", NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = NULL;
 	char cause[128];
+	int64_t v;
+	double d;
 
-	/* no "--": the command starts at the first non-option */
+	/* no "--": the command starts at the first non-option; nothing
+	 * else is set, so the daemon's defaults hold */
 	assert_int_equal(parse(3, argv, &spec, NULL, cause, sizeof cause), 1);
-	assert_true(spec.wait_free_pct < 0);
-	assert_true(spec.swap_budget_bytes < 0);
-	assert_int_equal(spec.priority, 0);
-	assert_null(spec.name);
+	assert_int_equal(sl_job_spec_get_num(spec, "wait_free_pct", &d),
+	                 -ENOENT);
+	assert_int_equal(sl_job_spec_get_int(spec, "swap_budget_bytes", &v),
+	                 -ENOENT);
+	assert_int_equal(sl_job_spec_get_int(spec, "priority", &v), -ENOENT);
+	assert_null(sl_job_spec_get_str(spec, "name"));
+	assert_int_equal(cli_spec_budget(spec), -1);
+	sl_job_spec_free(spec);
 }
 
 static void
@@ -105,7 +124,7 @@ test_job_args_errors(void **state)
 	char *unknown[] = {"run", "--bogus", "--", "x", NULL};
 	char *quiet_submit[] = {"submit", "-q", "--", "x", NULL};
 	char *help[] = {"run", "--help", NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = NULL;
 	char cause[128];
 
 	assert_int_equal(parse(5, bad_size, &spec, NULL, cause, sizeof cause),
@@ -388,13 +407,36 @@ test_paragraph(void **state)
 	j.end_detail = "swap grew 9.0G since admission, over its 8.0G budget";
 	text = cli_job_paragraph(&j, 1764480100000, NULL);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana is killed."));
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana was killed."));
 	assert_non_null(strstr(text, "swap budget 8.0G"));
 	assert_non_null(strstr(text, "pid 4242"));
 	assert_non_null(strstr(text, "ran for 1m00s"));
 	assert_non_null(strstr(text, "grew swap past its budget"));
 	assert_non_null(strstr(text, "wait gives 124"));
 	assert_non_null(strstr(text, j.end_detail));
+	free(text);
+
+	/* every ended state in words; a reason in words, or (one newer
+	 * than this client) named as a reason, never "because time_limit" */
+	job(&j, "cancelled");
+	snprintf(j.end_reason, sizeof j.end_reason, "dependency");
+	j.ended_at_ms = 1764480061010;
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana was cancelled."));
+	assert_non_null(
+	    strstr(text, "cancelled because a job it starts after"));
+	free(text);
+	job(&j, "killed");
+	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	j.ended_at_ms = 1764480061010;
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(strstr(text, "killed (end reason: time_limit)"));
+	assert_null(strstr(text, "because"));
+	free(text);
+	job(&j, "exited");
+	j.ended_at_ms = 1764480061010;
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(strstr(text, "Job 3 \"qwen\" of ana has exited."));
 	free(text);
 }
 
@@ -681,6 +723,107 @@ test_no_color(void **state)
 	unsetenv("NO_COLOR");
 }
 
+/* Every command has examples in its --help, and each is a command line
+ * this build's parser accepts as it stands. */
+static void
+test_examples_parse(void **state)
+{
+	char line[256], *argv[32], *save, cause[256];
+	const struct cli_entry *e, *as;
+	const char *ex;
+	struct cli_args a;
+	struct cli cli;
+	size_t i, n;
+	int argc;
+
+	(void)state;
+	for (i = 0; (e = cli_entries[i]) != NULL; i++) {
+		ex = cli_examples(e->name);
+		assert_non_null(ex);
+		for (; *ex != '\0'; ex += n + (ex[n] == '\n')) {
+			n = strcspn(ex, "\n");
+			assert_true(n < sizeof line);
+			snprintf(line, sizeof line, "%.*s", (int)n, ex);
+			argc = 0;
+			for (argv[argc] = strtok_r(line, " ", &save);
+			     argv[argc] != NULL && argc < 31;
+			     argv[argc] = strtok_r(NULL, " ", &save)) {
+				if (argv[argc][0] == '>') /* the shell's */
+					break;
+				argc++;
+			}
+			argv[argc] = NULL;
+			as = cli_find_entry(argv[0]);
+			assert_ptr_equal(as, e);
+			memset(&cli, 0, sizeof cli);
+			if (cli_parse(e, argc, argv, &cli, &a, cause,
+			              sizeof cause) != 0)
+				fail_msg("%s: example '%.*s': %s", e->name,
+				         (int)n, ex, cause);
+		}
+	}
+	assert_string_equal(cli_suggest_command("stauts"), "status");
+	assert_string_equal(cli_suggest_command("sumbit"), "submit");
+	assert_string_equal(cli_suggest_command("hlep"), "help");
+	assert_string_equal(cli_suggest_command("guadr"), "guard");
+	assert_string_equal(cli_suggest_command("stat"), "status");
+	assert_string_equal(cli_suggest_command("complet"), "completions");
+	assert_null(cli_suggest_command("st")); /* status, stage, show */
+	assert_null(cli_suggest_command("bogus"));
+	assert_null(cli_suggest_command("xyz"));
+	assert_null(cli_suggest_command("frobnicate"));
+}
+
+/* A daemon's refusal in the command line's words: options, not wire
+ * names; sizes, not byte counts. */
+static void
+test_daemon_words(void **state)
+{
+	char buf[256];
+
+	(void)state;
+	cli_daemon_words("wait_free_bytes 42949672960 is above the machine's "
+	                 "total memory (25276502016 bytes, 24G): it could "
+	                 "never be free",
+	                 buf, sizeof buf);
+	assert_string_equal(buf, "--wait-free 40G is above the machine's "
+	                         "total memory (24G): it could never be free");
+	cli_daemon_words("expect_bytes 1024 is above x; wait_free_pct 95 is "
+	                 "above the daemon's max_wait_free (90)",
+	                 buf, sizeof buf);
+	assert_string_equal(buf, "--expect 1.0K is above x; --wait-free 95 is "
+	                         "above the daemon's max_wait_free (90)");
+	/* only whole words */
+	cli_daemon_words("my_expect_bytes 3 and expect_bytes_x", buf,
+	                 sizeof buf);
+	assert_string_equal(buf, "my_expect_bytes 3 and expect_bytes_x");
+	cli_daemon_words("no job 99", buf, 4);
+	assert_string_equal(buf, "no ");
+}
+
+/* Not on a terminal: a line when the kind of wait changes, else at most
+ * one a minute; the same line never twice. */
+static void
+test_progress_due(void **state)
+{
+	struct cli_progress p;
+
+	(void)state;
+	memset(&p, 0, sizeof p);
+	assert_int_equal(cli_progress_due(&p, "free", "free 25% < 40%", 0), 1);
+	assert_int_equal(cli_progress_due(&p, "free", "free 26% < 40%", 1000),
+	                 0);
+	assert_int_equal(cli_progress_due(&p, "free", "free 27% < 40%", 59999),
+	                 0);
+	assert_int_equal(
+	    cli_progress_due(&p, "held", "free 27%, held", 60000 - 1), 1);
+	assert_int_equal(cli_progress_due(&p, "after 7", "job 7", 60500), 1);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8", 60600), 1);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8", 200000), 0);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8.", 120599), 0);
+	assert_int_equal(cli_progress_due(&p, "after 8", "job 8.", 120600), 1);
+}
+
 static void
 test_safe(void **state)
 {
@@ -766,6 +909,9 @@ main(void)
 	    cmocka_unit_test(test_meter_due),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_no_color),
+	    cmocka_unit_test(test_examples_parse),
+	    cmocka_unit_test(test_daemon_words),
+	    cmocka_unit_test(test_progress_due),
 	    cmocka_unit_test(test_safe),
 	    cmocka_unit_test(test_print_json),
 	};

@@ -424,7 +424,7 @@ test_calls_and_notifications(void **state)
 	struct sl_notification n;
 	struct sl_job j;
 	struct sl_submitted sub;
-	struct sl_job_spec spec;
+	sl_job_spec *spec = sl_job_spec_new();
 	const char *argv[] = {"python", "gen.py", NULL};
 	const char *env[] = {"A=1", NULL};
 	sl_client *c = sl_client_new();
@@ -464,11 +464,12 @@ test_calls_and_notifications(void **state)
 	assert_false(sl_error_is_connection(SL_E_NOJOB));
 	assert_true(sl_is_connected(c));
 
-	sl_job_spec_init(&spec);
-	spec.argv = argv;
-	spec.env = env;
-	spec.cwd = "/";
-	assert_int_equal(sl_submit(c, &spec, &sub), 0);
+	assert_non_null(spec);
+	assert_int_equal(sl_job_spec_set_strv(spec, "argv", argv), 0);
+	assert_int_equal(sl_job_spec_set_strv(spec, "env", env), 0);
+	assert_int_equal(sl_job_spec_set_str(spec, "cwd", "/"), 0);
+	assert_int_equal(sl_submit(c, spec, &sub), 0);
+	sl_job_spec_free(spec);
 	assert_int_equal(sub.id, 5);
 	assert_int_equal(sub.position, 2);
 	assert_int_equal(sub.queued, 3);
@@ -485,6 +486,30 @@ test_calls_and_notifications(void **state)
 	assert_null(j.cwd);
 	assert_string_equal(j.end_detail, "over budget");
 	assert_int_equal(j.footprint_peak_bytes, 34896609280ULL);
+	/* the same through the accessors, by the Job's names */
+	{
+		int64_t v;
+		char *t;
+
+		assert_string_equal(sl_job_get_str(&j, "state"), "killed");
+		assert_int_equal(sl_job_get_int(&j, "signal", &v), 0);
+		assert_int_equal(v, 15);
+		assert_int_equal(sl_job_get_int(&j, "footprint_peak_bytes", &v),
+		                 0);
+		assert_int_equal(v, 34896609280LL);
+		assert_string_equal(sl_job_get_strv(&j, "argv", 1), "gen.py");
+		assert_null(sl_job_get_strv(&j, "argv", 2));
+		/* null, or not sent: -ENOENT; not a Job member: -EINVAL */
+		assert_int_equal(sl_job_get_int(&j, "exit_code", &v), -ENOENT);
+		assert_int_equal(sl_job_get_int(&j, "held", &v), -ENOENT);
+		assert_null(sl_job_get_str(&j, "cwd"));
+		assert_int_equal(sl_job_get_int(&j, "umask", &v), -EINVAL);
+		assert_int_equal(sl_job_get_int(&j, "no_such", &v), -EINVAL);
+		assert_int_equal(sl_job_get_int(&j, "state", &v), -ENOENT);
+		t = sl_job_get_json(&j, "argv");
+		assert_string_equal(t, "[\"python\",\"gen.py\"]");
+		free(t);
+	}
 	sl_job_clear(&j);
 
 	/* queue (before submit's answer) and breach (after), in order */
@@ -775,7 +800,7 @@ test_caller_errors(void **state)
 	const char *bad_arg[] = {"echo", "caf\xe9", NULL};
 	const char *ok_arg[] = {"true", NULL};
 	const char *bad_env[] = {"GOOD=1", "BAD=\xff", NULL};
-	struct sl_job_spec spec;
+	sl_job_spec *spec = sl_job_spec_new();
 	struct sl_notification n;
 	struct sl_submitted sub;
 	struct sl_job j;
@@ -788,24 +813,26 @@ test_caller_errors(void **state)
 	assert_int_equal(sl_connect(c, sockpath), 0);
 
 	/* bytes the protocol cannot carry: refused, not replaced */
-	sl_job_spec_init(&spec);
-	spec.argv = bad_arg;
-	spec.cwd = "/";
-	spec.env = ok_arg; /* any valid strings */
-	assert_int_equal(sl_submit(c, &spec, &sub), -EINVAL);
+	assert_non_null(spec);
+	assert_int_equal(sl_job_spec_set_strv(spec, "argv", bad_arg), 0);
+	assert_int_equal(sl_job_spec_set_str(spec, "cwd", "/"), 0);
+	/* any valid strings */
+	assert_int_equal(sl_job_spec_set_strv(spec, "env", ok_arg), 0);
+	assert_int_equal(sl_submit(c, spec, &sub), -EINVAL);
 	assert_non_null(strstr(sl_errmsg(c), "argument 1 is not valid UTF-8"));
-	spec.argv = ok_arg;
-	spec.env = bad_env;
-	assert_int_equal(sl_submit(c, &spec, &sub), -EINVAL);
+	assert_int_equal(sl_job_spec_set_strv(spec, "argv", ok_arg), 0);
+	assert_int_equal(sl_job_spec_set_strv(spec, "env", bad_env), 0);
+	assert_int_equal(sl_submit(c, spec, &sub), -EINVAL);
 	assert_non_null(strstr(sl_errmsg(c), "variable BAD is not"));
 	/* a working directory that is gone */
 	snprintf(dir, sizeof dir, "%s/gone", tmpdir);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	assert_int_equal(chdir(dir), 0);
 	assert_int_equal(rmdir(dir), 0);
-	spec.env = NULL;
-	spec.cwd = NULL;
-	assert_int_equal(sl_submit(c, &spec, &sub), -EINVAL);
+	assert_int_equal(sl_job_spec_set_strv(spec, "env", NULL), 0);
+	assert_int_equal(sl_job_spec_set_str(spec, "cwd", NULL), 0);
+	assert_int_equal(sl_submit(c, spec, &sub), -EINVAL);
+	sl_job_spec_free(spec);
 	assert_int_equal(sl_error_is_connection(-EINVAL), 0);
 	assert_int_equal(chdir("/"), 0);
 	/* no method */
@@ -942,6 +969,88 @@ teardown(void **state)
 	return 0;
 }
 
+/* A spec takes each submit parameter by its protocol name, with its type
+ * and range (PROTOCOL.md, submit), and nothing else: the names are
+ * literal here, so a row of proto/job-fields.h that lost its submit cell
+ * fails. */
+static void
+test_spec_setters(void **state)
+{
+	static const char *const ints[] = {"priority",
+	                                   "wait_free_bytes",
+	                                   "swap_budget_bytes",
+	                                   "expect_bytes",
+	                                   "retry_on_breach",
+	                                   "umask",
+	                                   NULL};
+	static const char *const bools[] = {"attached", "exclusive", "held",
+	                                    "after_any", NULL};
+	static const char *const strs[] = {"name", "cwd", "group", "on_end",
+	                                   NULL};
+	const char *argv[] = {"a", "b", NULL};
+	int64_t ids[] = {3, 4}, bad_ids[] = {0}, v;
+	sl_job_spec *s = sl_job_spec_new();
+	double d;
+	size_t i;
+
+	(void)state;
+	assert_non_null(s);
+	for (i = 0; ints[i] != NULL; i++) {
+		assert_int_equal(sl_job_spec_set_int(s, ints[i], 1), 0);
+		assert_int_equal(sl_job_spec_get_int(s, ints[i], &v), 0);
+		assert_int_equal(v, 1);
+		/* another type of the same name: refused */
+		assert_int_equal(sl_job_spec_set_str(s, ints[i], "1"), -EINVAL);
+	}
+	for (i = 0; bools[i] != NULL; i++)
+		assert_int_equal(sl_job_spec_set_bool(s, bools[i], 1), 0);
+	for (i = 0; strs[i] != NULL; i++) {
+		assert_int_equal(sl_job_spec_set_str(s, strs[i], "x"), 0);
+		assert_string_equal(sl_job_spec_get_str(s, strs[i]), "x");
+		assert_int_equal(sl_job_spec_set_str(s, strs[i], NULL), 0);
+		assert_null(sl_job_spec_get_str(s, strs[i]));
+	}
+	assert_int_equal(sl_job_spec_set_num(s, "wait_free_pct", 12.5), 0);
+	assert_int_equal(sl_job_spec_get_num(s, "wait_free_pct", &d), 0);
+	assert_true(d == 12.5);
+	assert_int_equal(sl_job_spec_set_strv(s, "argv", argv), 0);
+	assert_string_equal(sl_job_spec_get_strv(s, "argv", 1), "b");
+	assert_null(sl_job_spec_get_strv(s, "argv", 2));
+	assert_int_equal(sl_job_spec_set_strv(s, "env", argv), 0);
+	assert_int_equal(sl_job_spec_set_ids(s, "after", ids, 2), 0);
+	/* ranges */
+	assert_int_equal(sl_job_spec_set_int(s, "priority", 1001), -ERANGE);
+	assert_int_equal(sl_job_spec_set_int(s, "priority", -1001), -ERANGE);
+	assert_int_equal(sl_job_spec_set_int(s, "retry_on_breach", 101),
+	                 -ERANGE);
+	assert_int_equal(sl_job_spec_set_int(s, "umask", 01000), -ERANGE);
+	assert_int_equal(sl_job_spec_set_int(s, "swap_budget_bytes", -1),
+	                 -ERANGE);
+	assert_int_equal(sl_job_spec_set_num(s, "wait_free_pct", 100.5),
+	                 -ERANGE);
+	assert_int_equal(sl_job_spec_set_ids(s, "after", bad_ids, 1), -ERANGE);
+	/* a refused value leaves the old one */
+	assert_int_equal(sl_job_spec_get_int(s, "priority", &v), 0);
+	assert_int_equal(v, 1);
+	/* names submit does not take */
+	assert_int_equal(sl_job_spec_set_int(s, "attempt", 1), -EINVAL);
+	assert_int_equal(sl_job_spec_set_int(s, "id", 1), -EINVAL);
+	assert_int_equal(sl_job_spec_set_str(s, "end_detail", "x"), -EINVAL);
+	assert_int_equal(sl_job_spec_set_int(s, "no_such", 1), -EINVAL);
+	assert_int_equal(sl_job_spec_set_int(s, NULL, 1), -EINVAL);
+	assert_int_equal(sl_job_spec_get_int(s, "expect_source", &v), -ENOENT);
+	/* update takes only what it changes: refused before anything is
+	 * sent (this client is not even connected) */
+	{
+		sl_client *c = sl_client_new();
+
+		assert_int_equal(sl_update(c, 1, s, NULL), -EINVAL);
+		assert_non_null(strstr(sl_errmsg(c), "update does not change"));
+		sl_client_free(c);
+	}
+	sl_job_spec_free(s);
+}
+
 int
 main(void)
 {
@@ -957,6 +1066,7 @@ main(void)
 	    cmocka_unit_test(test_logs_and_timeout),
 	    cmocka_unit_test(test_logs_callback),
 	    cmocka_unit_test(test_caller_errors),
+	    cmocka_unit_test(test_spec_setters),
 	    cmocka_unit_test(test_send_timeout),
 	    cmocka_unit_test(test_malformed_lists),
 	    cmocka_unit_test(test_error_kinds),

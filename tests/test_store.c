@@ -1880,6 +1880,61 @@ test_health_job_update(void **state)
 	assert_null(store_health(f->s));
 }
 
+/* An update that failed and was undone is never written again: the probe
+ * writes each failing area once writes work, changing nothing, and keeps
+ * the area's own cause while they still fail. */
+static void
+test_health_probe(void **state)
+{
+	struct fixture *f = *state;
+	char jcause[256] = "", ecause[256] = "", scause[256] = "";
+	struct store_event e;
+	struct sys_sample ss;
+	struct job j, *got = NULL;
+	sqlite3 *db;
+
+	assert_int_equal(store_health_probe(NULL), 0);
+	assert_int_equal(store_health_probe(f->s), 0); /* healthy: nothing */
+	fill_job(&j, 0, JOB_QUEUED, 0);
+	assert_int_equal(store_job_insert(f->s, &j, jcause, sizeof jcause), 0);
+	memset(&e, 0, sizeof e);
+	e.kind = "submitted";
+	e.job_id = j.id;
+	e.ts_ms = T0;
+	assert_int_equal(store_event_add(f->s, &e, ecause, sizeof ecause), 0);
+
+	db = lock_writes(f->path);
+	j.state = JOB_ADMITTED;
+	assert_true(store_job_update(f->s, &j, jcause, sizeof jcause) < 0);
+	j.state = JOB_QUEUED; /* undone, as an admission that failed is */
+	e.kind = "admitted";
+	assert_true(store_event_add(f->s, &e, ecause, sizeof ecause) < 0);
+	sample_at(0, &ss);
+	store_add_sample(f->s, &ss);
+	assert_true(store_flush(f->s, scause, sizeof scause) < 0);
+	assert_failing(f->s, 1, 1, 1);
+	/* Still locked: the probe fails, and says nothing new. */
+	assert_int_equal(store_health_probe(f->s), 3);
+	assert_failing(f->s, 1, 1, 1);
+	assert_health(f->s, "job update", jcause);
+	unlock_writes(db);
+
+	/* Writes work: jobs and events clear with no write of their own;
+	 * samples are left to their flush, retried every tick. */
+	assert_int_equal(store_health_probe(f->s), 1);
+	assert_failing(f->s, 1, 0, 0);
+	assert_health(f->s, "samples", scause);
+	flush_ok(f->s);
+	assert_null(store_health(f->s));
+	/* Nothing changed: the job as it was, one event. */
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->state, JOB_QUEUED);
+	job_free(got);
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 1);
+	sqlite3_close(db);
+}
+
 /* Several kinds failing at once: the oldest failure shows, and a kind
  * that works again clears only itself. */
 static void
@@ -2164,6 +2219,7 @@ main(void)
 	    T(test_checkpoint_wal_bounded),
 	    T(test_health_job_update),
 	    T(test_health_oldest_first),
+	    T(test_health_probe),
 	    T(test_usage_and_make_room),
 #undef T
 	};

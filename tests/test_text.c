@@ -250,6 +250,25 @@ test_dup_worst_case(void **state)
 	free(out);
 }
 
+/* The one test of a shell word, shared by the daemon's job command and
+ * stageloadctl show: what pastes back unquoted, and what must be quoted. */
+static void
+test_shell_plain(void **state)
+{
+	static const char *const plain[] = {"python3", "a_b@c%d+e=f:g,h./i-j",
+	                                    "/usr/bin/env", "8G"};
+	static const char *const quoted[] = {"",         "a b", "$HOME", "a'b",
+	                                     "a\"b",     "*",   "~",     "a;b",
+	                                     "\xc3\xa9", "a\nb"};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof plain / sizeof plain[0]; i++)
+		assert_true(proto_shell_plain(plain[i]));
+	for (i = 0; i < sizeof quoted / sizeof quoted[0]; i++)
+		assert_false(proto_shell_plain(quoted[i]));
+}
+
 int
 main(void)
 {
@@ -265,6 +284,7 @@ main(void)
 	    cmocka_unit_test(test_max_chars_and_room),
 	    cmocka_unit_test(test_partial),
 	    cmocka_unit_test(test_dup_worst_case),
+	    cmocka_unit_test(test_shell_plain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,9 @@
 - a job named <script>"\\n and a stage named <b>"dec\\ode are escaped in
   every answer: the page in every window, the JSON API, /metrics;
 - a Host that is not its own gets 421, other paths 404, other methods 405;
+- a second Host header and an unknown `window` get 400; connections that
+  sit idle (all 32 an address may have, on loopback every local user's)
+  are closed within seconds, and the next request is answered;
 - a --listen that is not loopback is refused without --allow-remote;
 - it follows a daemon restart (reconnects, says so on the page and in
   /metrics);
@@ -349,6 +352,40 @@ def check_restart(d, w):
     print("restart: stageload_up 0 while it is down; reconnected and counted")
 
 
+def check_bounds(w):
+    h = "127.0.0.1:%d" % w.port
+    for extra in ("evil.example", h):
+        r = raw_request(w.port, ("GET /metrics HTTP/1.1\r\nHost: %s\r\nHost: %s\r\n"
+                                 "Connection: close\r\n\r\n" % (h, extra)).encode())
+        assert r.startswith(b"HTTP/1.1 400"), (extra, r[:200])
+        assert b"more than one Host" in r, r[:400]
+    for bad in ("bogus", "", "1H"):
+        st, _, body = w.get("/?window=" + bad)
+        assert st == 400, (bad, st)
+        assert "window is one of 15m 1h 24h 7d" in body, body[:200]
+    # Idle connections, as many as an address may have: each is closed by
+    # the server, and a request after them is answered.
+    idle = [socket.create_connection(("127.0.0.1", w.port), timeout=10) for _ in range(32)]
+    t0 = time.monotonic()
+    try:
+        for s in idle:
+            s.settimeout(max(0.1, t0 + 8 - time.monotonic()))
+            try:
+                assert s.recv(1) == b"", "an idle connection was sent something"
+            except socket.timeout:
+                raise AssertionError("an idle connection still open after 8 s")
+            except ConnectionResetError:
+                pass
+        closed_s = time.monotonic() - t0
+    finally:
+        for s in idle:
+            s.close()
+    st, _, _ = w.get("/metrics")
+    assert st == 200, st
+    print("bounds: 400 for a second Host and an unknown window; 32 idle connections "
+          "closed after %.1f s, then answered" % closed_s)
+
+
 def main():
     d = daemon()
     try:
@@ -360,6 +397,7 @@ def main():
             check_api(d, w, ids)
             check_escaping(d, w, ids)
             check_front(w)
+            check_bounds(w)
             check_queue_rows(d, w, ids)
             check_listen(d)
             check_restart(d, w)

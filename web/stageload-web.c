@@ -23,6 +23,11 @@
 #include "web.h"
 
 #define WEB_MAX_HOSTS 12
+/* Seconds a connection may sit with nothing read or written. On loopback
+ * every local user is the same address, so the per-address limit cannot
+ * keep one user from holding the others' connections open: a short idle
+ * time frees them. A browser's keep-alive just connects again. */
+#define WEB_IDLE_TIMEOUT_S 3
 
 struct web {
 	struct web_daemon wd;
@@ -139,6 +144,28 @@ host_ok(const struct web *w, const char *host)
 	return 0;
 }
 
+static enum MHD_Result
+host_count_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+              const char *value)
+{
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		(*(int *)cls)++;
+	return MHD_YES;
+}
+
+/* How many Host headers the request has: a second one, which a proxy in
+ * front may read instead of the first, is refused rather than guessed. */
+static int
+host_count(struct MHD_Connection *conn)
+{
+	int n = 0;
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, host_count_cb, &n);
+	return n;
+}
+
 static const char *
 conn_arg(void *ctx, const char *name)
 {
@@ -245,6 +272,10 @@ web_handle(void *cls, struct MHD_Connection *conn, const char *url,
 	(void)req_cls;
 	/* Before anything else: a page elsewhere that got this address for
 	 * its own name (DNS rebinding) sends its own name as Host. */
+	if (host_count(conn) > 1)
+		return text_answer(conn, 400,
+		                   "400 bad request: more than one Host "
+		                   "header\n");
 	if (!host_ok(w, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 	                                            MHD_HTTP_HEADER_HOST)))
 		return text_answer(conn, 421,
@@ -370,7 +401,7 @@ main(int argc, char **argv)
 	    0, NULL, NULL, web_handle, &w, MHD_OPTION_SOCK_ADDR, &ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)32,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)15,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)WEB_IDLE_TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
 	if (d == NULL) {
 		fprintf(stderr, "stageload-web: cannot listen on %s: %s\n",

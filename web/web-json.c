@@ -8,46 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job-fields.h"
 #include "web.h"
 
-static const char *const job_members[] = {
-    "id",
-    "user",
-    "uid",
-    "name",
-    "state",
-    "attached",
-    "priority",
-    "wait_free_pct",
-    "wait_free_bytes",
-    "swap_budget_bytes",
-    "expect_bytes",
-    "expect_source",
-    "expect_runs",
-    "name_given",
-    "exclusive",
-    "retry_on_breach",
-    "attempt",
-    "after_any",
-    "held",
-    "group",
-    "position",
-    "waiting_for",
-    "submitted_at_ms",
-    "admitted_at_ms",
-    "started_at_ms",
-    "ended_at_ms",
-    "pid",
-    "footprint_bytes",
-    "footprint_peak_bytes",
-    "swap_growth_bytes",
-    "swap_growth_peak_bytes",
-    "job_swap_bytes",
-    "exit_code",
-    "signal",
-    "end_reason",
-    NULL,
-};
+/* The Job's members proto/job-fields.h marks W_YES, in its order: scalars
+ * copied as they come. after and kill (W_SPECIAL) are copied below by
+ * their own members; W_NO is never shown. tests/test_fields.c holds the
+ * literal list of what may come out. */
+#define WEB_W_YES(w) w,
+#define WEB_W_SPECIAL(w)
+#define WEB_W_NO(w)
+#define WEB_FIELD(m, w, store, col, job, vis, submit, upd, lo, hi, unit, web)  \
+	WEB_##web(w)
+static const char *const job_members[] = {JOB_FIELDS(WEB_FIELD) NULL};
 
 /* The numbers of a breach kill (PROTOCOL.md, Job: kill). */
 static const char *const kill_members[] = {

@@ -638,10 +638,21 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 	size_t w = 1, i;
 	int64_t t0, t1;
 
-	*type = "text/html; charset=utf-8";
 	for (i = 0; warg != NULL && i < NWINDOWS; i++)
 		if (strcmp(warg, windows[i].arg) == 0)
-			w = i;
+			break;
+	if (warg != NULL && i == NWINDOWS) {
+		/* A window the page does not have is not shown as another. */
+		*type = "text/plain; charset=utf-8";
+		svgp_puts(b, "400 bad request: window is one of");
+		for (i = 0; i < NWINDOWS; i++)
+			svgp_printf(b, " %s", windows[i].arg);
+		svgp_puts(b, "\n");
+		return 400;
+	}
+	if (warg != NULL)
+		w = i;
+	*type = "text/html; charset=utf-8";
 	t1 = web_now_ms();
 	t0 = t1 - windows[w].span_ms;
 	web_snap_take(wd, WEB_SNAP_JOBS | WEB_SNAP_ENDED | WEB_SNAP_EVENTS, t0,

@@ -1,7 +1,7 @@
 """stageload from inside a Python process: a client of stageloadd's
 protocol, guard() for the current process, MemoryMeter traces and stage
-reports; staging of big models (release, StagedModels, on_call, stand_in:
-torch is imported only when release() runs). Standard library only.
+reports; staging of big models (release, StagedModels and attach, on_call,
+stand_in: torch is imported only when release() runs). Standard library only.
 docs/python.md is the manual."""
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from .units import format_size, parse_size
 
 __version__ = "0.1.0"
 
-__all__ = ["Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun", "JobTerminated",
-           "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess", "PermissionDenied",
-           "StageloadError", "StagedModels", "SwapBudgetExceeded", "UntrustedSocket",
+__all__ = ["Attachment", "Client", "ConnectionLost", "DaemonNotRunning", "JobNotRun",
+           "JobTerminated", "LimitReached", "MemoryMeter", "NoSuchJob", "NoSuchProcess",
+           "NotLoaded", "PermissionDenied", "ReleaseWarning", "Released", "StageloadError",
+           "StagedModels", "SwapBudgetExceeded", "UnknownName", "UntrustedSocket",
            "WrongState", "check_peer", "check_socket", "format_size", "guard", "on_call",
            "parse_size", "release", "socket_path", "stage", "stand_in", "trace"]
 
-_STAGING = ("StagedModels", "StandIn", "CallHook", "NotLoaded", "UnknownName", "on_call",
-            "release", "stand_in")
+_STAGING = ("StagedModels", "StandIn", "CallHook", "Attachment", "NotLoaded", "Released",
+            "ReleaseWarning", "UnknownName", "on_call", "release", "stand_in")
 
 
 def __getattr__(name: str) -> Any:

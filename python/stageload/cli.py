@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from . import __version__
 from .client import E_PERM, Client, ConnectionLost, DaemonNotRunning, StageloadError
 from .guard import JobNotRun, QueueLine, wait_admitted
 from .units import format_size, parse_size
@@ -48,21 +50,64 @@ class _Interrupted(Exception):
         self.sig = sig
 
 
+# A size option given as a bare number below this (other than 0) is
+# refused with a suggestion, as stageloadctl does (docs/units.md).
+SIZE_BARE_MIN = 1 << 20
+
+
 def _size_arg(v: str) -> int:
     try:
-        return parse_size(v)
+        n = parse_size(v)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e))
+    if 0 < n < SIZE_BARE_MIN and v.isdigit():
+        raise argparse.ArgumentTypeError(
+            "%s is %s bytes: did you mean %s%s? (write %sB for bytes)"
+            % (v, v, v, "G" if n < 1024 else "M", v))
+    return n
 
 
-def _pct_arg(v: str) -> float:
+def _free_arg(v: str) -> "tuple[Optional[float], Optional[int]]":
+    """--wait-free as stageloadctl reads it: a plain number is a
+    percentage (40, 40%, 37.5); a size has its unit (30G: that much
+    available). (pct, None) or (None, bytes)."""
     try:
-        f = float(v.rstrip("%"))
+        f = float(v[:-1] if v.endswith("%") else v)
     except ValueError:
-        raise argparse.ArgumentTypeError("bad percentage %r" % v)
-    if not 0 <= f <= 100:
-        raise argparse.ArgumentTypeError("a percentage is 0-100")
-    return f
+        f = None
+    if f is not None and v.strip() == v and "e" not in v.lower():
+        if not 0 <= f <= 100:
+            raise argparse.ArgumentTypeError(
+                "%s: a percentage is 0 to 100 (40, 40%%, 37.5), a size has a unit (30G)" % v)
+        return f, None
+    if any(u in v for u in "KMGTkmgt"):
+        try:
+            return None, parse_size(v)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(
+        "%r is neither a percentage from 0 to 100 (40, 40%%, 37.5) nor a size (30G)" % v)
+
+
+# The wire names of job options a daemon's refusal may use, and the
+# console's options that set them (stageloadctl maps them the same way).
+_WIRE_WORDS = (("wait_free_bytes", "--wait-free", True),
+               ("swap_budget_bytes", "--swap-budget", True),
+               ("expect_bytes", "--expect", True),
+               ("wait_free_pct", "--wait-free", False),
+               ("retry_on_breach", "--retry-on-breach", False))
+
+
+def daemon_words(msg: str) -> str:
+    """A daemon's message in the console's words: option names for wire
+    names, sizes for byte counts ("wait_free_bytes 42949672960 ...
+    (25276502016 bytes, 24G)" reads "--wait-free 40G ... (24G)")."""
+    for wire, opt, sized in _WIRE_WORDS:
+        if sized:
+            msg = re.sub(r"(?<![\w])%s (\d+)(?![\w])" % wire,
+                         lambda m, o=opt: "%s %s" % (o, format_size(int(m.group(1)))), msg)
+        msg = re.sub(r"(?<![\w])%s(?![\w])" % wire, opt, msg)
+    return re.sub(r"\((\d+) bytes, ", "(", msg)
 
 
 def _split_command(argv: Sequence[str]) -> "tuple[List[str], List[str]]":
@@ -106,6 +151,35 @@ def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
     return pid, w
 
 
+def _exec_check(path: str) -> int:
+    """0 when path is a regular file this process may execute, else
+    EXIT_JOB_NOTFOUND (nothing there, or not a file) or EXIT_JOB_CANNOTRUN."""
+    if not os.path.isfile(path):
+        return EXIT_JOB_NOTFOUND
+    return 0 if os.access(path, os.X_OK) else EXIT_JOB_CANNOTRUN
+
+
+def which(cmd: str, path_env: Optional[str] = None) -> int:
+    """Find cmd as execvp will in the job (a name with a slash as it is,
+    else along PATH, an empty element meaning the current directory):
+    0 when found, EXIT_JOB_CANNOTRUN when only files that may not be
+    executed were found, else EXIT_JOB_NOTFOUND."""
+    if not cmd:
+        return EXIT_JOB_NOTFOUND
+    if "/" in cmd:
+        return _exec_check(cmd)
+    if path_env is None:
+        path_env = os.environ.get("PATH", os.defpath)
+    best = EXIT_JOB_NOTFOUND
+    for d in path_env.split(":"):
+        rc = _exec_check(os.path.join(d or ".", cmd))
+        if rc == 0:
+            return 0
+        if rc == EXIT_JOB_CANNOTRUN:
+            best = rc
+    return best
+
+
 def _foreground_tty() -> bool:
     try:
         return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
@@ -138,6 +212,14 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
     if not command:
         _err("guard: no command given (stageload guard [options] -- CMD [ARGS...])")
         return EXIT_USAGE
+    # A mistyped command fails now, not after its whole turn in the queue
+    # with a job left behind (stageloadctl run does the same).
+    rc = which(command[0])
+    if rc != 0:
+        _err("cannot run %s: %s (no job was queued)" % (
+            command[0], "command not found" if rc == EXIT_JOB_NOTFOUND
+            else "permission denied"))
+        return rc
     try:
         c = Client(args.socket)
     except DaemonNotRunning as e:
@@ -147,21 +229,35 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
         _err(str(e))
         return EXIT_UNAVAILABLE
     line = QueueLine(args.quiet)
+    wait_free = args.wait_free or (None, None)
     interrupted: List[int] = []
 
     def on_wait_signal(sig: int, frame: Any) -> None:
         raise _Interrupted(sig)
 
+    # What can be checked here is a usage error in the console's words
+    # (exit 2), as stageloadctl does: a size that could never be free.
+    if wait_free[1]:
+        try:
+            total = int((c.info().get("sample") or {}).get("total_bytes") or 0)
+        except (StageloadError, OSError):
+            total = 0
+        if total and wait_free[1] > total:
+            _err("guard: --wait-free %s is above the machine's total memory (%s): it "
+                 "could never be free" % (format_size(wait_free[1]), format_size(total)))
+            c.close()
+            return EXIT_USAGE
     old = {s: signal.signal(s, on_wait_signal) for s in FORWARDED}
     try:
         try:
             sub = c.submit(command, attached=True, name=args.name,
-                           wait_free_pct=args.wait_free, swap_budget=args.swap_budget,
+                           wait_free_pct=wait_free[0], wait_free_bytes=wait_free[1],
+                           swap_budget=args.swap_budget,
                            expect=args.expect, priority=args.priority,
                            exclusive=args.exclusive or None,
                            retry_on_breach=args.retry_on_breach)
         except StageloadError as e:
-            _err(e.message)
+            _err(daemon_words(e.message))
             if isinstance(e, ConnectionLost):
                 return EXIT_UNAVAILABLE
             return EXIT_NOPERM if e.code == E_PERM else EXIT_JOB_NOTRUN
@@ -170,7 +266,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
             for s in FORWARDED:
                 signal.signal(s, on_wait_signal)
             try:
-                wait_admitted(c, job_id, line)
+                wait_admitted(c, job_id, line, wait_free[1] or 0)
             except _Interrupted as i:
                 try:
                     c.cancel(job_id)
@@ -314,28 +410,52 @@ def cmd_stage(args: argparse.Namespace, rest: List[str]) -> int:
     return EXIT_OK
 
 
+_GUARD_EXAMPLES = """examples:
+  stageload guard --wait-free 40 --swap-budget 8G -- python generate.py
+  stageload guard --wait-free 30G --expect 20G --name qwen -- python serve.py
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stageload", description=(
         "stageload from Python: run a command as a guarded job, or meter it."))
+    p.add_argument("--version", action="version", version="stageload " + __version__)
     p.add_argument("--socket", help="the daemon's socket (default: $STAGELOAD_SOCKET, "
                    "then /var/run/stageload.sock, then the per-user one)")
     sub = p.add_subparsers(dest="command")
     g = sub.add_parser("guard", aliases=["run"], help="wait for admission, run CMD, exit "
-                       "with its status (as stageloadctl guard)")
-    g.add_argument("--wait-free", type=_pct_arg, metavar="PCT")
-    g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE")
-    g.add_argument("--expect", type=_size_arg, metavar="SIZE")
-    g.add_argument("--priority", type=int, metavar="N")
-    g.add_argument("--name")
-    g.add_argument("--exclusive", action="store_true")
-    g.add_argument("--retry-on-breach", type=int, metavar="N")
-    g.add_argument("-q", "--quiet", action="store_true")
-    m = sub.add_parser("meter", help="run CMD and write a JSONL trace of its memory")
-    m.add_argument("--out", required=True, metavar="FILE")
-    m.add_argument("--interval", type=float, default=0.5, metavar="S")
-    m.add_argument("--source", choices=("auto", "daemon", "local"), default="auto")
+                       "with its status (as stageloadctl guard)",
+                       usage="stageload guard [options] -- CMD [ARGS...]",
+                       epilog=_GUARD_EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("--wait-free", type=_free_arg, metavar="PCT|SIZE",
+                   help="start only when free memory is >= PCT%%, or (a size, 30G) when "
+                   "that much is available")
+    g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE",
+                   help="kill it when swap grows by more than SIZE (0: none; default: "
+                   "the daemon's)")
+    g.add_argument("--expect", type=_size_arg, metavar="SIZE",
+                   help="memory it will use: held back from others until reached")
+    g.add_argument("--priority", type=int, metavar="N",
+                   help="-1000..1000, higher runs first (default 0; above 0: root and "
+                   "the daemon's admin_group only)")
+    g.add_argument("--name", help="a label (default: the command's name)")
+    g.add_argument("--exclusive", action="store_true",
+                   help="run only when no other job runs")
+    g.add_argument("--retry-on-breach", type=int, metavar="N",
+                   help="requeue up to N times after a breach")
+    g.add_argument("-q", "--quiet", action="store_true", help="no queue status on stderr")
+    m = sub.add_parser("meter", help="run CMD and write a JSONL trace of its memory",
+                       usage="stageload meter --out FILE [options] -- CMD [ARGS...]")
+    m.add_argument("--out", required=True, metavar="FILE", help="the trace to write (JSONL)")
+    m.add_argument("--interval", type=float, default=0.5, metavar="S",
+                   help="seconds between samples (default 0.5)")
+    m.add_argument("--source", choices=("auto", "daemon", "local"), default="auto",
+                   help="where samples come from: the daemon, this process's own "
+                   "reading of the system (local), or auto (default): the daemon when "
+                   "it answers and the interval allows")
     s = sub.add_parser("stage", help="inside a job: say it entered stage NAME")
-    s.add_argument("name")
+    s.add_argument("name", help="the stage's name (load, warmup, generate, ...)")
     return p
 
 
@@ -343,7 +463,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     opts, command = _split_command(sys.argv[1:] if argv is None else argv)
     p = parser()
     try:
-        args = p.parse_args(opts)
+        args, extra = p.parse_known_args(opts)
+        if extra:
+            # The usual slip: the command's words taken for options
+            # because the `--` before them is missing.
+            hint = ""
+            if args.command in ("guard", "run", "meter") and not extra[0].startswith("-"):
+                hint = " (the command goes after --: stageload %s [options] -- %s)" % (
+                    args.command, " ".join(extra))
+            p.error("unrecognized arguments: %s%s" % (" ".join(extra), hint))
     except SystemExit as e:
         return EXIT_USAGE if e.code else EXIT_OK
     if args.command in ("guard", "run"):

@@ -27,6 +27,7 @@ import weakref
 from typing import (Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple,
                     Union)
 
+from .job_fields import SUBMIT_PARAMS
 from .units import parse_size
 
 SYSTEM_SOCKET = "/var/run/stageload.sock"
@@ -83,7 +84,7 @@ class DaemonNotRunning(StageloadError):
     """Nothing answers at the socket: path is where it was looked for."""
 
     def __init__(self, path: str, why: str = "") -> None:
-        msg = "daemon not running at %s (start it with: stageloadd)" % path
+        msg = "daemon not running at %s (start it with: %s)" % (path, start_hint(path))
         if why:
             msg += ": " + why
         super().__init__(0, msg)
@@ -157,6 +158,19 @@ def _resolve_socket(explicit: Optional[str]) -> Tuple[str, str]:
     if os.path.exists(SYSTEM_SOCKET):
         return SYSTEM_SOCKET, "system"
     return _user_socket(os.environ.get("XDG_RUNTIME_DIR", ""), _home(), os.getuid())
+
+
+def start_hint(path: str) -> str:
+    """How to start a daemon on path, as the C library says it: a plain
+    stageloadd where it would listen there on its own (root's is the
+    system socket, anyone else's the per-user one), else with --socket."""
+    root = os.geteuid() == 0
+    if path == SYSTEM_SOCKET:
+        return "stageloadd" if root else "stageloadd, as root"
+    if not root and path == _user_socket(os.environ.get("XDG_RUNTIME_DIR", ""), _home(),
+                                         os.getuid())[0]:
+        return "stageloadd"
+    return "stageloadd --socket %s" % path
 
 
 def socket_path(explicit: Optional[str] = None) -> str:
@@ -524,18 +538,22 @@ class Client:
                expect: Union[int, str, None] = None, exclusive: Optional[bool] = None,
                retry_on_breach: Optional[int] = None,
                umask: Optional[int] = None,
-               wait_free_bytes: Union[int, str, None] = None,
-               after: Optional[Sequence[int]] = None, after_any: Optional[bool] = None,
-               held: Optional[bool] = None, group: Optional[str] = None,
-               on_end: Optional[str] = None) -> Dict[str, Any]:
+               wait_free: Union[int, str, None] = None,
+               **options: Any) -> Dict[str, Any]:
         """Queue a job. cwd defaults to the current directory; a detached
         job's env to this process's environment and its umask to this
-        process's. Sizes take bytes or "8G". wait_free_bytes: wait, besides,
-        until that much memory is available; after: job ids it starts after
-        (once they exited 0, or ended at all with after_any); held: queued
-        held until release(); group: its group (the daemon's
-        group.NAME.max_running); on_end: a command run once a detached job
-        has ended (PROTOCOL.md, submit)."""
+        process's. Sizes take bytes or "8G": swap_budget, expect, and
+        wait_free (wait_free_bytes: start only when that much memory is
+        available). options: every other submit parameter of the protocol
+        by its name (job_fields.SUBMIT_PARAMS, from the daemon's table; a
+        size takes "8G" too): after=[ids], held=True, group="g",
+        on_end="cmd", ..."""
+        params: Dict[str, Any] = {}
+        for k, v in options.items():
+            param = SUBMIT_PARAMS.get(k)
+            if param is None:
+                raise TypeError("submit() got an unexpected keyword argument %r" % k)
+            params[k] = _size(v) if param.unit == "size" else v
         if cwd is None:
             cwd = os.getcwd()
         if env is None and not attached:
@@ -545,15 +563,18 @@ class Client:
         if umask is None and not attached:
             umask = os.umask(0o077)
             os.umask(umask)
-        return self.call("submit", argv=list(argv), cwd=cwd,
-                         env=list(env) if env is not None else None,
-                         attached=attached or None, name=name, priority=priority,
-                         wait_free_pct=wait_free_pct, swap_budget_bytes=_size(swap_budget),
-                         expect_bytes=_size(expect), exclusive=exclusive,
-                         retry_on_breach=retry_on_breach, umask=umask,
-                         wait_free_bytes=_size(wait_free_bytes),
-                         after=list(after) if after is not None else None,
-                         after_any=after_any, held=held, group=group, on_end=on_end)
+        given = dict(argv=list(argv), cwd=cwd,
+                     env=list(env) if env is not None else None,
+                     attached=attached or None, name=name, priority=priority,
+                     wait_free_pct=wait_free_pct, swap_budget_bytes=_size(swap_budget),
+                     expect_bytes=_size(expect), exclusive=exclusive,
+                     retry_on_breach=retry_on_breach, umask=umask,
+                     wait_free_bytes=_size(wait_free))
+        for k in params:
+            if given.get(k) is not None:
+                raise TypeError("submit() got %s twice" % k)
+            given[k] = params[k]
+        return self.call("submit", **given)
 
     def job_pid(self, id: int, pid: int, tree: Optional[bool] = None) -> Dict[str, Any]:
         """tree: follow pid and its descendants only, never its process

@@ -90,13 +90,33 @@ WAIT_LINES: Dict[str, str] = {
     "client": "free %f, waiting for its stageloadctl to come back",
     "held": "free %f, held: stageloadctl release %i",
     "after": "free %f, waiting for job %a to end",
-    "group": "free %f, its group runs as many jobs as it may",
+    "group": "free %f, its group (or its user's share of it) is full",
 }
 
 
+def size_compare(available: int, want: int) -> str:
+    """"8.1G < 30G": available memory against a --wait-free SIZE, never
+    "30G < 30G" (the available size cut, not rounded, to stay below)."""
+    have, w = format_size(available), format_size(want)
+    below = available < want
+    if below and have == w and w[-1] in "KMGTPE":
+        scale = 1024 ** ("KMGTPE".index(w[-1]) + 1)
+        v = available / scale
+        for d in (1, 2, 3):
+            cut = math.floor(v * 10 ** d) / 10 ** d
+            if cut < float(w[:-1]):
+                break
+        have = "%.*f%s" % (d, cut, w[-1])
+    return "%s %s %s" % (have, "<" if below else ">=", w)
+
+
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
-               waiting_for: Optional[str], job_id: int = 0) -> str:
-    """The line `stageloadctl run` shows while a job waits."""
+               waiting_for: Optional[str], wait_free_bytes: int = 0,
+               total_bytes: int = 0, job_id: int = 0) -> str:
+    """The line `stageloadctl run` shows while a job waits; with
+    wait_free_bytes (a --wait-free SIZE) and the machine's total_bytes, the
+    free memory as a size against it; job_id names the release of a held
+    job."""
     s = "queued: position %d of %d, " % (position, of)
     why = waiting_for or "free"
     name, _, after = why.partition(" ")
@@ -107,8 +127,18 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
         # a waiting_for this package does not know (PROTOCOL.md: "other")
         return s + "free %.0f%%, waiting (other: %s)" % (free_pct, why)
     want = ("%.2f" % wait_free_pct).rstrip("0").rstrip(".")
-    words = {"F": pct_compare(free_pct, wait_free_pct), "f": "%.0f%%" % free_pct,
-             "w": want + "%", "R": "memory", "a": after,
+    compare = pct_compare(free_pct, wait_free_pct)
+    if wait_free_bytes > 0:
+        want = format_size(wait_free_bytes)
+        available = int(free_pct / 100 * total_bytes)
+        if not total_bytes:
+            compare = "below " + want
+        elif not (wait_free_pct > 0 and available >= wait_free_bytes):
+            compare = size_compare(available, wait_free_bytes)
+    else:
+        want += "%"
+    words = {"F": compare, "f": "%.0f%%" % free_pct,
+             "w": want, "R": "memory", "a": after,
              "i": str(job_id) if job_id > 0 else "ID"}
     out, i = [], 0
     while i < len(tmpl):
@@ -121,19 +151,33 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
     return s + "".join(out)
 
 
+# Not on a terminal, a line whose wait is of the same kind as the last one
+# printed (only its numbers moved) waits this long after it.
+PROGRESS_QUIET_S = 60.0
+
+
 class QueueLine:
-    """The queue line on stderr: redrawn in place on a terminal, one line a
-    change otherwise."""
+    """The queue line on stderr: redrawn in place on a terminal; otherwise
+    a line when what the job waits for changes (the waiting_for kind, or
+    the job it waits behind), else at most one a minute, as stageloadctl
+    does."""
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.last = ""
         self.open = False
+        self.key: Optional[str] = None
+        self.at = 0.0
 
-    def show(self, text: str) -> None:
+    def show(self, text: str, key: Optional[str] = None) -> None:
         if self.quiet or text == self.last:
             return
+        if not self.tty:
+            now = time.monotonic()
+            if self.last and key == self.key and now - self.at < PROGRESS_QUIET_S:
+                return
+            self.key, self.at = key, now
         self.last = text
         if self.tty:
             sys.stderr.write("\r\033[K" + text)
@@ -150,9 +194,14 @@ class QueueLine:
         self.last = ""
 
 
-def wait_admitted(client: Client, job_id: int, line: QueueLine) -> int:
+def wait_admitted(client: Client, job_id: int, line: QueueLine,
+                  wait_free_bytes: int = 0) -> int:
     """Read notifications until job_id is admitted; its attempt. JobNotRun
-    when it ends first."""
+    when it ends first. wait_free_bytes: the job waits for that much
+    memory available (the line says it as a size)."""
+    total = 0
+    if wait_free_bytes:
+        total = int((client.info().get("sample") or {}).get("total_bytes") or 0)
     try:
         while True:
             n = client.next_notification()
@@ -164,7 +213,9 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine) -> int:
             if m == "queue":
                 line.show(queue_line(p.get("position", 0), p.get("of", 0),
                                      p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
-                                     p.get("waiting_for"), job_id))
+                                     p.get("waiting_for"), wait_free_bytes, total,
+                                     job_id),
+                          p.get("waiting_for") or "free")
             elif m == "admitted":
                 return int(p.get("attempt", 1))
             elif m == "ended":

@@ -30,10 +30,34 @@ from .client import Client, DaemonNotRunning, StageloadError
 
 _meters: "weakref.WeakSet[MemoryMeter]" = weakref.WeakSet()
 
+# Loads in progress (StagedModels): while above 0 the local sampler samples
+# at FAST_INTERVAL, so a line's footprint_peak_bytes catches a load's peak
+# whatever the interval.
+_loads = 0
+_loads_lock = threading.Lock()
+FAST_INTERVAL = 0.05
+
 
 def _mark_all(name: Optional[str]) -> None:
     for m in list(_meters):
         m._stage = name
+
+
+def loading(begins: bool) -> None:
+    """A load begins (True) or ends (False): see _loads."""
+    global _loads
+    with _loads_lock:
+        _loads = max(0, _loads + (1 if begins else -1))
+
+
+def note_footprint(fp: int) -> None:
+    """A footprint of this process sampled elsewhere (a load's watch): it
+    counts toward the next line's footprint_peak_bytes of every running
+    meter of this process."""
+    pid = os.getpid()
+    for m in list(_meters):
+        if m.pid == pid:
+            m._note_peak(fp)
 
 
 def _now_ms() -> int:
@@ -84,7 +108,19 @@ class LinuxSampler:
             pass
         return {"free_pct": 100.0 * avail / total if total else 0.0,
                 "swap_used_bytes": max(0, info.get("SwapTotal", 0) - info.get("SwapFree", 0)),
-                "pressure": pressure}
+                "pressure": pressure, "total_bytes": total, "available_bytes": avail}
+
+    def footprint(self, pid: int) -> Optional[int]:
+        """RssAnon + RssShmem of pid alone (no walk of the tree)."""
+        try:
+            with open(os.path.join(self.proc, str(pid), "status")) as f:
+                fp = None
+                for line in f:
+                    if line.startswith("RssAnon:") or line.startswith("RssShmem:"):
+                        fp = (fp or 0) + int(line.split()[1]) * 1024
+                return fp
+        except (OSError, ValueError, IndexError):
+            return None
 
     def _children(self) -> Dict[int, List[int]]:
         kids: Dict[int, List[int]] = {}
@@ -167,8 +203,17 @@ class DarwinSampler:
         level = self._sysctl("kern.memorystatus_level", ctypes.c_int).value
         swap = self._sysctl("vm.swapusage", self._XswUsage).xsu_used
         p = self._sysctl("kern.memorystatus_vm_pressure_level", ctypes.c_int).value
+        total = int(self._sysctl("hw.memsize", ctypes.c_uint64).value)
         return {"free_pct": float(level), "swap_used_bytes": int(swap),
-                "pressure": {1: "normal", 2: "warn", 4: "critical"}.get(p, "unknown")}
+                "pressure": {1: "normal", 2: "warn", 4: "critical"}.get(p, "unknown"),
+                "total_bytes": total, "available_bytes": total * level // 100}
+
+    def footprint(self, pid: int) -> Optional[int]:
+        """ri_phys_footprint of pid alone."""
+        ru = self._RusageV2()
+        if self.libproc.proc_pid_rusage(pid, self.RUSAGE_INFO_V2, ctypes.byref(ru)) != 0:
+            return None
+        return int(getattr(ru, self.PHYS_FOOTPRINT_FIELD))
 
     def _pids(self) -> List[int]:
         n = self.libproc.proc_listallpids(None, 0)
@@ -210,6 +255,32 @@ def local_sampler() -> Any:
     return LinuxSampler()
 
 
+_own_sampler: Any = None
+
+
+def own_sampler() -> Any:
+    """One local sampler for this process's own use (StagedModels)."""
+    global _own_sampler
+    if _own_sampler is None:
+        _own_sampler = local_sampler()
+    return _own_sampler
+
+
+def process_footprint(pid: Optional[int] = None) -> Optional[int]:
+    """The footprint of one process (default this one), as the daemon
+    counts it; None when it cannot be read."""
+    try:
+        return own_sampler().footprint(os.getpid() if pid is None else pid)
+    except OSError:
+        return None
+
+
+def system_memory() -> Dict[str, Any]:
+    """The system now: total_bytes, available_bytes, swap_used_bytes,
+    pressure (and free_pct), with the daemon's definitions."""
+    return own_sampler().system()
+
+
 class MemoryMeter:
     """Writes a trace to path (see the module's doc). pid: the tree to
     meter (default this process). source: "auto" (the daemon when it
@@ -234,6 +305,7 @@ class MemoryMeter:
         self._stop = threading.Event()
         self._client: Optional[Client] = None
         self._lock = threading.Lock()
+        self._peak: Optional[int] = None  # the highest footprint since the last line
         self.error: Optional[BaseException] = None
 
     def mark(self, stage: Optional[str]) -> None:
@@ -308,11 +380,22 @@ class MemoryMeter:
             self._out.write(json.dumps(obj, separators=(",", ":")) + "\n")
             self._out.flush()
 
+    def _note_peak(self, fp: Optional[int]) -> None:
+        if fp is None:
+            return
+        with self._lock:
+            if self._peak is None or fp > self._peak:
+                self._peak = fp
+
     def _line(self, ts_ms: int, fp: Optional[int], swap: Optional[int], used: Any,
               free: Any, pressure: Any) -> None:
-        self._write({"ts_ms": ts_ms, "footprint_bytes": fp, "swap_used_bytes": used,
-                     "free_pct": free, "pressure": pressure, "stage": self._stage,
-                     "swap_bytes": swap})
+        with self._lock:
+            peak, self._peak = self._peak, None
+        if fp is not None and (peak is None or fp > peak):
+            peak = fp
+        self._write({"ts_ms": ts_ms, "footprint_bytes": fp, "footprint_peak_bytes": peak,
+                     "swap_used_bytes": used, "free_pct": free, "pressure": pressure,
+                     "stage": self._stage, "swap_bytes": swap})
         self.lines += 1
 
     def _run_local(self) -> None:
@@ -321,12 +404,20 @@ class MemoryMeter:
             step = self.interval
             nxt = time.monotonic()
             while not self._stop.is_set():
-                s = sampler.system()
-                fp, swap, _ = sampler.tree(self.pid)
-                self._line(_now_ms(), fp, swap, s["swap_used_bytes"], s["free_pct"],
-                           s["pressure"])
-                nxt += step
-                self._stop.wait(max(0.0, nxt - time.monotonic()))
+                now = time.monotonic()
+                if now >= nxt:
+                    s = sampler.system()
+                    fp, swap, _ = sampler.tree(self.pid)
+                    self._line(_now_ms(), fp, swap, s["swap_used_bytes"], s["free_pct"],
+                               s["pressure"])
+                    nxt += step
+                elif _loads:
+                    # between lines while a model loads: only the peak
+                    self._note_peak(sampler.tree(self.pid)[0])
+                wait = nxt - time.monotonic()
+                if _loads:
+                    wait = min(wait, FAST_INTERVAL)
+                self._stop.wait(max(0.0, wait))
         except BaseException as e:  # the trace ends; stop() still works
             self.error = e
 

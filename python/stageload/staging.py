@@ -1,31 +1,36 @@
 """Staging big models inside one process: load each model when its stage
-begins and give its memory back when the stage that needs it is over.
+first uses it and give its memory back when the stage that needs it is
+over.
 
     models = stageload.StagedModels(
         {"text_encoder": load_text_encoder, "transformer": load_transformer},
         {"encode": ["text_encoder"], "denoise": ["transformer"], "decode": []})
-    models.enter("encode")           # loads the text encoder
-    models["text_encoder"](ids)
-    models.enter("denoise")          # releases it, then loads the transformer
+    models.enter("encode")           # loads nothing yet
+    models["text_encoder"](ids)      # loads the text encoder
+    models.enter("denoise")          # releases it; the transformer loads when used
 
 release(module) moves a module's parameters and buffers to the meta
-device and returns the memory to the system; on_call() hooks one method of
-one object (a pipeline's encode_prompt, say) so that a stage begins where
-the pipeline's own code gets there; stand_in() answers a model's config
-without loading it. torch is imported by release() only: importing this
-module (and stageload) never imports torch. docs/python.md, "Staging
-models", is the manual.
+device and returns the memory to the system; attach() begins the stages
+where a pipeline's own methods get there and ends them when its call
+returns or raises; on_call() hooks one method of one object; stand_in()
+answers a model's config and placement without loading it. torch is
+imported by release() only: importing this module (and stageload) never
+imports torch. docs/python.md, "Staging models", is the manual.
 """
 
 from __future__ import annotations
 
+import copyreg
 import ctypes
 import functools
 import gc
 import json
 import os
+import sys
+import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+import warnings
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 _UNSET = object()
 
@@ -38,7 +43,17 @@ class UnknownName(KeyError):
 
 
 class NotLoaded(LookupError):
-    """models[name] for a model that is not loaded now."""
+    """models[name] for a model the current stage does not list, or after
+    close()."""
+
+
+class Released(RuntimeError):
+    """A released module called again: its weights are gone (meta)."""
+
+
+class ReleaseWarning(UserWarning):
+    """A release gave back less than half of what the model held: something
+    else (a tensor, an autograd graph) still holds its memory."""
 
 
 # ---- release ----
@@ -106,7 +121,16 @@ def _storage(t: Any) -> Tuple[Tuple[str, int], int]:
     return (str(t.device), int(s.data_ptr())), int(s.nbytes())
 
 
-def release(module: Any) -> int:
+_RELEASED_ATTR = "_stageload_released"
+
+
+def _refuse_released(module: Any, args: Any) -> None:
+    # a forward pre-hook: without it the call fails deep in torch with
+    # "Expected all tensors to be on the same device ... meta and cpu"
+    raise Released(module.__dict__.get(_RELEASED_ATTR) or "this module was released")
+
+
+def release(module: Any, *, note: Optional[str] = None) -> int:
     """Move every parameter and buffer of module (a torch.nn.Module) and its
     submodules to the meta device, so their memory goes back even while
     other code still holds the module (pipe.transformer); then collect
@@ -116,7 +140,8 @@ def release(module: Any) -> int:
     module gave up (each counted once; gradients too). A tensor of the
     module that other code holds directly keeps its memory until that
     reference goes. The module keeps its structure and shapes; to use it
-    again, load it again."""
+    again, load it again: calling it raises Released, whose message is note
+    (or says that release() took its weights)."""
     import torch  # here, not at import: stageload never imports torch by itself
 
     if not hasattr(module, "modules"):
@@ -164,6 +189,14 @@ def release(module: Any) -> int:
             if b is not None and not b.is_meta:
                 buffers[name] = to_meta_buffer(b)
     memo.clear()
+    if note is not None or _RELEASED_ATTR not in module.__dict__:
+        object.__setattr__(module, _RELEASED_ATTR, note or (
+            "%s was released by stageload.release(): its weights are gone (meta "
+            "tensors); load the model again to use it" % type(module).__name__))
+        if not getattr(module, "_stageload_refuses", False) and \
+                hasattr(module, "register_forward_pre_hook"):
+            module.register_forward_pre_hook(_refuse_released)
+            object.__setattr__(module, "_stageload_refuses", True)
     gc.collect()
     _trim_heap()
     _empty_accelerator_caches(torch)
@@ -172,17 +205,141 @@ def release(module: Any) -> int:
 
 # ---- StagedModels ----
 
+MiB = 1 << 20
+_WARN_BYTES = 64 * MiB  # below this a release is too small to judge
+_PROBE_PRESSURE_OK = ("normal", "unknown")
+
+
+def _footprint() -> Optional[int]:
+    from .meter import process_footprint
+    return process_footprint()
+
+
+def _model_bytes(m: Any) -> int:
+    """The bytes of a torch module's parameters and buffers (each storage
+    once); 0 for anything else."""
+    if not (hasattr(m, "parameters") and hasattr(m, "buffers") and hasattr(m, "_parameters")):
+        return 0
+    seen: Dict[Tuple[str, int], int] = {}
+    for t in list(m.parameters()) + list(m.buffers()):
+        if getattr(t, "is_meta", False):
+            continue
+        try:
+            key, n = _storage(t)
+        except (RuntimeError, NotImplementedError, AttributeError):
+            continue
+        seen[key] = n
+    return sum(seen.values())
+
+
+_PRESSURE_ORDER = {"unknown": 0, "normal": 0, "warn": 1, "critical": 2}
+
+
+class _Watch:
+    """Samples this process's footprint in a thread every interval seconds
+    and keeps the highest; with meters=True each sample also goes to the
+    running MemoryMeters (a load's peak shows in their lines) and they
+    sample faster meanwhile; with probe (the system's memory), the worst
+    pressure it saw, every PRESSURE_EVERY samples."""
+
+    PRESSURE_EVERY = 10
+
+    def __init__(self, interval: float, meters: bool = False,
+                 probe: Optional[Callable[[], Mapping[str, Any]]] = None) -> None:
+        self.interval = interval
+        self.meters = meters
+        self.probe = probe
+        self.peak = _footprint() or 0
+        self.pressure = "normal"
+        self._ticks = 0
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def _sample_pressure(self) -> None:
+        if self.probe is None:
+            return
+        try:
+            p = str(self.probe().get("pressure", "unknown"))
+        except Exception:  # a probe that fails says nothing of pressure
+            return
+        if _PRESSURE_ORDER.get(p, 0) > _PRESSURE_ORDER.get(self.pressure, 0):
+            self.pressure = p
+
+    def sample(self) -> None:
+        fp = _footprint()
+        if fp is not None:
+            if fp > self.peak:
+                self.peak = fp
+            if self.meters:
+                from .meter import note_footprint
+                note_footprint(fp)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+            self._ticks += 1
+            if self._ticks % self.PRESSURE_EVERY == 0:
+                self._sample_pressure()
+
+    def start(self) -> "_Watch":
+        if self.meters:
+            from .meter import loading
+            loading(True)
+        self._thread = threading.Thread(target=self._run, name="stageload-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def take(self) -> Tuple[int, str]:
+        """The peak and the worst pressure so far; the next count from now."""
+        self.sample()
+        peak, self.peak = self.peak, _footprint() or 0
+        pressure, self.pressure = self.pressure, "normal"
+        return peak, pressure
+
+    def stop(self) -> int:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            if self.meters:
+                from .meter import loading
+                loading(False)
+        self.sample()
+        return self.peak
+
+
+def _parse_placement(args: Tuple[Any, ...], kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    """device and dtype from the arguments of a torch .to() call."""
+    torch = sys.modules.get("torch")  # a dtype or a tensor exists only once torch is imported
+    out: Dict[str, Any] = {}
+    for a in args:
+        if torch is not None and isinstance(a, torch.dtype):
+            out["dtype"] = a
+        elif torch is not None and isinstance(a, torch.Tensor):
+            out["device"], out["dtype"] = a.device, a.dtype
+        elif a is not None:
+            out["device"] = torch.device(a) if torch is not None else a
+    for k in ("device", "dtype"):
+        if kwargs.get(k) is not None:
+            v = kwargs[k]
+            out[k] = torch.device(v) if k == "device" and torch is not None else v
+    return out
+
+
 class StagedModels:
     """Models loaded per stage. loaders maps a model name to a callable that
     returns the loaded model; stages maps a stage name to the model names
     it needs. enter(stage) releases the loaded models the stage does not
-    list, then loads those it lists that are not loaded (a model that the
-    next stage also lists stays), and reports the stage to the daemon
-    (inside a guard or a job) and to every running MemoryMeter."""
+    list (unless keep="auto" keeps them), loads nothing (a listed model
+    loads when first used; preload=True loads them now), and reports the
+    stage to the daemon (inside a guard or a job) and to every running
+    MemoryMeter. docs/python.md has the rules."""
 
     def __init__(self, loaders: Mapping[str, Callable[[], Any]],
                  stages: Mapping[str, Iterable[str]], *, report: bool = True,
-                 socket: Optional[str] = None) -> None:
+                 socket: Optional[str] = None, keep: str = "never",
+                 margin: Union[int, str, None] = None,
+                 memory: Optional[Callable[[], Mapping[str, Any]]] = None) -> None:
         self.loaders: Dict[str, Callable[[], Any]] = dict(loaders)
         for name, fn in self.loaders.items():
             if not callable(fn):
@@ -197,12 +354,30 @@ class StagedModels:
                     raise UnknownName("stage %r needs model %r, which has no loader (models: %s)"
                                       % (stage, n, ", ".join(sorted(self.loaders)) or "none"))
             self.stages[stage] = names
+        if keep not in ("never", "auto"):
+            raise ValueError("keep is 'never' or 'auto', not %r" % (keep,))
+        from .units import parse_size
+        self.keep = keep
+        self.margin: Optional[int] = None if margin is None else parse_size(margin)
         self.report = report
         self.socket = socket
         self.stage: Optional[str] = None
-        self.history: List[Dict[str, Any]] = []  # one entry per enter()
+        self.history: List[Dict[str, Any]] = []
         self.load_counts: Dict[str, int] = {n: 0 for n in self.loaders}
+        self._memory = memory
         self._live: Dict[str, Any] = {}
+        self._sizes: Dict[str, int] = {}
+        self._placement: Dict[str, Dict[str, Any]] = {}
+        self._closed = False
+        # keep="auto": the memory as the current stage began, a watch of
+        # this process's footprint, each stage's own peak (without the
+        # models kept loaded that it does not list), the job's numbers
+        self._stage_start: Optional[Mapping[str, Any]] = None
+        self._stage_pressure = "normal"  # the worst the watch saw in the stage that ended
+        self._watch: Optional[_Watch] = None
+        self._own_peaks: Dict[str, int] = {}
+        self._job: Any = None
+        self._lock = threading.RLock()
 
     @property
     def loaded(self) -> Tuple[str, ...]:
@@ -214,72 +389,306 @@ class StagedModels:
             raise UnknownName("no model %r (models: %s)"
                               % (name, ", ".join(sorted(self.loaders)) or "none"))
 
-    def enter(self, stage: str) -> None:
-        """Begin stage: release what it does not list, load what it lists."""
+    def _check_stage(self, stage: str) -> None:
         if stage not in self.stages:
             raise UnknownName("no stage %r (stages: %s)"
                               % (stage, ", ".join(self.stages) or "none"))
-        needs = self.stages[stage]
-        t0 = time.monotonic()
-        entry: Dict[str, Any] = {"stage": stage, "released": [], "released_bytes": 0,
-                                 "loaded": []}
-        if stage != self.stage:
-            self.stage = stage
-            if self.report:
-                from .guard import stage as report_stage
-                report_stage(stage, self.socket)
-            for name in [n for n in self._live if n not in needs]:
-                entry["released_bytes"] += self.release(name)
-                entry["released"].append(name)
-        for name in needs:
-            if name not in self._live:
-                self.load(name)
-                entry["loaded"].append(name)
-        entry["seconds"] = time.monotonic() - t0
-        self.history.append(entry)
+
+    def _place(self, name: str, placement: Mapping[str, Any]) -> None:
+        """Where the model goes when it loads (a stand-in's .to())."""
+        self._placement.setdefault(name, {}).update(placement)
+
+    # ---- stages ----
+
+    def enter(self, stage: str, preload: bool = False) -> None:
+        """Begin stage: release the loaded models it does not list (keep="auto":
+        unless the residency rule keeps them); with preload, load those it
+        lists now, else each when first used."""
+        self._check_stage(stage)
+        with self._lock:
+            self._closed = False
+            t0 = time.monotonic()
+            entry: Dict[str, Any] = {"event": "enter", "stage": stage, "released": [],
+                                     "released_bytes": 0, "kept": [], "loaded": []}
+            if stage != self.stage:
+                prev = self.stage
+                self._end_stage()
+                self.stage = stage
+                if self.report:
+                    from .guard import stage as report_stage
+                    report_stage(stage, self.socket)
+                self._settle(stage, entry, prev, end_of_call=False)
+                self._begin_stage()
+            if preload:
+                for name in self.stages[stage]:
+                    if name not in self._live:
+                        self.load(name)
+                        entry["loaded"].append(name)
+            entry["seconds"] = time.monotonic() - t0
+            self.history.append(entry)
+
+    def end_call(self, first_stage: str) -> None:
+        """The pipeline's call is over (attach calls this when it returns or
+        raises): keep="never" releases every model; keep="auto" keeps those
+        first_stage lists and, by the residency rule, the others."""
+        self._check_stage(first_stage)
+        with self._lock:
+            entry: Dict[str, Any] = {"event": "end_call", "stage": self.stage,
+                                     "next": first_stage, "released": [],
+                                     "released_bytes": 0, "kept": []}
+            prev = self.stage
+            self._end_stage()
+            self._settle(first_stage, entry, prev, end_of_call=True)
+            self.stage = None
+            if self._watch is not None:
+                self._watch.stop()
+                self._watch = None
+            self.history.append(entry)
+
+    def _begin_stage(self) -> None:
+        if self.keep != "auto":
+            return
+        self._stage_start = self._probe()
+        self._stage_pressure = "normal"
+        if self._watch is None:
+            self._watch = _Watch(0.05, probe=self._probe).start()
+        else:
+            self._watch.take()
+
+    def _end_stage(self) -> None:
+        """Learn the ending stage's own peak (keep="auto")."""
+        if self.keep != "auto" or self.stage is None or self._watch is None:
+            return
+        peak, self._stage_pressure = self._watch.take()
+        unlisted = sum(self._sizes.get(n, 0) for n in self._live
+                       if n not in self.stages[self.stage])
+        own = max(0, peak - unlisted)
+        self._own_peaks[self.stage] = max(self._own_peaks.get(self.stage, 0), own)
+
+    def _probe(self) -> Mapping[str, Any]:
+        if self._memory is not None:
+            return self._memory()
+        from .meter import system_memory
+        return system_memory()
+
+    def _settle(self, nxt: str, entry: Dict[str, Any], prev: Optional[str],
+                end_of_call: bool) -> None:
+        """Release or keep the loaded models as stage nxt comes."""
+        listed = self.stages[nxt]
+        if end_of_call and self.keep == "never":
+            candidates = list(self._live)
+        else:
+            candidates = [n for n in self._live if n not in listed]
+        if not candidates:
+            return
+        keep = self._residency(nxt, candidates, prev) if self.keep == "auto" else set()
+        for name in candidates:
+            if name in keep:
+                entry["kept"].append(name)
+                continue
+            where = ("when the pipeline's call ended (stage %r)" % prev if end_of_call else
+                     "when stage %r began" % nxt)
+            entry["released_bytes"] += self._release(name, where, nxt)
+            entry["released"].append(name)
+
+    def _job_numbers(self) -> Optional[Mapping[str, Any]]:
+        """The job this process runs in, as the daemon shows it (learned
+        per-stage peaks, wait_free): asked once per job."""
+        job = os.environ.get("STAGELOAD_JOB_ID")
+        if not job:
+            return None
+        if self._job is not None and self._job[0] == job:
+            return self._job[1]
+        info = None
+        try:
+            from .client import Client
+            with Client(self.socket, timeout=5.0) as c:
+                info = c.show(int(job))
+        except Exception:  # no daemon, no such job: the other sources serve
+            info = None
+        self._job = (job, info)
+        return info
+
+    def _next_peak(self, nxt: str, fp: int) -> Tuple[int, str]:
+        """The next stage's footprint peak without models it does not list,
+        and where the number came from."""
+        job = self._job_numbers()
+        learned = (job or {}).get("learned") or {}
+        for st in learned.get("stages") or []:
+            if st.get("name") == nxt and st.get("footprint_peak_bytes"):
+                return int(st["footprint_peak_bytes"]), "daemon"
+        if nxt in self._own_peaks:
+            return self._own_peaks[nxt], "history"
+        base = fp - sum(self._sizes.get(n, 0) for n in self._live)
+        return base + sum(self._sizes.get(n, 0) for n in self.stages[nxt]), "sizes"
+
+    def _floor(self, total: int) -> Tuple[int, str]:
+        if self.margin is not None:
+            return self.margin, "margin"
+        job = self._job_numbers()
+        if job and job.get("wait_free_pct") is not None:
+            return max(int(total * float(job["wait_free_pct"]) / 100),
+                       int(job.get("wait_free_bytes") or 0)), "wait_free"
+        return total // 10, "10%"
+
+    def _residency(self, nxt: str, candidates: List[str], prev: Optional[str]) -> set:
+        """keep="auto": which candidates stay loaded. One at a time in the
+        order they were loaded, each kept only if, with it and those kept
+        before it, available - need >= floor, where need = max(0, the next
+        stage's peak + the kept models' sizes - the footprint now), and
+        during the stage that ends swap did not grow and pressure stayed
+        normal. Each decision goes into history with its numbers."""
+        mem = self._probe()
+        fp = _footprint() or 0
+        total = int(mem.get("total_bytes") or 0)
+        avail = int(mem.get("available_bytes") or 0)
+        floor, floor_src = self._floor(total)
+        peak, peak_src = self._next_peak(nxt, fp)
+        start = self._stage_start or {}
+        swap_grew = (start.get("swap_used_bytes") is not None and
+                     int(mem.get("swap_used_bytes") or 0) > int(start["swap_used_bytes"]))
+        # the worst of the stage's start, its watch (every 0.5 s) and now
+        pressure = max([str(mem.get("pressure", "unknown")), str(start.get("pressure", "unknown")),
+                        self._stage_pressure], key=lambda p: _PRESSURE_ORDER.get(p, 0))
+        calm = pressure in _PROBE_PRESSURE_OK
+        kept: set = set()
+        kept_bytes = 0
+        for name in candidates:
+            size = self._sizes.get(name, 0)
+            need = max(0, peak + kept_bytes + size - fp)
+            ok = (not swap_grew) and calm and avail - need >= floor
+            why = ("swap grew during %s" % prev if swap_grew else
+                   "pressure %s" % pressure if not calm else
+                   "available - need >= floor" if ok else "available - need < floor")
+            self.history.append({
+                "event": "keep" if ok else "release_decision", "name": name, "stage": prev,
+                "next": nxt, "bytes": size, "footprint": fp, "available": avail,
+                "total": total, "need": need, "next_peak": peak, "next_peak_source": peak_src,
+                "floor": floor, "floor_source": floor_src, "swap_grew": swap_grew,
+                "pressure": pressure, "reason": why})
+            if ok:
+                kept.add(name)
+                kept_bytes += size
+        return kept
+
+    # ---- models ----
 
     def load(self, name: str) -> Any:
-        """The model, loaded now if it is not (whatever the stage)."""
+        """The model, loaded now if it is not (whatever the stage): then
+        garbage is collected and the heap trimmed, so the stage holds the
+        model and not its loader's garbage."""
         self._known(name)
-        m = self._live.get(name)
-        if m is None:
-            m = self.loaders[name]()
-            if m is None:
-                raise ValueError("the loader of %r returned None" % name)
+        with self._lock:
+            if self._closed:
+                raise NotLoaded(self._closed_message(name))
+            m = self._live.get(name)
+            if m is not None:
+                return m
+            t0 = time.monotonic()
+            before = _footprint()
+            watch = _Watch(0.01, meters=True).start()
+            try:
+                m = self.loaders[name]()
+                if m is None:
+                    raise ValueError("the loader of %r returned None" % name)
+                place = self._placement.get(name)
+                if place and hasattr(m, "to") and callable(m.to):
+                    moved = m.to(**place)
+                    if moved is not None:
+                        m = moved
+                # a loader's garbage (from_pretrained leaves reference
+                # cycles) would otherwise stay until a full collection
+                gc.collect()
+                _trim_heap()
+            finally:
+                peak = watch.stop()
             self._live[name] = m
             self.load_counts[name] += 1
-        return m
+            size = _model_bytes(m)
+            self._sizes[name] = size
+            after = _footprint()
+            if self._watch is not None:
+                self._watch.peak = max(self._watch.peak, peak)
+            self.history.append({"event": "load", "name": name, "stage": self.stage,
+                                 "seconds": time.monotonic() - t0, "bytes": size,
+                                 "peak": peak, "footprint_before": before,
+                                 "footprint_after": after})
+            return m
 
-    def release(self, name: str) -> int:
-        """Release one model now (stageload.release for a torch module);
-        the bytes it gave up. 0 when it is not loaded."""
-        self._known(name)
+    def _release(self, name: str, where: str, next_stage: Optional[str] = None) -> int:
         m = self._live.pop(name, None)
         if m is None:
             return 0
+        note = ("model %r was released by stageload's release() (StagedModels, %s): its "
+                "weights are gone. Get it back with models.load(%r), models[%r] in a stage "
+                "that lists it, or through its stand-in; do not keep the module itself"
+                % (name, where, name, name))
+        before = _footprint()
         if hasattr(m, "modules") and hasattr(m, "_parameters"):
-            return release(m)
-        del m
-        gc.collect()
-        return 0
+            n = release(m, note=note)
+        else:
+            del m
+            gc.collect()
+            n = 0
+        after = _footprint()
+        returned = (before - after) if before is not None and after is not None else None
+        entry: Dict[str, Any] = {"event": "release", "name": name, "stage": self.stage,
+                                 "next": next_stage, "bytes": n, "footprint_before": before,
+                                 "footprint_after": after, "returned_bytes": returned}
+        if returned is not None and n >= _WARN_BYTES and returned < n // 2:
+            msg = ("releasing %r freed %d MiB of weights but the process gave back only %d "
+                   "MiB: a tensor or an autograd graph still holds them (an output kept "
+                   "while autograd was on holds the weights it was computed from: run the "
+                   "pipeline under torch.inference_mode() or torch.no_grad())"
+                   % (name, n // MiB, max(0, returned) // MiB))
+            entry["warning"] = msg
+            warnings.warn(msg, ReleaseWarning, stacklevel=4)
+        self.history.append(entry)
+        return n
+
+    def release(self, name: str) -> int:
+        """Release one model now (stageload.release for a torch module);
+        the bytes of the storages it gave up. 0 when it is not loaded."""
+        self._known(name)
+        with self._lock:
+            return self._release(name, "by models.release(%r) in stage %r" % (name, self.stage))
+
+    def _closed_message(self, name: str) -> str:
+        return ("model %r: these models were closed (models.close() released them all); "
+                "models.enter(stage) opens them again" % name)
 
     def __getitem__(self, name: str) -> Any:
+        """The model, loaded now if the current stage lists it."""
         self._known(name)
-        m = self._live.get(name)
-        if m is None:
-            users = [s for s, names in self.stages.items() if name in names]
-            raise NotLoaded("model %r is not loaded: %s; stages that load it: %s "
-                            "(models.load(%r) loads it anyway)"
-                            % (name, "no stage entered yet" if self.stage is None else
-                               "stage %r does not list it" % self.stage,
-                               ", ".join(users) or "none", name))
-        return m
+        if self._closed:
+            raise NotLoaded(self._closed_message(name))
+        if self.stage is not None and name in self.stages[self.stage]:
+            return self.load(name)
+        users = [s for s, names in self.stages.items() if name in names]
+        raise NotLoaded("model %r is not available: %s; stages that load it: %s "
+                        "(models.load(%r) loads it anyway)"
+                        % (name, "no stage entered yet" if self.stage is None else
+                           "stage %r does not list it" % self.stage,
+                           ", ".join(users) or "none", name))
 
     def close(self) -> None:
-        """Release every loaded model."""
-        for name in list(self._live):
-            self.release(name)
-        self.stage = None
+        """Release every loaded model; models[name] then says closed until
+        the next enter()."""
+        with self._lock:
+            self._end_stage()
+            for name in list(self._live):
+                self._release(name, "by models.close() in stage %r" % self.stage)
+            self.stage = None
+            self._closed = True
+            if self._watch is not None:
+                self._watch.stop()
+                self._watch = None
+
+    def attach(self, pipe: Any, methods: Mapping[str, str]) -> "Attachment":
+        """Begin stage methods[m] whenever pipe.m is called, and end the call
+        (end_call with the first stage of methods) when pipe(...) returns or
+        raises. Returns an Attachment whose remove() undoes it."""
+        return Attachment(self, pipe, methods)
 
     def __enter__(self) -> "StagedModels":
         return self
@@ -288,7 +697,8 @@ class StagedModels:
         self.close()
 
     def __repr__(self) -> str:
-        return "<StagedModels stage=%r loaded=%s>" % (self.stage, list(self._live))
+        return "<StagedModels stage=%r loaded=%s keep=%s>" % (self.stage, list(self._live),
+                                                              self.keep)
 
 
 # ---- on_call ----
@@ -407,20 +817,35 @@ def _read_config(config: Any) -> Config:
                     % type(config).__name__)
 
 
+# Names frameworks probe on components with hasattr()/getattr(..., None)
+# (diffusers' pipe.to() asks every component for the bitsandbytes flags;
+# accelerate's hooks live in _hf_hook): a stand-in whose model is not loaded
+# answers AttributeError for them instead of loading the model.
+PROBES = ("is_loaded_in_4bit", "is_loaded_in_8bit", "quantization_method", "hf_device_map",
+          "_hf_hook")
+
+
 class StandIn:
     """Takes a model's place in a pipeline until the model is used: config,
-    dtype and device are answered without loading; anything else loads the
+    dtype, device, .to() and probes (PROBES; with cls, any name cls does
+    not define) are answered without loading; anything else loads the
     model through its StagedModels (models.load) and goes to it. See
     stand_in()."""
 
     def __init__(self, models: StagedModels, name: str, config: Any,
-                 dtype: Any = _UNSET, device: Any = _UNSET) -> None:
+                 dtype: Any = _UNSET, device: Any = _UNSET, cls: Optional[type] = None) -> None:
         models._known(name)
         object.__setattr__(self, "_stand_in_models", models)
         object.__setattr__(self, "_stand_in_name", name)
         object.__setattr__(self, "_stand_in_config", _read_config(config))
-        object.__setattr__(self, "_stand_in_dtype", dtype)
-        object.__setattr__(self, "_stand_in_device", device)
+        object.__setattr__(self, "_stand_in_cls", cls)
+        place: Dict[str, Any] = {}
+        if dtype is not _UNSET:
+            place["dtype"] = dtype
+        if device is not _UNSET:
+            place["device"] = device
+        if place:
+            models._place(name, place)
 
     def _stand_in_model(self) -> Any:
         return self._stand_in_models.load(self._stand_in_name)
@@ -428,37 +853,51 @@ class StandIn:
     def _stand_in_live(self) -> Any:
         return self._stand_in_models._live.get(self._stand_in_name)
 
+    def _stand_in_placed(self, key: str) -> Any:
+        return self._stand_in_models._placement.get(self._stand_in_name, {}).get(key, _UNSET)
+
     @property
     def config(self) -> Config:
         return self._stand_in_config
 
     @property
     def dtype(self) -> Any:
-        if self._stand_in_dtype is _UNSET:
-            return self._stand_in_model().dtype
-        return self._stand_in_dtype
+        v = self._stand_in_placed("dtype")
+        return self._stand_in_model().dtype if v is _UNSET else v
 
     @property
     def device(self) -> Any:
-        if self._stand_in_device is _UNSET:
-            return self._stand_in_model().device
-        return self._stand_in_device
+        v = self._stand_in_placed("device")
+        return self._stand_in_model().device if v is _UNSET else v
+
+    def to(self, *args: Any, **kwargs: Any) -> "StandIn":
+        """Record the device and dtype (applied when the model loads; now,
+        too, if it is loaded); returns the stand-in, as Module.to returns
+        the module."""
+        self._stand_in_models._place(self._stand_in_name, _parse_placement(args, kwargs))
+        live = self._stand_in_live()
+        if live is not None:
+            live.to(*args, **kwargs)
+        return self
 
     def __getattr__(self, attr: str) -> Any:
         # Only for names not found on the stand-in itself. Special names
         # (copy and pickle ask for __deepcopy__, __getstate__) never load;
-        # nor do private names while the model is not loaded: frameworks
-        # probe components with hasattr(c, "_something") at the end of a
-        # call, which must not load a released model again.
+        # nor, while the model is not loaded, do private names, the probes
+        # and (with cls) names the class does not define: frameworks probe
+        # components with hasattr(), which must not load a model (or load
+        # a released one again).
         if attr.startswith("__") or attr.startswith("_stand_in"):
             raise AttributeError(attr)
-        if attr.startswith("_"):
-            live = self._stand_in_live()
-            if live is None:
+        live = self._stand_in_live()
+        if live is None:
+            cls = self._stand_in_cls
+            if attr.startswith("_") or attr in PROBES or (cls is not None and
+                                                          not hasattr(cls, attr)):
                 raise AttributeError("%s (stand-in for %r, not loaded)"
                                      % (attr, self._stand_in_name))
-            return getattr(live, attr)
-        return getattr(self._stand_in_model(), attr)
+            live = self._stand_in_model()
+        return getattr(live, attr)
 
     def __setattr__(self, attr: str, value: Any) -> None:
         setattr(self._stand_in_model(), attr, value)
@@ -473,11 +912,114 @@ class StandIn:
 
 
 def stand_in(models: StagedModels, name: str, config: Any, dtype: Any = _UNSET,
-             device: Any = _UNSET) -> StandIn:
+             device: Any = _UNSET, cls: Optional[type] = None) -> StandIn:
     """An object to put where a pipeline keeps model name: .config (and
     attribute reads on it) comes from config (a dict, or the path of the
-    checkpoint's config.json or of its directory), dtype and device are
-    those given here (what the loader will produce), all without loading;
-    any other use (a call, another attribute) loads the model through
-    models and forwards to it."""
-    return StandIn(models, name, config, dtype, device)
+    checkpoint's config.json or of its directory); dtype and device, given
+    here or by .to() on the stand-in, are answered without loading and
+    applied to the model when it loads; probes (PROBES, private names,
+    and with cls any name the class does not define) raise AttributeError
+    while it is not loaded; any other use (a call, another attribute)
+    loads the model through models and forwards to it."""
+    return StandIn(models, name, config, dtype, device, cls)
+
+
+# ---- attach ----
+
+_ATTACHMENT_ATTR = "__stageload_attachment__"
+
+
+def _attached_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    att = type(self).__dict__[_ATTACHMENT_ATTR]
+    att._depth += 1
+    try:
+        return att._base.__call__(self, *args, **kwargs)
+    finally:
+        att._depth -= 1
+        if att._depth == 0 and att._models is not None:
+            att._models.end_call(att.first_stage)
+
+
+def _attached_reduce_ex(self: Any, protocol: int) -> Any:
+    # Pickled (and copied) as the pipeline's own class, without the hooks:
+    # pickle names a class by __module__ and __qualname__, which find the
+    # original class, not this one.
+    att = type(self).__dict__[_ATTACHMENT_ATTR]
+    with att._detached():
+        rv = list(att._base.__reduce_ex__(self, protocol))
+        if len(rv) > 2 and rv[2] is self.__dict__:
+            rv[2] = dict(rv[2])
+    if rv[0] is copyreg.__newobj__ and len(rv[1]) == 1:
+        # pickle checks that __newobj__'s class is the object's class (this
+        # subclass); copyreg's older constructor makes the same object
+        # without that check and needs nothing of stageload to unpickle
+        rv[1] = (rv[1][0], object, None)
+        rv[0] = copyreg._reconstructor
+    return tuple(rv)
+
+
+class Attachment:
+    """What StagedModels.attach answers. The pipeline gets its own subclass
+    (same __name__, __qualname__ and __module__, so isinstance, names and
+    pickling are unchanged) whose __call__ ends the call in the
+    StagedModels when it returns or raises; each method hook begins its
+    stage. remove() undoes both (idempotent)."""
+
+    def __init__(self, models: StagedModels, pipe: Any, methods: Mapping[str, str]) -> None:
+        if not methods:
+            raise ValueError("attach needs at least one method -> stage")
+        for method, stage in methods.items():
+            models._check_stage(stage)
+            if not callable(getattr(pipe, method)):  # AttributeError for a missing one
+                raise TypeError("%s.%s is not callable" % (type(pipe).__name__, method))
+        base = type(pipe)
+        if _ATTACHMENT_ATTR in base.__dict__:
+            raise ValueError("this pipeline is attached already: remove() that first")
+        if not any("__call__" in c.__dict__ for c in base.__mro__ if c is not object):
+            raise TypeError("%s objects are not callable" % base.__name__)
+        self._models: Optional[StagedModels] = models
+        self.pipe = pipe
+        self.methods = dict(methods)
+        self.first_stage = next(iter(self.methods.values()))
+        self._base = base
+        self._depth = 0
+        self._hooks: List[CallHook] = []
+        for method, stage in self.methods.items():
+            self._hooks.append(on_call(pipe, method,
+                                       before=lambda *a, _s=stage, **k: models.enter(_s)))
+        self._cls = type(base.__name__, (base,), {
+            "__module__": base.__module__, "__qualname__": base.__qualname__,
+            "__doc__": base.__doc__, "__call__": _attached_call,
+            "__reduce_ex__": _attached_reduce_ex, _ATTACHMENT_ATTR: self})
+        object.__setattr__(pipe, "__class__", self._cls)
+
+    def _detached(self) -> Any:
+        att = self
+
+        class _Ctx:
+            def __enter__(self) -> None:
+                att._saved = [(h.method, att.pipe.__dict__.get(h.method)) for h in att._hooks]
+                for method, d in att._saved:
+                    had, old = getattr(d, "__stageload_restore__", (True, d))
+                    if had:
+                        att.pipe.__dict__[method] = old
+                    else:
+                        att.pipe.__dict__.pop(method, None)
+                object.__setattr__(att.pipe, "__class__", att._base)
+
+            def __exit__(self, *exc: Any) -> None:
+                object.__setattr__(att.pipe, "__class__", att._cls)
+                for method, d in att._saved:
+                    att.pipe.__dict__[method] = d
+
+        return _Ctx()
+
+    def remove(self) -> None:
+        if self._models is None:
+            return
+        self._models = None
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        if type(self.pipe) is self._cls:
+            object.__setattr__(self.pipe, "__class__", self._base)

@@ -63,7 +63,9 @@ def summary(path_or_trace: Any) -> List[StageSummary]:
     peak_used = 0
     for s in t.samples:
         ts = int(s.get("ts_ms") or 0)
-        fp = int(s.get("footprint_bytes") or 0)
+        # the highest sample since the line before (a load's peak), when
+        # the trace has it
+        fp = max(int(s.get("footprint_bytes") or 0), int(s.get("footprint_peak_bytes") or 0))
         used = int(s.get("swap_used_bytes") or 0)
         st = s.get("stage")
         if cur is None or st != cur.stage:

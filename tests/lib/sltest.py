@@ -126,7 +126,7 @@ def users_bin(bin_dir):
     another user with LD_LIBRARY_PATH naming it.
 
     The build may sit under a home only its owner can enter (/root is 0700
-    on Debian): another user could then not load libstageload.so.0 from it
+    on Debian): another user could then not load libstageload.so.1 from it
     ("cannot open shared object file"). A build's RUNPATH is its own lib
     directory, which the loader searches after LD_LIBRARY_PATH and skips
     when it cannot enter it."""

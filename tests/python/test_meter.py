@@ -13,8 +13,8 @@ from stageload import trace
 
 from conftest import sltest, venv_bin
 
-FIELDS = {"ts_ms", "footprint_bytes", "swap_used_bytes", "free_pct", "pressure", "stage",
-          "swap_bytes"}
+FIELDS = {"ts_ms", "footprint_bytes", "footprint_peak_bytes", "swap_used_bytes", "free_pct",
+          "pressure", "stage", "swap_bytes"}
 
 
 def lines(path):

@@ -1,0 +1,118 @@
+/*
+ * Every field of a job, once: the daemon's struct job member, its store
+ * column, its wire name in the Job (proto/PROTOCOL.md), who may see it, and
+ * which consumer carries it. The store's column list, binds and row
+ * reading (daemon/store-jobs.c), the Job encoder (daemon/wire.c), the
+ * submit and update parameter rows and their parsing (daemon/control.c:
+ * control_fields_read), update's apply, undo and event (daemon/jobs-deps.c:
+ * jobs_update), libstageload's setters and accessors
+ * (client/client-spec.c, client/client-job.c), the web program's
+ * allow-list (web/web-json.c) and Python's list
+ * (python/stageload/job_fields.py, written by scripts/gen-job-fields.py)
+ * are all expanded from JOB_FIELDS. A new field is one row here, its
+ * member in struct job (daemon/job.h), its migration (daemon/store.c), its
+ * words in PROTOCOL.md, Python's list written again, and the literal
+ * lists of tests/test_fields.c: tests/fields-dummy.py adds one so.
+ *
+ * JOB_FIELDS(X) calls, for each field in the order the Job shows them,
+ *
+ *   X(member, wire, store, column, job, vis, submit, update, lo, hi, unit,
+ *     web)
+ *
+ * member  struct job's member. The wire name is the same word, but for
+ *         five members older than this table (submitted_ms, admitted_ms,
+ *         started_ms, ended_ms: the Job says *_at_ms; term_signal:
+ *         signal); tests/test_fields.c holds that list, and a new field
+ *         may not join it.
+ * wire    the Job's member and the parameter's name.
+ * store   how the member is kept in a jobs row: S_NO (not a column),
+ *         S_INT (any integer, int64 in sqlite: unsigned bit for bit),
+ *         S_DBL, S_TEXT (NULL stays NULL), S_STATE (the state's name),
+ *         S_EXPECT (expect_source's name or NULL), S_GROUPS (a JSON array
+ *         of member[0..n##member]: groups, ngroups), S_IDS (the same for
+ *         after, nafter).
+ * column  the jobs row's column ("" with S_NO). The schema itself, with
+ *         its migrations, is daemon/store.c's.
+ * job     how the Job shows it: J_NO (not at all), J_INT, J_BOOL, J_NUM,
+ *         J_STR ("" when NULL), J_STRN (null when NULL), J_STATE,
+ *         J_EXPECT, J_IDS (an array of ids), J_POS (the number when above
+ *         0, else null), J_FN (daemon/wire.c's wire_job_<member> writes
+ *         it: a member computed from the live queue, or shown only in
+ *         some states).
+ * vis     PUBLIC: everyone's; OWNER: the job's owner's and root's only.
+ * submit  the submit parameter's type: P_NO, P_INT, P_NUM, P_BOOL (read
+ *         by control_fields_read within lo..hi), P_STRING, P_STRV, P_INTV
+ *         (read by the handler, which bounds their lengths); *_REQ when
+ *         required.
+ * update  1: an update parameter too (same type and range), 0: not.
+ * lo, hi  a P_INT's or P_NUM's range.
+ * unit    U_SIZE (bytes), U_DURATION (ms), U_TIME (ms since the epoch),
+ *         U_PERCENT, U_COUNT, U_NONE.
+ * web     W_YES: the web program shows it as it comes (a scalar);
+ *         W_SPECIAL: shown, but web-json.c copies it by hand (an array or
+ *         object whose own members it names); W_NO: never shown.
+ *
+ * Guards that span fields or depend on the caller (priority above 0,
+ * max_wait_free, expect against total memory, owning the after ids) stay
+ * in the handlers.
+ */
+#ifndef SL_JOB_FIELDS_H
+#define SL_JOB_FIELDS_H
+
+/* clang-format off */
+#define JOB_FIELDS(X) \
+X(id,              "id",              S_NO,     "",                J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
+X(user,            "user",            S_TEXT,   "user",            J_STR,    PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(uid,             "uid",             S_INT,    "uid",             J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(name,            "name",            S_TEXT,   "name",            J_STR,    PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
+X(state,           "state",           S_STATE,  "state",           J_STATE,  PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(attached,        "attached",        S_INT,    "attached",        J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
+X(priority,        "priority",        S_INT,    "priority",        J_INT,    PUBLIC, P_INT,        1, -1000, 1000,    U_COUNT,   W_YES) \
+X(wait_free_pct,   "wait_free_pct",   S_DBL,    "wait_free_pct",   J_NUM,    PUBLIC, P_NUM,        1, 0, 100,         U_PERCENT, W_YES) \
+X(wait_free_bytes, "wait_free_bytes", S_INT,    "wait_free_bytes", J_INT,    PUBLIC, P_INT,        1, 0, INT64_MAX,   U_SIZE,    W_YES) \
+X(swap_budget_bytes, "swap_budget_bytes", S_INT, "swap_budget_bytes", J_INT, PUBLIC, P_INT,        1, 0, INT64_MAX,   U_SIZE,    W_YES) \
+X(expect_bytes,    "expect_bytes",    S_INT,    "expect_bytes",    J_INT,    PUBLIC, P_INT,        1, 0, INT64_MAX,   U_SIZE,    W_YES) \
+X(expect_source,   "expect_source",   S_EXPECT, "expect_source",   J_EXPECT, PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(expect_runs,     "expect_runs",     S_INT,    "expect_runs",     J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
+X(name_given,      "name_given",      S_INT,    "name_given",      J_BOOL,   PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(exclusive,       "exclusive",       S_INT,    "exclusive",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
+X(retry_on_breach, "retry_on_breach", S_INT,    "retry_on_breach", J_INT,    PUBLIC, P_INT,        0, 0, 100,         U_COUNT,   W_YES) \
+X(attempt,         "attempt",         S_INT,    "attempt",         J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
+X(after,           "after",           S_IDS,    "after_ids",       J_IDS,    PUBLIC, P_INTV,       0, 1, INT64_MAX,   U_NONE,    W_SPECIAL) \
+X(after_any,       "after_any",       S_INT,    "after_any",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
+X(held,            "held",            S_INT,    "held",            J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
+X(group,           "group",           S_TEXT,   "queue_group",     J_STRN,   PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
+X(position,        "position",        S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
+X(waiting_for,     "waiting_for",     S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(submitted_ms,    "submitted_at_ms", S_INT,    "submitted_ms",    J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
+X(admitted_ms,     "admitted_at_ms",  S_INT,    "admitted_ms",     J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
+X(started_ms,      "started_at_ms",   S_INT,    "started_ms",      J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
+X(ended_ms,        "ended_at_ms",     S_INT,    "ended_ms",        J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
+X(pid,             "pid",             S_INT,    "pid",             J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(footprint_bytes, "footprint_bytes", S_INT,    "footprint_bytes", J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_SIZE,    W_YES) \
+X(footprint_peak_bytes, "footprint_peak_bytes", S_INT, "footprint_peak_bytes", J_INT, PUBLIC, P_NO, 0, 0, 0,          U_SIZE,    W_YES) \
+X(swap_growth_bytes, "swap_growth_bytes", S_NO, "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_SIZE,    W_YES) \
+X(swap_growth_peak_bytes, "swap_growth_peak_bytes", S_INT, "swap_growth_peak_bytes", J_INT, PUBLIC, P_NO, 0, 0, 0,    U_SIZE,    W_YES) \
+X(job_swap_bytes,  "job_swap_bytes",  S_INT,    "job_swap_bytes",  J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_SIZE,    W_YES) \
+X(exit_code,       "exit_code",       S_INT,    "exit_code",       J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(term_signal,     "signal",          S_INT,    "term_signal",     J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(end_reason,      "end_reason",      S_TEXT,   "end_reason",      J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(kill,            "kill",            S_TEXT,   "kill",            J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
+X(command,         "command",         S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(argv,            "argv",            S_NO,     "",                J_FN,     OWNER,  P_STRV_REQ,   0, 0, 0,           U_NONE,    W_NO) \
+X(cwd,             "cwd",             S_TEXT,   "cwd",             J_STR,    OWNER,  P_STRING_REQ, 0, 0, 0,           U_NONE,    W_NO) \
+X(on_end,          "on_end",          S_TEXT,   "on_end",          J_STRN,   OWNER,  P_STRING,     0, 0, 0,           U_NONE,    W_NO) \
+X(end_detail,      "end_detail",      S_TEXT,   "end_detail",      J_FN,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(env,             "env",             S_NO,     "",                J_FN,     OWNER,  P_STRV,       0, 0, 0,           U_NONE,    W_NO) \
+X(umask,           "umask",           S_INT,    "umask",           J_NO,     OWNER,  P_INT,        0, 0, 0777,        U_NONE,    W_NO) \
+X(queue_seq,       "queue_seq",       S_INT,    "queue_seq",       J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(gid,             "gid",             S_INT,    "gid",             J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(groups,          "groups",          S_GROUPS, "groups",          J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(pgid,            "pgid",            S_INT,    "pgid",            J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(start_time,      "start_time",      S_INT,    "start_time",      J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(monitor_pid,     "monitor_pid",     S_INT,    "monitor_pid",     J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
+X(swap_base_bytes, "swap_base_bytes", S_INT,    "swap_base_bytes", J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
+X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO)
+/* clang-format on */
+
+#endif
