@@ -312,6 +312,28 @@ out:
 	return rc;
 }
 
+/* The operands: --compare's second job, or one job (as --job), or two
+ * (as --compare). 0, or a usage error's exit. */
+static int
+plot_operands(struct cli *cli, const struct cli_args *args, int64_t *job,
+              int64_t cmp[2])
+{
+	int i;
+
+	if (cmp[0] > 0 ? args->argc != 1 : *job > 0 && args->argc > 0)
+		return cli_usage_error(cli, "--compare takes two jobs "
+		                            "(--compare ID ID2), --job one");
+	for (i = 0; i < args->argc; i++) {
+		int64_t *to = cmp[0] > 0        ? &cmp[1]
+		              : args->argc == 1 ? job
+		                                : &cmp[i];
+		if (cli_parse_id(args->argv[i], to) < 0)
+			return cli_usage_error(cli, "bad job id '%s'",
+			                       args->argv[i]);
+	}
+	return 0;
+}
+
 static int
 cmd_plot(struct cli *cli, struct cli_args *args)
 {
@@ -324,7 +346,7 @@ cmd_plot(struct cli *cli, struct cli_args *args)
 	struct plotd_opts o = {0};
 	struct svgp_buf b = {0};
 	char title[128], cause[256];
-	int rc, i;
+	int rc;
 
 	o.width = (int)cli_number(args, "width", 0);
 	o.utc = cli_has(args, "utc");
@@ -340,19 +362,8 @@ cmd_plot(struct cli *cli, struct cli_args *args)
 		                       "bad --until '%s' (8h, now, "
 		                       "2026-11-30T05:00, an epoch)",
 		                       t);
-	/* Operands: the job of --compare's second, or one job (--job), or
-	 * two (--compare). */
-	if (cmp[0] > 0 ? args->argc != 1 : job > 0 && args->argc > 0)
-		return cli_usage_error(cli, "--compare takes two jobs "
-		                            "(--compare ID ID2), --job one");
-	for (i = 0; i < args->argc; i++) {
-		int64_t *to = cmp[0] > 0        ? &cmp[1]
-		              : args->argc == 1 ? &job
-		                                : &cmp[i];
-		if (cli_parse_id(args->argv[i], to) < 0)
-			return cli_usage_error(cli, "bad job id '%s'",
-			                       args->argv[i]);
-	}
+	if ((rc = plot_operands(cli, args, &job, cmp)) != 0)
+		return rc;
 	if ((trace != NULL) + (job > 0) + (cmp[0] > 0) > 1)
 		return cli_usage_error(
 		    cli, "--trace, a job (--job) and --compare: one of them");

@@ -443,6 +443,40 @@ shifted_marks(struct marks *m, const cJSON *job, const cJSON *events,
 	return 0;
 }
 
+/* One run of a comparison moved by -start: its points, its lane; *t1
+ * grows to its last sample or its end. */
+static int
+compare_run(const cJSON *history, int64_t start, struct pts *fp, struct pts *sw,
+            struct svgp_lane *lane, int64_t *t1)
+{
+	const cJSON *b;
+
+	cJSON_ArrayForEach(b,
+	                   cJSON_GetObjectItemCaseSensitive(history, "buckets"))
+	{
+		int64_t t = (int64_t)num(b, "ts_ms", 0) - start;
+		if (pts_add(fp, t, edge_of(b, "footprint_bytes", "max", 0), 0) <
+		        0 ||
+		    pts_add(sw, t, edge_of(b, "swap_bytes", "max", 0), 0) < 0)
+			return -ENOMEM;
+		if (t > *t1)
+			*t1 = t;
+	}
+	/* Its lane on the same axis: queued before 0 is cut off. */
+	lane->submitted_ms =
+	    lane->submitted_ms > 0 ? lane->submitted_ms - start : 0;
+	/* 1 ms, not 0, which a lane reads as "not started". */
+	if (lane->started_ms > 0)
+		lane->started_ms =
+		    lane->started_ms - start > 0 ? lane->started_ms - start : 1;
+	if (lane->ended_ms > 0) {
+		lane->ended_ms -= start;
+		if (lane->ended_ms > *t1)
+			*t1 = lane->ended_ms;
+	}
+	return 0;
+}
+
 int
 plotd_compare(const struct plotd_opts *o, const cJSON *const jobs[2],
               const cJSON *const histories[2], const cJSON *const events[2],
@@ -461,39 +495,14 @@ plotd_compare(const struct plotd_opts *o, const cJSON *const jobs[2],
 
 	memset(series, 0, sizeof series);
 	for (k = 0; k < 2; k++) {
-		const cJSON *b;
 		int64_t id = (int64_t)num(jobs[k], "id", 0), start;
 
 		lane_of(jobs[k], &lanes[k]);
 		start = lanes[k].started_ms > 0 ? lanes[k].started_ms
 		                                : lanes[k].submitted_ms;
-		cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(
-		                          histories[k], "buckets"))
-		{
-			int64_t t = (int64_t)num(b, "ts_ms", 0) - start;
-			if (pts_add(&fp[k], t,
-			            edge_of(b, "footprint_bytes", "max", 0),
-			            0) < 0 ||
-			    pts_add(&sw[k], t,
-			            edge_of(b, "swap_bytes", "max", 0), 0) < 0)
-				goto out;
-			if (t > t1)
-				t1 = t;
-		}
-		/* Its lane on the same axis: queued before 0 is cut off. */
-		lanes[k].submitted_ms = lanes[k].submitted_ms > 0
-		                            ? lanes[k].submitted_ms - start
-		                            : 0;
-		/* 1 ms, not 0, which a lane reads as "not started". */
-		if (lanes[k].started_ms > 0)
-			lanes[k].started_ms = lanes[k].started_ms - start > 0
-			                          ? lanes[k].started_ms - start
-			                          : 1;
-		if (lanes[k].ended_ms > 0) {
-			lanes[k].ended_ms -= start;
-			if (lanes[k].ended_ms > t1)
-				t1 = lanes[k].ended_ms;
-		}
+		if (compare_run(histories[k], start, &fp[k], &sw[k], &lanes[k],
+		                &t1) < 0)
+			goto out;
 		if (shifted_marks(&m, jobs[k], events[k], start) < 0)
 			goto out;
 		/* A running job's last stage may be newer than its last

@@ -629,6 +629,77 @@ out:
 	return b->oom ? 500 : status;
 }
 
+/* The history of window w up to t1. The default window (from_first)
+ * starts at the first sample in it: a daemon up 15 min fills the plot
+ * rather than its right quarter; it is asked again from there at the step
+ * of the window that fits (a window the user picks is drawn whole). *t0
+ * is where the plot starts. */
+static cJSON *
+window_history(struct web_daemon *wd, size_t w, int from_first, int64_t *t0,
+               int64_t t1)
+{
+	char params[160];
+	cJSON *hist = NULL;
+	size_t f = 0;
+
+	snprintf(params, sizeof params,
+	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+	         ",\"step_ms\":%" PRId64 "}",
+	         *t0, t1 + 1, windows[w].step_ms);
+	web_daemon_call(wd, "history", params, &hist);
+	if (!from_first || plotd_first_ts(hist) <= *t0 + windows[w].step_ms)
+		return hist;
+	*t0 = plotd_first_ts(hist);
+	while (f + 1 < NWINDOWS && windows[f].span_ms < t1 - *t0)
+		f++;
+	snprintf(params, sizeof params,
+	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+	         ",\"step_ms\":%" PRId64 "}",
+	         *t0, t1 + 1, windows[f].step_ms);
+	cJSON_Delete(hist);
+	hist = NULL;
+	web_daemon_call(wd, "history", params, &hist);
+	if (plotd_first_ts(hist) > *t0)
+		*t0 = plotd_first_ts(hist);
+	return hist;
+}
+
+/* The system plot at each width (CSS shows the one that fits), then the
+ * list of its marks. */
+static void
+system_plots(struct svgp_buf *b, const struct web_snap *s, const cJSON *hist,
+             int64_t t0, int64_t t1)
+{
+	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(s->info, "sample");
+	struct plotd_opts o = {0};
+	struct svgp_buf list = {0};
+	size_t i;
+
+	o.title = "memory";
+	o.max_lanes = WEB_LANES_MAX;
+	o.bytes_max = web_num(smp, "swap_total_bytes", 0);
+	o.job_links = 1;
+	svgp_puts(b, "<section id=\"plot\">");
+	for (i = 0; i < NPLOT_WIDTHS; i++) {
+		o.width = plot_widths[i];
+		/* The marks are the same at each width: listed once. */
+		o.marks_list = i == 0 ? &list : NULL;
+		svgp_printf(b, "<div class=\"pw\" id=\"plot-%d\">",
+		            plot_widths[i]);
+		plotd_system(&o, hist, s->jobs, s->events, t0, t1, b);
+		svgp_puts(b, "</div>");
+	}
+	/* Every mark, also those whose label had no room. */
+	svgp_puts(b, "<details id=\"marks\"><summary>marks in the "
+	             "window</summary><ol>");
+	if (list.n > 0)
+		svgp_putn(b, list.p, list.n);
+	svgp_puts(b, "</ol></details></section>");
+	if (list.oom)
+		b->oom = 1;
+	svgp_buf_free(&list);
+}
+
 int
 web_page(struct web_daemon *wd, const struct web_request *rq,
          struct svgp_buf *b, const char **type)
@@ -667,64 +738,11 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 		    i == w ? " aria-current=\"page\"" : "", windows[i].label);
 	svgp_puts(b, "</nav>");
 	if (s.up) {
-		char params[160];
-		cJSON *hist = NULL;
 		const cJSON *smp =
 		    cJSON_GetObjectItemCaseSensitive(s.info, "sample");
-		struct plotd_opts o = {0};
+		cJSON *hist = window_history(wd, w, warg == NULL, &t0, t1);
 
-		snprintf(params, sizeof params,
-		         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
-		         ",\"step_ms\":%" PRId64 "}",
-		         t0, t1 + 1, windows[w].step_ms);
-		web_daemon_call(wd, "history", params, &hist);
-		/* The default window starts at the first sample in it: a
-		 * daemon up 15 min fills the plot rather than its right
-		 * quarter. Asked again at the step of the window that fits
-		 * (a window the user picks is drawn whole). */
-		if (warg == NULL &&
-		    plotd_first_ts(hist) > t0 + windows[w].step_ms) {
-			size_t f = 0;
-
-			t0 = plotd_first_ts(hist);
-			while (f + 1 < NWINDOWS && windows[f].span_ms < t1 - t0)
-				f++;
-			snprintf(params, sizeof params,
-			         "{\"since_ms\":%" PRId64
-			         ",\"until_ms\":%" PRId64
-			         ",\"step_ms\":%" PRId64 "}",
-			         t0, t1 + 1, windows[f].step_ms);
-			cJSON_Delete(hist);
-			hist = NULL;
-			web_daemon_call(wd, "history", params, &hist);
-			if (plotd_first_ts(hist) > t0)
-				t0 = plotd_first_ts(hist);
-		}
-		o.title = "memory";
-		o.max_lanes = WEB_LANES_MAX;
-		o.bytes_max = web_num(smp, "swap_total_bytes", 0);
-		struct svgp_buf list = {0};
-
-		svgp_puts(b, "<section id=\"plot\">");
-		for (i = 0; i < NPLOT_WIDTHS; i++) {
-			o.width = plot_widths[i];
-			/* The marks are the same at each width: listed once. */
-			o.marks_list = i == 0 ? &list : NULL;
-			o.job_links = 1;
-			svgp_printf(b, "<div class=\"pw\" id=\"plot-%d\">",
-			            plot_widths[i]);
-			plotd_system(&o, hist, s.jobs, s.events, t0, t1, b);
-			svgp_puts(b, "</div>");
-		}
-		/* Every mark, also those whose label had no room. */
-		svgp_puts(b, "<details id=\"marks\"><summary>marks in the "
-		             "window</summary><ol>");
-		if (list.n > 0)
-			svgp_putn(b, list.p, list.n);
-		svgp_puts(b, "</ol></details></section>");
-		if (list.oom)
-			b->oom = 1;
-		svgp_buf_free(&list);
+		system_plots(b, &s, hist, t0, t1);
 		cJSON_Delete(hist);
 		svgp_puts(b, "<div class=\"pair\">");
 		queue_table(&s, smp, b);
