@@ -111,7 +111,7 @@ free_compare(const struct cli_wait *w, char *buf, size_t len)
 
 /* Expand a template of proto/names.h: %F the comparison, %f the free %,
  * %w what the job waits for, %R the reserved bytes, %a the job it starts
- * after. */
+ * after, %i the job's id. */
 static void
 expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
        size_t len)
@@ -151,6 +151,13 @@ expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
 				else
 					cli_size((uint64_t)w->reserved_bytes,
 					         part, sizeof part);
+				break;
+			case 'i':
+				if (w->job_id > 0)
+					snprintf(part, sizeof part, "%" PRId64,
+					         w->job_id);
+				else
+					snprintf(part, sizeof part, "ID");
 				break;
 			case 'a':
 				snprintf(part, sizeof part, "%s",
@@ -237,7 +244,7 @@ void
 cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                const char *waiting_for, char *buf, size_t len)
 {
-	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0};
+	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0, 0};
 
 	cli_queue_line_wait(position, of, &w, buf, len);
 }
@@ -266,9 +273,10 @@ cli_job_reason(const struct sl_job *j, double free_pct, int64_t available_bytes,
                int64_t reserved_bytes, enum cli_reason_form form, char *buf,
                size_t len)
 {
-	struct cli_wait w = {j->waiting_for,     free_pct,
-	                     j->wait_free_pct,   reserved_bytes,
-	                     j->wait_free_bytes, available_bytes};
+	struct cli_wait w = {
+	    j->waiting_for, free_pct,           j->wait_free_pct,
+	    reserved_bytes, j->wait_free_bytes, available_bytes,
+	    j->id};
 
 	if (strcmp(j->state, "queued") != 0 || j->waiting_for[0] == '\0') {
 		snprintf(buf, len, form == CLI_REASON_COLUMN ? "" : "-");

@@ -320,6 +320,7 @@ struct cli_wait {
 	int64_t reserved_bytes;   /* promised to running jobs; -1: unknown */
 	uint64_t wait_free_bytes; /* the job's; 0: it waits for a % */
 	int64_t available_bytes;  /* the latest sample's; 0: unknown */
+	int64_t job_id;           /* the job's, for "release 12"; 0: unknown */
 };
 /* The readable paragraph of `show`, into a malloc'd string; a queued
  * job's says why it waits, with the numbers of w (its waiting_for and

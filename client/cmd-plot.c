@@ -23,6 +23,8 @@ static const struct cli_option plot_options[] = {
     {"until", 0, CLI_TEXT, "T", 0, 0, "end (default now)"},
     {"job", 0, CLI_ID, "ID", 0, 0,
      "one job's footprint and swap over its life"},
+    {"compare", 0, CLI_ID, "ID", 0, 0,
+     "two jobs side by side from their start: --compare ID ID2"},
     {"trace", 0, CLI_TEXT, "FILE", 0, 0,
      "a JSONL trace (meter, the Python MemoryMeter)"},
     {"out", 'o', CLI_TEXT, "FILE", 0, 0,
@@ -36,6 +38,10 @@ const struct cli_entry cmd_plot_entry = {
     .name = "plot",
     .summary = "an SVG plot of memory and swap with job lanes, a job, or a "
                "trace",
+    /* plot 12: as --job 12; plot 12 15: as --compare 12 15 */
+    .operands = "[ID [ID2]]",
+    .min_operands = 0,
+    .max_operands = 2,
     .options = plot_options,
     .no_json = "it writes SVG",
     .exec = cmd_plot,
@@ -178,7 +184,7 @@ plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
 	cJSON *info = NULL, *hist = NULL, *status = NULL, *events = NULL;
 	struct plotd_opts oo = *o;
 	char params[192];
-	int64_t step = (until - since) / 600;
+	int64_t step = (until - since) / 600, first;
 	int rc = EXIT_ERR;
 
 	if ((info = plot_call(cli, "info", NULL)) == NULL)
@@ -189,8 +195,31 @@ plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
 	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
 	         ",\"step_ms\":%" PRId64 "}",
 	         since, until, step);
-	if ((hist = plot_call(cli, "history", params)) == NULL ||
-	    (status = plot_call(cli, "status",
+	if ((hist = plot_call(cli, "history", params)) == NULL)
+		goto out;
+	/* The axis starts at the first sample in the window: 8 h asked of a
+	 * daemon up 15 min would squeeze its data into the right 3 % of the
+	 * plot. Asked again from there, at a step that fits the shorter span
+	 * (docs/cli.md, plot). */
+	first = plotd_first_ts(hist);
+	if (first > since + step) {
+		since = first;
+		step = (until - since) / 600;
+		if (step < 1)
+			step = 1;
+		snprintf(params, sizeof params,
+		         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+		         ",\"step_ms\":%" PRId64 "}",
+		         since, until, step);
+		cJSON_Delete(hist);
+		if ((hist = plot_call(cli, "history", params)) == NULL)
+			goto out;
+		/* The first bucket was rounded down to the coarse step: the
+		 * fine one starts where the samples do. */
+		if (plotd_first_ts(hist) > since)
+			since = plotd_first_ts(hist);
+	}
+	if ((status = plot_call(cli, "status",
 	                        "{\"all\":true,\"limit\":1000}")) == NULL ||
 	    (events = plot_events(cli, 0)) == NULL)
 		goto out;
@@ -245,11 +274,72 @@ out:
 	return rc;
 }
 
+/* Two jobs side by side: each one's show, job history and events. */
+static int
+plot_compare(struct cli *cli, const struct plotd_opts *o, const int64_t id[2],
+             struct svgp_buf *b)
+{
+	cJSON *job[2] = {NULL, NULL}, *hist[2] = {NULL, NULL};
+	cJSON *events[2] = {NULL, NULL};
+	char params[96];
+	int k, rc = EXIT_ERR;
+
+	for (k = 0; k < 2; k++) {
+		snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id[k]);
+		if ((job[k] = plot_call(cli, "show", params)) == NULL)
+			goto out;
+		snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}",
+		         id[k]);
+		if ((hist[k] = plot_call(cli, "history", params)) == NULL ||
+		    (events[k] = plot_events(cli, id[k])) == NULL)
+			goto out;
+	}
+	if (plotd_compare(o, (const cJSON *const *)job,
+	                  (const cJSON *const *)hist,
+	                  (const cJSON *const *)events, b) != 0) {
+		cli_error("out of memory");
+		goto out;
+	}
+	rc = EXIT_OK;
+out:
+	if (rc != EXIT_OK && sl_errcode(cli->client) != 0)
+		rc = cli_fail(cli);
+	for (k = 0; k < 2; k++) {
+		cJSON_Delete(job[k]);
+		cJSON_Delete(hist[k]);
+		cJSON_Delete(events[k]);
+	}
+	return rc;
+}
+
+/* The operands: --compare's second job, or one job (as --job), or two
+ * (as --compare). 0, or a usage error's exit. */
+static int
+plot_operands(struct cli *cli, const struct cli_args *args, int64_t *job,
+              int64_t cmp[2])
+{
+	int i;
+
+	if (cmp[0] > 0 ? args->argc != 1 : *job > 0 && args->argc > 0)
+		return cli_usage_error(cli, "--compare takes two jobs "
+		                            "(--compare ID ID2), --job one");
+	for (i = 0; i < args->argc; i++) {
+		int64_t *to = cmp[0] > 0        ? &cmp[1]
+		              : args->argc == 1 ? job
+		                                : &cmp[i];
+		if (cli_parse_id(args->argv[i], to) < 0)
+			return cli_usage_error(cli, "bad job id '%s'",
+			                       args->argv[i]);
+	}
+	return 0;
+}
+
 static int
 cmd_plot(struct cli *cli, struct cli_args *args)
 {
 	int64_t now = cli_now_ms(), since = now - 8 * 3600000LL, until = now;
 	int64_t job = cli_number(args, "job", 0);
+	int64_t cmp[2] = {cli_number(args, "compare", 0), 0};
 	const char *trace = cli_text(args, "trace", NULL);
 	const char *out = cli_text(args, "out", "-");
 	const char *t;
@@ -272,8 +362,11 @@ cmd_plot(struct cli *cli, struct cli_args *args)
 		                       "bad --until '%s' (8h, now, "
 		                       "2026-11-30T05:00, an epoch)",
 		                       t);
-	if (trace != NULL && job > 0)
-		return cli_usage_error(cli, "--trace and --job: one of them");
+	if ((rc = plot_operands(cli, args, &job, cmp)) != 0)
+		return rc;
+	if ((trace != NULL) + (job > 0) + (cmp[0] > 0) > 1)
+		return cli_usage_error(
+		    cli, "--trace, a job (--job) and --compare: one of them");
 	if (until <= since)
 		return cli_usage_error(cli, "--until must be after --since");
 	if (trace != NULL) {
@@ -299,6 +392,13 @@ cmd_plot(struct cli *cli, struct cli_args *args)
 			         "job %" PRId64 ": footprint and swap", job);
 			o.title = title;
 			rc = plot_job(cli, &o, job, &b);
+		} else if (cmp[0] > 0) {
+			snprintf(title, sizeof title,
+			         "jobs %" PRId64 " and %" PRId64
+			         ": footprint and swap from their start",
+			         cmp[0], cmp[1]);
+			o.title = title;
+			rc = plot_compare(cli, &o, cmp, &b);
 		} else {
 			o.title = "memory and swap";
 			o.max_lanes = 40;

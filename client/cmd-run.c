@@ -279,9 +279,13 @@ static void
 queue_line(const struct run *r, const struct sl_notification *n, char *buf,
            size_t len)
 {
-	struct cli_wait w = {n->queue.waiting_for,   n->queue.free_pct,
-	                     n->queue.wait_free_pct, -1,
-	                     r->wait_free_bytes,     0};
+	struct cli_wait w = {n->queue.waiting_for,
+	                     n->queue.free_pct,
+	                     n->queue.wait_free_pct,
+	                     -1,
+	                     r->wait_free_bytes,
+	                     0,
+	                     n->queue.id};
 
 	if (r->total_bytes > 0)
 		w.available_bytes =

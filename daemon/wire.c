@@ -55,6 +55,60 @@ wire_user_name(uid_t uid, char *buf, size_t len)
 	snprintf(wire_names[i].name, sizeof wire_names[i].name, "%s", buf);
 }
 
+/* What of another user's event detail any caller may read, by kind
+ * (PROTOCOL.md, events): stage names are public as job names are, and a
+ * stage's numbers and a breach's numbers are those the Job's public `kill`
+ * already shows. Kinds not listed (killed, on_end, updated, ...) may carry
+ * the job's own text or settings, so their detail stays the owner's and
+ * root's; so does the breach's sentence, which may quote a stage name
+ * beside the job's numbers and is the owner's end_detail. */
+static const char *const wire_public_stage[] = {"name", NULL};
+static const char *const wire_public_stage_end[] = {"name",
+                                                    "started_at_ms",
+                                                    "ended_at_ms",
+                                                    "footprint_peak_bytes",
+                                                    "swap_growth_bytes",
+                                                    NULL};
+static const char *const wire_public_breach[] = {
+    "attempt",         "requeued", "swap_growth_bytes", "swap_budget_bytes",
+    "swap_used_bytes", "free_pct", "footprint_bytes",   "pressure",
+    "sampled_at_ms",   NULL};
+static const struct {
+	const char *kind;
+	const char *const *members;
+} wire_public_details[] = {
+    {"stage", wire_public_stage},
+    {"stage_end", wire_public_stage_end},
+    {"breach", wire_public_breach},
+};
+
+/* The public part of detail (a parsed object, consumed) for an event of
+ * kind, or NULL when none of it is public. */
+static cJSON *
+wire_public_detail(const char *kind, cJSON *detail)
+{
+	const char *const *m = NULL;
+	cJSON *o;
+	size_t i;
+
+	for (i = 0;
+	     i < sizeof wire_public_details / sizeof *wire_public_details; i++)
+		if (strcmp(kind, wire_public_details[i].kind) == 0)
+			m = wire_public_details[i].members;
+	if (m == NULL || !cJSON_IsObject(detail) ||
+	    (o = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(detail);
+		return NULL;
+	}
+	for (; *m != NULL; m++) {
+		cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(detail, *m);
+		if (v != NULL)
+			cJSON_AddItemToObject(o, *m, v);
+	}
+	cJSON_Delete(detail);
+	return o;
+}
+
 cJSON *
 wire_event(const struct store_event *e, uid_t viewer_uid)
 {
@@ -74,9 +128,11 @@ wire_event(const struct store_event *e, uid_t viewer_uid)
 		cJSON_AddNullToObject(o, "user");
 	}
 	cJSON_AddStringToObject(o, "kind", e->kind);
-	if (e->detail != NULL &&
-	    (e->job_id <= 0 || viewer_uid == 0 || viewer_uid == e->uid))
+	if (e->detail != NULL) {
 		detail = cJSON_Parse(e->detail);
+		if (e->job_id > 0 && viewer_uid != 0 && viewer_uid != e->uid)
+			detail = wire_public_detail(e->kind, detail);
+	}
 	if (detail != NULL)
 		cJSON_AddItemToObject(o, "detail", detail);
 	else

@@ -19,8 +19,9 @@
  * client/cli-reason.c expands them: "%F" the free memory compared with
  * what the job waits for, "%f" the free %, "%w" what the job waits for
  * (a % or, with wait_free_bytes, a size), "%R" the bytes promised to
- * running jobs and "%a" the job it starts after. The order is admission's
- * (daemon/admit.h) and none is first.
+ * running jobs, "%a" the job it starts after and "%i" the job's own id
+ * (the release that lets a held one go; "ID" where it is not known). The order
+ * is admission's (daemon/admit.h) and none is first.
  */
 #define NAMES_WAIT_LIST(X)                                                     \
 	X(NONE, "none", "-", "free %f, being admitted",                        \
@@ -48,8 +49,9 @@
 	X(CLIENT, "client", "client",                                          \
 	  "free %f, waiting for its stageloadctl to come back",                \
 	  "its stageloadctl has not come back since the daemon restarted")     \
-	X(HELD, "held", "held", "free %f, held (release ID lets it start)",    \
-	  "it is held (hold): it starts only once released")                   \
+	X(HELD, "held", "held", "free %f, held: stageloadctl release %i",      \
+	  "it is held (hold): it starts only once released "                   \
+	  "(stageloadctl release %i)")                                         \
 	X(AFTER, "after", "after %a", "free %f, waiting for job %a to end",    \
 	  "job %a, which it starts after (--after), has not ended")            \
 	X(GROUP, "group", "group",                                             \

@@ -61,7 +61,7 @@ def main():
             shot = os.path.join(out, "dashboard.png")
             subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
                             "--hide-scrollbars", "--window-size=1100,1150",
-                            "--screenshot=" + shot, "http://%s/?window=15m" % w.host()],
+                            "--screenshot=" + shot, "http://%s/" % w.host()],
                            check=True, capture_output=True, timeout=120)
             ctl = os.path.join(os.environ["SL_BIN"], "stageloadctl")
             subprocess.run([ctl, "--socket", d.socket, "plot", "--since", "3m", "-o",

@@ -474,6 +474,67 @@ def check_spec_items(d, c, doc):
           % (learned and learned["runs"], final["footprint_peak_bytes"], want))
 
 
+def public_detail_doc(doc):
+    """The members PROTOCOL.md (events, "Who sees a `detail`") makes public
+    of another user's event detail, by kind."""
+    body = doc["methods"]["events"]
+    para = body[body.index("Who sees a `detail`"):]
+    check("`stage` event's `detail`" in para and "`stage_end`" in para,
+          "PROTOCOL.md, events: stage and stage_end details public")
+    m = re.search(r"`breach`\s+event's numbers.*?\((.*?); not", para, re.S)
+    breach = set(re.findall(r"`([a-z_]+)`", m.group(1))) if m else set()
+    check(breach, "PROTOCOL.md, events: the breach's public numbers listed")
+    return {"stage": None, "stage_end": None, "breach": breach}
+
+
+def check_public_details(d, c, doc, breach_id):
+    """Another user reads the public part of a job's event details: stage
+    and stage_end whole, a breach's numbers without its sentence, and no
+    other kind's (PROTOCOL.md, events)."""
+    public = public_detail_doc(doc)
+    env = ["PATH=/usr/bin:/bin", "HOME=/"]
+    r = c.call("submit", {"argv": ["sleep", "30"], "cwd": "/", "env": env,
+                          "name": "staged", "on_end": "true"})
+    poll(lambda: c.call("show", {"id": r["id"]})["state"] in ("admitted", "running"),
+         what="the staged job admitted")
+    c.call("stage", {"id": r["id"], "name": "encode"})
+    c.call("stage", {"id": r["id"], "name": "decode"})
+    c.call("cancel", {"id": r["id"]})
+    c.call("wait", {"id": r["id"]}, timeout=20)
+    poll(lambda: any(e["kind"] == "on_end" for e in
+                     c.call("events", {"job_id": r["id"]})["events"]),
+         what="the staged job's on_end event")
+    if os.geteuid() != 0:
+        print("public details: skipped (another user's connection needs root)")
+        return
+    os.chmod(d.dir, 0o711)
+    other = client_as(65534, d.socket)
+    seen = set()
+    for jid in (r["id"], breach_id):
+        mine = c.call("events", {"job_id": jid, "limit": 1000})["events"]
+        theirs = other.call("events", {"job_id": jid, "limit": 1000})["events"]
+        check([e["id"] for e in mine] == [e["id"] for e in theirs],
+              "another user reads every event of job %d" % jid)
+        for a, b in zip(mine, theirs):
+            seen.add(a["kind"])
+            if a["kind"] not in public:
+                check(b["detail"] is None,
+                      "%s event of another user's job: detail null, got %r"
+                      % (a["kind"], b["detail"]))
+                continue
+            keep = public[a["kind"]]
+            want = {k: v for k, v in (a["detail"] or {}).items()
+                    if keep is None or k in keep}
+            check(b["detail"] == want, "%s event of another user's job: %r, want %r"
+                  % (a["kind"], b["detail"], want))
+            if a["kind"] == "breach":
+                check("detail" in a["detail"] and "detail" not in b["detail"],
+                      "a breach's sentence stays the owner's: %r" % (b["detail"],))
+    check({"stage", "stage_end", "breach", "killed", "on_end", "submitted"} <= seen,
+          "public details checked on the kinds that matter, saw %s" % sorted(seen))
+    other.close()
+
+
 def check_ended_bound():
     """max_ended_jobs_per_uid keeps exactly that many ended jobs of a user
     after its submit (root is exempt: as root, a user's connection)."""
@@ -664,7 +725,8 @@ def main():
         for e in ev["events"]:
             check(set(e) == doc["event"], "Event: documented %s, sent %s"
                   % (sorted(doc["event"]), sorted(e)))
-        kinds_doc = set(re.findall(r"`([a-z_]+)`", methods["events"].split("kinds:")[1]))
+        kinds_doc = set(re.findall(r"`([a-z_]+)`", methods["events"].split("kinds:")[1]
+                                          .split("An `on_end`")[0]))
         kinds = {e["kind"] for e in ev["events"]}
         check(kinds <= kinds_doc, "event kinds not documented: %s" % sorted(kinds - kinds_doc))
         n = sub.notification("event")
@@ -737,6 +799,7 @@ def main():
         seen_notes.add("ended")
         b.close()
         write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
+        check_public_details(d, c, doc, r["id"])
         check_attached_daemon_end(d, doc)
         check_spec_items(d, c, doc)
 

@@ -488,10 +488,29 @@ test_pct_compare(void **state)
 	assert_string_equal(buf, "queued: position 1 of 1, free 39.7% < 40%");
 }
 
+/* A held job's reason names the release that lets it go, with its id
+ * when known. */
+static void
+test_wait_reason_held(void **state)
+{
+	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12};
+	char buf[256];
+
+	(void)state;
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_string_equal(buf, "free 50%, held: stageloadctl release 12");
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_string_equal(buf, "it is held (hold): it starts only once "
+	                         "released (stageloadctl release 12)");
+	w.job_id = 0;
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_string_equal(buf, "free 50%, held: stageloadctl release ID");
+}
+
 static void
 test_wait_reason(void **state)
 {
-	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0};
+	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0};
 	char buf[256];
 
 	(void)state;
@@ -533,8 +552,8 @@ test_wait_reason(void **state)
 static void
 test_wait_reason_bytes(void **state)
 {
-	struct cli_wait w = {"free",          92, 0, -1, (uint64_t)22 << 30,
-	                     (int64_t)8 << 30};
+	struct cli_wait w = {"free",           92, 0, -1, (uint64_t)22 << 30,
+	                     (int64_t)8 << 30, 0};
 	char buf[256];
 
 	(void)state;
@@ -882,6 +901,7 @@ main(void)
 	    cmocka_unit_test(test_queue_line),
 	    cmocka_unit_test(test_pct_compare),
 	    cmocka_unit_test(test_wait_reason),
+	    cmocka_unit_test(test_wait_reason_held),
 	    cmocka_unit_test(test_wait_reason_bytes),
 	    cmocka_unit_test(test_text_width),
 	    cmocka_unit_test(test_shell_command),

@@ -66,14 +66,22 @@ def check_daemon_fields(d, ids):
 
 
 def check_private(d, w, ids):
-    """No answer holds the marker (argv, env) or the jobs' cwd."""
-    paths = ALL_PATHS + ["/api/history?job_id=%d" % i for i in ids.values()]
+    """No answer holds the marker (argv, env) or the jobs' cwd, nor the
+    killed job's end_detail (its sentence: "swap grew ..."); a job's own
+    page neither."""
+    paths = ALL_PATHS + ["/api/history?job_id=%d" % i for i in ids.values()] + \
+        ["/job/%d" % i for i in ids.values()]
     for p in paths:
         st, _, body = w.get(p)
         assert st == 200, (p, st, body[:300])
         assert MARKER not in body, ("the marker leaked", p)
         assert d.dir not in body, ("a cwd or the socket's path leaked", p)
-    print("private: %d answers, none holds argv, env or cwd" % len(paths))
+        assert "swap grew" not in body, ("end_detail leaked", p)
+    for p in ("/job/999999", "/job/0", "/job/abc", "/job/", "/job/1x"):
+        st, _, body = w.get(p)
+        assert st == 404, (p, st, body[:300])
+    print("private: %d answers (job pages too), none holds argv, env, cwd or "
+          "end_detail; 404 for no such job" % len(paths))
 
 
 PAGES = ["/", "/?window=15m", "/?window=1h", "/?window=24h", "/?window=7d"]
@@ -312,9 +320,16 @@ def metric(body, name):
     return None
 
 
+def widest_plot(page):
+    """The page's plot at 960 px: it is drawn at three widths (and its
+    marks listed under it), each drawing every mark."""
+    start = page.index('id="plot-960"')
+    return page[start:page.index("</svg>", start)]
+
+
 def check_restart(d, w):
     st, _, page = w.get("/")
-    restarts = page.count('data-mark="restart"')
+    restarts = widest_plot(page).count('data-mark="restart"')
     st, _, m = w.get("/metrics")
     assert metric(m, "stageload_up") == 1 and metric(m, "stageload_daemon_restarts_total") == 0
     d.stop()
@@ -332,7 +347,7 @@ def check_restart(d, w):
     st, _, page = w.get("/")
     assert "the daemon restarted" in page, page[:800]
     # The events it had read are read again, and the new daemon_start.
-    assert page.count('data-mark="restart"') == restarts + 1, restarts
+    assert widest_plot(page).count('data-mark="restart"') == restarts + 1, restarts
     assert page.count(HTML_STAGE) >= 5, page.count(HTML_STAGE)
     print("restart: stageload_up 0 while it is down; reconnected and counted")
 

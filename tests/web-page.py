@@ -28,6 +28,10 @@ from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E4
 from webtest import (EVIL_STAGE, LONG_STAGE, Web, cleanup_jobs, daemon,  # noqa: E402
                      env_list, make_jobs, set_memory)
 
+# The page draws the plot at 360, 640 and 960 px and shows the one that
+# fits; the browser's 1100 px window shows the widest.
+PLOT = "#plot-960 svg"
+
 WINDOWS = [("15 min", 15 * 60000), ("1 h", 3600000), ("24 h", 86400000),
            ("7 d", 7 * 86400000)]
 
@@ -75,7 +79,7 @@ def text(e):
 def check_stages(drv, ids):
     from selenium.webdriver.common.by import By
     got = {}
-    for e in drv.find_elements(By.CSS_SELECTOR, "svg g.slp-stage"):
+    for e in drv.find_elements(By.CSS_SELECTOR, PLOT + " g.slp-stage"):
         got.setdefault(int(e.get_attribute("data-job")), []).append(
             text(e.find_element(By.TAG_NAME, "title")))
     assert got == {ids["killed"]: ["load", EVIL_STAGE],
@@ -86,9 +90,192 @@ def check_stages(drv, ids):
     print("page: 4 stage marks, names whole and escaped; the kill's stage in its table")
 
 
+# The boxes of the texts of the plot shown (the one of the three with a
+# width), and the pairs of them that overlap (by more than half a pixel:
+# antialiasing); each text's size in CSS px: its font size times the
+# plot's scale.
+LABELS_JS = """
+const svg = [...document.querySelectorAll('#plot svg')]
+  .find(s => s.getBoundingClientRect().width > 0);
+const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim());
+const boxes = texts.map(t => t.getBoundingClientRect());
+const over = [];
+for (let i = 0; i < boxes.length; i++)
+  for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.left < b.right - 0.5 && b.left < a.right - 0.5 &&
+        a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+      over.push([texts[i].textContent, texts[j].textContent]);
+  }
+const small = texts.map(t => [t.textContent,
+    parseFloat(getComputedStyle(t).fontSize) * scale])
+  .filter(x => x[1] < 10);
+const html = [...document.body.querySelectorAll('*')]
+  .filter(e => !e.closest('svg') && e.getClientRects().length &&
+          [...e.childNodes].some(n => n.nodeType == 3 && n.textContent.trim()))
+  .map(e => [e.tagName + ' ' + e.textContent.slice(0, 20),
+             parseFloat(getComputedStyle(e).fontSize)])
+  .filter(x => x[1] < 10);
+return {id: svg.parentNode.id, n: texts.length, over: over, small: small,
+        html: html, marks: svg.querySelectorAll('g.slp-mark').length,
+        labels: svg.querySelectorAll('g.slp-mark text').length,
+        listed: document.querySelectorAll('#marks li').length};
+"""
+
+
+def check_labels(drv, width):
+    """No two texts of the plot overlap (measured in the DOM), every mark is
+    in the list under the plot, and every text is at least 10 CSS px."""
+    r = drv.execute_script(LABELS_JS)
+    assert not r["over"], "overlapping labels at %d px: %r" % (width, r["over"])
+    assert r["marks"] == r["listed"] and r["marks"] > 0, r
+    assert not r["small"] and not r["html"], "text under 10 px at %d px: %r" % (width, r)
+    print("page: %d px shows %s: %d texts, none overlapping, none under 10 px; "
+          "%d of %d marks labelled, all %d listed"
+          % (width, r["id"], r["n"], r["labels"], r["marks"], r["listed"]))
+
+
+def check_end_marks(drv, ids):
+    """A cancelled job's end and a swap kill have their own marks and
+    legend entries."""
+    from selenium.webdriver.common.by import By
+    css = drv.find_elements
+    kill = css(By.CSS_SELECTOR, PLOT + ' .end-marker[data-job="%d"]' % ids["killed"])
+    cancel = css(By.CSS_SELECTOR, PLOT + ' .end-marker[data-job="%d"]' % ids["queued"])
+    assert kill and {e.get_attribute("data-mark") for e in kill} == {"kill"}, kill
+    assert cancel and {e.get_attribute("data-mark") for e in cancel} == {"cancel"}, cancel
+    shape = lambda e: re.sub(r"[-0-9.]+", "N", e.get_attribute("d"))  # noqa: E731
+    assert shape(kill[0]) != shape(cancel[0]), (shape(kill[0]), shape(cancel[0]))
+    keys = [e.get_attribute("data-key") for e in css(By.CSS_SELECTOR, PLOT + " .slp-key")]
+    assert "kill" in keys and "cancel" in keys, keys
+    print("page: kill and cancel marks differ (%s / %s); legend %s"
+          % (shape(kill[0])[:12], shape(cancel[0])[:12], keys))
+
+
+def check_ended(drv, ids):
+    """The recently ended table beside the queue: the killed job, how it
+    ended, its peak and swap growth, how long it ran; its id links to its
+    page, as the rows of the other tables and the plot's marks do."""
+    from selenium.webdriver.common.by import By
+    row = drv.find_element(By.CSS_SELECTOR, '#ended tr[data-job="%d"]' % ids["killed"])
+    cells = [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[3] == "killed: swap_budget" and cells[4] not in ("0", "") and \
+        cells[5] == "1.5G" and cells[6] != "-", cells
+    for sel in ('#ended tr[data-job="%d"] a' % ids["killed"],
+                '#running tr[data-job="%d"] a' % ids["runner"],
+                '#kills tr[data-job="%d"] a' % ids["killed"],
+                PLOT + ' a[href="/job/%d"] g.slp-mark' % ids["killed"],
+                PLOT + ' a[href="/job/%d"] g.lane' % ids["runner"]):
+        assert drv.find_elements(By.CSS_SELECTOR, sel), sel
+    href = row.find_element(By.TAG_NAME, "a").get_attribute("href")
+    assert href.endswith("/job/%d" % ids["killed"]), href
+    print("page: recently ended %s; rows and marks link to /job/ID" % cells)
+
+
+def check_job_page(drv, host, ids):
+    """/job/ID for a running and an ended job: its fields, its footprint
+    plot with its stages and budget line."""
+    from selenium.webdriver.common.by import By
+    for key in ("runner", "killed"):
+        jid = ids[key]
+        drv.get("http://%s/job/%d" % (host, jid))
+        assert text(drv.find_element(By.TAG_NAME, "h1")) == "job %d" % jid
+        fields = {text(r.find_element(By.TAG_NAME, "th")): text(r.find_element(By.TAG_NAME, "td"))
+                  for r in drv.find_elements(By.CSS_SELECTOR, "#fields tr")}
+        assert fields["state"] == ("running" if key == "runner" else "killed: swap_budget"), fields
+        fp = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="footprint_bytes"]')
+        assert re.search(r"[ML][-0-9.]+ [-0-9.]+", fp.get_attribute("d")), fp.get_attribute("d")
+        budget = drv.find_element(By.CSS_SELECTOR, PLOT + " g.slp-budget")
+        want = (8 << 30) if key == "runner" else (1 << 30)
+        assert float(budget.get_attribute("data-bytes")) == want
+        stages = [text(e.find_element(By.TAG_NAME, "title"))
+                  for e in drv.find_elements(By.CSS_SELECTOR, PLOT + " g.slp-stage")]
+        assert len(stages) == 2, stages
+        drv.save_screenshot(os.path.join(artifacts(), "web-job-%s.png" % key))
+        print("page: /job/%d (%s): %s; footprint drawn, %d stages, budget line"
+              % (jid, key, fields["state"], len(stages)))
+
+
+def check_unprivileged(d, drv, ids):
+    """Run as nobody (as docs/dashboards.md advises), the page still draws
+    the stage marks of root's jobs: stage names are public (PROTOCOL.md,
+    events)."""
+    if os.geteuid() != 0:
+        print("page: unprivileged run skipped (needs root to change user)")
+        return
+    # nobody must reach the socket inside the daemon's private dir
+    os.chmod(d.dir, 0o711)
+    with Web(d.socket, user=65534) as w:
+        drv.get("http://%s/?window=15m" % w.host())
+        check_stages(drv, ids)
+        drv.save_screenshot(os.path.join(artifacts(), "web-page-nobody.png"))
+    print("page: run as nobody, root's jobs' stage marks drawn")
+
+
 def x_extent(d):
     xs = [float(x) for x in re.findall(r"[ML]\s*([-0-9.]+)[ ,]", d)]
     return max(xs) - min(xs) if xs else 0.0
+
+
+# The swap series' value near x (within 2 px) at its highest, read back
+# from the drawing of the plot shown: the chart's frame and its bytes axis's
+# top label.
+SPIKE_JS = """
+const svg = document.querySelector(arguments[0]);
+const f = svg.querySelector('rect.slp-frame');
+const y0 = +f.getAttribute('y'), y1 = y0 + +f.getAttribute('height');
+const x0 = +f.getAttribute('x'), x1 = x0 + +f.getAttribute('width');
+const units = {K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40};
+const top = Math.max(...[...svg.querySelectorAll('g.slp-values text')]
+  .map(t => t.textContent).filter(t => units[t.slice(-1)])
+  .map(t => parseFloat(t) * units[t.slice(-1)]));
+const t0 = +svg.dataset.t0, t1 = +svg.dataset.t1;
+const x = x0 + (arguments[1] - t0) * (x1 - x0) / (t1 - t0);
+const d = svg.querySelector('path[data-series="swap_used_bytes"]').getAttribute('d');
+const pts = [...d.matchAll(/[ML]([-0-9.]+) ([-0-9.]+)/g)].map(m => [+m[1], +m[2]]);
+const near = pts.filter(p => Math.abs(p[0] - x) <= 2).map(p => (y1 - p[1]) / (y1 - y0) * top);
+return near.length ? Math.max(...near) : -1;
+"""
+
+
+def check_spike(d, drv, host):
+    """8 h of 1 min rollups (the tier the 24 h window's 2 min buckets read)
+    with one 1 s spike of 6G swap in one of its 120 samples: the 24 h plot
+    draws it at its height, not at its bucket's average (about 25M)."""
+    import sqlite3
+    now = int(time.time() * 1000)
+    first = (now - 8 * 3600000) // 60000 * 60000
+    last = now - 600000
+    spike_t = first + (last - first) // 2 // 60000 * 60000
+    spike = 6 << 30
+    rows = [(t, 120, 8000, 8000, 8000 * 120, 0, spike if t == spike_t else 0,
+             spike if t == spike_t else 0, 8 << 30, 8 << 30, 120 * (8 << 30), 1)
+            for t in range(first, last, 60000)]
+    con = sqlite3.connect(d.db, timeout=30)
+    con.executemany("INSERT OR REPLACE INTO rollup_1m VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    drv.get("http://%s/?window=24h" % host)
+    got = drv.execute_script(SPIKE_JS, PLOT, spike_t)
+    assert abs(got - spike) <= 0.05 * spike, (got, spike)
+    drv.save_screenshot(os.path.join(artifacts(), "web-page-spike.png"))
+    print("page: a 1 s spike in 8 h drawn at %.0fM of 6144M on the 24 h plot"
+          % (got / (1 << 20)))
+
+
+def check_default_window(drv, host):
+    """The page's default window starts at the first sample: a daemon up
+    for seconds fills the plot's width, not its right 1 %."""
+    from selenium.webdriver.common.by import By
+    drv.get("http://%s/" % host)
+    frame = drv.find_element(By.CSS_SELECTOR, PLOT + " rect.slp-frame")
+    width = float(frame.get_attribute("width"))
+    free = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="free_pct"]')
+    got = x_extent(free.get_attribute("d"))
+    assert got >= 0.8 * width, (got, width)
+    print("page: the default window starts at the first sample (free %% spans %.0f of %.0f px)"
+          % (got, width))
 
 
 def check_windows(drv, host):
@@ -106,10 +293,10 @@ def check_windows(drv, host):
         poll(lambda: [a.text for a in drv.find_elements(
             By.CSS_SELECTOR, "nav#window a[aria-current]")] == [label],
             what="the %s window to load" % label)
-        svg = drv.find_element(By.CSS_SELECTOR, "#plot svg")
+        svg = drv.find_element(By.CSS_SELECTOR, PLOT)
         t0, t1 = int(svg.get_attribute("data-t0")), int(svg.get_attribute("data-t1"))
         assert t1 - t0 == span, (label, t1 - t0, span)
-        free = drv.find_element(By.CSS_SELECTOR, 'svg path[data-series="free_pct"]')
+        free = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="free_pct"]')
         widths.append(x_extent(free.get_attribute("d")))
     # About a minute of history: a wider window draws it narrower.
     assert widths[0] > widths[1] >= widths[2] >= widths[3] and widths[0] > 0, widths
@@ -222,6 +409,26 @@ def check_queue_bytes(d, drv, host):
         c.close()
 
 
+def check_queue_held(d, drv, host):
+    """A held job's reason names the release that lets it go, with its id,
+    as the CLI says it."""
+    from selenium.webdriver.common.by import By
+    c = Client(d.socket)
+    jid = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                            "name": "kept", "held": True})["id"]
+    try:
+        poll(lambda: c.call("show", {"id": jid}).get("waiting_for") == "held",
+             what="kept to be held")
+        drv.get("http://%s/" % host)
+        row = drv.find_element(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % jid)
+        cell = text(row.find_elements(By.TAG_NAME, "td")[4])
+        assert cell.endswith("held: stageloadctl release %d" % jid), cell
+        print("page: a held job reads %r" % cell)
+    finally:
+        c.call("cancel", {"id": jid})
+        c.close()
+
+
 def check_running(d, drv, ids):
     from selenium.webdriver.common.by import By
     c = Client(d.socket)
@@ -260,28 +467,37 @@ def main():
             drv.set_page_load_timeout(30)
             drv.get("http://%s/?window=15m" % w.host())
             css = drv.find_elements
-            free = css(By.CSS_SELECTOR, 'svg path[data-series="free_pct"]')
+            free = css(By.CSS_SELECTOR, PLOT + ' path[data-series="free_pct"]')
             assert len(free) == 1, "no free % series in the SVG"
             pts = free[0].get_attribute("d").count("L")
             assert pts >= 4, "the free %% series has %d segments" % pts
-            assert css(By.CSS_SELECTOR, 'svg path[data-series="swap_used_bytes"]')
-            assert css(By.CSS_SELECTOR, 'svg [data-series="pressure"] rect')
+            assert css(By.CSS_SELECTOR, PLOT + ' path[data-series="swap_used_bytes"]')
+            assert css(By.CSS_SELECTOR, PLOT + ' [data-series="pressure"] rect')
             lanes = {int(e.get_attribute("data-job"))
-                     for e in css(By.CSS_SELECTOR, "svg g.lane")}
+                     for e in css(By.CSS_SELECTOR, PLOT + " g.lane")}
             assert lanes == set(ids.values()), (lanes, ids)
-            kill = css(By.CSS_SELECTOR, 'svg .kill-marker[data-job="%d"]' % ids["killed"])
+            kill = css(By.CSS_SELECTOR, PLOT + ' .kill-marker[data-job="%d"]' % ids["killed"])
             assert kill, "no kill marker for the killed job"
             assert css(By.CSS_SELECTOR, '#kills tr.kill[data-job="%d"]' % ids["killed"])
             assert css(By.CSS_SELECTOR, '#queue tr[data-job="%d"]' % ids["queued"])
             check_stages(drv, ids)
             check_running(d, drv, ids)
+            check_ended(drv, ids)
             shot = os.path.join(artifacts(), "web-page.png")
             drv.save_screenshot(shot)
             print("page: series, %d lanes, kill marker; screenshot %s" % (len(lanes), shot))
 
             check_queue_words(d, drv, w.host(), ids)
             check_queue_bytes(d, drv, w.host())
+            check_queue_held(d, drv, w.host())
+            drv.get("http://%s/?window=15m" % w.host())
+            check_end_marks(drv, ids)
+            check_labels(drv, 1100)
+            drv.save_screenshot(os.path.join(artifacts(), "web-page-marks.png"))
+            check_job_page(drv, w.host(), ids)
+            check_default_window(drv, w.host())
             check_windows(drv, w.host())
+            check_spike(d, drv, w.host())
             drv.get("http://%s/?window=15m" % w.host())
 
             before = drv.find_element(By.ID, "free-pct").text
@@ -291,11 +507,17 @@ def main():
                  timeout=30, step=0.5, what="the page to show free 40%")
             print("page: updated itself after the fixture changed (%s -> 40.0%%)" % before)
 
+            check_unprivileged(d, drv, ids)
+
             drv.set_window_size(400, 900)
             drv.get("http://%s/" % w.host())
             over = drv.execute_script(
                 "return document.documentElement.scrollWidth - window.innerWidth")
             assert over <= 0, "the page is %d px wider than a 400 px window" % over
+            drv.get("http://%s/?window=15m" % w.host())
+            check_labels(drv, 400)
+            drv.save_screenshot(os.path.join(artifacts(), "web-page-400.png"))
+            drv.get("http://%s/" % w.host())
             drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {
                 "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
             bg = drv.execute_script(

@@ -50,13 +50,25 @@ str(const cJSON *o, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The avg of a {"min","avg","max"} member, or def. */
+/* One end of a bucket's {"min","avg","max"} member (which: "min" or
+ * "max"), or def. A plot draws the envelope's end a user must see, not the
+ * average: a 1 s swap spike in a 48 s bucket would be drawn at a 96th of
+ * its height, and on a coarser tier it vanishes. */
 static double
-avg_of(const cJSON *o, const char *name, double def)
+edge_of(const cJSON *o, const char *name, const char *which, double def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 
-	return cJSON_IsObject(v) ? num(v, "avg", def) : def;
+	return cJSON_IsObject(v) ? num(v, which, def) : def;
+}
+
+int64_t
+plotd_first_ts(const cJSON *history)
+{
+	const cJSON *b = cJSON_GetArrayItem(
+	    cJSON_GetObjectItemCaseSensitive(history, "buckets"), 0);
+
+	return b != NULL ? (int64_t)num(b, "ts_ms", 0) : 0;
 }
 
 /* A label holds a whole stage name (the daemon takes at most 256 bytes)
@@ -115,6 +127,7 @@ marks_add(struct marks *m, enum svgp_mark_kind k, int64_t t, int64_t job,
 	         job);
 	cut_utf8(m->labels[m->n], sizeof m->labels[0]);
 	m->v[m->n].kind = k;
+	m->v[m->n].end = SVGP_END_NONE;
 	m->v[m->n].t_ms = t;
 	m->v[m->n].job_id = job;
 	m->v[m->n].label = NULL; /* set once the array stops moving */
@@ -165,17 +178,61 @@ marks_from_events(struct marks *m, const cJSON *events, int64_t job)
 	return 0;
 }
 
+/* How a job ended, for its mark: by end_reason first (a running job
+ * cancelled ends killed with reason cancel, and must not read as a swap
+ * kill), then by state. "time_limit" is the reason a time limit gives. */
+static enum svgp_end
+end_of(const cJSON *job)
+{
+	const char *st = str(job, "state"), *why = str(job, "end_reason");
+
+	if (st == NULL)
+		return SVGP_END_NONE;
+	if (why != NULL) {
+		if (strcmp(why, "swap_budget") == 0)
+			return SVGP_END_KILL;
+		if (strcmp(why, "time_limit") == 0)
+			return SVGP_END_TIMELIMIT;
+		if (strcmp(why, "cancel") == 0 ||
+		    strcmp(why, "client_gone") == 0 ||
+		    strcmp(why, "dependency") == 0)
+			return SVGP_END_CANCEL;
+		if (strcmp(why, "lost") == 0)
+			return SVGP_END_LOST;
+		if (strcmp(why, "spawn") == 0)
+			return SVGP_END_FAILED;
+	}
+	if (strcmp(st, "cancelled") == 0)
+		return SVGP_END_CANCEL;
+	if (strcmp(st, "lost") == 0)
+		return SVGP_END_LOST;
+	if (strcmp(st, "failed") == 0)
+		return SVGP_END_FAILED;
+	if (strcmp(st, "killed") == 0)
+		return SVGP_END_KILL;
+	return SVGP_END_NONE;
+}
+
+/* The vertical mark of a job's end when it did not end on its own: a
+ * kill at the sample it was decided on, the others when they ended. */
 static int
-kill_mark(struct marks *m, const cJSON *job)
+end_mark(struct marks *m, const cJSON *job)
 {
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(job, "kill");
-	const char *st = str(job, "state");
+	enum svgp_end e = end_of(job);
 	int64_t id = (int64_t)num(job, "id", 0);
+	int64_t t = (int64_t)num(job, "ended_at_ms", 0);
+	char fmt[32];
 
-	if (!cJSON_IsObject(k) || st == NULL || strcmp(st, "killed") != 0)
+	if (e == SVGP_END_NONE || t <= 0)
 		return 0;
-	return marks_add(m, SVGP_MARK_KILL, (int64_t)num(k, "at_ms", 0), id,
-	                 "%skill %" PRId64, "");
+	if (e == SVGP_END_KILL && cJSON_IsObject(k))
+		t = (int64_t)num(k, "at_ms", (double)t);
+	snprintf(fmt, sizeof fmt, "%%s%s %%" PRId64, svgp_end_name(e));
+	if (marks_add(m, SVGP_MARK_END, t, id, fmt, "") < 0)
+		return -ENOMEM;
+	m->v[m->n - 1].end = e;
+	return 0;
 }
 
 static void
@@ -191,7 +248,7 @@ lane_of(const cJSON *j, struct svgp_lane *l)
 	l->submitted_ms = (int64_t)num(j, "submitted_at_ms", 0);
 	l->started_ms = (int64_t)num(j, "started_at_ms", 0);
 	l->ended_ms = (int64_t)num(j, "ended_at_ms", 0);
-	l->killed = st != NULL && strcmp(st, "killed") == 0;
+	l->end = end_of(j);
 }
 
 int
@@ -219,8 +276,11 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 		int64_t t = (int64_t)num(b, "ts_ms", 0);
 		int gap =
 		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "gap"));
-		if (pts_add(&freep, t, avg_of(b, "free_pct", 0), gap) < 0 ||
-		    pts_add(&swap, t, avg_of(b, "swap_used_bytes", 0), gap) < 0)
+		/* The bucket's worst: least free, most swap. */
+		if (pts_add(&freep, t, edge_of(b, "free_pct", "min", 0), gap) <
+		        0 ||
+		    pts_add(&swap, t, edge_of(b, "swap_used_bytes", "max", 0),
+		            gap) < 0)
 			goto out;
 		levels[nlev].t_ms = t;
 		levels[nlev].level =
@@ -238,7 +298,7 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 			continue;
 		if (nlanes < o->max_lanes)
 			lane_of(j, &lanes[nlanes++]);
-		if (kill_mark(&m, j) < 0)
+		if (end_mark(&m, j) < 0)
 			goto out;
 	}
 	if (marks_from_events(&m, events, 0) < 0)
@@ -272,6 +332,8 @@ plotd_system(const struct plotd_opts *o, const cJSON *history,
 	p.marks = m.v;
 	p.nmarks = m.n;
 	p.bytes_max = o->bytes_max;
+	p.list = o->marks_list;
+	p.job_links = o->job_links;
 	rc = svgp_render(&p, out);
 out:
 	free(freep.v);
@@ -299,8 +361,9 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	                   cJSON_GetObjectItemCaseSensitive(history, "buckets"))
 	{
 		int64_t t = (int64_t)num(b, "ts_ms", 0);
-		if (pts_add(&fp, t, avg_of(b, "footprint_bytes", 0), 0) < 0 ||
-		    pts_add(&sw, t, avg_of(b, "swap_bytes", 0), 0) < 0)
+		if (pts_add(&fp, t, edge_of(b, "footprint_bytes", "max", 0),
+		            0) < 0 ||
+		    pts_add(&sw, t, edge_of(b, "swap_bytes", "max", 0), 0) < 0)
 			goto out;
 	}
 	lane_of(job, &lane);
@@ -316,7 +379,7 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	/* A little room on both sides, so the ends and the kill show. */
 	t0 -= (t1 - t0) / 50;
 	t1 += (t1 - t0) / 50;
-	if (kill_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
+	if (end_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
 		goto out;
 	marks_fix(&m);
 	memset(series, 0, sizeof series);
@@ -344,11 +407,150 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	p.nlanes = 1;
 	p.marks = m.v;
 	p.nmarks = m.n;
-	p.bytes_max = (double)num(job, "swap_budget_bytes", 0);
+	/* The axis fits the job; its budget is a line (svg-plot.h). */
+	p.budget_bytes = (double)num(job, "swap_budget_bytes", 0);
+	p.list = o->marks_list;
+	p.job_links = o->job_links;
 	rc = svgp_render(&p, out);
 out:
 	free(fp.v);
 	free(sw.v);
+	marks_free(&m);
+	return rc;
+}
+
+/* Marks of one job's stages and end, moved by -start (plotd_compare). */
+static int
+shifted_marks(struct marks *m, const cJSON *job, const cJSON *events,
+              int64_t start)
+{
+	size_t from = m->n, i;
+	int64_t id = (int64_t)num(job, "id", 0);
+
+	if (end_mark(m, job) < 0 || marks_from_events(m, events, id) < 0)
+		return -ENOMEM;
+	for (i = from; i < m->n; i++) {
+		m->v[i].t_ms -= start;
+		/* "12: decode": whose stage it is, on a plot of two jobs */
+		if (m->v[i].kind == SVGP_MARK_STAGE) {
+			char tmp[MARK_LABEL_MAX];
+			snprintf(tmp, sizeof tmp, "%" PRId64 ": %s", id,
+			         m->labels[i]);
+			memcpy(m->labels[i], tmp, sizeof tmp);
+			cut_utf8(m->labels[i], sizeof m->labels[i]);
+		}
+	}
+	return 0;
+}
+
+/* One run of a comparison moved by -start: its points, its lane; *t1
+ * grows to its last sample or its end. */
+static int
+compare_run(const cJSON *history, int64_t start, struct pts *fp, struct pts *sw,
+            struct svgp_lane *lane, int64_t *t1)
+{
+	const cJSON *b;
+
+	cJSON_ArrayForEach(b,
+	                   cJSON_GetObjectItemCaseSensitive(history, "buckets"))
+	{
+		int64_t t = (int64_t)num(b, "ts_ms", 0) - start;
+		if (pts_add(fp, t, edge_of(b, "footprint_bytes", "max", 0), 0) <
+		        0 ||
+		    pts_add(sw, t, edge_of(b, "swap_bytes", "max", 0), 0) < 0)
+			return -ENOMEM;
+		if (t > *t1)
+			*t1 = t;
+	}
+	/* Its lane on the same axis: queued before 0 is cut off. */
+	lane->submitted_ms =
+	    lane->submitted_ms > 0 ? lane->submitted_ms - start : 0;
+	/* 1 ms, not 0, which a lane reads as "not started". */
+	if (lane->started_ms > 0)
+		lane->started_ms =
+		    lane->started_ms - start > 0 ? lane->started_ms - start : 1;
+	if (lane->ended_ms > 0) {
+		lane->ended_ms -= start;
+		if (lane->ended_ms > *t1)
+			*t1 = lane->ended_ms;
+	}
+	return 0;
+}
+
+int
+plotd_compare(const struct plotd_opts *o, const cJSON *const jobs[2],
+              const cJSON *const histories[2], const cJSON *const events[2],
+              struct svgp_buf *out)
+{
+	struct pts fp[2] = {{0}}, sw[2] = {{0}};
+	struct svgp_series series[4];
+	struct svgp_lane lanes[2];
+	struct marks m = {0};
+	struct svgp_plot p;
+	char labels[4][48];
+	int64_t t1 = 1000;
+	double budget[2];
+	size_t i;
+	int k, rc = -ENOMEM;
+
+	memset(series, 0, sizeof series);
+	for (k = 0; k < 2; k++) {
+		int64_t id = (int64_t)num(jobs[k], "id", 0), start;
+
+		lane_of(jobs[k], &lanes[k]);
+		start = lanes[k].started_ms > 0 ? lanes[k].started_ms
+		                                : lanes[k].submitted_ms;
+		if (compare_run(histories[k], start, &fp[k], &sw[k], &lanes[k],
+		                &t1) < 0)
+			goto out;
+		if (shifted_marks(&m, jobs[k], events[k], start) < 0)
+			goto out;
+		/* A running job's last stage may be newer than its last
+		 * stored sample. */
+		for (i = 0; i < m.n; i++)
+			if (m.v[i].t_ms > t1)
+				t1 = m.v[i].t_ms;
+		budget[k] = num(jobs[k], "swap_budget_bytes", 0);
+		snprintf(labels[2 * k], sizeof labels[0],
+		         "%" PRId64 " footprint", id);
+		snprintf(labels[2 * k + 1], sizeof labels[0],
+		         "%" PRId64 " swap", id);
+		series[2 * k].id =
+		    k == 0 ? "footprint_bytes" : "footprint_bytes_2";
+		series[2 * k + 1].id = k == 0 ? "swap_bytes" : "swap_bytes_2";
+	}
+	marks_fix(&m);
+	for (k = 0; k < 4; k++) {
+		series[k].label = labels[k];
+		series[k].axis = SVGP_AXIS_BYTES;
+		/* the first job in blue and red, the second in purple and
+		 * amber */
+		series[k].style = k < 2 ? k : k + 1;
+		series[k].pts = k % 2 == 0 ? fp[k / 2].v : sw[k / 2].v;
+		series[k].n = k % 2 == 0 ? fp[k / 2].n : sw[k / 2].n;
+	}
+	memset(&p, 0, sizeof p);
+	p.title = o->title;
+	p.width = o->width;
+	p.elapsed = 1;
+	p.t0_ms = 0;
+	p.t1_ms = t1 + t1 / 50;
+	p.series = series;
+	p.nseries = 4;
+	p.lanes = lanes;
+	p.nlanes = 2;
+	p.marks = m.v;
+	p.nmarks = m.n;
+	/* One budget line when the runs share it. */
+	p.budget_bytes = budget[0] == budget[1] ? budget[0] : 0;
+	p.list = o->marks_list;
+	p.job_links = o->job_links;
+	rc = svgp_render(&p, out);
+out:
+	for (k = 0; k < 2; k++) {
+		free(fp[k].v);
+		free(sw[k].v);
+	}
 	marks_free(&m);
 	return rc;
 }

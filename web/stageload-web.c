@@ -294,6 +294,8 @@ web_handle(void *cls, struct MHD_Connection *conn, const char *url,
 	rq.ctx = conn;
 	if (strcmp(url, "/") == 0)
 		status = web_page(&w->wd, &rq, &b, &type);
+	else if (strncmp(url, "/job/", 5) == 0)
+		status = web_job_page(&w->wd, &rq, &b, &type);
 	else if (strcmp(url, "/metrics") == 0)
 		status = web_metrics(&w->wd, &rq, &b, &type);
 	else if (strcmp(url, "/api/status") == 0 ||

@@ -12,15 +12,8 @@
 #include <time.h>
 
 #include "names.h"
-#include "svg-plot.h"
-
-#define PAD_L 52
-#define PAD_R 64
-#define TOP 40
-#define CHART_H 200
-#define STRIP_H 8
-#define TICKS_H 20
-#define LANE_H 18
+#include "svg-internal.h"
+#include "units.h"
 
 /* ---- the buffer ---- */
 
@@ -145,47 +138,6 @@ svgp_size(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.0f%c", v, units[u]);
 }
 
-/* ---- geometry ---- */
-
-struct geom {
-	const struct svgp_plot *p;
-	int w, h;
-	double x0, x1; /* the chart's pixel range */
-	double y0, y1; /* top and bottom of the chart */
-	double bytes_max;
-	int has_pct;
-};
-
-static double
-gx(const struct geom *g, int64_t t)
-{
-	double span = (double)(g->p->t1_ms - g->p->t0_ms);
-
-	if (span <= 0)
-		return g->x0;
-	return g->x0 + (double)(t - g->p->t0_ms) * (g->x1 - g->x0) / span;
-}
-
-static double
-clampx(const struct geom *g, double x)
-{
-	return x < g->x0 ? g->x0 : x > g->x1 ? g->x1 : x;
-}
-
-static double
-gy(const struct geom *g, enum svgp_axis a, double v)
-{
-	double top = a == SVGP_AXIS_PCT ? 100.0 : g->bytes_max;
-
-	if (top <= 0)
-		top = 1;
-	if (v < 0)
-		v = 0;
-	if (v > top)
-		v = top;
-	return g->y1 - v * (g->y1 - g->y0) / top;
-}
-
 /* A round top for the bytes axis: 1, 2, 4 or 8 times a power of 1024 (or
  * of two below it), at least max. */
 static double
@@ -203,13 +155,20 @@ nice_bytes(double max)
 	return t;
 }
 
-static void
-clock_label(const struct geom *g, int64_t t_ms, int64_t step_ms, char *buf,
-            size_t len)
+void
+svgp_clock_label(const struct geom *g, int64_t t_ms, int64_t step_ms, char *buf,
+                 size_t len)
 {
 	time_t t = (time_t)(t_ms / 1000);
 	struct tm tm;
 
+	if (g->p->elapsed) {
+		if (t_ms == 0)
+			snprintf(buf, len, "0");
+		else
+			units_format_duration(t_ms, buf, len);
+		return;
+	}
 	if (g->p->utc)
 		gmtime_r(&t, &tm);
 	else
@@ -219,7 +178,15 @@ clock_label(const struct geom *g, int64_t t_ms, int64_t step_ms, char *buf,
 	else if (g->p->t1_ms - g->p->t0_ms > 86400000 && tm.tm_hour == 0 &&
 	         tm.tm_min == 0)
 		strftime(buf, len, "%a %d", &tm);
-	else if (step_ms < 60000)
+	else if (step_ms < 1000) {
+		/* A job of a few seconds still gets clock labels. */
+		size_t n = strftime(buf, len, "%H:%M:%S", &tm);
+		int ms = (int)((t_ms % 1000 + 1000) % 1000);
+		if (step_ms < 100)
+			snprintf(buf + n, len - n, ".%03d", ms);
+		else
+			snprintf(buf + n, len - n, ".%d", ms / 100);
+	} else if (step_ms < 60000)
 		strftime(buf, len, "%H:%M:%S", &tm);
 	else
 		strftime(buf, len, "%H:%M", &tm);
@@ -232,7 +199,7 @@ utc_offset_ms(const struct geom *g, int64_t t_ms)
 	time_t t = (time_t)(t_ms / 1000);
 	struct tm tm;
 
-	if (g->p->utc || localtime_r(&t, &tm) == NULL)
+	if (g->p->utc || g->p->elapsed || localtime_r(&t, &tm) == NULL)
 		return 0;
 	return (int64_t)tm.tm_gmtoff * 1000;
 }
@@ -241,6 +208,8 @@ static void
 draw_time_axis(const struct geom *g, struct svgp_buf *b)
 {
 	static const int64_t steps[] = {
+	    1,        2,        5,        10,       20,      50,
+	    100,      200,      500,      1000,     2000,    5000,
 	    10000,    15000,    30000,    60000,    120000,  300000,
 	    600000,   900000,   1800000,  3600000,  7200000, 10800000,
 	    21600000, 43200000, 86400000, 172800000};
@@ -260,7 +229,7 @@ draw_time_axis(const struct geom *g, struct svgp_buf *b)
 	svgp_puts(b, "<g class=\"slp-time\">");
 	for (; t <= g->p->t1_ms; t += step) {
 		double x = gx(g, t);
-		clock_label(g, t, step, lab, sizeof lab);
+		svgp_clock_label(g, t, step, lab, sizeof lab);
 		svgp_printf(b,
 		            "<line class=\"slp-grid\" x1=\"%.1f\" y1=\"%.1f\" "
 		            "x2=\"%.1f\" y2=\"%.1f\"/>"
@@ -357,17 +326,7 @@ draw_levels(const struct geom *g, struct svgp_buf *b)
 }
 
 static void
-draw_kill_marker(struct svgp_buf *b, double x, double y, int64_t job_id)
-{
-	svgp_printf(b,
-	            "<path class=\"slp-kill kill-marker\" data-mark=\"kill\" "
-	            "data-job=\"%" PRId64
-	            "\" d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\"/>",
-	            job_id, x - 4, y - 4);
-}
-
-static void
-draw_lanes(const struct geom *g, struct svgp_buf *b)
+draw_lanes(struct geom *g, struct svgp_buf *b)
 {
 	const struct svgp_plot *p = g->p;
 	double y = g->y1 + STRIP_H + TICKS_H;
@@ -378,6 +337,9 @@ draw_lanes(const struct geom *g, struct svgp_buf *b)
 		int64_t end = l->ended_ms > 0 ? l->ended_ms : p->t1_ms;
 		int64_t qend = l->started_ms > 0 ? l->started_ms : end;
 
+		if (p->job_links)
+			svgp_printf(b, "<a href=\"/job/%" PRId64 "\">",
+			            l->job_id);
 		svgp_printf(b,
 		            "<g class=\"slp-lane lane\" data-job=\"%" PRId64
 		            "\" data-state=\"",
@@ -407,10 +369,11 @@ draw_lanes(const struct geom *g, struct svgp_buf *b)
 			            clampx(g, gx(g, end)) -
 			                clampx(g, gx(g, l->started_ms)),
 			            LANE_H - 4);
-		if (l->killed && l->ended_ms >= p->t0_ms &&
+		if (l->end != SVGP_END_NONE && l->ended_ms >= p->t0_ms &&
 		    l->ended_ms <= p->t1_ms)
-			draw_kill_marker(b, gx(g, l->ended_ms),
-			                 y + LANE_H / 2.0, l->job_id);
+			svgp_draw_end_marker(b, gx(g, l->ended_ms),
+			                     y + LANE_H / 2.0, l->end,
+			                     l->job_id);
 		svgp_printf(b,
 		            "<text class=\"slp-lane-label\" x=\"%.1f\" "
 		            "y=\"%.1f\">",
@@ -420,82 +383,9 @@ draw_lanes(const struct geom *g, struct svgp_buf *b)
 		svgp_puts(b, " · ");
 		svgp_esc(b, l->user);
 		svgp_puts(b, "</text></g>");
+		if (p->job_links)
+			svgp_puts(b, "</a>");
 	}
-}
-
-static void
-draw_marks(const struct geom *g, struct svgp_buf *b)
-{
-	static const char *const kinds[] = {"kill", "stage", "restart"};
-	const struct svgp_plot *p = g->p;
-	size_t i;
-
-	for (i = 0; i < p->nmarks; i++) {
-		const struct svgp_mark *m = &p->marks[i];
-		const char *k = kinds[m->kind];
-		double x;
-
-		if (m->t_ms < p->t0_ms || m->t_ms > p->t1_ms)
-			continue;
-		x = gx(g, m->t_ms);
-		svgp_printf(b,
-		            "<g class=\"slp-mark slp-%s\" data-mark=\"%s\" "
-		            "data-job=\"%" PRId64 "\"><line x1=\"%.1f\" "
-		            "y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
-		            k, k, m->job_id, x, g->y0, x, g->y1);
-		if (m->kind == SVGP_MARK_KILL)
-			draw_kill_marker(b, x, g->y0 + 6, m->job_id);
-		/* Near the right edge the label goes to the left of it. */
-		svgp_printf(b,
-		            "<text class=\"slp-mark-label\" x=\"%.1f\" "
-		            "y=\"%.1f\" text-anchor=\"%s\">",
-		            x > g->x1 - 90 ? x - 3 : x + 3,
-		            g->y0 + (m->kind == SVGP_MARK_KILL ? 24 : 10),
-		            x > g->x1 - 90 ? "end" : "start");
-		svgp_esc(b, m->label ? m->label : k);
-		svgp_puts(b, "</text><title>");
-		svgp_esc(b, m->label ? m->label : k);
-		svgp_puts(b, "</title></g>");
-	}
-}
-
-static void
-draw_legend(const struct geom *g, struct svgp_buf *b)
-{
-	const struct svgp_plot *p = g->p;
-	double x = g->x0;
-	size_t i;
-
-	svgp_puts(b, "<g class=\"slp-legend\">");
-	for (i = 0; i < p->nseries; i++) {
-		const char *lab = p->series[i].label ? p->series[i].label : "";
-		svgp_printf(b,
-		            "<line class=\"slp-line slp-s%d\" x1=\"%.1f\" "
-		            "y1=\"30\" x2=\"%.1f\" y2=\"30\"/>"
-		            "<text x=\"%.1f\" y=\"34\">",
-		            p->series[i].style % 6, x, x + 14, x + 18);
-		svgp_esc(b, lab);
-		svgp_puts(b, "</text>");
-		x += 30 + 6.5 * (double)strlen(lab);
-	}
-	if (p->nlevels > 0) {
-		svgp_printf(b,
-		            "<rect class=\"slp-p-warn\" x=\"%.1f\" y=\"26\" "
-		            "width=\"14\" height=\"8\"/><text x=\"%.1f\" "
-		            "y=\"34\">pressure</text>",
-		            x, x + 18);
-		x += 90;
-	}
-	svgp_printf(b,
-	            "<path class=\"slp-kill\" d=\"M%.1f 26 l8 8 m0 -8 l-8 8\"/>"
-	            "<text x=\"%.1f\" y=\"34\">kill</text>",
-	            x, x + 12);
-	x += 44;
-	svgp_printf(b,
-	            "<line class=\"slp-stage-key\" x1=\"%.1f\" y1=\"25\" "
-	            "x2=\"%.1f\" y2=\"35\"/><text x=\"%.1f\" "
-	            "y=\"34\">stage</text></g>",
-	            x + 4, x + 4, x + 10);
 }
 
 static const char style_sheet[] =
@@ -517,7 +407,17 @@ static const char style_sheet[] =
     ".slp .slp-mark.slp-kill line{stroke:#d00}"
     ".slp .slp-stage line,.slp .slp-stage-key{stroke:#8a5cc2;"
     "stroke-dasharray:2 2}"
-    ".slp .slp-restart line{stroke:#888}"
+    ".slp .slp-restart line,.slp .slp-restart-key{stroke:#888;"
+    "stroke-dasharray:3 3}"
+    ".slp .slp-endmark line{stroke:#888}"
+    ".slp path.slp-end{stroke-width:1.6;fill:none}"
+    ".slp path.slp-e-cancel{stroke:#c27c00}"
+    ".slp path.slp-e-timelimit{stroke:#1f6fb4}"
+    ".slp path.slp-e-failed{stroke:#7a2a8a;fill:#7a2a8a}"
+    ".slp path.slp-e-lost{stroke:#666;stroke-dasharray:2 1}"
+    ".slp .slp-budget line,.slp .slp-budget-key{stroke:#c28a00;"
+    "stroke-width:1.4;stroke-dasharray:6 3}"
+    ".slp .slp-budget-label{font-size:10px}"
     ".slp .slp-lane-label{font-size:10px;paint-order:stroke;"
     "stroke:#fff;stroke-width:3px}"
     ".slp .slp-title{font-weight:600;font-size:13px}"
@@ -542,9 +442,6 @@ svgp_render(const struct svgp_plot *p, struct svgp_buf *b)
 	g.w = p->width > 0 ? p->width : 960;
 	g.x0 = PAD_L;
 	g.x1 = g.w - PAD_R;
-	g.y0 = TOP;
-	g.y1 = TOP + CHART_H;
-	g.h = (int)g.y1 + STRIP_H + TICKS_H + (int)p->nlanes * LANE_H + 8;
 	g.bytes_max = p->bytes_max;
 	for (i = 0; i < p->nseries; i++) {
 		if (p->series[i].axis == SVGP_AXIS_PCT) {
@@ -555,7 +452,17 @@ svgp_render(const struct svgp_plot *p, struct svgp_buf *b)
 			if (p->series[i].pts[j].v > g.bytes_max)
 				g.bytes_max = p->series[i].pts[j].v;
 	}
+	/* A budget near the data is on the axis; one far above it would
+	 * flatten the job's own lines, so it is drawn at the top instead. */
+	if (p->budget_bytes > g.bytes_max && p->budget_bytes <= 2 * g.bytes_max)
+		g.bytes_max = p->budget_bytes;
 	g.bytes_max = nice_bytes(g.bytes_max);
+	svgp_scan_seen(&g);
+	/* The legend may take more rows on a narrow plot: the chart moves
+	 * down under it. */
+	g.y0 = TOP + (svgp_legend_rows(&g) - 1) * LEGEND_ROW_H;
+	g.y1 = g.y0 + CHART_H;
+	g.h = (int)g.y1 + STRIP_H + TICKS_H + (int)p->nlanes * LANE_H + 8;
 
 	svgp_printf(b,
 	            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"slp\" "
@@ -571,14 +478,20 @@ svgp_render(const struct svgp_plot *p, struct svgp_buf *b)
 	svgp_printf(b, "<text class=\"slp-title\" x=\"%.1f\" y=\"16\">", g.x0);
 	svgp_esc(b, p->title ? p->title : "");
 	svgp_puts(b, "</text>");
-	draw_legend(&g, b);
+	svgp_draw_legend(&g, b);
 	draw_value_axes(&g, b);
 	draw_time_axis(&g, b);
 	for (i = 0; i < p->nseries; i++)
 		draw_series(&g, &p->series[i], b);
 	draw_levels(&g, b);
-	draw_marks(&g, b);
+	svgp_draw_budget(&g, b);
+	if (svgp_draw_marks(&g, b) != 0)
+		b->oom = 1;
 	draw_lanes(&g, b);
 	svgp_puts(b, "</svg>\n");
+	if (p->list != NULL && svgp_list_marks(&g, p->list) != 0)
+		p->list->oom = 1;
+	if (p->list != NULL && p->list->oom)
+		b->oom = 1;
 	return b->oom ? -ENOMEM : 0;
 }

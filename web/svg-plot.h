@@ -2,8 +2,10 @@
  * svg-plot: the one SVG renderer of stageload's plots, shared by the web
  * program's page and `stageloadctl plot`. It draws series on a time axis
  * (a percentage axis on the left, a bytes axis on the right), a pressure
- * strip, job lanes on the same axis (queued, running, the end; kills
- * marked) and marks (kills, stages, daemon restarts), with a legend.
+ * strip, job lanes on the same axis (queued, running, the end marked by how
+ * it ended) and marks (ends, stages, daemon restarts), with a legend. Mark
+ * labels that would overlap are left out of the drawing (each keeps its
+ * <title>, shown on hover; the page lists them all under the plot).
  *
  * Every name from users (jobs, users, stages) is escaped for XML here;
  * callers pass raw text. The output is plain SVG 1.1 with classes and
@@ -64,23 +66,36 @@ struct svgp_level {
 	int level;
 };
 
+/* How a job ended, when not on its own: each has its own mark and legend
+ * entry, so a cancel never reads as a swap kill. */
+enum svgp_end {
+	SVGP_END_NONE = 0, /* running, or ended on its own */
+	SVGP_END_KILL,     /* killed for its swap budget */
+	SVGP_END_CANCEL, /* cancelled (cancel, its client gone, a dependency) */
+	SVGP_END_TIMELIMIT, /* ended by a time limit */
+	SVGP_END_FAILED,    /* failed, or could not be started */
+	SVGP_END_LOST,      /* the daemon lost track of it */
+	SVGP_END_COUNT,
+};
+
 struct svgp_lane {
 	int64_t job_id;
 	const char *name;                           /* the job's name */
 	const char *user;                           /* the job's user */
 	const char *state;                          /* its state now */
 	int64_t submitted_ms, started_ms, ended_ms; /* 0 when not (yet) */
-	int killed; /* ended killed: a kill mark at ended_ms */
+	enum svgp_end end; /* its end's mark at ended_ms */
 };
 
 enum svgp_mark_kind {
-	SVGP_MARK_KILL = 0,
+	SVGP_MARK_END = 0, /* a job's end (end says which) */
 	SVGP_MARK_STAGE,
 	SVGP_MARK_RESTART,
 };
 
 struct svgp_mark {
 	enum svgp_mark_kind kind;
+	enum svgp_end end; /* for SVGP_MARK_END */
 	int64_t t_ms;
 	int64_t job_id; /* 0: not about a job */
 	const char *label;
@@ -92,6 +107,9 @@ struct svgp_plot {
 	int width; /* pixels; 0: 960 */
 	/* Clock labels in UTC rather than local time (tests, servers). */
 	int utc;
+	/* Times are durations from a start (0), not clock times: the time
+	 * axis reads "0", "30s", "1m00s" (two runs compared). */
+	int elapsed;
 	const struct svgp_series *series;
 	size_t nseries;
 	const struct svgp_level *levels;
@@ -102,7 +120,24 @@ struct svgp_plot {
 	size_t nmarks;
 	/* Least top of the bytes axis (e.g. swap total), 0: from the data. */
 	double bytes_max;
+	/* A horizontal line on the bytes axis (a job's swap budget), 0: none.
+	 * Above the axis it is drawn at the top, its label saying so. */
+	double budget_bytes;
+	/* When not NULL, every mark in the window is also listed here, in
+	 * time order, as HTML <li> items (time, kind, job, whole label): the
+	 * list a page shows under the plot, since labels that would overlap
+	 * are not drawn. */
+	struct svgp_buf *list;
+	/* Marks, lanes and list items of a job link to /job/ID (the web
+	 * page's job page). */
+	int job_links;
 };
+
+/* The mark's name ("kill", "cancel", "time limit", ...) for a legend and
+ * labels. */
+const char *svgp_end_name(enum svgp_end e);
+/* data-mark of an end: "kill", "cancel", "timelimit", "failed", "lost". */
+const char *svgp_end_id(enum svgp_end e);
 
 /* Appends the <svg> element to out. 0, or -ENOMEM (out->oom). */
 int svgp_render(const struct svgp_plot *p, struct svgp_buf *out);

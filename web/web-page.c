@@ -12,7 +12,11 @@
 
 #include "cli.h"
 #include "plot-data.h"
+#include "units.h"
 #include "web.h"
+
+/* Rows of the recently ended table. */
+#define WEB_ENDED_ROWS 20
 
 #define WEB_REFRESH_S 5
 /* Rows of the queue table; the rest are counted. */
@@ -47,6 +51,20 @@ static const char page_style[] =
     "td.n,th.n{text-align:right}"
     "meter{width:80px}"
     "svg{display:block;max-width:100%;height:auto}"
+    /* The plot is drawn at three widths and the one that fits is shown,
+     * so its text stays at least 10 CSS px from a 400 px phone up. */
+    ".pw{display:none}"
+    "@media (max-width:700px){#plot-360{display:block}}"
+    "@media (min-width:701px) and (max-width:1000px){#plot-640{display:"
+    "block}}"
+    "@media (min-width:1001px){#plot-960{display:block}}"
+    /* the queue and the recent ends side by side where there is room */
+    ".pair{display:grid;gap:0 16px;grid-template-columns:minmax(0,1fr)}"
+    "@media (min-width:1001px){.pair{"
+    "grid-template-columns:minmax(0,1fr) minmax(0,1fr)}}"
+    "#fields table{width:auto}#marks li{white-space:nowrap}"
+    "#marks ol{margin:4px 0;"
+    "max-height:12em;overflow:auto}"
     "</style>";
 
 static void
@@ -95,7 +113,8 @@ wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
 	                     web_num(j, "wait_free_pct", 0),
 	                     reserved,
 	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
-	                     (int64_t)web_num(smp, "available_bytes", 0)};
+	                     (int64_t)web_num(smp, "available_bytes", 0),
+	                     (int64_t)web_num(j, "id", 0)};
 
 	if (w.waiting_for == NULL)
 		w.waiting_for = "";
@@ -152,11 +171,12 @@ queue_table(const struct web_snap *s, const cJSON *smp, struct svgp_buf *b)
 			continue;
 		if (++n > WEB_QUEUE_ROWS)
 			continue;
-		svgp_printf(b,
-		            "<tr data-job=\"%.0f\"><td class=\"n\">%.0f</td>"
-		            "<td class=\"n\">%.0f</td>",
-		            web_num(j, "id", 0), web_num(j, "position", 0),
-		            web_num(j, "id", 0));
+		svgp_printf(
+		    b,
+		    "<tr data-job=\"%.0f\"><td class=\"n\">%.0f</td>"
+		    "<td class=\"n\"><a href=\"/job/%.0f\">%.0f</a></td>",
+		    web_num(j, "id", 0), web_num(j, "position", 0),
+		    web_num(j, "id", 0), web_num(j, "id", 0));
 		td_text(b, web_str(j, "user"));
 		td_text(b, web_str(j, "name"));
 		wait_words(j, smp, reserved, buf, sizeof buf);
@@ -199,8 +219,10 @@ running_table(const struct web_snap *s, struct svgp_buf *b)
 			continue;
 		n++;
 		svgp_printf(b,
-		            "<tr data-job=\"%.0f\"><td class=\"n\">%.0f</td>",
-		            web_num(j, "id", 0), web_num(j, "id", 0));
+		            "<tr data-job=\"%.0f\"><td class=\"n\"><a "
+		            "href=\"/job/%.0f\">%.0f</a></td>",
+		            web_num(j, "id", 0), web_num(j, "id", 0),
+		            web_num(j, "id", 0));
 		td_text(b, web_str(j, "user"));
 		td_text(b, web_str(j, "name"));
 		td_text(b, web_str(j, "state"));
@@ -270,8 +292,9 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 		at = web_num(k, "at_ms", 0);
 		svgp_printf(b,
 		            "<tr class=\"kill\" data-job=\"%.0f\"><td "
-		            "class=\"n\">%.0f</td>",
-		            web_num(j, "id", 0), web_num(j, "id", 0));
+		            "class=\"n\"><a href=\"/job/%.0f\">%.0f</a></td>",
+		            web_num(j, "id", 0), web_num(j, "id", 0),
+		            web_num(j, "id", 0));
 		td_text(b, web_str(j, "user"));
 		td_text(b, web_str(j, "name"));
 		clock_str((int64_t)at, s->now_ms, buf, sizeof buf);
@@ -291,6 +314,77 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 	if (n == 0)
 		svgp_puts(b, "<tr><td colspan=\"10\" class=\"mut\">no kills "
 		             "recently</td></tr>");
+	svgp_puts(b, "</tbody></table></div></section>");
+}
+
+/* How a job ended, in a few words: its state, and its end_reason when it
+ * has one ("killed: swap_budget"). */
+static void
+end_words(const cJSON *j, char *buf, size_t len)
+{
+	const char *st = web_str(j, "state"), *why = web_str(j, "end_reason");
+
+	if (why != NULL && why[0] != '\0')
+		snprintf(buf, len, "%s: %s", st ? st : "?", why);
+	else
+		snprintf(buf, len, "%s", st ? st : "?");
+}
+
+static void
+td_duration(struct svgp_buf *b, const cJSON *j)
+{
+	double s = web_num(j, "started_at_ms", 0),
+	       e = web_num(j, "ended_at_ms", 0);
+	char d[32];
+
+	if (s <= 0 || e < s) {
+		svgp_puts(b, "<td class=\"n\">-</td>");
+		return;
+	}
+	units_format_duration((int64_t)(e - s), d, sizeof d);
+	svgp_printf(b, "<td class=\"n\">%s</td>", d);
+}
+
+/* The jobs that ended lately, newest first: how each ended, its peak
+ * footprint, its highest swap growth and how long it ran. */
+static void
+ended_table(const struct web_snap *s, struct svgp_buf *b)
+{
+	const cJSON *j;
+	int n = 0;
+	char buf[96];
+
+	svgp_puts(b, "<section id=\"ended\"><h2>Recently ended</h2><div "
+	             "class=\"scroll\"><table><thead><tr><th "
+	             "class=\"n\">id</th><th>user</th><th>name</th>"
+	             "<th>end</th><th class=\"n\">peak</th><th "
+	             "class=\"n\">swap growth</th><th class=\"n\">ran</th>"
+	             "<th>ended</th></tr></thead><tbody>");
+	cJSON_ArrayForEach(j, s->jobs)
+	{
+		if (web_num(j, "ended_at_ms", 0) <= 0 || n >= WEB_ENDED_ROWS)
+			continue;
+		n++;
+		svgp_printf(b,
+		            "<tr data-job=\"%.0f\"><td class=\"n\"><a "
+		            "href=\"/job/%.0f\">%.0f</a></td>",
+		            web_num(j, "id", 0), web_num(j, "id", 0),
+		            web_num(j, "id", 0));
+		td_text(b, web_str(j, "user"));
+		td_text(b, web_str(j, "name"));
+		end_words(j, buf, sizeof buf);
+		td_text(b, buf);
+		td_size(b, web_num(j, "footprint_peak_bytes", 0));
+		td_size(b, web_num(j, "swap_growth_peak_bytes", 0));
+		td_duration(b, j);
+		clock_str((int64_t)web_num(j, "ended_at_ms", 0), s->now_ms, buf,
+		          sizeof buf);
+		td_text(b, buf);
+		svgp_puts(b, "</tr>");
+	}
+	if (n == 0)
+		svgp_puts(b, "<tr><td colspan=\"8\" class=\"mut\">nothing "
+		             "ended in the window</td></tr>");
 	svgp_puts(b, "</tbody></table></div></section>");
 }
 
@@ -345,6 +439,267 @@ now_line(struct web_daemon *wd, const struct web_snap *s, struct svgp_buf *b)
 	        1000.0);
 }
 
+static const int plot_widths[] = {360, 640, 960};
+#define NPLOT_WIDTHS (sizeof plot_widths / sizeof plot_widths[0])
+
+static void
+page_head(struct svgp_buf *b, const char *title, int refresh)
+{
+	svgp_puts(b, "<!doctype html><html lang=\"en\"><head><meta "
+	             "charset=\"utf-8\"><meta name=\"viewport\" "
+	             "content=\"width=device-width,initial-scale=1\">");
+	if (refresh)
+		svgp_printf(b, "<meta http-equiv=\"refresh\" content=\"%d\">",
+		            WEB_REFRESH_S);
+	svgp_puts(b, "<title>");
+	svgp_esc(b, title);
+	svgp_printf(b, "</title>%s</head><body>", page_style);
+}
+
+/* A row of the job page's field table; value escaped. */
+static void
+field_row(struct svgp_buf *b, const char *name, const char *value)
+{
+	svgp_printf(b, "<tr data-field=\"%s\"><th>%s</th><td>", name, name);
+	svgp_esc(b, value);
+	svgp_puts(b, "</td></tr>");
+}
+
+static void
+field_size(struct svgp_buf *b, const char *name, const cJSON *j,
+           const char *member)
+{
+	char s[32];
+
+	svgp_size((uint64_t)web_num(j, member, 0), s, sizeof s);
+	field_row(b, name, s);
+}
+
+static void
+field_clock(struct svgp_buf *b, const char *name, const cJSON *j,
+            const char *member, int64_t now)
+{
+	char s[64];
+
+	clock_str((int64_t)web_num(j, member, 0), now, s, sizeof s);
+	field_row(b, name, s);
+}
+
+/* The public fields of a job (j is web_public_job's copy: nothing else
+ * can be printed from it). */
+static void
+job_fields(struct svgp_buf *b, const cJSON *j, int64_t now)
+{
+	char s[128];
+	double v;
+
+	svgp_puts(b, "<section id=\"fields\"><div class=\"scroll\"><table>"
+	             "<tbody>");
+	field_row(b, "user", web_str(j, "user") ? web_str(j, "user") : "");
+	field_row(b, "name", web_str(j, "name") ? web_str(j, "name") : "");
+	end_words(j, s, sizeof s);
+	field_row(b, "state", s);
+	if (web_str(j, "waiting_for") != NULL)
+		field_row(b, "waits for", web_str(j, "waiting_for"));
+	snprintf(s, sizeof s, "%.0f of %.0f", web_num(j, "attempt", 1),
+	         web_num(j, "retry_on_breach", 0) + 1);
+	field_row(b, "attempt", s);
+	field_clock(b, "submitted", j, "submitted_at_ms", now);
+	field_clock(b, "started", j, "started_at_ms", now);
+	field_clock(b, "ended", j, "ended_at_ms", now);
+	v = web_num(j, "started_at_ms", 0);
+	if (v > 0) {
+		double e = web_num(j, "ended_at_ms", 0);
+		units_format_duration((int64_t)((e > 0 ? e : (double)now) - v),
+		                      s, sizeof s);
+		field_row(b, "ran", s);
+	}
+	field_size(b, "footprint", j, "footprint_bytes");
+	field_size(b, "footprint peak", j, "footprint_peak_bytes");
+	field_size(b, "swap growth", j, "swap_growth_bytes");
+	field_size(b, "swap growth peak", j, "swap_growth_peak_bytes");
+	if (web_num(j, "swap_budget_bytes", 0) > 0)
+		field_size(b, "swap budget", j, "swap_budget_bytes");
+	else
+		field_row(b, "swap budget", "none");
+	if (web_num(j, "expect_bytes", 0) > 0)
+		field_size(b, "expects", j, "expect_bytes");
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "exit_code"))) {
+		snprintf(s, sizeof s, "%.0f", web_num(j, "exit_code", 0));
+		field_row(b, "exit code", s);
+	}
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "signal"))) {
+		snprintf(s, sizeof s, "%.0f", web_num(j, "signal", 0));
+		field_row(b, "signal", s);
+	}
+	svgp_puts(b, "</tbody></table></div></section>");
+}
+
+/* The id of a /job/ID path: digits, 1 to 2^53; 0 when it is not one. */
+static int64_t
+job_path_id(const char *path)
+{
+	const char *p = path + strlen("/job/");
+	int64_t id = 0;
+
+	if (*p == '\0' || strlen(p) > 16 ||
+	    strspn(p, "0123456789") != strlen(p))
+		return 0;
+	for (; *p != '\0'; p++)
+		id = id * 10 + (*p - '0');
+	return id <= ((int64_t)1 << 53) ? id : 0;
+}
+
+int
+web_job_page(struct web_daemon *wd, const struct web_request *rq,
+             struct svgp_buf *b, const char **type)
+{
+	int64_t id = job_path_id(rq->path), now = web_now_ms();
+	cJSON *shown = NULL, *job = NULL, *hist = NULL, *evr = NULL;
+	cJSON *events = cJSON_CreateArray();
+	struct svgp_buf list = {0};
+	const cJSON *e;
+	char params[96], title[64];
+	int rc, status = 200;
+	size_t i;
+
+	*type = "text/html; charset=utf-8";
+	snprintf(title, sizeof title, "job %" PRId64 " - stageload", id);
+	page_head(b, title, 1);
+	svgp_printf(b,
+	            "<header><h1>job %" PRId64 "</h1><nav><a href=\"/\">all "
+	            "jobs</a></nav></header>",
+	            id);
+	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
+	rc = id > 0 ? web_daemon_call(wd, "show", params, &shown) : SL_E_NOJOB;
+	if (rc < 0) {
+		status = rc == SL_E_NOJOB ? 404 : 503;
+		svgp_puts(b, "<p id=\"daemon\" class=\"bad\">");
+		if (rc == SL_E_NOJOB)
+			svgp_printf(b, "no job %" PRId64, id);
+		else {
+			svgp_puts(b, "daemon not reachable: ");
+			svgp_esc(b, wd->error);
+		}
+		svgp_puts(b, "</p>");
+		goto out;
+	}
+	/* Only the allow-listed members: never argv, env, cwd, on_end or
+	 * end_detail, whoever this program runs as. */
+	job = web_public_job(shown);
+	snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}", id);
+	(void)web_daemon_call(wd, "history", params, &hist);
+	snprintf(params, sizeof params,
+	         "{\"job_id\":%" PRId64 ",\"limit\":1000}", id);
+	if (web_daemon_call(wd, "events", params, &evr) == 0)
+		cJSON_ArrayForEach(
+		    e, cJSON_GetObjectItemCaseSensitive(evr, "events"))
+		    cJSON_AddItemToArray(events, web_public_event(e));
+	job_fields(b, job, now);
+	svgp_puts(b, "<section id=\"plot\">");
+	for (i = 0; i < NPLOT_WIDTHS; i++) {
+		struct plotd_opts o = {0};
+
+		snprintf(title, sizeof title,
+		         "job %" PRId64 ": footprint and swap", id);
+		o.title = title;
+		o.width = plot_widths[i];
+		o.marks_list = i == 0 ? &list : NULL;
+		o.job_links = 1;
+		svgp_printf(b, "<div class=\"pw\" id=\"plot-%d\">",
+		            plot_widths[i]);
+		plotd_job(&o, job, hist, events, b);
+		svgp_puts(b, "</div>");
+	}
+	svgp_puts(b, "<details id=\"marks\" open><summary>stages and "
+	             "end</summary><ol>");
+	if (list.n > 0)
+		svgp_putn(b, list.p, list.n);
+	svgp_puts(b, "</ol></details></section>");
+	if (list.oom)
+		b->oom = 1;
+out:
+	svgp_puts(b, "</body></html>\n");
+	svgp_buf_free(&list);
+	cJSON_Delete(shown);
+	cJSON_Delete(job);
+	cJSON_Delete(hist);
+	cJSON_Delete(evr);
+	cJSON_Delete(events);
+	return b->oom ? 500 : status;
+}
+
+/* The history of window w up to t1. The default window (from_first)
+ * starts at the first sample in it: a daemon up 15 min fills the plot
+ * rather than its right quarter; it is asked again from there at the step
+ * of the window that fits (a window the user picks is drawn whole). *t0
+ * is where the plot starts. */
+static cJSON *
+window_history(struct web_daemon *wd, size_t w, int from_first, int64_t *t0,
+               int64_t t1)
+{
+	char params[160];
+	cJSON *hist = NULL;
+	size_t f = 0;
+
+	snprintf(params, sizeof params,
+	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+	         ",\"step_ms\":%" PRId64 "}",
+	         *t0, t1 + 1, windows[w].step_ms);
+	web_daemon_call(wd, "history", params, &hist);
+	if (!from_first || plotd_first_ts(hist) <= *t0 + windows[w].step_ms)
+		return hist;
+	*t0 = plotd_first_ts(hist);
+	while (f + 1 < NWINDOWS && windows[f].span_ms < t1 - *t0)
+		f++;
+	snprintf(params, sizeof params,
+	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+	         ",\"step_ms\":%" PRId64 "}",
+	         *t0, t1 + 1, windows[f].step_ms);
+	cJSON_Delete(hist);
+	hist = NULL;
+	web_daemon_call(wd, "history", params, &hist);
+	if (plotd_first_ts(hist) > *t0)
+		*t0 = plotd_first_ts(hist);
+	return hist;
+}
+
+/* The system plot at each width (CSS shows the one that fits), then the
+ * list of its marks. */
+static void
+system_plots(struct svgp_buf *b, const struct web_snap *s, const cJSON *hist,
+             int64_t t0, int64_t t1)
+{
+	const cJSON *smp = cJSON_GetObjectItemCaseSensitive(s->info, "sample");
+	struct plotd_opts o = {0};
+	struct svgp_buf list = {0};
+	size_t i;
+
+	o.title = "memory";
+	o.max_lanes = WEB_LANES_MAX;
+	o.bytes_max = web_num(smp, "swap_total_bytes", 0);
+	o.job_links = 1;
+	svgp_puts(b, "<section id=\"plot\">");
+	for (i = 0; i < NPLOT_WIDTHS; i++) {
+		o.width = plot_widths[i];
+		/* The marks are the same at each width: listed once. */
+		o.marks_list = i == 0 ? &list : NULL;
+		svgp_printf(b, "<div class=\"pw\" id=\"plot-%d\">",
+		            plot_widths[i]);
+		plotd_system(&o, hist, s->jobs, s->events, t0, t1, b);
+		svgp_puts(b, "</div>");
+	}
+	/* Every mark, also those whose label had no room. */
+	svgp_puts(b, "<details id=\"marks\"><summary>marks in the "
+	             "window</summary><ol>");
+	if (list.n > 0)
+		svgp_putn(b, list.p, list.n);
+	svgp_puts(b, "</ol></details></section>");
+	if (list.oom)
+		b->oom = 1;
+	svgp_buf_free(&list);
+}
+
 int
 web_page(struct web_daemon *wd, const struct web_request *rq,
          struct svgp_buf *b, const char **type)
@@ -373,13 +728,8 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 	t0 = t1 - windows[w].span_ms;
 	web_snap_take(wd, WEB_SNAP_JOBS | WEB_SNAP_ENDED | WEB_SNAP_EVENTS, t0,
 	              &s);
-	svgp_printf(b,
-	            "<!doctype html><html lang=\"en\"><head><meta "
-	            "charset=\"utf-8\"><meta name=\"viewport\" "
-	            "content=\"width=device-width,initial-scale=1\"><meta "
-	            "http-equiv=\"refresh\" content=\"%d\"><title>stageload"
-	            "</title>%s</head><body><header><h1>stageload</h1>",
-	            WEB_REFRESH_S, page_style);
+	page_head(b, "stageload", 1);
+	svgp_puts(b, "<header><h1>stageload</h1>");
 	now_line(wd, &s, b);
 	svgp_puts(b, "</header><nav id=\"window\">window: ");
 	for (i = 0; i < NWINDOWS; i++)
@@ -388,25 +738,16 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 		    i == w ? " aria-current=\"page\"" : "", windows[i].label);
 	svgp_puts(b, "</nav>");
 	if (s.up) {
-		char params[160];
-		cJSON *hist = NULL;
 		const cJSON *smp =
 		    cJSON_GetObjectItemCaseSensitive(s.info, "sample");
-		struct plotd_opts o = {0};
+		cJSON *hist = window_history(wd, w, warg == NULL, &t0, t1);
 
-		snprintf(params, sizeof params,
-		         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
-		         ",\"step_ms\":%" PRId64 "}",
-		         t0, t1 + 1, windows[w].step_ms);
-		web_daemon_call(wd, "history", params, &hist);
-		o.title = "memory";
-		o.max_lanes = WEB_LANES_MAX;
-		o.bytes_max = web_num(smp, "swap_total_bytes", 0);
-		svgp_puts(b, "<section id=\"plot\">");
-		plotd_system(&o, hist, s.jobs, s.events, t0, t1, b);
-		svgp_puts(b, "</section>");
+		system_plots(b, &s, hist, t0, t1);
 		cJSON_Delete(hist);
+		svgp_puts(b, "<div class=\"pair\">");
 		queue_table(&s, smp, b);
+		ended_table(&s, b);
+		svgp_puts(b, "</div>");
 		running_table(&s, b);
 		kills_table(&s, b);
 	}

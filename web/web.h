@@ -113,6 +113,10 @@ int web_metrics(struct web_daemon *wd, const struct web_request *rq,
                 struct svgp_buf *out, const char **type);
 int web_page(struct web_daemon *wd, const struct web_request *rq,
              struct svgp_buf *out, const char **type);
+/* /job/ID: one job's public fields, its plot and its marks; 404 for no
+ * such job. */
+int web_job_page(struct web_daemon *wd, const struct web_request *rq,
+                 struct svgp_buf *out, const char **type);
 int web_api(struct web_daemon *wd, const struct web_request *rq,
             struct svgp_buf *out, const char **type);
 

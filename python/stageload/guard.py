@@ -76,8 +76,8 @@ def pct_compare(free_pct: float, want_pct: float) -> str:
 # What follows "queued: position P of N, " for each waiting_for: the line
 # column of proto/names.h's list, which tests/names.py holds this table to.
 # "%F" is the free % against the job's, "%f" the free %, "%w" the job's
-# free %, "%R" the memory promised to running jobs (unknown here) and "%a"
-# the job it starts after.
+# free %, "%R" the memory promised to running jobs (unknown here), "%a"
+# the job it starts after and "%i" the job's own id ("ID" when unknown).
 WAIT_LINES: Dict[str, str] = {
     "none": "free %f, being admitted",
     "free": "free %F",
@@ -88,7 +88,7 @@ WAIT_LINES: Dict[str, str] = {
     "head": "free %f, waiting for the jobs ahead",
     "storage": "free %f, waiting for the daemon's database to work again",
     "client": "free %f, waiting for its stageloadctl to come back",
-    "held": "free %f, held (release ID lets it start)",
+    "held": "free %f, held: stageloadctl release %i",
     "after": "free %f, waiting for job %a to end",
     "group": "free %f, its group (or its user's share of it) is full",
 }
@@ -112,10 +112,11 @@ def size_compare(available: int, want: int) -> str:
 
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
                waiting_for: Optional[str], wait_free_bytes: int = 0,
-               total_bytes: int = 0) -> str:
+               total_bytes: int = 0, job_id: int = 0) -> str:
     """The line `stageloadctl run` shows while a job waits; with
     wait_free_bytes (a --wait-free SIZE) and the machine's total_bytes, the
-    free memory as a size against it."""
+    free memory as a size against it; job_id names the release of a held
+    job."""
     s = "queued: position %d of %d, " % (position, of)
     why = waiting_for or "free"
     name, _, after = why.partition(" ")
@@ -137,7 +138,8 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
     else:
         want += "%"
     words = {"F": compare, "f": "%.0f%%" % free_pct,
-             "w": want, "R": "memory", "a": after}
+             "w": want, "R": "memory", "a": after,
+             "i": str(job_id) if job_id > 0 else "ID"}
     out, i = [], 0
     while i < len(tmpl):
         if tmpl[i] == "%" and i + 1 < len(tmpl) and tmpl[i + 1] in words:
@@ -211,7 +213,8 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
             if m == "queue":
                 line.show(queue_line(p.get("position", 0), p.get("of", 0),
                                      p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
-                                     p.get("waiting_for"), wait_free_bytes, total),
+                                     p.get("waiting_for"), wait_free_bytes, total,
+                                     job_id),
                           p.get("waiting_for") or "free")
             elif m == "admitted":
                 return int(p.get("attempt", 1))

@@ -41,15 +41,20 @@ def free_port():
 class Web:
     """A stageload-web on 127.0.0.1 and a port of its choosing."""
 
-    def __init__(self, socket_path, extra=()):
+    def __init__(self, socket_path, extra=(), user=None):
+        """user: a uid to run it as (root only), as docs/dashboards.md
+        advises running it."""
         self.bin = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageload-web")
         self.args = [self.bin, "--socket", socket_path, "--listen", "127.0.0.1:0"] + list(extra)
+        self.user = user
         self.proc = None
         self.port = None
 
     def start(self):
+        kw = {"user": self.user, "group": self.user, "extra_groups": []} \
+            if self.user is not None else {}
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, **kw)
         line = self.proc.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         if not m:

@@ -75,7 +75,8 @@ def test_queue_line_rounds_honestly():
     assert queue_line(1, 1, 50, 40, "expect") == (
         "queued: position 1 of 1, free 50%, less than 40% once memory promised to "
         "running jobs counts")
-    assert queue_line(1, 1, 50, 40, "held").endswith("free 50%, held (release ID lets it start)")
+    assert queue_line(1, 1, 50, 40, "held").endswith("free 50%, held: stageloadctl release ID")
+    assert queue_line(1, 1, 50, 40, "held", job_id=12).endswith("free 50%, held: stageloadctl release 12")
     assert queue_line(1, 1, 50, 40, "after 7").endswith("waiting for job 7 to end")
     assert queue_line(1, 1, 50, 40, "later").endswith("waiting (other: later)")
 
