@@ -111,13 +111,15 @@ mdoc_operands(FILE *f, const char *ops)
 			fputs(" Fl -", f);
 			continue;
 		}
-		n = strlen(word);
-		if (word[0] == '[' && n > 1 && word[n - 1] == ']') {
-			word[n - 1] = '\0';
+		/* "[X]" and "[X [Y]]": each "[" opens an Op, which runs to the
+		 * end of the line, so the "]"s that close them go. */
+		while (word[0] == '[') {
 			fputs(" Op", f);
-			memmove(word, word + 1, n - 1);
-			n -= 2;
+			memmove(word, word + 1, strlen(word));
 		}
+		n = strlen(word);
+		while (n > 0 && word[n - 1] == ']')
+			word[--n] = '\0';
 		if (n > 3 && strcmp(word + n - 3, "...") == 0) {
 			word[n - 3] = '\0';
 			fprintf(f, " Ar %s No ...", word);
