@@ -279,6 +279,12 @@ char *cli_safe_dup(const char *s);
  * (PROTO_TEXT_JSON): the same JSON to a reader, safe on a terminal.
  * -ENOMEM (nothing printed) when out of memory. */
 int cli_print_json(FILE *f, const char *json);
+/* sl_call(method, params) and its JSON result printed as it came, but
+ * terminal-safe (cli_print_json); an exit code. */
+int cli_raw_call(struct cli *cli, const char *method, const char *params);
+/* While job id is queued, say where it is and why it waits on stderr
+ * (wait and logs -f; run does so for its own job). */
+void cli_watch_queued(struct cli *cli, int64_t id);
 /* cli-width.c: terminal cells of a code point (0, 1 or 2: East Asian
  * Wide and Fullwidth take two, combining marks none), the same in every
  * locale; of UTF-8 text; and text from users (escaped as cli_safe does)
