@@ -18,6 +18,7 @@
 
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "doctor.h"
 #include "names.h"
@@ -202,7 +203,7 @@ cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
 	 * of the span / 60, at least the default interval (the daemon's
 	 * own is not known here). */
 	if (until_ms <= 0)
-		until_ms = cli_now_ms() + 1;
+		until_ms = clock_wall_ms() + 1;
 	if (step_ms <= 0) {
 		step_ms = (until_ms - since_ms) / 60;
 		if (step_ms < 500)
@@ -284,7 +285,9 @@ cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
 	}
 	if (step_ms <= 0) {
 		lo = since_ms > 0 ? since_ms : submitted;
-		hi = until_ms > 0 ? until_ms : ended > 0 ? ended : cli_now_ms();
+		hi = until_ms > 0 ? until_ms
+		     : ended > 0  ? ended
+		                  : clock_wall_ms();
 		step_ms = hi > lo ? (hi - lo) / 60 : 0;
 		if (step_ms < 500)
 			step_ms = 500;

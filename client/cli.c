@@ -129,15 +129,6 @@ cli_time(int64_t ms, int with_ms, char *buf, size_t len)
 	return buf;
 }
 
-int64_t
-cli_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void
 cli_job_waited(const struct sl_job *j, int64_t now, char *buf, size_t len)
 {

@@ -301,7 +301,6 @@ const char *cli_fit_text(const char *s, int keep_backslashes, size_t cells,
 const char *cli_duration(int64_t ms, char *buf, size_t len);
 /* local "2026-11-30 05:00:01"; with_ms adds ".123" */
 const char *cli_time(int64_t ms, int with_ms, char *buf, size_t len);
-int64_t cli_now_ms(void);
 
 /* How long a job waited in the queue and ran, as shown by status: "-"
  * when it does not apply yet. */

@@ -80,7 +80,6 @@ int client_socket_path_resolve(const char *explicit_path,
                                unsigned long uid, char *buf, size_t len,
                                enum socket_kind *kind);
 
-int64_t client_mono_ms(void);
 /* Set the client's error (code and message); returns code. */
 int client_error(sl_client *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -19,19 +19,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "client-internal.h"
 #include "proto.h"
 #include "stageload.h"
 #include "version.h"
-
-int64_t
-client_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int
 client_error(sl_client *c, int code, const char *fmt, ...)
@@ -427,7 +419,7 @@ wait_readable(sl_client *c, int64_t deadline, int intr)
 	for (;;) {
 		timeout = -1;
 		if (deadline >= 0) {
-			int64_t left = deadline - client_mono_ms();
+			int64_t left = deadline - clock_mono_ms();
 			if (left < 0)
 				left = 0;
 			timeout = (int)(left > 1000000 ? 1000000 : left);
@@ -439,7 +431,7 @@ wait_readable(sl_client *c, int64_t deadline, int intr)
 		if (rc > 0)
 			return 1;
 		if (rc == 0) {
-			if (deadline >= 0 && client_mono_ms() >= deadline)
+			if (deadline >= 0 && clock_mono_ms() >= deadline)
 				return 0;
 			continue;
 		}
@@ -497,7 +489,7 @@ write_all(sl_client *c, const char *buf, size_t len, int64_t deadline,
 	while (len > 0) {
 		n = send(c->fd, buf, len, flags);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			left = deadline < 0 ? -1 : deadline - client_mono_ms();
+			left = deadline < 0 ? -1 : deadline - clock_mono_ms();
 			if (deadline >= 0 && left <= 0) {
 				/* Half a request cannot be taken back. */
 				client_drop(c);
@@ -571,7 +563,7 @@ client_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 	line = proto_encode_request(c->want_id, method, params, &len);
 	if (line == NULL)
 		return client_error(c, -ENOMEM, "out of memory");
-	deadline = timeout_ms < 0 ? -1 : client_mono_ms() + timeout_ms;
+	deadline = timeout_ms < 0 ? -1 : clock_mono_ms() + timeout_ms;
 	rc = write_all(c, line, len, deadline, method);
 	free(line);
 	if (rc < 0)
@@ -603,7 +595,7 @@ client_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 		/* A long log comes in chunks, at the pace this client reads
 		 * them: the timeout is for silence, not for the whole of it. */
 		if (c->log_progress && timeout_ms >= 0)
-			deadline = client_mono_ms() + timeout_ms;
+			deadline = clock_mono_ms() + timeout_ms;
 	}
 	*root = c->reply_root;
 	c->reply_root = NULL;
@@ -795,7 +787,7 @@ int
 sl_next_notification(sl_client *c, int timeout_ms, struct sl_notification *n)
 {
 	struct pending *p;
-	int64_t deadline = timeout_ms < 0 ? -1 : client_mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : clock_mono_ms() + timeout_ms;
 	int rc;
 
 	memset(n, 0, sizeof *n);

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "client-internal.h"
 #include "proto.h"
 #include "stageload.h"
@@ -22,13 +23,13 @@ int
 sl_next_sample(sl_client *c, int timeout_ms, struct sl_sample *s)
 {
 	struct sl_notification n;
-	int64_t deadline = timeout_ms < 0 ? -1 : client_mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : clock_mono_ms() + timeout_ms;
 	int rc, left;
 
 	for (;;) {
 		left = -1;
 		if (deadline >= 0) {
-			int64_t l = deadline - client_mono_ms();
+			int64_t l = deadline - clock_mono_ms();
 			left = l < 0 ? 0 : (int)l;
 		}
 		rc = sl_next_notification(c, left, &n);

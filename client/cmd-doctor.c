@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "doctor.h"
 #include "proto.h"
@@ -271,7 +272,7 @@ cli_warn_no_swap(struct cli *cli, int64_t budget_bytes)
 static void
 check_clock(struct doctor *d, const struct sl_info *in)
 {
-	int64_t now = cli_now_ms(), ahead = 0;
+	int64_t now = clock_wall_ms(), ahead = 0;
 	char t[32];
 
 	if (in->has_sample && in->sample.sampled_at_ms - now > ahead)
@@ -358,7 +359,7 @@ cmd_doctor(struct cli *cli, struct cli_args *args)
 
 	stale = in.interval_ms * 3 > STALE_MIN_MS ? in.interval_ms * 3
 	                                          : STALE_MIN_MS;
-	age = in.has_sample ? cli_now_ms() - in.sample.sampled_at_ms : -1;
+	age = in.has_sample ? clock_wall_ms() - in.sample.sampled_at_ms : -1;
 	if (!in.has_sample)
 		report(&d, "FAIL", "no sample yet");
 	else if (age > stale)

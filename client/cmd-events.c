@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
@@ -213,7 +214,7 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
-	int64_t last, now = cli_now_ms();
+	int64_t last, now = clock_wall_ms();
 	int rc;
 
 	memset(&f, 0, sizeof f);

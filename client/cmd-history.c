@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "proto.h"
 #include "units.h"
@@ -302,7 +303,7 @@ cmd_history(struct cli *cli, struct cli_args *args)
 	const char *since = cli_text(args, "since", "1h");
 	const char *until = cli_text(args, "until", NULL);
 	const char *format = cli_text(args, "format", "table");
-	int64_t now = cli_now_ms(), since_ms, until_ms = 0;
+	int64_t now = clock_wall_ms(), since_ms, until_ms = 0;
 	int64_t step_ms = cli_number(args, "step", 0);
 	int64_t job_id = cli_number(args, "job", 0);
 	enum format fmt = FMT_TABLE;

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
@@ -189,7 +190,7 @@ show_stages(struct cli *cli, int64_t id)
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
 	if (sl_call(cli->client, "show", params, &out) == 0) {
 		show_groups_dropped(out, stdout);
-		cli_print_stages(out, cli_now_ms(), stdout);
+		cli_print_stages(out, clock_wall_ms(), stdout);
 		cli_print_learned(out, stdout);
 	}
 	sl_free(out);
@@ -297,7 +298,7 @@ cli_watch_queued(struct cli *cli, int64_t id)
 		 * else at most one a minute. */
 		due = strcmp(line, last) != 0 &&
 		      (tty || cli_progress_due(&progress, j.waiting_for, line,
-		                               cli_now_ms()));
+		                               clock_wall_ms()));
 		sl_job_clear(&j);
 		if (due) {
 			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
@@ -348,7 +349,7 @@ cmd_show(struct cli *cli, struct cli_args *args)
 		return cli_fail(cli);
 	if (strcmp(j.state, "queued") == 0)
 		wait_numbers(cli, &w);
-	text = cli_job_paragraph(&j, cli_now_ms(), &w);
+	text = cli_job_paragraph(&j, clock_wall_ms(), &w);
 	if (text != NULL)
 		fputs(text, stdout);
 	free(text);

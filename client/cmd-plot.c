@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "plot-data.h"
 #include "units.h"
@@ -337,7 +338,7 @@ plot_operands(struct cli *cli, const struct cli_args *args, int64_t *job,
 static int
 cmd_plot(struct cli *cli, struct cli_args *args)
 {
-	int64_t now = cli_now_ms(), since = now - 8 * 3600000LL, until = now;
+	int64_t now = clock_wall_ms(), since = now - 8 * 3600000LL, until = now;
 	int64_t job = cli_number(args, "job", 0);
 	int64_t cmp[2] = {cli_number(args, "compare", 0), 0};
 	const char *trace = cli_text(args, "trace", NULL);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cli.h"
 
 #define BACKOFF_MIN_MS 100
@@ -99,15 +100,6 @@ struct run {
 	int abandoned; /* the daemon no longer knows the job: just finish */
 };
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 line_end(struct run *r)
 {
@@ -126,7 +118,8 @@ line_show(struct run *r, const char *text, const char *key)
 {
 	if (r->quiet || strcmp(text, r->last_line) == 0)
 		return;
-	if (!r->tty && !cli_progress_due(&r->progress, key, text, mono_ms()))
+	if (!r->tty &&
+	    !cli_progress_due(&r->progress, key, text, clock_mono_ms()))
 		return;
 	snprintf(r->last_line, sizeof r->last_line, "%s", text);
 	if (r->tty) {
@@ -265,7 +258,7 @@ reap(struct run *r)
 static int
 until_reconnect(const struct run *r)
 {
-	int64_t left = r->reconnect_at_ms - mono_ms();
+	int64_t left = r->reconnect_at_ms - clock_mono_ms();
 
 	if (left < 0)
 		return 0;
@@ -361,7 +354,7 @@ reconnect(struct run *r)
 
 	if (sl_is_connected(r->c))
 		return 1;
-	if (r->abandoned || mono_ms() < r->reconnect_at_ms)
+	if (r->abandoned || clock_mono_ms() < r->reconnect_at_ms)
 		return 0;
 	if (sl_connect(r->c, r->path) < 0 ||
 	    sl_subscribe(r->c, 0, 1, 0, NULL) < 0) {
@@ -371,7 +364,7 @@ reconnect(struct run *r)
 		                    : r->backoff_ms * 2;
 		if (r->backoff_ms > BACKOFF_MAX_MS)
 			r->backoff_ms = BACKOFF_MAX_MS;
-		r->reconnect_at_ms = mono_ms() + r->backoff_ms;
+		r->reconnect_at_ms = clock_mono_ms() + r->backoff_ms;
 		return 0;
 	}
 	rc = sl_resume(r->c, r->id, &j);
@@ -407,7 +400,7 @@ connection_lost(struct run *r)
 		                             "reconnecting"
 		                           : "reconnecting");
 		r->backoff_ms = BACKOFF_MIN_MS;
-		r->reconnect_at_ms = mono_ms() + r->backoff_ms;
+		r->reconnect_at_ms = clock_mono_ms() + r->backoff_ms;
 	}
 }
 
@@ -454,8 +447,8 @@ wait_admission(struct run *r)
 		line_end(r);
 		if (!r->quiet)
 			say(r, "job %" PRId64 " admitted after %s", r->id,
-			    cli_duration(cli_now_ms() - r->queued_since_ms, d,
-			                 sizeof d));
+			    cli_duration(clock_wall_ms() - r->queued_since_ms,
+			                 d, sizeof d));
 	}
 	r->admitted = 0;
 	return 0;
@@ -634,7 +627,7 @@ static int
 report_end(struct run *r)
 {
 	int code = -1, sig = 0, status = local_status(r->wstatus);
-	int64_t give_up = mono_ms() + REPORT_GIVE_UP_MS;
+	int64_t give_up = clock_mono_ms() + REPORT_GIVE_UP_MS;
 	struct sl_job j;
 	char a[16], b[16];
 	int rc = -ENOTCONN;
@@ -645,7 +638,7 @@ report_end(struct run *r)
 		code = WEXITSTATUS(r->wstatus);
 
 	memset(&j, 0, sizeof j);
-	while (mono_ms() < give_up && !r->abandoned) {
+	while (clock_mono_ms() < give_up && !r->abandoned) {
 		if (!sl_is_connected(r->c)) {
 			connection_lost(r);
 			if (reconnect(r) != 1) {
@@ -753,7 +746,7 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		return rc == EXIT_ERR ? EXIT_JOB_NOTRUN : rc;
 	}
 	r.id = sub.id;
-	r.queued_since_ms = cli_now_ms();
+	r.queued_since_ms = clock_wall_ms();
 	if (r.wait_free_bytes > 0 && sl_info(r.c, &info) == 0 &&
 	    info.has_sample)
 		r.total_bytes = info.sample.total_bytes;
@@ -775,6 +768,6 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		say(&r, "job %" PRId64 " requeued; waiting to run it again",
 		    r.id);
 		r.pid = 0;
-		r.queued_since_ms = cli_now_ms();
+		r.queued_since_ms = clock_wall_ms();
 	}
 }

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
@@ -299,7 +300,7 @@ cmd_status(struct cli *cli, struct cli_args *args)
 		return EXIT_OK;
 	}
 	/* The free % the reasons compare: the daemon's latest sample. */
-	x.now = cli_now_ms();
+	x.now = clock_wall_ms();
 	x.free_pct = NAN;
 	x.available_bytes = 0;
 	if (sl_info(cli->client, &info) == 0 && info.has_sample) {

@@ -17,6 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cli.h"
 
 #define JOBS_REFRESH_MS 2000
@@ -262,7 +263,7 @@ refresh_jobs(struct top *t)
 	sl_jobs_free(t->jobs, t->njobs);
 	t->jobs = jobs;
 	t->njobs = n;
-	t->jobs_at_ms = cli_now_ms();
+	t->jobs_at_ms = clock_wall_ms();
 	t->jobs_dirty = 0;
 }
 
@@ -329,7 +330,7 @@ draw(struct top *t)
 	const struct sl_sample *s = &t->last;
 	const char *reset = t->color ? "\033[0m" : "";
 	const char *spark = t->color ? "\033[36m" : "";
-	int64_t now = cli_now_ms();
+	int64_t now = clock_wall_ms();
 	int cols, rows, blanks = 1, sparks = 1;
 	int have_swap = s->swap_total_bytes > 0 || s->swap_used_bytes > 0;
 	size_t ncols = spark_cells(), maxrows, fixed, i;
@@ -428,7 +429,7 @@ static void
 load_history(struct top *t, size_t ncols)
 {
 	struct sl_history *h;
-	int64_t now = cli_now_ms(), step = t->span_ms / (int64_t)ncols;
+	int64_t now = clock_wall_ms(), step = t->span_ms / (int64_t)ncols;
 	size_t i;
 
 	if (step < 1000)
@@ -526,7 +527,7 @@ cmd_top(struct cli *cli, struct cli_args *args)
 		}
 		if (tty) {
 			if (t.jobs_dirty ||
-			    cli_now_ms() - t.jobs_at_ms >= JOBS_REFRESH_MS)
+			    clock_wall_ms() - t.jobs_at_ms >= JOBS_REFRESH_MS)
 				refresh_jobs(&t);
 			if (t.have_last)
 				draw(&t);

@@ -560,7 +560,7 @@ control_job_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		lo = since > 0 ? since : j->submitted_ms;
 		hi = until != INT64_MAX ? until
 		     : j->ended_ms > 0  ? j->ended_ms
-		                        : now_ms();
+		                        : clock_wall_ms();
 		step = hi > lo ? (hi - lo) / 60 : 0;
 		if (step < d->cfg.interval_ms)
 			step = d->cfg.interval_ms;

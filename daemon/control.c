@@ -674,7 +674,7 @@ ctl_history(struct daemon *d, const struct peer *p, const cJSON *req_id,
 
 	/* Rows are taken up to, not including, until: by default the
 	 * current millisecond is in, so a sample info has just shown is. */
-	until = now_ms() + 1;
+	until = clock_wall_ms() + 1;
 	if ((rc = proto_param_int(params, "since_ms", 1, 0, INT64_MAX, &since,
 	                          cause, causelen)) != 0)
 		return rc;

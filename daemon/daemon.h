@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "clock.h"
 #include "platform.h"
 
 struct store;
@@ -194,7 +195,5 @@ struct daemon {
 	dev_t sock_dev;
 	ino_t sock_ino;
 };
-
-int64_t now_ms(void); /* wall clock, ms since the epoch */
 
 #endif

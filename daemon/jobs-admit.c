@@ -133,7 +133,7 @@ jrec_admit(struct daemon *d, struct jrec *r, uint64_t reserved_bytes)
 	/* Runs of its name that ended while it waited count too. */
 	jobs_learn_expect(d, j);
 	j->state = JOB_ADMITTED;
-	j->admitted_ms = now_ms();
+	j->admitted_ms = clock_wall_ms();
 	j->swap_base_bytes = d->last.swap_used_bytes;
 	j->swap_growth_peak_bytes = 0;
 	r->growth_bytes = 0;
@@ -228,7 +228,7 @@ admit_input(struct daemon *d, const struct queue_snap *s,
 	in->storage_ok = store_health(d->store) == NULL;
 	in->free_pct = d->last.free_pct;
 	in->total_bytes = d->last.total_bytes;
-	in->now_ms = now_ms();
+	in->now_ms = clock_wall_ms();
 	in->claim = d->jobs->claim;
 	in->cfg.settle_ms = d->cfg.settle_ms;
 	in->cfg.settle_growth_pct = d->cfg.settle_growth_pct;

@@ -123,7 +123,7 @@ jobs_adopt_load(struct daemon *d, int *n)
 	int rc;
 
 	c.d = d;
-	c.now = now_ms();
+	c.now = clock_wall_ms();
 	c.n = 0;
 	rc = store_jobs_unended(d->store, adopt_one, &c);
 	*n = c.n;

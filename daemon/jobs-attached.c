@@ -31,7 +31,7 @@ jobs_attach(struct daemon *d, int64_t id, uint64_t client_id, pid_t pid,
 	/* A new attempt: the client reported the one before, or never
 	 * will. */
 	r->exit_owed = 0;
-	jrec_started(d, r, pid, pgid, start_time, now_ms());
+	jrec_started(d, r, pid, pgid, start_time, clock_wall_ms());
 	return 0;
 }
 

@@ -237,7 +237,7 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	}
 	j->attempt = 1;
 	j->state = JOB_QUEUED;
-	j->submitted_ms = now_ms();
+	j->submitted_ms = clock_wall_ms();
 	jobs_learn_expect(d, j);
 	if (store_job_insert(d->store, j, scause, sizeof scause) != 0) {
 		job_free(j);
@@ -281,7 +281,7 @@ jobs_cancel(struct daemon *d, int64_t id, const char *who, char *cause,
 		         id);
 		return PROTO_E_STATE;
 	}
-	jobs_clock_hms(now_ms(), at, sizeof at);
+	jobs_clock_hms(clock_wall_ms(), at, sizeof at);
 	if (r->j->state == JOB_QUEUED || (r->j->state == JOB_ADMITTED &&
 	                                  r->tree == NULL && r->j->attached)) {
 		/* Not started: it simply leaves the queue. While storage

@@ -439,7 +439,7 @@ hold_record(struct daemon *d, const struct job *j, int held)
 {
 	struct jobs *js = d->jobs;
 	struct hold_rate *h = NULL, *nv;
-	int64_t now = now_ms();
+	int64_t now = clock_wall_ms();
 	size_t i;
 
 	for (i = 0; i < js->nholds; i++)

@@ -38,7 +38,8 @@ jobs_fast_ended(struct daemon *d)
 	for (i = 0; i < js->n; i++) {
 		if (jrec_is_live(js->v[i]) &&
 		    js->v[i]->j->state == JOB_QUEUED) {
-			js->fast_ended_until_ms = now_ms() + FAST_ENDED_MS;
+			js->fast_ended_until_ms =
+			    clock_wall_ms() + FAST_ENDED_MS;
 			sampler_soon(d);
 			return;
 		}

@@ -149,10 +149,10 @@ jobs_stage(struct daemon *d, int64_t id, const char *name, char *cause,
 		return PROTO_E_INTERNAL;
 	}
 	st = r->stage;
-	jobs_stage_close(d, r, now_ms());
+	jobs_stage_close(d, r, clock_wall_ms());
 	st->name = dup;
 	st->count++;
-	st->started_ms = now_ms();
+	st->started_ms = clock_wall_ms();
 	st->swap_start_bytes = st->swap_peak_bytes = d->last.swap_used_bytes;
 	st->footprint_peak_bytes = r->j->footprint_bytes;
 	det = cJSON_CreateObject();

@@ -190,7 +190,7 @@ jobs_event(struct daemon *d, const struct job *j, enum names_event kind,
 	snprintf(p->kind, sizeof p->kind, "%s", names_event_name(kind));
 	p->detail = detail != NULL ? cJSON_PrintUnformatted(detail) : NULL;
 	cJSON_Delete(detail);
-	p->e.ts_ms = now_ms();
+	p->e.ts_ms = clock_wall_ms();
 	p->e.job_id = j != NULL ? j->id : 0;
 	p->e.uid = j != NULL ? j->uid : 0;
 	p->e.kind = p->kind;
@@ -287,7 +287,7 @@ jrec_end(struct daemon *d, struct jrec *r, enum job_state s, const char *reason,
 	j->state = s;
 	/* Set already when the job ended while no daemon watched it. */
 	if (j->ended_ms <= 0)
-		j->ended_ms = now_ms();
+		j->ended_ms = clock_wall_ms();
 	jobs_stage_close(d, r, j->ended_ms);
 	free(j->end_reason);
 	j->end_reason = xstrdup(reason);
@@ -338,7 +338,7 @@ jobs_victim_gone(struct daemon *d, struct jrec *victim)
 		enforce_restart(&ej, 1, d->last.swap_used_bytes);
 		r->j->swap_base_bytes = ej.swap_base_bytes;
 		r->growth_bytes = 0;
-		r->growth_restarted_ms = now_ms();
+		r->growth_restarted_ms = clock_wall_ms();
 		if (ej.base_changed)
 			jrec_commit(d, r);
 	}
@@ -376,7 +376,7 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 		proctree_free(r->tree);
 		r->tree = NULL;
 	}
-	jobs_stage_close(d, r, now_ms());
+	jobs_stage_close(d, r, clock_wall_ms());
 	j->state = JOB_QUEUED;
 	j->attempt++;
 	j->pid = 0;
@@ -495,7 +495,7 @@ jrec_started(struct daemon *d, struct jrec *r, pid_t pid, pid_t pgid,
 	j->pid = pid;
 	j->pgid = pgid;
 	j->start_time = start_time;
-	j->started_ms = started_ms > 0 ? started_ms : now_ms();
+	j->started_ms = started_ms > 0 ? started_ms : clock_wall_ms();
 	j->state = JOB_RUNNING;
 	r->nfp = 0;
 	r->tree_gone = 0;
@@ -803,7 +803,7 @@ jobs_shutdown(struct daemon *d)
 	/* Clients have been closed by now. */
 	js->note = NULL;
 	jobs_onend_shutdown(d);
-	jobs_hold_flush(d, now_ms(), 1);
+	jobs_hold_flush(d, clock_wall_ms(), 1);
 	det = cJSON_CreateObject();
 	proto_add_int(det, "jobs", (int64_t)js->n);
 	jobs_event(d, NULL, NAMES_EVENT_DAEMON_STOP, det);

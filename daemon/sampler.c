@@ -68,7 +68,7 @@ sampler_sample(struct daemon *d, struct sampler *sm, int full)
 	if (sm->sample_failing)
 		log_info("sampling system memory works again");
 	sm->sample_failing = 0;
-	s.ts_ms = now_ms();
+	s.ts_ms = clock_wall_ms();
 	sm->tick(d, &s, full);
 }
 

@@ -119,7 +119,7 @@ spawn_write_started(const struct spawn_plan *p, pid_t pid, uint64_t start_time)
 	                                  "%llu\nstarted_ms %lld\nmonitor_pid "
 	                                  "%d\n",
 	             p->attempt, (int)pid, (unsigned long long)start_time,
-	             (long long)now_ms(), (int)getpid());
+	             (long long)clock_wall_ms(), (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return;
 	fd = open(p->started_tmp,
@@ -257,7 +257,7 @@ spawn_fail_report(const struct spawn_plan *p, struct spawn_msg *m,
 	memset(&st, 0, sizeof(st));
 	st.failed = 1;
 	st.exit_code = 127;
-	st.ended_ms = now_ms();
+	st.ended_ms = clock_wall_ms();
 	snprintf(st.cause, sizeof(st.cause), "%s", cause);
 	(void)spawn_write_status(p, m->pid, m->start_time, 0, &st);
 	m->kind = SPAWN_EV_FAILED;
@@ -299,7 +299,7 @@ spawn_wait_job(pid_t pid, struct spawn_status *st)
 			snprintf(st->cause, sizeof(st->cause),
 			         "monitor could not collect the exit status");
 	}
-	st->ended_ms = now_ms();
+	st->ended_ms = clock_wall_ms();
 }
 
 static void
@@ -545,7 +545,7 @@ spawn_log_may_grow(const struct spawn_plan *p, struct spawn_log *w, size_t n)
 	int64_t now;
 	int why;
 
-	now = now_ms();
+	now = clock_wall_ms();
 	if (w->stop == SPAWN_LOG_GROWS && n <= w->allow &&
 	    now - w->looked_ms < SPAWN_LOG_ALLOW_MS) {
 		w->allow -= n;
@@ -623,8 +623,8 @@ spawn_timeout(const struct spawn_plan *p, struct spawn_log *w, pid_t pid,
 		             (long long)p->timeout_ms);
 		spawn_log_put(p, w, line, (size_t)n);
 		(void)kill(-pid, SIGTERM);
-		*termed = now_ms();
-	} else if (now_ms() - *termed >= 2000)
+		*termed = clock_wall_ms();
+	} else if (clock_wall_ms() - *termed >= 2000)
 		(void)kill(-pid, SIGKILL);
 }
 
@@ -642,7 +642,8 @@ spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 	size_t chunk = sizeof(buf);
 	siginfo_t si;
 	int exited = 0, eof = 0, after = 0;
-	int64_t deadline = p->timeout_ms > 0 ? now_ms() + p->timeout_ms : 0;
+	int64_t deadline =
+	    p->timeout_ms > 0 ? clock_wall_ms() + p->timeout_ms : 0;
 	int64_t termed = 0;
 	ssize_t n;
 
@@ -677,7 +678,7 @@ spawn_copy_output(const struct spawn_plan *p, int outfd, int logfd, pid_t pid)
 			if (exited && ++after > 256)
 				break;
 		}
-		if (!exited && deadline > 0 && now_ms() >= deadline)
+		if (!exited && deadline > 0 && clock_wall_ms() >= deadline)
 			spawn_timeout(p, &w, pid, &termed);
 		if (!exited) {
 			memset(&si, 0, sizeof(si));
@@ -824,7 +825,7 @@ void __attribute__((noreturn)) spawn_monitor(struct spawn_plan *p)
 	}
 
 	m.kind = SPAWN_EV_STARTED;
-	m.started_ms = now_ms();
+	m.started_ms = clock_wall_ms();
 	spawn_send(p->report_fd, &m);
 
 	close(spawn_copy_output(p, outfds[0], logfd, pid));

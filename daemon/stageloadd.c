@@ -358,7 +358,7 @@ daemon_stop(struct daemon *d)
 	answers_stop(d);
 	jobs_shutdown(d);
 	if (d->store != NULL) {
-		if (store_mark(d->store, now_ms(), "stop", cause,
+		if (store_mark(d->store, clock_wall_ms(), "stop", cause,
 		               sizeof cause) != 0)
 			log_warnx("cannot write the stop marker: %s", cause);
 		store_close(d->store);
@@ -566,7 +566,7 @@ main(int argc, char **argv)
 
 	raise_fd_limit(d);
 	d->loop = uv_default_loop();
-	d->started_ms = now_ms();
+	d->started_ms = clock_wall_ms();
 
 	memset(&pc, 0, sizeof pc);
 	pc.proc_root = d->cfg.proc_root[0] != '\0' ? d->cfg.proc_root : NULL;

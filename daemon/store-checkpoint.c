@@ -60,15 +60,6 @@ struct store_ckpt {
 	int last_rc;
 };
 
-static int64_t
-ckpt_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void *
 ckpt_main(void *arg)
 {
@@ -85,10 +76,10 @@ ckpt_main(void *arg)
 		c->want = 0;
 		c->running = 1;
 		pthread_mutex_unlock(&c->mu);
-		t0 = ckpt_now_us();
+		t0 = clock_mono_us();
 		rc = sqlite3_wal_checkpoint_v2(
 		    c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-		us = ckpt_now_us() - t0;
+		us = clock_mono_us() - t0;
 		pthread_mutex_lock(&c->mu);
 		c->running = 0;
 		pthread_cond_broadcast(&c->idle);

@@ -195,7 +195,7 @@ tick_housekeeping(struct daemon *d, struct tick *t)
 		store_health_probe(d->store);
 	}
 	if (now - t->last_prune >= PRUNE_EVERY_MS) {
-		int64_t ms = now_ms();
+		int64_t ms = clock_wall_ms();
 
 		t->last_prune = now;
 		/* The files first: a job whose row goes keeps nothing. */
@@ -230,7 +230,7 @@ tick_keep_awake(struct daemon *d, struct tick *t, int stopping)
 		t->last_admit_ms = admitted;
 	in.enabled = !stopping && d->cfg.keep_awake;
 	in.queue_ms = d->cfg.keep_awake_queue_ms;
-	in.now_ms = now_ms();
+	in.now_ms = clock_wall_ms();
 	in.last_admit_ms = t->last_admit_ms;
 	awake_decide(&in, &out);
 	d->awake.hold = (int)out.hold;
@@ -302,7 +302,7 @@ tick_start(struct daemon *d, char *cause, size_t causelen)
 	t->last_prune = now - PRUNE_EVERY_MS + PRUNE_FIRST_MS;
 	/* A queue read back at a restart is held for keep_awake_queue from
 	 * the start, as if just admitted to. */
-	t->last_admit_ms = now_ms();
+	t->last_admit_ms = clock_wall_ms();
 	t->mark_pending = 1;
 	d->tick = t;
 	tick_disk(d);

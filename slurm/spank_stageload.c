@@ -28,6 +28,7 @@
 
 #include <slurm/spank.h>
 
+#include "clock.h"
 #include "health.h"
 #include "stageload.h"
 #include "units.h"
@@ -262,25 +263,16 @@ step_is_tasks(uint32_t step)
 	       step != SL_INTERACTIVE_STEP;
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for the job's admission, at most max_wait. 1: admitted, 0: it
  * waited too long, -1: the daemon went away or ended the job. */
 static int
 await_admission(sl_client *c, int64_t id, char *why, size_t len)
 {
-	int64_t deadline = mono_ms() + conf.max_wait_ms;
+	int64_t deadline = clock_mono_ms() + conf.max_wait_ms;
 
 	for (;;) {
 		struct sl_notification n;
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - clock_mono_ms();
 		int rc;
 
 		if (left <= 0)

@@ -46,6 +46,7 @@
 #include <cmocka.h>
 #include <uv.h>
 
+#include "clock.h"
 #include "daemon.h"
 #include "job.h"
 #include "jobs.h"
@@ -297,12 +298,12 @@ turn(void)
 /* Runs the loop (and step) until cond holds, for at most POLL_MS. */
 #define POLL_UNTIL(cond, step)                                                 \
 	do {                                                                   \
-		int64_t dl_ = mono_ms() + POLL_MS;                             \
+		int64_t dl_ = clock_mono_ms() + POLL_MS;                       \
 		for (;;) {                                                     \
 			turn();                                                \
 			if (cond)                                              \
 				break;                                         \
-			if (mono_ms() > dl_)                                   \
+			if (clock_mono_ms() > dl_)                             \
 				fail_msg("timed out waiting for %s", #cond);   \
 			step;                                                  \
 			usleep(1000);                                          \
@@ -370,7 +371,7 @@ sample_at(int64_t ts, double free_pct, uint64_t swap_used)
 static void
 sample(double free_pct, uint64_t swap_used)
 {
-	sample_at(now_ms(), free_pct, swap_used);
+	sample_at(clock_wall_ms(), free_pct, swap_used);
 }
 
 /* ---- jobs ---- */
@@ -716,7 +717,7 @@ setup(void **state)
 	F->d.cfg.grace_ms = 50;
 	F->d.cfg.settle_ms = 0; /* no settle wait: admission is free % */
 	F->d.cfg.max_running = 0;
-	F->d.started_ms = now_ms();
+	F->d.started_ms = clock_wall_ms();
 	daemon_start();
 	return 0;
 }
@@ -909,7 +910,7 @@ start_two(struct two_running *t)
 	old_admitted = j->admitted_ms;
 	job_free(j);
 	/* Admitted in a later millisecond than old. */
-	RUN_UNTIL(now_ms() > old_admitted);
+	RUN_UNTIL(clock_wall_ms() > old_admitted);
 
 	sample(80, 1536 * MIB); /* old grew 512 MiB: within its budget */
 	turn();
@@ -1012,7 +1013,7 @@ test_breach_unconfirmed(void **state)
 	(void)state;
 	start_two(&t);
 	/* Read as 2150 MiB (both over their budgets), then 1536 MiB. */
-	sample_seen(now_ms(), 80, 2150 * MIB, 1536 * MIB);
+	sample_seen(clock_wall_ms(), 80, 2150 * MIB, 1536 * MIB);
 	assert_int_equal(F->nsigs, 0);
 	assert_int_equal(count_notes(JOBS_NOTE_BREACH, 0), 0);
 	assert_int_equal(count_events("breach", t.young), 0);
@@ -1026,7 +1027,7 @@ test_breach_unconfirmed(void **state)
 	job_free(j);
 	/* The second reading must show the victim's own breach: at 1700 MiB
 	 * young (the youngest) has grown 164 MiB of its 400. */
-	sample_seen(now_ms(), 80, 2150 * MIB, 1700 * MIB);
+	sample_seen(clock_wall_ms(), 80, 2150 * MIB, 1700 * MIB);
 	assert_int_equal(F->nsigs, 0);
 	/* Read the same twice: the youngest goes. */
 	breach_both(&t, 2150 * MIB);
@@ -1399,7 +1400,7 @@ test_restart_attached(void **state)
 	jobs_view_free(&v);
 
 	/* Within the grace, by the samples' clock: nothing given up. */
-	t0 = now_ms();
+	t0 = clock_wall_ms();
 	sample_at(t0 + JOBS_RESUME_GRACE_MS - 2000, 50, 1024 * MIB);
 	turn();
 	assert_int_equal(state_of(adm_lost), JOB_ADMITTED);

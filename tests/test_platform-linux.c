@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "platform.h"
 #include "procfs.h"
 #include "testclock.h"
@@ -420,14 +421,14 @@ test_proc_sample(void **state)
 	 * once, the sample within the reuse bound. */
 	assert_int_equal(platform_proc_sample(idle, &b), 0);
 	assert_int_equal(b.pgid, getpgrp());
-	t0 = mono_ms();
+	t0 = clock_mono_ms();
 	assert_int_equal(setpgid(idle, idle), 0);
 	assert_int_equal(platform_proc_info(idle, &a), 0);
 	assert_int_equal(a.pgid, idle);
 	assert_int_equal(platform_proc_sample(idle, &b), 0);
-	if (mono_ms() - t0 < 1000) /* the earlier reading is reused */
+	if (clock_mono_ms() - t0 < 1000) /* the earlier reading is reused */
 		assert_int_equal(b.pgid, getpgrp());
-	while (b.pgid != idle && mono_ms() - t0 < 5000) {
+	while (b.pgid != idle && clock_mono_ms() - t0 < 5000) {
 		usleep(20000);
 		assert_int_equal(platform_proc_sample(idle, &b), 0);
 	}

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "platform.h"
 #include "proctree.h"
 #include "testclock.h"
@@ -83,10 +84,10 @@ write_pid(int fd, pid_t pid)
 static void
 wait_nprocs(struct proctree *t, size_t want)
 {
-	int64_t deadline = mono_ms() + 10000;
+	int64_t deadline = clock_mono_ms() + 10000;
 	size_t n = (size_t)-1;
 
-	while (mono_ms() < deadline) {
+	while (clock_mono_ms() < deadline) {
 		proctree_sample(t, 0, NULL, NULL, &n);
 		if (n == want)
 			return;

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <uv.h>
 
+#include "clock.h"
 #include "control.h"
 #include "daemon.h"
 #include "server.h"
@@ -134,10 +135,10 @@ teardown(void **state)
 static void
 run_until(struct fixture *f, int (*cond)(struct fixture *), const char *what)
 {
-	int64_t deadline = mono_ms() + 5000;
+	int64_t deadline = clock_mono_ms() + 5000;
 
 	while (!cond(f)) {
-		if (mono_ms() > deadline)
+		if (clock_mono_ms() > deadline)
 			fail_msg("timed out waiting for %s", what);
 		uv_run(&f->loop, UV_RUN_NOWAIT);
 		usleep(1000);
@@ -228,7 +229,7 @@ test_unidentified_peer_is_not_announced(void **state)
 static void
 send_pumped(struct fixture *f, int fd, const char *buf, size_t len)
 {
-	int64_t deadline = mono_ms() + 5000;
+	int64_t deadline = clock_mono_ms() + 5000;
 	ssize_t n;
 	int queued;
 
@@ -241,14 +242,14 @@ send_pumped(struct fixture *f, int fd, const char *buf, size_t len)
 		}
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			fail_msg("send: %s", strerror(errno));
-		if (mono_ms() > deadline)
+		if (clock_mono_ms() > deadline)
 			fail_msg("timed out sending to the server");
 		uv_run(&f->loop, UV_RUN_NOWAIT);
 		usleep(1000);
 	}
 	/* What the peer has not read yet is still queued on our side. */
 	do {
-		if (mono_ms() > deadline)
+		if (clock_mono_ms() > deadline)
 			fail_msg("timed out waiting for the server to read");
 		uv_run(&f->loop, UV_RUN_NOWAIT);
 		assert_int_equal(ioctl(fd, SIOCOUTQ, &queued), 0);
@@ -260,7 +261,7 @@ send_pumped(struct fixture *f, int fd, const char *buf, size_t len)
 static char *
 read_line(struct fixture *f, int fd, char *buf, size_t size)
 {
-	int64_t deadline = mono_ms() + 5000;
+	int64_t deadline = clock_mono_ms() + 5000;
 	size_t len = 0;
 	ssize_t n;
 
@@ -278,7 +279,7 @@ read_line(struct fixture *f, int fd, char *buf, size_t size)
 		if (n == 0 ||
 		    (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
 			return NULL;
-		if (mono_ms() > deadline)
+		if (clock_mono_ms() > deadline)
 			fail_msg(
 			    "timed out waiting for a line from the server");
 		uv_run(&f->loop, UV_RUN_NOWAIT);

@@ -27,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "platform.h"
 #include "spawn.h"
 #include "testclock.h"
@@ -301,14 +302,14 @@ nap(void)
 static int
 check_until(const struct job *j, int want, struct spawn_status *st)
 {
-	int64_t deadline = mono_ms() + EVENT_TIMEOUT_MS;
+	int64_t deadline = clock_mono_ms() + EVENT_TIMEOUT_MS;
 	struct timespec pause = {0, 10 * 1000000};
 	char cause[256];
 	int rc;
 
 	for (;;) {
 		rc = spawn_check(state_dir, j, st, cause, sizeof(cause));
-		if (rc == want || mono_ms() > deadline)
+		if (rc == want || clock_mono_ms() > deadline)
 			return rc;
 		nanosleep(&pause, NULL);
 	}
@@ -378,8 +379,8 @@ test_signal_tree(void **state)
 	snprintf(path, sizeof(path), "%s/stray.pid", work_dir);
 	unlink(path);
 	fd = start(&j, &ev);
-	deadline = mono_ms() + EVENT_TIMEOUT_MS;
-	while (stray <= 0 && mono_ms() < deadline) {
+	deadline = clock_mono_ms() + EVENT_TIMEOUT_MS;
+	while (stray <= 0 && clock_mono_ms() < deadline) {
 		if ((f = fopen(path, "r")) != NULL) {
 			if (fgets(buf, sizeof(buf), f) != NULL &&
 			    strchr(buf, '\n') != NULL)
@@ -394,8 +395,8 @@ test_signal_tree(void **state)
 	assert_int_equal(n, 2);
 	expect_end(fd, SPAWN_EV_ENDED, &ev);
 	assert_int_equal(ev.status.term_signal, SIGKILL);
-	deadline = mono_ms() + EVENT_TIMEOUT_MS;
-	while (kill(stray, 0) == 0 && mono_ms() < deadline)
+	deadline = clock_mono_ms() + EVENT_TIMEOUT_MS;
+	while (kill(stray, 0) == 0 && clock_mono_ms() < deadline)
 		nap();
 	assert_int_equal(kill(stray, 0), -1);
 	/* Nothing left: gone processes are not an error. */

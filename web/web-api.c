@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "web.h"
 
 #define MAX_2_53 9007199254740992LL
@@ -198,9 +199,9 @@ api_history(struct web_daemon *wd, const struct web_request *rq,
 	if (has_ago > 0 && has_since > 0)
 		return api_error(b, 400, 0, "since and since_ms: one of them");
 	if (has_ago > 0)
-		since = web_now_ms() - ago, has_since = 1;
+		since = clock_wall_ms() - ago, has_since = 1;
 	if (!has_since && !has_job)
-		since = web_now_ms() - 3600000, has_since = 1;
+		since = clock_wall_ms() - 3600000, has_since = 1;
 	n += (size_t)snprintf(params + n, sizeof params - n, "{");
 #define ADD(flag, name, v)                                                     \
 	if (flag)                                                              \

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "web.h"
 
 /* Jobs asked for per status page: small pages keep what one answer
@@ -22,15 +23,6 @@
 #define WEB_EVENTS_KEPT 500
 /* A call waits this long for the daemon; a page must not hang. */
 #define WEB_CALL_TIMEOUT_MS 5000
-
-int64_t
-web_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void
 web_daemon_init(struct web_daemon *wd, const char *socket)
@@ -68,7 +60,7 @@ web_connect(struct web_daemon *wd)
 	if (wd->ever)
 		wd->reconnects++;
 	wd->ever = 1;
-	wd->connected_at_ms = web_now_ms();
+	wd->connected_at_ms = clock_wall_ms();
 	wd->error[0] = '\0';
 	return 0;
 }
@@ -327,7 +319,7 @@ web_snap_take(struct web_daemon *wd, int what, int64_t since_ms,
 	int64_t started;
 
 	memset(s, 0, sizeof *s);
-	s->now_ms = web_now_ms();
+	s->now_ms = clock_wall_ms();
 	if (web_daemon_call(wd, "info", NULL, &s->info) < 0)
 		return;
 	started = (int64_t)web_num(s->info, "started_at_ms", 0);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cli.h"
 #include "plot-data.h"
 #include "units.h"
@@ -554,7 +555,7 @@ int
 web_job_page(struct web_daemon *wd, const struct web_request *rq,
              struct svgp_buf *b, const char **type)
 {
-	int64_t id = job_path_id(rq->path), now = web_now_ms();
+	int64_t id = job_path_id(rq->path), now = clock_wall_ms();
 	cJSON *shown = NULL, *job = NULL, *hist = NULL, *evr = NULL;
 	cJSON *events = cJSON_CreateArray();
 	struct svgp_buf list = {0};
@@ -724,7 +725,7 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 	if (warg != NULL)
 		w = i;
 	*type = "text/html; charset=utf-8";
-	t1 = web_now_ms();
+	t1 = clock_wall_ms();
 	t0 = t1 - windows[w].span_ms;
 	web_snap_take(wd, WEB_SNAP_JOBS | WEB_SNAP_ENDED | WEB_SNAP_EVENTS, t0,
 	              &s);

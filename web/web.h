@@ -84,7 +84,6 @@ void web_snap_free(struct web_snap *snap);
 /* One call, reconnecting once when the connection had dropped. */
 int web_daemon_call(struct web_daemon *wd, const char *method,
                     const char *params, cJSON **result);
-int64_t web_now_ms(void);
 
 /* web-json.c: the public members only; new objects. */
 cJSON *web_public_job(const cJSON *job);

@@ -358,7 +358,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(d.cfg.proc_root, sizeof d.cfg.proc_root, "%s/proc", g.dir);
 	d.cfg.default_wait_free_pct = 50;
 	d.cfg.grace_ms = 1000;
-	d.started_ms = now_ms();
+	d.started_ms = clock_wall_ms();
 	fresh_db();
 	if (store_open(&d.store, g.db, cause, sizeof cause) != 0) {
 		fprintf(stderr, "fuzz_dispatch: store: %s\n", cause);
@@ -368,7 +368,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(jobs_init(&d, notify_job, &no_ops, cause, sizeof cause) == 0);
 	if (flags & FLAG_SAMPLE) {
 		d.last = g.sample;
-		d.last.ts_ms = now_ms();
+		d.last.ts_ms = clock_wall_ms();
 		d.have_last = 1;
 	}
 
