@@ -10,7 +10,6 @@
  * carry them. docs/cli.md, "history".
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 
 #include <sqlite3.h>
 
+#include "text.h"
 #include "clock.h"
 #include "cli.h"
 #include "doctor.h"
@@ -26,20 +26,6 @@
 
 /* daemon/store.c: the application_id of a stageload database. */
 #define OFFLINE_APP_ID 0x53544c44
-
-static int fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cause, causelen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* A size as the daemon's answer carries it: whole bytes, rounded. */
 static double
@@ -143,21 +129,22 @@ offline_open(const char *path, sqlite3 **dbp, char *cause, size_t causelen)
 	/* Whether this user may read it, told apart from a missing file,
 	 * before sqlite says only "unable to open". */
 	if ((f = fopen(path, "rb")) == NULL)
-		return fail(cause, causelen, -errno, "%s: %s", path,
-		            strerror(errno));
+		return proto_cause(cause, causelen, -errno, "%s: %s", path,
+		                   strerror(errno));
 	fclose(f);
 	if (offline_uri(path,
 	                file_exists(path, "-wal") && file_exists(path, "-shm")
 	                    ? "mode=ro"
 	                    : "immutable=1",
 	                uri, sizeof uri) != 0)
-		return fail(cause, causelen, -ENAMETOOLONG, "%s: path too long",
-		            path);
+		return proto_cause(cause, causelen, -ENAMETOOLONG,
+		                   "%s: path too long", path);
 	rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
 	                     NULL);
 	if (rc != SQLITE_OK) {
-		fail(cause, causelen, -EIO, "%s: %s", path,
-		     db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		proto_cause(cause, causelen, -EIO, "%s: %s", path,
+		            db != NULL ? sqlite3_errmsg(db)
+		                       : sqlite3_errstr(rc));
 		sqlite3_close(db);
 		return -EIO;
 	}
@@ -169,9 +156,10 @@ offline_open(const char *path, sqlite3 **dbp, char *cause, size_t causelen)
 		sqlite3_finalize(st);
 	}
 	if (app != OFFLINE_APP_ID) {
-		fail(cause, causelen, -EINVAL,
-		     "%s: not a stageload database (or not readable: %s)", path,
-		     sqlite3_errmsg(db));
+		proto_cause(
+		    cause, causelen, -EINVAL,
+		    "%s: not a stageload database (or not readable: %s)", path,
+		    sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return -EINVAL;
 	}
@@ -197,7 +185,7 @@ cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
 		return rc;
 	if ((h = calloc(1, sizeof *h)) == NULL) {
 		sqlite3_close(db);
-		return fail(cause, causelen, -ENOMEM, "out of memory");
+		return proto_cause(cause, causelen, -ENOMEM, "out of memory");
 	}
 	/* The daemon's defaults: until the millisecond after now; a step
 	 * of the span / 60, at least the default interval (the daemon's
@@ -213,10 +201,11 @@ cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
 	h->since_ms = since_ms;
 	h->until_ms = until_ms;
 	if (until_ms / step_ms - since_ms / step_ms + 1 > STORE_HISTORY_MAX)
-		rc = fail(cause, causelen, -E2BIG,
-		          "more than %d buckets in the range; use a larger "
-		          "--step",
-		          STORE_HISTORY_MAX);
+		rc = proto_cause(
+		    cause, causelen, -E2BIG,
+		    "more than %d buckets in the range; use a larger "
+		    "--step",
+		    STORE_HISTORY_MAX);
 	else if ((rc = store_read_open(&r, db, cause, causelen)) == 0 &&
 	         (rc = store_read_history_begin(r, since_ms, until_ms, step_ms,
 	                                        &c, cause, causelen)) == 0) {
@@ -225,8 +214,8 @@ cli_offline_history(const char *path, int64_t since_ms, int64_t until_ms,
 			rc = store_read_history_next(r, &c, 0, &b, &n, cause,
 			                             causelen);
 			if (rc == 0 && history_append(h, b, n) != 0)
-				rc = fail(cause, causelen, -ENOMEM,
-				          "out of memory");
+				rc = proto_cause(cause, causelen, -ENOMEM,
+				                 "out of memory");
 			free(b);
 			b = NULL;
 		}
@@ -280,8 +269,8 @@ cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
 	}
 	if (!found) {
 		sqlite3_close(db);
-		return fail(cause, causelen, -ENOENT, "%s: no job %lld", path,
-		            (long long)job_id);
+		return proto_cause(cause, causelen, -ENOENT, "%s: no job %lld",
+		                   path, (long long)job_id);
 	}
 	if (step_ms <= 0) {
 		lo = since_ms > 0 ? since_ms : submitted;
@@ -293,7 +282,7 @@ cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
 			step_ms = 500;
 	}
 	if ((h = calloc(1, sizeof *h)) == NULL)
-		rc = fail(cause, causelen, -ENOMEM, "out of memory");
+		rc = proto_cause(cause, causelen, -ENOMEM, "out of memory");
 	else if ((rc = store_read_open(&r, db, cause, causelen)) == 0 &&
 	         (rc = store_read_job_stages(r, job_id, OFFLINE_MAX_STAGES, 1,
 	                                     &st, &nst, cause, causelen)) == 0)
@@ -304,7 +293,7 @@ cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
 	sqlite3_close(db);
 	if (rc == 0 && njb > 0 &&
 	    (h->buckets = calloc(njb, sizeof *h->buckets)) == NULL)
-		rc = fail(cause, causelen, -ENOMEM, "out of memory");
+		rc = proto_cause(cause, causelen, -ENOMEM, "out of memory");
 	if (rc != 0) {
 		free(jb);
 		store_stages_free(st, nst);

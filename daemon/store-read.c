@@ -3,13 +3,13 @@
  * implementation.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "text.h"
 #include "store-read.h"
 
 const struct store_tier store_tiers[NTIERS] = {
@@ -26,22 +26,6 @@ struct store_read {
 	sqlite3_stmt *job_hist_raw, *job_hist;
 	sqlite3_stmt *stages;
 };
-
-static int read_fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-read_fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (cause != NULL && causelen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(cause, causelen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* sqlite's result as an errno value: busy and locked are worth a retry. */
 static int
@@ -74,9 +58,9 @@ prep(struct store_read *r, sqlite3_stmt **st, const char *sql, char *cause,
 	                            st, NULL);
 
 	if (rc != SQLITE_OK)
-		return read_fail(cause, causelen, read_errno(rc),
-		                 "preparing a history read: %s",
-		                 sqlite3_errmsg(r->db));
+		return proto_cause(cause, causelen, read_errno(rc),
+		                   "preparing a history read: %s",
+		                   sqlite3_errmsg(r->db));
 	return 0;
 }
 
@@ -90,7 +74,7 @@ store_read_open(struct store_read **rp, sqlite3 *db, char *cause,
 
 	*rp = NULL;
 	if ((r = calloc(1, sizeof *r)) == NULL)
-		return read_fail(cause, causelen, -ENOMEM, "out of memory");
+		return proto_cause(cause, causelen, -ENOMEM, "out of memory");
 	r->db = db;
 	for (t = 0; t < NTIERS && rc == 0; t++) {
 		/* Rows in time order straight from the rowid b-tree;
@@ -221,7 +205,7 @@ store_read_history_begin(struct store_read *r, int64_t since_ms,
 
 	memset(c, 0, sizeof c[0]);
 	if (step_ms <= 0 || until_ms < since_ms) {
-		return read_fail(
+		return proto_cause(
 		    cause, causelen, -EINVAL,
 		    "history: bad range (since %lld, until %lld, step %lld ms)",
 		    (long long)since_ms, (long long)until_ms,
@@ -255,7 +239,7 @@ store_read_history_begin(struct store_read *r, int64_t since_ms,
 	c->done = c->next_ms >= until_ms;
 	est = (until_ms - c->next_ms) / step_ms + 2;
 	if (est > STORE_HISTORY_MAX + 2) {
-		return read_fail(
+		return proto_cause(
 		    cause, causelen, -E2BIG,
 		    "history: %lld buckets asked for, at most %lld; use a "
 		    "larger step",
@@ -351,8 +335,9 @@ store_read_history_next(struct store_read *r, struct store_history_cursor *c,
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
 		free(buf);
-		return read_fail(cause, causelen, read_errno(rc),
-		                 "reading history: %s", sqlite3_errmsg(r->db));
+		return proto_cause(cause, causelen, read_errno(rc),
+		                   "reading history: %s",
+		                   sqlite3_errmsg(r->db));
 	}
 	for (i = 0; i < len; i++) {
 		buf[i].free_pct_avg /= 100.0 * (double)buf[i].n;
@@ -384,8 +369,9 @@ store_read_history_next(struct store_read *r, struct store_history_cursor *c,
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
 		free(buf);
-		return read_fail(cause, causelen, read_errno(rc),
-		                 "reading markers: %s", sqlite3_errmsg(r->db));
+		return proto_cause(cause, causelen, read_errno(rc),
+		                   "reading markers: %s",
+		                   sqlite3_errmsg(r->db));
 	}
 	c->next_ms = upper;
 	c->done = upper >= c->until_ms;
@@ -409,9 +395,10 @@ store_read_job_history(struct store_read *r, int64_t job_id, int64_t since_ms,
 	*out = NULL;
 	*n = 0;
 	if (step_ms < 0 || since_ms < 0) {
-		return read_fail(cause, causelen, -EINVAL,
-		                 "job history: bad step %lld ms or since %lld",
-		                 (long long)step_ms, (long long)since_ms);
+		return proto_cause(
+		    cause, causelen, -EINVAL,
+		    "job history: bad step %lld ms or since %lld",
+		    (long long)step_ms, (long long)since_ms);
 	}
 	if (step_ms > 0) {
 		/* Whole buckets: the samples from the first bucket start at
@@ -433,10 +420,11 @@ store_read_job_history(struct store_read *r, int64_t job_id, int64_t since_ms,
 		if (len == STORE_HISTORY_MAX) {
 			sqlite3_reset(st);
 			free(buf);
-			return read_fail(cause, causelen, -E2BIG,
-			                 "job history: more than %lld buckets; "
-			                 "use a larger step",
-			                 (long long)STORE_HISTORY_MAX);
+			return proto_cause(
+			    cause, causelen, -E2BIG,
+			    "job history: more than %lld buckets; "
+			    "use a larger step",
+			    (long long)STORE_HISTORY_MAX);
 		}
 		if (len == cap) {
 			cap = cap == 0 ? 256 : 2 * cap;
@@ -462,9 +450,9 @@ store_read_job_history(struct store_read *r, int64_t job_id, int64_t since_ms,
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
 		free(buf);
-		return read_fail(cause, causelen, read_errno(rc),
-		                 "reading job history: %s",
-		                 sqlite3_errmsg(r->db));
+		return proto_cause(cause, causelen, read_errno(rc),
+		                   "reading job history: %s",
+		                   sqlite3_errmsg(r->db));
 	}
 	*out = buf;
 	*n = len;
@@ -556,15 +544,15 @@ store_read_job_stages(struct store_read *r, int64_t job_id, size_t max,
 	}
 	sqlite3_reset(q);
 	if (err == 0 && rc != SQLITE_DONE)
-		err = read_fail(cause, causelen, read_errno(rc),
-		                "reading stages: %s", sqlite3_errmsg(r->db));
+		err = proto_cause(cause, causelen, read_errno(rc),
+		                  "reading stages: %s", sqlite3_errmsg(r->db));
 	if (err == 0 && open && open_name != NULL && open_id > end_id)
 		err = store_stage_push(&st, &got, open_name, open_ts, 0, 0, 0);
 	free(open_name);
 	if (err != 0) {
 		store_stages_free(st, got);
 		if (err == -ENOMEM)
-			read_fail(cause, causelen, err, "out of memory");
+			proto_cause(cause, causelen, err, "out of memory");
 		return err;
 	}
 	*out = st;

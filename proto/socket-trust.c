@@ -14,7 +14,6 @@
 #endif
 #include <errno.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "text.h"
 #include "socket-trust.h"
 #include "trust.h"
 
@@ -31,22 +31,6 @@
 
 /* The longest path a socket address holds (sun_path, its NUL excluded). */
 #define SOCKET_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
-
-static int socket_fail(char *cause, size_t causelen, int rc, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
-
-static int
-socket_fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (cause != NULL && causelen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(cause, causelen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 const char *
 socket_home(void)
@@ -148,7 +132,7 @@ socket_peer_check(int fd, const char *path, enum socket_kind kind, uid_t uid,
 	socklen_t len = sizeof cr;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
-		return socket_fail(cause, causelen, -errno,
+		return proto_cause(cause, causelen, -errno,
 		                   "cannot read the credentials of the daemon "
 		                   "at %s: %s",
 		                   path, strerror(errno));
@@ -157,14 +141,14 @@ socket_peer_check(int fd, const char *path, enum socket_kind kind, uid_t uid,
 	gid_t gid;
 
 	if (getpeereid(fd, &peer, &gid) != 0)
-		return socket_fail(cause, causelen, -errno,
+		return proto_cause(cause, causelen, -errno,
 		                   "cannot read the credentials of the daemon "
 		                   "at %s: %s",
 		                   path, strerror(errno));
 #endif
 	if (peer == 0 || peer == want)
 		return 0;
-	return socket_fail(
+	return proto_cause(
 	    cause, causelen, -EPERM,
 	    "refusing the daemon at %s: it runs as %s, %s, and would receive "
 	    "what you send (a job's command, environment and directory); %s",
@@ -200,7 +184,7 @@ socket_check(const char *path, enum socket_kind kind, uid_t uid, char *cause,
 	int rc;
 
 	if (path == NULL || path[0] == '\0')
-		return socket_fail(cause, causelen, -EINVAL, "empty path");
+		return proto_cause(cause, causelen, -EINVAL, "empty path");
 	socket_dir(path, dir, sizeof dir);
 	if (kind == SOCKET_TMP) {
 		/* A directory anyone could have made first: it must be the
@@ -208,12 +192,12 @@ socket_check(const char *path, enum socket_kind kind, uid_t uid, char *cause,
 		if (lstat(dir, &st) != 0) {
 			if (errno == ENOENT)
 				return 0;
-			return socket_fail(cause, causelen, -errno, "%s: %s",
+			return proto_cause(cause, causelen, -errno, "%s: %s",
 			                   dir, strerror(errno));
 		}
 		if (!S_ISDIR(st.st_mode) || st.st_uid != uid ||
 		    (st.st_mode & 07777) != 0700)
-			return socket_fail(
+			return proto_cause(
 			    cause, causelen, -EPERM,
 			    "refusing the socket %s: %s %s %s, not a "
 			    "directory of uid %lu with mode 0700, so another "
@@ -231,7 +215,7 @@ socket_check(const char *path, enum socket_kind kind, uid_t uid, char *cause,
 	if (rc == -ENOENT)
 		return 0;
 	if (rc != 0)
-		return socket_fail(
+		return proto_cause(
 		    cause, causelen, rc == -EPERM || rc == -ELOOP ? -EPERM : rc,
 		    "refusing the socket %s: %s; another user could have put "
 		    "their own listener there, which would receive what you "
@@ -240,17 +224,17 @@ socket_check(const char *path, enum socket_kind kind, uid_t uid, char *cause,
 	if (lstat(path, &st) != 0) {
 		if (errno == ENOENT)
 			return 0;
-		return socket_fail(cause, causelen, -errno, "%s: %s", path,
+		return proto_cause(cause, causelen, -errno, "%s: %s", path,
 		                   strerror(errno));
 	}
 	if (S_ISLNK(st.st_mode))
-		return socket_fail(cause, causelen, -EPERM,
+		return proto_cause(cause, causelen, -EPERM,
 		                   "refusing the socket %s: it is a symbolic "
 		                   "link (of %s); name the socket itself",
 		                   path,
 		                   socket_owner(st.st_uid, who, sizeof who));
 	if (st.st_uid != 0 && st.st_uid != want)
-		return socket_fail(
+		return proto_cause(
 		    cause, causelen, -EPERM,
 		    "refusing the socket %s: it is owned by %s, %s, so "
 		    "another user's program listens there and would receive "

@@ -1,4 +1,5 @@
 /* The one escaper for text from users; the format is in text.h. */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,4 +208,17 @@ proto_shell_plain(const char *a)
 		      (*a >= '0' && *a <= '9') || strchr("_@%+=:,./-", *a)))
 			return 0;
 	return 1;
+}
+
+int
+proto_cause(char *cause, size_t causelen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cause != NULL && causelen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(cause, causelen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }

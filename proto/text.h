@@ -75,4 +75,9 @@ const char *proto_text_vformat(char *small, size_t size, const char *fmt,
  * shown (the daemon's job command, stageloadctl show). */
 int proto_shell_plain(const char *a);
 
+/* fmt formatted into cause (when not NULL and causelen > 0), and rc
+ * returned: the one way a function says why it returns an error. */
+int proto_cause(char *cause, size_t causelen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

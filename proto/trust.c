@@ -41,32 +41,16 @@
  */
 #include <errno.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "text.h"
 #include "trust.h"
 
 #define TRUST_PATH_MAX 4096
 #define TRUST_MAX_LINKS 40 /* as the kernel's ELOOP */
-
-static int trust_fail(char *cause, size_t causelen, int rc, const char *fmt,
-                      ...) __attribute__((format(printf, 4, 5)));
-
-static int
-trust_fail(char *cause, size_t causelen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (cause != NULL && causelen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(cause, causelen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 /* May a uid other than root and the owner write this directory? */
 static int
@@ -95,12 +79,12 @@ trust_dir(const char *dir, const struct stat *st, uid_t uid, int own,
           char *cause, size_t causelen)
 {
 	if (!S_ISDIR(st->st_mode))
-		return trust_fail(cause, causelen, -ENOTDIR,
-		                  "%s is not a directory", dir);
+		return proto_cause(cause, causelen, -ENOTDIR,
+		                   "%s is not a directory", dir);
 	if (st->st_uid != 0 && st->st_uid != uid) {
 		/* Named, so whoever reads it knows whom to ask. */
 		struct passwd *pw = getpwuid(st->st_uid);
-		return trust_fail(
+		return proto_cause(
 		    cause, causelen, -EPERM,
 		    "directory %s is owned by uid %u%s%s%s, neither "
 		    "root nor uid %u: its owner could replace "
@@ -114,7 +98,7 @@ trust_dir(const char *dir, const struct stat *st, uid_t uid, int own,
 	if (!own && (st->st_mode & S_ISVTX))
 		return 0;
 	if (own)
-		return trust_fail(
+		return proto_cause(
 		    cause, causelen, -EPERM,
 		    "directory %s is writable by other users (mode %04o)%s: "
 		    "they could put their own files in it; give a directory "
@@ -122,11 +106,11 @@ trust_dir(const char *dir, const struct stat *st, uid_t uid, int own,
 		    dir, (unsigned)(st->st_mode & 07777),
 		    (st->st_mode & S_ISVTX) ? ", sticky or not" : "",
 		    (unsigned)uid);
-	return trust_fail(cause, causelen, -EPERM,
-	                  "directory %s is writable by other users (mode "
-	                  "%04o) and not sticky: they could move what is "
-	                  "in it away and put their own in its place",
-	                  dir, (unsigned)(st->st_mode & 07777));
+	return proto_cause(cause, causelen, -EPERM,
+	                   "directory %s is writable by other users (mode "
+	                   "%04o) and not sticky: they could move what is "
+	                   "in it away and put their own in its place",
+	                   dir, (unsigned)(st->st_mode & 07777));
 }
 
 /* The path's last component, when it exists. */
@@ -137,17 +121,18 @@ trust_final(const char *path, const struct stat *st, uid_t uid,
 	if (kind == TRUST_DIR)
 		return trust_dir(path, st, uid, 1, cause, causelen);
 	if (!S_ISREG(st->st_mode))
-		return trust_fail(cause, causelen, -EINVAL,
-		                  "%s is not a regular file", path);
+		return proto_cause(cause, causelen, -EINVAL,
+		                   "%s is not a regular file", path);
 	if (st->st_uid != uid)
-		return trust_fail(cause, causelen, -EPERM,
-		                  "%s is owned by uid %u, not by this daemon's "
-		                  "uid %u: another user made it",
-		                  path, (unsigned)st->st_uid, (unsigned)uid);
+		return proto_cause(
+		    cause, causelen, -EPERM,
+		    "%s is owned by uid %u, not by this daemon's "
+		    "uid %u: another user made it",
+		    path, (unsigned)st->st_uid, (unsigned)uid);
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
-		return trust_fail(cause, causelen, -EPERM,
-		                  "%s is writable by other users (mode %04o)",
-		                  path, (unsigned)(st->st_mode & 07777));
+		return proto_cause(cause, causelen, -EPERM,
+		                   "%s is writable by other users (mode %04o)",
+		                   path, (unsigned)(st->st_mode & 07777));
 	return 0;
 }
 
@@ -201,21 +186,21 @@ trust_path_check(const char *path, uid_t uid, enum trust_kind kind, char *cause,
 	ssize_t tn;
 
 	if (path == NULL || path[0] == '\0')
-		return trust_fail(cause, causelen, -EINVAL, "empty path");
+		return proto_cause(cause, causelen, -EINVAL, "empty path");
 	if (path[0] == '/') {
 		if (snprintf(buf[0], sizeof buf[0], "%s", path) >=
 		    (int)sizeof buf[0])
-			return trust_fail(cause, causelen, -ENAMETOOLONG,
-			                  "%s: path too long", path);
+			return proto_cause(cause, causelen, -ENAMETOOLONG,
+			                   "%s: path too long", path);
 	} else {
 		if (getcwd(cur, sizeof cur) == NULL)
-			return trust_fail(cause, causelen, -errno,
-			                  "%s: the current directory: %s", path,
-			                  strerror(errno));
+			return proto_cause(cause, causelen, -errno,
+			                   "%s: the current directory: %s",
+			                   path, strerror(errno));
 		if (snprintf(buf[0], sizeof buf[0], "%s/%s", cur, path) >=
 		    (int)sizeof buf[0])
-			return trust_fail(cause, causelen, -ENAMETOOLONG,
-			                  "%s: path too long", path);
+			return proto_cause(cause, causelen, -ENAMETOOLONG,
+			                   "%s: path too long", path);
 	}
 	rest = buf[0];
 	snprintf(cur, sizeof cur, "/");
@@ -235,8 +220,8 @@ trust_path_check(const char *path, uid_t uid, enum trust_kind kind, char *cause,
 		 * directory when the component is the file, else an
 		 * ancestor of what is checked. */
 		if (lstat(cur, &st) != 0)
-			return trust_fail(cause, causelen, -errno, "%s: %s",
-			                  cur, strerror(errno));
+			return proto_cause(cause, causelen, -errno, "%s: %s",
+			                   cur, strerror(errno));
 		{
 			int rc =
 			    trust_dir(cur, &st, uid, last && kind == TRUST_FILE,
@@ -247,51 +232,51 @@ trust_path_check(const char *path, uid_t uid, enum trust_kind kind, char *cause,
 		if (snprintf(next, sizeof next, "%s%s%.*s",
 		             cur[1] == '\0' ? "" : cur, "/", (int)n,
 		             comp) >= (int)sizeof next)
-			return trust_fail(cause, causelen, -ENAMETOOLONG,
-			                  "%s: path too long", path);
+			return proto_cause(cause, causelen, -ENAMETOOLONG,
+			                   "%s: path too long", path);
 		if (lstat(next, &st) != 0) {
 			/* Missing from here on: the daemon creates the rest
 			 * in what was checked, and checks again. */
 			if (errno == ENOENT)
 				return 0;
-			return trust_fail(cause, causelen, -errno, "%s: %s",
-			                  next, strerror(errno));
+			return proto_cause(cause, causelen, -errno, "%s: %s",
+			                   next, strerror(errno));
 		}
 		if (S_ISLNK(st.st_mode)) {
 			if (last && kind == TRUST_FILE)
-				return trust_fail(
+				return proto_cause(
 				    cause, causelen, -ELOOP,
 				    "%s is a symbolic link (owner uid %u): "
 				    "refusing to follow it; give the real "
 				    "path",
 				    next, (unsigned)st.st_uid);
 			if (st.st_uid != 0 && st.st_uid != uid)
-				return trust_fail(
+				return proto_cause(
 				    cause, causelen, -ELOOP,
 				    "%s is a symbolic link owned by uid %u, "
 				    "neither root nor this daemon's uid %u: "
 				    "its owner could repoint it",
 				    next, (unsigned)st.st_uid, (unsigned)uid);
 			if (++links > TRUST_MAX_LINKS)
-				return trust_fail(cause, causelen, -ELOOP,
-				                  "%s: too many symbolic links",
-				                  path);
+				return proto_cause(
+				    cause, causelen, -ELOOP,
+				    "%s: too many symbolic links", path);
 			tn = readlink(next, target, sizeof target);
 			if (tn < 0)
-				return trust_fail(cause, causelen, -errno,
-				                  "%s: %s", next,
-				                  strerror(errno));
+				return proto_cause(cause, causelen, -errno,
+				                   "%s: %s", next,
+				                   strerror(errno));
 			if ((size_t)tn >= sizeof target)
-				return trust_fail(cause, causelen,
-				                  -ENAMETOOLONG,
-				                  "%s: link too long", next);
+				return proto_cause(cause, causelen,
+				                   -ENAMETOOLONG,
+				                   "%s: link too long", next);
 			target[tn] = '\0';
 			/* The target, then what followed the link. */
 			if (snprintf(buf[!which], sizeof buf[!which], "%s/%s",
 			             target, rest) >= (int)sizeof buf[!which])
-				return trust_fail(cause, causelen,
-				                  -ENAMETOOLONG,
-				                  "%s: path too long", path);
+				return proto_cause(cause, causelen,
+				                   -ENAMETOOLONG,
+				                   "%s: path too long", path);
 			which = !which;
 			rest = buf[which];
 			if (target[0] == '/')
@@ -302,13 +287,13 @@ trust_path_check(const char *path, uid_t uid, enum trust_kind kind, char *cause,
 			return trust_final(next, &st, uid, kind, cause,
 			                   causelen);
 		if (!S_ISDIR(st.st_mode))
-			return trust_fail(cause, causelen, -ENOTDIR,
-			                  "%s is not a directory", next);
+			return proto_cause(cause, causelen, -ENOTDIR,
+			                   "%s is not a directory", next);
 		memcpy(cur, next, strlen(next) + 1);
 	}
 	/* The path ends in a directory ("/", "..", a link to one). */
 	if (lstat(cur, &st) != 0)
-		return trust_fail(cause, causelen, -errno, "%s: %s", cur,
-		                  strerror(errno));
+		return proto_cause(cause, causelen, -errno, "%s: %s", cur,
+		                   strerror(errno));
 	return trust_final(cur, &st, uid, kind, cause, causelen);
 }
