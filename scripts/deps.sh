@@ -77,6 +77,11 @@ if [ "$want_tests" -eq 1 ]; then
 	# The Slurm test (tests/slurm-cluster.sh): a real two-node cluster on
 	# loopback, and slurm/spank.h for the plugin (docs/slurm.md).
 	pkgs+=(slurmctld slurmd slurm-client munge libslurm-dev)
+	# llvm: llvm-objdump lists the libraries each macOS cross-built program
+	# loads (cross_macos); systemd: systemd-analyze verify of the units
+	# (systemd_units). A minimal Debian (mmdebstrap --variant=apt) has
+	# neither.
+	pkgs+=(llvm systemd)
 	command -v npm >/dev/null || pkgs+=(npm)
 fi
 # Install what is missing of pkgs, saying first what and how.
