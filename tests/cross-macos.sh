@@ -419,7 +419,8 @@ for target in $TARGETS; do
 	link deps_probe "$objdir/tests/cross/deps_probe.o"
 	link platform_probe "$objdir/tests/cross/platform_probe.o" \
 		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/platform-darwin-convert.o" \
-		"$objdir/proto/socket-trust.o" "$objdir/proto/trust.o"
+		"$objdir/proto/socket-trust.o" "$objdir/proto/trust.o" \
+		"$objdir/proto/text.o"
 	link stageloadd "${d_objs[@]}"
 	link stageloadctl "${c_objs[@]}"
 	link stageload-web "${w_objs[@]}"
