@@ -150,36 +150,45 @@ def attacker(sock_path, nconn, plan, ready_w, stop_r, read=True):
     os._exit(0)
 
 
+def fan_out(nproc, ready_w, body):
+    """In the attacker: nproc processes each running body() (which returns
+    how many requests it made); says it is ready, then writes their sum
+    and exits once they have all ended."""
+    counts = []
+    for _ in range(nproc):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.write(w, b"%d\n" % body())
+            os._exit(0)
+        os.close(w)
+        counts.append(r)
+    os.write(ready_w, b"0\n")
+    total = 0
+    for r in counts:
+        total += int(os.read(r, 64).split()[0] or b"0")
+        os.wait()
+    os.write(ready_w, b"%d\n" % total)
+    os._exit(0)
+
+
 def churner(nproc):
     """A child body: nproc processes of nobody's connect and close in a
     loop until stop_r is readable; then writes how many connections."""
     def run(sock_path, ready_w, stop_r):
+        def loop():
+            n = 0
+            while not select.select([stop_r], [], [], 0)[0]:
+                for _ in range(100):
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        s.connect(sock_path)
+                        n += 1
+                    except OSError:
+                        pass  # a full backlog
+                    s.close()
+            return n
         as_nobody()
-        counts = []
-        for _ in range(nproc):
-            r, w = os.pipe()
-            if os.fork() == 0:
-                n = 0
-                while not select.select([stop_r], [], [], 0)[0]:
-                    for _ in range(100):
-                        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                        try:
-                            s.connect(sock_path)
-                            n += 1
-                        except OSError:
-                            pass  # a full backlog
-                        s.close()
-                os.write(w, b"%d\n" % n)
-                os._exit(0)
-            os.close(w)
-            counts.append(r)
-        os.write(ready_w, b"0\n")
-        total = 0
-        for r in counts:
-            total += int(os.read(r, 64).split()[0] or b"0")
-            os.wait()
-        os.write(ready_w, b"%d\n" % total)
-        os._exit(0)
+        fan_out(nproc, ready_w, loop)
     return run
 
 
@@ -284,41 +293,28 @@ def holdspammer(nproc, batch=64):
         reqs = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"id":%d}}\n'
                         % (k, b"hold" if k % 2 == 0 else b"release", jid)
                         for k in range(batch))
-        counts = []
-        for _ in range(nproc):
-            r, w = os.pipe()
-            if os.fork() == 0:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.connect(sock_path)
-                s.sendall(b'{"jsonrpc":"2.0","id":0,"method":"hello",'
-                          b'"params":{"version":1}}\n')
-                buf = b""
-                while b"\n" not in buf:
-                    buf += s.recv(65536)
-                buf = b""
-                n = 0
-                while not select.select([stop_r], [], [], 0)[0]:
-                    s.sendall(reqs)
-                    got = 0
-                    while got < batch:
-                        chunk = s.recv(1 << 20)
-                        if not chunk:
-                            break
-                        got += chunk.count(b"\n")
-                    if got < batch:
+        def loop():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sock_path)
+            s.sendall(b'{"jsonrpc":"2.0","id":0,"method":"hello",'
+                      b'"params":{"version":1}}\n')
+            buf = b""
+            while b"\n" not in buf:
+                buf += s.recv(65536)
+            n = 0
+            while not select.select([stop_r], [], [], 0)[0]:
+                s.sendall(reqs)
+                got = 0
+                while got < batch:
+                    chunk = s.recv(1 << 20)
+                    if not chunk:
                         break
-                    n += batch
-                os.write(w, b"%d\n" % n)
-                os._exit(0)
-            os.close(w)
-            counts.append(r)
-        os.write(ready_w, b"0\n")
-        total = 0
-        for r in counts:
-            total += int(os.read(r, 64).split()[0] or b"0")
-            os.wait()
-        os.write(ready_w, b"%d\n" % total)
-        os._exit(0)
+                    got += chunk.count(b"\n")
+                if got < batch:
+                    break
+                n += batch
+            return n
+        fan_out(nproc, ready_w, loop)
     return run
 
 
