@@ -93,47 +93,39 @@ store_read_open(struct store_read **rp, sqlite3 *db, char *cause,
 		if (rc == 0)
 			rc = prep(r, &r->first[t], sql, cause, causelen);
 	}
-	if (rc == 0)
-		rc = prep(r, &r->first_raw, "SELECT min(ts_ms) FROM samples",
-		          cause, causelen);
-	/* Raw rows in the same shape: each sample a bucket of one. */
-	if (rc == 0)
-		rc = prep(r, &r->hist_raw,
-		          "SELECT ts_ms, 1, free_bp, free_bp, free_bp,"
-		          " swap_used_bytes, swap_used_bytes, swap_used_bytes,"
-		          " available_bytes, available_bytes, available_bytes,"
-		          " pressure FROM samples"
-		          " WHERE ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms",
-		          cause, causelen);
-	if (rc == 0)
-		rc = prep(r, &r->start_markers,
-		          "SELECT ts_ms FROM markers WHERE kind = 'start'"
-		          " AND ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms",
-		          cause, causelen);
-	if (rc == 0)
-		rc =
-		    prep(r, &r->job_hist_raw,
-		         "SELECT ts_ms, footprint_bytes, footprint_bytes,"
-		         " footprint_bytes, swap_bytes, swap_bytes, swap_bytes,"
-		         " 1 FROM job_samples WHERE job_id = ?1"
-		         " AND ts_ms BETWEEN ?3 AND ?4 ORDER BY ts_ms",
-		         cause, causelen);
-	if (rc == 0)
-		rc = prep(r, &r->job_hist,
-		          "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
-		          " total(footprint_bytes) / count(*),"
-		          " max(footprint_bytes), min(swap_bytes),"
-		          " total(swap_bytes) / count(*), max(swap_bytes),"
-		          " count(*) FROM job_samples WHERE job_id = ?1"
-		          " AND ts_ms BETWEEN ?3 AND ?4 GROUP BY b ORDER BY b",
-		          cause, causelen);
-	if (rc == 0)
-		rc =
-		    prep(r, &r->stages,
-		         "SELECT id, ts_ms, kind, detail FROM events"
-		         " WHERE job_id = ?1 AND kind IN ('stage', 'stage_end')"
-		         " ORDER BY id",
-		         cause, causelen);
+	/* The fixed statements; raw rows in the tiers' shape: each sample a
+	 * bucket of one. */
+	const struct {
+		sqlite3_stmt **st;
+		const char *sql;
+	} fixed[] = {
+	    {&r->first_raw, "SELECT min(ts_ms) FROM samples"},
+	    {&r->hist_raw,
+	     "SELECT ts_ms, 1, free_bp, free_bp, free_bp, swap_used_bytes,"
+	     " swap_used_bytes, swap_used_bytes, available_bytes,"
+	     " available_bytes, available_bytes, pressure FROM samples"
+	     " WHERE ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms"},
+	    {&r->start_markers,
+	     "SELECT ts_ms FROM markers WHERE kind = 'start'"
+	     " AND ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms"},
+	    {&r->job_hist_raw,
+	     "SELECT ts_ms, footprint_bytes, footprint_bytes, footprint_bytes,"
+	     " swap_bytes, swap_bytes, swap_bytes, 1 FROM job_samples"
+	     " WHERE job_id = ?1 AND ts_ms BETWEEN ?3 AND ?4 ORDER BY ts_ms"},
+	    {&r->job_hist,
+	     "SELECT (ts_ms / ?2) * ?2 AS b, min(footprint_bytes),"
+	     " total(footprint_bytes) / count(*), max(footprint_bytes),"
+	     " min(swap_bytes), total(swap_bytes) / count(*), max(swap_bytes),"
+	     " count(*) FROM job_samples WHERE job_id = ?1"
+	     " AND ts_ms BETWEEN ?3 AND ?4 GROUP BY b ORDER BY b"},
+	    {&r->stages, "SELECT id, ts_ms, kind, detail FROM events"
+	                 " WHERE job_id = ?1 AND kind IN ('stage', 'stage_end')"
+	                 " ORDER BY id"},
+	};
+	size_t i;
+
+	for (i = 0; rc == 0 && i < sizeof fixed / sizeof fixed[0]; i++)
+		rc = prep(r, fixed[i].st, fixed[i].sql, cause, causelen);
 	if (rc != 0) {
 		store_read_close(r);
 		return rc;
