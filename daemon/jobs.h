@@ -142,6 +142,13 @@ int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
 int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
                 int64_t *id, long *position, size_t *queued, char *cause,
                 size_t causelen);
+/* An array (docs/jobs.md, "Arrays"): n elements like t (consumed),
+ * indices[k] the k-th's index, limit its %N (0: none), all stored in one
+ * transaction or none; *array_id is the first element's job id. The
+ * front has checked the count against the uid's queued limit. */
+int jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
+                      size_t n, int limit, int64_t *array_id, long *position,
+                      size_t *queued, char *cause, size_t causelen);
 /* hold (held 1) or release (0) a queued job: it keeps its place; a held
  * one is never admitted. PROTO_E_STATE when it is not queued. */
 int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,

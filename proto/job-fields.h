@@ -82,6 +82,10 @@ X(after,           "after",           S_IDS,    "after_ids",       J_IDS,    PUB
 X(after_any,       "after_any",       S_INT,    "after_any",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(held,            "held",            S_INT,    "held",            J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(group,           "group",           S_TEXT,   "queue_group",     J_STRN,   PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
+X(array,           "array",           S_NO,     "",                J_NO,     OWNER,  P_STRING,     0, 0, 0,           U_NONE,    W_NO) \
+X(array_id,        "array_id",        S_INT,    "array_id",        J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(array_index,     "array_index",     S_INT,    "array_index",     J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(array_limit,     "array_limit",     S_INT,    "array_limit",     J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
 X(position,        "position",        S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
 X(waiting_for,     "waiting_for",     S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
 X(submitted_ms,    "submitted_at_ms", S_INT,    "submitted_ms",    J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \

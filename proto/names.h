@@ -58,7 +58,11 @@
 	  "free %f, its group (or its user's share of it) is full",            \
 	  "its group already has as many jobs running as the daemon's "        \
 	  "group.NAME.max_running allows, or its user holds half of them "     \
-	  "(rounded up) while another user's job in the group waits")
+	  "(rounded up) while another user's job in the group waits")          \
+	X(ARRAY, "array", "array",                                             \
+	  "free %f, its array runs as many as its limit allows",               \
+	  "its array already runs as many elements as its limit (the N of "    \
+	  "--array SPEC%N) allows")
 
 /* The list expands to the enumerators. */
 /* clang-format off */
