@@ -109,7 +109,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	sl_job_spec *spec;
 	struct sl_submitted sub;
 	struct cli_submit_extra x;
-	int rc;
+	int rc, is_array;
 
 	if ((spec = cli_job_spec(args)) == NULL)
 		return EXIT_ERR;
@@ -128,6 +128,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 		return rc;
 	}
 	cli_warn_no_swap(cli, cli_spec_budget(spec));
+	is_array = sl_job_spec_get_str(spec, "array") != NULL;
 	rc = sl_submit(cli->client, spec, &sub);
 	cli_submit_extra_free(&x);
 	sl_job_spec_free(spec);
@@ -140,10 +141,18 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 		          "are left out (docs/macos.md, \"Detached jobs on a "
 		          "Mac\"); stageloadctl run keeps them all",
 		          sub.id);
-	if (cli->json)
+	if (cli->json && is_array)
+		printf("{\"id\":%" PRId64 ",\"array_id\":%" PRId64
+		       ",\"position\":%d,\"queued\":%d%s}\n",
+		       sub.id, sub.id, sub.position, sub.queued,
+		       sub.groups_capped ? ",\"groups_capped\":true" : "");
+	else if (cli->json)
 		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d%s}\n",
 		       sub.id, sub.position, sub.queued,
 		       sub.groups_capped ? ",\"groups_capped\":true" : "");
+	else if (is_array)
+		/* An array: its id (its first element's job id) as A42. */
+		printf("A%" PRId64 "\n", sub.id);
 	else
 		printf("%" PRId64 "\n", sub.id);
 	return EXIT_OK;
@@ -325,18 +334,34 @@ cli_watch_queued(struct cli *cli, int64_t id)
 	}
 }
 
+static int show_one(struct cli *cli, int64_t id, int env);
+
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
-	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
-	struct sl_job j;
-	int64_t id;
-	int env = cli_has(args, "env"), rc;
-	char *text;
-	size_t i;
+	int64_t id, *ids;
+	int env = cli_has(args, "env"), rc, n, k;
 
-	if (cli_parse_id(args->argv[0], &id) < 0)
-		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
+	if (cli_parse_id(args->argv[0], &id) < 0) {
+		/* A42 or A42_3: resolved by the daemon; an array shows each
+		 * element in turn. */
+		if ((rc = cli_job_refs(cli, 1, args->argv, &ids, &n)) >= 0)
+			return rc;
+		if (cli->json) {
+			char params[96];
+			free(ids);
+			snprintf(params, sizeof params, "{\"id\":\"%.40s\"%s}",
+			         args->argv[0], env ? ",\"env\":true" : "");
+			return cli_raw_call(cli, "show", params);
+		}
+		for (k = 0, rc = EXIT_OK; k < n && rc == EXIT_OK; k++) {
+			if (k > 0)
+				printf("\n");
+			rc = show_one(cli, ids[k], env);
+		}
+		free(ids);
+		return rc;
+	}
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json) {
@@ -345,6 +370,17 @@ cmd_show(struct cli *cli, struct cli_args *args)
 		         env ? ",\"env\":true" : "");
 		return cli_raw_call(cli, "show", params);
 	}
+	return show_one(cli, id, env);
+}
+
+static int
+show_one(struct cli *cli, int64_t id, int env)
+{
+	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
+	struct sl_job j;
+	char *text;
+	size_t i;
+
 	if (sl_show(cli->client, id, env, &j) < 0)
 		return cli_fail(cli);
 	if (strcmp(j.state, "queued") == 0)
@@ -375,22 +411,7 @@ cmd_show(struct cli *cli, struct cli_args *args)
 static int
 job_ids(struct cli *cli, const struct cli_args *args, int64_t **ids, int *n)
 {
-	int i;
-
-	*n = args->argc;
-	*ids = calloc((size_t)*n, sizeof **ids);
-	if (*ids == NULL) {
-		cli_error("out of memory");
-		return EXIT_ERR;
-	}
-	for (i = 0; i < *n; i++) {
-		if (cli_parse_id(args->argv[i], &(*ids)[i]) < 0) {
-			free(*ids);
-			return cli_usage_error(cli, "bad job id '%s'",
-			                       args->argv[i]);
-		}
-	}
-	return -1;
+	return cli_job_refs(cli, args->argc, args->argv, ids, n);
 }
 
 static int

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "array-spec.h"
 #include "cli.h"
 #include "desktop.h"
 
@@ -27,6 +28,10 @@ const struct cli_option cli_submit_queue_options[] = {
      "fails, is killed or cancelled, this one is cancelled"},
     {"after-any", 0, CLI_TEXT, "ID[,ID...]", 0, 0,
      "start after these jobs ended, however they ended"},
+    {"array", 0, CLI_TEXT, "SPEC", 0, 0,
+     "an array: one job per index of SPEC (1-100, 1,5,9,\n"
+     "0-100:10; %N: at most N running at once), each\n"
+     "with {} in CMD as its index; prints its id, A42"},
     {"hold", 0, CLI_FLAG, NULL, 0, 0,
      "queue it held: it starts only after 'release ID'"},
     {"group", 0, CLI_TEXT, "NAME", 0, 0,
@@ -263,7 +268,10 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a, sl_job_spec *spec,
 	char *copy, *tok, *save = NULL;
 	size_t n = 0, cap = 0;
 	int64_t *v = NULL, id;
-	int rc;
+	int rc, refs = 0;
+	enum { REFS_MAX = 64 };
+	const char *reftext[REFS_MAX];
+	size_t nrefs = 0;
 
 	memset(x, 0, sizeof *x);
 	if ((cli_has(a, "hold") &&
@@ -279,6 +287,22 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a, sl_job_spec *spec,
 	if (after != NULL && any != NULL)
 		return cli_usage_error(cli, "--after and --after-any: give one "
 		                            "of them");
+	if (cli_has(a, "array")) {
+		struct array_spec as;
+		char cause[512];
+
+		/* Told here as the daemon would: its bound is the daemon's
+		 * max_queued_per_uid. */
+		if (array_spec_parse(cli_text(a, "array", ""), SIZE_MAX, &as,
+		                     cause, sizeof cause) != 0)
+			return cli_usage_error(cli, "--array: %s", cause);
+		array_spec_free(&as);
+		if ((rc = submit_set(
+		         sl_job_spec_set_str(spec, "array",
+		                             cli_text(a, "array", "")),
+		         "array")) >= 0)
+			return rc;
+	}
 	if (list == NULL)
 		return submit_shell(a, spec, x);
 	if ((copy = strdup(list)) == NULL) {
@@ -287,7 +311,24 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a, sl_job_spec *spec,
 	}
 	for (tok = strtok_r(copy, ",", &save); tok != NULL;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (cli_parse_id(tok, &id) < 0) {
+		int64_t index;
+		int is_array;
+
+		if (cli_parse_id(tok, &id) < 0 &&
+		    array_id_parse(tok, &id, &is_array, &index) == 0) {
+			/* A42 or A42_3: the daemon resolves them. */
+			refs = 1;
+			if (nrefs == REFS_MAX) {
+				rc = cli_usage_error(
+				    cli, "--%s: more than %d ids",
+				    after != NULL ? "after" : "after-any",
+				    REFS_MAX);
+				free(copy);
+				free(v);
+				return rc;
+			}
+			reftext[nrefs++] = list + (tok - copy);
+		} else if (cli_parse_id(tok, &id) < 0) {
 			/* tok is in copy: the error first, then the frees. */
 			rc = cli_usage_error(
 			    cli, "--%s: bad job id '%s'",
@@ -308,18 +349,46 @@ cli_submit_queue(struct cli *cli, const struct cli_args *a, sl_job_spec *spec,
 			}
 			v = nv;
 		}
-		v[n++] = id;
+		if (!(cli_parse_id(tok, &id) < 0))
+			v[n++] = id;
+		else
+			v[n++] = -(int64_t)nrefs; /* reftext[nrefs - 1] */
 	}
 	free(copy);
 	if (n == 0)
 		return cli_usage_error(cli, "--%s: no job id",
 		                       after != NULL ? "after" : "after-any");
 	x->after = v;
-	if ((rc = submit_set(sl_job_spec_set_ids(spec, "after", v, n),
-	                     after != NULL ? "after" : "after-any")) >= 0 ||
-	    (any != NULL &&
-	     (rc = submit_set(sl_job_spec_set_bool(spec, "after_any", 1),
-	                      "after-any")) >= 0))
+	if (refs) {
+		/* Every id as text: "42", "A42", "A42_3". */
+		char(*words)[32] = calloc(n, sizeof *words);
+		const char **wv = calloc(n, sizeof *wv);
+		size_t k;
+
+		for (k = 0; words != NULL && wv != NULL && k < n; k++) {
+			if (v[k] > 0)
+				snprintf(words[k], sizeof words[k], "%" PRId64,
+				         v[k]);
+			else
+				snprintf(words[k], sizeof words[k], "%.*s",
+				         (int)strcspn(reftext[-v[k] - 1], ","),
+				         reftext[-v[k] - 1]);
+			wv[k] = words[k];
+		}
+		rc = words != NULL && wv != NULL
+		         ? sl_job_spec_set_refs(spec, "after", wv, n)
+		         : -ENOMEM;
+		free(words);
+		free(wv);
+		if ((rc = submit_set(rc, after != NULL ? "after"
+		                                       : "after-any")) >= 0)
+			return rc;
+	} else if ((rc = submit_set(sl_job_spec_set_ids(spec, "after", v, n),
+	                            after != NULL ? "after" : "after-any")) >=
+	               0 ||
+	           (any != NULL &&
+	            (rc = submit_set(sl_job_spec_set_bool(spec, "after_any", 1),
+	                             "after-any")) >= 0))
 		return rc;
 	return submit_shell(a, spec, x);
 }
@@ -328,17 +397,13 @@ static int
 hold_each(struct cli *cli, struct cli_args *args, int held)
 {
 	struct sl_job j;
-	int64_t id;
-	int i, rc, status = EXIT_OK;
+	int64_t id, *ids;
+	int i, n, rc, status = EXIT_OK;
 
-	for (i = 0; i < args->argc; i++)
-		if (cli_parse_id(args->argv[i], &id) < 0)
-			return cli_usage_error(cli, "bad job id '%s'",
-			                       args->argv[i]);
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_job_refs(cli, args->argc, args->argv, &ids, &n)) >= 0)
 		return rc;
-	for (i = 0; i < args->argc; i++) {
-		cli_parse_id(args->argv[i], &id);
+	for (i = 0; i < n; i++) {
+		id = ids[i];
 		rc = held ? sl_hold(cli->client, id, &j)
 		          : sl_release(cli->client, id, &j);
 		if (rc < 0) {
@@ -351,6 +416,7 @@ hold_each(struct cli *cli, struct cli_args *args, int held)
 		printf("job %" PRId64 ": %s\n", id, held ? "held" : "released");
 		sl_job_clear(&j);
 	}
+	free(ids);
 	return status;
 }
 

@@ -145,9 +145,12 @@ def sc_controls(d, m, c):
     assert c.call("cancel", {"id": a + "_4"})["state"] == "cancelled"
     held = c.call("hold", {"id": a})
     assert held["array_id"] == aid and len(held["jobs"]) == 4, held
-    assert [k["held"] for k in held["jobs"]] == [True, False, True, False], held
+    # the queued ones are held; the running one and the ended one as they were
+    assert [k["held"] for k in held["jobs"]] == [True, False, True, True], \
+        [(k["state"], k["held"]) for k in held["jobs"]]
     rel = c.call("release", {"id": a})
-    assert not any(k["held"] for k in rel["jobs"]), rel
+    assert [k["held"] for k in rel["jobs"]] == [False, False, False, True], \
+        [(k["state"], k["held"]) for k in rel["jobs"]]
     poll(lambda: [k["state"] for k in elements(c, aid)] ==
          ["running", "running", "running", "cancelled"], what="3 running")
     # a whole array is refused where one job is meant
