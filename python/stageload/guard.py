@@ -91,6 +91,7 @@ WAIT_LINES: Dict[str, str] = {
     "held": "free %f, held: stageloadctl release %i",
     "after": "free %f, waiting for job %a to end",
     "group": "free %f, its group (or its user's share of it) is full",
+    "array": "free %f, its array runs as many as its limit allows",
 }
 
 
