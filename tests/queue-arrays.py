@@ -78,7 +78,9 @@ def sc_limit(d, m, c):
     waiting = [j for j in jobs if j["state"] == "queued"]
     assert len(waiting) == 17, jobs
     assert all(j["waiting_for"] == "array" for j in waiting), waiting
-    assert all(j["array_limit"] == 3 and j["name"] == "sweep" for j in jobs)
+    # a given name is every element's, and learns as any job's
+    assert all(j["array_limit"] == 3 and j["name"] == "sweep" and
+               j["name_given"] for j in jobs)
     # a job behind the array is not held up by its %3
     other = submit(c, d, "exit 0", name="other")
     wait_state(c, other, "exited")
@@ -119,6 +121,11 @@ def sc_subst(d, m, c):
     # the argv is stored once: every element shows the same one
     assert {tuple(j["argv"]) for j in jobs} == {(
         "bash", "-c", script, "x", "seed={}", "{{}}", "a{}b{}", "{x}")}
+    # an element resubmitted is a job of its own running what it ran
+    again = c.call("resubmit", {"id": "A%d_5" % aid})
+    j = show(c, again["id"])
+    assert j["array_id"] is None and j["argv"][4:] == \
+        ["seed=5", "{}", "a5b5", "{x}"], j
     # a stepped range
     r = submit_array(c, d, ["true"], "0-100:25")
     assert [j["array_index"] for j in elements(c, r["array_id"])] == [0, 25, 50, 75, 100]
