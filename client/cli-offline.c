@@ -382,8 +382,8 @@ report_row(struct sl_report_row *w, const struct store_report_row *r)
 	w->time_waited_ms = r->time_waited_ms;
 	w->footprint_peak_bytes = (uint64_t)r->footprint_peak_bytes;
 	w->swap_growth_peak_bytes = (uint64_t)r->swap_growth_peak_bytes;
-	if (n > 0 && (w->killed_by = calloc((size_t)n, sizeof *w->killed_by)) ==
-	                 NULL)
+	if (n > 0 &&
+	    (w->killed_by = calloc((size_t)n, sizeof *w->killed_by)) == NULL)
 		return -ENOMEM;
 	cJSON_ArrayForEach(it, r->killed_by)
 	{
@@ -429,7 +429,8 @@ cli_offline_report(const char *path, const struct sl_report_query *q,
 	    (rc = store_report_begin(r, &sq, &rep, cause, causelen)) == 0)
 		rc = store_report_next(rep, 0, cause, causelen);
 	if (rc == 0) {
-		snprintf(w->by, sizeof w->by, "%s", store_report_by_name(sq.by));
+		snprintf(w->by, sizeof w->by, "%s",
+		         store_report_by_name(sq.by));
 		w->since_ms = sq.since_ms;
 		w->until_ms = sq.until_ms;
 		w->oldest_ms = store_report_oldest_ms(rep);

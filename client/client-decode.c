@@ -548,8 +548,8 @@ decode_report_row(const cJSON *o, struct sl_report_row *w)
 	w->footprint_peak_bytes = client_u64(o, "footprint_peak_bytes");
 	w->swap_growth_peak_bytes = client_u64(o, "swap_growth_peak_bytes");
 	if (cJSON_IsObject(kb) && cJSON_GetArraySize(kb) > 0) {
-		w->killed_by =
-		    calloc((size_t)cJSON_GetArraySize(kb), sizeof *w->killed_by);
+		w->killed_by = calloc((size_t)cJSON_GetArraySize(kb),
+		                      sizeof *w->killed_by);
 		if (w->killed_by == NULL)
 			err = 1;
 		cJSON_ArrayForEach(it, kb)

@@ -110,8 +110,7 @@ sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
 }
 
 int
-sl_report(sl_client *c, const struct sl_report_query *q,
-          struct sl_report **out)
+sl_report(sl_client *c, const struct sl_report_query *q, struct sl_report **out)
 {
 	const cJSON *r;
 	cJSON *params, *root;

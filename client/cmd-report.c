@@ -88,13 +88,16 @@ struct report_cols {
 static void
 report_cols(const struct sl_report *r, struct report_cols *c)
 {
-	static const char *const head[] = {"runs", "exited_0",
-	                                   "exited_nonzero", "failed",
-	                                   "killed"};
-	static const char *const tail[] = {
-	    "cancelled",      "lost",           "ran",
-	    "run_time_ms",    "run_time_median_ms", "time_waited_ms",
-	    "footprint_peak_bytes", "swap_growth_peak_bytes"};
+	static const char *const head[] = {"runs", "exited_0", "exited_nonzero",
+	                                   "failed", "killed"};
+	static const char *const tail[] = {"cancelled",
+	                                   "lost",
+	                                   "ran",
+	                                   "run_time_ms",
+	                                   "run_time_median_ms",
+	                                   "time_waited_ms",
+	                                   "footprint_peak_bytes",
+	                                   "swap_growth_peak_bytes"};
 	size_t i;
 	int e;
 
@@ -246,8 +249,8 @@ static int
 print_table(const struct sl_report *r)
 {
 	static const char *const fixed[] = {
-	    "RUNS",    "EXIT 0",    "EXIT>0", "FAILED",  "KILLED", "CANCELLED",
-	    "LOST",    "RUN TOTAL", "MEDIAN", "WAITED",  "PEAK",   "SWAP+"};
+	    "RUNS", "EXIT 0",    "EXIT>0", "FAILED", "KILLED", "CANCELLED",
+	    "LOST", "RUN TOTAL", "MEDIAN", "WAITED", "PEAK",   "SWAP+"};
 	int by_user = strstr(r->by, "user") != NULL;
 	int by_name = strstr(r->by, "name") != NULL;
 	int used[NAMES_END_COUNT] = {0};
@@ -344,7 +347,8 @@ report_days(const struct sl_report *r, int since_given, int quiet)
 		return;
 	}
 	if (!quiet)
-		fprintf(stderr, "days %s to %s (UTC); the oldest day kept: %s\n",
+		fprintf(stderr,
+		        "days %s to %s (UTC); the oldest day kept: %s\n",
 		        report_day(r->since_ms > r->oldest_ms ? r->since_ms
 		                                              : r->oldest_ms,
 		                   a, sizeof a),
@@ -444,7 +448,8 @@ cmd_report(struct cli *cli, struct cli_args *args)
 	} else if (sl_report(cli->client, &q, &r) < 0) {
 		return cli_fail(cli);
 	}
-	report_days(r, cli_has(args, "since"), cli->json || cli_has(args, "csv"));
+	report_days(r, cli_has(args, "since"),
+	            cli->json || cli_has(args, "csv"));
 	if (cli->json)
 		rc = print_json_rows(r);
 	else if (cli_has(args, "csv")) {

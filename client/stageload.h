@@ -240,8 +240,7 @@ struct sl_report_row {
 	int64_t uid; /* -1 when summed over users */
 	char *user;  /* NULL when summed over users */
 	char *name;  /* NULL when summed over names */
-	int64_t runs, exited_0, exited_nonzero, failed, killed, cancelled,
-	    lost;
+	int64_t runs, exited_0, exited_nonzero, failed, killed, cancelled, lost;
 	size_t nkilled_by;
 	struct sl_report_kill *killed_by;
 	int64_t ran;                /* of them, started: their run times */

@@ -189,7 +189,7 @@ static const char *const store_migrations[] = {
      * in the transaction that ends a job and kept as long as the longest
      * retention (store-report.h, docs/storage.md "job_days"). Jobs that
      * ended before it are not counted. */
-    ("CREATE TABLE job_days ("
+    ("CREATE TABLE IF NOT EXISTS job_days ("
      " day INTEGER NOT NULL, uid INTEGER NOT NULL, name TEXT NOT NULL,"
      " user TEXT,"
      " runs INTEGER NOT NULL, exited_0 INTEGER NOT NULL,"
