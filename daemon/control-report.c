@@ -17,9 +17,10 @@
 #include "store.h"
 #include "store-report.h"
 
-/* job_days rows read per fill (about 1 ms), and answer rows written. */
-#define REPORT_READ_PART 500
-#define REPORT_WRITE_PART 100
+/* job_days rows read per fill (about 0.5 ms), and answer rows written
+ * (docs/benchmarks.md, "Accounting"). */
+#define REPORT_READ_PART 250
+#define REPORT_WRITE_PART 50
 /* A name glob, as a job name is bounded. */
 #define REPORT_NAME_MAX 256
 

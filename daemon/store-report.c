@@ -296,13 +296,13 @@ store_report_begin(struct store_read *r, const struct store_report_query *q,
 		rep->oldest_ms =
 		    sqlite3_column_int64(st, 0) * STORE_REPORT_DAY_MS;
 	sqlite3_finalize(st);
-	/* Keyset paging over the primary key: each part is a fresh read. */
+	/* Keyset paging over the primary key: each part is a fresh read,
+	 * an index seek to the row after the last one read. */
 	rc = sqlite3_prepare_v2(
 	    db,
 	    "SELECT " REPORT_COLUMNS " FROM job_days"
-	    " WHERE day BETWEEN ?1 AND ?2 AND (?3 = 0 OR (day, uid, name) >"
-	    " (?4, ?5, ?6)) AND (?7 < 0 OR uid = ?7)"
-	    " ORDER BY day, uid, name LIMIT ?8",
+	    " WHERE day <= ?2 AND (day, uid, name) > (?3, ?4, ?5)"
+	    " ORDER BY day, uid, name LIMIT ?6",
 	    -1, &rep->st, NULL);
 	if (rc != SQLITE_OK) {
 		rc = proto_cause(cause, causelen, -EIO, "reading job_days: %s",
@@ -322,6 +322,10 @@ report_add_row(struct store_report *rep, sqlite3_stmt *st)
 	int64_t uid = sqlite3_column_int64(st, 1);
 	struct store_report_row *r;
 
+	/* The filters are applied here, not in the query: a part then
+	 * reads max_rows rows whatever they keep. */
+	if (rep->q.uid >= 0 && uid != rep->q.uid)
+		return 0;
 	if (rep->name_glob != NULL &&
 	    fnmatch(rep->name_glob, name != NULL ? name : "", 0) != 0)
 		return 0;
@@ -371,15 +375,18 @@ store_report_next(struct store_report *rep, int64_t max_rows, char *cause,
 
 	if (rep->done)
 		return 0;
-	sqlite3_bind_int64(st, 1, rep->day_lo);
+	/* The first part begins before the first day (an index seek, as
+	 * each next part's from the last row read). */
+	if (!rep->started) {
+		rep->next_day = rep->day_lo - 1;
+		rep->next_uid = INT64_MAX;
+	}
 	sqlite3_bind_int64(st, 2, rep->day_hi);
-	sqlite3_bind_int(st, 3, rep->started);
-	sqlite3_bind_int64(st, 4, rep->next_day);
-	sqlite3_bind_int64(st, 5, rep->next_uid);
-	sqlite3_bind_text(st, 6, rep->next_name ? rep->next_name : "", -1,
+	sqlite3_bind_int64(st, 3, rep->next_day);
+	sqlite3_bind_int64(st, 4, rep->next_uid);
+	sqlite3_bind_text(st, 5, rep->next_name ? rep->next_name : "", -1,
 	                  SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 7, rep->q.uid);
-	sqlite3_bind_int64(st, 8, max_rows > 0 ? max_rows : -1);
+	sqlite3_bind_int64(st, 6, max_rows > 0 ? max_rows : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 2);
 
