@@ -1,5 +1,5 @@
 /*
- * stageloadctl history without the daemon: the database read directly,
+ * stageloadctl history (and report) without the daemon: the database read directly,
  * read-only, with the user's own rights (never more: a system daemon's
  * database is root's, mode 0600, so that is `sudo stageloadctl history`).
  * The reading is the daemon's own (daemon/store-read.c, linked here): the
