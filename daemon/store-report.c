@@ -3,7 +3,6 @@
  * one implementation of the sums over job_days.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +114,79 @@ store_report_by_parse(const char *text)
 	if (strcmp(text, "user,name") == 0 || strcmp(text, "name,user") == 0)
 		return STORE_REPORT_BY_BOTH;
 	return -1;
+}
+
+/* One character of a glob at p against c: 1 on a match; *len is how many
+ * bytes of the glob it took ("?", "[a-z]", "[!0-9]", a literal, "\\*"). */
+static int
+glob_one(const char *p, unsigned char c, size_t *len)
+{
+	const char *q = p + 1;
+	int neg, hit = 0;
+
+	if (*p == '?') {
+		*len = 1;
+		return 1;
+	}
+	if (*p == '\\' && p[1] != '\0') {
+		*len = 2;
+		return (unsigned char)p[1] == c;
+	}
+	if (*p != '[') {
+		*len = 1;
+		return (unsigned char)*p == c;
+	}
+	neg = *q == '!' || *q == '^';
+	q += neg;
+	do {
+		if (*q == '\0') { /* no closing ']': a literal '[' */
+			*len = 1;
+			return c == '[';
+		}
+		if (q[1] == '-' && q[2] != ']' && q[2] != '\0') {
+			hit |= c >= (unsigned char)q[0] &&
+			       c <= (unsigned char)q[2];
+			q += 3;
+		} else {
+			hit |= c == (unsigned char)*q;
+			q++;
+		}
+	} while (*q != ']');
+	*len = (size_t)(q + 1 - p);
+	return hit != neg;
+}
+
+/*
+ * A shell glob (*, ?, [...], \\) against the whole of s, as fnmatch(3)
+ * with no flags, but in at most strlen(pat) x strlen(s) steps: each '*'
+ * only moves the match of the one before it on (fnmatch backtracks
+ * through every '*', which a pattern such as "*a*a*a*a*b" makes
+ * exponential, and this runs on the daemon's loop).
+ */
+int
+store_report_glob(const char *pat, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+	size_t len;
+
+	while (*s != '\0') {
+		if (*pat == '*') {
+			star = ++pat;
+			resume = s;
+		} else if (*pat != '\0' &&
+		           glob_one(pat, (unsigned char)*s, &len)) {
+			pat += len;
+			s++;
+		} else if (star != NULL) {
+			pat = star;
+			s = ++resume;
+		} else {
+			return 0;
+		}
+	}
+	while (*pat == '*')
+		pat++;
+	return *pat == '\0';
 }
 
 struct store_report {
@@ -327,7 +399,7 @@ report_add_row(struct store_report *rep, sqlite3_stmt *st)
 	if (rep->q.uid >= 0 && uid != rep->q.uid)
 		return 0;
 	if (rep->name_glob != NULL &&
-	    fnmatch(rep->name_glob, name != NULL ? name : "", 0) != 0)
+	    !store_report_glob(rep->name_glob, name != NULL ? name : ""))
 		return 0;
 	r = row_get(
 	    rep, rep->q.by & STORE_REPORT_BY_USER ? uid : -1,

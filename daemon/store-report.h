@@ -52,8 +52,13 @@ struct store_report_query {
 	int64_t since_ms, until_ms; /* the days that hold them, both in */
 	enum store_report_by by;
 	int64_t uid;      /* -1: every uid */
-	const char *name; /* a glob (fnmatch) of names, or NULL */
+	const char *name; /* a glob (store_report_glob) of names, or NULL */
 };
+
+/* 1 when the glob pat (*, ?, [a-z], [!a-z], \\ to quote) matches all of
+ * s, as fnmatch(3) with no flags, in at most strlen(pat) x strlen(s)
+ * steps whatever the pattern. */
+int store_report_glob(const char *pat, const char *s);
 
 /* One row of the answer: a sum of job_days rows. */
 struct store_report_row {

@@ -2,6 +2,7 @@
  * gaps, pruning, jobs, events, behaviour when writes fail, and storage
  * health. */
 #include <errno.h>
+#include <fnmatch.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -2424,6 +2425,46 @@ test_report_hist(void **state)
 	assert_int_equal(store_report_hist_median(h, 0), -1);
 }
 
+/* store_report_glob matches as fnmatch(3) does, in bounded time. */
+static void
+test_report_glob(void **state)
+{
+	static const char *const pats[] = {
+	    "*",    "gen-*",     "gen-?",     "*-1*",
+	    "g*n*", "[a-g]en-*", "[!g]*",     "gen-[0-9][0-9]",
+	    "\\*x", "*[",        "[]x]*",     "a*b*c",
+	    "",     "*a*",       "gen-1[45]", "[^a]*"};
+	static const char *const names[] = {"gen-1", "gen-14", "gen-",    "abc",
+	                                    "axbxc", "*x",     "[",       "]x",
+	                                    "",      "x",      "gen-15b", "ab"};
+	char longname[257], pat[64];
+	size_t i, k;
+	time_t t0;
+
+	(void)state;
+	for (i = 0; i < sizeof pats / sizeof pats[0]; i++)
+		for (k = 0; k < sizeof names / sizeof names[0]; k++)
+			if (store_report_glob(pats[i], names[k]) !=
+			    (fnmatch(pats[i], names[k], 0) == 0))
+				fail_msg(
+				    "glob '%s' of '%s': %d, fnmatch says %d",
+				    pats[i], names[k],
+				    store_report_glob(pats[i], names[k]),
+				    fnmatch(pats[i], names[k], 0) == 0);
+	/* "*a*a*...*b" against 256 a's: fnmatch's backtracking would take
+	 * ages; this is 64 x 256 steps. */
+	memset(longname, 'a', 256);
+	longname[256] = '\0';
+	for (i = 0; i + 2 < sizeof pat; i += 2)
+		memcpy(pat + i, "*a", 2);
+	pat[i] = 'b';
+	pat[i + 1] = '\0';
+	t0 = time(NULL);
+	for (k = 0; k < 1000; k++)
+		assert_false(store_report_glob(pat, longname));
+	assert_true(time(NULL) - t0 <= 2);
+}
+
 int
 main(void)
 {
@@ -2465,6 +2506,7 @@ main(void)
 	    T(test_report_days),
 	    T(test_report_job_end),
 	    T(test_report_hist),
+	    T(test_report_glob),
 #undef T
 	};
 
