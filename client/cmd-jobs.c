@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "clock.h"
+#include "array-spec.h"
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
@@ -414,38 +415,98 @@ job_ids(struct cli *cli, const struct cli_args *args, int64_t **ids, int *n)
 	return cli_job_refs(cli, args->argc, args->argv, ids, n);
 }
 
+/* One job's cancel and its line; the exit status, or -1 when fine. */
 static int
-cmd_cancel(struct cli *cli, struct cli_args *args)
+cancel_one(struct cli *cli, int64_t id)
 {
 	struct sl_job j;
-	int64_t *ids;
-	int n, i, rc, status = EXIT_OK;
 
-	if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
-		return rc;
-	if ((rc = cli_connect(cli)) != 0) {
-		free(ids);
-		return rc;
-	}
-	for (i = 0; i < n; i++) {
-		if (sl_cancel(cli->client, ids[i], &j) < 0) {
-			int code = sl_errcode(cli->client);
-			status = cli_fail_job(cli, ids[i]);
-			if (sl_error_is_connection(code))
-				break;
+	if (sl_cancel(cli->client, id, &j) < 0)
+		return cli_fail_job(cli, id);
+	if (strcmp(j.state, "cancelled") == 0)
+		printf("job %" PRId64 ": cancelled\n", id);
+	else if (sl_job_ended(&j))
+		printf("job %" PRId64 ": %s\n", id, j.state);
+	else
+		printf("job %" PRId64 ": terminating (SIGTERM, then "
+		       "SIGKILL after the grace period)\n",
+		       id);
+	sl_job_clear(&j);
+	return -1;
+}
+
+/* A whole array, A42, in one call: the daemon cancels each element that
+ * has not ended at once, so none starts meanwhile (as one call per
+ * element would let the next start when a slot of its %N frees). */
+static int
+cancel_array(struct cli *cli, const char *ref)
+{
+	const cJSON *jobs, *it, *id, *state, *ended;
+	char params[96], *out = NULL;
+	cJSON *r;
+
+	snprintf(params, sizeof params, "{\"id\":\"%.40s\"}", ref);
+	if (sl_call(cli->client, "cancel", params, &out) < 0)
+		return cli_fail(cli);
+	r = cJSON_Parse(out);
+	sl_free(out);
+	jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
+	cJSON_ArrayForEach(it, jobs)
+	{
+		id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		state = cJSON_GetObjectItemCaseSensitive(it, "state");
+		ended = cJSON_GetObjectItemCaseSensitive(it, "ended_at_ms");
+		if (!cJSON_IsNumber(id) || !cJSON_IsString(state))
 			continue;
-		}
-		if (strcmp(j.state, "cancelled") == 0)
-			printf("job %" PRId64 ": cancelled\n", ids[i]);
-		else if (sl_job_ended(&j))
-			printf("job %" PRId64 ": %s\n", ids[i], j.state);
+		if (strcmp(state->valuestring, "cancelled") == 0 ||
+		    cJSON_IsNumber(ended))
+			printf("job %" PRId64 ": %s\n",
+			       (int64_t)id->valuedouble, state->valuestring);
 		else
 			printf("job %" PRId64 ": terminating (SIGTERM, then "
 			       "SIGKILL after the grace period)\n",
-			       ids[i]);
-		sl_job_clear(&j);
+			       (int64_t)id->valuedouble);
 	}
-	free(ids);
+	cJSON_Delete(r);
+	return -1;
+}
+
+static int
+cmd_cancel(struct cli *cli, struct cli_args *args)
+{
+	int64_t id, index, *ids;
+	int n, i, k, rc, is_array, status = EXIT_OK;
+
+	for (i = 0; i < args->argc; i++)
+		if (cli_parse_id(args->argv[i], &id) < 0 &&
+		    array_id_parse(args->argv[i], &id, &is_array, &index) != 0)
+			return cli_usage_error(
+			    cli,
+			    "bad job id '%s' (give 42, an "
+			    "array A42 or its element A42_3)",
+			    args->argv[i]);
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	for (i = 0; i < args->argc; i++) {
+		rc = -1;
+		if (cli_parse_id(args->argv[i], &id) == 0)
+			rc = cancel_one(cli, id);
+		else if (array_id_parse(args->argv[i], &id, &is_array,
+		                        &index) == 0 &&
+		         index < 0)
+			rc = cancel_array(cli, args->argv[i]);
+		else if ((rc = cli_job_refs(cli, 1, &args->argv[i], &ids, &n)) <
+		         0) {
+			for (k = 0; k < n && rc < 0; k++)
+				rc = cancel_one(cli, ids[k]);
+			free(ids);
+		}
+		if (rc >= 0) {
+			status = rc;
+			if (sl_error_is_connection(sl_errcode(cli->client)))
+				break;
+		}
+	}
 	return status;
 }
 
