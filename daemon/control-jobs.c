@@ -183,6 +183,22 @@ control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
 }
 
 int
+control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
+                      struct jobs_view *v, char *cause, size_t causelen)
+{
+	int rc;
+
+	if ((rc = jobs_get_lean(d, id, v, cause, causelen)) != 0)
+		return rc;
+	if (!wire_may_see(p->uid, v->j)) {
+		jobs_view_free(v);
+		snprintf(cause, causelen, "job %" PRId64 " is not yours", id);
+		return PROTO_E_PERM;
+	}
+	return 0;
+}
+
+int
 control_answer_array(struct daemon *d, const struct peer *p, int64_t array_id,
                      const int64_t *ids, size_t n, cJSON **result, char *cause,
                      size_t causelen)
@@ -194,8 +210,14 @@ control_answer_array(struct daemon *d, const struct peer *p, int64_t array_id,
 	*result = cJSON_CreateObject();
 	proto_add_int(*result, "array_id", array_id);
 	jobs = cJSON_AddArrayToObject(*result, "jobs");
+	jobs_positions(d); /* once for all of them */
 	for (i = 0; i < n; i++) {
-		if ((rc = answer_job(d, p, ids[i], 0, &job, cause, causelen)) ==
+		struct jobs_view v;
+
+		/* As the lists have a job (command, not argv: the elements
+		 * share one, which show of an element gives), so that an
+		 * array of 1000 is not 1000 reads of its env. */
+		if ((rc = jobs_get_lean(d, ids[i], &v, cause, causelen)) ==
 		    PROTO_E_NOJOB)
 			continue; /* pruned meanwhile */
 		if (rc != 0) {
@@ -203,6 +225,12 @@ control_answer_array(struct daemon *d, const struct peer *p, int64_t array_id,
 			*result = NULL;
 			return rc;
 		}
+		job = wire_job_list(&v, p->uid);
+		if (job != NULL && v.live && v.j->state == JOB_QUEUED &&
+		    v.wait == ADMIT_WAIT_NONE)
+			cJSON_ReplaceItemInObjectCaseSensitive(
+			    job, "waiting_for", cJSON_CreateNull());
+		jobs_view_free(&v);
 		cJSON_AddItemToArray(jobs, job);
 	}
 	return 0;
@@ -775,8 +803,8 @@ control_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		/* Every element that has not ended; the rest as they are. */
 		wire_user_name(p->uid, who, sizeof who);
 		for (i = 0; i < n; i++) {
-			if ((rc = control_job_owner(d, p, ids[i], &v, cause,
-			                            causelen)) != 0) {
+			if ((rc = control_element_owner(d, p, ids[i], &v, cause,
+			                                causelen)) != 0) {
 				free(ids);
 				return rc;
 			}

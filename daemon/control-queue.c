@@ -212,8 +212,8 @@ control_hold_set(struct daemon *d, const struct peer *p, const cJSON *params,
 	if (ids != NULL) {
 		/* Its queued elements; the rest as they are. */
 		for (i = 0; i < n; i++) {
-			if ((rc = control_job_owner(d, p, ids[i], &v, cause,
-			                            causelen)) != 0) {
+			if ((rc = control_element_owner(d, p, ids[i], &v, cause,
+			                                causelen)) != 0) {
 				free(ids);
 				return rc;
 			}

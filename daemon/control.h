@@ -161,6 +161,11 @@ int control_resolve(struct daemon *d, const cJSON *v, const char *what,
                     int64_t **ids, size_t *n, char *cause, size_t causelen);
 int control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
                        cJSON **result, char *cause, size_t causelen);
+/* control_job_owner for one of an array's elements: the job as a list
+ * has it (jobs_get_lean), so that a whole array is not one queue pass per
+ * element. */
+int control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
+                          struct jobs_view *v, char *cause, size_t causelen);
 /* A whole array's answer: {"array_id": A, "jobs": [each element's Job]}. */
 int control_answer_array(struct daemon *d, const struct peer *p,
                          int64_t array_id, const int64_t *ids, size_t n,

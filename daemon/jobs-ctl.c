@@ -76,6 +76,34 @@ jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
 }
 
 void
+jobs_positions(struct daemon *d)
+{
+	size_t nq;
+
+	free(jobs_queue(d->jobs, &nq));
+}
+
+int
+jobs_get_lean(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
+              size_t causelen)
+{
+	struct jrec *r = jobs_find(d->jobs, id);
+	struct job *stored = NULL;
+
+	if (r != NULL) {
+		view_of(r, v);
+		return 0;
+	}
+	memset(v, 0, sizeof *v);
+	if (store_job_get_lean(d->store, id, &stored) == 0 && stored != NULL) {
+		v->j = v->stored = stored;
+		return 0;
+	}
+	snprintf(cause, causelen, "no job %" PRId64, id);
+	return PROTO_E_NOJOB;
+}
+
+void
 jobs_view_free(struct jobs_view *v)
 {
 	job_free(v->stored);

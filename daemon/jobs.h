@@ -94,6 +94,12 @@ struct jobs_view {
 /* PROTO_E_NOJOB with cause when there is no such job. */
 int jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
              size_t causelen);
+/* The same, but a job loaded from the store has no env, and its argv
+ * only as its command line: for list answers (wire_job_list); a queued
+ * job's position is as jobs_positions last set it. */
+void jobs_positions(struct daemon *d);
+int jobs_get_lean(struct daemon *d, int64_t id, struct jobs_view *v,
+                  char *cause, size_t causelen);
 void jobs_view_free(struct jobs_view *v);
 /* Reads a table job's argv and env from the store into v->args, for an
  * answer that shows them (show, status in protocol version 1); nothing to

@@ -773,10 +773,30 @@ nomem:
 	return -ENOMEM;
 }
 
+static int job_get_with(struct store *s, sqlite3_stmt *st, int64_t id,
+                        struct job **out);
+
 int
 store_job_get(struct store *s, int64_t id, struct job **out)
 {
-	sqlite3_stmt *st = s->job_get;
+	return job_get_with(s, s->job_get, id, out);
+}
+
+int
+store_job_get_lean(struct store *s, int64_t id, struct job **out)
+{
+	int rc = job_get_with(s, s->job_get_lean, id, out);
+
+	if (rc == 0 && (rc = job_drop_args(*out)) != 0) {
+		job_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int
+job_get_with(struct store *s, sqlite3_stmt *st, int64_t id, struct job **out)
+{
 	int rc;
 
 	*out = NULL;

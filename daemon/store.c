@@ -504,6 +504,11 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	         "SELECT id%s, " JOB_ARGS JOB_FROM " WHERE id = ?1",
 	         store_job_columns);
 	PREP(s->job_get, jsql);
+	/* A list's: argv (for the command line), no env. */
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM " WHERE id = ?1",
+	         store_job_columns);
+	PREP(s->job_get_lean, jsql);
 	/* The table keeps a queued job's command line alone; its env and
 	 * argv are read again when it starts or is shown. */
 	snprintf(jsql, sizeof jsql,

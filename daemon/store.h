@@ -116,6 +116,9 @@ int store_account(struct store *s, struct job *const *jobs, size_t n,
                   char *cause, size_t causelen);
 /* Load one job (malloc'd, free with job_free), 1 when absent. */
 int store_job_get(struct store *s, int64_t id, struct job **out);
+/* The same without its env, and its argv made its command line (a list's
+ * job: wire_job_list). */
+int store_job_get_lean(struct store *s, int64_t id, struct job **out);
 /* Call cb for every job not ended, in queue order (priority desc,
  * queue_seq asc) — used at start-up to rebuild the queue. Each job has its
  * command line and no argv or env (store_job_get reads them). The callback may
