@@ -782,35 +782,52 @@ sl_events_query(sl_client *c, const struct sl_events_query *q,
 	return sl_events_filtered(c, q, NULL, events, nevents);
 }
 
+/* A filtered page may end early (its slice passed over events that did
+ * not match) and is not the end: the pages after it are read, to limit
+ * events or the end of the log, so the answer is short only at the end.
+ * Following, one page: the daemon's follow sends the rest. */
 int
 sl_events_filtered(sl_client *c, const struct sl_events_query *q,
                    const sl_filter *f, struct sl_event **events,
                    size_t *nevents)
 {
-	cJSON *params = cJSON_CreateObject();
+	int64_t limit = q->limit > 0 ? q->limit : 100;
+	int pages = f != NULL && f->params->child != NULL && !q->follow &&
+	            c->hello.version >= 2;
+	char cursor[64] = "";
+	cJSON *params;
 	void *v = NULL;
 	int rc;
 
 	*nevents = 0;
-	if (params != NULL) {
-		if (q->after_id > 0)
-			proto_add_int(params, "after_id", q->after_id);
-		/* 2^53, the largest a JSON integer may be, is above every
-		 * id: the newest first. */
-		if (q->before_id != 0)
-			proto_add_int(params, "before_id",
-			              q->before_id > 0 ? q->before_id
-			                               : (int64_t)1 << 53);
-		if (q->job_id > 0)
-			proto_add_int(params, "job_id", q->job_id);
-		if (q->limit > 0)
-			proto_add_int(params, "limit", q->limit);
-		if (q->follow)
-			cJSON_AddBoolToObject(params, "follow", 1);
-	}
-	params = filter_into(params, f);
-	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
-	               nevents, NULL, 0);
+	do {
+		if ((params = cJSON_CreateObject()) != NULL) {
+			if (cursor[0] != '\0')
+				cJSON_AddStringToObject(params, "cursor",
+				                        cursor);
+			else if (q->after_id > 0)
+				proto_add_int(params, "after_id", q->after_id);
+			/* 2^53, the largest a JSON integer may be, is above
+			 * every id: the newest first. */
+			if (cursor[0] == '\0' && q->before_id != 0)
+				proto_add_int(params, "before_id",
+				              q->before_id > 0
+				                  ? q->before_id
+				                  : (int64_t)1 << 53);
+			if (q->job_id > 0)
+				proto_add_int(params, "job_id", q->job_id);
+			if (q->limit > 0 || pages)
+				proto_add_int(params, "limit",
+				              limit - (int64_t)*nevents);
+			if (q->follow)
+				cJSON_AddBoolToObject(params, "follow", 1);
+		}
+		params = filter_into(params, f);
+		rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL,
+		               &v, nevents, pages ? cursor : NULL,
+		               sizeof cursor);
+	} while (rc >= 0 && pages && cursor[0] != '\0' &&
+	         (int64_t)*nevents < limit);
 	*events = v;
 	return rc < 0 ? rc : 0;
 }

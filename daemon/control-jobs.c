@@ -676,7 +676,9 @@ control_cancel_matching(struct daemon *d, const struct peer *p,
 		return PROTO_E_INTERNAL;
 	}
 	for (i = 0; i < n; i++) {
-		if (v[i].live && jobs_filter_match(&f, v[i].j))
+		/* one being terminated is ending already */
+		if (v[i].live && !v[i].terminating &&
+		    jobs_filter_match(&f, v[i].j))
 			w->ids[w->n++] = v[i].j->id;
 		jobs_view_free(&v[i]);
 	}
