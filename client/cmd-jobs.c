@@ -70,7 +70,8 @@ const struct cli_entry cmd_cancel_entry = {
     .max_operands = -1,
     .options = cancel_options,
     .more_options = cli_filter_options,
-    .json = "with --all or a filter, {\"cancelled\": N, \"ids\": [...]}",
+    .json = "each job's object as cancel left it, one per line; with\n"
+            "--all or a filter {\"cancelled\": N, \"ids\": [...]}",
     .exec = cmd_cancel,
 };
 
@@ -479,7 +480,21 @@ cmd_cancel(struct cli *cli, struct cli_args *args)
 		free(ids);
 		return rc;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; cli->json && i < n; i++) {
+		char params[64], *out = NULL;
+
+		snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", ids[i]);
+		if (sl_call(cli->client, "cancel", params, &out) < 0) {
+			int code = sl_errcode(cli->client);
+			status = cli_fail_job(cli, ids[i]);
+			if (sl_error_is_connection(code))
+				break;
+			continue;
+		}
+		cli_print_json(stdout, out);
+		sl_free(out);
+	}
+	for (i = 0; !cli->json && i < n; i++) {
 		if (sl_cancel(cli->client, ids[i], &j) < 0) {
 			int code = sl_errcode(cli->client);
 			status = cli_fail_job(cli, ids[i]);
