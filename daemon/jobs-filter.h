@@ -26,7 +26,7 @@ struct job_filter {
 	uid_t uid;
 	unsigned states; /* 1u << enum job_state for each one given; 0: any */
 	int has_name;
-	char name[JOB_FILTER_NAME_MAX + 1]; /* an fnmatch(3) pattern */
+	char name[JOB_FILTER_NAME_MAX + 1]; /* a glob (store_report_glob) */
 };
 
 /* The filter params of a request from caller (mine: the caller's own
