@@ -184,6 +184,14 @@ static const char *const store_migrations[] = {
      "ALTER TABLE jobs ADD COLUMN slurm_step_id INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN slurm_task_id INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN exit_reporter TEXT;"),
+    /* 10: time limits (0: none), the time before which a job is not
+     * admitted (0: at once) and the records of the attempts before the
+     * current one (a JSON array, NULL: none). */
+    ("ALTER TABLE jobs ADD COLUMN time_limit_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN time_limit_per_attempt_ms INTEGER NOT "
+     "NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN attempts TEXT;"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))

@@ -78,6 +78,10 @@ X(name_given,      "name_given",      S_INT,    "name_given",      J_BOOL,   PUB
 X(exclusive,       "exclusive",       S_INT,    "exclusive",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(retry_on_breach, "retry_on_breach", S_INT,    "retry_on_breach", J_INT,    PUBLIC, P_INT,        0, 0, 100,         U_COUNT,   W_YES) \
 X(attempt,         "attempt",         S_INT,    "attempt",         J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
+X(attempts,        "attempts",        S_TEXT,   "attempts",        J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
+X(time_limit_ms,   "time_limit_ms",   S_INT,    "time_limit_ms",   J_INT,    PUBLIC, P_INT,        1, 0, INT64_MAX,   U_DURATION, W_YES) \
+X(time_limit_per_attempt_ms, "time_limit_per_attempt_ms", S_INT, "time_limit_per_attempt_ms", J_INT, PUBLIC, P_INT, 1, 0, INT64_MAX, U_DURATION, W_YES) \
+X(begin_ms,        "begin_ms",        S_INT,    "begin_ms",        J_POS,    PUBLIC, P_INT,        1, 0, INT64_MAX,   U_TIME,    W_YES) \
 X(after,           "after",           S_IDS,    "after_ids",       J_IDS,    PUBLIC, P_INTV,       0, 1, INT64_MAX,   U_NONE,    W_SPECIAL) \
 X(after_any,       "after_any",       S_INT,    "after_any",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(held,            "held",            S_INT,    "held",            J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
