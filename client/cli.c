@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "text.h"
 #include "units.h"
@@ -41,7 +43,8 @@ cli_job_status(const struct sl_job *j)
 		return j->has_exit_code ? (j->exit_code & 0xff) : EXIT_ERR;
 	}
 	if (strcmp(j->state, "killed") == 0) {
-		if (strcmp(j->end_reason, "swap_budget") == 0)
+		if (strcmp(j->end_reason, "swap_budget") == 0 ||
+		    strcmp(j->end_reason, "time_limit") == 0)
 			return EXIT_JOB_BUDGET;
 		return 128 + (j->signal > 0 ? j->signal : SIGTERM);
 	}
@@ -129,13 +132,60 @@ cli_time(int64_t ms, int with_ms, char *buf, size_t len)
 	return buf;
 }
 
+/* A member of an attempt's record (PROTOCOL.md, Job: attempts): 0 when
+ * null or missing. */
+static int64_t
+attempt_ms(const cJSON *a, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble
+	                                               : 0;
+}
+
+/* What attempt a waited in the queue: from queued until admitted, or
+ * until it ended (cancelled while queued), or until now. */
+static int64_t
+attempt_waited(const cJSON *a, int64_t now)
+{
+	int64_t q = attempt_ms(a, "queued_at_ms"),
+	        end = attempt_ms(a, "admitted_at_ms");
+
+	if (end == 0)
+		end = attempt_ms(a, "ended_at_ms");
+	if (end == 0)
+		end = now;
+	return q > 0 && end > q ? end - q : 0;
+}
+
+/* The Job's attempts, or NULL (a daemon from before them). */
+static const cJSON *
+job_attempts(const struct sl_job *j)
+{
+	const cJSON *a =
+	    j->obj != NULL
+	        ? cJSON_GetObjectItemCaseSensitive(j->obj, "attempts")
+	        : NULL;
+
+	return cJSON_IsArray(a) && cJSON_GetArraySize(a) > 0 ? a : NULL;
+}
+
 void
 cli_job_waited(const struct sl_job *j, int64_t now, char *buf, size_t len)
 {
-	int64_t end;
+	const cJSON *attempts = job_attempts(j), *a;
+	int64_t end, waited = 0;
 
 	if (j->submitted_at_ms <= 0) {
 		snprintf(buf, len, "-");
+		return;
+	}
+	/* The time queued only, summed over attempts: never the run of an
+	 * attempt a breach requeued. */
+	if (attempts != NULL) {
+		cJSON_ArrayForEach(a, attempts) waited +=
+		    attempt_waited(a, now);
+		cli_duration(waited, buf, len);
 		return;
 	}
 	if (j->admitted_at_ms > 0)
@@ -368,6 +418,41 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 			sb_add(&b, "Waiting for %s so far: %s.\n", d, why);
 		else
 			sb_add(&b, "Waiting for %s so far.\n", d);
+	}
+	if (j->attempt > 1 && job_attempts(j) != NULL) {
+		/* Each attempt's wait and run (PROTOCOL.md, Job: attempts). */
+		const cJSON *a;
+		int n = cJSON_GetArraySize(job_attempts(j)), k = 0;
+
+		cJSON_ArrayForEach(a, job_attempts(j))
+		{
+			int64_t st = attempt_ms(a, "started_at_ms"),
+			        en = attempt_ms(a, "ended_at_ms");
+			const cJSON *why =
+			    cJSON_GetObjectItemCaseSensitive(a, "end_reason");
+			const char *text =
+			    cJSON_IsString(why)
+			        ? names_end_text(why->valuestring)
+			        : NULL;
+
+			k++;
+			cli_duration(attempt_waited(a, now), d, sizeof d);
+			sb_add(&b, "Attempt %d: waited %s", k, d);
+			if (st > 0) {
+				cli_duration((en > 0 ? en : now) - st, s1,
+				             sizeof s1);
+				sb_add(&b, ", %s %s",
+				       en > 0 ? "ran" : "has run", s1);
+			}
+			if (k < n)
+				sb_add(&b, ", requeued%s%s", text ? ": " : "",
+				       text ? text : "");
+			else if (en > 0 && text != NULL)
+				sb_add(&b, ", %s because %s", j->state, text);
+			else if (en > 0)
+				sb_add(&b, ", %s", j->state);
+			sb_add(&b, ".\n");
+		}
 	}
 	if (j->started_at_ms > 0)
 		sb_add(&b,
@@ -637,8 +722,33 @@ const struct cli_option cli_job_options[] = {
     {"exclusive", 0, CLI_FLAG, NULL, 0, 0, "run only when no other job runs"},
     {"retry-on-breach", 0, CLI_INT, "N", 0, 100,
      "requeue up to N times after a breach"},
+    {"time", 0, CLI_LIMIT, "DURATION", 0, 0,
+     "kill it once it has run that long (90m, 2h, 1d),\n"
+     "summed over its attempts"},
+    {"time-per-attempt", 0, CLI_LIMIT, "DURATION", 0, 0,
+     "kill an attempt once it has run that long"},
+    {"begin", 0, CLI_BEGIN, "TIME", 0, 0,
+     "start no earlier than TIME (+30m, 23:10,\n"
+     "2026-12-24T08:00)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
+
+int
+cli_spec_times(const struct cli_args *a, sl_job_spec *spec)
+{
+	int rc = 0;
+
+	if (cli_has(a, "time"))
+		rc = sl_job_spec_set_int(spec, "time_limit_ms",
+		                         cli_number(a, "time", 0));
+	if (rc == 0 && cli_has(a, "time-per-attempt"))
+		rc = sl_job_spec_set_int(spec, "time_limit_per_attempt_ms",
+		                         cli_number(a, "time-per-attempt", 0));
+	if (rc == 0 && cli_has(a, "begin"))
+		rc = sl_job_spec_set_int(spec, "begin_ms",
+		                         cli_number(a, "begin", 0));
+	return rc;
+}
 
 int64_t
 cli_spec_budget(const sl_job_spec *spec)
@@ -694,6 +804,8 @@ cli_job_spec(const struct cli_args *a)
 	if (rc == 0 && cli_has(a, "retry-on-breach"))
 		rc = sl_job_spec_set_int(spec, "retry_on_breach",
 		                         cli_number(a, "retry-on-breach", 0));
+	if (rc == 0)
+		rc = cli_spec_times(a, spec);
 	if (rc == 0)
 		rc = sl_job_spec_set_strv(spec, "argv",
 		                          (const char *const *)a->argv);

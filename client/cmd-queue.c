@@ -81,12 +81,21 @@ static const struct cli_option update_options[] = {
     {"priority", 0, CLI_INT, "N", -1000, 1000,
      "-1000..1000, higher runs first (above 0: root\n"
      "and the daemon's admin_group only)"},
+    {"time", 0, CLI_LIMIT, "DURATION", 0, 0,
+     "kill it once it has run that long (90m, 2h, 1d;\n"
+     "0: none), summed over its attempts"},
+    {"time-per-attempt", 0, CLI_LIMIT, "DURATION", 0, 0,
+     "kill an attempt once it has run that long"},
+    {"begin", 0, CLI_BEGIN, "TIME", 0, 0,
+     "start no earlier than TIME (+30m, 23:10,\n"
+     "2026-12-24T08:00)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
 const struct cli_entry cmd_update_entry = {
     .name = "update",
-    .summary = "change a queued job's priority, wait-free, budget or expect",
+    .summary = "change a queued job's priority, wait-free, budget, expect, "
+               "time limits or begin",
     .operands = "ID",
     .min_operands = 1,
     .max_operands = 1,
@@ -419,6 +428,8 @@ cmd_update(struct cli *cli, struct cli_args *args)
 	if (rc == 0 && cli_has(args, "expect"))
 		rc = sl_job_spec_set_int(u, "expect_bytes",
 		                         cli_number(args, "expect", 0));
+	if (rc == 0)
+		rc = cli_spec_times(args, u);
 	if (rc != 0) {
 		sl_job_spec_free(u);
 		cli_error("%s", rc == -ENOMEM ? "out of memory"
@@ -431,12 +442,14 @@ cmd_update(struct cli *cli, struct cli_args *args)
 		return rc;
 	}
 	if (!cli_has(args, "priority") && !cli_has(args, "wait-free") &&
-	    !cli_has(args, "swap-budget") && !cli_has(args, "expect")) {
+	    !cli_has(args, "swap-budget") && !cli_has(args, "expect") &&
+	    !cli_has(args, "time") && !cli_has(args, "time-per-attempt") &&
+	    !cli_has(args, "begin")) {
 		sl_job_spec_free(u);
 		return cli_usage_error(cli,
 		                       "nothing to update: give --priority, "
-		                       "--wait-free, --swap-budget or "
-		                       "--expect");
+		                       "--wait-free, --swap-budget, --expect, "
+		                       "--time, --time-per-attempt or --begin");
 	}
 	if ((rc = cli_check_wait_free(cli, cli_spec_wait_free_bytes(u))) >= 0) {
 		sl_job_spec_free(u);

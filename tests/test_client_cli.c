@@ -493,7 +493,7 @@ test_pct_compare(void **state)
 static void
 test_wait_reason_held(void **state)
 {
-	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12};
+	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12, 0};
 	char buf[256];
 
 	(void)state;
@@ -510,7 +510,7 @@ test_wait_reason_held(void **state)
 static void
 test_wait_reason(void **state)
 {
-	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0};
+	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0, 0};
 	char buf[256];
 
 	(void)state;
@@ -553,7 +553,7 @@ static void
 test_wait_reason_bytes(void **state)
 {
 	struct cli_wait w = {"free",           92, 0, -1, (uint64_t)22 << 30,
-	                     (int64_t)8 << 30, 0};
+	                     (int64_t)8 << 30, 0,  0};
 	char buf[256];
 
 	(void)state;

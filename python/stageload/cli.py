@@ -6,7 +6,8 @@
 
 `guard` (alias `run`) means what `stageloadctl guard` means and exits with
 the same codes (docs/cli.md, "Exit codes"): the command's own status, 128+N
-when a signal ended it, 124 when it was killed for its swap budget, 125 when
+when a signal ended it, 124 when it was killed for its swap budget or its
+time limit, 125 when
 it never ran (cancelled or refused), 126/127 when it could not be started,
 69 when no daemon answers, 77 when the daemon said permission denied.
 """
@@ -361,6 +362,11 @@ def _run_once(c: Client, job_id: int, command: List[str],
         budget = job.get("swap_budget_bytes", 0)
         _err("job %d killed: swap grew by %s, past its budget of %s"
              % (job_id, format_size(int(growth or 0)), format_size(int(budget or 0))))
+        return EXIT_JOB_BUDGET
+    if job.get("state") == "killed" and job.get("end_reason") == "time_limit":
+        # As timeout(1) exits; the daemon's words say which limit.
+        _err("job %d %s" % (job_id, job.get("end_detail")
+                            or "killed: it ran past its time limit"))
         return EXIT_JOB_BUDGET
     return status
 
