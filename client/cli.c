@@ -722,10 +722,10 @@ const struct cli_option cli_job_options[] = {
     {"exclusive", 0, CLI_FLAG, NULL, 0, 0, "run only when no other job runs"},
     {"retry-on-breach", 0, CLI_INT, "N", 0, 100,
      "requeue up to N times after a breach"},
-    {"time", 0, CLI_LIMIT, "DURATION", 0, 0,
+    {"time", 0, CLI_LIMIT, "DUR", 0, 0,
      "kill it once it has run that long (90m, 2h, 1d),\n"
      "summed over its attempts"},
-    {"time-per-attempt", 0, CLI_LIMIT, "DURATION", 0, 0,
+    {"time-per-attempt", 0, CLI_LIMIT, "DUR", 0, 0,
      "kill an attempt once it has run that long"},
     {"begin", 0, CLI_BEGIN, "TIME", 0, 0,
      "start no earlier than TIME (+30m, 23:10,\n"

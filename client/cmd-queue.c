@@ -81,10 +81,10 @@ static const struct cli_option update_options[] = {
     {"priority", 0, CLI_INT, "N", -1000, 1000,
      "-1000..1000, higher runs first (above 0: root\n"
      "and the daemon's admin_group only)"},
-    {"time", 0, CLI_LIMIT, "DURATION", 0, 0,
+    {"time", 0, CLI_LIMIT, "DUR", 0, 0,
      "kill it once it has run that long (90m, 2h, 1d;\n"
      "0: none), summed over its attempts"},
-    {"time-per-attempt", 0, CLI_LIMIT, "DURATION", 0, 0,
+    {"time-per-attempt", 0, CLI_LIMIT, "DUR", 0, 0,
      "kill an attempt once it has run that long"},
     {"begin", 0, CLI_BEGIN, "TIME", 0, 0,
      "start no earlier than TIME (+30m, 23:10,\n"

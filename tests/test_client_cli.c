@@ -417,7 +417,7 @@ test_paragraph(void **state)
 	free(text);
 
 	/* every ended state in words; a reason in words, or (one newer
-	 * than this client) named as a reason, never "because time_limit" */
+	 * than this client) named as a reason, never "because wall_clock" */
 	job(&j, "cancelled");
 	snprintf(j.end_reason, sizeof j.end_reason, "dependency");
 	j.ended_at_ms = 1764480061010;
@@ -427,11 +427,17 @@ test_paragraph(void **state)
 	    strstr(text, "cancelled because a job it starts after"));
 	free(text);
 	job(&j, "killed");
-	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	snprintf(j.end_reason, sizeof j.end_reason, "wall_clock");
 	j.ended_at_ms = 1764480061010;
 	text = cli_job_paragraph(&j, 1764480100000, NULL);
-	assert_non_null(strstr(text, "killed (end reason: time_limit)"));
+	assert_non_null(strstr(text, "killed (end reason: wall_clock)"));
 	assert_null(strstr(text, "because"));
+	free(text);
+	/* a time limit is one this client knows */
+	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(
+	    strstr(text, "killed because it ran past its time limit"));
 	free(text);
 	job(&j, "exited");
 	j.ended_at_ms = 1764480061010;
