@@ -221,6 +221,17 @@ cli_job_options_set(struct cli *cli, const struct cli_args *a,
 }
 
 const char *
+cli_job_option_param(const char *option)
+{
+	const struct job_option *o;
+
+	for (o = job_options; o < job_options + NJOB_OPTIONS; o++)
+		if (strcmp(o->option, option) == 0)
+			return fields[o->field].wire;
+	return NULL;
+}
+
+const char *
 cli_job_options_list(enum cli_job_use use, char *buf, size_t len)
 {
 	const struct job_option *o;

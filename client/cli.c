@@ -337,6 +337,15 @@ state_phrase(const char *state)
 	return other;
 }
 
+/* The Job's member that a job option sets, when above 0. */
+static int
+job_option_int(const struct sl_job *j, const char *option, int64_t *v)
+{
+	const char *param = cli_job_option_param(option);
+
+	return param != NULL && sl_job_get_int(j, param, v) == 0 && *v > 0;
+}
+
 char *
 cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 {
@@ -411,6 +420,22 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 		sb_add(&b, ", exclusive");
 	if (j->retry_on_breach > 0)
 		sb_add(&b, ", %d retries on breach", j->retry_on_breach);
+	{
+		/* The time options, by their rows (proto/job-fields.h):
+		 * the limits, and when it may begin while it has not. */
+		int64_t v;
+
+		if (job_option_int(j, "time", &v))
+			sb_add(&b, ", time limit %s",
+			       cli_duration(v, s1, sizeof s1));
+		if (job_option_int(j, "time-per-attempt", &v))
+			sb_add(&b, ", %s an attempt",
+			       cli_duration(v, s1, sizeof s1));
+		if (job_option_int(j, "begin", &v) && j->admitted_at_ms <= 0 &&
+		    !sl_job_ended(j))
+			sb_add(&b, ", begins at %s",
+			       cli_clock(v, now, t, sizeof t));
+	}
 	sb_add(&b, ".\n");
 
 	if (j->admitted_at_ms > 0) {

@@ -160,6 +160,9 @@ enum cli_job_use { CLI_USE_RUN, CLI_USE_SUBMIT, CLI_USE_UPDATE };
  * after saying why (a usage error, out of memory). */
 int cli_job_options_set(struct cli *cli, const struct cli_args *a,
                         enum cli_job_use use, sl_job_spec *spec, int *given);
+/* The parameter an option ("time") sets, as the Job names it; NULL for
+ * none. */
+const char *cli_job_option_param(const char *option);
 /* use's options as a sentence's list: "--a, --b or --c"; returns buf. */
 const char *cli_job_options_list(enum cli_job_use use, char *buf, size_t len);
 /* The job options of use given, and the command, as a spec to submit;

@@ -275,6 +275,9 @@ def sc_cli(d, m, c):
     lt = time.localtime(j["begin_ms"] / 1000)
     assert (lt.tm_hour, lt.tm_min, lt.tm_sec) == (23, 10, 0), j
     assert now_ms() < j["begin_ms"] <= now_ms() + 86400 * 1000, j
+    out = ctl(d, "show", str(jid))
+    assert re.search(r"time limit 2h00m, 1h30m an attempt, begins at "
+                     r"(23:10:00|\d{4}-\d\d-\d\d 23:10)\.", out.stdout), out.stdout
     out = ctl(d, "submit", "--hold", "--begin", "2030-01-02T03:04", "--", "true")
     assert out.returncode == 0, out.stderr
     jid = int(re.search(r"\d+", out.stdout).group())
