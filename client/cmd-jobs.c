@@ -304,7 +304,7 @@ cli_watch_queued(struct cli *cli, int64_t id)
 
 	memset(&progress, 0, sizeof progress);
 	for (;;) {
-		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
+		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0};
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			break;
 		if (strcmp(j.state, "queued") != 0) {
@@ -390,7 +390,7 @@ cmd_show(struct cli *cli, struct cli_args *args)
 static int
 show_one(struct cli *cli, int64_t id, int env)
 {
-	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
+	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0};
 	struct sl_job j;
 	char *text;
 	size_t i;
