@@ -25,8 +25,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E402
-from webtest import (EVIL_STAGE, LONG_STAGE, Web, cleanup_jobs, daemon,  # noqa: E402
-                     env_list, make_jobs, set_memory)
+from webtest import (EVIL_STAGE, LONG_STAGE, Web, artifacts, browser,  # noqa: E402
+                     cleanup_jobs, daemon, env_list, import_selenium, make_jobs,
+                     set_memory)
 
 # The page draws the plot at 360, 640 and 960 px and shows the one that
 # fits; the browser's 1100 px window shows the widest.
@@ -34,42 +35,6 @@ PLOT = "#plot-960 svg"
 
 WINDOWS = [("15 min", 15 * 60000), ("1 h", 3600000), ("24 h", 86400000),
            ("7 d", 7 * 86400000)]
-
-
-def import_selenium():
-    """Debian's python3-selenium lives in the system Python's
-    dist-packages, which another python3 on PATH (pyenv, a venv) does not
-    search: look there too."""
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        sys.path.append("/usr/lib/python3/dist-packages")
-        try:
-            import selenium  # noqa: F401
-        except ImportError:
-            return False
-    return True
-
-
-def browser(profile):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
-    for a in ("--headless=new", "--disable-gpu", "--disable-dev-shm-usage",
-              "--no-first-run", "--window-size=1100,1000",
-              "--user-data-dir=" + profile):
-        opts.add_argument(a)
-    if os.geteuid() == 0:
-        opts.add_argument("--no-sandbox")  # Chromium's sandbox refuses root
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-
-
-def artifacts():
-    d = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("SL_BIN", "build/bin"))),
-                     "artifacts")
-    os.makedirs(d, exist_ok=True)
-    return d
 
 
 def text(e):

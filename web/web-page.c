@@ -630,36 +630,53 @@ out:
 	return b->oom ? 500 : status;
 }
 
+/* Where a page's history comes from: the daemon, or with the daemon down
+ * the copy of its database (--db). */
+struct hist_src {
+	struct web_daemon *wd;
+	struct web_offline *off; /* NULL: the daemon */
+};
+
+static cJSON *
+src_history(const struct hist_src *src, int64_t since, int64_t until,
+            int64_t step)
+{
+	char params[160], why[256];
+	cJSON *hist = NULL;
+
+	if (src->off != NULL) {
+		(void)web_offline_history(src->off, since, until, step, &hist,
+		                          why, sizeof why);
+		return hist;
+	}
+	snprintf(params, sizeof params,
+	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+	         ",\"step_ms\":%" PRId64 "}",
+	         since, until, step);
+	web_daemon_call(src->wd, "history", params, &hist);
+	return hist;
+}
+
 /* The history of window w up to t1. The default window (from_first)
  * starts at the first sample in it: a daemon up 15 min fills the plot
  * rather than its right quarter; it is asked again from there at the step
  * of the window that fits (a window the user picks is drawn whole). *t0
  * is where the plot starts. */
 static cJSON *
-window_history(struct web_daemon *wd, size_t w, int from_first, int64_t *t0,
-               int64_t t1)
+window_history(const struct hist_src *src, size_t w, int from_first,
+               int64_t *t0, int64_t t1)
 {
-	char params[160];
-	cJSON *hist = NULL;
+	cJSON *hist;
 	size_t f = 0;
 
-	snprintf(params, sizeof params,
-	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
-	         ",\"step_ms\":%" PRId64 "}",
-	         *t0, t1 + 1, windows[w].step_ms);
-	web_daemon_call(wd, "history", params, &hist);
+	hist = src_history(src, *t0, t1 + 1, windows[w].step_ms);
 	if (!from_first || plotd_first_ts(hist) <= *t0 + windows[w].step_ms)
 		return hist;
 	*t0 = plotd_first_ts(hist);
 	while (f + 1 < NWINDOWS && windows[f].span_ms < t1 - *t0)
 		f++;
-	snprintf(params, sizeof params,
-	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
-	         ",\"step_ms\":%" PRId64 "}",
-	         *t0, t1 + 1, windows[f].step_ms);
 	cJSON_Delete(hist);
-	hist = NULL;
-	web_daemon_call(wd, "history", params, &hist);
+	hist = src_history(src, *t0, t1 + 1, windows[f].step_ms);
 	if (plotd_first_ts(hist) > *t0)
 		*t0 = plotd_first_ts(hist);
 	return hist;
@@ -699,6 +716,77 @@ system_plots(struct svgp_buf *b, const struct web_snap *s, const cJSON *hist,
 	if (list.oom)
 		b->oom = 1;
 	svgp_buf_free(&list);
+}
+
+/* With the daemon down: how to start it, and where its history is. */
+static void
+start_hint(const struct web_daemon *wd, struct svgp_buf *b)
+{
+	svgp_puts(b, "<p id=\"start\">Start it with <code>"
+#ifdef __APPLE__
+	             "sudo launchctl kickstart system/org.stageload.stageloadd"
+#else
+	             "sudo systemctl start stageloadd"
+#endif
+	             "</code> (or <code>stageloadd</code> for a daemon of your "
+	             "own); <code>stageloadctl doctor</code> says what keeps "
+	             "it from running.");
+	if (wd->db == NULL)
+		svgp_puts(b, " Its history shows here while it is down when "
+		             "stageload-web is given <code>--db PATH</code>, a "
+		             "sanitised copy of its database "
+		             "(docs/dashboards.md).");
+	svgp_puts(b, "</p>");
+}
+
+/* The daemon is down and --db names a copy of its database: the window
+ * up to the copy's last record, its plot and the jobs that ended in it. */
+static void
+offline_view(struct web_daemon *wd, size_t w, int from_first,
+             struct svgp_buf *b)
+{
+	struct web_offline off;
+	struct hist_src src = {wd, &off};
+	struct web_snap s = {0};
+	cJSON *events = NULL, *hist;
+	int64_t last = 0, t0, t1;
+	char why[512], when[64];
+	int rc;
+
+	svgp_puts(b, "<section id=\"offline\">");
+	rc = web_offline_open(&off, wd->db, why, sizeof why);
+	if (rc == 0)
+		rc = web_offline_last_ms(&off, &last, why, sizeof why);
+	if (rc == 0 && last <= 0)
+		rc = snprintf(why, sizeof why, "%s has no samples", wd->db);
+	if (rc == 0) {
+		t1 = last;
+		t0 = t1 - windows[w].span_ms;
+		rc = web_offline_snap(&off, t0, t1, &s, &events, why,
+		                      sizeof why);
+	}
+	if (rc != 0) {
+		svgp_puts(b, "<p id=\"offline-error\" class=\"bad\">no "
+		             "history: ");
+		svgp_esc(b, why);
+		svgp_puts(b, "</p>");
+		goto out;
+	}
+	s.now_ms = clock_wall_ms();
+	clock_str(last, s.now_ms, when, sizeof when);
+	svgp_puts(b, "<p id=\"offline-source\">History from <code>");
+	svgp_esc(b, wd->db);
+	svgp_printf(b, "</code>, up to its last record at %s.</p>", when);
+	hist = window_history(&src, w, from_first, &t0, t1);
+	system_plots(b, &s, hist, t0, t1);
+	cJSON_Delete(hist);
+	ended_table(&s, b);
+out:
+	svgp_puts(b, "</section>");
+	web_snap_free(&s);
+	cJSON_Delete(events);
+	if (off.db != NULL)
+		web_offline_close(&off);
 }
 
 int
@@ -741,7 +829,8 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 	if (s.up) {
 		const cJSON *smp =
 		    cJSON_GetObjectItemCaseSensitive(s.info, "sample");
-		cJSON *hist = window_history(wd, w, warg == NULL, &t0, t1);
+		struct hist_src src = {wd, NULL};
+		cJSON *hist = window_history(&src, w, warg == NULL, &t0, t1);
 
 		system_plots(b, &s, hist, t0, t1);
 		cJSON_Delete(hist);
@@ -751,6 +840,10 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 		svgp_puts(b, "</div>");
 		running_table(&s, b);
 		kills_table(&s, b);
+	} else {
+		start_hint(wd, b);
+		if (wd->db != NULL)
+			offline_view(wd, w, warg == NULL, b);
 	}
 	svgp_puts(b, "<footer class=\"mut\"><p><a href=\"/metrics\">metrics"
 	             "</a> · <a href=\"/api/status\">api/status</a> · <a "
