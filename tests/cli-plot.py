@@ -85,7 +85,7 @@ def check_job_axis(root, budget):
     assert len(b) == 1 and float(b[0].get("data-bytes")) == budget, b
     assert top < budget / 8 and b[0].get("data-above") == "1", (top, budget)
     label = "".join(next(b[0].iter(SVG + "text")).itertext())
-    assert label == "swap budget 1G, above", label
+    assert label == "swap budget 1.0G, above", label  # the CLI's form
     ticks = [t.text for e in root.iter(SVG + "g") if e.get("class") == "slp-time"
              for t in e.iter(SVG + "text")]
     assert len(ticks) >= 2, ticks

@@ -6,7 +6,8 @@ reported (their names escaped, whole); the kill table names the stage the
 killed job was in; each window link (15 min, 1 h, 24 h, 7 d) plots its
 span; the queue table says why a job waits in the words `stageloadctl run`
 prints for it, a size for a job that waits for one (wait_free_bytes);
-the running table shows swap growth against the budget;
+the running table shows swap growth against the budget; the page's sizes
+are `stageloadctl status`'s, character for character;
 a screenshot is kept
 under the build dir (artifacts/web-page.png); the page updates itself when
 the fixture changes; it fits a narrow window and turns dark in dark mode.
@@ -408,6 +409,54 @@ def check_running(d, drv, ids):
     print("page: running job's swap growth against its budget (%s)" % " ".join(cells[4:8]))
 
 
+def status_sizes(d):
+    """`stageloadctl status --all`'s FOOTPRINT and SWAP/BUDGET of each job,
+    by id."""
+    bin_ = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+    out = subprocess.run([bin_, "--socket", d.socket, "status", "--all", "-o",
+                          "id,footprint,swap"], capture_output=True, text=True,
+                         timeout=20, check=True).stdout
+    rows = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 3 and f[0].isdigit():
+            rows[int(f[0])] = (f[1], f[2])
+    return rows
+
+
+def check_units(d, drv, host, ids):
+    """The page's sizes are the CLI's, character for character ("8.0G",
+    "512M", "0B"): the running table's footprint and swap growth/budget
+    and the recently ended table's peak and growth with the job page's
+    budget against `stageloadctl status`'s FOOTPRINT and SWAP/BUDGET."""
+    from selenium.webdriver.common.by import By
+
+    def cells(sel):
+        row = drv.find_element(By.CSS_SELECTOR, sel)
+        return [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
+
+    def page():
+        drv.get("http://%s/?window=15m" % host)
+        run = cells('#running tr[data-job="%d"]' % ids["runner"])
+        end = cells('#ended tr[data-job="%d"]' % ids["killed"])
+        drv.get("http://%s/job/%d" % (host, ids["killed"]))
+        budget = text(drv.find_element(
+            By.CSS_SELECTOR, '#fields tr[data-field="swap budget"] td'))
+        return {ids["runner"]: (run[4], "%s/%s" % (run[5], run[6])),
+                ids["killed"]: (end[4], "%s/%s" % (end[5], budget))}
+
+    got = {}
+
+    def same():
+        want = status_sizes(d)
+        got.update(page())
+        return all(want.get(k) == v for k, v in got.items()) and want
+    want = poll(same, timeout=15, step=0.5, what="the page's sizes to be the CLI's")
+    assert got[ids["runner"]][1].endswith("/8.0G"), got
+    print("page: sizes as `stageloadctl status` prints them: %s (status %s)"
+          % (got, {k: want[k] for k in got}))
+
+
 def main():
     require_tools("chromium", "chromedriver")
     if not import_selenium():
@@ -448,6 +497,8 @@ def main():
             check_stages(drv, ids)
             check_running(d, drv, ids)
             check_ended(drv, ids)
+            check_units(d, drv, w.host(), ids)
+            drv.get("http://%s/?window=15m" % w.host())
             shot = os.path.join(artifacts(), "web-page.png")
             drv.save_screenshot(shot)
             print("page: series, %d lanes, kill marker; screenshot %s" % (len(lanes), shot))
