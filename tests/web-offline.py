@@ -12,10 +12,12 @@
   and swap series, a lane per job, the kill's and the cancels' own end
   marks, the stages the jobs reported and the daemon's start; the
   recently ended table; none of the private markers the jobs were given;
+- /job/ID of a job in the copy draws it (its fields, footprint, stages
+  and budget line); one not in it is 404;
 - a copy replaced by one that is not sanitised is refused on the page.
 
 Screenshots are kept under the build dir (artifacts/web-down.png,
-artifacts/web-offline.png). A skip without the browser or selenium, a
+artifacts/web-offline.png, artifacts/web-offline-job.png). A skip without the browser or selenium, a
 failure under CI=true.
 """
 
@@ -134,6 +136,25 @@ def check_offline(drv, d, sock, ids, copy):
         print("offline: %s; %d lanes, ends %s, stages %s, %d daemon start(s); ended %s"
               % (src, len(lanes), sorted(ends.values()), stages.get(ids["killed"]),
                  len(starts), cells[3]))
+
+        # Every row and mark links to /job/ID: the job as the copy has it.
+        drv.get("http://%s/job/%d" % (w.host(), ids["killed"]))
+        fields = {text(r.find_element(By.TAG_NAME, "th")): text(r.find_element(By.TAG_NAME, "td"))
+                  for r in css(By.CSS_SELECTOR, "#fields tr")}
+        assert fields["state"] == "killed: swap_budget", fields
+        assert fields["swap budget"] == "1.0G", fields
+        fp = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="footprint_bytes"]')
+        assert re.search(r"[ML][-0-9.]+ [-0-9.]+", fp.get_attribute("d")), fp.get_attribute("d")
+        jstages = [text(e.find_element(By.TAG_NAME, "title"))
+                   for e in css(By.CSS_SELECTOR, PLOT + " g.slp-stage")]
+        assert jstages == ["load", EVIL_STAGE], jstages
+        assert css(By.CSS_SELECTOR, PLOT + " g.slp-budget")
+        assert MARKER not in drv.page_source
+        drv.save_screenshot(os.path.join(artifacts(), "web-offline-job.png"))
+        st, _, body = w.get("/job/%d" % (max(ids.values()) + 100))
+        assert st == 404 and "no job" in body, (st, body[-300:])
+        print("offline: /job/%d from the copy: %s, footprint drawn, stages %s; "
+              "a job not in it is 404" % (ids["killed"], fields["state"], jstages))
 
         # The root-made copy replaced by the database itself: refused.
         shutil.copyfile(d.db, copy + ".tmp")

@@ -275,10 +275,11 @@ off_last_ms(sqlite3 *db, int64_t *last, char *cause, size_t len)
 	return 0;
 }
 
-/* The jobs whose lives meet [t0, t1], newest first, as public Jobs. */
+/* The jobs whose lives meet [t0, t1], newest first, or with id > 0 that
+ * job alone, as public Jobs. */
 static int
-off_jobs(sqlite3 *db, int64_t t0, int64_t t1, cJSON *jobs, char *cause,
-         size_t len)
+off_jobs(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *jobs,
+         char *cause, size_t len)
 {
 	char sql[4096];
 	size_t i, o;
@@ -292,8 +293,8 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, cJSON *jobs, char *cause,
 	if (o >= sizeof sql)
 		return proto_cause(cause, len, -E2BIG, "jobs query too long");
 	snprintf(sql + o, sizeof sql - o,
-	         " FROM jobs WHERE submitted_ms <= ?2"
-	         " AND (ended_ms = 0 OR ended_ms >= ?1)"
+	         " FROM jobs WHERE (?3 > 0 AND id = ?3) OR (?3 = 0"
+	         " AND submitted_ms <= ?2 AND (ended_ms = 0 OR ended_ms >= ?1))"
 	         " ORDER BY id DESC LIMIT %d",
 	         WEB_ENDED_MAX);
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
@@ -301,6 +302,7 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, cJSON *jobs, char *cause,
 		return off_errno(db, rc, "reading jobs", cause, len);
 	sqlite3_bind_int64(st, 1, t0);
 	sqlite3_bind_int64(st, 2, t1);
+	sqlite3_bind_int64(st, 3, id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		cJSON *j = cJSON_CreateObject(), *pub;
 
@@ -365,11 +367,11 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, cJSON *jobs, char *cause,
 	return 0;
 }
 
-/* The events of [t0, t1] (the newest OFFLINE_EVENTS_MAX), oldest first,
- * as public Events. */
+/* The events of [t0, t1] (the newest OFFLINE_EVENTS_MAX), of job id
+ * alone when id > 0, oldest first, as public Events. */
 static int
-off_events(sqlite3 *db, int64_t t0, int64_t t1, cJSON *events, char *cause,
-           size_t len)
+off_events(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *events,
+           char *cause, size_t len)
 {
 	sqlite3_stmt *st;
 	int rc;
@@ -377,7 +379,8 @@ off_events(sqlite3 *db, int64_t t0, int64_t t1, cJSON *events, char *cause,
 	rc = sqlite3_prepare_v2(
 	    db,
 	    "SELECT * FROM (SELECT id, ts_ms, job_id, kind, detail FROM events"
-	    " WHERE ts_ms >= ?1 AND ts_ms <= ?2 ORDER BY id DESC LIMIT ?3)"
+	    " WHERE ts_ms >= ?1 AND ts_ms <= ?2 AND (?4 = 0 OR job_id = ?4)"
+	    " ORDER BY id DESC LIMIT ?3)"
 	    " ORDER BY id",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -385,6 +388,7 @@ off_events(sqlite3 *db, int64_t t0, int64_t t1, cJSON *events, char *cause,
 	sqlite3_bind_int64(st, 1, t0);
 	sqlite3_bind_int64(st, 2, t1);
 	sqlite3_bind_int(st, 3, OFFLINE_EVENTS_MAX);
+	sqlite3_bind_int64(st, 4, id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		cJSON *e = cJSON_CreateObject(), *pub;
 		const char *d = (const char *)sqlite3_column_text(st, 4);
@@ -451,9 +455,81 @@ web_offline_snap(struct web_offline *off, int64_t t0, int64_t t1,
 	*events = cJSON_CreateArray();
 	if (snap->jobs == NULL || *events == NULL)
 		return proto_cause(cause, len, -ENOMEM, "out of memory");
-	if ((rc = off_jobs(off->db, t0, t1, snap->jobs, cause, len)) != 0 ||
-	    (rc = off_events(off->db, t0, t1, *events, cause, len)) != 0)
+	if ((rc = off_jobs(off->db, t0, t1, 0, snap->jobs, cause, len)) != 0 ||
+	    (rc = off_events(off->db, t0, t1, 0, *events, cause, len)) != 0)
 		return rc;
 	snap->events = *events;
 	return 0;
+}
+
+int
+web_offline_job(struct web_offline *off, int64_t id, cJSON **job,
+                cJSON **history, cJSON *events, char *cause, size_t len)
+{
+	struct job_bucket *jb = NULL;
+	struct store_read *r = NULL;
+	cJSON *jobs = cJSON_CreateArray(), *arr;
+	int64_t lo, hi, step;
+	size_t n = 0, i;
+	int rc;
+
+	*job = *history = NULL;
+	if (jobs == NULL)
+		return proto_cause(cause, len, -ENOMEM, "out of memory");
+	if ((rc = off_jobs(off->db, 0, 0, id, jobs, cause, len)) != 0)
+		goto out;
+	if (cJSON_GetArraySize(jobs) == 0) {
+		rc = proto_cause(cause, len, -ENOENT, "no job %" PRId64, id);
+		goto out;
+	}
+	*job = cJSON_DetachItemFromArray(jobs, 0);
+	if ((rc = off_events(off->db, 0, INT64_MAX, id, events, cause, len)) !=
+	    0)
+		goto out;
+	/* As the daemon's history {job_id} steps it: about 60 buckets over
+	 * the job's life, never finer than the default interval (the
+	 * daemon's own is not in the copy). */
+	lo = (int64_t)web_num(*job, "submitted_at_ms", 0);
+	hi = (int64_t)web_num(*job, "ended_at_ms", 0);
+	if (hi <= 0 && (rc = off_last_ms(off->db, &hi, cause, len)) != 0)
+		goto out;
+	step = hi > lo ? (hi - lo) / 60 : 0;
+	if (step < 500)
+		step = 500;
+	if ((rc = store_read_open(&r, off->db, cause, len)) != 0 ||
+	    (rc = store_read_job_history(r, id, 0, INT64_MAX, step, &jb, &n,
+	                                 cause, len)) != 0)
+		goto out;
+	*history = cJSON_CreateObject();
+	cJSON_AddNumberToObject(*history, "job_id", (double)id);
+	cJSON_AddNumberToObject(*history, "step_ms", (double)step);
+	arr = cJSON_AddArrayToObject(*history, "buckets");
+	for (i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		/* whole bytes, cut, as control-lists.c's mma_json */
+		cJSON_AddNumberToObject(o, "ts_ms", (double)jb[i].ts_ms);
+		cJSON_AddNumberToObject(o, "n", (double)jb[i].n);
+		cJSON_AddItemToObject(
+		    o, "footprint_bytes",
+		    minavgmax((double)(int64_t)jb[i].footprint_min,
+		              (double)(int64_t)jb[i].footprint_avg,
+		              (double)(int64_t)jb[i].footprint_max, 0));
+		cJSON_AddItemToObject(o, "swap_bytes",
+		                      minavgmax((double)(int64_t)jb[i].swap_min,
+		                                (double)(int64_t)jb[i].swap_avg,
+		                                (double)(int64_t)jb[i].swap_max,
+		                                0));
+		cJSON_AddItemToArray(arr, o);
+	}
+out:
+	free(jb);
+	store_read_close(r);
+	cJSON_Delete(jobs);
+	if (rc != 0) {
+		cJSON_Delete(*job);
+		cJSON_Delete(*history);
+		*job = *history = NULL;
+	}
+	return rc;
 }

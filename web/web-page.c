@@ -5,6 +5,7 @@
  * 'none'. It reloads itself every few seconds (meta refresh), keeping its
  * window.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -551,6 +552,41 @@ job_path_id(const char *path)
 	return id <= ((int64_t)1 << 53) ? id : 0;
 }
 
+/* /job/ID with the daemon down and --db: says so, then reads the job
+ * from the copy; the HTTP status (200: *job, *hist and events filled). */
+static int
+offline_job(struct web_daemon *wd, int64_t id, struct svgp_buf *b, cJSON **job,
+            cJSON **hist, cJSON *events)
+{
+	struct web_offline off;
+	char why[512];
+	int rc;
+
+	svgp_puts(b, "<p id=\"daemon\" class=\"bad\">daemon not reachable: ");
+	svgp_esc(b, wd->error);
+	svgp_puts(b, "</p>");
+	rc = web_offline_open(&off, wd->db, why, sizeof why);
+	if (rc == 0) {
+		rc = web_offline_job(&off, id, job, hist, events, why,
+		                     sizeof why);
+		web_offline_close(&off);
+	}
+	if (rc != 0) {
+		svgp_puts(b, "<p id=\"offline-error\" class=\"bad\">");
+		if (rc == -ENOENT)
+			svgp_printf(b, "no job %" PRId64 " in <code>", id);
+		else
+			svgp_puts(b, "no history: ");
+		svgp_esc(b, rc == -ENOENT ? wd->db : why);
+		svgp_puts(b, rc == -ENOENT ? "</code></p>" : "</p>");
+		return rc == -ENOENT ? 404 : 503;
+	}
+	svgp_puts(b, "<p id=\"offline-source\">As <code>");
+	svgp_esc(b, wd->db);
+	svgp_puts(b, "</code> has it.</p>");
+	return 200;
+}
+
 int
 web_job_page(struct web_daemon *wd, const struct web_request *rq,
              struct svgp_buf *b, const char **type)
@@ -573,7 +609,12 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
 	            id);
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
 	rc = id > 0 ? web_daemon_call(wd, "show", params, &shown) : SL_E_NOJOB;
-	if (rc < 0) {
+	if (rc < 0 && rc != SL_E_NOJOB && wd->db != NULL) {
+		/* The daemon is down: the job as the copy (--db) has it. */
+		status = offline_job(wd, id, b, &job, &hist, events);
+		if (status != 200)
+			goto out;
+	} else if (rc < 0) {
 		status = rc == SL_E_NOJOB ? 404 : 503;
 		svgp_puts(b, "<p id=\"daemon\" class=\"bad\">");
 		if (rc == SL_E_NOJOB)
@@ -584,18 +625,19 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
 		}
 		svgp_puts(b, "</p>");
 		goto out;
+	} else {
+		/* Only the allow-listed members: never argv, env, cwd,
+		 * on_end or end_detail, whoever this program runs as. */
+		job = web_public_job(shown);
+		snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}", id);
+		(void)web_daemon_call(wd, "history", params, &hist);
+		snprintf(params, sizeof params,
+		         "{\"job_id\":%" PRId64 ",\"limit\":1000}", id);
+		if (web_daemon_call(wd, "events", params, &evr) == 0)
+			cJSON_ArrayForEach(
+			    e, cJSON_GetObjectItemCaseSensitive(evr, "events"))
+			    cJSON_AddItemToArray(events, web_public_event(e));
 	}
-	/* Only the allow-listed members: never argv, env, cwd, on_end or
-	 * end_detail, whoever this program runs as. */
-	job = web_public_job(shown);
-	snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}", id);
-	(void)web_daemon_call(wd, "history", params, &hist);
-	snprintf(params, sizeof params,
-	         "{\"job_id\":%" PRId64 ",\"limit\":1000}", id);
-	if (web_daemon_call(wd, "events", params, &evr) == 0)
-		cJSON_ArrayForEach(
-		    e, cJSON_GetObjectItemCaseSensitive(evr, "events"))
-		    cJSON_AddItemToArray(events, web_public_event(e));
 	job_fields(b, job, now);
 	svgp_puts(b, "<section id=\"plot\">");
 	for (i = 0; i < NPLOT_WIDTHS; i++) {

@@ -124,6 +124,11 @@ int web_offline_history(struct web_offline *off, int64_t since, int64_t until,
 int web_offline_snap(struct web_offline *off, int64_t t0, int64_t t1,
                      struct web_snap *snap, cJSON **events, char *cause,
                      size_t len);
+/* One job of the copy for /job/ID: its public Job, its history as the
+ * daemon's history {job_id} answers it, and its events (its stages)
+ * appended to events; -ENOENT when the copy has no such job. */
+int web_offline_job(struct web_offline *off, int64_t id, cJSON **job,
+                    cJSON **history, cJSON *events, char *cause, size_t len);
 
 /* The pages. Each appends its body to out and returns the HTTP status;
  * *type is the Content-Type. */
