@@ -129,7 +129,7 @@ def check_offline(drv, d, sock, ids, copy):
         assert starts, "no daemon start mark"
         row = drv.find_element(By.CSS_SELECTOR, '#ended tr[data-job="%d"]' % ids["killed"])
         cells = [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[3] == "killed: swap_budget", cells
+        assert cells[3] == "killed (swap_budget)", cells
         assert not css(By.ID, "queue") and not css(By.ID, "running")
         assert MARKER not in drv.page_source
         drv.save_screenshot(os.path.join(artifacts(), "web-offline.png"))
@@ -141,7 +141,7 @@ def check_offline(drv, d, sock, ids, copy):
         drv.get("http://%s/job/%d" % (w.host(), ids["killed"]))
         fields = {text(r.find_element(By.TAG_NAME, "th")): text(r.find_element(By.TAG_NAME, "td"))
                   for r in css(By.CSS_SELECTOR, "#fields tr")}
-        assert fields["state"] == "killed: swap_budget", fields
+        assert fields["state"] == "killed (swap_budget)", fields
         assert fields["swap budget"] == "1.0G", fields
         fp = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="footprint_bytes"]')
         assert re.search(r"[ML][-0-9.]+ [-0-9.]+", fp.get_attribute("d")), fp.get_attribute("d")

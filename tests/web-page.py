@@ -7,7 +7,7 @@ killed job was in; each window link (15 min, 1 h, 24 h, 7 d) plots its
 span; the queue table says why a job waits in the words `stageloadctl run`
 prints for it, a size for a job that waits for one (wait_free_bytes);
 the running table shows swap growth against the budget; the page's sizes
-are `stageloadctl status`'s, character for character;
+and states are `stageloadctl status`'s, character for character;
 a screenshot is kept
 under the build dir (artifacts/web-page.png); the page updates itself when
 the fixture changes; it fits a narrow window and turns dark in dark mode.
@@ -126,7 +126,7 @@ def check_ended(drv, ids):
     from selenium.webdriver.common.by import By
     row = drv.find_element(By.CSS_SELECTOR, '#ended tr[data-job="%d"]' % ids["killed"])
     cells = [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
-    assert cells[3] == "killed: swap_budget" and cells[4] not in ("0", "") and \
+    assert cells[3] == "killed (swap_budget)" and cells[4] not in ("0", "") and \
         cells[5] == "1.5G" and cells[6] != "-", cells
     for sel in ('#ended tr[data-job="%d"] a' % ids["killed"],
                 '#running tr[data-job="%d"] a' % ids["runner"],
@@ -149,7 +149,7 @@ def check_job_page(drv, host, ids):
         assert text(drv.find_element(By.TAG_NAME, "h1")) == "job %d" % jid
         fields = {text(r.find_element(By.TAG_NAME, "th")): text(r.find_element(By.TAG_NAME, "td"))
                   for r in drv.find_elements(By.CSS_SELECTOR, "#fields tr")}
-        assert fields["state"] == ("running" if key == "runner" else "killed: swap_budget"), fields
+        assert fields["state"] == ("running" if key == "runner" else "killed (swap_budget)"), fields
         fp = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="footprint_bytes"]')
         assert re.search(r"[ML][-0-9.]+ [-0-9.]+", fp.get_attribute("d")), fp.get_attribute("d")
         budget = drv.find_element(By.CSS_SELECTOR, PLOT + " g.slp-budget")
@@ -409,26 +409,27 @@ def check_running(d, drv, ids):
     print("page: running job's swap growth against its budget (%s)" % " ".join(cells[4:8]))
 
 
-def status_sizes(d):
-    """`stageloadctl status --all`'s FOOTPRINT and SWAP/BUDGET of each job,
-    by id."""
+def status_words(d):
+    """`stageloadctl status --all`'s FOOTPRINT, SWAP/BUDGET and STATE of
+    each job, by id."""
     bin_ = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
     out = subprocess.run([bin_, "--socket", d.socket, "status", "--all", "-o",
-                          "id,footprint,swap"], capture_output=True, text=True,
+                          "id,footprint,swap,state"], capture_output=True, text=True,
                          timeout=20, check=True).stdout
     rows = {}
     for line in out.splitlines()[1:]:
         f = line.split()
-        if len(f) >= 3 and f[0].isdigit():
-            rows[int(f[0])] = (f[1], f[2])
+        if len(f) >= 4 and f[0].isdigit():
+            rows[int(f[0])] = (f[1], f[2], " ".join(f[3:]))
     return rows
 
 
 def check_units(d, drv, host, ids):
-    """The page's sizes are the CLI's, character for character ("8.0G",
-    "512M", "0B"): the running table's footprint and swap growth/budget
-    and the recently ended table's peak and growth with the job page's
-    budget against `stageloadctl status`'s FOOTPRINT and SWAP/BUDGET."""
+    """The page's sizes and states are the CLI's, character for character
+    ("8.0G", "512M", "0B", "killed (swap_budget)"): the running table's
+    footprint, swap growth/budget and state, and the recently ended
+    table's peak, growth and end with the job page's budget, against
+    `stageloadctl status`'s FOOTPRINT, SWAP/BUDGET and STATE."""
     from selenium.webdriver.common.by import By
 
     def cells(sel):
@@ -442,18 +443,18 @@ def check_units(d, drv, host, ids):
         drv.get("http://%s/job/%d" % (host, ids["killed"]))
         budget = text(drv.find_element(
             By.CSS_SELECTOR, '#fields tr[data-field="swap budget"] td'))
-        return {ids["runner"]: (run[4], "%s/%s" % (run[5], run[6])),
-                ids["killed"]: (end[4], "%s/%s" % (end[5], budget))}
+        return {ids["runner"]: (run[4], "%s/%s" % (run[5], run[6]), run[3]),
+                ids["killed"]: (end[4], "%s/%s" % (end[5], budget), end[3])}
 
     got = {}
 
     def same():
-        want = status_sizes(d)
+        want = status_words(d)
         got.update(page())
         return all(want.get(k) == v for k, v in got.items()) and want
     want = poll(same, timeout=15, step=0.5, what="the page's sizes to be the CLI's")
     assert got[ids["runner"]][1].endswith("/8.0G"), got
-    print("page: sizes as `stageloadctl status` prints them: %s (status %s)"
+    print("page: sizes and states as `stageloadctl status` prints them: %s (status %s)"
           % (got, {k: want[k] for k in got}))
 
 

@@ -319,17 +319,17 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 	svgp_puts(b, "</tbody></table></div></section>");
 }
 
-/* How a job ended, in a few words: its state, and its end_reason when it
- * has one ("killed: swap_budget"). */
+/* A job's state in the words of `stageloadctl status` ("killed
+ * (swap_budget)", "exited 0", "queued #2"): cli_state_words. */
 static void
 end_words(const cJSON *j, char *buf, size_t len)
 {
-	const char *st = web_str(j, "state"), *why = web_str(j, "end_reason");
+	const char *st = web_str(j, "state");
 
-	if (why != NULL && why[0] != '\0')
-		snprintf(buf, len, "%s: %s", st ? st : "?", why);
-	else
-		snprintf(buf, len, "%s", st ? st : "?");
+	cli_state_words(st ? st : "?", (int)web_num(j, "position", 0),
+	                (int)web_num(j, "exit_code", 0),
+	                (int)web_num(j, "signal", 0), web_str(j, "end_reason"),
+	                buf, len);
 }
 
 static void
