@@ -259,6 +259,7 @@ def check_windows(drv, host):
         poll(lambda: [a.text for a in drv.find_elements(
             By.CSS_SELECTOR, "nav#window a[aria-current]")] == [label],
             what="the %s window to load" % label)
+        drv.execute_script("window.stop()")  # no reload while it is read
         svg = drv.find_element(By.CSS_SELECTOR, PLOT)
         t0, t1 = int(svg.get_attribute("data-t0")), int(svg.get_attribute("data-t1"))
         assert t1 - t0 == span, (label, t1 - t0, span)
@@ -515,7 +516,7 @@ def main():
             check_default_window(drv, w.host())
             check_windows(drv, w.host())
             check_spike(d, drv, w.host())
-            drv.get("http://%s/?window=15m" % w.host())
+            drv.live("http://%s/?window=15m" % w.host())
 
             before = drv.find_element(By.ID, "free-pct").text
             assert before == "80.0%", before

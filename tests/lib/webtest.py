@@ -201,8 +201,21 @@ def import_selenium():
 
 
 def browser(profile):
+    """Headless Chromium whose get() stops the page's reload (its meta
+    refresh, every 5 s) once it has loaded: on a loaded machine a check
+    taking longer would read the page while it is built again. live()
+    loads a page and lets it reload itself."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+
+    class Still(webdriver.Chrome):
+        def get(self, url):
+            super().get(url)
+            self.execute_script("window.stop()")
+
+        def live(self, url):
+            super().get(url)
+
     opts = webdriver.ChromeOptions()
     opts.binary_location = shutil.which("chromium")
     for a in ("--headless=new", "--disable-gpu", "--disable-dev-shm-usage",
@@ -211,7 +224,7 @@ def browser(profile):
         opts.add_argument(a)
     if os.geteuid() == 0:
         opts.add_argument("--no-sandbox")  # Chromium's sandbox refuses root
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    return Still(service=Service(shutil.which("chromedriver")), options=opts)
 
 
 def artifacts():
