@@ -43,12 +43,12 @@
 #define OFF_PRIV_S_TEXT(v, col) OFF_PRIV_S_TEXT_##v(col)
 #define OFF_PRIV(m, w, store, col, job, vis, submit, upd, lo, hi, unit, web)   \
 	OFF_PRIV_##store(vis, col)
+#define OFF_PRIVATE_COLUMNS JOB_FIELDS(OFF_PRIV)
 static const char private_sql[] =
     "SELECT EXISTS (SELECT 1 FROM job_args)"
-    " OR EXISTS (SELECT 1 FROM jobs WHERE 0" JOB_FIELDS(
-        OFF_PRIV) ")"
-                  " OR EXISTS (SELECT 1 FROM events WHERE job_id != 0"
-                  " AND kind NOT IN ('stage', 'stage_end'))";
+    " OR EXISTS (SELECT 1 FROM jobs WHERE 0" OFF_PRIVATE_COLUMNS ")"
+    " OR EXISTS (SELECT 1 FROM events WHERE job_id != 0"
+    " AND kind NOT IN ('stage', 'stage_end'))";
 
 /* The public columns of a jobs row the page shows (W_YES or W_SPECIAL),
  * with their wire names and how to read them. */
@@ -99,9 +99,8 @@ static const struct off_col job_cols[] = {JOB_FIELDS(OFF_COL)};
 #define NJOB_COLS (sizeof job_cols / sizeof job_cols[0])
 
 static int
-off_errno(sqlite3 *db, int rc, const char *what, char *cause, size_t len)
+off_errno(sqlite3 *db, const char *what, char *cause, size_t len)
 {
-	(void)rc;
 	return proto_cause(cause, len, -EIO, "%s: %s", what,
 	                   sqlite3_errmsg(db));
 }
@@ -125,7 +124,7 @@ off_open(const char *path, sqlite3 **dbp, char *cause, size_t len)
 		sqlite3_finalize(st);
 	}
 	if (rc != SQLITE_OK) {
-		rc = off_errno(db, rc, path, cause, len);
+		rc = off_errno(db, path, cause, len);
 		sqlite3_close(db);
 		return rc;
 	}
@@ -255,7 +254,7 @@ off_last_ms(sqlite3 *db, int64_t *last, char *cause, size_t len)
 	    " UNION ALL SELECT max(ts_ms) FROM rollup_10m)",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return off_errno(db, rc, "reading the last sample", cause, len);
+		return off_errno(db, "reading the last sample", cause, len);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*last = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
@@ -267,7 +266,7 @@ off_last_ms(sqlite3 *db, int64_t *last, char *cause, size_t len)
 	                        " FROM events)",
 	                        -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return off_errno(db, rc, "reading the last end", cause, len);
+		return off_errno(db, "reading the last end", cause, len);
 	if (sqlite3_step(st) == SQLITE_ROW &&
 	    sqlite3_column_int64(st, 0) > *last)
 		*last = sqlite3_column_int64(st, 0);
@@ -299,7 +298,7 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *jobs,
 	         WEB_ENDED_MAX);
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return off_errno(db, rc, "reading jobs", cause, len);
+		return off_errno(db, "reading jobs", cause, len);
 	sqlite3_bind_int64(st, 1, t0);
 	sqlite3_bind_int64(st, 2, t1);
 	sqlite3_bind_int64(st, 3, id);
@@ -363,7 +362,7 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *jobs,
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return off_errno(db, rc, "reading jobs", cause, len);
+		return off_errno(db, "reading jobs", cause, len);
 	return 0;
 }
 
@@ -384,7 +383,7 @@ off_events(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *events,
 	    " ORDER BY id",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return off_errno(db, rc, "reading events", cause, len);
+		return off_errno(db, "reading events", cause, len);
 	sqlite3_bind_int64(st, 1, t0);
 	sqlite3_bind_int64(st, 2, t1);
 	sqlite3_bind_int(st, 3, OFFLINE_EVENTS_MAX);
@@ -410,7 +409,7 @@ off_events(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *events,
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return off_errno(db, rc, "reading events", cause, len);
+		return off_errno(db, "reading events", cause, len);
 	return 0;
 }
 
