@@ -51,7 +51,9 @@ static const char private_sql[] =
     " AND kind NOT IN ('stage', 'stage_end'))";
 
 /* The public columns of a jobs row the page shows (W_YES or W_SPECIAL),
- * with their wire names and how to read them. */
+ * with their wire names and how to read them: a W_SPECIAL member (after,
+ * kill, an array or object) is JSON text in its column, parsed for
+ * web_public_job to copy by its own members. */
 enum off_kind { OFF_INT, OFF_DBL, OFF_TEXT, OFF_JSON };
 struct off_col {
 	const char *column, *wire;
@@ -72,7 +74,7 @@ struct off_col {
 #define OFF_K_S_IDS OFF_JSON
 #define OFF_COL_PUBLIC_W_YES(store, col, w, unit)                              \
 	{col, w, OFF_K_##store, OFF_TIME_##unit},
-#define OFF_COL_PUBLIC_W_SPECIAL OFF_COL_PUBLIC_W_YES
+#define OFF_COL_PUBLIC_W_SPECIAL(store, col, w, unit) {col, w, OFF_JSON, 0},
 #define OFF_COL_PUBLIC_W_NO(store, col, w, unit)
 #define OFF_COL_OWNER_W_YES(store, col, w, unit)
 #define OFF_COL_OWNER_W_SPECIAL(store, col, w, unit)
@@ -309,7 +311,6 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *jobs,
 		                        (double)sqlite3_column_int64(st, 0));
 		for (i = 0; i < NJOB_COLS; i++) {
 			int c = (int)i + 1;
-			const char *t;
 
 			if (sqlite3_column_type(st, c) == SQLITE_NULL)
 				continue;
@@ -328,14 +329,9 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *jobs,
 				    sqlite3_column_double(st, c));
 				break;
 			case OFF_TEXT:
-				t = (const char *)sqlite3_column_text(st, c);
-				/* the kill's numbers are a JSON object */
-				if (strcmp(job_cols[i].wire, "kill") == 0)
-					cJSON_AddItemToObject(j, "kill",
-					                      cJSON_Parse(t));
-				else
-					cJSON_AddStringToObject(
-					    j, job_cols[i].wire, t);
+				cJSON_AddStringToObject(
+				    j, job_cols[i].wire,
+				    (const char *)sqlite3_column_text(st, c));
 				break;
 			case OFF_JSON:
 				cJSON_AddItemToObject(
