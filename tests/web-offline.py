@@ -12,8 +12,8 @@
   and swap series, a lane per job, the kill's and the cancels' own end
   marks, the stages the jobs reported and the daemon's start; the
   recently ended table; none of the private markers the jobs were given;
-- /job/ID of a job in the copy draws it (its fields, footprint, stages
-  and budget line); one not in it is 404;
+- /job/ID of a job in the copy draws it (its fields, its attempts,
+  footprint, stages and budget line); one not in it is 404;
 - a copy replaced by one that is not sanitised is refused on the page.
 
 Screenshots are kept under the build dir (artifacts/web-down.png,
@@ -149,6 +149,9 @@ def check_offline(drv, d, sock, ids, copy):
                    for e in css(By.CSS_SELECTOR, PLOT + " g.slp-stage")]
         assert jstages == ["load", EVIL_STAGE], jstages
         assert css(By.CSS_SELECTOR, PLOT + " g.slp-budget")
+        attempts = [[text(c) for c in r.find_elements(By.TAG_NAME, "td")]
+                    for r in css(By.CSS_SELECTOR, "#attempts tbody tr")]
+        assert len(attempts) == 1 and attempts[0][-1] == "swap_budget", attempts
         assert MARKER not in drv.page_source
         drv.save_screenshot(os.path.join(artifacts(), "web-offline-job.png"))
         st, _, body = w.get("/job/%d" % (max(ids.values()) + 100))

@@ -410,6 +410,62 @@ def check_running(d, drv, ids):
     print("page: running job's swap growth against its budget (%s)" % " ".join(cells[4:8]))
 
 
+def check_time_limit(d, drv, host):
+    """A job killed by its time limit has its own end mark and legend entry
+    (not a swap kill's, and not in the kills table); /job/ID lists its one
+    attempt, which ended time_limit. A job a breach requeued lists two
+    attempts, the first requeued for swap_budget."""
+    from selenium.webdriver.common.by import By
+    css = drv.find_elements
+    c = Client(d.socket)
+    slow = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                             "name": "slow", "time_limit_ms": 500})["id"]
+    retried = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                                "name": "again", "swap_budget_bytes": 1 << 30,
+                                "retry_on_breach": 1})["id"]
+    try:
+        poll(lambda: c.call("show", {"id": slow})["state"] == "killed", timeout=15,
+             what="slow to reach its time limit")
+        assert c.call("show", {"id": slow})["end_reason"] == "time_limit"
+        poll(lambda: c.call("show", {"id": retried})["state"] == "running",
+             what="again to run")
+        set_memory(d, 80, 4.5)  # 1.5G of growth: past again's 1G
+        poll(lambda: c.call("show", {"id": retried})["attempt"] == 2 and
+             c.call("show", {"id": retried})["state"] == "running", timeout=15,
+             what="again's second attempt")
+        c.call("cancel", {"id": retried})
+        poll(lambda: c.call("show", {"id": retried})["state"] == "killed",
+             what="again to end")
+        drv.get("http://%s/?window=15m" % host)
+        marks = {e.get_attribute("data-mark")
+                 for e in css(By.CSS_SELECTOR, PLOT + ' .end-marker[data-job="%d"]' % slow)}
+        assert marks == {"timelimit"}, marks
+        keys = [e.get_attribute("data-key") for e in css(By.CSS_SELECTOR, PLOT + " .slp-key")]
+        assert "timelimit" in keys, keys
+        assert not css(By.CSS_SELECTOR, '#kills tr[data-job="%d"]' % slow)
+        rows = {}
+        for jid in (slow, retried):
+            drv.get("http://%s/job/%d" % (host, jid))
+            rows[jid] = [[text(c) for c in r.find_elements(By.TAG_NAME, "td")]
+                         for r in css(By.CSS_SELECTOR, "#attempts tbody tr")]
+        (one,) = rows[slow]
+        assert one[0] == "1" and one[-1] == "time_limit" and one[6] != "-", one
+        first, second = rows[retried]
+        assert first[-1] == "requeued: swap_budget" and second[-1] == "cancel", rows
+        assert first[6] != "-" and second[6] != "-", rows
+        drv.save_screenshot(os.path.join(artifacts(), "web-job-attempts.png"))
+        print("page: a time limit's own mark and legend entry; attempts %s / %s"
+              % (one, [first[-1], second[-1]]))
+    finally:
+        for jid in (slow, retried):
+            try:
+                c.call("cancel", {"id": jid})
+            except Exception:
+                pass
+        c.close()
+        set_memory(d, 80, 3)
+
+
 def status_words(d):
     """`stageloadctl status --all`'s FOOTPRINT, SWAP/BUDGET and STATE of
     each job, by id."""
@@ -516,6 +572,7 @@ def main():
             check_default_window(drv, w.host())
             check_windows(drv, w.host())
             check_spike(d, drv, w.host())
+            check_time_limit(d, drv, w.host())
             drv.live("http://%s/?window=15m" % w.host())
 
             before = drv.find_element(By.ID, "free-pct").text

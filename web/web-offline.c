@@ -276,6 +276,51 @@ off_last_ms(sqlite3 *db, int64_t *last, char *cause, size_t len)
 	return 0;
 }
 
+/* A time of the Job, or null for none. */
+static void
+add_ms(cJSON *o, const char *name, double ms)
+{
+	if (ms > 0)
+		cJSON_AddNumberToObject(o, name, ms);
+	else
+		cJSON_AddNullToObject(o, name);
+}
+
+/* The Job's attempts as the daemon shows them (daemon/wire.c,
+ * wire_job_attempts): the column holds the attempts before the current
+ * one, which is made from the job's own times and end. */
+static void
+off_attempts(cJSON *j)
+{
+	cJSON *a = cJSON_DetachItemFromObjectCaseSensitive(j, "attempts"), *e,
+	      *last;
+	double queued = web_num(j, "submitted_at_ms", 0),
+	       ended = web_num(j, "ended_at_ms", 0);
+
+	if (!cJSON_IsArray(a)) {
+		cJSON_Delete(a);
+		if ((a = cJSON_CreateArray()) == NULL)
+			return;
+	}
+	last = cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1);
+	if (last != NULL)
+		queued = web_num(last, "ended_at_ms", queued);
+	if ((e = cJSON_CreateObject()) != NULL) {
+		cJSON_AddNumberToObject(e, "attempt", web_num(j, "attempt", 1));
+		cJSON_AddNumberToObject(e, "queued_at_ms", queued);
+		add_ms(e, "admitted_at_ms", web_num(j, "admitted_at_ms", 0));
+		add_ms(e, "started_at_ms", web_num(j, "started_at_ms", 0));
+		add_ms(e, "ended_at_ms", ended);
+		if (ended > 0 && web_str(j, "end_reason") != NULL)
+			cJSON_AddStringToObject(e, "end_reason",
+			                        web_str(j, "end_reason"));
+		else
+			cJSON_AddNullToObject(e, "end_reason");
+		cJSON_AddItemToArray(a, e);
+	}
+	cJSON_AddItemToObject(j, "attempts", a);
+}
+
 /* The jobs whose lives meet [t0, t1], newest first, or with id > 0 that
  * job alone, as public Jobs. */
 static int
@@ -342,6 +387,7 @@ off_jobs(sqlite3 *db, int64_t t0, int64_t t1, int64_t id, cJSON *jobs,
 				break;
 			}
 		}
+		off_attempts(j);
 		/* The members the daemon shows of an ended job only. */
 		if (web_num(j, "ended_at_ms", 0) <= 0) {
 			cJSON_DeleteItemFromObject(j, "exit_code");

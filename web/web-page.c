@@ -285,11 +285,14 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 	             "</tr></thead><tbody>");
 	cJSON_ArrayForEach(j, s->jobs)
 	{
-		const char *stage;
+		const char *stage, *why;
 		double at;
 
 		k = cJSON_GetObjectItemCaseSensitive(j, "kill");
-		if (!state_is(j, "killed") || !cJSON_IsObject(k) || n >= 20)
+		/* swap kills: a time limit's kill has no swap numbers */
+		why = web_str(j, "end_reason");
+		if (!state_is(j, "killed") || !cJSON_IsObject(k) || n >= 20 ||
+		    (why != NULL && strcmp(why, "swap_budget") != 0))
 			continue;
 		n++;
 		at = web_num(k, "at_ms", 0);
@@ -538,6 +541,85 @@ job_fields(struct svgp_buf *b, const cJSON *j, int64_t now)
 	svgp_puts(b, "</tbody></table></div></section>");
 }
 
+/* A member of an attempt's record in ms, 0 when null or missing. */
+static int64_t
+attempt_ms(const cJSON *a, const char *name)
+{
+	double v = web_num(a, name, 0);
+
+	return v > 0 ? (int64_t)v : 0;
+}
+
+static void
+td_ms(struct svgp_buf *b, int64_t ms)
+{
+	char d[32];
+
+	if (ms < 0) {
+		svgp_puts(b, "<td class=\"n\">-</td>");
+		return;
+	}
+	units_format_duration(ms, d, sizeof d);
+	svgp_printf(b, "<td class=\"n\">%s</td>", d);
+}
+
+/* The job's attempts (PROTOCOL.md, Job: attempts), the first first: when
+ * each was queued, admitted, started and ended, how long it waited in the
+ * queue and ran (as stageloadctl show says them), and why it ended; none
+ * for a daemon from before them. */
+static void
+attempts_table(struct svgp_buf *b, const cJSON *j, int64_t now)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "attempts"), *a;
+	int n = cJSON_GetArraySize(arr), k = 0;
+	char s[64];
+
+	if (!cJSON_IsArray(arr) || n == 0)
+		return;
+	svgp_puts(b, "<section id=\"attempts\"><h2>Attempts</h2><div "
+	             "class=\"scroll\"><table><thead><tr><th "
+	             "class=\"n\">#</th><th>queued</th><th>admitted</th>"
+	             "<th>started</th><th>ended</th><th class=\"n\">waited"
+	             "</th><th class=\"n\">ran</th><th>end</th></tr></thead>"
+	             "<tbody>");
+	cJSON_ArrayForEach(a, arr)
+	{
+		int64_t q = attempt_ms(a, "queued_at_ms"),
+		        ad = attempt_ms(a, "admitted_at_ms"),
+		        st = attempt_ms(a, "started_at_ms"),
+		        en = attempt_ms(a, "ended_at_ms"), w = ad ? ad : en;
+		const char *why = web_str(a, "end_reason");
+
+		/* the current attempt's end is the Job's */
+		if (++k == n && why == NULL)
+			why = web_str(j, "end_reason");
+		svgp_printf(b,
+		            "<tr data-attempt=\"%.0f\"><td class=\"n\">%.0f"
+		            "</td>",
+		            web_num(a, "attempt", k), web_num(a, "attempt", k));
+		clock_str(q, now, s, sizeof s);
+		td_text(b, s);
+		clock_str(ad, now, s, sizeof s);
+		td_text(b, s);
+		clock_str(st, now, s, sizeof s);
+		td_text(b, s);
+		clock_str(en, now, s, sizeof s);
+		td_text(b, s);
+		/* queued until admitted, or until it ended (cancelled while
+		 * queued), or until now */
+		td_ms(b, q > 0 ? (w ? w : now) - q : -1);
+		td_ms(b, st > 0 ? (en ? en : now) - st : -1);
+		if (k < n)
+			snprintf(s, sizeof s, "requeued%s%s", why ? ": " : "",
+			         why ? why : "");
+		else
+			snprintf(s, sizeof s, "%s", why ? why : "-");
+		td_text(b, s);
+		svgp_puts(b, "</tr>");
+	}
+	svgp_puts(b, "</tbody></table></div></section>");
+}
+
 /* The id of a /job/ID path: digits, 1 to 2^53; 0 when it is not one. */
 static int64_t
 job_path_id(const char *path)
@@ -640,6 +722,7 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
 			    cJSON_AddItemToArray(events, web_public_event(e));
 	}
 	job_fields(b, job, now);
+	attempts_table(b, job, now);
 	svgp_puts(b, "<section id=\"plot\">");
 	for (i = 0; i < NPLOT_WIDTHS; i++) {
 		struct plotd_opts o = {0};
