@@ -238,6 +238,18 @@ char *jobs_detached_exit_hint(struct daemon *d, const struct job *j);
 void jobs_detached_ended(struct daemon *d, struct jrec *r,
                          const struct spawn_status *st);
 void jobs_detached_unwatch(struct jrec *r);
+/*
+ * The marker line a detached job's log gets for an end the daemon caused
+ * (its end_reason: a kill, a cancel, ...), or for the end of an attempt
+ * that is requeued (next_attempt > 0: the attempt that follows): "stageload:
+ * killed at 23:02:11: the system's swap grew 2.6G while it ran, over its
+ * 2.0G budget". jobs_mark_text writes the line (with its newline) and
+ * returns its length, or -1 when there is none.
+ */
+int jobs_mark_text(const struct job *j, int next_attempt, char *buf,
+                   size_t len);
+void jobs_detached_mark(struct daemon *d, const struct job *j,
+                        int next_attempt);
 
 /* ---- jobs-attached.c ---- */
 
