@@ -68,6 +68,7 @@ struct run {
 	sl_client *c;
 	char path[1024];
 	int64_t id;
+	char token[80]; /* the job's STAGELOAD_JOB_TOKEN ("": none) */
 	char *const *argv;
 	int quiet;
 	int tty;       /* stderr is a terminal: update the line in place */
@@ -498,9 +499,25 @@ start_command(struct run *r)
 		if (n != 1 || go != 'g')
 			_exit(EXIT_JOB_NOTRUN);
 		close(gate[0]);
-		/* As a detached job has it: `stageloadctl stage` finds it. */
+		/* As a detached job has it (PROTOCOL.md, submit): `stageloadctl
+		 * stage` and the Python package find the job, its daemon and
+		 * its token. */
 		snprintf(idvar, sizeof idvar, "%" PRId64, r->id);
 		setenv("STAGELOAD_JOB_ID", idvar, 1);
+		if (r->path[0] == '/')
+			setenv("STAGELOAD_SOCKET", r->path, 1);
+		else {
+			char abs[2048], cwd[1024];
+			if (getcwd(cwd, sizeof cwd) != NULL) {
+				snprintf(abs, sizeof abs, "%s/%s", cwd,
+				         r->path);
+				setenv("STAGELOAD_SOCKET", abs, 1);
+			}
+		}
+		if (r->token[0] != '\0')
+			setenv("STAGELOAD_JOB_TOKEN", r->token, 1);
+		else
+			unsetenv("STAGELOAD_JOB_TOKEN");
 		execvp(r->argv[0], r->argv);
 		e = errno;
 		fprintf(stderr, "stageloadctl: cannot run %s: %s\n", r->argv[0],
@@ -746,6 +763,9 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		return rc == EXIT_ERR ? EXIT_JOB_NOTRUN : rc;
 	}
 	r.id = sub.id;
+	snprintf(r.token, sizeof r.token, "%s",
+	         sl_job_token(r.c, r.id) != NULL ? sl_job_token(r.c, r.id)
+	                                         : "");
 	r.queued_since_ms = clock_wall_ms();
 	if (r.wait_free_bytes > 0 && sl_info(r.c, &info) == 0 &&
 	    info.has_sample)

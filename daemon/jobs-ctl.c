@@ -4,6 +4,8 @@
  * before these are called (control-jobs.c); what the job's state allows is
  * decided here.
  */
+#include <sys/random.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -221,6 +223,41 @@ submit_make_room(struct daemon *d, const struct job *j, char *cause,
 	return 0;
 }
 
+/* The job's token: 16 bytes of the system's random source, in hex. */
+static int
+jobs_new_token(struct job *j)
+{
+	unsigned char raw[16];
+	char hex[2 * sizeof raw + 1];
+	size_t i;
+
+	if (getentropy(raw, sizeof raw) == -1)
+		return -errno;
+	for (i = 0; i < sizeof raw; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	free(j->job_token);
+	if ((j->job_token = strdup(hex)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+jobs_token_matches(const struct job *j, const char *token)
+{
+	size_t n, i;
+	unsigned char diff = 0;
+
+	if (j->job_token == NULL)
+		return 1; /* a job from before tokens: as it was */
+	n = strlen(j->job_token);
+	if (token == NULL || strlen(token) != n)
+		return 0;
+	/* Every byte compared, whatever differs first. */
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)(j->job_token[i] ^ token[i]);
+	return diff == 0;
+}
+
 int
 jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
             long *position, size_t *queued, char *cause, size_t causelen)
@@ -238,6 +275,14 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	j->attempt = 1;
 	j->state = JOB_QUEUED;
 	j->submitted_ms = clock_wall_ms();
+	if ((rc = jobs_new_token(j)) < 0) {
+		job_free(j);
+		snprintf(cause, causelen,
+		         "cannot read the system's random "
+		         "source: %s",
+		         strerror(-rc));
+		return PROTO_E_INTERNAL;
+	}
 	jobs_learn_expect(d, j);
 	if (store_job_insert(d->store, j, scause, sizeof scause) != 0) {
 		job_free(j);

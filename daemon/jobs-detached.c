@@ -129,9 +129,9 @@ jobs_mark_text(const struct job *j, int next_attempt, char *buf, size_t len)
 		         next_attempt);
 	if (strcmp(reason, "swap_budget") == 0) {
 		if (j->job_swap_bytes > 0)
-			snprintf(own, sizeof own, " (its own swap %s)",
-			         mark_size(j->job_swap_bytes, grew,
-			                   sizeof grew));
+			snprintf(
+			    own, sizeof own, " (its own swap %s)",
+			    mark_size(j->job_swap_bytes, grew, sizeof grew));
 		n = snprintf(buf, len,
 		             "stageload: %s at %s: the system's swap grew %s "
 		             "while it ran%s, over its %s budget%s\n",
@@ -158,8 +158,8 @@ jobs_detached_mark(struct daemon *d, const struct job *j, int next_attempt)
 
 	/* Only a log its monitor made: never one of an attempt that did not
 	 * start (it is not there, or an old one the next monitor replaces). */
-	if (j->attached || (j->started_ms <= 0 && j->attempt <= 1 &&
-	                    next_attempt == 0))
+	if (j->attached ||
+	    (j->started_ms <= 0 && j->attempt <= 1 && next_attempt == 0))
 		return;
 	if ((n = jobs_mark_text(j, next_attempt, line, sizeof line)) < 0)
 		return;

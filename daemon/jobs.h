@@ -139,6 +139,9 @@ int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
  * 0 or a PROTO_E_* code with cause.
  */
 /* j is consumed; client_id for an attached job. */
+/* 1 when token is job j's (compared in constant time), or j has none
+ * (a job from before tokens); 0 otherwise, a NULL token included. */
+int jobs_token_matches(const struct job *j, const char *token);
 int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
                 int64_t *id, long *position, size_t *queued, char *cause,
                 size_t causelen);

@@ -184,6 +184,10 @@ static const char *const store_migrations[] = {
      "ALTER TABLE jobs ADD COLUMN slurm_step_id INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN slurm_task_id INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN exit_reporter TEXT;"),
+    /* 10: the job's token (STAGELOAD_JOB_TOKEN), which a stage report
+     * from inside the job carries; NULL for jobs from before, whose
+     * reports are taken as they were. */
+    "ALTER TABLE jobs ADD COLUMN job_token TEXT;",
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))

@@ -116,7 +116,8 @@ X(pgid,            "pgid",            S_INT,    "pgid",            J_NO,     OWN
 X(start_time,      "start_time",      S_INT,    "start_time",      J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
 X(monitor_pid,     "monitor_pid",     S_INT,    "monitor_pid",     J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
 X(swap_base_bytes, "swap_base_bytes", S_INT,    "swap_base_bytes", J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
-X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO)
+X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
+X(job_token,       "job_token",       S_TEXT,   "job_token",       J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO)
 /* clang-format on */
 
 #endif

@@ -14,7 +14,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, poll  # noqa: E402
+from sltest import Client, Daemon, kill_leftovers, poll  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
@@ -23,7 +23,9 @@ _spec.loader.exec_module(js)
 submit, show, wait_state, samples, read, events_of = (
     js.submit, js.show, js.wait_state, js.samples, js.read, js.events_of)
 
-CTL = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+CTL = os.path.abspath(os.path.join(os.environ.get("SL_BIN", "build/bin"),
+                                   "stageloadctl"))
+PYTHON_DIR = os.path.join(os.path.dirname(HERE), "python")
 
 
 def ctl(d, *args, env=None):
@@ -105,7 +107,116 @@ def sc_cancel_marker(d, m, c):
     print("ok - cancelled: %r; an exit on its own: none" % last)
 
 
+def env_file(path):
+    """The STAGELOAD_ variables a job wrote to path (env's lines)."""
+    out = {}
+    for line in read(path).splitlines():
+        k, _, v = line.partition("=")
+        if k.startswith("STAGELOAD_"):
+            out[k] = v
+    return out
+
+
+def stage_names(c, jid):
+    return [s["name"] for s in (show(c, jid).get("stages") or [])]
+
+
+def sc_stage_own_daemon(d, m, c):
+    """A job of this daemon whose submitter's environment named another
+    daemon's socket (that one owns the socket its clients would pick):
+    the job's environment names this daemon and a token, its stage
+    reports (stageloadctl stage, Python's stage()) reach this daemon, and
+    a report with its token that reaches the other daemon, which has a
+    job of the same id, is refused there and recorded on nothing."""
+    m.set(free_pct=80)
+    other = Daemon(interval="0.1").start()
+    try:
+        oc = Client(other.socket)
+        # The other daemon's job 1, the same id as ours.
+        oid = oc.call("submit", {"argv": ["sleep", "60"], "cwd": other.dir,
+                                 "env": js.env_list()})["id"]
+        envf = d.dir + "/job.env"
+        script = ("env > %s; %s stage encode && "
+                  "python3 -c 'import stageload; stageload.stage(\"decode\")' "
+                  "&& echo staged; exec sleep 60" % (envf, CTL))
+        p = {"argv": ["bash", "-c", script], "cwd": d.dir,
+             "env": js.env_list(STAGELOAD_SOCKET=other.socket,
+                                STAGELOAD_JOB_TOKEN="sent-by-the-submitter",
+                                PYTHONPATH=PYTHON_DIR)}
+        jid = c.call("submit", p)["id"]
+        assert jid == oid, (jid, oid)
+        poll(lambda: "staged" in log_of(d, jid) or
+             "stageload" in log_of(d, jid), what="the job's stage reports")
+        assert "staged" in log_of(d, jid), log_of(d, jid)
+        env = env_file(envf)
+        assert env["STAGELOAD_SOCKET"] == d.socket, env
+        assert env["STAGELOAD_JOB_ID"] == str(jid), env
+        token = env["STAGELOAD_JOB_TOKEN"]
+        assert len(token) == 32 and token != "sent-by-the-submitter", env
+        assert stage_names(c, jid) == ["encode", "decode"], stage_names(c, jid)
+        assert stage_names(oc, oid) == [], stage_names(oc, oid)
+        # Never in a Job, not even the owner's with env.
+        assert token not in str(c.call("show", {"id": jid, "env": True}))
+        assert token not in str(c.call("status", {"all": True}))
+        # The report reaches the other daemon (its socket named): refused.
+        wrong = dict(os.environ, STAGELOAD_JOB_ID=str(jid),
+                     STAGELOAD_JOB_TOKEN=token)
+        r = subprocess.run([CTL, "--socket", other.socket, "stage", "lost"],
+                           capture_output=True, text=True, timeout=30,
+                           env=wrong)
+        assert r.returncode == 77, (r.returncode, r.stderr)
+        assert "STAGELOAD_JOB_TOKEN does not match" in r.stderr, r.stderr
+        r = subprocess.run(
+            ["python3", "-c", "import stageload, sys; "
+             "sys.exit(0 if stageload.stage('lost', socket=%r) else 3)"
+             % other.socket],
+            capture_output=True, text=True, timeout=30,
+            env=dict(wrong, PYTHONPATH=PYTHON_DIR))
+        assert r.returncode == 3 and "does not match" in r.stderr, (r.returncode, r.stderr)
+        assert stage_names(oc, oid) == [], stage_names(oc, oid)
+        # Its own daemon takes the same token; a wrong one it refuses.
+        r = subprocess.run([CTL, "--socket", d.socket, "stage", "tail"],
+                           capture_output=True, text=True, timeout=30,
+                           env=wrong)
+        assert r.returncode == 0, (r.returncode, r.stderr)
+        r = subprocess.run([CTL, "--socket", d.socket, "stage", "bad"],
+                           capture_output=True, text=True, timeout=30,
+                           env=dict(wrong, STAGELOAD_JOB_TOKEN="0" * 32))
+        assert r.returncode == 77, (r.returncode, r.stderr)
+        assert stage_names(c, jid) == ["encode", "decode", "tail"], stage_names(c, jid)
+        oc.call("cancel", {"id": oid})
+        c.call("cancel", {"id": jid})
+        oc.close()
+        print("ok - a job's stage reports reach its own daemon; with its "
+              "token at the other daemon: exit 77, nothing recorded")
+    finally:
+        other.stop()
+        kill_leftovers(other)
+        other.cleanup()
+
+
+def sc_stage_attached(d, m, c):
+    """run: the command's environment names the daemon run talked to and
+    the job's token, whatever STAGELOAD_SOCKET the caller had."""
+    m.set(free_pct=80)
+    envf = d.dir + "/run.env"
+    r = subprocess.run(
+        [CTL, "--socket", d.socket, "run", "-q", "--", "bash", "-c",
+         "env > %s; %s stage decode" % (envf, CTL)],
+        capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, STAGELOAD_SOCKET=d.dir + "/nothing.sock"))
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    env = env_file(envf)
+    assert env["STAGELOAD_SOCKET"] == d.socket, env
+    jid = int(env["STAGELOAD_JOB_ID"])
+    assert len(env["STAGELOAD_JOB_TOKEN"]) == 32, env
+    assert stage_names(c, jid) == ["decode"], stage_names(c, jid)
+    print("ok - run: the command has STAGELOAD_SOCKET and a token; its stage is recorded")
+
+
 SCENARIOS = [
+    ("stage_own_daemon", sc_stage_own_daemon, {}),
+    ("stage_attached", sc_stage_attached, {}),
     ("killed_marker", sc_killed_marker, {}),
     ("retry_marker", sc_retry_marker, {}),
     ("cancel_marker", sc_cancel_marker, {}),

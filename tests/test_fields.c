@@ -170,6 +170,7 @@ static const char *const store_columns[] = {
     "name_given",
     "expect_source",
     "expect_runs",
+    "job_token",
     NULL,
 };
 
@@ -288,6 +289,7 @@ full_job(struct job *j)
 	j->swap_growth_peak_bytes = 14;
 	j->job_swap_bytes = 15;
 	j->bytes = 16;
+	j->job_token = "00112233445566778899aabbccddeeff";
 }
 
 static void

@@ -118,7 +118,7 @@ def _split_command(argv: Sequence[str]) -> "tuple[List[str], List[str]]":
     return argv, []
 
 
-def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
+def _start(argv: List[str], job_id: int, env: Dict[str, str]) -> "tuple[int, int]":
     """Fork the command in a process group of its own, held at a gate
     until the daemon knows its pid (PROTOCOL.md, job_pid); (pid, gate fd)."""
     r, w = os.pipe()
@@ -134,6 +134,7 @@ def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
                 os._exit(EXIT_JOB_NOTRUN)
             os.close(r)
             os.environ["STAGELOAD_JOB_ID"] = str(job_id)
+            os.environ.update(env)
             try:
                 os.execvp(argv[0], argv)
             except OSError as e:
@@ -276,7 +277,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
             except JobNotRun as e:
                 _err(e.message)
                 return EXIT_JOB_NOTRUN
-            rc = _run_once(c, job_id, command, interrupted)
+            rc = _run_once(c, job_id, command, interrupted, sub.get("job_token"))
             if rc is not None:
                 return rc
             if not args.quiet:
@@ -293,10 +294,14 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
 
 
 def _run_once(c: Client, job_id: int, command: List[str],
-              interrupted: List[int]) -> Optional[int]:
+              interrupted: List[int], token: Optional[str] = None) -> Optional[int]:
     """Run the command once; its exit status, or None when the daemon put
     the job back in the queue (a breach with retries left)."""
-    pid, gate = _start(command, job_id)
+    # As a detached job's: its daemon and token (PROTOCOL.md, submit).
+    env = {"STAGELOAD_SOCKET": os.path.abspath(c.path)}
+    if token:
+        env["STAGELOAD_JOB_TOKEN"] = token
+    pid, gate = _start(command, job_id, env)
 
     def forward(sig: int, frame: Any) -> None:
         try:

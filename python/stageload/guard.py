@@ -229,9 +229,13 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
 def stage(name: str, socket: Optional[str] = None) -> bool:
     """Tell the daemon the current job ($STAGELOAD_JOB_ID: set inside a
     guard, a detached job, `stageloadctl run`) entered stage name, and mark
-    it in every running MemoryMeter of this process. False (after a
-    warning) when the job has ended or no daemon answers; True when it was
-    recorded, or there is no job to report to."""
+    it in every running MemoryMeter of this process. The report goes to
+    the job's own daemon ($STAGELOAD_SOCKET, which a job's environment
+    names, unless socket is given) with the job's $STAGELOAD_JOB_TOKEN,
+    so a daemon that runs another job of that id refuses it. False
+    (after a warning) when the job has ended, the report was refused or
+    no daemon answers; True when it was recorded, or there is no job to
+    report to."""
     from . import meter as _meter
     _meter._mark_all(name)
     job = os.environ.get("STAGELOAD_JOB_ID")
@@ -239,7 +243,7 @@ def stage(name: str, socket: Optional[str] = None) -> bool:
         return True
     try:
         with Client(socket, timeout=10.0) as c:
-            c.stage(int(job), name)
+            c.stage(int(job), name, token=os.environ.get("STAGELOAD_JOB_TOKEN"))
         return True
     except WrongState as e:
         warnings.warn("stage %r not recorded: %s" % (name, e.message), stacklevel=2)
@@ -274,10 +278,11 @@ class guard:
         self.client: Optional[Client] = None
         self.job_id: Optional[int] = None
         self.inside_job = False  # $STAGELOAD_JOB_ID was set: nothing registered
+        self.job_token: Optional[str] = None  # the daemon's, for stage reports
         self.attempt = 0
         self._decorated = False
         self._old_handler: Any = None
-        self._old_env: Optional[str] = None
+        self._old_env: Dict[str, Optional[str]] = {}
         self._running = False
 
     # ---- the decorator ----
@@ -366,6 +371,7 @@ class guard:
                                      priority=self.priority, exclusive=self.exclusive,
                                      retry_on_breach=self.retry_on_breach or None)
             self.job_id = int(sub["id"])
+            self.job_token = sub.get("job_token")
             try:
                 self.attempt = wait_admitted(self.client, self.job_id, QueueLine(self.quiet))
             except KeyboardInterrupt:
@@ -384,8 +390,18 @@ class guard:
             return
         self._old_handler = signal.signal(signal.SIGTERM, self._on_term)
         self._running = True
-        self._old_env = os.environ.get("STAGELOAD_JOB_ID")
-        os.environ["STAGELOAD_JOB_ID"] = str(self.job_id)
+        # The block's environment names its job and daemon as a
+        # detached job's does (PROTOCOL.md, submit), for stage reports
+        # and for the programs it starts.
+        mine = {"STAGELOAD_JOB_ID": str(self.job_id),
+                "STAGELOAD_SOCKET": os.path.abspath(self.client.path),
+                "STAGELOAD_JOB_TOKEN": self.job_token}
+        self._old_env = {k: os.environ.get(k) for k in mine}
+        for k, v in mine.items():
+            if v:
+                os.environ[k] = v
+            else:
+                os.environ.pop(k, None)
         try:
             self.client.job_pid(self.job_id or 0, os.getpid(), tree=True)
         except BaseException:
@@ -398,10 +414,11 @@ class guard:
             signal.signal(signal.SIGTERM, self._old_handler
                           if self._old_handler is not None else signal.SIG_DFL)
             self._running = False
-            if self._old_env is None:
-                os.environ.pop("STAGELOAD_JOB_ID", None)
-            else:
-                os.environ["STAGELOAD_JOB_ID"] = self._old_env
+            for k, v in self._old_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def _finish(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                 tb: Optional[TracebackType]) -> Optional[Dict[str, Any]]:
