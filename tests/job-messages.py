@@ -7,14 +7,20 @@ top's table, and stage reports that reach the job's own daemon.
 Run one scenario with: job-messages.py NAME...
 """
 
+import fcntl
 import importlib.util
 import os
+import re
+import struct
 import subprocess
 import sys
+import termios
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
 from sltest import Client, Daemon, kill_leftovers, poll  # noqa: E402
+from ptyjob import PtyJob  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
@@ -214,7 +220,69 @@ def sc_stage_attached(d, m, c):
     print("ok - run: the command has STAGELOAD_SOCKET and a token; its stage is recorded")
 
 
+def top_frame(d, want, cols=120, rows=30):
+    """Run top on a pseudo-terminal until a frame shows all of want; that
+    frame with the escape sequences taken out."""
+    t = PtyJob([CTL, "--socket", d.socket, "top"], env={"NO_COLOR": "1"})
+    fcntl.ioctl(t.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            t.drain(0.3)
+            ends = [x.start() for x in re.finditer(rb"\033\[J", t.buf)]
+            frames = []
+            for e in ends:
+                s = t.buf.rfind(b"\033[H", 0, e)
+                if s >= 0:
+                    frames.append(t.buf[s:e])
+            text = [re.sub(r"\033\[[0-9;?]*[A-Za-z]", "",
+                           f.decode(errors="replace")).replace("\r\n", "\n")
+                    for f in frames]
+            hit = [f for f in text if all(w in f for w in want)]
+            if hit:
+                return hit[-1]
+            if time.monotonic() > deadline:
+                raise AssertionError("top never showed %r; last frame:\n%s"
+                                     % (want, text[-1] if text else t.buf[-2000:]))
+    finally:
+        t.type(b"q")
+        assert t.report() == "exit 0"
+        t.drain()
+        t.wait()
+
+
+def sc_top_ends(d, m, c):
+    """top shows the last few ends under the table, newest first, the
+    killed ones marked, and still a running job in the table; on a short
+    terminal the job row stays and the ends give way."""
+    m.set(free_pct=80, swap_used_gib=0)
+    done = submit(c, d, "exit 3", name="finished")
+    wait_state(c, done, "exited")
+    hog = submit(c, d, "exec sleep 60", name="hog", swap_budget_bytes=1 << 30)
+    wait_state(c, hog, "running")
+    m.set(swap_used_gib=2)
+    wait_state(c, hog, "killed")
+    m.set(swap_used_gib=2)
+    live = submit(c, d, "exec sleep 60", name="still-running")
+    wait_state(c, live, "running")
+    frame = top_frame(d, ["last ends", "still-running", "hog"])
+    lines = frame.splitlines()
+    at = [i for i, x in enumerate(lines) if x.startswith("last ends")][0]
+    table = [x for x in lines[:at] if "still-running" in x]
+    assert table, frame
+    ends = lines[at + 2:at + 4]
+    assert re.match(r"^! +%d +\S+ +hog +\d\d:\d\d:\d\d +killed \(swap_budget\)"
+                    % hog, ends[0]), frame
+    assert re.match(r"^  +%d +\S+ +finished +\d\d:\d\d:\d\d +exited 3" % done,
+                    ends[1]), frame
+    short = top_frame(d, ["still-running"], cols=80, rows=10)
+    assert "last ends" not in short, short
+    c.call("cancel", {"id": live})
+    print("ok - top: %r under the table" % ends[0].strip())
+
+
 SCENARIOS = [
+    ("top_ends", sc_top_ends, {}),
     ("stage_own_daemon", sc_stage_own_daemon, {}),
     ("stage_attached", sc_stage_attached, {}),
     ("killed_marker", sc_killed_marker, {}),
