@@ -317,8 +317,10 @@ drain(struct run *r)
 			r->growth_bytes = n.breach.swap_growth_bytes;
 			r->budget_bytes = n.breach.swap_budget_bytes;
 			say(r,
-			    "job %" PRId64 ": swap grew by %s, past its budget "
-			    "of %s; the daemon is stopping it%s",
+			    "job %" PRId64
+			    ": the system's swap grew by %s while "
+			    "it ran, past its budget of %s; the daemon is "
+			    "stopping it%s",
 			    r->id, cli_size(r->growth_bytes, a, sizeof a),
 			    cli_size(r->budget_bytes, b, sizeof b),
 			    r->requeued ? " and will run it again" : "");
@@ -697,8 +699,8 @@ report_end(struct run *r)
 	sl_job_clear(&j);
 	if (r->breach) {
 		say(r,
-		    "job %" PRId64 " killed: swap grew by %s, past its "
-		    "budget of %s",
+		    "job %" PRId64 " killed: the system's swap grew by %s "
+		    "while it ran, past its budget of %s",
 		    r->id, cli_size(r->growth_bytes, a, sizeof a),
 		    cli_size(r->budget_bytes, b, sizeof b));
 		return EXIT_JOB_BUDGET;

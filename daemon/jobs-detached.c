@@ -128,17 +128,17 @@ jobs_mark_text(const struct job *j, int next_attempt, char *buf, size_t len)
 		snprintf(then, sizeof then, "; requeued for attempt %d",
 		         next_attempt);
 	if (strcmp(reason, "swap_budget") == 0) {
-		if (j->job_swap_bytes > 0)
+		if (PLATFORM_JOB_SWAP)
 			snprintf(
-			    own, sizeof own, " (its own swap %s)",
+			    own, sizeof own, "; its own swap %s",
 			    mark_size(j->job_swap_bytes, grew, sizeof grew));
 		n = snprintf(buf, len,
 		             "stageload: %s at %s: the system's swap grew %s "
-		             "while it ran%s, over its %s budget%s\n",
+		             "while it ran, over its %s budget%s%s\n",
 		             next_attempt > 0 ? "stopped" : "killed", at,
-		             mark_size(growth, grew, sizeof grew), own,
+		             mark_size(growth, grew, sizeof grew),
 		             mark_size(budget_bytes, budget, sizeof budget),
-		             then);
+		             own, then);
 	} else {
 		text = names_end_text(reason);
 		n = snprintf(buf, len, "stageload: %s at %s: %s (%s)%s\n",

@@ -113,7 +113,8 @@ int names_state_parse(const char *name);
 /* Why a job ended (end_reason): X(ENUM, name, what show says). A job that
  * ended on its own has none (null). */
 #define NAMES_END_LIST(X)                                                      \
-	X(SWAP_BUDGET, "swap_budget", "it grew swap past its budget")          \
+	X(SWAP_BUDGET, "swap_budget",                                          \
+	  "the system's swap grew past its budget while it ran")               \
 	X(CANCEL, "cancel", "it was cancelled")                                \
 	X(CLIENT_GONE, "client_gone",                                          \
 	  "the stageloadctl that ran it went away")                            \

@@ -411,7 +411,8 @@ test_paragraph(void **state)
 	assert_non_null(strstr(text, "swap budget 8.0G"));
 	assert_non_null(strstr(text, "pid 4242"));
 	assert_non_null(strstr(text, "ran for 1m00s"));
-	assert_non_null(strstr(text, "grew swap past its budget"));
+	assert_non_null(strstr(
+	    text, "the system's swap grew past its budget while it ran"));
 	assert_non_null(strstr(text, "wait gives 124"));
 	assert_non_null(strstr(text, j.end_detail));
 	free(text);

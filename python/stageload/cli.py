@@ -364,7 +364,7 @@ def _run_once(c: Client, job_id: int, command: List[str],
     if job.get("state") == "killed" and job.get("end_reason") == "swap_budget":
         growth = (breach or {}).get("swap_growth_bytes", job.get("swap_growth_peak_bytes", 0))
         budget = job.get("swap_budget_bytes", 0)
-        _err("job %d killed: swap grew by %s, past its budget of %s"
+        _err("job %d killed: the system's swap grew by %s while it ran, past its budget of %s"
              % (job_id, format_size(int(growth or 0)), format_size(int(budget or 0))))
         return EXIT_JOB_BUDGET
     return status

@@ -43,7 +43,8 @@ class JobTerminated(Exception):
 
 class SwapBudgetExceeded(JobTerminated):
     """Swap grew past the job's budget. paragraph is the daemon's
-    explanation ("killed during decode at 05:12:03: swap grew 8.4G ...");
+    explanation ("killed during decode at 05:12:03: the system's swap grew
+    8.4G while it ran ...");
     requeued is true when a retry follows (decorator form only)."""
 
     def __init__(self, paragraph: str, job_id: Optional[int] = None,
@@ -507,7 +508,7 @@ class guard:
         if job.get("end_reason") != "swap_budget" and not (budget and growth > budget):
             return None
         return {"swap_growth_bytes": growth, "swap_budget_bytes": budget,
-                "detail": "killed: swap grew %s, over its %s budget"
+                "detail": "killed: the system's swap grew %s while it ran, over its %s budget"
                           % (format_size(growth), format_size(budget))}
 
     def _on_term(self, signum: int, frame: Optional[FrameType]) -> None:
@@ -515,7 +516,8 @@ class guard:
         if b is None:
             b = self._breach_asked()
         if b is not None:
-            para = b.get("detail") or ("swap grew %s bytes, past its budget of %s bytes"
+            para = b.get("detail") or ("the system's swap grew %s bytes while it ran, "
+                                       "past its budget of %s bytes"
                                        % (b.get("swap_growth_bytes"),
                                           b.get("swap_budget_bytes")))
             raise SwapBudgetExceeded(para, self.job_id, bool(b.get("requeued")),
