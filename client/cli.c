@@ -314,6 +314,12 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 			sb_add(&b, "Slurm: job %lld, step %lld, task %lld.\n",
 			       (long long)sj, (long long)ss, (long long)st);
 	}
+	if (j->group[0] != '\0') {
+		/* Its group (docs/jobs.md, "Groups"), whose limit it shares. */
+		sb_add(&b, "Group: ");
+		sb_add_safe(&b, j->group);
+		sb_add(&b, ".\n");
+	}
 
 	sb_add(&b, "Submitted %s",
 	       cli_time(j->submitted_at_ms, 0, t, sizeof t));

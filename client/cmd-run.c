@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "clock.h"
 #include "cli.h"
 
@@ -73,7 +75,7 @@ struct run {
 	int quiet;
 	int tty;       /* stderr is a terminal: update the line in place */
 	int line_open; /* a queue line is shown and not ended */
-	char last_line[256];
+	char last_line[640];
 	struct cli_progress progress; /* not a terminal: which lines to print */
 	int64_t queued_since_ms;
 
@@ -271,7 +273,7 @@ until_reconnect(const struct run *r)
  * status (a size for a --wait-free SIZE). */
 static void
 queue_line(const struct run *r, const struct sl_notification *n, char *buf,
-           size_t len)
+           size_t len, char *key, size_t keylen)
 {
 	struct cli_wait w = {n->queue.waiting_for,
 	                     n->queue.free_pct,
@@ -279,19 +281,44 @@ queue_line(const struct run *r, const struct sl_notification *n, char *buf,
 	                     -1,
 	                     r->wait_free_bytes,
 	                     0,
-	                     n->queue.id};
+	                     n->queue.id,
+	                     NULL,
+	                     0,
+	                     NULL};
+	cJSON *p = cJSON_Parse(n->params_json);
+	const cJSON *until =
+	    cJSON_GetObjectItemCaseSensitive(p, "waiting_until_ms");
+	char *on = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(p, "waiting_on"));
 
 	if (r->total_bytes > 0)
 		w.available_bytes =
 		    (int64_t)(n->queue.free_pct / 100 * (double)r->total_bytes);
+	/* What it waits behind, as the daemon says (PROTOCOL.md, queue). */
+	w.on_json = on;
+	if (cJSON_IsNumber(until))
+		w.until_ms = (int64_t)until->valuedouble;
 	cli_queue_line_wait(n->queue.position, n->queue.of, &w, buf, len);
+	/* A line is news when the kind of wait or the job it waits behind
+	 * changes (numbers alone do not count). */
+	{
+		const cJSON *first = cJSON_GetArrayItem(
+		    cJSON_GetObjectItemCaseSensitive(p, "waiting_on"), 0);
+		const cJSON *fid =
+		    cJSON_GetObjectItemCaseSensitive(first, "id");
+		snprintf(key, keylen, "%s %lld", n->queue.waiting_for,
+		         cJSON_IsNumber(fid) ? (long long)fid->valuedouble
+		                             : 0LL);
+	}
+	cJSON_free(on);
+	cJSON_Delete(p);
 }
 
 static void
 drain(struct run *r)
 {
 	struct sl_notification n;
-	char line[256], a[16], b[16];
+	char line[640], a[16], b[16], key[64];
 
 	if (sl_fd(r->c) != -1)
 		(void)sl_process_input(r->c);
@@ -300,8 +327,8 @@ drain(struct run *r)
 		case SL_N_QUEUE:
 			if (n.queue.id != r->id)
 				break;
-			queue_line(r, &n, line, sizeof line);
-			line_show(r, line, n.queue.waiting_for);
+			queue_line(r, &n, line, sizeof line, key, sizeof key);
+			line_show(r, line, key);
 			break;
 		case SL_N_ADMITTED:
 			if (n.admitted.id != r->id)

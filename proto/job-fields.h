@@ -84,6 +84,8 @@ X(held,            "held",            S_INT,    "held",            J_BOOL,   PUB
 X(group,           "group",           S_TEXT,   "queue_group",     J_STRN,   PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
 X(position,        "position",        S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
 X(waiting_for,     "waiting_for",     S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(waiting_on,      "waiting_on",      S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
+X(waiting_until_ms, "waiting_until_ms", S_NO,   "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
 X(submitted_ms,    "submitted_at_ms", S_INT,    "submitted_ms",    J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
 X(admitted_ms,     "admitted_at_ms",  S_INT,    "admitted_ms",     J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
 X(started_ms,      "started_at_ms",   S_INT,    "started_ms",      J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \

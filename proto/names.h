@@ -20,7 +20,8 @@
  * what the job waits for, "%f" the free %, "%w" what the job waits for
  * (a % or, with wait_free_bytes, a size), "%R" the bytes promised to
  * running jobs, "%a" the job it starts after and "%i" the job's own id
- * (the release that lets a held one go; "ID" where it is not known). The order
+ * (the release that lets a held one go; "ID" where it is not known), "%g"
+ * its group's name ("NAME" where it is not known). The order
  * is admission's (daemon/admit.h) and none is first.
  */
 #define NAMES_WAIT_LIST(X)                                                     \
@@ -57,7 +58,7 @@
 	X(GROUP, "group", "group",                                             \
 	  "free %f, its group (or its user's share of it) is full",            \
 	  "its group already has as many jobs running as the daemon's "        \
-	  "group.NAME.max_running allows, or its user holds half of them "     \
+	  "group.%g.max_running allows, or its user holds half of them "       \
 	  "(rounded up) while another user's job in the group waits")
 
 /* The list expands to the enumerators. */

@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, kill_leftovers, poll  # noqa: E402
+from sltest import Client, Daemon, client_as, kill_leftovers, poll  # noqa: E402
 from ptyjob import PtyJob  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
@@ -292,7 +292,88 @@ def sc_top_ends(d, m, c):
     print("ok - top: %r under the table" % ends[0].strip())
 
 
+def waiting(c, jid, kind):
+    j = show(c, jid)
+    return j if j.get("waiting_for") == kind else None
+
+
+def sc_reason_settle(d, m, c):
+    """settle: the reason names the job still growing and the most it
+    may take (its settle time), in show, the Job and wait's line."""
+    m.set(free_pct=80)
+    first = submit(c, d, "exec sleep 60", name="qwen")
+    wait_state(c, first, "running")
+    second = submit(c, d, "exec sleep 60", name="flux")
+    j = poll(lambda: waiting(c, second, "settle"), what="job 2 to wait for settle")
+    a = show(c, first)
+    assert j["waiting_on"] == [{"id": first, "user": a["user"], "name": "qwen"}], j
+    assert j["waiting_until_ms"] == a["admitted_at_ms"] + 30000, (j, a)
+    out = ctl(d, "show", str(second)).stdout
+    want = ("(settle): job %d (%s, qwen) still growing, at most "
+            % (first, a["user"]))
+    assert want in out and " s more." in out, out
+    # Not queued: neither member.
+    assert "waiting_on" not in a and "waiting_until_ms" not in a, a
+    r = ctl(d, "status")
+    assert re.search(r"queued #1 .* settle$", r.stdout, re.M), r.stdout
+    for jid in (first, second):
+        c.call("cancel", {"id": jid})
+    print("ok - settle: %r" % out.splitlines()[-1])
+
+
+def sc_reason_head(d, m, c):
+    """head: behind another user's unprivileged head, the reason names it
+    and when its sole claim (hol_bound) runs out."""
+    m.set(free_pct=80)
+    os.chmod(d.dir, 0o755)  # the other user reaches the socket
+    o = client_as(65534, d.socket)
+    os.chmod(d.dir, 0o700)
+    head = o.call("submit", {"argv": ["true"], "cwd": "/", "env": [],
+                             "name": "big", "wait_free_pct": 95})["id"]
+    mine = submit(c, d, "exec sleep 60", name="small")
+    t0 = int(time.time() * 1000)
+    j = poll(lambda: waiting(c, mine, "head"), what="job to wait behind the head")
+    user = show(c, head)["user"]
+    assert j["waiting_on"] == [{"id": head, "user": user, "name": "big"}], j
+    # hol_bound is 600 s by default: the claim began when the head did.
+    assert t0 - 5000 <= j["waiting_until_ms"] - 600000 <= t0 + 1000, (j, t0)
+    out = ctl(d, "show", str(mine)).stdout
+    assert re.search(r"holds the head of the queue: job %d \(%s, big\) until "
+                     r"\d\d:\d\d, then others may pass\." % (head, user), out), out
+    # The head itself waits for free memory: nobody to name.
+    h = show(c, head)
+    assert h["waiting_for"] == "free" and h["waiting_on"] == [], h
+    assert h["waiting_until_ms"] is None, h
+    c.call("cancel", {"id": mine})
+    o.call("cancel", {"id": head})
+    o.close()
+    print("ok - head: %r" % [x for x in out.splitlines() if "head" in x][0])
+
+
+def sc_reason_group(d, m, c):
+    """group: the sentence names the group's setting with its real name,
+    the jobs running in it, and show names the job's group."""
+    m.set(free_pct=80)
+    first = submit(c, d, "exec sleep 60", name="enc", group="gpu")
+    wait_state(c, first, "running")
+    second = submit(c, d, "exec sleep 60", name="dec", group="gpu")
+    j = poll(lambda: waiting(c, second, "group"), what="job to wait for its group")
+    assert [w["id"] for w in j["waiting_on"]] == [first], j
+    assert j["waiting_until_ms"] is None, j
+    out = ctl(d, "show", str(second)).stdout
+    assert "Group: gpu." in out, out
+    assert "group.gpu.max_running allows" in out and "NAME" not in out, out
+    assert ": job %d (" % first in out and ", enc) running." in out, out
+    for jid in (first, second):
+        c.call("cancel", {"id": jid})
+    print("ok - group: named, with the job running in it")
+
+
 SCENARIOS = [
+    ("reason_settle", sc_reason_settle, {"settle": "30s"}),
+    ("reason_head", sc_reason_head, {}),
+    ("reason_group", sc_reason_group,
+     {"extra_conf": "group.gpu.max_running = 1\n"}),
     ("top_ends", sc_top_ends, {}),
     ("stage_own_daemon", sc_stage_own_daemon, {}),
     ("stage_attached", sc_stage_attached, {}),

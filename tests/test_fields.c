@@ -100,6 +100,8 @@ static const char *const web_members[] = {
     "group",
     "position",
     "waiting_for",
+    "waiting_on",
+    "waiting_until_ms",
     "submitted_at_ms",
     "admitted_at_ms",
     "started_at_ms",

@@ -115,11 +115,19 @@ wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
 	                     reserved,
 	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
 	                     (int64_t)web_num(smp, "available_bytes", 0),
-	                     (int64_t)web_num(j, "id", 0)};
+	                     (int64_t)web_num(j, "id", 0),
+	                     NULL,
+	                     (int64_t)web_num(j, "waiting_until_ms", 0),
+	                     web_str(j, "group")};
+	/* The jobs it waits behind, named as run names them. */
+	char *on = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(j, "waiting_on"));
 
 	if (w.waiting_for == NULL)
 		w.waiting_for = "";
+	w.on_json = on;
 	cli_wait_reason(&w, CLI_REASON_LINE, buf, len);
+	cJSON_free(on);
 }
 
 static int

@@ -111,13 +111,65 @@ def size_compare(available: int, want: int) -> str:
     return "%s %s %s" % (have, "<" if below else ">=", w)
 
 
+def _on_text(waiting_on: Any) -> str:
+    """"job 12 (ana, qwen)", "jobs 3 (bo, a) and 4 (bo, b)": the jobs of a
+    waiting_on list, as stageloadctl names them."""
+    jobs = [w for w in (waiting_on or []) if isinstance(w, dict)]
+    if not jobs:
+        return ""
+    one = []
+    for w in jobs[:4] if len(jobs) <= 4 else jobs[:3]:
+        user = str(w.get("user") or "")[:16]
+        name = str(w.get("name") or "")[:24]
+        one.append("%s (%s%s)" % (w.get("id"), user, ", " + name if name else ""))
+    if len(jobs) > 4:
+        text = ", ".join(one) + " and %d more" % (len(jobs) - 3)
+    elif len(one) > 1:
+        text = ", ".join(one[:-1]) + " and " + one[-1]
+    else:
+        text = one[0]
+    return ("jobs " if len(jobs) > 1 else "job ") + text
+
+
+def behind_words(kind: str, waiting_on: Any, until_ms: Optional[int]) -> str:
+    """What follows the reason when the daemon names the jobs a queued job
+    waits behind (PROTOCOL.md, Job: waiting_on, waiting_until_ms), in
+    stageloadctl's words: ": job 12 (ana, qwen) still growing, at most 18 s
+    more", ": job 13 (ana) until 23:10, then others may pass", ..."""
+    on = _on_text(waiting_on)
+    if not on:
+        return ""
+    now = time.time() * 1000
+    if kind == "settle":
+        if until_ms and until_ms > now:
+            left = int((until_ms - now + 999) // 1000)
+            more = ("%d s" % left if left < 60 else "%d min %d s" % (left // 60, left % 60)
+                    if left < 3600 else "%d h %d min" % (left // 3600, left // 60 % 60))
+            return ": %s still growing, at most %s more" % (on, more)
+        return ": %s still growing" % on
+    if kind == "head":
+        if until_ms and until_ms > now:
+            return ": %s until %s, then others may pass" % (
+                on, time.strftime("%H:%M", time.localtime(until_ms / 1000)))
+        if until_ms:
+            return ": %s, whose turn has run out: others may pass" % on
+        return ": %s" % on
+    if kind == "expect":
+        return ": promised to %s" % on
+    if kind in ("max_running", "group"):
+        return ": %s running" % on
+    return ": %s" % on
+
+
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
                waiting_for: Optional[str], wait_free_bytes: int = 0,
-               total_bytes: int = 0, job_id: int = 0) -> str:
+               total_bytes: int = 0, job_id: int = 0, waiting_on: Any = None,
+               waiting_until_ms: Optional[int] = None) -> str:
     """The line `stageloadctl run` shows while a job waits; with
     wait_free_bytes (a --wait-free SIZE) and the machine's total_bytes, the
     free memory as a size against it; job_id names the release of a held
-    job."""
+    job; waiting_on and waiting_until_ms (the queue notification's) name
+    the jobs it waits behind and until when."""
     s = "queued: position %d of %d, " % (position, of)
     why = waiting_for or "free"
     name, _, after = why.partition(" ")
@@ -149,7 +201,7 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
         else:
             out.append(tmpl[i])
             i += 1
-    return s + "".join(out)
+    return s + "".join(out) + behind_words(name, waiting_on, waiting_until_ms)
 
 
 # Not on a terminal, a line whose wait is of the same kind as the last one
@@ -215,8 +267,11 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
                 line.show(queue_line(p.get("position", 0), p.get("of", 0),
                                      p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
                                      p.get("waiting_for"), wait_free_bytes, total,
-                                     job_id),
-                          p.get("waiting_for") or "free")
+                                     job_id, p.get("waiting_on"),
+                                     p.get("waiting_until_ms")),
+                          "%s %s" % (p.get("waiting_for") or "free",
+                                     [w.get("id") for w in p.get("waiting_on") or []
+                                      if isinstance(w, dict)][:1]))
             elif m == "admitted":
                 return int(p.get("attempt", 1))
             elif m == "ended":
