@@ -630,25 +630,6 @@ cli_progress_due(struct cli_progress *p, const char *key, const char *line,
 	return 1;
 }
 
-const struct cli_option cli_job_options[] = {
-    {"wait-free", 0, CLI_FREE, "PCT|SIZE", 0, 0,
-     "start only when free memory is >= PCT%, or\n"
-     "(a size, 30G) when that much is available"},
-    {"swap-budget", 0, CLI_SIZE, "SIZE", 0, 0,
-     "kill it when swap grows by more than SIZE (0: none)"},
-    {"expect", 0, CLI_SIZE, "SIZE", 0, 0,
-     "memory it will use: held back from others until reached"},
-    {"priority", 0, CLI_INT, "N", -1000, 1000,
-     "-1000..1000, higher runs first (default 0;\n"
-     "above 0: root and the daemon's admin_group only)"},
-    {"name", 0, CLI_TEXT, "NAME", 0, 0,
-     "a label (default: the command's name)"},
-    {"exclusive", 0, CLI_FLAG, NULL, 0, 0, "run only when no other job runs"},
-    {"retry-on-breach", 0, CLI_INT, "N", 0, 100,
-     "requeue up to N times after a breach"},
-    {NULL, 0, 0, NULL, 0, 0, NULL},
-};
-
 int64_t
 cli_spec_budget(const sl_job_spec *spec)
 {
@@ -665,53 +646,4 @@ cli_spec_wait_free_bytes(const sl_job_spec *spec)
 	return sl_job_spec_get_int(spec, "wait_free_bytes", &v) == 0 && v > 0
 	           ? (uint64_t)v
 	           : 0;
-}
-
-sl_job_spec *
-cli_job_spec(const struct cli_args *a)
-{
-	sl_job_spec *spec = sl_job_spec_new();
-	double pct = cli_pct(a, "wait-free", -1);
-	int rc = 0;
-
-	if (spec == NULL) {
-		cli_error("out of memory");
-		return NULL;
-	}
-	/* Only what is given: the rest is the daemon's default. A
-	 * --wait-free size is that much available and no percentage. */
-	if (cli_has(a, "wait-free") && pct >= 0)
-		rc = sl_job_spec_set_num(spec, "wait_free_pct", pct);
-	else if (cli_has(a, "wait-free") &&
-	         (rc = sl_job_spec_set_int(spec, "wait_free_bytes",
-	                                   cli_number(a, "wait-free", 0))) == 0)
-		rc = sl_job_spec_set_num(spec, "wait_free_pct", 0);
-	if (rc == 0 && cli_has(a, "swap-budget"))
-		rc = sl_job_spec_set_int(spec, "swap_budget_bytes",
-		                         cli_number(a, "swap-budget", 0));
-	if (rc == 0 && cli_has(a, "expect"))
-		rc = sl_job_spec_set_int(spec, "expect_bytes",
-		                         cli_number(a, "expect", 0));
-	if (rc == 0 && cli_has(a, "priority"))
-		rc = sl_job_spec_set_int(spec, "priority",
-		                         cli_number(a, "priority", 0));
-	if (rc == 0 && cli_has(a, "name"))
-		rc = sl_job_spec_set_str(spec, "name",
-		                         cli_text(a, "name", NULL));
-	if (rc == 0 && cli_has(a, "exclusive"))
-		rc = sl_job_spec_set_bool(spec, "exclusive", 1);
-	if (rc == 0 && cli_has(a, "retry-on-breach"))
-		rc = sl_job_spec_set_int(spec, "retry_on_breach",
-		                         cli_number(a, "retry-on-breach", 0));
-	if (rc == 0)
-		rc = sl_job_spec_set_strv(spec, "argv",
-		                          (const char *const *)a->argv);
-	if (rc != 0) {
-		/* The options' own ranges are narrower than submit's. */
-		cli_error("%s", rc == -ENOMEM ? "out of memory"
-		                              : "a job option is out of range");
-		sl_job_spec_free(spec);
-		return NULL;
-	}
-	return spec;
 }

@@ -141,20 +141,36 @@ const char *cli_text(const struct cli_args *a, const char *name,
 int64_t cli_number(const struct cli_args *a, const char *name, int64_t dflt);
 double cli_pct(const struct cli_args *a, const char *name, double dflt);
 
-/* The job options of submit and run (cli.c), and the spec they make. */
+/*
+ * cli-job-options.c: the job options of proto/job-fields.h's JOB_CLI, as
+ * option rows: those of submit and run (cli_job_options), submit's own
+ * (with --shell, which is no parameter) and update's.
+ */
 extern const struct cli_option cli_job_options[];
-/* submit's own options (cmd-queue.c): --after, --after-any, --hold,
- * --group, --on-end and --shell, into spec (free x with
- * cli_submit_extra_free once submitted). -1 to go on, else the exit
- * status (a usage error). */
 extern const struct cli_option cli_submit_queue_options[];
+extern const struct cli_option cli_update_options[];
+/* Which command's options: run's, submit's (all) or update's. */
+enum cli_job_use { CLI_USE_RUN, CLI_USE_SUBMIT, CLI_USE_UPDATE };
+/* The options of use given in a, as their parameters into spec, with
+ * *given (when not NULL) how many. -1 to go on, else the exit status
+ * after saying why (a usage error, out of memory). */
+int cli_job_options_set(struct cli *cli, const struct cli_args *a,
+                        enum cli_job_use use, sl_job_spec *spec, int *given);
+/* use's options as a sentence's list: "--a, --b or --c"; returns buf. */
+const char *cli_job_options_list(enum cli_job_use use, char *buf, size_t len);
+/* The job options of use given, and the command, as a spec to submit;
+ * NULL after saying why, with *status the exit status. */
+sl_job_spec *cli_job_spec(struct cli *cli, const struct cli_args *a,
+                          enum cli_job_use use, int *status);
+/* submit --shell: the command's words as one /bin/sh -c script in spec
+ * (free x with cli_submit_extra_free once submitted). -1 to go on, else
+ * the exit status. */
 struct cli_submit_extra {
-	int64_t *after;
 	char *script;
 	char *shargv[4];
 };
-int cli_submit_queue(struct cli *cli, const struct cli_args *a,
-                     sl_job_spec *spec, struct cli_submit_extra *x);
+int cli_submit_shell(const struct cli_args *a, sl_job_spec *spec,
+                     struct cli_submit_extra *x);
 void cli_submit_extra_free(struct cli_submit_extra *x);
 /* Could the job's command be started, found as execvp finds it along
  * path_env from the current directory? 0, -ENOENT or -EACCES. */
@@ -168,9 +184,6 @@ void cli_wait_notify(const struct sl_job *j);
 /* Is a Job object (cJSON) of group? */
 struct cJSON;
 int cli_json_in_group(const struct cJSON *job, const char *group);
-/* The job options given, and the command, as a spec to submit; NULL
- * after saying why (out of memory). */
-sl_job_spec *cli_job_spec(const struct cli_args *a);
 /* The spec's swap_budget_bytes, -1 when it leaves it to the daemon. */
 int64_t cli_spec_budget(const sl_job_spec *spec);
 /* The spec's wait_free_bytes, 0 when it has none. */

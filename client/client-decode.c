@@ -5,6 +5,7 @@
  * valuedouble (proto/PROTOCOL.md).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "client-internal.h"
+#include "job-fields.h"
 #include "proto.h"
 #include "stageload.h"
 
@@ -174,50 +176,147 @@ client_decode_event(const cJSON *o, struct sl_event *e)
 		e->detail = client_dup_str(o, "detail");
 }
 
+/*
+ * struct sl_job's decoded copies (sl-job.h), each named by its JOB_FIELDS
+ * member: the Job's member it copies is the table's wire name, and a copy
+ * of no field does not compile. A new field needs no row here: programs,
+ * stageloadctl too, read it with the sl_job_get_* accessors.
+ */
+enum copy_kind {
+	COPY_I64,  /* int64_t */
+	COPY_INT,  /* int */
+	COPY_U64,  /* uint64_t, 0 when negative */
+	COPY_DBL,  /* double */
+	COPY_BOOL, /* int, 1 for true */
+	COPY_TEXT, /* char[], "" when not a string */
+	COPY_DUP,  /* char *, malloc'd or NULL */
+	COPY_STRV, /* char **, malloc'd NULL-terminated or NULL */
+};
+#define JOB_COPY_INDEX(m, ...) JOB_COPY_##m,
+enum { JOB_FIELDS(JOB_COPY_INDEX) JOB_COPY_NFIELDS };
+#define JOB_COPY_WIRE(m, w, ...) w,
+static const char *const job_wire[] = {JOB_FIELDS(JOB_COPY_WIRE)};
+/* clang-format off */
+#define JOB_COPIES(X) \
+	X(id, id, I64, 0) \
+	X(user, user, TEXT, 0) \
+	X(uid, uid, I64, -1) \
+	X(name, name, TEXT, 0) \
+	X(state, state, TEXT, 0) \
+	X(attached, attached, BOOL, 0) \
+	X(priority, priority, INT, 0) \
+	X(wait_free_pct, wait_free_pct, DBL, 0) \
+	X(wait_free_bytes, wait_free_bytes, U64, 0) \
+	X(swap_budget_bytes, swap_budget_bytes, U64, 0) \
+	X(expect_bytes, expect_bytes, U64, 0) \
+	X(expect_source, expect_source, TEXT, 0) \
+	X(expect_runs, expect_runs, INT, 0) \
+	X(name_given, name_given, BOOL, 0) \
+	X(exclusive, exclusive, BOOL, 0) \
+	X(retry_on_breach, retry_on_breach, INT, 0) \
+	X(attempt, attempt, INT, 1) \
+	X(group, group, TEXT, 0) \
+	X(position, position, INT, 0) \
+	X(waiting_for, waiting_for, TEXT, 0) \
+	X(submitted_ms, submitted_at_ms, I64, 0) \
+	X(admitted_ms, admitted_at_ms, I64, 0) \
+	X(started_ms, started_at_ms, I64, 0) \
+	X(ended_ms, ended_at_ms, I64, 0) \
+	X(pid, pid, I64, 0) \
+	X(footprint_bytes, footprint_bytes, U64, 0) \
+	X(footprint_peak_bytes, footprint_peak_bytes, U64, 0) \
+	X(swap_growth_bytes, swap_growth_bytes, U64, 0) \
+	X(swap_growth_peak_bytes, swap_growth_peak_bytes, U64, 0) \
+	X(job_swap_bytes, job_swap_bytes, U64, 0) \
+	X(exit_code, exit_code, INT, 0) \
+	X(term_signal, signal, INT, 0) \
+	X(end_reason, end_reason, TEXT, 0) \
+	X(command, command, DUP, 0) \
+	X(argv, argv, STRV, 0) \
+	X(cwd, cwd, DUP, 0) \
+	X(end_detail, end_detail, DUP, 0) \
+	X(env, env, STRV, 0)
+/* clang-format on */
+#define JOB_COPY(field, member, kind, dflt)                                    \
+	{JOB_COPY_##field, offsetof(struct sl_job, member),                    \
+	 sizeof(((struct sl_job *)0)->member), COPY_##kind, dflt},
+static const struct job_copy {
+	int field;
+	size_t offset, size;
+	enum copy_kind kind;
+	int64_t dflt; /* a number's when the Job has none */
+} job_copies[] = {JOB_COPIES(JOB_COPY)};
+
+/* Each copy's member is of its kind's type. */
+#define COPY_IS_I64(x) _Generic((x), int64_t : 1, default : 0)
+#define COPY_IS_INT(x) _Generic((x), int : 1, default : 0)
+#define COPY_IS_BOOL(x) _Generic((x), int : 1, default : 0)
+#define COPY_IS_U64(x) _Generic((x), uint64_t : 1, default : 0)
+#define COPY_IS_DBL(x) _Generic((x), double : 1, default : 0)
+#define COPY_IS_TEXT(x)                                                        \
+	_Generic((x), char * : sizeof(x) != sizeof(char *), default : 0)
+#define COPY_IS_DUP(x)                                                         \
+	_Generic((x), char * : sizeof(x) == sizeof(char *), default : 0)
+#define COPY_IS_STRV(x) _Generic((x), char ** : 1, default : 0)
+#define JOB_COPY_CHECK(field, member, kind, dflt)                              \
+	_Static_assert(COPY_IS_##kind(((struct sl_job *)0)->member),           \
+	               "struct sl_job's " #member " is no " #kind);
+JOB_COPIES(JOB_COPY_CHECK)
+
+static void
+job_copy(const cJSON *o, const struct job_copy *c, struct sl_job *j)
+{
+	const char *w = job_wire[c->field];
+	char *at = (char *)j + c->offset;
+	int64_t i64;
+	uint64_t u64;
+	double dbl;
+	int i;
+	char *dup;
+	char **strv;
+
+	switch (c->kind) {
+	case COPY_I64:
+		i64 = client_i64(o, w, c->dflt);
+		memcpy(at, &i64, sizeof i64);
+		break;
+	case COPY_INT:
+	case COPY_BOOL:
+		i = c->kind == COPY_BOOL ? client_bool(o, w)
+		                         : (int)client_i64(o, w, c->dflt);
+		memcpy(at, &i, sizeof i);
+		break;
+	case COPY_U64:
+		u64 = client_u64(o, w);
+		memcpy(at, &u64, sizeof u64);
+		break;
+	case COPY_DBL:
+		dbl = client_dbl(o, w, (double)c->dflt);
+		memcpy(at, &dbl, sizeof dbl);
+		break;
+	case COPY_TEXT:
+		client_str(o, w, at, c->size);
+		break;
+	case COPY_DUP:
+		dup = client_dup_str(o, w);
+		memcpy(at, &dup, sizeof dup);
+		break;
+	case COPY_STRV:
+		strv = client_dup_strv(o, w);
+		memcpy(at, &strv, sizeof strv);
+		break;
+	}
+}
+
 void
 client_decode_job(const cJSON *o, struct sl_job *j)
 {
+	size_t i;
+
 	memset(j, 0, sizeof *j);
-	j->id = client_i64(o, "id", 0);
-	client_str(o, "user", j->user, sizeof j->user);
-	j->uid = client_i64(o, "uid", -1);
-	client_str(o, "name", j->name, sizeof j->name);
-	client_str(o, "state", j->state, sizeof j->state);
-	j->attached = client_bool(o, "attached");
-	j->priority = (int)client_i64(o, "priority", 0);
-	j->wait_free_pct = client_dbl(o, "wait_free_pct", 0);
-	j->swap_budget_bytes = client_u64(o, "swap_budget_bytes");
-	j->expect_bytes = client_u64(o, "expect_bytes");
-	client_str(o, "expect_source", j->expect_source,
-	           sizeof j->expect_source);
-	j->expect_runs = (int)client_i64(o, "expect_runs", 0);
-	j->name_given = client_bool(o, "name_given");
-	j->exclusive = client_bool(o, "exclusive");
-	j->retry_on_breach = (int)client_i64(o, "retry_on_breach", 0);
-	j->attempt = (int)client_i64(o, "attempt", 1);
-	j->position = (int)client_i64(o, "position", 0);
-	j->submitted_at_ms = client_i64(o, "submitted_at_ms", 0);
-	j->admitted_at_ms = client_i64(o, "admitted_at_ms", 0);
-	j->started_at_ms = client_i64(o, "started_at_ms", 0);
-	j->ended_at_ms = client_i64(o, "ended_at_ms", 0);
-	j->pid = client_i64(o, "pid", 0);
-	j->footprint_bytes = client_u64(o, "footprint_bytes");
-	j->footprint_peak_bytes = client_u64(o, "footprint_peak_bytes");
-	j->swap_growth_bytes = client_u64(o, "swap_growth_bytes");
-	j->swap_growth_peak_bytes = client_u64(o, "swap_growth_peak_bytes");
-	j->job_swap_bytes = client_u64(o, "job_swap_bytes");
+	for (i = 0; i < sizeof job_copies / sizeof job_copies[0]; i++)
+		job_copy(o, &job_copies[i], j);
 	j->has_exit_code = client_has_number(o, "exit_code");
-	j->exit_code = (int)client_i64(o, "exit_code", 0);
-	j->signal = (int)client_i64(o, "signal", 0);
-	client_str(o, "end_reason", j->end_reason, sizeof j->end_reason);
-	client_str(o, "group", j->group, sizeof j->group);
-	j->wait_free_bytes = (uint64_t)client_i64(o, "wait_free_bytes", 0);
-	j->end_detail = client_dup_str(o, "end_detail");
-	j->argv = client_dup_strv(o, "argv");
-	j->cwd = client_dup_str(o, "cwd");
-	j->command = client_dup_str(o, "command");
-	client_str(o, "waiting_for", j->waiting_for, sizeof j->waiting_for);
-	j->env = client_dup_strv(o, "env");
 	/* For the accessors; without it they answer -ENOENT. */
 	j->obj = cJSON_Duplicate(o, 1);
 }

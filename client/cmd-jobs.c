@@ -111,9 +111,9 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	struct cli_submit_extra x;
 	int rc;
 
-	if ((spec = cli_job_spec(args)) == NULL)
-		return EXIT_ERR;
-	if ((rc = cli_submit_queue(cli, args, spec, &x)) >= 0) {
+	if ((spec = cli_job_spec(cli, args, CLI_USE_SUBMIT, &rc)) == NULL)
+		return rc;
+	if ((rc = cli_submit_shell(args, spec, &x)) >= 0) {
 		sl_job_spec_free(spec);
 		return rc;
 	}

@@ -21,26 +21,6 @@ static int cmd_release(struct cli *, struct cli_args *);
 static int cmd_resubmit(struct cli *, struct cli_args *);
 static int cmd_update(struct cli *, struct cli_args *);
 
-const struct cli_option cli_submit_queue_options[] = {
-    {"after", 0, CLI_TEXT, "ID[,ID...]", 0, 0,
-     "start after these jobs exited 0; if one\n"
-     "fails, is killed or cancelled, this one is cancelled"},
-    {"after-any", 0, CLI_TEXT, "ID[,ID...]", 0, 0,
-     "start after these jobs ended, however they ended"},
-    {"hold", 0, CLI_FLAG, NULL, 0, 0,
-     "queue it held: it starts only after 'release ID'"},
-    {"group", 0, CLI_TEXT, "NAME", 0, 0,
-     "its group: the daemon may limit how many of a\n"
-     "group's jobs run at once (group.NAME.max_running)"},
-    {"on-end", 0, CLI_TEXT, "CMD", 0, 0,
-     "when the job ends, the daemon runs CMD (/bin/sh -c)\n"
-     "as you, its output appended to the job's log"},
-    {"shell", 0, CLI_FLAG, NULL, 0, 0,
-     "run the words of CMD as one /bin/sh -c script,\n"
-     "pipes and redirections too ('a | b')"},
-    {NULL, 0, 0, NULL, 0, 0, NULL},
-};
-
 const struct cli_entry cmd_hold_entry = {
     .name = "hold",
     .summary = "keep queued jobs from starting; they keep their place",
@@ -70,34 +50,19 @@ const struct cli_entry cmd_resubmit_entry = {
     .exec = cmd_resubmit,
 };
 
-static const struct cli_option update_options[] = {
-    {"wait-free", 0, CLI_FREE, "PCT|SIZE", 0, 0,
-     "start only when free memory is >= PCT%, or\n"
-     "(a size, 30G) when that much is available"},
-    {"swap-budget", 0, CLI_SIZE, "SIZE", 0, 0,
-     "kill it when swap grows by more than SIZE (0: none)"},
-    {"expect", 0, CLI_SIZE, "SIZE", 0, 0,
-     "memory it will use: held back from others until reached"},
-    {"priority", 0, CLI_INT, "N", -1000, 1000,
-     "-1000..1000, higher runs first (above 0: root\n"
-     "and the daemon's admin_group only)"},
-    {NULL, 0, 0, NULL, 0, 0, NULL},
-};
-
 const struct cli_entry cmd_update_entry = {
     .name = "update",
     .summary = "change a queued job's priority, wait-free, budget or expect",
     .operands = "ID",
     .min_operands = 1,
     .max_operands = 1,
-    .options = update_options,
+    .options = cli_update_options,
     .exec = cmd_update,
 };
 
 void
 cli_submit_extra_free(struct cli_submit_extra *x)
 {
-	free(x->after);
 	free(x->script);
 	memset(x, 0, sizeof *x);
 }
@@ -209,13 +174,14 @@ cli_submit_command(const sl_job_spec *spec)
 }
 
 /* --shell: the words joined by spaces, as pueue and nq take them, run by
- * /bin/sh -c. -1, or EXIT_ERR. */
-static int
-submit_shell(const struct cli_args *a, sl_job_spec *spec,
-             struct cli_submit_extra *x)
+ * /bin/sh -c. */
+int
+cli_submit_shell(const struct cli_args *a, sl_job_spec *spec,
+                 struct cli_submit_extra *x)
 {
 	size_t len = 0, i;
 
+	memset(x, 0, sizeof *x);
 	if (!cli_has(a, "shell"))
 		return -1;
 	for (i = 0; a->argv[i] != NULL; i++)
@@ -240,88 +206,6 @@ submit_shell(const struct cli_args *a, sl_job_spec *spec,
 		return EXIT_ERR;
 	}
 	return -1;
-}
-
-/* The spec takes a copy of each; EXIT_ERR when it could not. */
-static int
-submit_set(int rc, const char *option)
-{
-	if (rc == 0)
-		return -1;
-	cli_error("--%s: %s", option,
-	          rc == -ENOMEM ? "out of memory" : "not a value submit takes");
-	return EXIT_ERR;
-}
-
-int
-cli_submit_queue(struct cli *cli, const struct cli_args *a, sl_job_spec *spec,
-                 struct cli_submit_extra *x)
-{
-	const char *after = cli_text(a, "after", NULL);
-	const char *any = cli_text(a, "after-any", NULL);
-	const char *list = after != NULL ? after : any;
-	char *copy, *tok, *save = NULL;
-	size_t n = 0, cap = 0;
-	int64_t *v = NULL, id;
-	int rc;
-
-	memset(x, 0, sizeof *x);
-	if ((cli_has(a, "hold") &&
-	     (rc = submit_set(sl_job_spec_set_bool(spec, "held", 1), "hold")) >=
-	         0) ||
-	    (rc = submit_set(
-	         sl_job_spec_set_str(spec, "group", cli_text(a, "group", NULL)),
-	         "group")) >= 0 ||
-	    (rc = submit_set(sl_job_spec_set_str(spec, "on_end",
-	                                         cli_text(a, "on-end", NULL)),
-	                     "on-end")) >= 0)
-		return rc;
-	if (after != NULL && any != NULL)
-		return cli_usage_error(cli, "--after and --after-any: give one "
-		                            "of them");
-	if (list == NULL)
-		return submit_shell(a, spec, x);
-	if ((copy = strdup(list)) == NULL) {
-		cli_error("out of memory");
-		return EXIT_ERR;
-	}
-	for (tok = strtok_r(copy, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (cli_parse_id(tok, &id) < 0) {
-			/* tok is in copy: the error first, then the frees. */
-			rc = cli_usage_error(
-			    cli, "--%s: bad job id '%s'",
-			    after != NULL ? "after" : "after-any", tok);
-
-			free(copy);
-			free(v);
-			return rc;
-		}
-		if (n == cap) {
-			int64_t *nv;
-			cap = cap ? cap * 2 : 8;
-			if ((nv = realloc(v, cap * sizeof *v)) == NULL) {
-				free(copy);
-				free(v);
-				cli_error("out of memory");
-				return EXIT_ERR;
-			}
-			v = nv;
-		}
-		v[n++] = id;
-	}
-	free(copy);
-	if (n == 0)
-		return cli_usage_error(cli, "--%s: no job id",
-		                       after != NULL ? "after" : "after-any");
-	x->after = v;
-	if ((rc = submit_set(sl_job_spec_set_ids(spec, "after", v, n),
-	                     after != NULL ? "after" : "after-any")) >= 0 ||
-	    (any != NULL &&
-	     (rc = submit_set(sl_job_spec_set_bool(spec, "after_any", 1),
-	                      "after-any")) >= 0))
-		return rc;
-	return submit_shell(a, spec, x);
 }
 
 static int
@@ -392,9 +276,9 @@ cmd_update(struct cli *cli, struct cli_args *args)
 {
 	sl_job_spec *u;
 	struct sl_job j;
-	double pct = cli_pct(args, "wait-free", -1);
+	char list[256];
 	int64_t id;
-	int rc = 0;
+	int rc, given;
 
 	if (cli_parse_id(args->argv[0], &id) < 0)
 		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
@@ -402,41 +286,23 @@ cmd_update(struct cli *cli, struct cli_args *args)
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
-	/* Only what is given; a --wait-free size replaces a percentage
-	 * (the daemon sets the other to 0). */
-	if (cli_has(args, "priority"))
-		rc = sl_job_spec_set_int(u, "priority",
-		                         cli_number(args, "priority", 0));
-	if (rc == 0 && cli_has(args, "wait-free"))
-		rc =
-		    pct >= 0
-		        ? sl_job_spec_set_num(u, "wait_free_pct", pct)
-		        : sl_job_spec_set_int(u, "wait_free_bytes",
-		                              cli_number(args, "wait-free", 0));
-	if (rc == 0 && cli_has(args, "swap-budget"))
-		rc = sl_job_spec_set_int(u, "swap_budget_bytes",
-		                         cli_number(args, "swap-budget", 0));
-	if (rc == 0 && cli_has(args, "expect"))
-		rc = sl_job_spec_set_int(u, "expect_bytes",
-		                         cli_number(args, "expect", 0));
-	if (rc != 0) {
+	/* Only what is given; a --wait-free of either kind replaces the
+	 * job's condition. */
+	if ((rc = cli_job_options_set(cli, args, CLI_USE_UPDATE, u, &given)) >=
+	    0) {
 		sl_job_spec_free(u);
-		cli_error("%s", rc == -ENOMEM ? "out of memory"
-		                              : "an option is out of range");
-		return EXIT_ERR;
+		return rc;
 	}
 	/* As every command, it says first that no daemon answers. */
 	if ((rc = cli_connect(cli)) != 0) {
 		sl_job_spec_free(u);
 		return rc;
 	}
-	if (!cli_has(args, "priority") && !cli_has(args, "wait-free") &&
-	    !cli_has(args, "swap-budget") && !cli_has(args, "expect")) {
+	if (given == 0) {
 		sl_job_spec_free(u);
-		return cli_usage_error(cli,
-		                       "nothing to update: give --priority, "
-		                       "--wait-free, --swap-budget or "
-		                       "--expect");
+		return cli_usage_error(
+		    cli, "nothing to update: give %s",
+		    cli_job_options_list(CLI_USE_UPDATE, list, sizeof list));
 	}
 	if ((rc = cli_check_wait_free(cli, cli_spec_wait_free_bytes(u))) >= 0) {
 		sl_job_spec_free(u);

@@ -747,8 +747,8 @@ cmd_run(struct cli *cli, struct cli_args *args)
 	int rc;
 
 	memset(&r, 0, sizeof r);
-	if ((spec = cli_job_spec(args)) == NULL)
-		return EXIT_ERR;
+	if ((spec = cli_job_spec(cli, args, CLI_USE_RUN, &rc)) == NULL)
+		return rc;
 	r.quiet = cli_has(args, "quiet");
 	if (sl_job_spec_set_bool(spec, "attached", 1) != 0) {
 		sl_job_spec_free(spec);

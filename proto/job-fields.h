@@ -9,7 +9,8 @@
  * (client/client-spec.c, client/client-job.c), the web program's
  * allow-list (web/web-json.c) and Python's list
  * (python/stageload/job_fields.py, written by scripts/gen-job-fields.py)
- * are all expanded from JOB_FIELDS. A new field is one row here, its
+ * are all expanded from JOB_FIELDS; stageloadctl's job options from
+ * JOB_CLI below. A new field is one row here, its
  * member in struct job (daemon/job.h), its migration (daemon/store.c), its
  * words in PROTOCOL.md, Python's list written again, and the literal
  * lists of tests/test_fields.c: tests/fields-dummy.py adds one so.
@@ -120,6 +121,72 @@ X(monitor_pid,     "monitor_pid",     S_INT,    "monitor_pid",     J_NO,     OWN
 X(swap_base_bytes, "swap_base_bytes", S_INT,    "swap_base_bytes", J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
 X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
 X(job_token,       "job_token",       S_TEXT,   "job_token",       J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO)
+/* clang-format on */
+
+/*
+ * stageloadctl's job options, in the order its --help shows them: each
+ * sets the submit (and update) parameter of a JOB_FIELDS member, so a new
+ * option is one row here. client/cli-job-options.c makes submit's, run's
+ * and update's option rows and their params from it; tests/test_fields.c
+ * checks each row against its field, and that every submit parameter a
+ * user sets has an option or is listed there as set otherwise.
+ *
+ * JOB_CLI(X) calls, for each option,
+ *
+ *   X(member, option, letter, metavar, value, lo, hi, also, cmds, update,
+ *     help)
+ *
+ * member  the JOB_FIELDS member whose parameter (its wire name) the
+ *         option sets.
+ * option  the long option without its "--"; letter: its short form, or 0;
+ *         metavar: its value in the usage ("SIZE"), NULL for a flag.
+ * value   how stageloadctl reads it (client/cli.h, enum cli_value), and so
+ *         what it sets: CLI_FLAG sets a P_BOOL member true; CLI_TEXT a
+ *         P_STRING member as typed, or a P_INTV member's job ids ("4,7");
+ *         CLI_INT (lo..hi: the field's range), CLI_SIZE (bytes) and
+ *         CLI_DURATION (ms) a P_INT member; CLI_PCT a P_NUM member;
+ *         CLI_FREE a percentage to member, or a size to `also` and 0 to
+ *         member.
+ * also    none, or a P_BOOL member the option sets true besides (after_any
+ *         for --after-any); CLI_FREE's member for a size. Two options of
+ *         one member exclude each other ("--after and --after-any: give
+ *         one of them").
+ * cmds    JOB: submit and run (and guard); SUBMIT: submit only (a detached
+ *         job's).
+ * update  1: update takes it too; 0: not.
+ * help    its lines in --help ("\n" between lines).
+ */
+/* clang-format off */
+#define JOB_CLI(X) \
+X(after,             "after",           0, "ID[,ID...]", CLI_TEXT, 0, 0, none,            SUBMIT, 0, \
+  "start after these jobs exited 0; if one\n" \
+  "fails, is killed or cancelled, this one is cancelled") \
+X(after,             "after-any",       0, "ID[,ID...]", CLI_TEXT, 0, 0, after_any,       SUBMIT, 0, \
+  "start after these jobs ended, however they ended") \
+X(held,              "hold",            0, NULL,         CLI_FLAG, 0, 0, none,            SUBMIT, 0, \
+  "queue it held: it starts only after 'release ID'") \
+X(group,             "group",           0, "NAME",       CLI_TEXT, 0, 0, none,            SUBMIT, 0, \
+  "its group: the daemon may limit how many of a\n" \
+  "group's jobs run at once (group.NAME.max_running)") \
+X(on_end,            "on-end",          0, "CMD",        CLI_TEXT, 0, 0, none,            SUBMIT, 0, \
+  "when the job ends, the daemon runs CMD (/bin/sh -c)\n" \
+  "as you, its output appended to the job's log") \
+X(wait_free_pct,     "wait-free",       0, "PCT|SIZE",   CLI_FREE, 0, 0, wait_free_bytes, JOB,    1, \
+  "start only when free memory is >= PCT%, or\n" \
+  "(a size, 30G) when that much is available") \
+X(swap_budget_bytes, "swap-budget",     0, "SIZE",       CLI_SIZE, 0, 0, none,            JOB,    1, \
+  "kill it when swap grows by more than SIZE (0: none)") \
+X(expect_bytes,      "expect",          0, "SIZE",       CLI_SIZE, 0, 0, none,            JOB,    1, \
+  "memory it will use: held back from others until reached") \
+X(priority,          "priority",        0, "N",          CLI_INT,  -1000, 1000, none,     JOB,    1, \
+  "-1000..1000, higher runs first (default 0;\n" \
+  "above 0: root and the daemon's admin_group only)") \
+X(name,              "name",            0, "NAME",       CLI_TEXT, 0, 0, none,            JOB,    0, \
+  "a label (default: the command's name)") \
+X(exclusive,         "exclusive",       0, NULL,         CLI_FLAG, 0, 0, none,            JOB,    0, \
+  "run only when no other job runs") \
+X(retry_on_breach,   "retry-on-breach", 0, "N",          CLI_INT,  0, 100, none,          JOB,    0, \
+  "requeue up to N times after a breach")
 /* clang-format on */
 
 #endif

@@ -53,8 +53,17 @@ def c_int(text: str) -> int:
 
 def read_table(path: str) -> List[Field]:
     fields = []
+    inside = False
     with open(path, encoding="utf-8") as f:
         for line in f:
+            # JOB_FIELDS' rows only: the macro ends at a line without "\\"
+            if line.startswith("#define JOB_FIELDS(X)"):
+                inside = True
+                continue
+            if not inside:
+                continue
+            if not line.rstrip().endswith("\\"):
+                inside = False
             m = ROW.match(line.strip())
             if m is None:
                 continue

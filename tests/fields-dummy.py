@@ -10,7 +10,9 @@ test_fields and job_fields pass, protocol conformance passes with the new
 member, and a real daemon takes `dummy_count` at submit and update,
 range-checks it, shows it to a stranger, keeps it across a restart,
 carries it to a resubmitted job and refuses it out of range; a program of libstageload's public API sets it
-at submit and reads it back, the library untouched.
+at submit and reads it back, the library untouched; and its row in the
+table's JOB_CLI gives stageloadctl `submit --dummy-count` and
+`update --dummy-count`, which reach the daemon, stageloadctl untouched.
 
 Printed: the files that had to be touched (at most MAX_FILES), and the
 product files naming `after_any` (at most MAX_AFTER_ANY).
@@ -74,6 +76,10 @@ def add_field(t):
     edit(p("proto/job-fields.h"), "X(held, ",
          'X(dummy_count, "dummy_count", S_INT, "dummy_count", J_INT, PUBLIC,'
          ' P_INT, 1, 0, 100, U_COUNT, W_YES) \\\nX(held, ')
+    # and its option, in the same file
+    edit(p("proto/job-fields.h"), "#define JOB_CLI(X) \\\n",
+         '#define JOB_CLI(X) \\\nX(dummy_count, "dummy-count", 0, "N",'
+         ' CLI_INT, 0, 100, none, SUBMIT, 1, "a count, 0..100") \\\n')
     # 2. its member
     edit(p("daemon/job.h"), "\tint held; ", "\tint dummy_count;\n\tint held; ")
     # 3. its column
@@ -130,6 +136,21 @@ def daemon_checks(bin_dir, src):
         assert c.call("show", {"id": again})["dummy_count"] == 9
         c.call("cancel", {"id": again})
         c.call("cancel", {"id": jid})
+        # stageloadctl's option, from the table's row alone
+        ctl = [os.path.join(bin_dir, "stageloadctl"), "--socket", d.socket]
+        out = run(ctl + ["submit", "--hold", "--dummy-count", "5", "--",
+                         "/bin/sleep", "30"], src)
+        cid = int(out.strip())
+        assert c.call("show", {"id": cid})["dummy_count"] == 5
+        run(ctl + ["update", str(cid), "--dummy-count", "6"], src)
+        assert c.call("show", {"id": cid})["dummy_count"] == 6
+        r = subprocess.run(ctl + ["submit", "--dummy-count", "101", "--",
+                                  "/bin/true"], capture_output=True,
+                           text=True)
+        assert r.returncode == 2 and "--dummy-count" in r.stderr, r
+        help_text = run(ctl + ["submit", "--help"], src)
+        assert "--dummy-count N" in help_text, help_text
+        c.call("cancel", {"id": cid})
     finally:
         d.cleanup()
 
@@ -211,7 +232,7 @@ def main():
         run(["cmake", "-S", t, "-B", b, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
              "-DSTAGELOAD_TESTS=ON", "-DSTAGELOAD_WEB=OFF"], scratch)
         run(["cmake", "--build", b, "-j2", "--target", "stageloadd",
-             "test_fields", "stageload"], scratch)
+             "test_fields", "stageload", "stageloadctl"], scratch)
         env = dict(os.environ, SL_SRC=t, SL_BIN=os.path.join(b, "bin"))
         print(run([os.path.join(b, "bin", "test_fields")], scratch, env=env)
               .strip().splitlines()[-1])
@@ -221,7 +242,9 @@ def main():
                                                 "protocol-conformance.py")],
                   scratch, env=env).strip().splitlines()[-1:])
         daemon_checks(os.path.join(b, "bin"), t)
-        print("the daemon stores, shows, updates and range-checks dummy_count")
+        print("the daemon stores, shows, updates and range-checks "
+              "dummy_count; stageloadctl submit and update take "
+              "--dummy-count")
         lib_checks(t, b, scratch)
         print("libstageload, unchanged, sets and reads dummy_count by name")
         named = []

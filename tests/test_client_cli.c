@@ -42,7 +42,11 @@ parse(int argc, char **argv, sl_job_spec **spec, int *quiet, char *cause,
 	rc = cli_parse(e, argc, copy, &cli, &a, cause, len);
 	if (rc < 0)
 		return rc;
-	assert_non_null(*spec = cli_job_spec(&a));
+	assert_non_null(*spec = cli_job_spec(&cli, &a,
+	                                     strcmp(e->name, "run") == 0
+	                                         ? CLI_USE_RUN
+	                                         : CLI_USE_SUBMIT,
+	                                     &rc));
 	if (quiet != NULL)
 		*quiet = cli_has(&a, "quiet");
 	for (i = 0; i < argc; i++)

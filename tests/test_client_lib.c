@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "../client/client-internal.h"
 #include "../client/stageload.h"
@@ -1051,6 +1052,90 @@ test_spec_setters(void **state)
 	sl_job_spec_free(s);
 }
 
+/* Every member struct sl_job keeps, decoded from a Job by the table of
+ * copies (client-decode.c); absent ones get their defaults. */
+static void
+test_decode_job(void **state)
+{
+	static const char job[] =
+	    "{\"id\":7,\"user\":\"ana\",\"uid\":501,\"name\":\"gen\","
+	    "\"state\":\"exited\",\"attached\":true,\"priority\":-5,"
+	    "\"wait_free_pct\":37.5,\"wait_free_bytes\":1048576,"
+	    "\"swap_budget_bytes\":8589934592,\"expect_bytes\":1024,"
+	    "\"expect_source\":\"learned\",\"expect_runs\":3,"
+	    "\"name_given\":true,\"exclusive\":true,\"retry_on_breach\":2,"
+	    "\"attempt\":2,\"group\":\"g1\",\"position\":4,"
+	    "\"waiting_for\":\"free\",\"submitted_at_ms\":1000,"
+	    "\"admitted_at_ms\":2000,\"started_at_ms\":3000,"
+	    "\"ended_at_ms\":4000,\"pid\":4242,\"footprint_bytes\":11,"
+	    "\"footprint_peak_bytes\":12,\"swap_growth_bytes\":13,"
+	    "\"swap_growth_peak_bytes\":14,\"job_swap_bytes\":15,"
+	    "\"exit_code\":3,\"signal\":9,\"end_reason\":\"exit\","
+	    "\"command\":\"python gen.py\",\"argv\":[\"python\",\"gen.py\"],"
+	    "\"cwd\":\"/tmp\",\"end_detail\":\"done\",\"env\":[\"A=1\"]}";
+	cJSON *o = cJSON_Parse(job), *empty = cJSON_Parse("{}");
+	struct sl_job j;
+	int64_t v;
+
+	(void)state;
+	assert_non_null(o);
+	client_decode_job(o, &j);
+	assert_int_equal(j.id, 7);
+	assert_string_equal(j.user, "ana");
+	assert_int_equal(j.uid, 501);
+	assert_string_equal(j.name, "gen");
+	assert_string_equal(j.state, "exited");
+	assert_int_equal(j.attached, 1);
+	assert_int_equal(j.priority, -5);
+	assert_true(j.wait_free_pct == 37.5);
+	assert_int_equal(j.wait_free_bytes, 1048576);
+	assert_int_equal(j.swap_budget_bytes, 8589934592ULL);
+	assert_int_equal(j.expect_bytes, 1024);
+	assert_string_equal(j.expect_source, "learned");
+	assert_int_equal(j.expect_runs, 3);
+	assert_int_equal(j.name_given, 1);
+	assert_int_equal(j.exclusive, 1);
+	assert_int_equal(j.retry_on_breach, 2);
+	assert_int_equal(j.attempt, 2);
+	assert_string_equal(j.group, "g1");
+	assert_int_equal(j.position, 4);
+	assert_string_equal(j.waiting_for, "free");
+	assert_int_equal(j.submitted_at_ms, 1000);
+	assert_int_equal(j.admitted_at_ms, 2000);
+	assert_int_equal(j.started_at_ms, 3000);
+	assert_int_equal(j.ended_at_ms, 4000);
+	assert_int_equal(j.pid, 4242);
+	assert_int_equal(j.footprint_bytes, 11);
+	assert_int_equal(j.footprint_peak_bytes, 12);
+	assert_int_equal(j.swap_growth_bytes, 13);
+	assert_int_equal(j.swap_growth_peak_bytes, 14);
+	assert_int_equal(j.job_swap_bytes, 15);
+	assert_int_equal(j.has_exit_code, 1);
+	assert_int_equal(j.exit_code, 3);
+	assert_int_equal(j.signal, 9);
+	assert_string_equal(j.end_reason, "exit");
+	assert_string_equal(j.command, "python gen.py");
+	assert_string_equal(j.argv[1], "gen.py");
+	assert_null(j.argv[2]);
+	assert_string_equal(j.cwd, "/tmp");
+	assert_string_equal(j.end_detail, "done");
+	assert_string_equal(j.env[0], "A=1");
+	assert_int_equal(sl_job_get_int(&j, "pid", &v), 0);
+	assert_int_equal(v, 4242);
+	sl_job_clear(&j);
+
+	client_decode_job(empty, &j);
+	assert_int_equal(j.uid, -1);
+	assert_int_equal(j.attempt, 1);
+	assert_int_equal(j.has_exit_code, 0);
+	assert_string_equal(j.state, "");
+	assert_null(j.argv);
+	assert_null(j.cwd);
+	sl_job_clear(&j);
+	cJSON_Delete(o);
+	cJSON_Delete(empty);
+}
+
 int
 main(void)
 {
@@ -1069,6 +1154,7 @@ main(void)
 	    cmocka_unit_test(test_spec_setters),
 	    cmocka_unit_test(test_send_timeout),
 	    cmocka_unit_test(test_malformed_lists),
+	    cmocka_unit_test(test_decode_job),
 	    cmocka_unit_test(test_error_kinds),
 	};
 

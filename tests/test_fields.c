@@ -528,6 +528,131 @@ test_store_roundtrip(void **state)
 	}
 }
 
+/* Submit parameters set otherwise than by a job option of JOB_CLI: the
+ * command line's operands, the caller's directory, environment and
+ * umask, run's attached, and the Slurm plugin's. */
+static const char *const not_options[] = {
+    "argv",          "cwd",          "env",           "umask",
+    "attached",      "slurm_job_id", "slurm_step_id", "slurm_task_id",
+    "exit_reporter", NULL,
+};
+
+enum cli_param {
+	T_P_NO,
+	T_P_INT,
+	T_P_NUM,
+	T_P_BOOL,
+	T_P_STRING,
+	T_P_STRING_REQ,
+	T_P_STRV,
+	T_P_STRV_REQ,
+	T_P_INTV,
+};
+/* A member JOB_CLI names that is no field fails to compile here. */
+#define CLI_FIELD_INDEX(m, ...) JF_##m,
+enum { JOB_FIELDS(CLI_FIELD_INDEX) JF_none };
+#define CLI_FIELD_ROW(m, w, store, col, job, vis, submit, upd, lo, hi, ...)    \
+	{#m, T_##submit, upd, (double)(lo), (double)(hi)},
+static const struct {
+	const char *member;
+	enum cli_param submit;
+	int update;
+	double lo, hi;
+} cli_fields[] = {JOB_FIELDS(CLI_FIELD_ROW){"none", T_P_NO, 0, 0, 0}};
+
+enum cli_kind {
+	V_CLI_FLAG,
+	V_CLI_TEXT,
+	V_CLI_INT,
+	V_CLI_SIZE,
+	V_CLI_DURATION,
+	V_CLI_PCT,
+	V_CLI_FREE
+};
+#define CLI_ROW(m, opt, l, mv, v, lo, hi, also, cmds, upd, help)               \
+	{JF_##m, JF_##also, opt, V_##v, lo, hi, upd},
+static const struct {
+	int field, also;
+	const char *option;
+	enum cli_kind value;
+	double lo, hi;
+	int update;
+} cli_rows[] = {JOB_CLI(CLI_ROW)};
+#define NCLI_ROWS (sizeof cli_rows / sizeof cli_rows[0])
+
+static int
+cli_param_fits(enum cli_kind v, enum cli_param p)
+{
+	switch (v) {
+	case V_CLI_FLAG:
+		return p == T_P_BOOL;
+	case V_CLI_TEXT:
+		return p == T_P_STRING || p == T_P_INTV;
+	case V_CLI_INT:
+	case V_CLI_SIZE:
+	case V_CLI_DURATION:
+		return p == T_P_INT;
+	case V_CLI_PCT:
+	case V_CLI_FREE:
+		return p == T_P_NUM;
+	}
+	return 0;
+}
+
+/* Each option of JOB_CLI sets a parameter of its field's type (update's
+ * only where update takes the field), within the field's range; every
+ * submit parameter has an option or is in not_options. */
+static void
+test_cli_options(void **state)
+{
+	size_t i, k;
+	int f, named;
+
+	(void)state;
+	for (i = 0; i < NCLI_ROWS; i++) {
+		const char *m = cli_fields[cli_rows[i].field].member;
+		f = cli_rows[i].field;
+		if (!cli_param_fits(cli_rows[i].value, cli_fields[f].submit))
+			fail_msg("--%s: its kind does not set %s",
+			         cli_rows[i].option, m);
+		if (cli_rows[i].update && !cli_fields[f].update)
+			fail_msg("--%s: update takes no %s", cli_rows[i].option,
+			         m);
+		if (cli_rows[i].value == V_CLI_INT &&
+		    (cli_rows[i].lo != cli_fields[f].lo ||
+		     cli_rows[i].hi != cli_fields[f].hi))
+			fail_msg("--%s: range %g..%g, %s's is %g..%g",
+			         cli_rows[i].option, cli_rows[i].lo,
+			         cli_rows[i].hi, m, cli_fields[f].lo,
+			         cli_fields[f].hi);
+		if (cli_rows[i].also != JF_none &&
+		    cli_fields[cli_rows[i].also].submit !=
+		        (cli_rows[i].value == V_CLI_FREE ? T_P_INT : T_P_BOOL))
+			fail_msg("--%s: sets %s, of another type",
+			         cli_rows[i].option,
+			         cli_fields[cli_rows[i].also].member);
+		if (cli_rows[i].value == V_CLI_FREE &&
+		    cli_rows[i].also == JF_none)
+			fail_msg("--%s: a size sets no member",
+			         cli_rows[i].option);
+		for (k = 0; k < i; k++)
+			if (strcmp(cli_rows[k].option, cli_rows[i].option) == 0)
+				fail_msg("--%s: twice", cli_rows[i].option);
+	}
+	for (f = 0; f < JF_none; f++) {
+		if (cli_fields[f].submit == T_P_NO)
+			continue;
+		named = 0;
+		for (i = 0; i < NCLI_ROWS; i++)
+			named |=
+			    cli_rows[i].field == f || cli_rows[i].also == f;
+		if (named == in_list(not_options, cli_fields[f].member))
+			fail_msg("submit's %s: %s", cli_fields[f].member,
+			         named ? "an option, and in not_options"
+			               : "no option, and not in not_options");
+	}
+}
+
 int
 main(void)
 {
@@ -535,6 +660,7 @@ main(void)
 	    cmocka_unit_test(test_renamed_members),
 	    cmocka_unit_test(test_wire_members),
 	    cmocka_unit_test(test_web_members),
+	    cmocka_unit_test(test_cli_options),
 	    cmocka_unit_test_setup_teardown(test_store_columns, store_setup,
 	                                    store_teardown),
 	    cmocka_unit_test_setup_teardown(test_store_roundtrip, store_setup,

@@ -8,13 +8,29 @@ FLAGS is "json" or "nojson", with ",cmdline" when its options end at the
 first operand; an OPTION is "name" for a flag and "name=" for one that
 takes a value. The tables are read from client/*.c as they are written
 (struct cli_option NAME[] = {...}; const struct cli_entry cmd_X_entry =
-{...}), so the test compares what the code declares with what the program
-shows. Exits 1, saying why, when a command file parses options itself.
+{...}), the job options of proto/job-fields.h's JOB_CLI where a table
+names JOB_CLI(OPT_JOB), JOB_CLI(OPT_SUBMIT) or JOB_CLI(OPT_UPDATE), so the
+test compares what the code declares with what the program shows. Exits 1, saying why, when a command file parses options itself.
 """
 import glob
 import os
 import re
 import sys
+
+
+def read_job_cli(path):
+    """JOB_CLI's rows: (option as in a table, cmds, update)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    body = re.search(r"#define JOB_CLI\(X\)(.*?[^\\])\n", text, re.S)
+    rows = []
+    for m in re.finditer(r'X\(\s*\w+\s*,\s*"([a-z][a-z0-9-]*)"\s*,\s*[^,]+,'
+                         r'\s*(?:NULL|"[^"]*")\s*,\s*(CLI_\w+)\s*,[^,]+,[^,]+,'
+                         r'\s*\w+\s*,\s*(\w+)\s*,\s*([01])\s*,',
+                         body.group(1) if body else ""):
+        rows.append((m.group(1) + ("" if m.group(2) == "CLI_FLAG" else "="),
+                     m.group(3), m.group(4)))
+    return rows
 
 
 def main():
@@ -28,11 +44,17 @@ def main():
     if bad:
         sys.exit("these command files parse options themselves instead of "
                  "declaring them in their entry: " + ", ".join(bad))
+    job_cli = read_job_cli(os.path.join(src, "proto", "job-fields.h"))
     tables = {}
     for t in text.values():
         for m in re.finditer(r"struct\s+cli_option\s+(\w+)\s*\[\]\s*=\s*\{(.*?)\n\};",
                              t, re.S):
             opts = []
+            for use in re.findall(r"\bJOB_CLI\((OPT_\w+)\)", m.group(2)):
+                opts += [o for o, cmds, upd in job_cli
+                         if {"OPT_JOB": cmds == "JOB",
+                             "OPT_SUBMIT": cmds == "SUBMIT",
+                             "OPT_UPDATE": upd == "1"}[use]]
             for row in re.finditer(r'\{\s*"([a-z][a-z0-9-]*)"\s*,\s*([^,]+),\s*(CLI_\w+)',
                                    m.group(2)):
                 opts.append(row.group(1) + ("" if row.group(3) == "CLI_FLAG" else "="))
