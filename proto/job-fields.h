@@ -175,7 +175,8 @@ X(wait_free_pct,     "wait-free",       0, "PCT|SIZE",   CLI_FREE, 0, 0, wait_fr
   "start only when free memory is >= PCT%, or\n" \
   "(a size, 30G) when that much is available") \
 X(swap_budget_bytes, "swap-budget",     0, "SIZE",       CLI_SIZE, 0, 0, none,            JOB,    1, \
-  "kill it when swap grows by more than SIZE (0: none)") \
+  "kill it when the system's swap grows by more than\n" \
+  "SIZE while it runs (0: none)") \
 X(expect_bytes,      "expect",          0, "SIZE",       CLI_SIZE, 0, 0, none,            JOB,    1, \
   "memory it will use: held back from others until reached") \
 X(priority,          "priority",        0, "N",          CLI_INT,  -1000, 1000, none,     JOB,    1, \

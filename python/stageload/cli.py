@@ -437,7 +437,8 @@ def parser() -> argparse.ArgumentParser:
                    help="start only when free memory is >= PCT%%, or (a size, 30G) when "
                    "that much is available")
     g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE",
-                   help="kill it when swap grows by more than SIZE (0: none; default: "
+                   help="kill it when the system's swap grows by more than SIZE while it runs "
+                   "(0: none; default: "
                    "the daemon's)")
     g.add_argument("--expect", type=_size_arg, metavar="SIZE",
                    help="memory it will use: held back from others until reached")
