@@ -228,7 +228,31 @@ def sc_stage_attached(d, m, c):
     jid = int(env["STAGELOAD_JOB_ID"])
     assert len(env["STAGELOAD_JOB_TOKEN"]) == 32, env
     assert stage_names(c, jid) == ["decode"], stage_names(c, jid)
-    print("ok - run: the command has STAGELOAD_SOCKET and a token; its stage is recorded")
+    # Python's console guard and a guard() block: the same three.
+    penv = dict(os.environ, STAGELOAD_SOCKET=d.dir + "/nothing.sock",
+                PYTHONPATH=PYTHON_DIR)
+    r = subprocess.run(
+        ["python3", "-m", "stageload", "--socket", d.socket, "guard", "-q", "--",
+         "bash", "-c", "env > %s.py; %s stage encode" % (envf, CTL)],
+        capture_output=True, text=True, timeout=60, env=penv)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    env = env_file(envf + ".py")
+    assert env["STAGELOAD_SOCKET"] == d.socket, env
+    assert stage_names(c, int(env["STAGELOAD_JOB_ID"])) == ["encode"]
+    r = subprocess.run(
+        ["python3", "-c", "import os, stageload\n"
+         "with stageload.guard(socket=%r, quiet=True) as g:\n"
+         "    assert os.environ['STAGELOAD_SOCKET'] == %r\n"
+         "    assert len(os.environ['STAGELOAD_JOB_TOKEN']) == 32\n"
+         "    assert stageload.stage('block')\n"
+         "    print(os.environ['STAGELOAD_JOB_ID'])\n"
+         "assert 'STAGELOAD_JOB_TOKEN' not in os.environ\n"
+         % (d.socket, d.socket)],
+        capture_output=True, text=True, timeout=60, env=penv)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert stage_names(c, int(r.stdout.strip())) == ["block"], r.stdout
+    print("ok - run, stageload guard and guard(): the command has "
+          "STAGELOAD_SOCKET and a token; its stages are recorded")
 
 
 def top_frame(d, want, cols=120, rows=30):
