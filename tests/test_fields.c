@@ -347,6 +347,12 @@ test_wire_members(void **state)
 	    cJSON_GetStringValue(cJSON_GetObjectItem(o, "waiting_for")),
 	    "settle");
 	cJSON_DeleteItemFromObject(o, "waiting_for");
+	/* and what it waits behind: none named here, no time known */
+	assert_int_equal(
+	    cJSON_GetArraySize(cJSON_GetObjectItem(o, "waiting_on")), 0);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "waiting_until_ms")));
+	cJSON_DeleteItemFromObject(o, "waiting_on");
+	cJSON_DeleteItemFromObject(o, "waiting_until_ms");
 	assert_members(o, public_members, NULL, "a stranger's queued job");
 	cJSON_Delete(o);
 }
