@@ -39,6 +39,8 @@ JOB_MEMBERS: Tuple[str, ...] = (
     'group',
     'position',
     'waiting_for',
+    'waiting_on',
+    'waiting_until_ms',
     'submitted_at_ms',
     'admitted_at_ms',
     'started_at_ms',
