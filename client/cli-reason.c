@@ -113,9 +113,30 @@ free_compare(const struct cli_wait *w, char *buf, size_t len)
 	snprintf(buf, len, "%s %s %s", have, below ? "<" : ">=", want);
 }
 
+/* When a job may begin, as a local clock time: "23:10", with the date
+ * when it is not today ("2026-12-24 23:10"), seconds when it has them. */
+static void
+begin_text(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000), now = time(NULL);
+	struct tm tm, today;
+
+	if (ms <= 0 || localtime_r(&t, &tm) == NULL ||
+	    localtime_r(&now, &today) == NULL) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	strftime(
+	    buf, len,
+	    tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday
+	        ? (tm.tm_sec != 0 ? "%H:%M:%S" : "%H:%M")
+	        : (tm.tm_sec != 0 ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M"),
+	    &tm);
+}
+
 /* Expand a template of proto/names.h: %F the comparison, %f the free %,
  * %w what the job waits for, %R the reserved bytes, %a the job it starts
- * after, %i the job's id. */
+ * after, %i the job's id, %b when it may begin. */
 static void
 expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
        size_t len)
@@ -172,6 +193,9 @@ expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
 				             ? w->group
 				             : "NAME",
 				         32, part, sizeof part);
+				break;
+			case 'b':
+				begin_text(w->begin_ms, part, sizeof part);
 				break;
 			default:
 				snprintf(part, sizeof part, "%%%c", *fmt);
@@ -390,7 +414,7 @@ void
 cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                const char *waiting_for, char *buf, size_t len)
 {
-	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0,
+	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0,   0,
 	                     0,           0,        NULL,          0,  NULL};
 
 	cli_queue_line_wait(position, of, &w, buf, len);
@@ -427,10 +451,15 @@ cli_job_reason(const struct sl_job *j, double free_pct, int64_t available_bytes,
 	                     j->wait_free_bytes,
 	                     available_bytes,
 	                     j->id,
+	                     0,
 	                     NULL,
 	                     0,
 	                     NULL};
 	char *on = NULL;
+	int64_t begin;
+
+	if (sl_job_get_int(j, "begin_ms", &begin) == 0)
+		w.begin_ms = begin;
 
 	if (strcmp(j->state, "queued") != 0 || j->waiting_for[0] == '\0') {
 		snprintf(buf, len, form == CLI_REASON_COLUMN ? "" : "-");

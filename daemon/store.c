@@ -201,7 +201,15 @@ static const char *const store_migrations[] = {
      " footprint_peak_bytes INTEGER NOT NULL,"
      " swap_growth_peak_bytes INTEGER NOT NULL,"
      " PRIMARY KEY (day, uid, name)) WITHOUT ROWID;"),
-    /* 11: the job's token (STAGELOAD_JOB_TOKEN), which a stage report
+    /* 11: time limits (0: none), the time before which a job is not
+     * admitted (0: at once) and the records of the attempts before the
+     * current one (a JSON array, NULL: none). */
+    ("ALTER TABLE jobs ADD COLUMN time_limit_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN time_limit_per_attempt_ms INTEGER NOT "
+     "NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN attempts TEXT;"),
+    /* 12: the job's token (STAGELOAD_JOB_TOKEN), which a stage report
      * from inside the job carries; NULL for jobs from before, whose
      * reports are taken as they were. */
     "ALTER TABLE jobs ADD COLUMN job_token TEXT;",

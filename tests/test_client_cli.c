@@ -423,7 +423,7 @@ test_paragraph(void **state)
 	free(text);
 
 	/* every ended state in words; a reason in words, or (one newer
-	 * than this client) named as a reason, never "because time_limit" */
+	 * than this client) named as a reason, never "because wall_clock" */
 	job(&j, "cancelled");
 	snprintf(j.end_reason, sizeof j.end_reason, "dependency");
 	j.ended_at_ms = 1764480061010;
@@ -433,11 +433,17 @@ test_paragraph(void **state)
 	    strstr(text, "cancelled because a job it starts after"));
 	free(text);
 	job(&j, "killed");
-	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	snprintf(j.end_reason, sizeof j.end_reason, "wall_clock");
 	j.ended_at_ms = 1764480061010;
 	text = cli_job_paragraph(&j, 1764480100000, NULL);
-	assert_non_null(strstr(text, "killed (end reason: time_limit)"));
+	assert_non_null(strstr(text, "killed (end reason: wall_clock)"));
 	assert_null(strstr(text, "because"));
+	free(text);
+	/* a time limit is one this client knows */
+	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(
+	    strstr(text, "killed because it ran past its time limit"));
 	free(text);
 	job(&j, "exited");
 	j.ended_at_ms = 1764480061010;
@@ -499,7 +505,7 @@ test_pct_compare(void **state)
 static void
 test_wait_reason_held(void **state)
 {
-	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12, NULL, 0, NULL};
+	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12, 0, NULL, 0, NULL};
 	char buf[256];
 
 	(void)state;
@@ -518,7 +524,7 @@ test_wait_reason_held(void **state)
 static void
 test_wait_reason_behind(void **state)
 {
-	struct cli_wait w = {"settle", 50, 40, -1, 0, 0, 14, NULL, 0, NULL};
+	struct cli_wait w = {"settle", 50, 40, -1, 0, 0, 14, 0, NULL, 0, NULL};
 	char buf[512];
 
 	(void)state;
@@ -558,7 +564,7 @@ test_wait_reason_behind(void **state)
 static void
 test_wait_reason(void **state)
 {
-	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0, NULL, 0, NULL};
+	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0, 0, NULL, 0, NULL};
 	char buf[256];
 
 	(void)state;
@@ -600,8 +606,9 @@ test_wait_reason(void **state)
 static void
 test_wait_reason_bytes(void **state)
 {
-	struct cli_wait w = {"free",           92, 0,    -1, (uint64_t)22 << 30,
-	                     (int64_t)8 << 30, 0,  NULL, 0,  NULL};
+	struct cli_wait w = {
+	    "free", 92,   0, -1,  (uint64_t)22 << 30, (int64_t)8 << 30, 0,
+	    0,      NULL, 0, NULL};
 	char buf[256];
 
 	(void)state;

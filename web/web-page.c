@@ -116,6 +116,7 @@ wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
 	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
 	                     (int64_t)web_num(smp, "available_bytes", 0),
 	                     (int64_t)web_num(j, "id", 0),
+	                     (int64_t)web_num(j, "begin_ms", 0),
 	                     NULL,
 	                     (int64_t)web_num(j, "waiting_until_ms", 0),
 	                     web_str(j, "group")};
