@@ -393,7 +393,23 @@ def sc_reason_group(d, m, c):
     print("ok - group: named, with the job running in it")
 
 
+def sc_time_limit_marker(d, m, c):
+    """A time limit's end gets its marker too, through the same function
+    (its words are proto/names.h's for time_limit)."""
+    m.set(free_pct=80)
+    jid = submit(c, d, "echo up; exec sleep 60", time_limit_ms=1000)
+    j = wait_state(c, jid, "killed", timeout=15)
+    assert j["end_reason"] == "time_limit", j
+    text = poll(lambda: log_of(d, jid) if "stageload:" in log_of(d, jid)
+                else None, what="the marker line")
+    last = text.splitlines()[-1]
+    assert last.startswith("stageload: killed at ") and \
+        last.endswith("(time_limit)"), last
+    print("ok - time limit: %r" % last)
+
+
 SCENARIOS = [
+    ("time_limit_marker", sc_time_limit_marker, {}),
     ("reason_settle", sc_reason_settle, {"settle": "30s"}),
     ("reason_head", sc_reason_head, {}),
     ("reason_group", sc_reason_group,
