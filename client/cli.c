@@ -245,16 +245,8 @@ cli_job_swap(const struct sl_job *j, char *buf, size_t len)
 void
 cli_job_state(const struct sl_job *j, char *buf, size_t len)
 {
-	if (strcmp(j->state, "queued") == 0 && j->position > 0)
-		snprintf(buf, len, "queued #%d", j->position);
-	else if (strcmp(j->state, "exited") == 0 && j->signal > 0)
-		snprintf(buf, len, "exited sig %d", j->signal);
-	else if (strcmp(j->state, "exited") == 0)
-		snprintf(buf, len, "exited %d", j->exit_code);
-	else if (j->end_reason[0] != '\0' && strcmp(j->state, "killed") == 0)
-		snprintf(buf, len, "killed (%s)", j->end_reason);
-	else
-		snprintf(buf, len, "%s", j->state);
+	cli_state_words(j->state, j->position, j->exit_code, j->signal,
+	                j->end_reason, buf, len);
 }
 
 /* A growable string for the paragraph. */

@@ -357,6 +357,10 @@ void cli_job_expect(const struct sl_job *j, char *buf, size_t len);
 void cli_print_learned(const char *show_json, FILE *f);
 /* "exited 0", "killed (swap_budget)", "queued #2" */
 void cli_job_state(const struct sl_job *j, char *buf, size_t len);
+/* The same from the Job's members (cli-base.c: stageload-web's tables and
+ * job page say a state as status does); end_reason may be NULL. */
+void cli_state_words(const char *state, int position, int exit_code, int signal,
+                     const char *end_reason, char *buf, size_t len);
 /* What a queued job waits for and the numbers to say it with. */
 struct cli_wait {
 	const char *waiting_for;  /* the protocol's word; unknown ones: other */
