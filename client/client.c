@@ -364,18 +364,15 @@ job_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 }
 
 /*
- * Call a method whose result holds a list of kind k and append its items
- * to the vector *items of *n (client_decode_list, with stop); params is
- * consumed. When cursor is not NULL it gets the result's next_cursor, or
- * "" at the end. Returns client_decode_list's 0 or 1, or a negative code
- * with the error set and the whole vector freed (*items NULL, *n 0).
+ * One list call: its items appended to *items (stop as in
+ * client_decode_list). Returns 1 when stop stopped it, 0, or a negative
+ * code with the error set and the whole vector freed (*items NULL, *n 0).
  */
 static int
 list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
-          int (*stop)(const void *, void *), void *arg, void **items, size_t *n,
-          char *cursor, size_t cursor_len)
+          int (*stop)(const void *, void *), void *arg, void **items, size_t *n)
 {
-	const cJSON *r, *next;
+	const cJSON *r;
 	cJSON *root;
 	int rc;
 
@@ -385,14 +382,6 @@ list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
 	if (rc < 0)
 		goto fail;
 	rc = client_decode_list(r, k, stop, arg, items, n);
-	if (cursor != NULL) {
-		next = client_member(r, "next_cursor");
-		if (cJSON_IsString(next) &&
-		    strlen(next->valuestring) < cursor_len)
-			snprintf(cursor, cursor_len, "%s", next->valuestring);
-		else
-			cursor[0] = '\0';
-	}
 	cJSON_Delete(root);
 	if (rc >= 0)
 		return rc;
@@ -404,10 +393,116 @@ fail:
 	return rc;
 }
 
-/* The page of status that has `want` ended jobs is the last (--all). */
+/* The longest next_cursor followed: a daemon's are a few dozen bytes. */
+#define CURSOR_MAX 256
+
+int
+client_pages(sl_client *c, const char *method, cJSON *params,
+             int (*each)(const cJSON *result, void *arg), void *arg)
+{
+	const cJSON *r, *next;
+	cJSON *root, *p, *cursor;
+	int rc;
+
+	if ((rc = need(c, params)) < 0)
+		return rc;
+	for (;;) {
+		if ((rc = need(c, p = cJSON_Duplicate(params, 1))) < 0)
+			break;
+		if ((rc = client_call(c, method, p, c->timeout_ms, &root, &r)) <
+		    0)
+			break;
+		if ((rc = each(r, arg)) < 0) {
+			cJSON_Delete(root);
+			rc = client_error(c, rc,
+			                  rc == -ENOMEM ? "out of memory"
+			                                : "the caller stopped "
+			                                  "reading '%s' pages",
+			                  method);
+			break;
+		}
+		next = client_member(r, "next_cursor");
+		if (rc > 0 || !cJSON_IsString(next)) {
+			cJSON_Delete(root);
+			rc = 0;
+			break;
+		}
+		cursor = strlen(next->valuestring) < CURSOR_MAX
+		             ? cJSON_CreateString(next->valuestring)
+		             : NULL;
+		cJSON_Delete(root);
+		if (cursor == NULL) {
+			rc =
+			    client_error(c, -EPROTO,
+			                 "the daemon's next_cursor for '%s' is "
+			                 "too long, or out of memory",
+			                 method);
+			break;
+		}
+		/* The cursor is the place to go on from, instead of the
+		 * first page's (events: after_id or before_id). */
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "cursor");
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "after_id");
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "before_id");
+		cJSON_AddItemToObject(params, "cursor", cursor);
+	}
+	cJSON_Delete(params);
+	return rc;
+}
+
+/* A page of the public sl_call_pages: its items as JSON text. */
+struct text_pages {
+	const char *items;
+	int (*each)(const char *items_json, void *arg);
+	void *arg;
+};
+
+static int
+text_page(const cJSON *result, void *arg)
+{
+	struct text_pages *t = arg;
+	const cJSON *items = client_array(result, t->items);
+	char *text = items != NULL ? proto_print(items, 0) : strdup("[]");
+	int rc;
+
+	if (text == NULL)
+		return -ENOMEM;
+	rc = t->each(text, t->arg);
+	free(text);
+	return rc < 0 ? rc : rc > 0;
+}
+
+int
+sl_call_pages(sl_client *c, const char *method, const char *params_json,
+              const char *items, int (*each)(const char *items_json, void *arg),
+              void *arg)
+{
+	struct text_pages t = {items, each, arg};
+	cJSON *params;
+
+	if (method == NULL || method[0] == '\0' || items == NULL ||
+	    each == NULL)
+		return client_error(c, -EINVAL, "no method, items or callback");
+	if (params_json != NULL && params_json[0] != '\0') {
+		params = cJSON_Parse(params_json);
+		if (params == NULL || !cJSON_IsObject(params)) {
+			cJSON_Delete(params);
+			return client_error(
+			    c, -EINVAL, "params for '%s' must be a JSON object",
+			    method);
+		}
+	} else {
+		params = cJSON_CreateObject();
+	}
+	return client_pages(c, method, params, text_page, &t);
+}
+
+/* The pages of status up to `want` ended jobs (--all), into a vector. */
 struct status_page {
 	int all;
 	size_t want, ended;
+	void **jobs;
+	size_t *njobs;
 };
 
 static int
@@ -420,29 +515,33 @@ status_page_full(const void *job, void *arg)
 	return p->all && p->ended >= p->want;
 }
 
+static int
+status_page(const cJSON *result, void *arg)
+{
+	struct status_page *p = arg;
+
+	return client_decode_list(result, CLIENT_JOBS, status_page_full, p,
+	                          p->jobs, p->njobs);
+}
+
 /* Protocol version 2: every page of the list, up to `want` ended jobs. */
 static int
 status_pages(sl_client *c, int all, int want, void **jobs, size_t *njobs)
 {
-	struct status_page page = {all, (size_t)want, 0};
-	char cursor[128] = "";
-	cJSON *params;
+	struct status_page page = {all, (size_t)want, 0, jobs, njobs};
+	cJSON *params = cJSON_CreateObject();
 	int rc;
 
-	do {
-		params = cJSON_CreateObject();
-		if (params != NULL) {
-			if (all)
-				cJSON_AddBoolToObject(params, "all", 1);
-			proto_add_int(params, "limit", 1000);
-			if (cursor[0] != '\0')
-				cJSON_AddStringToObject(params, "cursor",
-				                        cursor);
-		}
-		rc = list_call(c, "status", params, CLIENT_JOBS,
-		               status_page_full, &page, jobs, njobs, cursor,
-		               sizeof cursor);
-	} while (rc == 0 && cursor[0] != '\0');
+	if (params != NULL) {
+		if (all)
+			cJSON_AddBoolToObject(params, "all", 1);
+		proto_add_int(params, "limit", 1000);
+	}
+	if ((rc = client_pages(c, "status", params, status_page, &page)) < 0) {
+		client_list_free(CLIENT_JOBS, *jobs, *njobs);
+		*jobs = NULL;
+		*njobs = 0;
+	}
 	return rc;
 }
 
@@ -463,7 +562,7 @@ sl_status(sl_client *c, int all, int limit, struct sl_job **jobs, size_t *njobs)
 		if (params != NULL && limit > 0)
 			proto_add_int(params, "limit", limit);
 		rc = list_call(c, "status", params, CLIENT_JOBS, NULL, NULL, &v,
-		               njobs, NULL, 0);
+		               njobs);
 	}
 	*jobs = v;
 	return rc < 0 ? rc : 0;
@@ -661,7 +760,7 @@ sl_events_query(sl_client *c, const struct sl_events_query *q,
 			cJSON_AddBoolToObject(params, "follow", 1);
 	}
 	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
-	               nevents, NULL, 0);
+	               nevents);
 	*events = v;
 	return rc < 0 ? rc : 0;
 }
