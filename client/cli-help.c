@@ -50,6 +50,9 @@ static const struct {
     {"events", "events\n"
                "events -f --job 12\n"
                "events --since 1h --user ana\n"},
+    {"report", "report --since 7d\n"
+               "report --by name --since 30d --csv > month.csv\n"
+               "report --mine --name 'gen-*' --json\n"},
     {"stage", "stage load\n"
               "stage --job 12 generate\n"},
     {"doctor", "doctor\n"

@@ -1,5 +1,5 @@
 /*
- * stageloadctl history without the daemon: the database read directly,
+ * stageloadctl history (and report) without the daemon: the database read directly,
  * read-only, with the user's own rights (never more: a system daemon's
  * database is root's, mode 0600, so that is `sudo stageloadctl history`).
  * The reading is the daemon's own (daemon/store-read.c, linked here): the
@@ -23,6 +23,7 @@
 #include "doctor.h"
 #include "names.h"
 #include "store-read.h"
+#include "store-report.h"
 
 /* daemon/store.c: the application_id of a stageload database. */
 #define OFFLINE_APP_ID 0x53544c44
@@ -352,4 +353,104 @@ cli_offline_db_path(const char *socket_path, int socket_given, char *buf,
 	    (doctor_default_db(0, buf, len) == 0 && access(buf, F_OK) == 0))
 		return doctor_default_db(0, buf, len);
 	return doctor_default_db(1, buf, len);
+}
+
+/* ---- report (daemon/control-report.c) ---- */
+
+/* A row of the store's sums as libstageload decodes the daemon's. */
+static int
+report_row(struct sl_report_row *w, const struct store_report_row *r)
+{
+	const cJSON *it;
+	int n = cJSON_GetArraySize(r->killed_by);
+
+	memset(w, 0, sizeof *w);
+	w->uid = r->user != NULL ? r->uid : -1;
+	if ((r->user != NULL && (w->user = strdup(r->user)) == NULL) ||
+	    (r->name != NULL && (w->name = strdup(r->name)) == NULL))
+		return -ENOMEM;
+	w->runs = r->runs;
+	w->exited_0 = r->exited_0;
+	w->exited_nonzero = r->exited_nonzero;
+	w->failed = r->failed;
+	w->killed = r->killed;
+	w->cancelled = r->cancelled;
+	w->lost = r->lost;
+	w->ran = r->ran;
+	w->run_time_ms = r->run_time_ms;
+	w->run_time_median_ms = store_report_hist_median(r->hist, r->ran);
+	w->time_waited_ms = r->time_waited_ms;
+	w->footprint_peak_bytes = (uint64_t)r->footprint_peak_bytes;
+	w->swap_growth_peak_bytes = (uint64_t)r->swap_growth_peak_bytes;
+	if (n > 0 &&
+	    (w->killed_by = calloc((size_t)n, sizeof *w->killed_by)) == NULL)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, r->killed_by)
+	{
+		struct sl_report_kill *k = &w->killed_by[w->nkilled_by];
+
+		if ((k->reason = strdup(it->string)) == NULL)
+			return -ENOMEM;
+		k->jobs = (int64_t)it->valuedouble;
+		w->nkilled_by++;
+	}
+	return 0;
+}
+
+int
+cli_offline_report(const char *path, const struct sl_report_query *q,
+                   struct sl_report **out, char *cause, size_t causelen)
+{
+	struct store_report_query sq = {.since_ms = q->since_ms,
+	                                .until_ms = q->until_ms,
+	                                .uid = q->uid,
+	                                .name = q->name};
+	const struct store_report_row *rows;
+	struct store_report *rep = NULL;
+	struct store_read *r = NULL;
+	struct sl_report *w;
+	sqlite3 *db;
+	size_t n, i;
+	int rc, by = store_report_by_parse(q->by ? q->by : "user,name");
+
+	*out = NULL;
+	if (by < 0)
+		return proto_cause(cause, causelen, -EINVAL, "by: %s", q->by);
+	sq.by = (enum store_report_by)by;
+	if (sq.until_ms <= 0)
+		sq.until_ms = clock_wall_ms();
+	if ((rc = offline_open(path, &db, cause, causelen)) != 0)
+		return rc;
+	if ((w = calloc(1, sizeof *w)) == NULL) {
+		sqlite3_close(db);
+		return proto_cause(cause, causelen, -ENOMEM, "out of memory");
+	}
+	if ((rc = store_read_open(&r, db, cause, causelen)) == 0 &&
+	    (rc = store_report_begin(r, &sq, &rep, cause, causelen)) == 0)
+		rc = store_report_next(rep, 0, cause, causelen);
+	if (rc == 0) {
+		snprintf(w->by, sizeof w->by, "%s",
+		         store_report_by_name(sq.by));
+		w->since_ms = sq.since_ms;
+		w->until_ms = sq.until_ms;
+		w->oldest_ms = store_report_oldest_ms(rep);
+		n = store_report_rows(rep, &rows);
+		if (n > 0 && (w->rows = calloc(n, sizeof *w->rows)) == NULL)
+			rc = -ENOMEM;
+		for (i = 0; rc == 0 && i < n; i++) {
+			w->nrows++;
+			rc = report_row(&w->rows[i], &rows[i]);
+		}
+		if (rc != 0)
+			proto_cause(cause, causelen, rc, "out of memory");
+	}
+	store_report_free(rep);
+	store_read_close(r);
+	sqlite3_close(db);
+	if (rc != 0) {
+		sl_report_free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
 }

@@ -220,6 +220,11 @@ int cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
                             int64_t until_ms, int64_t step_ms,
                             struct sl_history **out, char *cause,
                             size_t causelen);
+/* report's rows summed from the database at path itself, as the daemon
+ * sums them (until_ms 0: now); -ENOENT for a database from before
+ * accounting. */
+int cli_offline_report(const char *path, const struct sl_report_query *q,
+                       struct sl_report **out, char *cause, size_t causelen);
 /* The database of the daemon that would serve socket_path (socket_given:
  * named by --socket or $STAGELOAD_SOCKET): the system daemon's for the
  * system socket and for root; else this user's when it names a socket or

@@ -611,6 +611,116 @@ client_decode_history(const cJSON *r, int64_t since_ms, int64_t until_ms,
 	return 0;
 }
 
+static char *
+decode_strdup(const cJSON *o, const char *name, int *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+	char *t;
+
+	if (!cJSON_IsString(v))
+		return NULL;
+	if ((t = strdup(v->valuestring)) == NULL)
+		*err = 1;
+	return t;
+}
+
+static int
+decode_report_row(const cJSON *o, struct sl_report_row *w)
+{
+	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(o, "killed_by"), *it;
+	int err = 0;
+
+	w->user = decode_strdup(o, "user", &err);
+	w->name = decode_strdup(o, "name", &err);
+	w->uid = w->user != NULL ? client_i64(o, "uid", -1) : -1;
+	w->runs = client_i64(o, "runs", 0);
+	w->exited_0 = client_i64(o, "exited_0", 0);
+	w->exited_nonzero = client_i64(o, "exited_nonzero", 0);
+	w->failed = client_i64(o, "failed", 0);
+	w->killed = client_i64(o, "killed", 0);
+	w->cancelled = client_i64(o, "cancelled", 0);
+	w->lost = client_i64(o, "lost", 0);
+	w->ran = client_i64(o, "ran", 0);
+	w->run_time_ms = client_i64(o, "run_time_ms", 0);
+	w->run_time_median_ms = client_i64(o, "run_time_median_ms", -1);
+	w->time_waited_ms = client_i64(o, "time_waited_ms", 0);
+	w->footprint_peak_bytes = client_u64(o, "footprint_peak_bytes");
+	w->swap_growth_peak_bytes = client_u64(o, "swap_growth_peak_bytes");
+	if (cJSON_IsObject(kb) && cJSON_GetArraySize(kb) > 0) {
+		w->killed_by = calloc((size_t)cJSON_GetArraySize(kb),
+		                      sizeof *w->killed_by);
+		if (w->killed_by == NULL)
+			err = 1;
+		cJSON_ArrayForEach(it, kb)
+		{
+			struct sl_report_kill *k;
+
+			if (err || !cJSON_IsNumber(it))
+				continue;
+			k = &w->killed_by[w->nkilled_by];
+			if ((k->reason = strdup(it->string)) == NULL) {
+				err = 1;
+				continue;
+			}
+			k->jobs = (int64_t)it->valuedouble;
+			w->nkilled_by++;
+		}
+	}
+	return err ? -ENOMEM : 0;
+}
+
+int
+client_decode_report(const cJSON *r, struct sl_report **out)
+{
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(r, "rows"), *it;
+	struct sl_report *rep = calloc(1, sizeof *rep);
+	int rc = 0;
+
+	*out = NULL;
+	if (rep == NULL)
+		return -ENOMEM;
+	client_str(r, "by", rep->by, sizeof rep->by);
+	rep->since_ms = client_i64(r, "since_ms", 0);
+	rep->until_ms = client_i64(r, "until_ms", 0);
+	rep->oldest_ms = client_i64(r, "oldest_ms", -1);
+	if (cJSON_IsArray(rows) && cJSON_GetArraySize(rows) > 0) {
+		rep->rows =
+		    calloc((size_t)cJSON_GetArraySize(rows), sizeof *rep->rows);
+		if (rep->rows == NULL)
+			rc = -ENOMEM;
+		cJSON_ArrayForEach(it, rows)
+		{
+			if (rc != 0 || !cJSON_IsObject(it))
+				continue;
+			rc = decode_report_row(it, &rep->rows[rep->nrows++]);
+		}
+	}
+	if (rc != 0) {
+		sl_report_free(rep);
+		return rc;
+	}
+	*out = rep;
+	return 0;
+}
+
+void
+sl_report_free(struct sl_report *r)
+{
+	size_t i, k;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->nrows; i++) {
+		for (k = 0; k < r->rows[i].nkilled_by; k++)
+			free(r->rows[i].killed_by[k].reason);
+		free(r->rows[i].killed_by);
+		free(r->rows[i].user);
+		free(r->rows[i].name);
+	}
+	free(r->rows);
+	free(r);
+}
+
 void
 sl_history_free(struct sl_history *h)
 {

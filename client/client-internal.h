@@ -129,6 +129,8 @@ void client_decode_info(const cJSON *r, struct sl_info *info);
 void client_decode_notification(const char *method, const cJSON *params,
                                 struct sl_notification *n);
 /* A history result into a new sl_history; -ENOMEM. */
+/* report's result; -ENOMEM. */
+int client_decode_report(const cJSON *r, struct sl_report **out);
 int client_decode_history(const cJSON *r, int64_t since_ms, int64_t until_ms,
                           struct sl_history **out);
 

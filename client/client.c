@@ -110,6 +110,35 @@ sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
 }
 
 int
+sl_report(sl_client *c, const struct sl_report_query *q, struct sl_report **out)
+{
+	const cJSON *r;
+	cJSON *params, *root;
+	int rc;
+
+	*out = NULL;
+	params = cJSON_CreateObject();
+	if ((rc = need(c, params)) < 0)
+		return rc;
+	if (q->since_ms > 0)
+		proto_add_int(params, "since_ms", q->since_ms);
+	if (q->until_ms > 0)
+		proto_add_int(params, "until_ms", q->until_ms);
+	if (q->by != NULL)
+		cJSON_AddStringToObject(params, "by", q->by);
+	if (q->uid >= 0)
+		proto_add_int(params, "uid", q->uid);
+	if (q->name != NULL)
+		cJSON_AddStringToObject(params, "name", q->name);
+	rc = client_call(c, "report", params, c->timeout_ms, &root, &r);
+	if (rc < 0)
+		return rc;
+	rc = client_decode_report(r, out);
+	cJSON_Delete(root);
+	return rc < 0 ? client_error(c, rc, "out of memory") : 0;
+}
+
+int
 sl_subscribe(sl_client *c, int samples, int events, int64_t pid,
              int64_t *interval_ms)
 {

@@ -230,6 +230,53 @@ int sl_history(sl_client *c, int64_t since_ms, int64_t until_ms,
                int64_t step_ms, int64_t job_id, struct sl_history **out);
 void sl_history_free(struct sl_history *h);
 
+/* ---- report: accounting of ended jobs ---- */
+
+/* What report asks (PROTOCOL.md, "report"): the days that hold since_ms
+ * to until_ms (until_ms 0: now), by "user", "name" or "user,name" (NULL:
+ * "user,name"), of one uid (-1: every uid) and of names matching a glob
+ * (NULL: every name). */
+struct sl_report_query {
+	int64_t since_ms, until_ms;
+	const char *by;
+	int64_t uid;
+	const char *name;
+};
+
+struct sl_report_kill {
+	char *reason; /* an end reason (proto/names.h), as the daemon said it */
+	int64_t jobs;
+};
+
+/* One row: the jobs of a user, a name or both that ended in those days.
+ * runs is the sum of the seven outcomes. */
+struct sl_report_row {
+	int64_t uid; /* -1 when summed over users */
+	char *user;  /* NULL when summed over users */
+	char *name;  /* NULL when summed over names */
+	int64_t runs, exited_0, exited_nonzero, failed, killed, cancelled, lost;
+	size_t nkilled_by;
+	struct sl_report_kill *killed_by;
+	int64_t ran;                /* of them, started: their run times */
+	int64_t run_time_ms;        /* the sum */
+	int64_t run_time_median_ms; /* -1 when none ran */
+	int64_t time_waited_ms;     /* the sum */
+	uint64_t footprint_peak_bytes, swap_growth_peak_bytes;
+};
+
+struct sl_report {
+	char by[16];
+	int64_t since_ms, until_ms;
+	int64_t oldest_ms; /* the oldest day the daemon keeps; -1: none */
+	size_t nrows;
+	struct sl_report_row *rows;
+};
+
+/* Free *out with sl_report_free(). */
+int sl_report(sl_client *c, const struct sl_report_query *q,
+              struct sl_report **out);
+void sl_report_free(struct sl_report *r);
+
 /* ---- subscriptions and notifications ---- */
 
 /* pid 0: system samples only. *interval_ms (may be NULL) gets the

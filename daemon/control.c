@@ -112,6 +112,13 @@ static const struct control_param
                        {"limit", PROTO_T_INT, 0},
                        {"follow", PROTO_T_BOOL, 0},
                        PARAMS_END};
+static const struct control_param report_params[] = {
+    {"since_ms", PROTO_T_INT, 0},
+    {"until_ms", PROTO_T_INT, 0},
+    {"by", PROTO_T_STRING, 0}, /* user, name, user,name */
+    {"uid", PROTO_T_INT, 0},
+    {"name", PROTO_T_STRING, 0}, /* a glob */
+    PARAMS_END};
 
 static const struct control_method methods[] = {
     {"hello", ctl_hello, AUTH_ANYONE, hello_params},
@@ -134,6 +141,7 @@ static const struct control_method methods[] = {
     {"release", control_release, AUTH_OWNER, id_params},
     {"resubmit", control_resubmit, AUTH_OWNER, id_params},
     {"update", control_update, AUTH_OWNER, update_params},
+    {"report", control_report, AUTH_ANYONE, report_params},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 

@@ -102,6 +102,9 @@ int control_events(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
 int control_job_history(struct daemon *, const struct peer *, const cJSON *,
                         const cJSON *, cJSON **, char *, size_t);
+/* Accounting of ended jobs (control-report.c). */
+int control_report(struct daemon *, const struct peer *, const cJSON *,
+                   const cJSON *, cJSON **, char *, size_t);
 /* The queue's controls (control-queue.c). */
 int control_hold(struct daemon *, const struct peer *, const cJSON *,
                  const cJSON *, cJSON **, char *, size_t);

@@ -564,3 +564,9 @@ store_stage_at(const struct store_stage *st, size_t n, int64_t t0, int64_t t1)
 			name = st[i].name;
 	return name;
 }
+
+sqlite3 *
+store_read_db(struct store_read *r)
+{
+	return r->db;
+}

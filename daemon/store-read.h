@@ -70,6 +70,8 @@ struct store_read;
 int store_read_open(struct store_read **rp, sqlite3 *db, char *cause,
                     size_t causelen);
 void store_read_close(struct store_read *r);
+/* The connection it reads through (store-report.c prepares its own). */
+sqlite3 *store_read_db(struct store_read *r);
 
 /* The tier for step_ms and its resolution (0 for raw). */
 const char *store_tier_for_step(int64_t step_ms, int64_t *res_ms);

@@ -184,6 +184,23 @@ static const char *const store_migrations[] = {
      "ALTER TABLE jobs ADD COLUMN slurm_step_id INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN slurm_task_id INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN exit_reporter TEXT;"),
+    /* 10: accounting, a rollup of ended jobs per UTC day, uid and name
+     * (at most 100 names a uid a day, the rest under "(other)"), written
+     * in the transaction that ends a job and kept as long as the longest
+     * retention (store-report.h, docs/storage.md "job_days"). Jobs that
+     * ended before it are not counted. */
+    ("CREATE TABLE IF NOT EXISTS job_days ("
+     " day INTEGER NOT NULL, uid INTEGER NOT NULL, name TEXT NOT NULL,"
+     " user TEXT,"
+     " runs INTEGER NOT NULL, exited_0 INTEGER NOT NULL,"
+     " exited_nonzero INTEGER NOT NULL, failed INTEGER NOT NULL,"
+     " killed INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
+     " lost INTEGER NOT NULL, killed_by TEXT,"
+     " ran INTEGER NOT NULL, run_ms INTEGER NOT NULL, run_hist TEXT,"
+     " waited_ms INTEGER NOT NULL,"
+     " footprint_peak_bytes INTEGER NOT NULL,"
+     " swap_growth_peak_bytes INTEGER NOT NULL,"
+     " PRIMARY KEY (day, uid, name)) WITHOUT ROWID;"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))

@@ -100,6 +100,11 @@ int store_job_insert(struct store *s, struct job *j, char *cause,
                      size_t causelen);
 int store_job_update(struct store *s, const struct job *j, char *cause,
                      size_t causelen);
+/* Count ended jobs in their days' accounting (store-report.h), in one
+ * transaction: what store_job_update does for the update that ends a
+ * job, for tests and benchmarks that seed the table. */
+int store_account(struct store *s, struct job *const *jobs, size_t n,
+                  char *cause, size_t causelen);
 /* Load one job (malloc'd, free with job_free), 1 when absent. */
 int store_job_get(struct store *s, int64_t id, struct job **out);
 /* Call cb for every job not ended, in queue order (priority desc,

@@ -579,7 +579,8 @@ def main():
             "priority": 0, "wait_free_pct": 100, "swap_budget_bytes": 0,
             "expect_bytes": 0, "exclusive": False, "retry_on_breach": 0, "id": 999999,
             "exit_code": 0, "signal": 15, "all": False, "limit": 1,
-            "offset": 0, "follow": False, "after_id": 0,
+            "offset": 0, "follow": False, "after_id": 0, "by": "user",
+            "uid": 0,
         }
         for name, body in sorted(methods.items()):
             params = param_names(body)
@@ -698,6 +699,17 @@ def main():
         check_result(doc, "wait", final)
         check(final["state"] == "exited", "wait: the job exited: %r" % (final,))
         check_logs_offset(d, c, jid, len(b"hello\nworld\n"), doc["errors"])
+
+        # report: the job just ended is counted; the result and a row's
+        # members are the documented ones
+        rep = c.call("report", {"name": "conf"})
+        check_result(doc, "report", rep)
+        m = re.search(r'each row\s*`(\{.*?\})`', methods["report"], re.S)
+        want = top_keys(m.group(1))
+        check(len(rep["rows"]) == 1 and set(rep["rows"][0]) == want,
+              "report row: documented %s, sent %s"
+              % (sorted(want), rep["rows"] and sorted(rep["rows"][0])))
+        check(rep["rows"] and rep["rows"][0]["runs"] == 1, "report: %r" % (rep,))
         shown = c.call("show", {"id": jid, "env": True})
         # show adds the job's stages (PROTOCOL.md, show) to the Job
         check("stages" in methods["show"] and isinstance(shown.pop("stages", None), list),

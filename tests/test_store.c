@@ -2,6 +2,7 @@
  * gaps, pruning, jobs, events, behaviour when writes fail, and storage
  * health. */
 #include <errno.h>
+#include <fnmatch.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store-report.h"
 
 #define T0 1764480000000LL /* a multiple of 10 minutes */
 #define APP_ID 0x53544c44
@@ -196,7 +198,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -375,7 +377,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -419,7 +421,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -463,7 +465,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 9);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -2195,6 +2197,274 @@ test_usage_and_make_room(void **state)
 	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM jobs"), 1);
 }
 
+/* ---- accounting (store-report.h) ---- */
+
+/* An ended job of uid, named name, as the daemon ends one. */
+static struct job *
+ended_job(uid_t uid, const char *name, enum job_state st, int64_t ended_ms,
+          int64_t run_ms)
+{
+	struct job *j = calloc(1, sizeof *j);
+
+	assert_non_null(j);
+	j->uid = uid;
+	j->user = xstrdup(uid == 501 ? "ana" : "bo");
+	j->name = xstrdup(name);
+	j->state = st;
+	j->submitted_ms = ended_ms - run_ms - 1000;
+	j->started_ms = st == JOB_CANCELLED ? 0 : ended_ms - run_ms;
+	j->ended_ms = ended_ms;
+	j->attempt = 1;
+	return j;
+}
+
+/* Sum the report of q wholly, in parts of part rows. */
+static struct store_report *
+report_all(struct fixture *f, const struct store_report_query *q, int64_t part)
+{
+	struct store_report *rep;
+	char cause[256] = "";
+	int rc;
+
+	if (store_report_begin(store_reader(f->s), q, &rep, cause,
+	                       sizeof cause) != 0)
+		fail_msg("store_report_begin: %s", cause);
+	while ((rc = store_report_next(rep, part, cause, sizeof cause)) == 1)
+		;
+	if (rc != 0)
+		fail_msg("store_report_next: %s", cause);
+	return rep;
+}
+
+static void
+test_report_days(void **state)
+{
+	struct fixture *f = *state;
+	struct store_report_query q = {.since_ms = T0,
+	                               .until_ms = T0 + 3 * STORE_REPORT_DAY_MS,
+	                               .by = STORE_REPORT_BY_BOTH,
+	                               .uid = -1};
+	const struct store_report_row *rows;
+	struct store_report *rep;
+	struct job *jobs[130], *j;
+	char cause[256] = "", name[32];
+	size_t i, n;
+	int64_t day0 = T0 / STORE_REPORT_DAY_MS * STORE_REPORT_DAY_MS;
+
+	/* 120 names of uid 501 in one day: the first 100 keep their rows,
+	 * the 20 after them are summed in one "(other)" row. */
+	for (i = 0; i < 120; i++) {
+		snprintf(name, sizeof name, "n%03zu", i);
+		jobs[i] =
+		    ended_job(501, name, JOB_EXITED, day0 + 3600000 + i, 2000);
+		jobs[i]->footprint_peak_bytes = (uint64_t)i << 20;
+	}
+	jobs[119]->exit_code = 1;
+	assert_int_equal(store_account(f->s, jobs, 120, cause, sizeof cause),
+	                 0);
+	/* A name that has its row takes no new one; another uid's names
+	 * are its own. */
+	jobs[120] = ended_job(501, "n000", JOB_KILLED, day0 + 7200000, 500);
+	jobs[120]->end_reason = xstrdup("swap_budget");
+	jobs[121] = ended_job(502, "n200", JOB_CANCELLED, day0 + 7200000, 0);
+	/* the next day: a fresh hundred */
+	jobs[122] = ended_job(501, "n150", JOB_FAILED,
+	                      day0 + STORE_REPORT_DAY_MS + 10, 0);
+	jobs[122]->started_ms = 0;
+	assert_int_equal(
+	    store_account(f->s, jobs + 120, 3, cause, sizeof cause), 0);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_days"),
+	                 100 + 1 + 1 + 1);
+	assert_int_equal(count_rows(f->path, "SELECT runs FROM job_days WHERE"
+	                                     " name = '(other)'"),
+	                 20);
+
+	/* Read back in parts of 7 rows, summed by user and name. */
+	rep = report_all(f, &q, 7);
+	assert_int_equal(store_report_oldest_ms(rep), day0);
+	n = store_report_rows(rep, &rows);
+	/* 100 names and (other) of ana's day 1, n150 of her day 2 (a name
+	 * of day 1's (other) has a row of its own on another day), bo's */
+	assert_int_equal(n, 100 + 1 + 1 + 1);
+	/* ordered by user, then name: ana's "(other)" first ('(' < 'n') */
+	assert_string_equal(rows[0].user, "ana");
+	assert_string_equal(rows[0].name, "(other)");
+	assert_int_equal(rows[0].runs, 20);
+	assert_int_equal(rows[0].exited_0, 19);
+	assert_int_equal(rows[0].exited_nonzero, 1);
+	assert_int_equal(rows[0].footprint_peak_bytes, 119LL << 20);
+	assert_int_equal(rows[0].run_time_ms, 20 * 2000);
+	assert_string_equal(rows[1].name, "n000");
+	assert_int_equal(rows[1].runs, 2);
+	assert_int_equal(rows[1].exited_0, 1);
+	assert_int_equal(rows[1].killed, 1);
+	assert_int_equal(
+	    cJSON_GetObjectItem(rows[1].killed_by, "swap_budget")->valueint, 1);
+	assert_int_equal(rows[1].ran, 2);
+	assert_int_equal(rows[1].run_time_ms, 2500);
+	/* the median of 500 ms and 2 s: the lower, in its bucket (2 s) */
+	assert_int_equal(store_report_hist_median(rows[1].hist, 2), 500);
+	for (i = 0; i < n && strcmp(rows[i].name, "n150") != 0; i++)
+		;
+	assert_true(i < n);
+	assert_int_equal(rows[i].runs, 1);
+	assert_int_equal(rows[i].failed, 1);
+	assert_int_equal(rows[i].ran, 0);
+	assert_string_equal(rows[n - 1].user, "bo");
+	assert_int_equal(rows[n - 1].cancelled, 1);
+	store_report_free(rep);
+
+	/* By user: one row each, every job counted once. */
+	q.by = STORE_REPORT_BY_USER;
+	q.name = NULL;
+	rep = report_all(f, &q, 0);
+	n = store_report_rows(rep, &rows);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0].runs, 122);
+	assert_null(rows[0].name);
+	assert_int_equal(rows[1].runs, 1);
+	store_report_free(rep);
+	/* One uid, a glob of names, a range of one day. */
+	q.uid = 501;
+	q.name = "n09*";
+	q.since_ms = day0;
+	q.until_ms = day0 + 1000;
+	rep = report_all(f, &q, 3);
+	n = store_report_rows(rep, &rows);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].runs, 10);
+	store_report_free(rep);
+
+	/* The accounting outlives the jobs' retention: only the longest
+	 * (2 years by default) prunes it. */
+	{
+		struct store_retention r = retention_defaults();
+
+		assert_int_equal(store_prune(f->s,
+		                             day0 + 400LL * STORE_REPORT_DAY_MS,
+		                             &r, cause, sizeof cause),
+		                 0);
+		assert_int_equal(
+		    count_rows(f->path, "SELECT count(*) FROM job_days"), 103);
+		assert_int_equal(store_prune(f->s,
+		                             day0 + 800LL * STORE_REPORT_DAY_MS,
+		                             &r, cause, sizeof cause),
+		                 0);
+		assert_int_equal(
+		    count_rows(f->path, "SELECT count(*) FROM job_days"), 0);
+	}
+	for (i = 0; i < 123; i++) {
+		j = jobs[i];
+		job_free(j);
+	}
+}
+
+/* The update that ends a job counts it, once; later updates do not. */
+static void
+test_report_job_end(void **state)
+{
+	struct fixture *f = *state;
+	struct job *j = ended_job(501, "gen", JOB_QUEUED, T0 + 5000, 3000);
+	char cause[256] = "";
+
+	j->argv = strv("true", NULL, NULL);
+	j->cwd = xstrdup("/");
+	assert_int_equal(store_job_insert(f->s, j, cause, sizeof cause), 0);
+	j->state = JOB_RUNNING;
+	assert_int_equal(store_job_update(f->s, j, cause, sizeof cause), 0);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM job_days"),
+	                 0);
+	j->state = JOB_EXITED;
+	j->footprint_peak_bytes = 7 << 20;
+	assert_int_equal(store_job_update(f->s, j, cause, sizeof cause), 0);
+	assert_int_equal(store_job_update(f->s, j, cause, sizeof cause), 0);
+	assert_int_equal(count_rows(f->path, "SELECT runs FROM job_days"), 1);
+	assert_int_equal(count_rows(f->path, "SELECT run_ms FROM job_days"),
+	                 3000);
+	assert_int_equal(count_rows(f->path, "SELECT waited_ms FROM job_days"),
+	                 1000);
+	assert_int_equal(
+	    count_rows(f->path, "SELECT footprint_peak_bytes FROM job_days"),
+	    7 << 20);
+	job_free(j);
+}
+
+/* The histogram's buckets and its median's bound (store-report.h). */
+static void
+test_report_hist(void **state)
+{
+	uint32_t h[STORE_REPORT_HIST] = {0};
+	int64_t v, m;
+	char *t;
+
+	(void)state;
+	assert_int_equal(store_report_hist_bucket(0), 0);
+	assert_int_equal(store_report_hist_bucket(999), 0);
+	assert_int_equal(store_report_hist_bucket(1000), 1);
+	assert_int_equal(store_report_hist_bucket(INT64_MAX),
+	                 STORE_REPORT_HIST - 1);
+	for (v = 1000; v < 100LL * 24 * 3600 * 1000; v = v * 11 / 10) {
+		memset(h, 0, sizeof h);
+		h[store_report_hist_bucket(v)] = 1;
+		m = store_report_hist_median(h, 1);
+		assert_true(m >= v * 0.955 && m <= v * 1.045);
+	}
+	memset(h, 0, sizeof h);
+	h[0] = 1;
+	h[5] = 2;
+	h[199] = 4000000000u;
+	assert_non_null(t = store_report_hist_text(h));
+	assert_string_equal(t, "0:1,5:2,199:4000000000");
+	memset(h, 0, sizeof h);
+	assert_int_equal(store_report_hist_parse(t, h), 0);
+	assert_int_equal(store_report_hist_parse(t, h), 0);
+	assert_int_equal(h[5], 4);
+	assert_int_equal(store_report_hist_parse("7", h), -EINVAL);
+	assert_int_equal(store_report_hist_parse("300:1", h), -EINVAL);
+	free(t);
+	assert_int_equal(store_report_hist_median(h, 0), -1);
+}
+
+/* store_report_glob matches as fnmatch(3) does, in bounded time. */
+static void
+test_report_glob(void **state)
+{
+	static const char *const pats[] = {
+	    "*",    "gen-*",     "gen-?",     "*-1*",
+	    "g*n*", "[a-g]en-*", "[!g]*",     "gen-[0-9][0-9]",
+	    "\\*x", "*[",        "[]x]*",     "a*b*c",
+	    "",     "*a*",       "gen-1[45]", "[^a]*"};
+	static const char *const names[] = {"gen-1", "gen-14", "gen-",    "abc",
+	                                    "axbxc", "*x",     "[",       "]x",
+	                                    "",      "x",      "gen-15b", "ab"};
+	char longname[257], pat[64];
+	size_t i, k;
+	time_t t0;
+
+	(void)state;
+	for (i = 0; i < sizeof pats / sizeof pats[0]; i++)
+		for (k = 0; k < sizeof names / sizeof names[0]; k++)
+			if (store_report_glob(pats[i], names[k]) !=
+			    (fnmatch(pats[i], names[k], 0) == 0))
+				fail_msg(
+				    "glob '%s' of '%s': %d, fnmatch says %d",
+				    pats[i], names[k],
+				    store_report_glob(pats[i], names[k]),
+				    fnmatch(pats[i], names[k], 0) == 0);
+	/* "*a*a*...*b" against 256 a's: fnmatch's backtracking would take
+	 * ages; this is 64 x 256 steps. */
+	memset(longname, 'a', 256);
+	longname[256] = '\0';
+	for (i = 0; i + 2 < sizeof pat; i += 2)
+		memcpy(pat + i, "*a", 2);
+	pat[i] = 'b';
+	pat[i + 1] = '\0';
+	t0 = time(NULL);
+	for (k = 0; k < 1000; k++)
+		assert_false(store_report_glob(pat, longname));
+	assert_true(time(NULL) - t0 <= 2);
+}
+
 int
 main(void)
 {
@@ -2233,6 +2503,10 @@ main(void)
 	    T(test_health_oldest_first),
 	    T(test_health_probe),
 	    T(test_usage_and_make_room),
+	    T(test_report_days),
+	    T(test_report_job_end),
+	    T(test_report_hist),
+	    T(test_report_glob),
 #undef T
 	};
 

@@ -692,6 +692,17 @@ class Client:
         return self.call("events", after_id=after_id, limit=limit, follow=follow, cursor=cursor,
                          before_id=before_id, job_id=job_id)
 
+    def report(self, since_ms: Optional[int] = None, until_ms: Optional[int] = None,
+               by: Optional[str] = None, uid: Optional[int] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
+        """Accounting of ended jobs ({"by", "since_ms", "until_ms",
+        "oldest_ms", "rows"}): per "user", "name" or "user,name" (the
+        default), over the UTC days that hold since_ms to until_ms, of
+        one uid and of names matching a glob when given (PROTOCOL.md,
+        report)."""
+        return self.call("report", since_ms=since_ms, until_ms=until_ms, by=by, uid=uid,
+                         name=name)
+
     def stage(self, id: int, name: str) -> Dict[str, Any]:
         """The running job id entered stage name (its owner or root);
         WrongState once it has ended."""

@@ -153,6 +153,11 @@ def test_detached_job_methods(env, tmp_path):
         mine = c.events(job_id=jid, limit=100)["events"]
         assert [e["kind"] for e in mine] == kinds
         assert c.events(job_id=jid, before_id=1 << 53, limit=1)["events"] == mine[-1:]
+        rep = c.report(by="name", name="py-client")
+        assert rep["by"] == "name" and rep["oldest_ms"] is not None
+        assert [(r["name"], r["runs"], r["exited_0"]) for r in rep["rows"]] == \
+            [("py-client", 1, 1)]
+        assert c.report(uid=os.getuid() + 1, name="py-client")["rows"] == []
         with pytest.raises(stageload.WrongState):
             c.cancel(jid)
         assert c.resume(jid)["state"] == "exited"  # an ended job: as it ended
