@@ -33,23 +33,29 @@ static const struct {
             "run --retry-on-breach 2 --swap-budget 4G -- ./train.sh\n"},
     {"status", "status\n"
                "status --all --limit 10\n"
-               "status -o id,user,state,reason\n"},
+               "status -o id,user,state,reason\n"
+               "status --mine --state queued,running\n"
+               "status --name 'sweep-*' -o id,name,submitted,started,ended\n"},
     {"show", "show 12\n"
              "show --env 12\n"},
     {"cancel", "cancel 12\n"
-               "cancel 12 13 14\n"},
+               "cancel 12 13 14\n"
+               "cancel --all\n"
+               "cancel --name 'sweep-*' --state queued\n"},
     {"hold", "hold 12\n"},
     {"release", "release 12\n"},
     {"resubmit", "resubmit 12\n"},
     {"update", "update 12 --priority 10\n"
                "update 12 --wait-free 30G --swap-budget 8G\n"},
     {"wait", "wait 12\n"
-             "wait --notify 12 13\n"},
+             "wait --notify 12 13\n"
+             "wait --all\n"},
     {"logs", "logs 12\n"
              "logs -f -n 20 12\n"},
     {"events", "events\n"
                "events -f --job 12\n"
-               "events --since 1h --user ana\n"},
+               "events --since 1h --user ana\n"
+               "events --mine --state killed,failed\n"},
     {"report", "report --since 7d\n"
                "report --by name --since 30d --csv > month.csv\n"
                "report --mine --name 'gen-*' --json\n"},

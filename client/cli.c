@@ -129,6 +129,24 @@ cli_time(int64_t ms, int with_ms, char *buf, size_t len)
 	return buf;
 }
 
+const char *
+cli_clock(int64_t ms, int64_t now, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000), n = (time_t)(now / 1000);
+	struct tm tm, today;
+
+	if (ms <= 0 || localtime_r(&t, &tm) == NULL ||
+	    localtime_r(&n, &today) == NULL) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	if (tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday)
+		strftime(buf, len, "%H:%M:%S", &tm);
+	else
+		strftime(buf, len, "%Y-%m-%d %H:%M", &tm);
+	return buf;
+}
+
 void
 cli_job_waited(const struct sl_job *j, int64_t now, char *buf, size_t len)
 {

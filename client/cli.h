@@ -236,6 +236,21 @@ int cli_offline_db_path(const char *socket_path, int socket_given, char *buf,
  * complete-fish) to f; -EINVAL for another kind. */
 int cli_generate(FILE *f, const char *kind);
 
+/* The filter options of status, events and cancel (cli-cmd.c): --user,
+ * --mine, --state and --name, the daemon's job filter (PROTOCOL.md, "Job
+ * filters"). */
+extern const struct cli_option cli_filter_options[];
+/* The filter they give into *f (NULL when none is given: free it with
+ * sl_filter_free); -1 to go on, else the exit code of a usage error (an
+ * unknown user or state). */
+int cli_filter(struct cli *cli, const struct cli_args *args, sl_filter **f);
+/* The same options added to params as the daemon takes them, for a call
+ * made with sl_call (checked by cli_filter first); -ENOMEM. */
+struct cJSON;
+int cli_filter_params(const struct cli_args *args, struct cJSON *params);
+/* local "05:00:01" when ms is today, else "2026-11-30 05:00"; "-" for 0 */
+const char *cli_clock(int64_t ms, int64_t now, char *buf, size_t len);
+
 /* Print "stageloadctl: " and the message on stderr, escaped as text from
  * users is (cli_safe). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "client-internal.h"
+#include "names.h"
 #include "proto.h"
 #include "stageload.h"
 
@@ -393,15 +394,18 @@ job_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 }
 
 /*
- * One list call: its items appended to *items (stop as in
- * client_decode_list). Returns 1 when stop stopped it, 0, or a negative
- * code with the error set and the whole vector freed (*items NULL, *n 0).
+ * Call a method whose result holds a list of kind k and append its items
+ * to the vector *items of *n (client_decode_list, with stop); params is
+ * consumed. When cursor is not NULL it gets the result's next_cursor, or
+ * "" at the end. Returns client_decode_list's 0 or 1, or a negative code
+ * with the error set and the whole vector freed (*items NULL, *n 0).
  */
 static int
 list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
-          int (*stop)(const void *, void *), void *arg, void **items, size_t *n)
+          int (*stop)(const void *, void *), void *arg, void **items, size_t *n,
+          char *cursor, size_t cursor_len)
 {
-	const cJSON *r;
+	const cJSON *r, *next;
 	cJSON *root;
 	int rc;
 
@@ -411,6 +415,14 @@ list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
 	if (rc < 0)
 		goto fail;
 	rc = client_decode_list(r, k, stop, arg, items, n);
+	if (cursor != NULL) {
+		next = client_member(r, "next_cursor");
+		if (cJSON_IsString(next) &&
+		    strlen(next->valuestring) < cursor_len)
+			snprintf(cursor, cursor_len, "%s", next->valuestring);
+		else
+			cursor[0] = '\0';
+	}
 	cJSON_Delete(root);
 	if (rc >= 0)
 		return rc;
@@ -544,6 +556,112 @@ status_page_full(const void *job, void *arg)
 	return p->all && p->ended >= p->want;
 }
 
+/* A filter is the params it adds: user, mine, state, name. */
+struct sl_filter {
+	cJSON *params;
+};
+
+sl_filter *
+sl_filter_new(void)
+{
+	sl_filter *f = calloc(1, sizeof *f);
+
+	if (f != NULL && (f->params = cJSON_CreateObject()) == NULL) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void
+sl_filter_free(sl_filter *f)
+{
+	if (f == NULL)
+		return;
+	cJSON_Delete(f->params);
+	free(f);
+}
+
+/* Sets (or, with NULL, removes) a member. */
+static int
+filter_set(sl_filter *f, const char *name, cJSON *v)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(f->params, name);
+	if (v == NULL)
+		return 0;
+	if (!cJSON_AddItemToObject(f->params, name, v)) {
+		cJSON_Delete(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int
+sl_filter_set_user(sl_filter *f, const char *user)
+{
+	cJSON *v = NULL;
+
+	if (user != NULL && (v = cJSON_CreateString(user)) == NULL)
+		return -ENOMEM;
+	return filter_set(f, "user", v);
+}
+
+int
+sl_filter_set_mine(sl_filter *f, int mine)
+{
+	cJSON *v = NULL;
+
+	if (mine && (v = cJSON_CreateTrue()) == NULL)
+		return -ENOMEM;
+	return filter_set(f, "mine", v);
+}
+
+int
+sl_filter_add_state(sl_filter *f, const char *state)
+{
+	cJSON *a = cJSON_GetObjectItemCaseSensitive(f->params, "state"), *s;
+
+	if (state == NULL || names_state_parse(state) < 0)
+		return -EINVAL;
+	if (a == NULL &&
+	    (a = cJSON_AddArrayToObject(f->params, "state")) == NULL)
+		return -ENOMEM;
+	if ((s = cJSON_CreateString(state)) == NULL)
+		return -ENOMEM;
+	cJSON_AddItemToArray(a, s);
+	return 0;
+}
+
+int
+sl_filter_set_name(sl_filter *f, const char *glob)
+{
+	cJSON *v = NULL;
+
+	if (glob != NULL && (v = cJSON_CreateString(glob)) == NULL)
+		return -ENOMEM;
+	return filter_set(f, "name", v);
+}
+
+/* The filter's members, copied into params (NULL stays NULL). */
+static cJSON *
+filter_into(cJSON *params, const sl_filter *f)
+{
+	const cJSON *m;
+	cJSON *v;
+
+	if (params == NULL || f == NULL)
+		return params;
+	cJSON_ArrayForEach(m, f->params)
+	{
+		if ((v = cJSON_Duplicate(m, 1)) == NULL) {
+			cJSON_Delete(params);
+			return NULL;
+		}
+		cJSON_AddItemToObject(params, m->string, v);
+	}
+	return params;
+}
+
 static int
 status_page(const cJSON *result, void *arg)
 {
@@ -555,7 +673,8 @@ status_page(const cJSON *result, void *arg)
 
 /* Protocol version 2: every page of the list, up to `want` ended jobs. */
 static int
-status_pages(sl_client *c, int all, int want, void **jobs, size_t *njobs)
+status_pages(sl_client *c, int all, int want, const sl_filter *f, void **jobs,
+             size_t *njobs)
 {
 	struct status_page page = {all, (size_t)want, 0, jobs, njobs};
 	cJSON *params = cJSON_CreateObject();
@@ -566,6 +685,7 @@ status_pages(sl_client *c, int all, int want, void **jobs, size_t *njobs)
 			cJSON_AddBoolToObject(params, "all", 1);
 		proto_add_int(params, "limit", 1000);
 	}
+	params = filter_into(params, f);
 	if ((rc = client_pages(c, "status", params, status_page, &page)) < 0) {
 		client_list_free(CLIENT_JOBS, *jobs, *njobs);
 		*jobs = NULL;
@@ -577,21 +697,29 @@ status_pages(sl_client *c, int all, int want, void **jobs, size_t *njobs)
 int
 sl_status(sl_client *c, int all, int limit, struct sl_job **jobs, size_t *njobs)
 {
+	return sl_status_filtered(c, all, limit, NULL, jobs, njobs);
+}
+
+int
+sl_status_filtered(sl_client *c, int all, int limit, const sl_filter *f,
+                   struct sl_job **jobs, size_t *njobs)
+{
 	cJSON *params;
 	void *v = NULL;
 	int rc;
 
 	*njobs = 0;
 	if (c->hello.version >= 2) {
-		rc = status_pages(c, all, limit > 0 ? limit : 50, &v, njobs);
+		rc = status_pages(c, all, limit > 0 ? limit : 50, f, &v, njobs);
 	} else {
 		params = cJSON_CreateObject();
 		if (params != NULL && all)
 			cJSON_AddBoolToObject(params, "all", 1);
 		if (params != NULL && limit > 0)
 			proto_add_int(params, "limit", limit);
+		params = filter_into(params, f);
 		rc = list_call(c, "status", params, CLIENT_JOBS, NULL, NULL, &v,
-		               njobs);
+		               njobs, NULL, 0);
 	}
 	*jobs = v;
 	return rc < 0 ? rc : 0;
@@ -611,6 +739,29 @@ int
 sl_cancel(sl_client *c, int64_t id, struct sl_job *out)
 {
 	return job_call(c, "cancel", id_params(id), c->timeout_ms, out);
+}
+
+int
+sl_cancel_matching(sl_client *c, const sl_filter *f, int all_users,
+                   int64_t *cancelled)
+{
+	const cJSON *r, *n;
+	cJSON *params = filter_into(cJSON_CreateObject(), f), *root;
+	int rc;
+
+	if (params != NULL && all_users)
+		cJSON_AddBoolToObject(params, "all_users", 1);
+	if ((rc = need(c, params)) < 0)
+		return rc;
+	/* Each job is a commit: as long as a wait, not the timeout. */
+	rc = client_call(c, "cancel_matching", params, -1, &root, &r);
+	if (rc < 0)
+		return rc;
+	n = client_member(r, "cancelled");
+	if (cancelled != NULL)
+		*cancelled = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
+	cJSON_Delete(root);
+	return 0;
 }
 
 int
@@ -767,29 +918,55 @@ int
 sl_events_query(sl_client *c, const struct sl_events_query *q,
                 struct sl_event **events, size_t *nevents)
 {
-	cJSON *params = cJSON_CreateObject();
+	return sl_events_filtered(c, q, NULL, events, nevents);
+}
+
+/* A filtered page may end early (its slice passed over events that did
+ * not match) and is not the end: the pages after it are read, to limit
+ * events or the end of the log, so the answer is short only at the end.
+ * Following, one page: the daemon's follow sends the rest. */
+int
+sl_events_filtered(sl_client *c, const struct sl_events_query *q,
+                   const sl_filter *f, struct sl_event **events,
+                   size_t *nevents)
+{
+	int64_t limit = q->limit > 0 ? q->limit : 100;
+	int pages = f != NULL && f->params->child != NULL && !q->follow &&
+	            c->hello.version >= 2;
+	char cursor[64] = "";
+	cJSON *params;
 	void *v = NULL;
 	int rc;
 
 	*nevents = 0;
-	if (params != NULL) {
-		if (q->after_id > 0)
-			proto_add_int(params, "after_id", q->after_id);
-		/* 2^53, the largest a JSON integer may be, is above every
-		 * id: the newest first. */
-		if (q->before_id != 0)
-			proto_add_int(params, "before_id",
-			              q->before_id > 0 ? q->before_id
-			                               : (int64_t)1 << 53);
-		if (q->job_id > 0)
-			proto_add_int(params, "job_id", q->job_id);
-		if (q->limit > 0)
-			proto_add_int(params, "limit", q->limit);
-		if (q->follow)
-			cJSON_AddBoolToObject(params, "follow", 1);
-	}
-	rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL, &v,
-	               nevents);
+	do {
+		if ((params = cJSON_CreateObject()) != NULL) {
+			if (cursor[0] != '\0')
+				cJSON_AddStringToObject(params, "cursor",
+				                        cursor);
+			else if (q->after_id > 0)
+				proto_add_int(params, "after_id", q->after_id);
+			/* 2^53, the largest a JSON integer may be, is above
+			 * every id: the newest first. */
+			if (cursor[0] == '\0' && q->before_id != 0)
+				proto_add_int(params, "before_id",
+				              q->before_id > 0
+				                  ? q->before_id
+				                  : (int64_t)1 << 53);
+			if (q->job_id > 0)
+				proto_add_int(params, "job_id", q->job_id);
+			if (q->limit > 0 || pages)
+				proto_add_int(params, "limit",
+				              limit - (int64_t)*nevents);
+			if (q->follow)
+				cJSON_AddBoolToObject(params, "follow", 1);
+		}
+		params = filter_into(params, f);
+		rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL,
+		               &v, nevents, pages ? cursor : NULL,
+		               sizeof cursor);
+	} while (rc >= 0 && pages && cursor[0] != '\0' &&
+	         (int64_t)*nevents < limit);
 	*events = v;
 	return rc < 0 ? rc : 0;
 }

@@ -1,6 +1,7 @@
 /*
  * stageloadctl events: the event log, the newest first (-n) or followed
- * (-f), filtered by job, user or time.
+ * (-f), filtered by job, time, or the daemon's job filter (user, state,
+ * name).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,7 +32,6 @@ static const struct cli_option events_options[] = {
      "\"2026-11-30 05:00\""},
     {"until", 0, CLI_TEXT, "T", 0, 0, "events before T (not with -f)"},
     {"job", 0, CLI_ID, "ID", 0, 0, "only that job's events"},
-    {"user", 0, CLI_TEXT, "NAME", 0, 0, "only that user's jobs' events"},
     {"after", 0, CLI_INT, "ID", 0, 0x7fffffffL,
      "oldest first, from after that event id"},
     {"limit", 0, CLI_INT, "N", 1, 10000,
@@ -44,6 +44,7 @@ const struct cli_entry cmd_events_entry = {
     .name = "events",
     .summary = "the event log: the newest 20 (-n N), -f: follow",
     .options = events_options,
+    .more_options = cli_filter_options,
     .json = "one event object per line",
     .exec = cmd_events,
 };
@@ -112,10 +113,11 @@ print_event(const struct sl_event *e, int json)
 	fflush(stdout);
 }
 
-/* What events prints: --job, --user, --since and --until. */
+/* What events prints: --job, --since and --until; the filter options
+ * (--user, --mine, --state, --name) are the daemon's. */
 struct events_filter {
 	int64_t job_id; /* 0: any */
-	const char *user;
+	const sl_filter *daemon;
 	int64_t since_ms, until_ms; /* 0: none */
 };
 
@@ -123,8 +125,6 @@ static int
 events_match(const struct events_filter *f, const struct sl_event *e)
 {
 	if (f->job_id > 0 && e->job_id != f->job_id)
-		return 0;
-	if (f->user != NULL && strcmp(e->user, f->user) != 0)
 		return 0;
 	if (f->since_ms > 0 && e->ts_ms < f->since_ms)
 		return 0;
@@ -156,7 +156,8 @@ events_tail(struct cli *cli, const struct events_filter *f, long n,
 	}
 	*last = 0;
 	while (older && nkept < (size_t)n) {
-		if (sl_events_query(cli->client, &q, &ev, &nev) < 0) {
+		if (sl_events_filtered(cli->client, &q, f->daemon, &ev, &nev) <
+		    0) {
 			rc = cli_fail(cli);
 			break;
 		}
@@ -203,30 +204,22 @@ events_time(struct cli *cli, const struct cli_args *args, const char *name,
 }
 
 static int
-cmd_events(struct cli *cli, struct cli_args *args)
+events_run(struct cli *cli, struct cli_args *args, struct events_filter *fp,
+           sl_filter *df)
 {
 	int follow = cli_has(args, "follow");
 	int forward = cli_has(args, "after") || cli_has(args, "limit");
 	int64_t after = cli_number(args, "after", 0);
 	long limit = (long)cli_number(args, "limit", 0);
-	struct events_filter f;
+	struct events_filter f = *fp;
 	struct sl_events_query q;
 	struct sl_notification n;
 	struct sl_event *ev;
 	size_t nev, i;
-	int64_t last, now = clock_wall_ms();
+	int64_t last;
 	int rc;
 
-	memset(&f, 0, sizeof f);
-	f.job_id = cli_number(args, "job", 0);
-	f.user = cli_text(args, "user", NULL);
-	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
-	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
-		return rc;
-	/* The filter compares names: a name nobody has would print
-	 * nothing, as if that user had no events. */
-	if (f.user != NULL && getpwnam(f.user) == NULL)
-		return cli_usage_error(cli, "--user %s: no such user", f.user);
+	f.daemon = df;
 	if (follow && f.until_ms > 0)
 		return cli_usage_error(cli, "--until cannot be used with -f");
 	if (forward && cli_has(args, "lines"))
@@ -257,7 +250,7 @@ cmd_events(struct cli *cli, struct cli_args *args)
 	q.follow = follow;
 	do {
 		q.after_id = last;
-		if (sl_events_query(cli->client, &q, &ev, &nev) < 0)
+		if (sl_events_filtered(cli->client, &q, df, &ev, &nev) < 0)
 			return cli_fail(cli);
 		for (i = 0; i < nev; i++)
 			if (ev[i].id > last) {
@@ -281,4 +274,24 @@ cmd_events(struct cli *cli, struct cli_args *args)
 		sl_notification_clear(&n);
 	}
 	return EXIT_OK;
+}
+
+static int
+cmd_events(struct cli *cli, struct cli_args *args)
+{
+	struct events_filter f;
+	int64_t now = clock_wall_ms();
+	sl_filter *df = NULL;
+	int rc;
+
+	memset(&f, 0, sizeof f);
+	f.job_id = cli_number(args, "job", 0);
+	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
+	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
+		return rc;
+	if ((rc = cli_filter(cli, args, &df)) >= 0)
+		return rc;
+	rc = events_run(cli, args, &f, df);
+	sl_filter_free(df);
+	return rc;
 }

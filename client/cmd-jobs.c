@@ -55,16 +55,29 @@ const struct cli_entry cmd_show_entry = {
     .exec = cmd_show,
 };
 
+static const struct cli_option cancel_options[] = {
+    {"all", 'a', CLI_FLAG, NULL, 0, 0,
+     "all your queued and running jobs (root: root's)"},
+    {"all-users", 0, CLI_FLAG, NULL, 0, 0, "everyone's jobs (root only)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
 const struct cli_entry cmd_cancel_entry = {
     .name = "cancel",
     .summary = "remove queued jobs; terminate running ones",
     .operands = "ID...",
-    .min_operands = 1,
+    .min_operands = 0,
     .max_operands = -1,
+    .options = cancel_options,
+    .more_options = cli_filter_options,
+    .json = "each job's object as cancel left it, one per line; with\n"
+            "--all or a filter {\"cancelled\": N, \"ids\": [...]}",
     .exec = cmd_cancel,
 };
 
 static const struct cli_option wait_options[] = {
+    {"all", 'a', CLI_FLAG, NULL, 0, 0,
+     "all your queued and running jobs, as they are now"},
     {"notify", 'n', CLI_FLAG, NULL, 0, 0,
      "post a desktop notification as each job ends\n"
      "(macOS: osascript; Linux: notify-send)"},
@@ -75,7 +88,7 @@ const struct cli_entry cmd_wait_entry = {
     .name = "wait",
     .summary = "wait for jobs to end; exit with the last failing job's status",
     .operands = "ID...",
-    .min_operands = 1,
+    .min_operands = 0,
     .max_operands = -1,
     .options = wait_options,
     .json = "the final job objects, one per line",
@@ -393,20 +406,95 @@ job_ids(struct cli *cli, const struct cli_args *args, int64_t **ids, int *n)
 	return -1;
 }
 
+/*
+ * cancel --all, --all-users or a filter: one cancel_matching call, which
+ * ends them all and says how many (PROTOCOL.md); nothing is asked first,
+ * as with scancel -u.
+ */
+static int
+cancel_matching(struct cli *cli, struct cli_args *args)
+{
+	int all_users = cli_has(args, "all-users");
+	sl_filter *f = NULL;
+	int64_t n = 0;
+	cJSON *p;
+	char *params;
+	int rc;
+
+	if (all_users && (cli_has(args, "user") || cli_has(args, "mine")))
+		return cli_usage_error(cli, "--all-users is everyone's: not "
+		                            "with --user or --mine");
+	if ((rc = cli_filter(cli, args, &f)) >= 0)
+		return rc;
+	if ((rc = cli_connect(cli)) != 0) {
+		sl_filter_free(f);
+		return rc;
+	}
+	if (cli->json) {
+		sl_filter_free(f);
+		p = cJSON_CreateObject();
+		params = NULL;
+		if (p != NULL && cli_filter_params(args, p) == 0 &&
+		    (!all_users || cJSON_AddTrueToObject(p, "all_users")))
+			params = cJSON_PrintUnformatted(p);
+		cJSON_Delete(p);
+		if (params == NULL) {
+			cli_error("out of memory");
+			return EXIT_ERR;
+		}
+		sl_set_timeout(cli->client, -1);
+		rc = cli_raw_call(cli, "cancel_matching", params);
+		free(params);
+		return rc;
+	}
+	rc = sl_cancel_matching(cli->client, f, all_users, &n);
+	sl_filter_free(f);
+	if (rc < 0)
+		return cli_fail(cli);
+	printf("cancelled %" PRId64 " job%s\n", n, n == 1 ? "" : "s");
+	return EXIT_OK;
+}
+
 static int
 cmd_cancel(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job j;
 	int64_t *ids;
 	int n, i, rc, status = EXIT_OK;
+	int bulk = cli_has(args, "all") || cli_has(args, "all-users") ||
+	           cli_has(args, "user") || cli_has(args, "mine") ||
+	           cli_has(args, "state") || cli_has(args, "name");
 
+	if (bulk && args->argc > 0)
+		return cli_usage_error(cli, "job ids, or --all, --all-users "
+		                            "and the filters: not both");
+	if (bulk)
+		return cancel_matching(cli, args);
+	if (args->argc == 0)
+		return cli_usage_error(cli,
+		                       "which jobs? job ids, --all (yours) "
+		                       "or a filter (--name, --state)");
 	if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
 		return rc;
 	if ((rc = cli_connect(cli)) != 0) {
 		free(ids);
 		return rc;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; cli->json && i < n; i++) {
+		char params[64], *out = NULL;
+
+		snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", ids[i]);
+		if (sl_call(cli->client, "cancel", params, &out) < 0) {
+			int code = sl_errcode(cli->client);
+			status = cli_fail_job(cli, ids[i]);
+			if (sl_error_is_connection(code))
+				break;
+			continue;
+		}
+		cli_print_json(stdout, out);
+		sl_free(out);
+	}
+	for (i = 0; !cli->json && i < n; i++) {
 		if (sl_cancel(cli->client, ids[i], &j) < 0) {
 			int code = sl_errcode(cli->client);
 			status = cli_fail_job(cli, ids[i]);
@@ -428,20 +516,63 @@ cmd_cancel(struct cli *cli, struct cli_args *args)
 	return status;
 }
 
+/* wait --all: the caller's live jobs now, as ids. -1 to go on, else
+ * the exit code. */
+static int
+wait_all_ids(struct cli *cli, int64_t **ids, int *n)
+{
+	struct sl_job *jobs;
+	sl_filter *f;
+	size_t nj, i;
+	int rc;
+
+	*ids = NULL;
+	*n = 0;
+	if ((f = sl_filter_new()) == NULL || sl_filter_set_mine(f, 1) != 0) {
+		sl_filter_free(f);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	rc = sl_status_filtered(cli->client, 0, 0, f, &jobs, &nj);
+	sl_filter_free(f);
+	if (rc < 0)
+		return cli_fail(cli);
+	if (nj > 0 && (*ids = calloc(nj, sizeof **ids)) == NULL) {
+		sl_jobs_free(jobs, nj);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	for (i = 0; i < nj; i++)
+		if (!sl_job_ended(sl_job_at(jobs, i)))
+			(*ids)[(*n)++] = jobs[i].id;
+	sl_jobs_free(jobs, nj);
+	return -1;
+}
+
 static int
 cmd_wait(struct cli *cli, struct cli_args *args)
 {
 	struct sl_job j;
 	char state[64], params[64], *out;
 	int64_t *ids;
-	int n, i, rc, s, status = EXIT_OK;
+	int n, i, rc, s, status = EXIT_OK, all = cli_has(args, "all");
 
-	if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
+	if (all && args->argc > 0)
+		return cli_usage_error(cli, "job ids or --all: not both");
+	if (!all && args->argc == 0)
+		return cli_usage_error(cli, "which jobs? job ids, or --all "
+		                            "(all yours)");
+	if (!all && (rc = job_ids(cli, args, &ids, &n)) >= 0)
 		return rc;
 	if ((rc = cli_connect(cli)) != 0) {
-		free(ids);
+		if (!all)
+			free(ids);
 		return rc;
 	}
+	if (all && (rc = wait_all_ids(cli, &ids, &n)) >= 0)
+		return rc;
+	if (all && n == 0 && !cli->json)
+		printf("no jobs of yours queued or running\n");
 	for (i = 0; i < n; i++) {
 		cli_watch_queued(cli, ids[i]);
 		if (cli->json) {

@@ -29,8 +29,9 @@ static const struct cli_option status_options[] = {
     {"group", 'g', CLI_TEXT, "NAME", 0, 0, "only the jobs of group NAME"},
     {"format", 'o', CLI_TEXT, "COLS", 0, 0,
      "the columns, comma-separated, of: id, user, state,\n"
-     "name, waited, ran, footprint, swap, reason, command\n"
-     "(default: all but command)"},
+     "name, waited, ran, footprint, swap, reason, command,\n"
+     "submitted, started, ended, group, priority (default:\n"
+     "id to reason); times are local: HH:MM:SS today"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
@@ -39,6 +40,7 @@ const struct cli_entry cmd_status_entry = {
     .alias = "ps",
     .summary = "the queue: running and queued jobs (--all: ended ones too)",
     .options = status_options,
+    .more_options = cli_filter_options,
     .json = "the daemon's {\"jobs\": [...]}, every page joined",
     .exec = cmd_status,
 };
@@ -48,6 +50,25 @@ const struct cli_entry cmd_status_entry = {
  * one {"jobs": [...]}, as version 1 answered it: every live job, then up to
  * limit ended ones (default 50).
  */
+/* status's params as text: all, limit, cursor (or NULL) and the filter
+ * options; NULL when out of memory. */
+static char *
+status_params(const struct cli_args *args, int all, long limit,
+              const char *cursor)
+{
+	cJSON *p = cJSON_CreateObject();
+	char *text = NULL;
+
+	if (p != NULL && cJSON_AddBoolToObject(p, "all", all) != NULL &&
+	    (limit <= 0 || proto_add_int(p, "limit", limit) != NULL) &&
+	    (cursor == NULL ||
+	     cJSON_AddStringToObject(p, "cursor", cursor) != NULL) &&
+	    cli_filter_params(args, p) == 0)
+		text = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	return text;
+}
+
 struct json_pages {
 	cJSON *jobs;
 	const char *group;
@@ -81,25 +102,29 @@ json_page(const char *items_json, void *arg)
 }
 
 static int
-status_json_pages(struct cli *cli, int all, long limit, const char *group)
+status_json_pages(struct cli *cli, const struct cli_args *args, int all,
+                  long limit, const char *group)
 {
 	struct json_pages p = {cJSON_CreateArray(), group, all, 0,
 	                       limit > 0 ? limit : 50};
-	char params[64], *text;
+	char *params = status_params(args, all, 1000, NULL), *text;
 	cJSON *r;
 	int rc = EXIT_OK;
 
-	snprintf(params, sizeof params, "{\"all\":%s,\"limit\":1000}",
-	         all ? "true" : "false");
-	if (p.jobs == NULL || sl_call_pages(cli->client, "status", params,
-	                                    "jobs", json_page, &p) < 0) {
-		if (p.jobs == NULL) {
-			cli_error("out of memory");
-			return EXIT_ERR;
-		}
+	if (p.jobs == NULL || params == NULL) {
+		cJSON_Delete(p.jobs);
+		free(params);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	rc =
+	    sl_call_pages(cli->client, "status", params, "jobs", json_page, &p);
+	free(params);
+	if (rc < 0) {
 		cJSON_Delete(p.jobs);
 		return cli_fail(cli);
 	}
+	rc = EXIT_OK;
 	if ((r = cJSON_CreateObject()) == NULL) {
 		cJSON_Delete(p.jobs);
 		cli_error("out of memory");
@@ -130,6 +155,11 @@ enum status_col {
 	COL_SWAP,
 	COL_REASON,
 	COL_COMMAND,
+	COL_SUBMITTED,
+	COL_STARTED,
+	COL_ENDED,
+	COL_GROUP,
+	COL_PRIORITY,
 	NCOLS
 };
 
@@ -147,6 +177,11 @@ static const struct {
     {"swap", "SWAP/BUDGET", 1, 1},
     {"reason", "REASON", 0, 1},
     {"command", "COMMAND", 0, 0},
+    {"submitted", "SUBMITTED", 0, 0},
+    {"started", "STARTED", 0, 0},
+    {"ended", "ENDED", 0, 0},
+    {"group", "GROUP", 0, 0},
+    {"priority", "PRIORITY", 1, 0},
 };
 
 /* -o's list of columns into cols; -EINVAL naming the bad one. */
@@ -183,7 +218,8 @@ status_columns(const char *spec, int *cols, size_t *n, char *cause,
 			snprintf(cause, causelen,
 			         "--format: no column '%s' (columns: id, user, "
 			         "state, name, waited, ran, footprint, swap, "
-			         "reason, command)",
+			         "reason, command, submitted, started, ended, "
+			         "group, priority)",
 			         bad);
 			return -EINVAL;
 		}
@@ -252,7 +288,42 @@ status_cell(int col, const struct sl_job *j, const struct status_ctx *x,
 		else
 			snprintf(buf, len, "-");
 		break;
+	case COL_SUBMITTED:
+		cli_clock(j->submitted_at_ms, x->now, buf, len);
+		break;
+	case COL_STARTED:
+		cli_clock(j->started_at_ms, x->now, buf, len);
+		break;
+	case COL_ENDED:
+		cli_clock(j->ended_at_ms, x->now, buf, len);
+		break;
+	case COL_GROUP:
+		cli_fit(j->group[0] != '\0' ? j->group : "-", 32, buf, len);
+		break;
+	case COL_PRIORITY:
+		snprintf(buf, len, "%d", j->priority);
+		break;
 	}
+}
+
+/* Whether --state names a state that is an end: those are looked for
+ * among the ended jobs, as with --all. */
+static int
+status_states_ended(const char *states)
+{
+	const char *p, *end;
+	char word[32];
+	size_t len;
+
+	for (p = states; p != NULL; p = end != NULL ? end + 1 : NULL) {
+		end = strchr(p, ',');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		snprintf(word, sizeof word, "%.*s", (int)(len < 31 ? len : 31),
+		         p);
+		if (names_state_parse(word) >= NAMES_STATE_EXITED)
+			return 1;
+	}
+	return 0;
 }
 
 static int
@@ -269,35 +340,55 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	struct sl_info info;
 	struct sl_job *jobs;
 	struct cli_table t;
+	sl_filter *f = NULL;
 	size_t n, i, k, ncols;
 	int rc;
 
 	if (status_columns(cli_text(args, "format", NULL), cols, &ncols, cause,
 	                   sizeof cause) < 0)
 		return cli_usage_error(cli, "%s", cause);
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_filter(cli, args, &f)) >= 0)
 		return rc;
-	if (cli->json && sl_hello_info(cli->client)->version >= 2)
-		return status_json_pages(cli, all, limit, group);
-	if (cli->json && group != NULL)
+	/* The daemon reads the ended jobs for such a state: so do the
+	 * pages' count of them. */
+	if (status_states_ended(cli_text(args, "state", NULL)))
+		all = 1;
+	if ((rc = cli_connect(cli)) != 0) {
+		sl_filter_free(f);
+		return rc;
+	}
+	if (cli->json && sl_hello_info(cli->client)->version >= 2) {
+		sl_filter_free(f);
+		return status_json_pages(cli, args, all, limit, group);
+	}
+	if (cli->json && group != NULL) {
+		sl_filter_free(f);
 		return cli_usage_error(cli,
 		                       "--group with --json needs a daemon "
 		                       "of protocol version 2");
-	if (cli->json) {
-		char params[64];
-		if (limit > 0)
-			snprintf(params, sizeof params,
-			         "{\"all\":%s,\"limit\":%ld}",
-			         all ? "true" : "false", limit);
-		else
-			snprintf(params, sizeof params, "{\"all\":%s}",
-			         all ? "true" : "false");
-		return cli_raw_call(cli, "status", params);
 	}
-	if (sl_status(cli->client, all, (int)limit, &jobs, &n) < 0)
+	if (cli->json) {
+		char *params = status_params(args, all, limit, NULL);
+
+		sl_filter_free(f);
+		if (params == NULL) {
+			cli_error("out of memory");
+			return EXIT_ERR;
+		}
+		rc = cli_raw_call(cli, "status", params);
+		free(params);
+		return rc;
+	}
+	rc = sl_status_filtered(cli->client, all, (int)limit, f, &jobs, &n);
+	if (rc < 0) {
+		sl_filter_free(f);
 		return cli_fail(cli);
+	}
 	if (n == 0) {
-		printf(all ? "no jobs\n" : "no jobs queued or running\n");
+		printf(f != NULL ? "no jobs match\n"
+		       : all     ? "no jobs\n"
+		                 : "no jobs queued or running\n");
+		sl_filter_free(f);
 		sl_jobs_free(jobs, n);
 		return EXIT_OK;
 	}
@@ -326,5 +417,6 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	cli_table_print(&t, stdout);
 	cli_table_free(&t);
 	sl_jobs_free(jobs, n);
+	sl_filter_free(f);
 	return EXIT_OK;
 }

@@ -477,6 +477,34 @@ int sl_job_ended(const struct sl_job *j);
 int sl_status(sl_client *c, int all, int limit, struct sl_job **jobs,
               size_t *njobs);
 void sl_jobs_free(struct sl_job *jobs, size_t njobs);
+
+/*
+ * Which jobs a list or a bulk cancel is about (PROTOCOL.md, "Job
+ * filters"): opaque, made empty (every job) by sl_filter_new(); each set
+ * narrows it, and NULL (0) takes a member back out. user is a login name
+ * (or a uid as digits), mine the caller's own jobs (not with user), a
+ * state is added to the states any of which will do (-EINVAL for a word
+ * that is not a job state), name an fnmatch(3) pattern of the job's
+ * name. The daemon refuses an unknown user (-32602).
+ */
+typedef struct sl_filter sl_filter;
+sl_filter *sl_filter_new(void);
+void sl_filter_free(sl_filter *f);
+int sl_filter_set_user(sl_filter *f, const char *user);
+int sl_filter_set_mine(sl_filter *f, int mine);
+int sl_filter_add_state(sl_filter *f, const char *state);
+int sl_filter_set_name(sl_filter *f, const char *glob);
+/* sl_status of the jobs that pass f (NULL: all); a state that is an end
+ * reads the ended jobs too, as all does. */
+int sl_status_filtered(sl_client *c, int all, int limit, const sl_filter *f,
+                       struct sl_job **jobs, size_t *njobs);
+/* Cancel, in one call, the caller's live jobs that pass f (NULL: all of
+ * them): always the caller's own, unless root names a user, or root gives
+ * all_users (everyone's; -32002 for anyone else). *cancelled (may be
+ * NULL) gets how many were. Blocks as long as that takes, whatever the
+ * client's timeout. */
+int sl_cancel_matching(sl_client *c, const sl_filter *f, int all_users,
+                       int64_t *cancelled);
 int sl_show(sl_client *c, int64_t id, int env, struct sl_job *out);
 /* out may be NULL. */
 int sl_cancel(sl_client *c, int64_t id, struct sl_job *out);
@@ -545,6 +573,12 @@ struct sl_events_query {
 };
 int sl_events_query(sl_client *c, const struct sl_events_query *q,
                     struct sl_event **events, size_t *nevents);
+/* sl_events_query of the events that pass f (NULL: all): an event of a
+ * job passes by its job's user and name, and by a state when it is how
+ * the job entered it (PROTOCOL.md, "Job filters"). */
+int sl_events_filtered(sl_client *c, const struct sl_events_query *q,
+                       const sl_filter *f, struct sl_event **events,
+                       size_t *nevents);
 void sl_events_free(struct sl_event *events, size_t nevents);
 
 #if defined(__GNUC__) || defined(__clang__)

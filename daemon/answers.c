@@ -335,6 +335,15 @@ answers_page_slice(struct page *pg)
 	pg->yield = 0;
 }
 
+int
+answers_page_pass(struct page *pg)
+{
+	pg->n_slice++;
+	if (!pg->yield && uv_hrtime() - pg->t0 > ANSWERS_SLICE_NS)
+		pg->yield = 1;
+	return pg->yield;
+}
+
 /* Adds an entry (consumed) unless the page is full; 1 when added. */
 int
 answers_page_add(struct page *pg, cJSON *o)

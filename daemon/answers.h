@@ -93,6 +93,11 @@ struct page {
 
 void answers_page_slice(struct page *pg);
 int answers_page_add(struct page *pg, cJSON *o);
+/* An entry read and left out (a filter passed it over): 1 when the slice
+ * has had its time (yield is set; the entry counts as read), else 0. A
+ * page a filter ends early so still ends within its slice, and is not the
+ * end of the list. */
+int answers_page_pass(struct page *pg);
 int answers_page_begin(struct page *pg, int v2, int64_t limit,
                        const char *cursor, char *cause, size_t causelen);
 void answers_page_free(struct page *pg);

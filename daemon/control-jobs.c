@@ -1,6 +1,7 @@
 /*
  * The job methods of PROTOCOL.md that act on one job: submit, show,
- * stage, cancel, wait and logs (the lists, status, events and a job's
+ * stage, cancel, wait and logs, and cancel_matching, cancel's bulk form
+ * (the lists, status, events and a job's
  * history, are control-lists.c's; the attached flow control-attached.c's).
  * Each reads its parameters, checks the peer against the job (one helper,
  * control_job_owner) and asks the job table (jobs.h); answers are built
@@ -17,6 +18,7 @@
 
 #include "answers.h"
 #include "control.h"
+#include "jobs-filter.h"
 #include "jobs.h"
 #include "notify.h"
 #include "platform.h"
@@ -550,6 +552,142 @@ control_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return rc;
 	/* Ended now, or being terminated: as it stands. */
 	return answer_job(d, p, id, 0, result, cause, causelen);
+}
+
+/* A cancel_matching answer: the jobs it matched when asked, cancelled a
+ * slice of the loop's time at a time (each is a commit), then one
+ * answer. */
+struct cancel_walk {
+	int64_t *ids;
+	size_t n, i;
+	int64_t done;
+	cJSON *cancelled; /* the ids cancelled */
+	char who[64];
+};
+
+static void
+cancel_walk_free(void *state)
+{
+	struct cancel_walk *w = state;
+
+	cJSON_Delete(w->cancelled);
+	free(w->ids);
+	free(w);
+}
+
+static int
+cancel_walk_fill(struct daemon *d, void *state, struct answers_buf *out,
+                 char *cause, size_t causelen)
+{
+	struct cancel_walk *w = state;
+	uint64_t t0 = uv_hrtime();
+	char why[256];
+	cJSON *o;
+	int rc;
+
+	for (; w->i < w->n; w->i++) {
+		if (uv_hrtime() - t0 > ANSWERS_SLICE_NS)
+			return 1;
+		rc = jobs_cancel(d, w->ids[w->i], w->who, why, sizeof why);
+		/* One that ended meanwhile is not counted, nor refused. */
+		if (rc == PROTO_E_STATE)
+			continue;
+		if (rc != 0) {
+			snprintf(cause, causelen,
+			         "%s (%" PRId64 " of the %zu jobs matched were "
+			         "cancelled before it)",
+			         why, w->done, w->n);
+			return rc;
+		}
+		w->done++;
+		cJSON_AddItemToArray(w->cancelled,
+		                     proto_int_create(w->ids[w->i]));
+	}
+	if ((o = cJSON_CreateObject()) == NULL) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	proto_add_int(o, "cancelled", w->done);
+	cJSON_AddItemToObject(o, "ids", w->cancelled);
+	w->cancelled = NULL;
+	if (answers_append_json(out, o) != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	return 0;
+}
+
+static const struct answers_ops cancel_walk_ops = {cancel_walk_fill,
+                                                   cancel_walk_free};
+
+/*
+ * cancel_matching: the caller's live jobs that pass the filter (PROTOCOL.md,
+ * "Job filters") end as cancel ends each. A caller other than root has its
+ * own jobs alone: its filter is always of its uid, and user naming another
+ * or all_users is refused. Root has its own too, unless user names another
+ * or all_users takes everyone's.
+ */
+int
+control_cancel_matching(struct daemon *d, const struct peer *p,
+                        const cJSON *req_id, const cJSON *params,
+                        cJSON **result, char *cause, size_t causelen)
+{
+	struct cancel_walk *w;
+	struct job_filter f;
+	struct jobs_view *v = NULL;
+	int all_users = 0, rc;
+	size_t n = 0, i;
+
+	(void)result;
+	if ((rc = jobs_filter_read(params, p->uid, &f, cause, causelen)) != 0 ||
+	    (rc = proto_param_bool(params, "all_users", 0, &all_users, cause,
+	                           causelen)) < 0)
+		return rc;
+	if (all_users && p->uid != 0) {
+		snprintf(cause, causelen,
+		         "all_users is for root only: others cancel their own "
+		         "jobs alone");
+		return PROTO_E_PERM;
+	}
+	if (all_users && f.has_uid) {
+		snprintf(cause, causelen,
+		         "invalid params: 'all_users' cannot go with 'user' or "
+		         "'mine'");
+		return PROTO_E_PARAMS;
+	}
+	if (f.has_uid && f.uid != p->uid && p->uid != 0) {
+		snprintf(cause, causelen,
+		         "you may cancel only your own jobs (user names "
+		         "another)");
+		return PROTO_E_PERM;
+	}
+	if (!all_users && !f.has_uid) {
+		f.has_uid = 1;
+		f.uid = p->uid;
+	}
+	if ((w = calloc(1, sizeof *w)) == NULL ||
+	    (w->cancelled = cJSON_CreateArray()) == NULL ||
+	    jobs_list(d, 0, &v, &n) != 0 ||
+	    (n > 0 && (w->ids = calloc(n, sizeof *w->ids)) == NULL)) {
+		free(v);
+		if (w != NULL)
+			cancel_walk_free(w);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	for (i = 0; i < n; i++) {
+		/* one being terminated is ending already */
+		if (v[i].live && !v[i].terminating &&
+		    jobs_filter_match(&f, v[i].j))
+			w->ids[w->n++] = v[i].j->id;
+		jobs_view_free(&v[i]);
+	}
+	free(v);
+	wire_user_name(p->uid, w->who, sizeof w->who);
+	if ((rc = answers_start(d, p, req_id, &cancel_walk_ops, w, cause,
+	                        causelen)) != 0)
+		return rc;
+	return CONTROL_DEFERRED;
 }
 
 int

@@ -14,6 +14,7 @@
 
 #include "answers.h"
 #include "control.h"
+#include "jobs-filter.h"
 #include "jobs.h"
 #include "notify.h"
 #include "platform.h"
@@ -25,28 +26,43 @@
 #define STATUS_PAGE_DEFAULT 100
 #define STATUS_PAGE_MAX 1000
 #define EVENTS_PAGE_MAX 10000
+/* What a filtered list reads of the database at a time, at least. */
+#define FILTER_CHUNK 64
+
+/* The job states that are ends, as a filter's bits. */
+#define ENDED_STATE_BITS                                                       \
+	((1u << JOB_EXITED) | (1u << JOB_KILLED) | (1u << JOB_FAILED) |        \
+	 (1u << JOB_CANCELLED) | (1u << JOB_LOST))
 
 struct ended_ctx {
 	struct page *pg;
 	uid_t viewer;
-	int64_t last_ms, last_id; /* the last ended job added */
+	const struct job_filter *f;
+	int64_t last_ms, last_id; /* the last ended job read */
+	int64_t n;                /* jobs read in this chunk */
 };
 
+/* A job read: added, or passed over by the filter; either way the next
+ * page begins after it. */
 static int
 ended_cb(void *arg, struct job *j)
 {
 	struct ended_ctx *c = arg;
+	int read = 1, stop = 0;
 
-	int added = answers_page_add(
-	    c->pg, c->pg->v2 ? wire_job_ended_list(j, c->viewer)
-	                     : wire_job_ended(j, c->viewer, 0));
-
-	if (added) {
+	if (!jobs_filter_match(c->f, j))
+		stop = answers_page_pass(c->pg);
+	else
+		read = answers_page_add(
+		    c->pg, c->pg->v2 ? wire_job_ended_list(j, c->viewer)
+		                     : wire_job_ended(j, c->viewer, 0));
+	if (read) {
 		c->last_ms = j->ended_ms;
 		c->last_id = j->id;
+		c->n++;
 	}
 	job_free(j);
-	return !added; /* full: the rest is not read */
+	return !read || stop; /* full, or its time is up: the rest waits */
 }
 
 /*
@@ -78,6 +94,7 @@ cursor_parse(const char *cur, char *phase, int64_t *a, int64_t *b)
 struct status_walk {
 	uid_t viewer;
 	int all, v2;
+	struct job_filter f;
 	int ended; /* the ended part alone: no walk through the queue */
 	int64_t ended_left; /* v1: ended jobs still wanted */
 	char cursor[64];    /* where the next page begins ("": the start) */
@@ -95,9 +112,9 @@ status_walk(struct daemon *d, struct status_walk *w, struct page *pg,
 	struct jobs_view *v = NULL;
 	struct ended_ctx ctx;
 	char phase = 'l';
-	int64_t ca = 0, cb = 0;
+	int64_t ca = 0, cb = 0, want;
 	size_t n = 0, i, start = 0, before;
-	int rc = 0;
+	int rc = 0, filtered = jobs_filter_any(&w->f);
 
 	if (w->cursor[0] != '\0' &&
 	    cursor_parse(w->cursor, &phase, &ca, &cb) != 0) {
@@ -122,6 +139,16 @@ status_walk(struct daemon *d, struct status_walk *w, struct page *pg,
 		int64_t id = v[i].j->id;
 		cJSON *o;
 
+		if (!jobs_filter_match(&w->f, v[i].j)) {
+			int stop = answers_page_pass(pg);
+
+			jobs_view_free(&v[i]);
+			snprintf(w->cursor, sizeof w->cursor,
+			         "l%" PRId64 ".%zu", id, i);
+			if (stop)
+				break;
+			continue;
+		}
 		/* Version 1 shows argv, which the table does not keep. */
 		if (!w->v2 && wire_may_see(w->viewer, v[i].j) &&
 		    (rc = jobs_view_args(d, &v[i], cause, causelen)) != 0)
@@ -144,25 +171,47 @@ status_walk(struct daemon *d, struct status_walk *w, struct page *pg,
 		memset(&ctx, 0, sizeof ctx);
 		ctx.pg = pg;
 		ctx.viewer = w->viewer;
+		ctx.f = &w->f;
 		if (phase == 'l') {
 			ca = INT64_MAX;
 			cb = INT64_MAX;
 		}
-		before = pg->n;
-		/* v2: one more than fits says whether a next page exists. */
-		if (store_jobs_ended_before(
-		        d->store, ca, cb,
-		        w->v2 ? pg->limit - (int64_t)pg->n + 1 : w->ended_left,
-		        ended_cb, &ctx) < 0) {
-			snprintf(cause, causelen, "storage error reading jobs");
-			return PROTO_E_STORAGE;
+		ctx.last_ms = ca;
+		ctx.last_id = cb;
+		/* A chunk at a time while the filter leaves the page room,
+		 * to the end of the list or of the slice's time. */
+		for (;;) {
+			before = pg->n;
+			/* v2: one more than fits says whether a next page
+			 * exists. */
+			want = w->v2 ? pg->limit - (int64_t)pg->n + 1
+			             : w->ended_left;
+			if (filtered && want < FILTER_CHUNK)
+				want = FILTER_CHUNK;
+			ctx.n = 0;
+			rc = w->f.has_uid
+			         ? store_jobs_ended_of(d->store, w->f.uid,
+			                               ctx.last_ms, ctx.last_id,
+			                               want, ended_cb, &ctx)
+			         : store_jobs_ended_before(
+			               d->store, ctx.last_ms, ctx.last_id, want,
+			               ended_cb, &ctx);
+			if (rc < 0) {
+				snprintf(cause, causelen,
+				         "storage error reading jobs");
+				return PROTO_E_STORAGE;
+			}
+			if (!w->v2)
+				w->ended_left -= (int64_t)(pg->n - before);
+			if (ctx.last_id != cb || ctx.last_ms != ca)
+				snprintf(w->cursor, sizeof w->cursor,
+				         "e%" PRId64 ".%" PRId64, ctx.last_ms,
+				         ctx.last_id);
+			if (rc > 0 || ctx.n < want ||
+			    (!w->v2 && w->ended_left <= 0))
+				break;
 		}
-		if (ctx.last_id > 0)
-			snprintf(w->cursor, sizeof w->cursor,
-			         "e%" PRId64 ".%" PRId64, ctx.last_ms,
-			         ctx.last_id);
-		if (!w->v2)
-			w->ended_left -= (int64_t)(pg->n - before);
+		rc = 0;
 	}
 	w->more = (pg->full || pg->yield) && w->cursor[0] != '\0' &&
 	          (w->v2 || !pg->full);
@@ -225,7 +274,16 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return PROTO_E_INTERNAL;
 	}
 	w->viewer = p->uid;
-	w->all = all || ended;
+	if ((rc = jobs_filter_read(params, p->uid, &w->f, cause, causelen)) !=
+	    0) {
+		free(w);
+		return rc;
+	}
+	/* Given states say whether the ended jobs are read: a state that is
+	 * an end is looked for among them too, and only live states never
+	 * are. */
+	w->all = w->f.states != 0 ? (w->f.states & ENDED_STATE_BITS) != 0
+	                          : all || ended;
 	w->ended = ended;
 	w->v2 = v2;
 	w->ended_left = limit;
@@ -258,21 +316,29 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 }
 
 struct events_ctx {
+	struct daemon *d;
 	struct page *pg;
 	uid_t viewer;
 	int64_t job_id; /* this job's alone; 0: all */
-	int64_t last;   /* the last event's id in the answer */
+	const struct job_filter *f;
+	struct job_filter_cache cache;
+	int64_t last; /* the last event read: added, or passed over */
+	int64_t n;    /* events read in this chunk */
 };
 
 static int
 events_cb(void *arg, const struct store_event *e)
 {
 	struct events_ctx *c = arg;
+	int stop = 0;
 
-	if (!answers_page_add(c->pg, wire_event(e, c->viewer)))
+	if (!jobs_filter_event(c->d, c->f, &c->cache, e))
+		stop = answers_page_pass(c->pg);
+	else if (!answers_page_add(c->pg, wire_event(e, c->viewer)))
 		return 1; /* full: the rest is not read */
 	c->last = e->id;
-	return 0;
+	c->n++;
+	return stop;
 }
 
 /* Version 2 takes the cursor of events as the id of the last one: a
@@ -292,24 +358,47 @@ events_cursor(const char *cur, int64_t *after, int64_t *before)
 	return 0;
 }
 
-/* A page of events: oldest first after ctx->last, or newest first
- * before w->before (updated to the oldest one added). */
+/*
+ * Events into ctx's page until it holds want of them: oldest first after
+ * ctx->last, or newest first below *before (then updated to the oldest
+ * one read). A chunk at a time while a filter passes events over. 1 when
+ * the page stopped (full, or its slice had its time) or holds want, 0 at
+ * the end of the events, < 0 on a storage error.
+ */
 static int
-events_read(struct daemon *d, int64_t before, struct events_ctx *ctx,
-            int64_t limit)
+events_read(struct daemon *d, int64_t *before, struct events_ctx *ctx,
+            int64_t want)
 {
-	if (before > 0)
-		return store_events_before(d->store, before, ctx->job_id, limit,
-		                           events_cb, ctx);
-	return store_events(d->store, ctx->last, ctx->job_id, limit, events_cb,
-	                    ctx);
+	int filtered = jobs_filter_any(ctx->f), rc;
+	int64_t ask;
+
+	for (;;) {
+		ask = want - (int64_t)ctx->pg->n;
+		if (filtered && ask < FILTER_CHUNK)
+			ask = FILTER_CHUNK;
+		ctx->n = 0;
+		rc = *before > 0
+		         ? store_events_before(d->store, *before, ctx->job_id,
+		                               ask, events_cb, ctx)
+		         : store_events(d->store, ctx->last, ctx->job_id, ask,
+		                        events_cb, ctx);
+		if (*before > 0 && ctx->n > 0)
+			*before = ctx->last; /* go on below the oldest read */
+		if (rc != 0)
+			return rc;
+		if (ctx->n < ask)
+			return 0;
+		if ((int64_t)ctx->pg->n >= want || ctx->pg->yield)
+			return 1;
+	}
 }
 
 /* A version 1 events answer, built a slice at a time. */
 struct events_walk {
 	struct events_ctx ctx;
+	struct job_filter f;
 	struct page pg;
-	int64_t left;   /* events still wanted */
+	int64_t limit;
 	int64_t before; /* newest first, before this id (0: oldest first) */
 	uint64_t client_id;
 	int follow;
@@ -329,27 +418,24 @@ events_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
             size_t causelen)
 {
 	struct events_walk *w = state;
-	size_t before = w->pg.n;
+	int rc;
 
 	answers_page_slice(&w->pg);
 	w->ctx.pg = &w->pg;
-	if (w->before > 0 && w->pg.n > 0)
-		w->before = w->ctx.last; /* go on below the oldest so far */
-	if (events_read(d, w->before, &w->ctx, w->left) < 0) {
+	if ((rc = events_read(d, &w->before, &w->ctx, w->limit)) < 0) {
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
 	if (w->pg.over)
 		return answers_page_over(&w->pg, "events", EVENTS_PAGE_MAX,
 		                         cause, causelen);
-	w->left -= (int64_t)(w->pg.n - before);
-	if (w->pg.yield && w->left > 0)
+	if (rc > 0 && w->pg.yield && (int64_t)w->pg.n < w->limit)
 		return 1;
 	/* The follow begins after the last event of the answer; what it
 	 * sends comes after the answer (notify sends it later). */
 	if (w->follow &&
 	    notify_follow_events(d, w->client_id, w->ctx.viewer, w->ctx.last,
-	                         w->ctx.job_id) != 0) {
+	                         w->ctx.job_id, &w->f) != 0) {
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
@@ -366,7 +452,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	struct events_walk *w;
 	const char *cursor = NULL;
 	int64_t after = 0, before = 0, job = 0, limit = 100;
-	int follow = 0, v2 = p->version >= 2, rc;
+	int follow = 0, v2 = p->version >= 2, rc, more;
 	char next[32];
 
 	if ((rc = proto_param_int(params, "after_id", 0, 0, INT64_MAX, &after,
@@ -401,16 +487,20 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	if ((rc = answers_page_begin(&w->pg, v2, limit, cursor, cause,
+	if ((rc = jobs_filter_read(params, p->uid, &w->f, cause, causelen)) !=
+	        0 ||
+	    (rc = answers_page_begin(&w->pg, v2, limit, cursor, cause,
 	                             causelen)) != 0) {
 		free(w);
 		return rc;
 	}
+	w->ctx.d = d;
 	w->ctx.pg = &w->pg;
 	w->ctx.viewer = p->uid;
 	w->ctx.job_id = job;
-	w->ctx.last = after;
-	w->left = limit;
+	w->ctx.f = &w->f;
+	w->ctx.last = before > 0 ? before : after;
+	w->limit = limit;
 	w->before = before;
 	w->client_id = p->client_id;
 	w->follow = follow;
@@ -421,13 +511,13 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return CONTROL_DEFERRED;
 	}
 	/* One more than the page says whether a next one exists. */
-	if (events_read(d, before, &w->ctx, limit + 1) < 0) {
+	if ((more = events_read(d, &before, &w->ctx, limit + 1)) < 0) {
 		events_free(w);
 		snprintf(cause, causelen, "storage error reading events");
 		return PROTO_E_STORAGE;
 	}
 	if (follow && notify_follow_events(d, p->client_id, p->uid, w->ctx.last,
-	                                   w->ctx.job_id) != 0) {
+	                                   w->ctx.job_id, &w->f) != 0) {
 		events_free(w);
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
@@ -436,7 +526,9 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	cJSON_AddItemToObject(*result, "events", answers_page_array(&w->pg));
 	snprintf(next, sizeof next, "%s%" PRId64, before > 0 ? "b" : "",
 	         w->ctx.last);
-	if ((w->pg.full || w->pg.yield) && !follow && w->pg.n > 0)
+	/* A page a filter ended early (its slice had its time) is not the
+	 * end: it goes on after the last event read, shown or not. */
+	if (more > 0 && !follow && w->ctx.last != (before > 0 ? 0 : after))
 		cJSON_AddStringToObject(*result, "next_cursor", next);
 	else
 		cJSON_AddNullToObject(*result, "next_cursor");

@@ -97,6 +97,17 @@ static const struct control_param status_params[] = {
     {"ended", PROTO_T_BOOL, 0}, /* the ended part alone */
     {"limit", PROTO_T_INT, 0},
     {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+    {"user", PROTO_T_STRING, 0},   /* the filter: jobs-filter.h */
+    {"mine", PROTO_T_BOOL, 0},
+    {"state", PROTO_T_STRV, 0},
+    {"name", PROTO_T_STRING, 0},
+    PARAMS_END};
+static const struct control_param cancel_matching_params[] = {
+    {"user", PROTO_T_STRING, 0}, /* the filter */
+    {"mine", PROTO_T_BOOL, 0},
+    {"state", PROTO_T_STRV, 0},
+    {"name", PROTO_T_STRING, 0},
+    {"all_users", PROTO_T_BOOL, 0}, /* root only */
     PARAMS_END};
 static const struct control_param show_params[] = {
     {"id", PROTO_T_INT, 1}, {"env", PROTO_T_BOOL, 0}, PARAMS_END};
@@ -104,14 +115,18 @@ static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
                                                    {"offset", PROTO_T_INT, 0},
                                                    {"follow", PROTO_T_BOOL, 0},
                                                    PARAMS_END};
-static const struct control_param
-    events_params[] = {{"after_id", PROTO_T_INT, 0},
-                       {"before_id", PROTO_T_INT, 0}, /* newest first */
-                       {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
-                       {"job_id", PROTO_T_INT, 0},    /* one job's alone */
-                       {"limit", PROTO_T_INT, 0},
-                       {"follow", PROTO_T_BOOL, 0},
-                       PARAMS_END};
+static const struct control_param events_params[] = {
+    {"after_id", PROTO_T_INT, 0},
+    {"before_id", PROTO_T_INT, 0}, /* newest first */
+    {"cursor", PROTO_T_STRING, 0}, /* protocol version 2 */
+    {"job_id", PROTO_T_INT, 0},    /* one job's alone */
+    {"limit", PROTO_T_INT, 0},
+    {"follow", PROTO_T_BOOL, 0},
+    {"user", PROTO_T_STRING, 0}, /* the filter */
+    {"mine", PROTO_T_BOOL, 0},
+    {"state", PROTO_T_STRV, 0},
+    {"name", PROTO_T_STRING, 0},
+    PARAMS_END};
 static const struct control_param report_params[] = {
     {"since_ms", PROTO_T_INT, 0},
     {"until_ms", PROTO_T_INT, 0},
@@ -133,6 +148,8 @@ static const struct control_method methods[] = {
     {"status", control_status, AUTH_ANYONE, status_params},
     {"show", control_show, AUTH_ANYONE, show_params},
     {"cancel", control_cancel, AUTH_OWNER, id_params},
+    {"cancel_matching", control_cancel_matching, AUTH_OWNER,
+     cancel_matching_params},
     {"wait", control_wait, AUTH_ANYONE, id_params},
     {"logs", control_logs, AUTH_OWNER, logs_params},
     {"events", control_events, AUTH_ANYONE, events_params},

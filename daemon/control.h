@@ -94,6 +94,8 @@ int control_show(struct daemon *, const struct peer *, const cJSON *,
                  const cJSON *, cJSON **, char *, size_t);
 int control_cancel(struct daemon *, const struct peer *, const cJSON *,
                    const cJSON *, cJSON **, char *, size_t);
+int control_cancel_matching(struct daemon *, const struct peer *, const cJSON *,
+                            const cJSON *, cJSON **, char *, size_t);
 int control_wait(struct daemon *, const struct peer *, const cJSON *,
                  const cJSON *, cJSON **, char *, size_t);
 int control_logs(struct daemon *, const struct peer *, const cJSON *,

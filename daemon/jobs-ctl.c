@@ -42,6 +42,7 @@ view_of(const struct jrec *r, struct jobs_view *v)
 	v->in_table = 1;
 	v->live = jrec_is_live(r);
 	v->end_pending = r->end_pending;
+	v->terminating = r->term_reason != NULL && !r->requeue;
 	v->position = r->position;
 	v->wait = r->wait;
 	v->wait_after = r->wait_after;

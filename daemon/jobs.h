@@ -80,6 +80,7 @@ struct jobs_view {
 	int in_table;         /* a record here (else loaded from the store) */
 	int live;             /* in the table and not ended */
 	int end_pending;      /* ended here, not yet on disk */
+	int terminating;      /* being terminated (SIGTERM sent), for good */
 	long position;        /* 1-based while queued */
 	enum admit_wait wait; /* while queued */
 	int64_t wait_after;   /* ADMIT_WAIT_AFTER: the job it waits for */

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "daemon.h"
+#include "jobs-filter.h"
 #include "proctree.h"
 
 enum watch_kind {
@@ -54,6 +55,8 @@ struct watch {
 	/* EVENTS: catching up from the store after cursor until live */
 	int64_t cursor;
 	int live;
+	struct job_filter *filter; /* owned; NULL: every event */
+	struct job_filter_cache cache;
 };
 
 /* Send what is new in w's log. Returns 1 when it is answered (drop it),

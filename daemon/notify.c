@@ -150,6 +150,8 @@ watch_clear(struct notify *nf, struct watch *w)
 	if (w->meter != NULL)
 		meter_release(nf, w->meter);
 	w->meter = NULL;
+	free(w->filter);
+	w->filter = NULL;
 	if (w->req_id != NULL)
 		tally_out(nf, w->client_id, w->uid,
 		          (int64_t)id_bytes(w->req_id));
@@ -236,9 +238,11 @@ watch_find(struct notify *nf, uint64_t client_id, enum watch_kind kind)
  * order, and not here.
  */
 static int
-follows(const struct watch *w, const struct store_event *e)
+follows(struct daemon *d, struct watch *w, const struct store_event *e)
 {
-	return w->job_id == 0 || w->job_id == e->job_id;
+	return (w->job_id == 0 || w->job_id == e->job_id) &&
+	       (w->filter == NULL ||
+	        jobs_filter_event(d, w->filter, &w->cache, e));
 }
 
 static void
@@ -249,14 +253,14 @@ notify_event(struct daemon *d, struct notify *nf, const struct store_event *e)
 	umap_clear(&nf->sent);
 	for (i = 0; nf->ncatching > 0 && i < nf->n; i++)
 		if (nf->v[i].client_id != 0 && nf->v[i].kind == WATCH_EVENTS &&
-		    !nf->v[i].live && follows(&nf->v[i], e))
+		    !nf->v[i].live && follows(d, &nf->v[i], e))
 			umap_get(&nf->sent, nf->v[i].client_id);
 	nf->walking++;
 	for (i = 0; i < nf->n; i++) {
 		struct watch *w = &nf->v[i];
 
 		if (w->client_id == 0 ||
-		    !((w->kind == WATCH_EVENTS && follows(w, e)) ||
+		    !((w->kind == WATCH_EVENTS && follows(d, w, e)) ||
 		      (w->kind == WATCH_SUB && w->events)))
 			continue;
 		if (umap_find(&nf->sent, w->client_id) != NULL ||
@@ -279,6 +283,12 @@ catchup_cb(void *arg, const struct store_event *e)
 {
 	struct catchup *c = arg;
 
+	if (c->w->filter != NULL &&
+	    !jobs_filter_event(c->d, c->w->filter, &c->w->cache, e)) {
+		c->w->cursor = e->id;
+		c->n++;
+		return 0;
+	}
 	/* A client the send closed (its unread limits) stops the read. */
 	if (server_notify(c->d, c->w->client_id, "event",
 	                  wire_event(e, c->w->uid)) == -ENOENT)
@@ -695,7 +705,8 @@ notify_unsubscribe(struct daemon *d, uint64_t client_id)
 
 int
 notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
-                     int64_t after_id, int64_t job_id)
+                     int64_t after_id, int64_t job_id,
+                     const struct job_filter *f)
 {
 	struct notify *nf = d->notify;
 	struct watch *w;
@@ -704,6 +715,14 @@ notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
 		return 0;
 	if ((w = watch_add(nf, client_id, uid, WATCH_EVENTS)) == NULL)
 		return -ENOMEM;
+	if (f != NULL && jobs_filter_any(f)) {
+		if ((w->filter = malloc(sizeof *w->filter)) == NULL) {
+			w->client_id = 0;
+			nf->n--;
+			return -ENOMEM;
+		}
+		*w->filter = *f;
+	}
 	/* Whatever came after the answer's last event is read from the
 	 * store once the answer is out, then it goes live. */
 	w->cursor = after_id;

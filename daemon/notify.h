@@ -49,8 +49,11 @@ void notify_unsubscribe(struct daemon *d, uint64_t client_id);
  * job job_id alone when > 0, as uid may see it: those already recorded are
  * read from the store once the answer is out, then each new one as it
  * comes. unsubscribe ends it. */
+struct job_filter;
+/* f (copied; NULL: none) keeps the events it passes (jobs-filter.h). */
 int notify_follow_events(struct daemon *d, uint64_t client_id, uid_t uid,
-                         int64_t after_id, int64_t job_id);
+                         int64_t after_id, int64_t job_id,
+                         const struct job_filter *f);
 /* wait: answer req_id with the job once it has ended. 0 (deferred), or a
  * PROTO_E_* code with cause. */
 int notify_wait(struct daemon *d, uint64_t client_id, uid_t uid,

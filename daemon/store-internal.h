@@ -78,7 +78,7 @@ struct store {
 	sqlite3_stmt *ins_marker;
 	sqlite3_stmt *latest, *latest_totals;
 	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
-	sqlite3_stmt *jobs_unended, *jobs_ended;
+	sqlite3_stmt *jobs_unended, *jobs_ended, *jobs_ended_uid;
 	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
 	/* the same for one job: events_job is its index */
 	sqlite3_stmt *ev_list_job, *ev_list_before_job;

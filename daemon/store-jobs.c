@@ -762,6 +762,18 @@ store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
 	return store_jobs_each(s, s->jobs_ended, 0, cb, arg);
 }
 
+int
+store_jobs_ended_of(struct store *s, uid_t uid, int64_t ended_ms, int64_t id,
+                    int64_t limit, int (*cb)(void *arg, struct job *j),
+                    void *arg)
+{
+	sqlite3_bind_int64(s->jobs_ended_uid, 1, limit > 0 ? limit : -1);
+	sqlite3_bind_int64(s->jobs_ended_uid, 2, ended_ms);
+	sqlite3_bind_int64(s->jobs_ended_uid, 3, id);
+	sqlite3_bind_int64(s->jobs_ended_uid, 4, (int64_t)uid);
+	return store_jobs_each(s, s->jobs_ended_uid, 0, cb, arg);
+}
+
 static int
 insert_event(struct store *s, struct store_event *e, char *cause,
              size_t causelen)

@@ -507,6 +507,14 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	         " LIMIT ?1",
 	         store_job_columns);
 	PREP(s->jobs_ended, jsql);
+	/* The same of one uid (a filtered status), by jobs_uid_ended. */
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM
+	         " WHERE uid = ?4 AND state IN " JOB_ENDED_STATES
+	         " AND (ended_ms < ?2 OR (ended_ms = ?2 AND id < ?3))"
+	         " ORDER BY ended_ms DESC, id DESC LIMIT ?1",
+	         store_job_columns);
+	PREP(s->jobs_ended_uid, jsql);
 	PREP(s->ev_ins, "INSERT INTO events (ts_ms, job_id, uid, kind, detail)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5)");
 	PREP(s->ev_list, "SELECT id, ts_ms, job_id, uid, kind, detail"

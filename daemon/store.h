@@ -125,6 +125,10 @@ int store_jobs_ended(struct store *s, int64_t limit,
 int store_jobs_ended_before(struct store *s, int64_t ended_ms, int64_t id,
                             int64_t limit, int (*cb)(void *arg, struct job *j),
                             void *arg);
+/* The same, of one uid's jobs alone (read by its index). */
+int store_jobs_ended_of(struct store *s, uid_t uid, int64_t ended_ms,
+                        int64_t id, int64_t limit,
+                        int (*cb)(void *arg, struct job *j), void *arg);
 
 /* What one uid's job rows hold (docs/storage.md, "Bounds per user"):
  * kept in memory, counted from the rows at open, updated by every insert,

@@ -7,8 +7,8 @@ completions"):
 - `stageloadctl completions SHELL` prints the same as --generate
   complete-SHELL, and refuses another shell (exit 2);
 - in bash, zsh and fish, `stageloadctl sta<TAB>` offers status and stage,
-  and `stageloadctl cancel --<TAB>` offers cancel's options (--socket,
-  --help) and not --json, which cancel does not take; `events --<TAB>`
+  and `stageloadctl hold --<TAB>` offers hold's options (--socket,
+  --help) and not --json, which hold does not take; `events --<TAB>`
   offers --lines. zsh is driven on a pseudo-terminal, as a user types.
 """
 
@@ -129,21 +129,21 @@ def main():
             f.write(gen("complete-bash"))
         got = bash_complete(bash, ["sta"])
         assert sorted(got) == ["stage", "status"], got
-        got = bash_complete(bash, ["cancel", "--"])
+        got = bash_complete(bash, ["hold", "--"])
         assert "--socket" in got and "--help" in got and "--json" not in got, got
         assert "--lines" in bash_complete(bash, ["events", "--"])
         assert "fish" in bash_complete(bash, ["completions", ""])
-        print("ok   bash: sta<TAB> offers stage and status; cancel --<TAB> its options")
+        print("ok   bash: sta<TAB> offers stage and status; hold --<TAB> its options")
 
         fish = os.path.join(tmp, "stageloadctl.fish")
         with open(fish, "w") as f:
             f.write(gen("complete-fish"))
         got = fish_complete(fish, "stageloadctl sta")
         assert sorted(got) == ["stage", "status"], got
-        got = fish_complete(fish, "stageloadctl cancel --")
+        got = fish_complete(fish, "stageloadctl hold --")
         assert "--socket" in got and "--help" in got and "--json" not in got, got
         assert "--lines" in fish_complete(fish, "stageloadctl events --")
-        print("ok   fish: sta<TAB> offers stage and status; cancel --<TAB> its options")
+        print("ok   fish: sta<TAB> offers stage and status; hold --<TAB> its options")
 
         zdir = os.path.join(tmp, "zfunc")
         os.makedirs(zdir)
@@ -152,12 +152,12 @@ def main():
         z = Zsh(zdir, tmp)
         try:
             z.complete("stageloadctl sta", "status", "inside a job")
-            out = z.complete("stageloadctl cancel --", "--socket", "--help")
-            assert "--json" not in out.split("cancel --", 1)[-1], out
+            out = z.complete("stageloadctl hold --", "--socket", "--help")
+            assert "--json" not in out.split("hold --", 1)[-1], out
             z.complete("stageloadctl events --li", "--lines", "--limit")
         finally:
             z.close()
-        print("ok   zsh: sta<TAB> offers stage and status; cancel --<TAB> its options")
+        print("ok   zsh: sta<TAB> offers stage and status; hold --<TAB> its options")
     print("PASS")
 
 

@@ -136,6 +136,8 @@ while read -r name alias flags operands opts; do
 	case $operands in -) ops= ;; --_*) ops="-- true" ;; *) ops=$id ;; esac
 	extra=
 	[ "$name" = meter ] && extra="--count 1" # it runs until stopped
+	# the job has ended: cancel's JSON form is that of its filter
+	[ "$name" = cancel ] && ops="--state queued"
 	for args in "--json $name $extra $ops" "$name $extra --json $ops" "$name $extra $ops --json"; do
 		case $flags,$args in *cmdline*,*"-- true --json") continue ;; esac
 		# shellcheck disable=SC2086

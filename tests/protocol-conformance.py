@@ -601,6 +601,9 @@ def main():
                         e = rpc_error(c, name, args)
                         if e is None:
                             pass
+                    elif name == "cancel_matching":
+                        # a filter nothing passes: the call cancels no job
+                        e = rpc_error(c, name, {p: value, "state": ["lost"]})
                     else:
                         e = rpc_error(c, name, {p: value})
                 check(e is None or "is not a known parameter" not in e.message,
@@ -636,6 +639,11 @@ def main():
             ("job_exit", {"id": 999999, "signal": 9}, -32003, "no job 999999"),
             ("cancel", {"id": 0}, -32602, "'id' must be between"),
             ("cancel", {"id": 999999}, -32003, "no job 999999"),
+            ("status", {"state": ["sleeping"]}, -32602, "no state 'sleeping'"),
+            ("events", {"user": "nosuchuser-sl"}, -32602, "no such user"),
+            ("status", {"user": "root", "mine": True}, -32602, "cannot go together"),
+            ("cancel_matching", {"all_users": True, "mine": True}, -32602,
+             "cannot go with"),
         ]
         for method, params, code, text in order:
             e = expect_error(c, method, params, code, "%s %s" % (method, params))
@@ -765,6 +773,20 @@ def main():
         # cancel a queued job; cancel again is -32005
         q = c.call("submit", {"argv": ["true"], "cwd": "/", "env": env, "wait_free_pct": 100})
         check_result(doc, "cancel", c.call("cancel", {"id": q["id"]}))
+        # the same with a filter: cancel_matching's result; another user
+        # may not cancel everyone's
+        q2 = c.call("submit", {"argv": ["true"], "cwd": "/", "env": env,
+                               "wait_free_pct": 100, "name": "conformance-q2"})
+        got = c.call("cancel_matching", {"name": "conformance-q2"})
+        check_result(doc, "cancel_matching", got)
+        check(got["ids"] == [q2["id"]], "cancel_matching: %r" % (got,))
+        if os.geteuid() == 0:
+            os.chmod(d.dir, 0o711)
+            o = client_as(65534, d.socket)
+            expect_error(o, "cancel_matching", {"all_users": True},
+                         doc["errors"]["permission denied"],
+                         "cancel_matching all_users by another user")
+            o.close()
         expect_error(c, "cancel", {"id": q["id"]}, doc["errors"]["wrong state"],
                      "cancel of an ended job")
         expect_error(c, "show", {"id": 999999}, doc["errors"]["no such job"], "show of no job")

@@ -23,6 +23,7 @@
 
 import json
 import os
+import pwd
 import re
 import socket
 import subprocess
@@ -191,8 +192,29 @@ def check_api(d, w, ids):
     for all_ in (False, True):
         poll(lambda: same(all_), timeout=10, step=0.05,
              what="/api/status%s to equal status" % ("?all=1" if all_ else ""))
-    c.close()
     print("api: /api/status = the protocol's status minus %s" % ", ".join(sorted(PRIVATE)))
+
+    # The job filter goes through to the daemon: user, state and name,
+    # as status and events take them (mine, this program's own, is not).
+    def same_ids(q, params):
+        web = get_json(w, "/api/status?" + q)["jobs"]
+        proto = c.call("status", dict(params, limit=200))["jobs"]
+        return [j["id"] for j in web] == [j["id"] for j in proto]
+    user = pwd.getpwuid(os.getuid()).pw_name
+    for q, params in (("state=killed", {"state": ["killed"]}),
+                      ("name=k*&all=1", {"name": "k*", "all": True}),
+                      ("user=%s&state=running,exited" % user,
+                       {"user": user, "state": ["running", "exited"]})):
+        poll(lambda: same_ids(q, params), timeout=10, step=0.05,
+             what="/api/status?%s to equal status" % q)
+    assert get_json(w, "/api/status?state=killed")["jobs"], "no killed job"
+    web = get_json(w, "/api/events?after_id=0&limit=10000&state=killed,exited")
+    proto = c.call("events", {"after_id": 0, "limit": 10000,
+                              "state": ["killed", "exited"]})["events"]
+    assert [e["id"] for e in web["events"]] == [e["id"] for e in proto], (web, proto)
+    assert proto and {e["kind"] for e in proto} <= {"killed", "exited"}, proto
+    c.close()
+    print("api: /api/status and /api/events pass user, state and name to the daemon")
 
     bad = [("/api/history?step_ms=-5", "step_ms"), ("/api/history?since_ms=abc", "since_ms"),
            ("/api/history?since=5x", "since"), ("/api/history?until_ms=1.5", "until_ms"),
@@ -204,6 +226,8 @@ def check_api(d, w, ids):
            ("/api/events?limit=0", "limit"), ("/api/events?limit=10001", "limit"),
            ("/api/events?after_id=x", "after_id"), ("/api/events?afterid=1", "afterid"),
            ("/api/status?all=2", "all"), ("/api/status?al=1", "al"),
+           ("/api/status?mine=1", "mine"), ("/api/status?state=sleeping", "sleeping"),
+           ("/api/events?user=nosuchuser-sl", "no such user"),
            ("/api/status?%ff%c3=1", "'??'")]
     for path, word in bad:
         st, h, body = w.get(path)

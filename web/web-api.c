@@ -140,21 +140,128 @@ daemon_down(struct web_daemon *wd, struct svgp_buf *b)
 	return api_error(b, 503, 0, msg);
 }
 
+/*
+ * The daemon's job filter from user, state (comma-separated) and name,
+ * added to params: these alone, as the daemon takes them (PROTOCOL.md,
+ * "Job filters"); mine would be this program's own jobs, and is not
+ * passed. 1 when any is given, 0 when none, -1 when out of memory.
+ */
+static int
+api_filter(const struct web_request *rq, cJSON *params)
+{
+	const char *user = rq->arg(rq->ctx, "user");
+	const char *state = rq->arg(rq->ctx, "state");
+	const char *name = rq->arg(rq->ctx, "name");
+	const char *p, *end;
+	cJSON *a, *s;
+	char *w;
+
+	if ((user != NULL &&
+	     cJSON_AddStringToObject(params, "user", user) == NULL) ||
+	    (name != NULL &&
+	     cJSON_AddStringToObject(params, "name", name) == NULL))
+		return -1;
+	if (state != NULL) {
+		if ((a = cJSON_AddArrayToObject(params, "state")) == NULL)
+			return -1;
+		for (p = state; p != NULL; p = end != NULL ? end + 1 : NULL) {
+			end = strchr(p, ',');
+			w = strndup(p, end != NULL ? (size_t)(end - p)
+			                           : strlen(p));
+			s = w != NULL ? cJSON_CreateString(w) : NULL;
+			free(w);
+			if (s == NULL)
+				return -1;
+			cJSON_AddItemToArray(a, s);
+		}
+	}
+	return user != NULL || state != NULL || name != NULL;
+}
+
+/* status with a filter: the daemon's pages, the newest WEB_ENDED_MAX
+ * ended jobs at most, into jobs. The daemon's error code, or 0. */
+static int
+api_status_filtered(struct web_daemon *wd, cJSON *params, cJSON *jobs)
+{
+	const cJSON *next, *j;
+	int nended = 0, rc;
+	cJSON *r;
+	char *text;
+
+	cJSON_AddNumberToObject(params, "limit", 1000);
+	for (;;) {
+		if ((text = cJSON_PrintUnformatted(params)) == NULL)
+			return -ENOMEM;
+		rc = web_daemon_call(wd, "status", text, &r);
+		free(text);
+		if (rc < 0)
+			return rc;
+		cJSON_ArrayForEach(j,
+		                   cJSON_GetObjectItemCaseSensitive(r, "jobs"))
+		{
+			if (web_num(j, "ended_at_ms", 0) > 0 &&
+			    ++nended > WEB_ENDED_MAX)
+				break;
+			cJSON_AddItemToArray(jobs, web_public_job(j));
+		}
+		next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
+		if (nended > WEB_ENDED_MAX || !cJSON_IsString(next)) {
+			cJSON_Delete(r);
+			return 0;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "cursor");
+		cJSON_AddStringToObject(params, "cursor", next->valuestring);
+		cJSON_Delete(r);
+	}
+}
+
 static int
 api_status(struct web_daemon *wd, const struct web_request *rq,
            struct svgp_buf *b)
 {
 	struct web_snap s;
 	int64_t all = 0;
-	cJSON *o;
+	cJSON *o, *params, *jobs;
+	int rc;
 
-	static const char *const known[] = {"all", NULL};
+	static const char *const known[] = {"all", "user", "state", "name",
+	                                    NULL};
 	int st;
 
 	if (unknown_arg(rq, known, b, &st))
 		return st;
 	if (web_arg_int(rq, "all", 0, 1, &all) < 0)
 		return api_error(b, 400, 0, "all: 0 or 1");
+	if ((params = cJSON_CreateObject()) == NULL ||
+	    (rc = api_filter(rq, params)) < 0) {
+		cJSON_Delete(params);
+		return api_error(b, 500, 0, "out of memory");
+	}
+	if (rc > 0) {
+		cJSON_AddBoolToObject(params, "all", all != 0);
+		jobs = cJSON_CreateArray();
+		rc = jobs != NULL ? api_status_filtered(wd, params, jobs)
+		                  : -ENOMEM;
+		cJSON_Delete(params);
+		web_snap_take(wd, 0, 0, &s);
+		if (rc < 0 && sl_error_is_connection(rc)) {
+			cJSON_Delete(jobs);
+			web_snap_free(&s);
+			return daemon_down(wd, b);
+		}
+		if (rc < 0 || !s.up) {
+			cJSON_Delete(jobs);
+			web_snap_free(&s);
+			return rc < 0 ? api_error(b, 400, rc, wd->error)
+			              : daemon_down(wd, b);
+		}
+		o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "info", web_public_info(s.info));
+		cJSON_AddItemToObject(o, "jobs", jobs);
+		web_snap_free(&s);
+		return api_out(b, o);
+	}
+	cJSON_Delete(params);
 	web_snap_take(
 	    wd, WEB_SNAP_JOBS | WEB_SNAP_QUEUE_ALL | (all ? WEB_SNAP_ENDED : 0),
 	    0, &s);
@@ -228,11 +335,12 @@ api_events(struct web_daemon *wd, const struct web_request *rq,
            struct svgp_buf *b)
 {
 	int64_t after = 0, limit = 100;
-	char params[96];
-	cJSON *r = NULL, *o, *a, *e;
+	char *params = NULL;
+	cJSON *r = NULL, *o, *a, *e, *p;
 	int rc;
 
-	static const char *const known[] = {"after_id", "limit", NULL};
+	static const char *const known[] = {"after_id", "limit", "user",
+	                                    "state",    "name",  NULL};
 
 	if (unknown_arg(rq, known, b, &rc))
 		return rc;
@@ -240,10 +348,16 @@ api_events(struct web_daemon *wd, const struct web_request *rq,
 	    web_arg_int(rq, "limit", 1, 10000, &limit) < 0)
 		return api_error(b, 400, 0,
 		                 "after_id: an integer; limit: 1-10000");
-	snprintf(params, sizeof params,
-	         "{\"after_id\":%" PRId64 ",\"limit\":%" PRId64 "}", after,
-	         limit);
+	if ((p = cJSON_CreateObject()) != NULL &&
+	    cJSON_AddNumberToObject(p, "after_id", (double)after) != NULL &&
+	    cJSON_AddNumberToObject(p, "limit", (double)limit) != NULL &&
+	    api_filter(rq, p) >= 0)
+		params = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	if (params == NULL)
+		return api_error(b, 500, 0, "out of memory");
 	rc = web_daemon_call(wd, "events", params, &r);
+	free(params);
 	if (rc < 0 && sl_error_is_connection(rc))
 		return daemon_down(wd, b);
 	if (rc < 0)
@@ -255,6 +369,12 @@ api_events(struct web_daemon *wd, const struct web_request *rq,
 		cJSON_AddItemToArray(a, web_public_event(e));
 		after = (int64_t)web_num(e, "id", (double)after);
 	}
+	/* With a filter, a page may end early past events it passed over:
+	 * its cursor, the id of the last event read, is where the next
+	 * begins. */
+	e = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
+	if (cJSON_IsString(e) && strtoll(e->valuestring, NULL, 10) > after)
+		after = strtoll(e->valuestring, NULL, 10);
 	cJSON_AddNumberToObject(o, "last_id", (double)after);
 	cJSON_Delete(r);
 	return api_out(b, o);

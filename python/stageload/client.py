@@ -350,6 +350,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_in_child)
 
 
+def _filter(user: Optional[str], mine: Optional[bool],
+            state: Union[str, Sequence[str], None],
+            name: Optional[str]) -> Dict[str, Any]:
+    """The job filter's params (PROTOCOL.md, "Job filters"): state as a
+    list of words, or one string of them comma-separated."""
+    if isinstance(state, str):
+        state = [w for w in state.split(",") if w]
+    return {"user": user, "mine": mine or None,
+            "state": list(state) if state is not None else None, "name": name}
+
+
 def _size(v: Union[int, str, None]) -> Optional[int]:
     return None if v is None else parse_size(v)
 
@@ -589,19 +600,28 @@ class Client:
         return self.call("resume", id=id)
 
     def status(self, all: Optional[bool] = None, limit: Optional[int] = None,
-               cursor: Optional[str] = None, ended: Optional[bool] = None) -> Dict[str, Any]:
+               cursor: Optional[str] = None, ended: Optional[bool] = None,
+               user: Optional[str] = None, mine: Optional[bool] = None,
+               state: Union[str, Sequence[str], None] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
         """One page ({"jobs", "next_cursor"}); jobs() reads them all. ended:
-        the ended jobs alone, newest first."""
-        return self.call("status", all=all, limit=limit, cursor=cursor, ended=ended)
+        the ended jobs alone, newest first. user, mine, state and name are
+        the daemon's job filter (PROTOCOL.md, "Job filters"): a page a
+        filter ends early is not the last while next_cursor is given."""
+        return self.call("status", all=all, limit=limit, cursor=cursor, ended=ended,
+                         **_filter(user, mine, state, name))
 
-    def jobs(self, all: bool = False, ended: bool = False) -> List[Dict[str, Any]]:
+    def jobs(self, all: bool = False, ended: bool = False, user: Optional[str] = None,
+             mine: Optional[bool] = None, state: Union[str, Sequence[str], None] = None,
+             name: Optional[str] = None) -> List[Dict[str, Any]]:
         """Every job of the list (ended: the ended ones alone), every page
-        read (protocol version 2)."""
+        read (protocol version 2), of those the filter passes."""
         out: List[Dict[str, Any]] = []
         cursor = None
         while True:
             page = self.status(all=all or None, limit=1000 if self.version >= 2 else None,
-                               cursor=cursor, ended=ended or None)
+                               cursor=cursor, ended=ended or None, user=user, mine=mine,
+                               state=state, name=name)
             out.extend(page.get("jobs", []))
             cursor = page.get("next_cursor")
             if not cursor:
@@ -613,6 +633,16 @@ class Client:
     def cancel(self, id: int) -> Dict[str, Any]:
         return self.call("cancel", id=id)
 
+    def cancel_matching(self, user: Optional[str] = None, mine: Optional[bool] = None,
+                        state: Union[str, Sequence[str], None] = None,
+                        name: Optional[str] = None,
+                        all_users: Optional[bool] = None) -> Dict[str, Any]:
+        """Cancel in one call the caller's live jobs that pass the filter
+        ({"cancelled": N, "ids": [...]}); root's own too, another user's
+        when root names one, everyone's with all_users (root only:
+        PermissionDenied otherwise). Waits as long as that takes."""
+        return self.call("cancel_matching", timeout=None, all_users=all_users,
+                         **_filter(user, mine, state, name))
     def hold(self, id: int) -> Dict[str, Any]:
         """Keep a queued job from starting until release(); the Job after
         the call."""
@@ -641,6 +671,10 @@ class Client:
         """Blocks until the job has ended (timeout None: for ever)."""
         return self.call("wait", id=id, timeout=timeout)
 
+    def wait_all(self) -> List[Dict[str, Any]]:
+        """Waits for every job of the caller's queued or running now (as
+        `stageloadctl wait --all`); the ended Jobs, in the queue's order."""
+        return [self.wait(j["id"]) for j in self.jobs(mine=True)]
     def logs(self, id: int, offset: Optional[int] = None, follow: Optional[bool] = None,
              on_data: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
         """The log from offset: each chunk goes to on_data (default: kept and
@@ -685,12 +719,18 @@ class Client:
     def events(self, after_id: Optional[int] = None, limit: Optional[int] = None,
                follow: Optional[bool] = None, cursor: Optional[str] = None,
                before_id: Optional[int] = None,
-               job_id: Optional[int] = None) -> Dict[str, Any]:
+               job_id: Optional[int] = None, user: Optional[str] = None,
+               mine: Optional[bool] = None, state: Union[str, Sequence[str], None] = None,
+               name: Optional[str] = None) -> Dict[str, Any]:
         """One page, oldest first after after_id (newest first below
         before_id), of job job_id alone when given; with follow the rest
-        come as `event` notifications."""
+        come as `event` notifications. user, mine, state and name are the
+        daemon's job filter (a state keeps the events by which jobs
+        entered it): a page it ends early is not the last while
+        next_cursor is given."""
         return self.call("events", after_id=after_id, limit=limit, follow=follow, cursor=cursor,
-                         before_id=before_id, job_id=job_id)
+                         before_id=before_id, job_id=job_id,
+                         **_filter(user, mine, state, name))
 
     def report(self, since_ms: Optional[int] = None, until_ms: Optional[int] = None,
                by: Optional[str] = None, uid: Optional[int] = None,

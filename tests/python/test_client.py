@@ -212,6 +212,28 @@ def test_submit_options_hold_release_update(env, tmp_path):
         assert c.wait(again["id"])["exit_code"] == 3
 
 
+def test_filters_cancel_matching_wait_all(env, tmp_path):
+    """The job filter on status, jobs and events; cancel_matching; and
+    wait_all."""
+    with stageload.Client() as c:
+        a = c.submit(["sleep", "30"], cwd=str(tmp_path), name="f-a")["id"]
+        b = c.submit(["sleep", "30"], cwd=str(tmp_path), name="g-b")["id"]
+        assert [j["id"] for j in c.jobs(name="f-*")] == [a]
+        assert sorted(j["id"] for j in c.jobs(mine=True, state="queued,admitted,running")) == [a, b]
+        assert c.status(state=["exited"])["jobs"] == []
+        ev = c.events(name="g-*", state="queued")["events"]
+        assert [(e["job_id"], e["kind"]) for e in ev] == [(b, "submitted")], ev
+        with pytest.raises(stageload.StageloadError) as e:
+            c.jobs(user="nosuchuser-sl")
+        assert e.value.code == slc.E_PARAMS
+        assert c.cancel_matching(name="f-*") == {"cancelled": 1, "ids": [a]}
+        c.cancel_matching(state=["queued", "admitted", "running"])
+        ended = c.wait_all()  # b at least, being terminated, is live
+        assert b in [j["id"] for j in ended], ended
+        assert {j["state"] for j in ended} == {"killed"}, ended
+        assert c.jobs(mine=True) == []
+
+
 def test_cancel_and_stage_running(env, tmp_path):
     with stageload.Client() as c:
         jid = c.submit(["sleep", "30"], cwd=str(tmp_path))["id"]
