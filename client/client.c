@@ -394,18 +394,15 @@ job_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 }
 
 /*
- * Call a method whose result holds a list of kind k and append its items
- * to the vector *items of *n (client_decode_list, with stop); params is
- * consumed. When cursor is not NULL it gets the result's next_cursor, or
- * "" at the end. Returns client_decode_list's 0 or 1, or a negative code
- * with the error set and the whole vector freed (*items NULL, *n 0).
+ * One list call: its items appended to *items (stop as in
+ * client_decode_list). Returns 1 when stop stopped it, 0, or a negative
+ * code with the error set and the whole vector freed (*items NULL, *n 0).
  */
 static int
 list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
-          int (*stop)(const void *, void *), void *arg, void **items, size_t *n,
-          char *cursor, size_t cursor_len)
+          int (*stop)(const void *, void *), void *arg, void **items, size_t *n)
 {
-	const cJSON *r, *next;
+	const cJSON *r;
 	cJSON *root;
 	int rc;
 
@@ -415,14 +412,6 @@ list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
 	if (rc < 0)
 		goto fail;
 	rc = client_decode_list(r, k, stop, arg, items, n);
-	if (cursor != NULL) {
-		next = client_member(r, "next_cursor");
-		if (cJSON_IsString(next) &&
-		    strlen(next->valuestring) < cursor_len)
-			snprintf(cursor, cursor_len, "%s", next->valuestring);
-		else
-			cursor[0] = '\0';
-	}
 	cJSON_Delete(root);
 	if (rc >= 0)
 		return rc;
@@ -719,7 +708,7 @@ sl_status_filtered(sl_client *c, int all, int limit, const sl_filter *f,
 			proto_add_int(params, "limit", limit);
 		params = filter_into(params, f);
 		rc = list_call(c, "status", params, CLIENT_JOBS, NULL, NULL, &v,
-		               njobs, NULL, 0);
+		               njobs);
 	}
 	*jobs = v;
 	return rc < 0 ? rc : 0;
@@ -925,6 +914,31 @@ sl_events_query(sl_client *c, const struct sl_events_query *q,
  * not match) and is not the end: the pages after it are read, to limit
  * events or the end of the log, so the answer is short only at the end.
  * Following, one page: the daemon's follow sends the rest. */
+/* The pages of a filtered events list, up to limit events. */
+struct event_pages {
+	int64_t limit;
+	void **events;
+	size_t *n;
+};
+
+static int
+event_pages_full(const void *event, void *arg)
+{
+	struct event_pages *p = arg;
+
+	(void)event;
+	return (int64_t)*p->n >= p->limit;
+}
+
+static int
+event_page(const cJSON *result, void *arg)
+{
+	struct event_pages *p = arg;
+
+	return client_decode_list(result, CLIENT_EVENTS, event_pages_full, p,
+	                          p->events, p->n);
+}
+
 int
 sl_events_filtered(sl_client *c, const struct sl_events_query *q,
                    const sl_filter *f, struct sl_event **events,
@@ -933,40 +947,39 @@ sl_events_filtered(sl_client *c, const struct sl_events_query *q,
 	int64_t limit = q->limit > 0 ? q->limit : 100;
 	int pages = f != NULL && f->params->child != NULL && !q->follow &&
 	            c->hello.version >= 2;
-	char cursor[64] = "";
+	struct event_pages ep = {limit, NULL, nevents};
 	cJSON *params;
 	void *v = NULL;
 	int rc;
 
 	*nevents = 0;
-	do {
-		if ((params = cJSON_CreateObject()) != NULL) {
-			if (cursor[0] != '\0')
-				cJSON_AddStringToObject(params, "cursor",
-				                        cursor);
-			else if (q->after_id > 0)
-				proto_add_int(params, "after_id", q->after_id);
-			/* 2^53, the largest a JSON integer may be, is above
-			 * every id: the newest first. */
-			if (cursor[0] == '\0' && q->before_id != 0)
-				proto_add_int(params, "before_id",
-				              q->before_id > 0
-				                  ? q->before_id
-				                  : (int64_t)1 << 53);
-			if (q->job_id > 0)
-				proto_add_int(params, "job_id", q->job_id);
-			if (q->limit > 0 || pages)
-				proto_add_int(params, "limit",
-				              limit - (int64_t)*nevents);
-			if (q->follow)
-				cJSON_AddBoolToObject(params, "follow", 1);
-		}
-		params = filter_into(params, f);
+	ep.events = &v;
+	if ((params = cJSON_CreateObject()) != NULL) {
+		if (q->after_id > 0)
+			proto_add_int(params, "after_id", q->after_id);
+		/* 2^53, the largest a JSON integer may be, is above every id:
+		 * the newest first. */
+		if (q->before_id != 0)
+			proto_add_int(params, "before_id",
+			              q->before_id > 0 ? q->before_id
+			                               : (int64_t)1 << 53);
+		if (q->job_id > 0)
+			proto_add_int(params, "job_id", q->job_id);
+		if (q->limit > 0 || pages)
+			proto_add_int(params, "limit", limit);
+		if (q->follow)
+			cJSON_AddBoolToObject(params, "follow", 1);
+	}
+	params = filter_into(params, f);
+	if (!pages) {
 		rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL,
-		               &v, nevents, pages ? cursor : NULL,
-		               sizeof cursor);
-	} while (rc >= 0 && pages && cursor[0] != '\0' &&
-	         (int64_t)*nevents < limit);
+		               &v, nevents);
+	} else if ((rc = client_pages(c, "events", params, event_page, &ep)) <
+	           0) {
+		client_list_free(CLIENT_EVENTS, v, *nevents);
+		v = NULL;
+		*nevents = 0;
+	}
 	*events = v;
 	return rc < 0 ? rc : 0;
 }
