@@ -98,6 +98,16 @@ void client_drop(sl_client *c);
 int client_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
                 cJSON **root, const cJSON **result);
 
+/*
+ * A paged method (client.c): call it with params (consumed), then again
+ * with each result's next_cursor as "cursor", until a result has none or
+ * each, given every result, returns 1 (stop) or a negative errno (the
+ * error is set from it). Returns 0 or a negative code. sl_call_pages is
+ * the public form.
+ */
+int client_pages(sl_client *c, const char *method, cJSON *params,
+                 int (*each)(const cJSON *result, void *arg), void *arg);
+
 /* ---- decoding (client-decode.c) ---- */
 
 /* A member of an object (NULL when obj is not one), and typed reads of

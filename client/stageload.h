@@ -131,6 +131,20 @@ const struct sl_hello *sl_hello_info(const sl_client *c);
 int sl_call(sl_client *c, const char *method, const char *params_json,
             char **result_json);
 void sl_free(void *p);
+/*
+ * A paged method (PROTOCOL.md: status and events in protocol version 2
+ * answer a page and a next_cursor): call it with params_json (as
+ * sl_call), then again with each answer's next_cursor as "cursor" (in
+ * place of after_id and before_id, the place a cursor replaces), until an
+ * answer has none. Each answer's items (its member called items,
+ * e.g. "jobs"; "[]" when it has none) go to each as JSON text, an array,
+ * valid during the call; each returns 0 for the next page, 1 to stop
+ * there, or a negative errno to stop with that error. Returns 0 or a
+ * negative code (sl_errmsg says why).
+ */
+int sl_call_pages(sl_client *c, const char *method, const char *params_json,
+                  const char *items,
+                  int (*each)(const char *items_json, void *arg), void *arg);
 
 /* ---- samples ---- */
 
