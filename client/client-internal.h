@@ -64,6 +64,10 @@ struct sl_client {
 	int log_stop;
 	int log_progress; /* a chunk arrived: the call's timeout restarts */
 	int in_cb;        /* inside the log callback: the client is busy */
+
+	/* The token of the attached job submitted last (sl_job_token) */
+	int64_t token_id;
+	char token[80];
 };
 
 /* ---- transport (client-transport.c) ---- */

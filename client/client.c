@@ -4,6 +4,7 @@
  * decodes the answer (client-decode.c). proto/PROTOCOL.md is the wire.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,18 @@ sl_submit(sl_client *c, const sl_job_spec *spec, struct sl_submitted *out)
 	rc = client_call(c, "submit", params, c->timeout_ms, &root, &r);
 	if (rc < 0)
 		return rc;
+	{
+		const cJSON *tok =
+		    cJSON_GetObjectItemCaseSensitive(r, "job_token");
+		c->token_id = 0;
+		c->token[0] = '\0';
+		if (cJSON_IsString(tok) &&
+		    strlen(tok->valuestring) < sizeof c->token) {
+			c->token_id = client_i64(r, "id", 0);
+			snprintf(c->token, sizeof c->token, "%s",
+			         tok->valuestring);
+		}
+	}
 	if (out != NULL) {
 		out->id = client_i64(r, "id", 0);
 		out->position = (int)client_i64(r, "position", 0);
@@ -835,10 +848,20 @@ sl_job_pid(sl_client *c, int64_t id, int64_t pid)
 	return job_call(c, "job_pid", params, c->timeout_ms, NULL);
 }
 
+const char *
+sl_job_token(const sl_client *c, int64_t id)
+{
+	return c->token_id == id && id > 0 && c->token[0] != '\0' ? c->token
+	                                                          : NULL;
+}
+
 int
 sl_stage(sl_client *c, int64_t id, const char *name)
 {
 	cJSON *params = id_params(id);
+	const char *envid = getenv("STAGELOAD_JOB_ID");
+	const char *token = getenv("STAGELOAD_JOB_TOKEN");
+	char idtext[32];
 
 	if (name == NULL) {
 		cJSON_Delete(params);
@@ -846,6 +869,12 @@ sl_stage(sl_client *c, int64_t id, const char *name)
 	}
 	if (params != NULL)
 		cJSON_AddStringToObject(params, "name", name);
+	/* From inside the job: its token, so that another daemon's job of
+	 * the same id refuses the report. */
+	snprintf(idtext, sizeof idtext, "%" PRId64, id);
+	if (params != NULL && envid != NULL && strcmp(envid, idtext) == 0 &&
+	    token != NULL && token[0] != '\0')
+		cJSON_AddStringToObject(params, "token", token);
 	return job_call(c, "stage", params, c->timeout_ms, NULL);
 }
 

@@ -534,8 +534,15 @@ int sl_job_pid(sl_client *c, int64_t id, int64_t pid);
 int sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
                 struct sl_job *out);
 /* A running job (detached or attached; its owner or root) entered the
- * stage name (1-256 bytes). -32005 (SL_E_STATE) once the job has ended. */
+ * stage name (1-256 bytes). -32005 (SL_E_STATE) once the job has ended.
+ * When id is $STAGELOAD_JOB_ID (the call comes from inside the job) the
+ * report carries $STAGELOAD_JOB_TOKEN: a daemon whose job of that id has
+ * another token refuses it, -32002 (SL_E_PERM). */
 int sl_stage(sl_client *c, int64_t id, const char *name);
+/* The token the daemon gave the attached job id when this client
+ * submitted it (the last one submitted), for its command's
+ * STAGELOAD_JOB_TOKEN; NULL for another id or a daemon without tokens. */
+const char *sl_job_token(const sl_client *c, int64_t id);
 
 /*
  * Stream a job's log from offset: cb gets every chunk as it arrives
