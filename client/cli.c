@@ -394,7 +394,7 @@ char *
 cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 {
 	struct sbuf b = {0};
-	char t[64], d[32], s1[16], s2[16];
+	char t[64], d[32], s1[16], s2[16], own[16];
 
 	sb_add(&b, "Job %lld \"", (long long)j->id);
 	sb_add_safe(&b, j->name);
@@ -449,6 +449,12 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 				       (long long)al);
 			sb_add(&b, ".\n");
 		}
+	}
+	if (j->group[0] != '\0') {
+		/* Its group (docs/jobs.md, "Groups"), whose limit it shares. */
+		sb_add(&b, "Group: ");
+		sb_add_safe(&b, j->group);
+		sb_add(&b, ".\n");
 	}
 
 	sb_add(&b, "Submitted %s",
@@ -558,13 +564,16 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 	}
 	if (j->started_at_ms > 0)
 		sb_add(&b,
-		       "Memory: footprint %s (peak %s), swap growth %s (peak "
-		       "%s)%s.\n",
+		       "Memory: footprint %s (peak %s); the system's swap grew "
+		       "%s while it ran (peak %s)%s%s.\n",
 		       cli_size(j->footprint_bytes, s1, sizeof s1),
 		       cli_size(j->footprint_peak_bytes, s2, sizeof s2),
 		       cli_size(j->swap_growth_bytes, t, sizeof t),
 		       cli_size(j->swap_growth_peak_bytes, d, sizeof d),
-		       j->job_swap_bytes > 0 ? ", some of it swapped out" : "");
+		       j->job_swap_bytes > 0 ? "; its own swap " : "",
+		       j->job_swap_bytes > 0
+		           ? cli_size(j->job_swap_bytes, own, sizeof own)
+		           : "");
 
 	if (sl_job_ended(j)) {
 		sb_add(&b,

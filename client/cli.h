@@ -375,6 +375,12 @@ struct cli_wait {
 	int64_t available_bytes;  /* the latest sample's; 0: unknown */
 	int64_t job_id;           /* the job's, for "release 12"; 0: unknown */
 	int64_t begin_ms;         /* the job's --begin; 0: none or unknown */
+	/* The jobs it waits behind: the Job's waiting_on (JSON text, an
+	 * array of {"id","user","name"}), and waiting_until_ms (0: not
+	 * known); NULL, 0 from a daemon that does not say. */
+	const char *on_json;
+	int64_t until_ms;
+	const char *group; /* its group, named in the group sentence */
 };
 /* The readable paragraph of `show`, into a malloc'd string; a queued
  * job's says why it waits, with the numbers of w (its waiting_for and

@@ -81,6 +81,7 @@ job_free(struct job *j)
 	free(j->array);
 	free(j->on_end);
 	free(j->exit_reporter);
+	free(j->job_token);
 	free(j);
 }
 

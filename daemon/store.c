@@ -209,7 +209,11 @@ static const char *const store_migrations[] = {
      "NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN attempts TEXT;"),
-    /* 12: arrays: an element's array (its first element's id, 0: not an
+    /* 12: the job's token (STAGELOAD_JOB_TOKEN), which a stage report
+     * from inside the job carries; NULL for jobs from before, whose
+     * reports are taken as they were. */
+    "ALTER TABLE jobs ADD COLUMN job_token TEXT;",
+    /* 13: arrays: an element's array (its first element's id, 0: not an
      * element), its index and the array's limit of elements running at
      * once (0: none). The elements share their first element's job_args
      * row. */

@@ -117,11 +117,19 @@ wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
 	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
 	                     (int64_t)web_num(smp, "available_bytes", 0),
 	                     (int64_t)web_num(j, "id", 0),
-	                     (int64_t)web_num(j, "begin_ms", 0)};
+	                     (int64_t)web_num(j, "begin_ms", 0),
+	                     NULL,
+	                     (int64_t)web_num(j, "waiting_until_ms", 0),
+	                     web_str(j, "group")};
+	/* The jobs it waits behind, named as run names them. */
+	char *on = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(j, "waiting_on"));
 
 	if (w.waiting_for == NULL)
 		w.waiting_for = "";
+	w.on_json = on;
 	cli_wait_reason(&w, CLI_REASON_LINE, buf, len);
+	cJSON_free(on);
 }
 
 static int
@@ -207,12 +215,13 @@ running_table(const struct web_snap *s, struct svgp_buf *b)
 	int n = 0;
 	char buf[64];
 
-	svgp_puts(b, "<section id=\"running\"><h2>Running</h2><div "
-	             "class=\"scroll\"><table><thead><tr><th "
-	             "class=\"n\">id</th><th>user</th><th>name</th>"
-	             "<th>state</th><th class=\"n\">footprint</th><th "
-	             "class=\"n\">swap growth</th><th class=\"n\">budget</th>"
-	             "<th></th><th>started</th></tr></thead><tbody>");
+	svgp_puts(
+	    b, "<section id=\"running\"><h2>Running</h2><div "
+	       "class=\"scroll\"><table><thead><tr><th "
+	       "class=\"n\">id</th><th>user</th><th>name</th>"
+	       "<th>state</th><th class=\"n\">footprint</th><th "
+	       "class=\"n\">system swap growth</th><th class=\"n\">budget</th>"
+	       "<th></th><th>started</th></tr></thead><tbody>");
 	cJSON_ArrayForEach(j, s->jobs)
 	{
 		double g = web_num(j, "swap_growth_bytes", 0);
@@ -360,12 +369,13 @@ ended_table(const struct web_snap *s, struct svgp_buf *b)
 	int n = 0;
 	char buf[96];
 
-	svgp_puts(b, "<section id=\"ended\"><h2>Recently ended</h2><div "
-	             "class=\"scroll\"><table><thead><tr><th "
-	             "class=\"n\">id</th><th>user</th><th>name</th>"
-	             "<th>end</th><th class=\"n\">peak</th><th "
-	             "class=\"n\">swap growth</th><th class=\"n\">ran</th>"
-	             "<th>ended</th></tr></thead><tbody>");
+	svgp_puts(b,
+	          "<section id=\"ended\"><h2>Recently ended</h2><div "
+	          "class=\"scroll\"><table><thead><tr><th "
+	          "class=\"n\">id</th><th>user</th><th>name</th>"
+	          "<th>end</th><th class=\"n\">peak</th><th "
+	          "class=\"n\">system swap growth</th><th class=\"n\">ran</th>"
+	          "<th>ended</th></tr></thead><tbody>");
 	cJSON_ArrayForEach(j, s->jobs)
 	{
 		if (web_num(j, "ended_at_ms", 0) <= 0 || n >= WEB_ENDED_ROWS)
@@ -522,8 +532,8 @@ job_fields(struct svgp_buf *b, const cJSON *j, int64_t now)
 	}
 	field_size(b, "footprint", j, "footprint_bytes");
 	field_size(b, "footprint peak", j, "footprint_peak_bytes");
-	field_size(b, "swap growth", j, "swap_growth_bytes");
-	field_size(b, "swap growth peak", j, "swap_growth_peak_bytes");
+	field_size(b, "system swap growth", j, "swap_growth_bytes");
+	field_size(b, "system swap growth peak", j, "swap_growth_peak_bytes");
 	if (web_num(j, "swap_budget_bytes", 0) > 0)
 		field_size(b, "swap budget", j, "swap_budget_bytes");
 	else
