@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-spec.h"
 #include "cli.h"
 #include "job-fields.h"
 
@@ -93,21 +94,56 @@ option_used(const struct job_option *o, enum cli_job_use use)
 	return 0;
 }
 
-/* "4,7" (or "#4,#7") to field's ids; -1, or the exit status. */
+/* The ids of a list with an array in it ("A42", "A42_3", "7"), as text
+ * for the daemon to resolve. */
+static int
+set_refs(const struct job_option *o, const char *list, sl_job_spec *spec)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+	const char **v = NULL, **nv;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	if (copy == NULL)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			if ((nv = realloc(v, cap * sizeof *v)) == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = tok[0] == '#' ? tok + 1 : tok;
+	}
+	if (rc == 0)
+		rc = sl_job_spec_set_refs(spec, fields[o->field].wire, v, n);
+	free(v);
+	free(copy);
+	return rc;
+}
+
+/* "4,7" (or "#4,#7") to field's ids, an array's A42 and A42_3 among them;
+ * -1, or the exit status. */
 static int
 set_ids(struct cli *cli, const struct job_option *o, const char *list,
         sl_job_spec *spec)
 {
 	char *copy = strdup(list), *tok, *save = NULL;
-	int64_t *v = NULL, *nv, id;
+	int64_t *v = NULL, *nv, id, index;
 	size_t n = 0, cap = 0;
-	int rc = 0;
+	int rc = 0, is_array, refs = 0;
 
 	if (copy == NULL)
 		rc = -ENOMEM;
 	for (tok = copy != NULL ? strtok_r(copy, ",", &save) : NULL;
 	     tok != NULL && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-		if (cli_parse_id(tok, &id) < 0) {
+		if (cli_parse_id(tok, &id) < 0 &&
+		    array_id_parse(tok, &id, &is_array, &index) == 0) {
+			refs = 1; /* A42 or A42_3: the daemon resolves it */
+		} else if (cli_parse_id(tok, &id) < 0) {
 			/* tok is in copy: the error first, then the frees. */
 			rc = cli_usage_error(cli, "--%s: bad job id '%s'",
 			                     o->option, tok);
@@ -128,7 +164,9 @@ set_ids(struct cli *cli, const struct job_option *o, const char *list,
 	free(copy);
 	if (rc == 0 && n == 0)
 		return cli_usage_error(cli, "--%s: no job id", o->option);
-	if (rc == 0)
+	if (rc == 0 && refs)
+		rc = set_refs(o, list, spec);
+	else if (rc == 0)
 		rc = sl_job_spec_set_ids(spec, fields[o->field].wire, v, n);
 	free(v);
 	if (rc == 0)
@@ -196,6 +234,20 @@ cli_job_options_set(struct cli *cli, const struct cli_args *a,
 		seen[o->field] = o;
 		if (given != NULL)
 			(*given)++;
+		if (o->field == JF_array) {
+			struct array_spec as;
+			char cause[512];
+
+			/* Told here as the daemon would tell it; the daemon
+			 * bounds its length by its max_queued_per_uid, at
+			 * most 1000000. */
+			if (array_spec_parse(cli_text(a, o->option, ""),
+			                     1000000, &as, cause,
+			                     sizeof cause) != 0)
+				return cli_usage_error(cli, "--%s: %s",
+				                       o->option, cause);
+			array_spec_free(&as);
+		}
 		if (o->value == CLI_TEXT &&
 		    fields[o->field].param == FP_P_INTV) {
 			if ((rc = set_ids(cli, o, cli_text(a, o->option, ""),

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "array-spec.h"
 #include "cli.h"
 #include "text.h"
 #include "units.h"
@@ -87,6 +88,57 @@ cli_parse_id(const char *s, int64_t *id)
 	if (rc == 0)
 		*id = v;
 	return rc;
+}
+
+int
+cli_job_refs(struct cli *cli, int argc, char **argv, int64_t **ids, int *n)
+{
+	int64_t id, index, aid, *got, *v = NULL, *nv;
+	size_t k, len = 0, cap = 0;
+	int i, is_array, rc;
+
+	*ids = NULL;
+	*n = 0;
+	for (i = 0; i < argc; i++)
+		if (cli_parse_id(argv[i], &id) < 0 &&
+		    array_id_parse(argv[i], &id, &is_array, &index) != 0)
+			return cli_usage_error(
+			    cli,
+			    "bad job id '%s' (give 42, an "
+			    "array A42 or its element A42_3)",
+			    argv[i]);
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	for (i = 0; i < argc; i++) {
+		if (cli_parse_id(argv[i], &id) == 0) {
+			got = NULL;
+			k = 1;
+		} else if (sl_resolve(cli->client, argv[i], &got, &k, &aid) <
+		           0) {
+			free(v);
+			return cli_fail(cli);
+		}
+		if (len + k > cap) {
+			cap = (len + k) * 2;
+			if ((nv = realloc(v, cap * sizeof *v)) == NULL) {
+				sl_free(got);
+				free(v);
+				cli_error("out of memory");
+				return EXIT_ERR;
+			}
+			v = nv;
+		}
+		if (got == NULL)
+			v[len++] = id;
+		else {
+			memcpy(v + len, got, k * sizeof *v);
+			len += k;
+			sl_free(got);
+		}
+	}
+	*ids = v;
+	*n = (int)len;
+	return -1;
 }
 
 int
@@ -382,6 +434,21 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 		    sl_job_get_int(j, "slurm_task_id", &st) == 0)
 			sb_add(&b, "Slurm: job %lld, step %lld, task %lld.\n",
 			       (long long)sj, (long long)ss, (long long)st);
+	}
+	{
+		/* An array's element (docs/jobs.md, "Arrays"). */
+		int64_t aid, ai, al;
+
+		if (sl_job_get_int(j, "array_id", &aid) == 0 &&
+		    sl_job_get_int(j, "array_index", &ai) == 0) {
+			sb_add(&b, "Array: element A%lld_%lld of array A%lld",
+			       (long long)aid, (long long)ai, (long long)aid);
+			if (sl_job_get_int(j, "array_limit", &al) == 0)
+				sb_add(&b,
+				       ", at most %lld of it running at once",
+				       (long long)al);
+			sb_add(&b, ".\n");
+		}
 	}
 	if (j->group[0] != '\0') {
 		/* Its group (docs/jobs.md, "Groups"), whose limit it shares. */

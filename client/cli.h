@@ -297,6 +297,10 @@ int cli_exit_for_error(int code);
 int cli_job_status(const struct sl_job *j);
 
 int cli_parse_id(const char *s, int64_t *id);
+/* The operands as job ids, connected: 42 a job, A42 every element of
+ * array 42, A42_3 one element (sl_resolve: the daemon resolves them).
+ * -1 to go on (*ids malloc'd), else the exit code. */
+int cli_job_refs(struct cli *cli, int argc, char **argv, int64_t **ids, int *n);
 int cli_parse_int(const char *s, long min, long max, long *out);
 /* "40", "40%", "37.5": 0..100 */
 int cli_parse_pct(const char *s, double *out);

@@ -13,6 +13,7 @@
 
 #include "client-internal.h"
 #include "job-fields.h"
+#include "array-spec.h"
 #include "proto.h"
 #include "stageload.h"
 
@@ -180,6 +181,39 @@ sl_job_spec_set_ids(sl_job_spec *spec, const char *name, const int64_t *ids,
 
 		if (id == NULL || !cJSON_AddItemToArray(a, id)) {
 			cJSON_Delete(id);
+			cJSON_Delete(a);
+			return -ENOMEM;
+		}
+	}
+	return spec_put(spec, name, a, 0);
+}
+
+int
+sl_job_spec_set_refs(sl_job_spec *spec, const char *name,
+                     const char *const *refs, size_t n)
+{
+	const struct spec_field *f = spec_field(name, PROTO_T_INTV);
+	int64_t id, index;
+	int is_array;
+	cJSON *a, *item;
+	size_t i;
+
+	if (f == NULL || (n > 0 && refs == NULL))
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (refs[i] == NULL ||
+		    array_id_parse(refs[i], &id, &is_array, &index) != 0)
+			return -EINVAL;
+	if (n == 0)
+		return spec_put(spec, name, NULL, 1);
+	if ((a = cJSON_CreateArray()) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		array_id_parse(refs[i], &id, &is_array, &index);
+		item = is_array ? cJSON_CreateString(refs[i])
+		                : proto_int_create(id);
+		if (item == NULL || !cJSON_AddItemToArray(a, item)) {
+			cJSON_Delete(item);
 			cJSON_Delete(a);
 			return -ENOMEM;
 		}

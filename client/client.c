@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "client-internal.h"
+#include "array-spec.h"
 #include "names.h"
 #include "proto.h"
 #include "stageload.h"
@@ -735,6 +736,56 @@ sl_show(sl_client *c, int64_t id, int env, struct sl_job *out)
 	if (params != NULL && env)
 		cJSON_AddBoolToObject(params, "env", 1);
 	return job_call(c, "show", params, c->timeout_ms, out);
+}
+
+int
+sl_resolve(sl_client *c, const char *ref, int64_t **ids, size_t *n,
+           int64_t *array_id)
+{
+	const cJSON *r, *jobs, *it;
+	cJSON *params, *root;
+	int64_t id, index, *v;
+	int is_array, rc;
+	size_t k = 0;
+
+	*ids = NULL;
+	*n = 0;
+	*array_id = 0;
+	if (ref == NULL || array_id_parse(ref, &id, &is_array, &index) != 0)
+		return client_error(c, -EINVAL,
+		                    "bad job id: give 42, A42 or A42_3");
+	if ((params = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(params, "id", ref) == NULL) {
+		cJSON_Delete(params);
+		return client_error(c, -ENOMEM, "out of memory");
+	}
+	rc = client_call(c, "show", params, c->timeout_ms, &root, &r);
+	if (rc < 0)
+		return rc;
+	jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
+	if (!cJSON_IsArray(jobs)) {
+		/* one job */
+		if ((v = malloc(sizeof *v)) == NULL) {
+			cJSON_Delete(root);
+			return client_error(c, -ENOMEM, "out of memory");
+		}
+		v[0] = client_i64(r, "id", 0);
+		*ids = v;
+		*n = 1;
+		cJSON_Delete(root);
+		return 0;
+	}
+	v = malloc(sizeof *v * ((size_t)cJSON_GetArraySize(jobs) + 1));
+	if (v == NULL) {
+		cJSON_Delete(root);
+		return client_error(c, -ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(it, jobs) v[k++] = client_i64(it, "id", 0);
+	*ids = v;
+	*n = k;
+	*array_id = client_i64(r, "array_id", 0);
+	cJSON_Delete(root);
+	return 0;
 }
 
 int

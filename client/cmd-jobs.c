@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "clock.h"
+#include "array-spec.h"
 #include "cli.h"
 #include "proto.h"
 #include "text.h"
@@ -122,7 +123,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 	sl_job_spec *spec;
 	struct sl_submitted sub;
 	struct cli_submit_extra x;
-	int rc;
+	int rc, is_array;
 
 	if ((spec = cli_job_spec(cli, args, CLI_USE_SUBMIT, &rc)) == NULL)
 		return rc;
@@ -141,6 +142,7 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 		return rc;
 	}
 	cli_warn_no_swap(cli, cli_spec_budget(spec));
+	is_array = sl_job_spec_get_str(spec, "array") != NULL;
 	rc = sl_submit(cli->client, spec, &sub);
 	cli_submit_extra_free(&x);
 	sl_job_spec_free(spec);
@@ -153,10 +155,18 @@ cmd_submit(struct cli *cli, struct cli_args *args)
 		          "are left out (docs/macos.md, \"Detached jobs on a "
 		          "Mac\"); stageloadctl run keeps them all",
 		          sub.id);
-	if (cli->json)
+	if (cli->json && is_array)
+		printf("{\"id\":%" PRId64 ",\"array_id\":%" PRId64
+		       ",\"position\":%d,\"queued\":%d%s}\n",
+		       sub.id, sub.id, sub.position, sub.queued,
+		       sub.groups_capped ? ",\"groups_capped\":true" : "");
+	else if (cli->json)
 		printf("{\"id\":%" PRId64 ",\"position\":%d,\"queued\":%d%s}\n",
 		       sub.id, sub.position, sub.queued,
 		       sub.groups_capped ? ",\"groups_capped\":true" : "");
+	else if (is_array)
+		/* An array: its id (its first element's job id) as A42. */
+		printf("A%" PRId64 "\n", sub.id);
 	else
 		printf("%" PRId64 "\n", sub.id);
 	return EXIT_OK;
@@ -351,18 +361,34 @@ cli_watch_queued(struct cli *cli, int64_t id)
 	}
 }
 
+static int show_one(struct cli *cli, int64_t id, int env);
+
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
-	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0, NULL, 0, NULL};
-	struct sl_job j;
-	int64_t id;
-	int env = cli_has(args, "env"), rc;
-	char *text;
-	size_t i;
+	int64_t id, *ids;
+	int env = cli_has(args, "env"), rc, n, k;
 
-	if (cli_parse_id(args->argv[0], &id) < 0)
-		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
+	if (cli_parse_id(args->argv[0], &id) < 0) {
+		/* A42 or A42_3: resolved by the daemon; an array shows each
+		 * element in turn. */
+		if ((rc = cli_job_refs(cli, 1, args->argv, &ids, &n)) >= 0)
+			return rc;
+		if (cli->json) {
+			char params[96];
+			free(ids);
+			snprintf(params, sizeof params, "{\"id\":\"%.40s\"%s}",
+			         args->argv[0], env ? ",\"env\":true" : "");
+			return cli_raw_call(cli, "show", params);
+		}
+		for (k = 0, rc = EXIT_OK; k < n && rc == EXIT_OK; k++) {
+			if (k > 0)
+				printf("\n");
+			rc = show_one(cli, ids[k], env);
+		}
+		free(ids);
+		return rc;
+	}
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	if (cli->json) {
@@ -371,6 +397,17 @@ cmd_show(struct cli *cli, struct cli_args *args)
 		         env ? ",\"env\":true" : "");
 		return cli_raw_call(cli, "show", params);
 	}
+	return show_one(cli, id, env);
+}
+
+static int
+show_one(struct cli *cli, int64_t id, int env)
+{
+	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0, NULL, 0, NULL};
+	struct sl_job j;
+	char *text;
+	size_t i;
+
 	if (sl_show(cli->client, id, env, &j) < 0)
 		return cli_fail(cli);
 	if (strcmp(j.state, "queued") == 0)
@@ -401,21 +438,62 @@ cmd_show(struct cli *cli, struct cli_args *args)
 static int
 job_ids(struct cli *cli, const struct cli_args *args, int64_t **ids, int *n)
 {
-	int i;
+	return cli_job_refs(cli, args->argc, args->argv, ids, n);
+}
 
-	*n = args->argc;
-	*ids = calloc((size_t)*n, sizeof **ids);
-	if (*ids == NULL) {
-		cli_error("out of memory");
-		return EXIT_ERR;
+/* One job's cancel and its line; the exit status, or -1 when fine. */
+static int
+cancel_one(struct cli *cli, int64_t id)
+{
+	struct sl_job j;
+
+	if (sl_cancel(cli->client, id, &j) < 0)
+		return cli_fail_job(cli, id);
+	if (strcmp(j.state, "cancelled") == 0)
+		printf("job %" PRId64 ": cancelled\n", id);
+	else if (sl_job_ended(&j))
+		printf("job %" PRId64 ": %s\n", id, j.state);
+	else
+		printf("job %" PRId64 ": terminating (SIGTERM, then "
+		       "SIGKILL after the grace period)\n",
+		       id);
+	sl_job_clear(&j);
+	return -1;
+}
+
+/* A whole array, A42, in one call: the daemon cancels each element that
+ * has not ended at once, so none starts meanwhile (as one call per
+ * element would let the next start when a slot of its %N frees). */
+static int
+cancel_array(struct cli *cli, const char *ref)
+{
+	const cJSON *jobs, *it, *id, *state, *ended;
+	char params[96], *out = NULL;
+	cJSON *r;
+
+	snprintf(params, sizeof params, "{\"id\":\"%.40s\"}", ref);
+	if (sl_call(cli->client, "cancel", params, &out) < 0)
+		return cli_fail(cli);
+	r = cJSON_Parse(out);
+	sl_free(out);
+	jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
+	cJSON_ArrayForEach(it, jobs)
+	{
+		id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		state = cJSON_GetObjectItemCaseSensitive(it, "state");
+		ended = cJSON_GetObjectItemCaseSensitive(it, "ended_at_ms");
+		if (!cJSON_IsNumber(id) || !cJSON_IsString(state))
+			continue;
+		if (strcmp(state->valuestring, "cancelled") == 0 ||
+		    cJSON_IsNumber(ended))
+			printf("job %" PRId64 ": %s\n",
+			       (int64_t)id->valuedouble, state->valuestring);
+		else
+			printf("job %" PRId64 ": terminating (SIGTERM, then "
+			       "SIGKILL after the grace period)\n",
+			       (int64_t)id->valuedouble);
 	}
-	for (i = 0; i < *n; i++) {
-		if (cli_parse_id(args->argv[i], &(*ids)[i]) < 0) {
-			free(*ids);
-			return cli_usage_error(cli, "bad job id '%s'",
-			                       args->argv[i]);
-		}
-	}
+	cJSON_Delete(r);
 	return -1;
 }
 
@@ -471,9 +549,8 @@ cancel_matching(struct cli *cli, struct cli_args *args)
 static int
 cmd_cancel(struct cli *cli, struct cli_args *args)
 {
-	struct sl_job j;
-	int64_t *ids;
-	int n, i, rc, status = EXIT_OK;
+	int64_t id, index, *ids;
+	int n, i, k, rc, is_array, status = EXIT_OK;
 	int bulk = cli_has(args, "all") || cli_has(args, "all-users") ||
 	           cli_has(args, "user") || cli_has(args, "mine") ||
 	           cli_has(args, "state") || cli_has(args, "name");
@@ -487,45 +564,58 @@ cmd_cancel(struct cli *cli, struct cli_args *args)
 		return cli_usage_error(cli,
 		                       "which jobs? job ids, --all (yours) "
 		                       "or a filter (--name, --state)");
-	if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
-		return rc;
-	if ((rc = cli_connect(cli)) != 0) {
-		free(ids);
-		return rc;
-	}
-	for (i = 0; cli->json && i < n; i++) {
-		char params[64], *out = NULL;
+	if (cli->json) {
+		/* Each job's answer, an array's elements each. */
+		if ((rc = job_ids(cli, args, &ids, &n)) >= 0)
+			return rc;
+		for (i = 0; i < n; i++) {
+			char params[64], *out = NULL;
 
-		snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", ids[i]);
-		if (sl_call(cli->client, "cancel", params, &out) < 0) {
-			int code = sl_errcode(cli->client);
-			status = cli_fail_job(cli, ids[i]);
-			if (sl_error_is_connection(code))
-				break;
-			continue;
+			snprintf(params, sizeof params, "{\"id\":%" PRId64 "}",
+			         ids[i]);
+			if (sl_call(cli->client, "cancel", params, &out) < 0) {
+				int code = sl_errcode(cli->client);
+				status = cli_fail_job(cli, ids[i]);
+				if (sl_error_is_connection(code))
+					break;
+				continue;
+			}
+			cli_print_json(stdout, out);
+			sl_free(out);
 		}
-		cli_print_json(stdout, out);
-		sl_free(out);
+		free(ids);
+		return status;
 	}
-	for (i = 0; !cli->json && i < n; i++) {
-		if (sl_cancel(cli->client, ids[i], &j) < 0) {
-			int code = sl_errcode(cli->client);
-			status = cli_fail_job(cli, ids[i]);
-			if (sl_error_is_connection(code))
-				break;
-			continue;
+	for (i = 0; i < args->argc; i++)
+		if (cli_parse_id(args->argv[i], &id) < 0 &&
+		    array_id_parse(args->argv[i], &id, &is_array, &index) != 0)
+			return cli_usage_error(
+			    cli,
+			    "bad job id '%s' (give 42, an "
+			    "array A42 or its element A42_3)",
+			    args->argv[i]);
+	if ((rc = cli_connect(cli)) != 0)
+		return rc;
+	for (i = 0; i < args->argc; i++) {
+		rc = -1;
+		if (cli_parse_id(args->argv[i], &id) == 0)
+			rc = cancel_one(cli, id);
+		else if (array_id_parse(args->argv[i], &id, &is_array,
+		                        &index) == 0 &&
+		         index < 0)
+			rc = cancel_array(cli, args->argv[i]);
+		else if ((rc = cli_job_refs(cli, 1, &args->argv[i], &ids, &n)) <
+		         0) {
+			for (k = 0; k < n && rc < 0; k++)
+				rc = cancel_one(cli, ids[k]);
+			free(ids);
 		}
-		if (strcmp(j.state, "cancelled") == 0)
-			printf("job %" PRId64 ": cancelled\n", ids[i]);
-		else if (sl_job_ended(&j))
-			printf("job %" PRId64 ": %s\n", ids[i], j.state);
-		else
-			printf("job %" PRId64 ": terminating (SIGTERM, then "
-			       "SIGKILL after the grace period)\n",
-			       ids[i]);
-		sl_job_clear(&j);
+		if (rc >= 0) {
+			status = rc;
+			if (sl_error_is_connection(sl_errcode(cli->client)))
+				break;
+		}
 	}
-	free(ids);
 	return status;
 }
 

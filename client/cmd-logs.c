@@ -177,18 +177,55 @@ log_tail_add(void *arg, int64_t offset, const char *data, size_t len)
 	return 0;
 }
 
+static int logs_one(struct cli *cli, struct cli_args *args, int64_t id,
+                    int header);
+
 static int
 cmd_logs(struct cli *cli, struct cli_args *args)
 {
+	int64_t id, *ids;
+	int rc, n, k;
+
+	if (cli_parse_id(args->argv[0], &id) == 0) {
+		if ((rc = cli_connect(cli)) != 0)
+			return rc;
+		return logs_one(cli, args, id, 0);
+	}
+	/* A42: each element's log under a header, in index order (-f
+	 * follows each to its end in turn); A42_3: that element's. */
+	if ((rc = cli_job_refs(cli, 1, args->argv, &ids, &n)) >= 0)
+		return rc;
+	for (k = 0, rc = EXIT_OK; k < n && rc == EXIT_OK; k++)
+		rc = logs_one(cli, args, ids[k],
+		              args->argv[0][strcspn(args->argv[0], "_")] ==
+		                  '\0');
+	free(ids);
+	return rc;
+}
+
+/* One job's log; with header, a line naming it first. */
+static int
+logs_one(struct cli *cli, struct cli_args *args, int64_t id, int header)
+{
 	struct log_out out = {0, 0, {0}, 0};
 	struct sl_job j;
-	int64_t id;
 	int rc;
 
-	if (cli_parse_id(args->argv[0], &id) < 0)
-		return cli_usage_error(cli, "bad job id '%s'", args->argv[0]);
-	if ((rc = cli_connect(cli)) != 0)
-		return rc;
+	if (header) {
+		int64_t aid, ai;
+
+		if (sl_show(cli->client, id, 0, &j) < 0)
+			return cli_fail(cli);
+		if (sl_job_get_int(&j, "array_id", &aid) == 0 &&
+		    sl_job_get_int(&j, "array_index", &ai) == 0)
+			printf("==> A%" PRId64 "_%" PRId64 " (job %" PRId64
+			       ") <==\n",
+			       aid, ai, id);
+		else
+			printf("==> job %" PRId64 " <==\n", id);
+		fflush(stdout);
+		sl_job_clear(&j);
+	}
 	if (!cli_has(args, "raw")) {
 		/* Whose job it is decides whether its bytes are escaped: raw
 		 * only for the viewer's own job, the viewer being this

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "array-spec.h"
 #include "cli.h"
 #include "desktop.h"
 
@@ -209,32 +210,87 @@ cli_submit_shell(const struct cli_args *a, sl_job_spec *spec,
 	return -1;
 }
 
+/* A whole array, A42, in one call: the daemon holds (or releases) each
+ * of its queued elements at once, so none starts meanwhile. */
+static int
+hold_array(struct cli *cli, const char *ref, int held)
+{
+	const cJSON *jobs, *it, *id, *state;
+	char params[96], *out = NULL;
+	cJSON *r;
+
+	snprintf(params, sizeof params, "{\"id\":\"%.40s\"}", ref);
+	if (sl_call(cli->client, held ? "hold" : "release", params, &out) < 0)
+		return cli_fail(cli);
+	r = cJSON_Parse(out);
+	sl_free(out);
+	jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
+	cJSON_ArrayForEach(it, jobs)
+	{
+		id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		state = cJSON_GetObjectItemCaseSensitive(it, "state");
+		if (!cJSON_IsNumber(id) || !cJSON_IsString(state))
+			continue;
+		printf("job %" PRId64 ": %s\n", (int64_t)id->valuedouble,
+		       strcmp(state->valuestring, "queued") != 0
+		           ? state->valuestring
+		       : held ? "held"
+		              : "released");
+	}
+	cJSON_Delete(r);
+	return -1;
+}
+
 static int
 hold_each(struct cli *cli, struct cli_args *args, int held)
 {
 	struct sl_job j;
-	int64_t id;
-	int i, rc, status = EXIT_OK;
+	int64_t id, index, *ids;
+	int i, k, n, rc, is_array, status = EXIT_OK;
 
 	for (i = 0; i < args->argc; i++)
-		if (cli_parse_id(args->argv[i], &id) < 0)
-			return cli_usage_error(cli, "bad job id '%s'",
-			                       args->argv[i]);
+		if (cli_parse_id(args->argv[i], &id) < 0 &&
+		    array_id_parse(args->argv[i], &id, &is_array, &index) != 0)
+			return cli_usage_error(
+			    cli,
+			    "bad job id '%s' (give 42, an "
+			    "array A42 or its element A42_3)",
+			    args->argv[i]);
 	if ((rc = cli_connect(cli)) != 0)
 		return rc;
 	for (i = 0; i < args->argc; i++) {
-		cli_parse_id(args->argv[i], &id);
-		rc = held ? sl_hold(cli->client, id, &j)
-		          : sl_release(cli->client, id, &j);
-		if (rc < 0) {
-			int code = sl_errcode(cli->client);
-			status = cli_fail_job(cli, id);
-			if (sl_error_is_connection(code))
-				break;
+		if (cli_parse_id(args->argv[i], &id) < 0 &&
+		    array_id_parse(args->argv[i], &id, &is_array, &index) ==
+		        0 &&
+		    index < 0) {
+			if ((rc = hold_array(cli, args->argv[i], held)) >= 0) {
+				status = rc;
+				if (sl_error_is_connection(
+				        sl_errcode(cli->client)))
+					break;
+			}
 			continue;
 		}
-		printf("job %" PRId64 ": %s\n", id, held ? "held" : "released");
-		sl_job_clear(&j);
+		if ((rc = cli_job_refs(cli, 1, &args->argv[i], &ids, &n)) >=
+		    0) {
+			status = rc;
+			continue;
+		}
+		for (k = 0; k < n; k++) {
+			id = ids[k];
+			rc = held ? sl_hold(cli->client, id, &j)
+			          : sl_release(cli->client, id, &j);
+			if (rc < 0) {
+				status = cli_fail_job(cli, id);
+				continue;
+			}
+			printf("job %" PRId64 ": %s\n", id,
+			       held ? "held" : "released");
+			sl_job_clear(&j);
+		}
+		free(ids);
+		if (sl_error_is_connection(sl_errcode(cli->client)))
+			break;
 	}
 	return status;
 }

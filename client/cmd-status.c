@@ -27,6 +27,9 @@ static const struct cli_option status_options[] = {
     {"limit", 'l', CLI_INT, "N", 1, 100000,
      "at most N ended jobs (default 50)"},
     {"group", 'g', CLI_TEXT, "NAME", 0, 0, "only the jobs of group NAME"},
+    {"expand", 0, CLI_FLAG, NULL, 0, 0,
+     "each element of an array on a line of its own\n"
+     "(A42_3), not the array's one line (A42)"},
     {"format", 'o', CLI_TEXT, "COLS", 0, 0,
      "the columns, comma-separated, of: id, user, state,\n"
      "name, waited, ran, footprint, swap, reason, command,\n"
@@ -306,6 +309,87 @@ status_cell(int col, const struct sl_job *j, const struct status_ctx *x,
 	}
 }
 
+/* An array's element: its array's id, else 0. */
+static int64_t
+status_array_id(const struct sl_job *j, int64_t *index)
+{
+	int64_t aid = 0, i = 0;
+
+	if (sl_job_get_int(j, "array_id", &aid) != 0 ||
+	    sl_job_get_int(j, "array_index", &i) != 0)
+		return 0;
+	if (index != NULL)
+		*index = i;
+	return aid;
+}
+
+/* An array's one line (docs/cli.md, status): its id A42, how many of its
+ * elements listed are in each state ("3 running, 5 queued, 12 ended"),
+ * the footprint of those running, and the first queued one's reason. */
+static void
+status_fold(int col, const struct sl_job *jobs, size_t n, size_t first,
+            int64_t aid, const char *group, const struct status_ctx *x,
+            char *buf, size_t len)
+{
+	size_t i, running = 0, queued = 0, ended = 0, reason = n;
+	uint64_t fp = 0;
+
+	for (i = first; i < n; i++) {
+		if (status_array_id(&jobs[i], NULL) != aid ||
+		    (group != NULL && strcmp(jobs[i].group, group) != 0))
+			continue;
+		if (sl_job_ended(&jobs[i]))
+			ended++;
+		else if (strcmp(jobs[i].state, "queued") == 0) {
+			queued++;
+			if (reason == n)
+				reason = i;
+		} else {
+			running++;
+			fp += jobs[i].footprint_bytes;
+		}
+	}
+	switch (col) {
+	case COL_ID:
+		snprintf(buf, len, "A%" PRId64, aid);
+		break;
+	case COL_STATE: {
+		size_t k = 0;
+
+		buf[0] = '\0';
+		if (running > 0)
+			k += (size_t)snprintf(buf + k, len - k, "%zu running",
+			                      running);
+		if (queued > 0 && k < len)
+			k += (size_t)snprintf(buf + k, len - k, "%s%zu queued",
+			                      k > 0 ? ", " : "", queued);
+		if (ended > 0 && k < len)
+			snprintf(buf + k, len - k, "%s%zu ended",
+			         k > 0 ? ", " : "", ended);
+		break;
+	}
+	case COL_FOOTPRINT:
+		if (running > 0)
+			cli_size(fp, buf, len);
+		else
+			snprintf(buf, len, "-");
+		break;
+	case COL_REASON:
+		if (reason < n)
+			status_cell(col, &jobs[reason], x, buf, len);
+		else
+			snprintf(buf, len, "-");
+		break;
+	case COL_USER:
+	case COL_NAME:
+	case COL_COMMAND:
+		status_cell(col, &jobs[first], x, buf, len);
+		break;
+	default:
+		snprintf(buf, len, "-");
+	}
+}
+
 /* Whether --state names a state that is an end: those are looked for
  * among the ended jobs, as with --all. */
 static int
@@ -329,6 +413,9 @@ status_states_ended(const char *states)
 static int
 cmd_status(struct cli *cli, struct cli_args *args)
 {
+	int expand = cli_has(args, "expand");
+	int64_t aid, index;
+	size_t m;
 	int all = cli_has(args, "all");
 	long limit = (long)cli_number(args, "limit", 0);
 	const char *group = cli_text(args, "group", NULL);
@@ -410,8 +497,30 @@ cmd_status(struct cli *cli, struct cli_args *args)
 	for (i = 0; i < n; i++) {
 		if (group != NULL && strcmp(jobs[i].group, group) != 0)
 			continue;
+		aid = status_array_id(&jobs[i], &index);
+		if (aid > 0 && !expand) {
+			/* one line an array, where its first element is */
+			for (m = 0; m < i; m++)
+				if (status_array_id(&jobs[m], NULL) == aid &&
+				    (group == NULL ||
+				     strcmp(jobs[m].group, group) == 0))
+					break;
+			if (m < i)
+				continue;
+			for (k = 0; k < ncols; k++)
+				status_fold(cols[k], jobs, n, i, aid, group, &x,
+				            c[k], sizeof c[k]);
+			cli_table_add(&t, cells);
+			continue;
+		}
 		for (k = 0; k < ncols; k++)
 			status_cell(cols[k], &jobs[i], &x, c[k], sizeof c[k]);
+		if (aid > 0)
+			for (k = 0; k < ncols; k++)
+				if (cols[k] == COL_ID)
+					snprintf(c[k], sizeof c[k],
+					         "A%" PRId64 "_%" PRId64, aid,
+					         index);
 		cli_table_add(&t, cells);
 	}
 	cli_table_print(&t, stdout);

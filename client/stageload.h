@@ -406,6 +406,10 @@ int sl_job_spec_set_bool(sl_job_spec *spec, const char *name, int v);
 int sl_job_spec_set_str(sl_job_spec *spec, const char *name, const char *v);
 int sl_job_spec_set_strv(sl_job_spec *spec, const char *name,
                          const char *const *v);
+/* after as refs ("42", "A42", "A42_3": sl_resolve): an array named
+ * whole counts each of its elements. -EINVAL for another form. */
+int sl_job_spec_set_refs(sl_job_spec *spec, const char *name,
+                         const char *const *refs, size_t n);
 int sl_job_spec_set_ids(sl_job_spec *spec, const char *name, const int64_t *ids,
                         size_t n);
 /* An int or a bool (0, 1). */
@@ -506,6 +510,17 @@ int sl_status_filtered(sl_client *c, int all, int limit, const sl_filter *f,
 int sl_cancel_matching(sl_client *c, const sl_filter *f, int all_users,
                        int64_t *cancelled);
 int sl_show(sl_client *c, int64_t id, int env, struct sl_job *out);
+/*
+ * Job arrays (docs/jobs.md, "Arrays"; submit one with the spec's "array",
+ * a SPEC such as "1-100%4"; an element's Job has array_id, array_index
+ * and array_limit). ref names jobs as the daemon reads them: "42" a job,
+ * "A42" every element of array 42, "A42_3" its element of index 3. *ids
+ * (malloc'd, free with sl_free) gets their job ids, by index; *array_id
+ * the array's id, or 0 when ref named one job. -EINVAL without sending
+ * for a ref of another form.
+ */
+int sl_resolve(sl_client *c, const char *ref, int64_t **ids, size_t *n,
+               int64_t *array_id);
 /* out may be NULL. */
 int sl_cancel(sl_client *c, int64_t id, struct sl_job *out);
 /* A queued job (the caller's own; root: any) is held: it keeps its

@@ -46,6 +46,8 @@ enum admit_wait {
 	ADMIT_WAIT_GROUP = NAMES_WAIT_GROUP,
 	/* its --begin time has not come */
 	ADMIT_WAIT_BEGIN = NAMES_WAIT_BEGIN,
+	/* its array runs as many elements as its limit (%N) allows */
+	ADMIT_WAIT_ARRAY = NAMES_WAIT_ARRAY,
 };
 #define ADMIT_WAIT_LAST (NAMES_WAIT_COUNT - 1)
 

@@ -52,7 +52,7 @@ control_job_pid(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int rc, attached, tree = 0;
 	enum job_state state;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0 ||
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0 ||
 	    (rc = proto_param_int(params, "pid", 1, 2, INT32_MAX, &pid, cause,
 	                          causelen)) != 0 ||
 	    (rc = proto_param_bool(params, "tree", 0, &tree, cause, causelen)) <
@@ -117,7 +117,7 @@ control_job_exit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int64_t id, code = -1, sig = -1;
 	int rc;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0)
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0)
 		return rc;
 	if ((rc = proto_param_int(params, "exit_code", 0, 0, 255, &code, cause,
 	                          causelen)) < 0 ||
@@ -177,7 +177,7 @@ control_resume(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int64_t id;
 	int rc;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0)
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0)
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;

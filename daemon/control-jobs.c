@@ -8,6 +8,7 @@
  * from wire.h's objects.
  */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <uv.h>
 
 #include "answers.h"
+#include "array-spec.h"
 #include "control.h"
 #include "jobs-filter.h"
 #include "jobs.h"
@@ -31,9 +33,119 @@
 #define JOBS_MAX_CWD 4096
 
 int
-control_param_id(const cJSON *params, int64_t *id, char *cause, size_t causelen)
+control_resolve(struct daemon *d, const cJSON *v, const char *what,
+                int allow_array, int64_t *id, int64_t *array_id, int64_t **ids,
+                size_t *n, char *cause, size_t causelen)
 {
-	return proto_param_int(params, "id", 1, 1, INT64_MAX, id, cause,
+	int64_t aid, index, *el = NULL, *idx = NULL;
+	int is_array, rc;
+	size_t k, count = 0;
+
+	*id = 0;
+	*array_id = 0;
+	*ids = NULL;
+	*n = 0;
+	if (cJSON_IsNumber(v)) {
+		if (!isfinite(v->valuedouble) || v->valuedouble < 1 ||
+		    v->valuedouble > 9007199254740992.0 ||
+		    v->valuedouble != floor(v->valuedouble)) {
+			snprintf(cause, causelen,
+			         "invalid params: %s: a job id is an integer "
+			         "from 1",
+			         what);
+			return PROTO_E_PARAMS;
+		}
+		*id = (int64_t)v->valuedouble;
+		return 0;
+	}
+	if (!cJSON_IsString(v) ||
+	    array_id_parse(v->valuestring, &aid, &is_array, &index) != 0) {
+		snprintf(cause, causelen,
+		         "invalid params: %s: '%.40s' is not a job id: give "
+		         "42 (a job), A42 (an array) or A42_3 (its element of "
+		         "index 3)",
+		         what, cJSON_IsString(v) ? v->valuestring : "");
+		return PROTO_E_PARAMS;
+	}
+	if (!is_array) {
+		*id = aid;
+		return 0;
+	}
+	if (index < 0 && !allow_array) {
+		snprintf(cause, causelen,
+		         "invalid params: %s: A%" PRId64 " is a whole array; "
+		         "this takes one job: name an element (A%" PRId64
+		         "_INDEX; show A%" PRId64 " lists them)",
+		         what, aid, aid, aid);
+		return PROTO_E_PARAMS;
+	}
+	if ((rc = store_array_elements(d->store, aid, &el, &idx, &count)) !=
+	    0) {
+		snprintf(cause, causelen,
+		         "storage error reading array A%" PRId64 ": %s", aid,
+		         strerror(-rc));
+		return PROTO_E_STORAGE;
+	}
+	if (count == 0) {
+		snprintf(cause, causelen, "no array A%" PRId64, aid);
+		rc = PROTO_E_NOJOB;
+		goto out;
+	}
+	if (index >= 0) {
+		for (k = 0; k < count && idx[k] != index; k++)
+			;
+		if (k == count) {
+			snprintf(cause, causelen,
+			         "no job A%" PRId64 "_%" PRId64
+			         ": array A%" PRId64 " has no index %" PRId64,
+			         aid, index, aid, index);
+			rc = PROTO_E_NOJOB;
+			goto out;
+		}
+		*id = el[k];
+		rc = 0;
+		goto out;
+	}
+	*array_id = aid;
+	*ids = el;
+	*n = count;
+	el = NULL;
+	rc = 0;
+out:
+	free(el);
+	free(idx);
+	return rc;
+}
+
+int
+control_param_ref(struct daemon *d, const cJSON *params, int64_t *id,
+                  int64_t *array_id, int64_t **ids, size_t *n, char *cause,
+                  size_t causelen)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "id");
+
+	*array_id = 0;
+	*ids = NULL;
+	*n = 0;
+	if (!cJSON_IsString(v))
+		return proto_param_int(params, "id", 1, 1, INT64_MAX, id, cause,
+		                       causelen);
+	return control_resolve(d, v, "id", 1, id, array_id, ids, n, cause,
+	                       causelen);
+}
+
+int
+control_param_id(struct daemon *d, const cJSON *params, int64_t *id,
+                 char *cause, size_t causelen)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "id");
+	int64_t array_id, *ids;
+	size_t n;
+
+	if (!cJSON_IsString(v))
+		return proto_param_int(params, "id", 1, 1, INT64_MAX, id, cause,
+		                       causelen);
+	return control_resolve(d, v, "id", 0, id, &array_id, &ids, &n, cause,
 	                       causelen);
 }
 
@@ -70,6 +182,60 @@ control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
                    cJSON **result, char *cause, size_t causelen)
 {
 	return answer_job(d, p, id, 0, result, cause, causelen);
+}
+
+int
+control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
+                      struct jobs_view *v, char *cause, size_t causelen)
+{
+	int rc;
+
+	if ((rc = jobs_get_lean(d, id, v, cause, causelen)) != 0)
+		return rc;
+	if (!wire_may_see(p->uid, v->j)) {
+		jobs_view_free(v);
+		snprintf(cause, causelen, "job %" PRId64 " is not yours", id);
+		return PROTO_E_PERM;
+	}
+	return 0;
+}
+
+int
+control_answer_array(struct daemon *d, const struct peer *p, int64_t array_id,
+                     const int64_t *ids, size_t n, cJSON **result, char *cause,
+                     size_t causelen)
+{
+	cJSON *jobs, *job;
+	size_t i;
+	int rc;
+
+	*result = cJSON_CreateObject();
+	proto_add_int(*result, "array_id", array_id);
+	jobs = cJSON_AddArrayToObject(*result, "jobs");
+	jobs_positions(d); /* once for all of them */
+	for (i = 0; i < n; i++) {
+		struct jobs_view v;
+
+		/* As the lists have a job (command, not argv: the elements
+		 * share one, which show of an element gives), so that an
+		 * array of 1000 is not 1000 reads of its env. */
+		if ((rc = jobs_get_lean(d, ids[i], &v, cause, causelen)) ==
+		    PROTO_E_NOJOB)
+			continue; /* pruned meanwhile */
+		if (rc != 0) {
+			cJSON_Delete(*result);
+			*result = NULL;
+			return rc;
+		}
+		job = wire_job_list(&v, p->uid);
+		if (job != NULL && v.live && v.j->state == JOB_QUEUED &&
+		    v.wait == ADMIT_WAIT_NONE)
+			cJSON_ReplaceItemInObjectCaseSensitive(
+			    job, "waiting_for", cJSON_CreateNull());
+		jobs_view_free(&v);
+		cJSON_AddItemToArray(jobs, job);
+	}
+	return 0;
 }
 
 /* NULL stays NULL: an attached job has no env. */
@@ -257,6 +423,83 @@ nomem:
 	return PROTO_E_INTERNAL;
 }
 
+/*
+ * submit's array (docs/jobs.md, "Arrays"): j is the template of its
+ * elements (consumed). The SPEC is bounded by max_queued_per_uid elements
+ * (root's too), and the elements with the uid's queued and running jobs
+ * by it too (root exempt), so an array that does not fit is refused whole.
+ */
+static int
+submit_array(struct daemon *d, const struct peer *p, const cJSON *params,
+             struct job *j, int attached, cJSON **result, char *cause,
+             size_t causelen)
+{
+	struct array_spec spec;
+	const char *text = NULL;
+	int counts[JOB_LOST + 1];
+	int64_t array_id, *ids = NULL, *idx = NULL;
+	size_t i, nq, have, k;
+	long position;
+	cJSON *a;
+	int rc;
+
+	if ((rc = proto_param_string(params, "array", 0, 4096, &text, cause,
+	                             causelen)) < 0)
+		goto out;
+	if (attached) {
+		snprintf(cause, causelen,
+		         "invalid params: array: only for a detached job "
+		         "(submit)");
+		rc = PROTO_E_PARAMS;
+		goto out;
+	}
+	if (array_spec_parse(text, (size_t)d->cfg.max_queued_per_uid, &spec,
+	                     cause, causelen) != 0) {
+		rc = PROTO_E_PARAMS;
+		goto out;
+	}
+	jobs_count(d, p->uid, counts);
+	have = (size_t)(counts[JOB_QUEUED] + counts[JOB_ADMITTED] +
+	                counts[JOB_RUNNING]);
+	if (p->uid != 0 && have + spec.n > (size_t)d->cfg.max_queued_per_uid) {
+		snprintf(cause, causelen,
+		         "limit reached: %d queued or running jobs per user; "
+		         "you have %zu and the array %zu more",
+		         d->cfg.max_queued_per_uid, have, spec.n);
+		array_spec_free(&spec);
+		rc = PROTO_E_LIMIT;
+		goto out;
+	}
+	if ((j->array = strdup(text)) == NULL) {
+		array_spec_free(&spec);
+		snprintf(cause, causelen, "out of memory");
+		rc = PROTO_E_INTERNAL;
+		goto out;
+	}
+	rc = jobs_submit_array(d, j, spec.indices, spec.n, spec.limit,
+	                       &array_id, &position, &nq, cause, causelen);
+	j = NULL;
+	array_spec_free(&spec);
+	if (rc != 0)
+		goto out;
+	if (store_array_elements(d->store, array_id, &ids, &idx, &k) != 0)
+		k = 0; /* stored and queued: only the list is missing */
+	free(idx);
+	*result = cJSON_CreateObject();
+	proto_add_int(*result, "id", array_id);
+	proto_add_int(*result, "array_id", array_id);
+	a = cJSON_AddArrayToObject(*result, "ids");
+	for (i = 0; a != NULL && i < k; i++)
+		cJSON_AddItemToArray(a, proto_int_create(ids[i]));
+	free(ids);
+	proto_add_int(*result, "position", position);
+	proto_add_int(*result, "queued", (int64_t)nq);
+	rc = 0;
+out:
+	job_free(j);
+	return rc;
+}
+
 int
 control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
@@ -340,6 +583,13 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		goto out;
 	if ((rc = control_submit_queue(d, params, j, cause, causelen)) != 0)
 		goto out;
+	if (cJSON_GetObjectItemCaseSensitive(params, "array") != NULL &&
+	    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(params, "array"))) {
+		rc = submit_array(d, p, params, j, attached, result, cause,
+		                  causelen);
+		j = NULL;
+		goto out;
+	}
 	/* The table owns the job from here, whatever the outcome. */
 	rc = jobs_submit(d, j, p->client_id, &id, &position, &nq, cause,
 	                 causelen);
@@ -387,13 +637,23 @@ int
 control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
              const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
-	int64_t id;
+	int64_t id, array_id, *ids;
+	size_t n;
 	int env = 0, rc;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0 ||
+	if ((rc = control_param_ref(d, params, &id, &array_id, &ids, &n, cause,
+	                            causelen)) != 0 ||
 	    (rc = proto_param_bool(params, "env", 0, &env, cause, causelen)) <
-	        0)
+	        0) {
+		free(ids);
 		return rc;
+	}
+	if (ids != NULL) {
+		rc = control_answer_array(d, p, array_id, ids, n, result, cause,
+		                          causelen);
+		free(ids);
+		return rc;
+	}
 	if ((rc = answer_job(d, p, id, env, result, cause, causelen)) != 0)
 		return rc;
 	add_stages(d, id, *result);
@@ -521,7 +781,7 @@ control_stage(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int64_t id;
 	int rc;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0 ||
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0 ||
 	    (rc = proto_param_string(params, "name", 1, JOBS_MAX_NAME, &name,
 	                             cause, causelen)) != 0 ||
 	    (rc = proto_param_string(params, "token", 0, 128, &token, cause,
@@ -563,12 +823,36 @@ control_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
                size_t causelen)
 {
 	struct jobs_view v;
-	int64_t id;
+	int64_t id, array_id, *ids;
+	size_t n, i;
 	int rc;
 	char who[64];
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0)
+	if ((rc = control_param_ref(d, params, &id, &array_id, &ids, &n, cause,
+	                            causelen)) != 0)
 		return rc;
+	if (ids != NULL) {
+		/* Every element that has not ended; the rest as they are. */
+		wire_user_name(p->uid, who, sizeof who);
+		for (i = 0; i < n; i++) {
+			if ((rc = control_element_owner(d, p, ids[i], &v, cause,
+			                                causelen)) != 0) {
+				free(ids);
+				return rc;
+			}
+			if (v.live && (rc = jobs_cancel(d, ids[i], who, cause,
+			                                causelen)) != 0) {
+				jobs_view_free(&v);
+				free(ids);
+				return rc;
+			}
+			jobs_view_free(&v);
+		}
+		rc = control_answer_array(d, p, array_id, ids, n, result, cause,
+		                          causelen);
+		free(ids);
+		return rc;
+	}
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
 	if (!v.live) {
@@ -728,7 +1012,7 @@ control_wait(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int64_t id;
 	int rc, ended;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0)
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0)
 		return rc;
 	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
@@ -752,7 +1036,7 @@ control_logs(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int64_t id, offset = 0;
 	int follow = 0, rc, attached;
 
-	if ((rc = control_param_id(params, &id, cause, causelen)) != 0 ||
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0 ||
 	    (rc = proto_param_int(params, "offset", 0, 0, INT64_MAX, &offset,
 	                          cause, causelen)) < 0 ||
 	    (rc = proto_param_bool(params, "follow", 0, &follow, cause,

@@ -4,12 +4,14 @@
  * "Dependencies and holds", has the rules; jobs-deps.c applies them.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "array-spec.h"
 #include "control.h"
 #include "daemon.h"
 #include "jobs.h"
@@ -53,6 +55,87 @@ control_wait_free_bytes_check(struct daemon *d, int privileged, uint64_t bytes,
 	return 0;
 }
 
+/* Append n ids to *v (length *len, room *cap). */
+static int
+ids_append(int64_t **v, size_t *len, size_t *cap, const int64_t *ids, size_t n)
+{
+	int64_t *nv;
+
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap : 8;
+
+		while (c < *len + n)
+			c *= 2;
+		if ((nv = realloc(*v, c * sizeof *nv)) == NULL)
+			return -1;
+		*v = nv;
+		*cap = c;
+	}
+	memcpy(*v + *len, ids, n * sizeof *ids);
+	*len += n;
+	return 0;
+}
+
+/* submit's after: at most CONTROL_MAX_AFTER job ids, each an integer or
+ * a string the resolver reads ("42", "A42_3"; "A42": every element of the
+ * array), so *out may hold more ids than were given. */
+static int
+after_read(struct daemon *d, const cJSON *params, int64_t **out, size_t *n,
+           char *cause, size_t causelen)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "after"), *it;
+	int64_t *vec = NULL, id, array_id, *ids;
+	size_t len = 0, cap = 0, count = 0, k;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	cJSON_ArrayForEach(it, v) count++;
+	if (count > CONTROL_MAX_AFTER) {
+		snprintf(cause, causelen,
+		         "invalid params: 'after' has more than %d items",
+		         CONTROL_MAX_AFTER);
+		return PROTO_E_PARAMS;
+	}
+	cJSON_ArrayForEach(it, v)
+	{
+		double x = it->valuedouble;
+
+		if (cJSON_IsNumber(it)) {
+			if (!isfinite(x) || x < 1 || x > PROTO_MAX_SAFE_INT ||
+			    x != floor(x)) {
+				free(vec);
+				snprintf(cause, causelen,
+				         "invalid params: 'after' must be an "
+				         "array of job ids: integers from 1, "
+				         "or \"A42\", \"A42_3\"");
+				return PROTO_E_PARAMS;
+			}
+			id = (int64_t)x;
+			ids = NULL;
+			k = 0;
+		} else if ((rc = control_resolve(d, it, "after", 1, &id,
+		                                 &array_id, &ids, &k, cause,
+		                                 causelen)) != 0) {
+			free(vec);
+			return rc;
+		}
+		rc = ids != NULL ? ids_append(&vec, &len, &cap, ids, k)
+		                 : ids_append(&vec, &len, &cap, &id, 1);
+		free(ids);
+		if (rc != 0) {
+			free(vec);
+			snprintf(cause, causelen, "out of memory");
+			return PROTO_E_INTERNAL;
+		}
+	}
+	*out = vec;
+	*n = len;
+	return 0;
+}
+
 int
 control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
                      char *cause, size_t causelen)
@@ -62,9 +145,7 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 	size_t n = 0;
 	int rc;
 
-	if ((rc = proto_param_intv(params, "after", 0, CONTROL_MAX_AFTER, 1,
-	                           INT64_MAX, &after, &n, cause, causelen)) <
-	        0 ||
+	if ((rc = after_read(d, params, &after, &n, cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "group", 0, CONFIG_GROUP_NAME_MAX,
 	                             &group, cause, causelen)) < 0 ||
 	    (rc = control_wait_free_bytes_check(
@@ -121,12 +202,34 @@ control_hold_set(struct daemon *d, const struct peer *p, const cJSON *params,
                  int held, cJSON **result, char *cause, size_t causelen)
 {
 	struct jobs_view v;
-	int64_t id;
-	int rc;
+	int64_t id, array_id, *ids;
+	size_t n, i;
+	int rc, queued;
 
-	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
-	                          causelen)) != 0)
+	if ((rc = control_param_ref(d, params, &id, &array_id, &ids, &n, cause,
+	                            causelen)) != 0)
 		return rc;
+	if (ids != NULL) {
+		/* Its queued elements; the rest as they are. */
+		for (i = 0; i < n; i++) {
+			if ((rc = control_element_owner(d, p, ids[i], &v, cause,
+			                                causelen)) != 0) {
+				free(ids);
+				return rc;
+			}
+			queued = v.live && v.j->state == JOB_QUEUED;
+			jobs_view_free(&v);
+			if (queued && (rc = jobs_hold(d, ids[i], held, cause,
+			                              causelen)) != 0) {
+				free(ids);
+				return rc;
+			}
+		}
+		rc = control_answer_array(d, p, array_id, ids, n, result, cause,
+		                          causelen);
+		free(ids);
+		return rc;
+	}
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
 	jobs_view_free(&v);
@@ -180,6 +283,20 @@ resubmit_copy(const struct peer *p, const struct job *old,
 	                         (const char *const *)args->env)) == NULL)
 		return NULL;
 	JOB_FIELDS(RESUBMIT_FIELD)
+	/* An array's element comes back as a job of its own, running what
+	 * the element ran: its {} are its index now. */
+	if (old->array_id > 0 && j->argv != NULL) {
+		char **w;
+
+		for (w = j->argv; *w != NULL; w++) {
+			char *sub = array_subst_word(*w, old->array_index);
+
+			if (sub == NULL)
+				goto nomem;
+			free(*w);
+			*w = sub;
+		}
+	}
 	/* Not held: the hold was on the old job, as its place was. It starts
 	 * after nothing (jobs_after_check, at resubmit, clears the rest). */
 	j->held = 0;
@@ -217,8 +334,7 @@ control_resubmit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int rc, privileged;
 
 	(void)req_id;
-	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
-	                          causelen)) != 0)
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0)
 		return rc;
 	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
 		return rc;
@@ -321,8 +437,7 @@ control_update(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	int rc, privileged;
 
 	(void)req_id;
-	if ((rc = proto_param_int(params, "id", 1, 1, INT64_MAX, &id, cause,
-	                          causelen)) != 0)
+	if ((rc = control_param_id(d, params, &id, cause, causelen)) != 0)
 		return rc;
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;

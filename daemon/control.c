@@ -69,7 +69,7 @@ static const struct control_param subscribe_params[] = {
 #define PARAM_P_STRING_REQ(w) {w, PROTO_T_STRING, 1},
 #define PARAM_P_STRV(w) {w, PROTO_T_STRV, 0},
 #define PARAM_P_STRV_REQ(w) {w, PROTO_T_STRV, 1},
-#define PARAM_P_INTV(w) {w, PROTO_T_INTV, 0},
+#define PARAM_P_INTV(w) {w, PROTO_T_IDV, 0},
 #define PARAM_UPDATE_0(row)
 #define PARAM_UPDATE_1(row) row
 #define SUBMIT_PARAM(m, w, store, col, job, vis, submit, ...) PARAM_##submit(w)
@@ -78,20 +78,20 @@ static const struct control_param subscribe_params[] = {
 static const struct control_param submit_params[] = {JOB_FIELDS(SUBMIT_PARAM)
                                                          PARAMS_END};
 static const struct control_param update_params[] = {
-    {"id", PROTO_T_INT, 1}, JOB_FIELDS(UPDATE_PARAM) PARAMS_END};
-static const struct control_param id_params[] = {{"id", PROTO_T_INT, 1},
+    {"id", PROTO_T_ID, 1}, JOB_FIELDS(UPDATE_PARAM) PARAMS_END};
+static const struct control_param id_params[] = {{"id", PROTO_T_ID, 1},
                                                  PARAMS_END};
-static const struct control_param job_pid_params[] = {{"id", PROTO_T_INT, 1},
+static const struct control_param job_pid_params[] = {{"id", PROTO_T_ID, 1},
                                                       {"pid", PROTO_T_INT, 1},
                                                       {"tree", PROTO_T_BOOL, 0},
                                                       PARAMS_END};
 static const struct control_param stage_params[] = {
-    {"id", PROTO_T_INT, 1},
+    {"id", PROTO_T_ID, 1},
     {"name", PROTO_T_STRING, 1},
     {"token", PROTO_T_STRING, 0}, /* $STAGELOAD_JOB_TOKEN inside the job */
     PARAMS_END};
 static const struct control_param job_exit_params[] = {
-    {"id", PROTO_T_INT, 1},
+    {"id", PROTO_T_ID, 1},
     {"exit_code", PROTO_T_INT, 0}, /* exactly one of these two */
     {"signal", PROTO_T_INT, 0},
     PARAMS_END};
@@ -113,8 +113,8 @@ static const struct control_param cancel_matching_params[] = {
     {"all_users", PROTO_T_BOOL, 0}, /* root only */
     PARAMS_END};
 static const struct control_param show_params[] = {
-    {"id", PROTO_T_INT, 1}, {"env", PROTO_T_BOOL, 0}, PARAMS_END};
-static const struct control_param logs_params[] = {{"id", PROTO_T_INT, 1},
+    {"id", PROTO_T_ID, 1}, {"env", PROTO_T_BOOL, 0}, PARAMS_END};
+static const struct control_param logs_params[] = {{"id", PROTO_T_ID, 1},
                                                    {"offset", PROTO_T_INT, 0},
                                                    {"follow", PROTO_T_BOOL, 0},
                                                    PARAMS_END};

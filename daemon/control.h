@@ -143,11 +143,35 @@ int control_wait_free_bytes_check(struct daemon *d, int privileged,
 int control_submit_count(struct daemon *d, const struct peer *p, char *cause,
                          size_t causelen);
 /* The job as the peer may see it, as most job methods answer. */
-/* The "id" param of a job method (1..2^63-1). */
-int control_param_id(const cJSON *params, int64_t *id, char *cause,
-                     size_t causelen);
+/* The "id" param of a job method: an integer (1..2^63-1), or a string
+ * naming a job ("42") or an array's element ("A42_3"), resolved to its
+ * job id; a whole array ("A42") is PROTO_E_PARAMS here. */
+int control_param_id(struct daemon *d, const cJSON *params, int64_t *id,
+                     char *cause, size_t causelen);
+/* The same, where a whole array may be named: then *ids (malloc'd) holds
+ * its elements' job ids by index, *n of them, and *array_id is set;
+ * otherwise *ids is NULL and *array_id 0. */
+int control_param_ref(struct daemon *d, const cJSON *params, int64_t *id,
+                      int64_t *array_id, int64_t **ids, size_t *n, char *cause,
+                      size_t causelen);
+/* A job id as a client wrote it (an integer, "42", "A42", "A42_3"): the
+ * job, or with allow_array the elements of an array (as control_param_ref
+ * says). The one resolver of job ids: every method's id and submit's after
+ * come through it. */
+int control_resolve(struct daemon *d, const cJSON *v, const char *what,
+                    int allow_array, int64_t *id, int64_t *array_id,
+                    int64_t **ids, size_t *n, char *cause, size_t causelen);
 int control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
                        cJSON **result, char *cause, size_t causelen);
+/* control_job_owner for one of an array's elements: the job as a list
+ * has it (jobs_get_lean), so that a whole array is not one queue pass per
+ * element. */
+int control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
+                          struct jobs_view *v, char *cause, size_t causelen);
+/* A whole array's answer: {"array_id": A, "jobs": [each element's Job]}. */
+int control_answer_array(struct daemon *d, const struct peer *p,
+                         int64_t array_id, const int64_t *ids, size_t n,
+                         cJSON **result, char *cause, size_t causelen);
 /* Before history answers: commit the buffered samples. 0, or, when that
  * fails and [.., until] reaches the oldest sample not yet committed (of
  * the system, job_id 0, or of that job), PROTO_E_STORAGE with the cause. */

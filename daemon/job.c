@@ -78,6 +78,7 @@ job_free(struct job *j)
 	free(j->attempts);
 	free(j->after);
 	free(j->group);
+	free(j->array);
 	free(j->on_end);
 	free(j->exit_reporter);
 	free(j->job_token);

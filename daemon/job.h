@@ -85,6 +85,13 @@ struct job {
 	int after_any;
 	int held;    /* hold: keeps its place, never admitted until release */
 	char *group; /* its group (docs/jobs.md, "Groups"), or NULL */
+	/* An element of an array (docs/jobs.md, "Arrays"): the array's id
+	 * (its first element's job id; 0: not an element), its index and the
+	 * array's %N (0: none). array is submit's SPEC, in memory only, while
+	 * the request is handled. */
+	char *array;
+	int64_t array_id, array_index;
+	int array_limit;
 	/* run by /bin/sh -c when it ends (jobs-onend.c), or NULL */
 	char *on_end;
 	/* A task of a Slurm step (slurm/spank_stageload.c): its job, step and

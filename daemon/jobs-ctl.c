@@ -112,6 +112,34 @@ jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
 }
 
 void
+jobs_positions(struct daemon *d)
+{
+	size_t nq;
+
+	free(jobs_queue(d->jobs, &nq));
+}
+
+int
+jobs_get_lean(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
+              size_t causelen)
+{
+	struct jrec *r = jobs_find(d->jobs, id);
+	struct job *stored = NULL;
+
+	if (r != NULL) {
+		view_of(r, v);
+		return 0;
+	}
+	memset(v, 0, sizeof *v);
+	if (store_job_get_lean(d->store, id, &stored) == 0 && stored != NULL) {
+		v->j = v->stored = stored;
+		return 0;
+	}
+	snprintf(cause, causelen, "no job %" PRId64, id);
+	return PROTO_E_NOJOB;
+}
+
+void
 jobs_view_free(struct jobs_view *v)
 {
 	job_free(v->stored);
@@ -225,10 +253,9 @@ submit_forget_job(void *arg, int64_t id)
  * max_ended_jobs_per_uid ended. O(1) unless something must go.
  */
 static int
-submit_make_room(struct daemon *d, const struct job *j, char *cause,
-                 size_t causelen)
+submit_make_room(struct daemon *d, const struct job *j, int64_t need,
+                 char *cause, size_t causelen)
 {
-	int64_t need = store_job_bytes(j);
 	int64_t max_bytes = (int64_t)d->cfg.max_stored_bytes_per_uid;
 	int64_t max_ended = d->cfg.max_ended_jobs_per_uid;
 	struct store_usage u;
@@ -252,8 +279,9 @@ submit_make_room(struct daemon *d, const struct job *j, char *cause,
 		snprintf(cause, causelen,
 		         "limit reached: %" PRId64 " bytes stored per user "
 		         "(max_stored_bytes_per_uid); your unended jobs hold "
-		         "%" PRId64 " and this one %" PRId64,
-		         max_bytes, u.bytes - u.ended_bytes, need);
+		         "%" PRId64 " and this %s %" PRId64,
+		         max_bytes, u.bytes - u.ended_bytes,
+		         j->array != NULL ? "array" : "one", need);
 		return PROTO_E_LIMIT;
 	}
 	if (u.bytes + need <= max_bytes && u.ended <= max_ended)
@@ -316,7 +344,8 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	cJSON *det;
 	int rc;
 
-	if ((rc = submit_make_room(d, j, cause, causelen)) != 0) {
+	if ((rc = submit_make_room(d, j, store_job_bytes(j), cause,
+	                           causelen)) != 0) {
 		job_free(j);
 		return rc;
 	}
@@ -359,6 +388,141 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	*position = r->position;
 	jobs_admit_soon(d);
 	return 0;
+}
+
+static char *
+dup_or_null(const char *s, int *nomem)
+{
+	char *c;
+
+	if (s == NULL)
+		return NULL;
+	if ((c = strdup(s)) == NULL)
+		*nomem = 1;
+	return c;
+}
+
+/* An element like t, but for its argv and env, which the elements share
+ * in the store (t's row): its command line is t's. NULL when out of
+ * memory. */
+static struct job *
+array_element_new(const struct job *t, const char *command)
+{
+	struct job *j = malloc(sizeof *j);
+	int nomem = 0;
+
+	if (j == NULL)
+		return NULL;
+	*j = *t;
+	j->argv = j->env = NULL;
+	j->end_reason = j->end_detail = j->kill = j->array = NULL;
+	j->groups = NULL;
+	j->after = NULL;
+	if (t->ngroups > 0 && (j->groups = malloc(sizeof *j->groups *
+	                                          (size_t)t->ngroups)) != NULL)
+		memcpy(j->groups, t->groups,
+		       sizeof *j->groups * (size_t)t->ngroups);
+	if (t->nafter > 0 &&
+	    (j->after = malloc(sizeof *j->after * (size_t)t->nafter)) != NULL)
+		memcpy(j->after, t->after,
+		       sizeof *j->after * (size_t)t->nafter);
+	j->user = dup_or_null(t->user, &nomem);
+	j->name = dup_or_null(t->name, &nomem);
+	j->cwd = dup_or_null(t->cwd, &nomem);
+	j->group = dup_or_null(t->group, &nomem);
+	j->on_end = dup_or_null(t->on_end, &nomem);
+	j->exit_reporter = dup_or_null(t->exit_reporter, &nomem);
+	j->command = dup_or_null(command, &nomem);
+	if (nomem || (t->ngroups > 0 && j->groups == NULL) ||
+	    (t->nafter > 0 && j->after == NULL)) {
+		job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+int
+jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
+                  size_t n, int limit, int64_t *array_id, long *position,
+                  size_t *queued, char *cause, size_t causelen)
+{
+	struct jrec *r, *first = NULL;
+	struct jobs *js = d->jobs;
+	char cmd[JOB_COMMAND_MAX + 1], scause[256];
+	struct job **v = NULL;
+	int64_t need;
+	size_t i, k;
+	cJSON *det;
+	int rc;
+
+	/* What its rows hold: t's argv and env once, each element's own
+	 * name, cwd and the rest (store_job_bytes of an element). */
+	job_command(t->argv, cmd, sizeof cmd);
+	if ((v = calloc(n, sizeof *v)) == NULL)
+		goto nomem;
+	t->attempt = 1;
+	t->state = JOB_QUEUED;
+	t->submitted_ms = clock_wall_ms();
+	t->array_limit = limit;
+	jobs_learn_expect(d, t);
+	v[0] = t;
+	t->array_index = indices[0];
+	for (i = 1; i < n; i++) {
+		if ((v[i] = array_element_new(t, cmd)) == NULL)
+			goto nomem;
+		v[i]->array_index = indices[i];
+	}
+	need = store_job_bytes(t);
+	if (n > 1)
+		need += (int64_t)(n - 1) * store_job_bytes(v[1]);
+	if ((rc = submit_make_room(d, t, need, cause, causelen)) != 0)
+		goto out;
+	if (store_array_insert(d->store, v, n, scause, sizeof scause) != 0) {
+		snprintf(cause, causelen, "storage error: %s", scause);
+		rc = PROTO_E_STORAGE;
+		goto out;
+	}
+	*array_id = t->id;
+	for (k = 0; k < n; k++) {
+		struct job *j = v[k];
+
+		v[k] = NULL;
+		if ((r = jrec_new(js, j)) == NULL) {
+			/* Stored: the next start loads the rest. */
+			job_free(j);
+			log_warnx("array A%" PRId64 ": out of memory adding "
+			          "its elements",
+			          *array_id);
+			continue;
+		}
+		det = cJSON_CreateObject();
+		cJSON_AddStringToObject(det, "name", j->name);
+		proto_add_int(det, "array_id", j->array_id);
+		proto_add_int(det, "array_index", j->array_index);
+		proto_add_int(det, "priority", j->priority);
+		cJSON_AddNumberToObject(det, "wait_free_pct", j->wait_free_pct);
+		proto_add_int(det, "swap_budget_bytes",
+		              (int64_t)j->swap_budget_bytes);
+		cJSON_AddBoolToObject(det, "attached", 0);
+		jobs_event(d, j, NAMES_EVENT_SUBMITTED, det);
+		if (first == NULL)
+			first = r;
+	}
+	free(v);
+	free(jobs_queue(js, queued));
+	*position = first != NULL ? first->position : 0;
+	jobs_admit_soon(d);
+	return 0;
+nomem:
+	snprintf(cause, causelen, "out of memory");
+	rc = PROTO_E_INTERNAL;
+out:
+	for (i = 0; v != NULL && i < n; i++)
+		job_free(v[i]);
+	if (v == NULL)
+		job_free(t);
+	free(v);
+	return rc;
 }
 
 int

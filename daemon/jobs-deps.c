@@ -149,6 +149,15 @@ jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 
 		if (j->nafter > 0 && queued)
 			deps = 1;
+		if (j->array_limit > 0 && jrec_holds_memory(r)) {
+			struct umap_slot *a =
+			    umap_get(&c->arrays, (uint64_t)j->array_id);
+
+			if (a == NULL)
+				c->arrays_nomem = 1;
+			else
+				a->a++;
+		}
 		if ((g = group_limited(d, j)) < 0)
 			continue;
 		if (jrec_holds_memory(r)) {
@@ -176,6 +185,7 @@ jobs_deps_release(struct jobs_deps_ctx *c)
 	c->live = NULL;
 	free(c->use);
 	c->use = NULL;
+	umap_free(&c->arrays);
 }
 
 /* Is j's group at its limit? */
@@ -235,6 +245,15 @@ jobs_deps_blocked(struct daemon *d, struct jrec *r,
 		return ADMIT_WAIT_BEGIN;
 	if (group_full(d, j, c->running) || group_share_used(d, j, c))
 		return ADMIT_WAIT_GROUP;
+	if (j->array_limit > 0) {
+		struct umap_slot *a;
+
+		if (c->arrays_nomem)
+			return ADMIT_WAIT_ARRAY;
+		a = umap_find((struct umap *)&c->arrays, (uint64_t)j->array_id);
+		if (a != NULL && a->a >= j->array_limit)
+			return ADMIT_WAIT_ARRAY;
+	}
 	return ADMIT_WAIT_NONE;
 }
 

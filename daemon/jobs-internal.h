@@ -39,6 +39,7 @@
 #include "daemon.h"
 #include "job.h"
 #include "jobs.h"
+#include "umap.h"
 #include "proctree.h"
 #include "spawn.h"
 
@@ -310,6 +311,9 @@ struct jobs_deps_ctx {
 	size_t nlive;
 	int nomem; /* live could not be built: dependencies count as unmet */
 	int64_t now_ms; /* for --begin */
+	/* Per array with a limit (%N): its elements holding memory (a). */
+	struct umap arrays;
+	int arrays_nomem; /* then no element of a limited array starts */
 };
 void jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c);
 void jobs_deps_release(struct jobs_deps_ctx *c);

@@ -114,6 +114,12 @@ struct jobs_view {
 /* PROTO_E_NOJOB with cause when there is no such job. */
 int jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
              size_t causelen);
+/* The same, but a job loaded from the store has no env, and its argv
+ * only as its command line: for list answers (wire_job_list); a queued
+ * job's position is as jobs_positions last set it. */
+void jobs_positions(struct daemon *d);
+int jobs_get_lean(struct daemon *d, int64_t id, struct jobs_view *v,
+                  char *cause, size_t causelen);
 void jobs_view_free(struct jobs_view *v);
 /* Reads a table job's argv and env from the store into v->args, for an
  * answer that shows them (show, status in protocol version 1); nothing to
@@ -165,6 +171,13 @@ int jobs_token_matches(const struct job *j, const char *token);
 int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
                 int64_t *id, long *position, size_t *queued, char *cause,
                 size_t causelen);
+/* An array (docs/jobs.md, "Arrays"): n elements like t (consumed),
+ * indices[k] the k-th's index, limit its %N (0: none), all stored in one
+ * transaction or none; *array_id is the first element's job id. The
+ * front has checked the count against the uid's queued limit. */
+int jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
+                      size_t n, int limit, int64_t *array_id, long *position,
+                      size_t *queued, char *cause, size_t causelen);
 /* hold (held 1) or release (0) a queued job: it keeps its place; a held
  * one is never admitted. PROTO_E_STATE when it is not queued. */
 int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,

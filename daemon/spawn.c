@@ -28,6 +28,7 @@
 
 #include "daemon.h"
 #include "platform.h"
+#include "array-spec.h"
 #include "spawn-internal.h"
 
 extern char **environ;
@@ -303,10 +304,48 @@ static int spawn_start(const char *state_dir, const struct job *j,
                        int64_t timeout_ms, struct spawn_child *child,
                        char *cause, size_t causelen);
 
+/* An array's element (docs/jobs.md, "Arrays"): its argv with each {}
+ * its index ({{}} a literal {}), and STAGELOAD_ARRAY_ID and
+ * STAGELOAD_ARRAY_INDEX in its environment. */
+static int
+spawn_element(const char *state_dir, const struct job *j,
+              struct spawn_child *child, char *cause, size_t causelen)
+{
+	char idvar[48], indexvar[48], *extra[3] = {idvar, indexvar, NULL};
+	char **argv;
+	size_t n = 0, i;
+	int rc = -ENOMEM;
+
+	while (j->argv[n] != NULL)
+		n++;
+	if ((argv = calloc(n + 1, sizeof *argv)) == NULL)
+		goto nomem;
+	for (i = 0; i < n; i++)
+		if ((argv[i] = array_subst_word(j->argv[i], j->array_index)) ==
+		    NULL)
+			goto nomem;
+	snprintf(idvar, sizeof idvar, "STAGELOAD_ARRAY_ID=%lld",
+	         (long long)j->array_id);
+	snprintf(indexvar, sizeof indexvar, "STAGELOAD_ARRAY_INDEX=%lld",
+	         (long long)j->array_index);
+	rc = spawn_start(state_dir, j, argv, extra, 0, 0, child, cause,
+	                 causelen);
+	goto out;
+nomem:
+	snprintf(cause, causelen, "out of memory");
+out:
+	for (i = 0; argv != NULL && i < n; i++)
+		free(argv[i]);
+	free(argv);
+	return rc;
+}
+
 int
 spawn_detached(const char *state_dir, const struct job *j,
                struct spawn_child *child, char *cause, size_t causelen)
 {
+	if (j->array_id > 0)
+		return spawn_element(state_dir, j, child, cause, causelen);
 	return spawn_start(state_dir, j, j->argv, NULL, 0, 0, child, cause,
 	                   causelen);
 }

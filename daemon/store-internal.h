@@ -33,7 +33,10 @@ extern const char store_job_binds[];
  * lists read argv alone (for the command line): JOB_LIST_ARGS. */
 #define JOB_ARGS "a.argv, a.env"
 #define JOB_LIST_ARGS "a.argv, NULL"
-#define JOB_FROM " FROM jobs LEFT JOIN job_args a ON a.job_id = jobs.id"
+/* An array's elements share their first element's row (schema 10). */
+#define JOB_FROM                                                               \
+	" FROM jobs LEFT JOIN job_args a ON a.job_id = CASE WHEN"              \
+	" jobs.array_id > 0 THEN jobs.array_id ELSE jobs.id END"
 #define JOB_ENDED_STATES "('exited','killed','failed','cancelled','lost')"
 
 struct job_sample_rec {
@@ -77,7 +80,9 @@ struct store {
 	struct store_read *reader; /* history, read back (store-read.c) */
 	sqlite3_stmt *ins_marker;
 	sqlite3_stmt *latest, *latest_totals;
-	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_upd, *job_get;
+	sqlite3_stmt *job_ins, *args_ins, *job_seq, *job_array, *job_upd,
+	    *job_get;
+	sqlite3_stmt *array_elements, *job_get_lean;
 	sqlite3_stmt *jobs_unended, *jobs_ended, *jobs_ended_uid;
 	sqlite3_stmt *ev_ins, *ev_list, *ev_list_before;
 	/* the same for one job: events_job is its index */

@@ -379,50 +379,97 @@ store_job_row(sqlite3_stmt *st, struct job **out)
 	return 0;
 }
 
+/* j's row inside the caller's transaction; with args its job_args row
+ * too. Sets j->id (and queue_seq when 0). An sqlite result, or -ENOMEM. */
 static int
-insert_job(struct store *s, struct job *j, char *cause, size_t causelen)
+insert_row(struct store *s, struct job *j, int args)
 {
-	const char *what = "inserting a job";
 	int64_t id;
 	int rc;
 
 	j->bytes = store_job_bytes(j);
-	if ((rc = store_job_bind(s->job_ins, j)) != 0) {
-		store_cause(cause, causelen, "inserting a job: out of memory");
+	if ((rc = store_job_bind(s->job_ins, j)) != 0)
 		return rc;
-	}
-	/* The row, its args and its queue_seq commit together. */
-	if ((rc = store_run(s->begin)) != SQLITE_OK)
-		goto fail;
 	rc = store_run(s->job_ins);
 	sqlite3_clear_bindings(s->job_ins);
 	if (rc != SQLITE_OK)
-		goto fail;
-	id = sqlite3_last_insert_rowid(s->db);
-	if ((rc = store_args_bind(s->args_ins, id, j)) != 0) {
-		store_abort(s);
-		store_cause(cause, causelen, "inserting a job: out of memory");
 		return rc;
+	id = sqlite3_last_insert_rowid(s->db);
+	if (args) {
+		if ((rc = store_args_bind(s->args_ins, id, j)) != 0)
+			return rc;
+		rc = store_run(s->args_ins);
+		sqlite3_clear_bindings(s->args_ins);
+		if (rc != SQLITE_OK)
+			return rc;
 	}
-	rc = store_run(s->args_ins);
-	sqlite3_clear_bindings(s->args_ins);
-	if (rc != SQLITE_OK)
-		goto fail;
 	if (j->queue_seq == 0) {
 		sqlite3_bind_int64(s->job_seq, 1, id);
 		if ((rc = store_run(s->job_seq)) != SQLITE_OK)
+			return rc;
+		j->queue_seq = id;
+	}
+	j->id = id;
+	return SQLITE_OK;
+}
+
+/* Jobs inserted, then their transaction failed: none of them exists. */
+static void
+insert_undo(struct job **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		/* A queue_seq given before (a requeue's) is an older id. */
+		if (v[i]->id > 0 && v[i]->queue_seq == v[i]->id)
+			v[i]->queue_seq = 0;
+		v[i]->id = 0;
+		v[i]->array_id = 0;
+	}
+}
+
+/* v[0] and, when an array, the rest of its elements, in one transaction:
+ * the rows, the one args row (v[0]'s, which the elements share) and the
+ * array's id (v[0]'s job id) all commit together, or nothing does. */
+static int
+insert_jobs(struct store *s, struct job **v, size_t n, int array, char *cause,
+            size_t causelen)
+{
+	const char *what = "inserting a job";
+	size_t i;
+	int rc;
+
+	if ((rc = store_run(s->begin)) != SQLITE_OK)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			v[i]->array_id = v[0]->id;
+		if ((rc = insert_row(s, v[i], i == 0)) == -ENOMEM) {
+			store_abort(s);
+			insert_undo(v, i + 1);
+			store_cause(cause, causelen,
+			            "inserting a job: out of memory");
+			return rc;
+		}
+		if (rc != SQLITE_OK)
 			goto fail;
+		if (i == 0 && array) {
+			sqlite3_bind_int64(s->job_array, 1, v[0]->id);
+			if ((rc = store_run(s->job_array)) != SQLITE_OK)
+				goto fail;
+			v[0]->array_id = v[0]->id;
+		}
 	}
 	what = "committing a job";
 	if ((rc = store_run(s->commit)) != SQLITE_OK)
 		goto fail;
-	j->id = id;
-	if (j->queue_seq == 0)
-		j->queue_seq = id;
-	usage_add(s, j->uid, j->bytes, JOB_STATE_ENDED(j->state) ? j->bytes : 0,
-	          1, JOB_STATE_ENDED(j->state));
+	for (i = 0; i < n; i++)
+		usage_add(s, v[i]->uid, v[i]->bytes,
+		          JOB_STATE_ENDED(v[i]->state) ? v[i]->bytes : 0, 1,
+		          JOB_STATE_ENDED(v[i]->state));
 	return 0;
 fail:
+	insert_undo(v, n);
 	rc = store_fail(s, rc, what, cause, causelen);
 	store_abort(s);
 	return rc;
@@ -434,8 +481,19 @@ store_job_insert(struct store *s, struct job *j, char *cause, size_t causelen)
 	char why[STORE_CAUSE_MAX] = "";
 
 	return store_health_note(s, STORE_AREA_SUBMIT, "job insert",
-	                         insert_job(s, j, why, sizeof why), why, cause,
-	                         causelen);
+	                         insert_jobs(s, &j, 1, 0, why, sizeof why), why,
+	                         cause, causelen);
+}
+
+int
+store_array_insert(struct store *s, struct job **v, size_t n, char *cause,
+                   size_t causelen)
+{
+	char why[STORE_CAUSE_MAX] = "";
+
+	return store_health_note(s, STORE_AREA_SUBMIT, "array insert",
+	                         insert_jobs(s, v, n, 1, why, sizeof why), why,
+	                         cause, causelen);
 }
 
 /* ---- accounting (store-report.h) ---- */
@@ -674,9 +732,71 @@ store_job_update(struct store *s, const struct job *j, char *cause,
 }
 
 int
+store_array_elements(struct store *s, int64_t array_id, int64_t **ids,
+                     int64_t **indices, size_t *n)
+{
+	sqlite3_stmt *st = s->array_elements;
+	int64_t *v = NULL, *x = NULL, *nv;
+	size_t len = 0, cap = 0;
+	int rc;
+
+	*ids = *indices = NULL;
+	*n = 0;
+	sqlite3_bind_int64(st, 1, array_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			cap = cap == 0 ? 16 : 2 * cap;
+			if ((nv = realloc(v, cap * sizeof *v)) == NULL)
+				goto nomem;
+			v = nv;
+			if ((nv = realloc(x, cap * sizeof *x)) == NULL)
+				goto nomem;
+			x = nv;
+		}
+		v[len] = sqlite3_column_int64(st, 0);
+		x[len++] = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		free(x);
+		return store_errno(rc);
+	}
+	*ids = v;
+	*indices = x;
+	*n = len;
+	return 0;
+nomem:
+	sqlite3_reset(st);
+	free(v);
+	free(x);
+	return -ENOMEM;
+}
+
+static int job_get_with(struct store *s, sqlite3_stmt *st, int64_t id,
+                        struct job **out);
+
+int
 store_job_get(struct store *s, int64_t id, struct job **out)
 {
-	sqlite3_stmt *st = s->job_get;
+	return job_get_with(s, s->job_get, id, out);
+}
+
+int
+store_job_get_lean(struct store *s, int64_t id, struct job **out)
+{
+	int rc = job_get_with(s, s->job_get_lean, id, out);
+
+	if (rc == 0 && (rc = job_drop_args(*out)) != 0) {
+		job_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static int
+job_get_with(struct store *s, sqlite3_stmt *st, int64_t id, struct job **out)
+{
 	int rc;
 
 	*out = NULL;
@@ -977,12 +1097,17 @@ store_prune_jobs(struct store *s, int64_t now_ms,
 		         " (SELECT id FROM jobs WHERE state "
 		         "IN " JOB_ENDED_STATES " AND ended_ms < ?1)",
 		         cut)) != SQLITE_OK ||
-		    (rc = store_exec_cut(s,
-		                         "DELETE FROM job_args WHERE job_id IN"
-		                         " (SELECT id FROM jobs WHERE state "
-		                         "IN " JOB_ENDED_STATES
-		                         " AND ended_ms < ?1)",
-		                         cut)) != SQLITE_OK ||
+		    (rc = store_exec_cut(
+		         s,
+		         "DELETE FROM job_args WHERE job_id IN"
+		         " (SELECT CASE WHEN array_id > 0 THEN array_id ELSE id"
+		         " END FROM jobs WHERE state IN " JOB_ENDED_STATES
+		         " AND ended_ms < ?1) AND NOT EXISTS (SELECT 1 FROM "
+		         "jobs"
+		         " j2 WHERE j2.array_id > 0 AND j2.array_id ="
+		         " job_args.job_id AND NOT (j2.state "
+		         "IN " JOB_ENDED_STATES " AND j2.ended_ms < ?1))",
+		         cut)) != SQLITE_OK ||
 		    (rc = store_exec_cut(s,
 		                         "DELETE FROM events WHERE job_id IN"
 		                         " (SELECT id FROM jobs WHERE state "

@@ -213,6 +213,15 @@ static const char *const store_migrations[] = {
      * from inside the job carries; NULL for jobs from before, whose
      * reports are taken as they were. */
     "ALTER TABLE jobs ADD COLUMN job_token TEXT;",
+    /* 13: arrays: an element's array (its first element's id, 0: not an
+     * element), its index and the array's limit of elements running at
+     * once (0: none). The elements share their first element's job_args
+     * row. */
+    ("ALTER TABLE jobs ADD COLUMN array_id INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN array_limit INTEGER NOT NULL DEFAULT 0;"
+     "CREATE INDEX jobs_array ON jobs(array_id, array_index)"
+     " WHERE array_id > 0;"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -495,6 +504,10 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->args_ins,
 	     "INSERT INTO job_args (job_id, argv, env) VALUES (?1, ?2, ?3)");
 	PREP(s->job_seq, "UPDATE jobs SET queue_seq = id WHERE id = ?1");
+	PREP(s->job_array, "UPDATE jobs SET array_id = id WHERE id = ?1");
+	PREP(s->array_elements, "SELECT id, array_index FROM jobs"
+	                        " WHERE array_id = ?1 AND array_id > 0"
+	                        " ORDER BY array_index");
 	/* An anonymous ? takes the number after the largest before it. */
 	snprintf(jsql, sizeof jsql, "UPDATE jobs SET (%s) = (%s) WHERE id = ?",
 	         store_job_columns + 2, store_job_binds + 2);
@@ -503,6 +516,11 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	         "SELECT id%s, " JOB_ARGS JOB_FROM " WHERE id = ?1",
 	         store_job_columns);
 	PREP(s->job_get, jsql);
+	/* A list's: argv (for the command line), no env. */
+	snprintf(jsql, sizeof jsql,
+	         "SELECT id%s, " JOB_LIST_ARGS JOB_FROM " WHERE id = ?1",
+	         store_job_columns);
+	PREP(s->job_get_lean, jsql);
 	/* The table keeps a queued job's command line alone; its env and
 	 * argv are read again when it starts or is shown. */
 	snprintf(jsql, sizeof jsql,
@@ -548,7 +566,13 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	PREP(s->del_job_samples, "DELETE FROM job_samples WHERE job_id = ?1");
 	PREP(s->del_job_events, "DELETE FROM events WHERE job_id = ?1");
 	PREP(s->del_job, "DELETE FROM jobs WHERE id = ?1");
-	PREP(s->del_job_args, "DELETE FROM job_args WHERE job_id = ?1");
+	/* A job's args row (an array's, shared: once no other element
+	 * is left). Before the job's own row goes. */
+	PREP(s->del_job_args,
+	     "DELETE FROM job_args WHERE job_id = (SELECT CASE WHEN"
+	     " array_id > 0 THEN array_id ELSE id END FROM jobs WHERE id = ?1)"
+	     " AND NOT EXISTS (SELECT 1 FROM jobs j2 WHERE j2.array_id > 0"
+	     " AND j2.array_id = job_args.job_id AND j2.id != ?1)");
 #undef PREP
 	return 0;
 }

@@ -98,8 +98,17 @@ int store_latest(struct store *s, struct sys_sample *out);
  * field. Both commit before returning. */
 int store_job_insert(struct store *s, struct job *j, char *cause,
                      size_t causelen);
+/* An array's elements v[0..n-1] in one transaction: each its row, v[0]
+ * the args row they share; sets each one's id and array_id (v[0]'s id).
+ * On failure nothing is stored and their ids stay 0. */
+int store_array_insert(struct store *s, struct job **v, size_t n, char *cause,
+                       size_t causelen);
 int store_job_update(struct store *s, const struct job *j, char *cause,
                      size_t causelen);
+/* The elements of array array_id, by index: their job ids and indices
+ * (malloc'd, both NULL with *n 0 when none is stored). < 0 on failure. */
+int store_array_elements(struct store *s, int64_t array_id, int64_t **ids,
+                         int64_t **indices, size_t *n);
 /* Count ended jobs in their days' accounting (store-report.h), in one
  * transaction: what store_job_update does for the update that ends a
  * job, for tests and benchmarks that seed the table. */
@@ -107,6 +116,9 @@ int store_account(struct store *s, struct job *const *jobs, size_t n,
                   char *cause, size_t causelen);
 /* Load one job (malloc'd, free with job_free), 1 when absent. */
 int store_job_get(struct store *s, int64_t id, struct job **out);
+/* The same without its env, and its argv made its command line (a list's
+ * job: wire_job_list). */
+int store_job_get_lean(struct store *s, int64_t id, struct job **out);
 /* Call cb for every job not ended, in queue order (priority desc,
  * queue_seq asc) — used at start-up to rebuild the queue. Each job has its
  * command line and no argv or env (store_job_get reads them). The callback may

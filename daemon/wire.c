@@ -361,6 +361,19 @@ wire_job_slurm_task_id(cJSON *o, const struct wire_ctx *c)
 	            c->j->slurm_job_id > 0);
 }
 
+/* An element's array and index; null when the job is not one. */
+static void
+wire_job_array_id(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "array_id", c->j->array_id, c->j->array_id > 0);
+}
+
+static void
+wire_job_array_index(cJSON *o, const struct wire_ctx *c)
+{
+	add_opt_int(o, "array_index", c->j->array_index, c->j->array_id > 0);
+}
+
 /* Lists only: the argv as one line, null when not the viewer's. */
 static void
 wire_job_command(cJSON *o, const struct wire_ctx *c)

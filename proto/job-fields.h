@@ -87,6 +87,10 @@ X(after,           "after",           S_IDS,    "after_ids",       J_IDS,    PUB
 X(after_any,       "after_any",       S_INT,    "after_any",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(held,            "held",            S_INT,    "held",            J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(group,           "group",           S_TEXT,   "queue_group",     J_STRN,   PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
+X(array,           "array",           S_NO,     "",                J_NO,     OWNER,  P_STRING,     0, 0, 0,           U_NONE,    W_NO) \
+X(array_id,        "array_id",        S_INT,    "array_id",        J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(array_index,     "array_index",     S_INT,    "array_index",     J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(array_limit,     "array_limit",     S_INT,    "array_limit",     J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
 X(position,        "position",        S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
 X(waiting_for,     "waiting_for",     S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
 X(waiting_on,      "waiting_on",      S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
@@ -168,6 +172,10 @@ X(after,             "after",           0, "ID[,ID...]", CLI_TEXT, 0, 0, none,  
   "fails, is killed or cancelled, this one is cancelled") \
 X(after,             "after-any",       0, "ID[,ID...]", CLI_TEXT, 0, 0, after_any,       SUBMIT, 0, \
   "start after these jobs ended, however they ended") \
+X(array,             "array",           0, "SPEC",       CLI_TEXT, 0, 0, none,            SUBMIT, 0, \
+  "an array: one job per index of SPEC (1-100, 1,5,9,\n" \
+  "0-100:10; %N: at most N running at once), each\n" \
+  "with {} in CMD as its index; prints its id, A42") \
 X(held,              "hold",            0, NULL,         CLI_FLAG, 0, 0, none,            SUBMIT, 0, \
   "queue it held: it starts only after 'release ID'") \
 X(group,             "group",           0, "NAME",       CLI_TEXT, 0, 0, none,            SUBMIT, 0, \

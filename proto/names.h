@@ -62,7 +62,11 @@
 	  "group.%g.max_running allows, or its user holds half of them "       \
 	  "(rounded up) while another user's job in the group waits")          \
 	X(BEGIN, "begin", "begin %b", "free %f, waiting to begin at %b",       \
-	  "it starts no earlier than %b (--begin)")
+	  "it starts no earlier than %b (--begin)")                            \
+	X(ARRAY, "array", "array",                                             \
+	  "free %f, its array runs as many as its limit allows",               \
+	  "its array already runs as many elements as its limit (the N of "    \
+	  "--array SPEC%N) allows")
 
 /* The list expands to the enumerators. */
 /* clang-format off */

@@ -1351,6 +1351,28 @@ proto_param_type(const cJSON *params, const char *name, enum proto_type t,
 				    cause, causelen, name,
 				    "must be an array of integers");
 		break;
+	case PROTO_T_ID:
+		if (!(cJSON_IsNumber(v) && isfinite(v->valuedouble)) &&
+		    !(cJSON_IsString(v) && v->valuestring != NULL))
+			return param_error(cause, causelen, name,
+			                   "must be a job id (an integer, or a "
+			                   "string: \"42\", \"A42\", "
+			                   "\"A42_3\")");
+		break;
+	case PROTO_T_IDV:
+		if (!cJSON_IsArray(v))
+			return param_error(cause, causelen, name,
+			                   "must be an array of job ids");
+		for (it = v->child; it != NULL; it = it->next)
+			if (!(cJSON_IsNumber(it) &&
+			      isfinite(it->valuedouble)) &&
+			    !(cJSON_IsString(it) && it->valuestring != NULL))
+				return param_error(
+				    cause, causelen, name,
+				    "must be an array of job ids (integers, "
+				    "or strings: \"42\", \"A42\", "
+				    "\"A42_3\")");
+		break;
 	}
 	return 0;
 }

@@ -205,6 +205,10 @@ enum proto_type {
 	PROTO_T_STRING,
 	PROTO_T_STRV, /* an array of strings */
 	PROTO_T_INTV, /* an array of integers: proto_param_intv */
+	/* a job: an integer, or a string naming one ("42", "A42_3") or an
+	 * array ("A42"), as the daemon resolves them (control-jobs.c) */
+	PROTO_T_ID,
+	PROTO_T_IDV, /* an array of PROTO_T_ID */
 };
 /* 0 when name is absent (JSON null too) and not required, or present with
  * type t; else PROTO_E_PARAMS with the cause proto_param_* would give.

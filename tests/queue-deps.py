@@ -123,7 +123,8 @@ def sc_submit_checks(d, m, c):
             ({"after": [bad]}, -32005, "already ended exited 1"),
             ({"after": [good, good]}, -32602, "listed twice"),
             ({"after": [0]}, -32602, "after"),
-            ({"after": ["1"]}, -32602, "array of integers"),
+            ({"after": [True]}, -32602, "array of job ids"),
+            ({"after": ["x1"]}, -32602, "not a job id"),
             ({"after": list(range(1, 66))}, -32602, "more than 64")):
         try:
             submit(c, d, "exit 0", **params)

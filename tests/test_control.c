@@ -817,13 +817,19 @@ static const struct {
      "invalid params: 'pid' must be an integer"},
     {"job_exit", "{\"id\":1,\"signal\":\"KILL\"}",
      "invalid params: 'signal' must be an integer"},
-    {"resume", "{\"id\":\"1\"}", "invalid params: 'id' must be an integer"},
+    {"resume", "{\"id\":false}",
+     "invalid params: 'id' must be a job id (an integer, or a string: "
+     "\"42\", \"A42\", \"A42_3\")"},
     {"status", "{\"all\":\"yes\"}",
      "invalid params: 'all' must be true or false"},
     {"show", "{\"id\":1,\"env\":1}",
      "invalid params: 'env' must be true or false"},
-    {"cancel", "{\"id\":[1]}", "invalid params: 'id' must be an integer"},
-    {"wait", "{\"id\":true}", "invalid params: 'id' must be an integer"},
+    {"cancel", "{\"id\":[1]}",
+     "invalid params: 'id' must be a job id (an integer, or a string: "
+     "\"42\", \"A42\", \"A42_3\")"},
+    {"wait", "{\"id\":true}",
+     "invalid params: 'id' must be a job id (an integer, or a string: "
+     "\"42\", \"A42\", \"A42_3\")"},
     {"logs", "{\"id\":1,\"follow\":\"yes\"}",
      "invalid params: 'follow' must be true or false"},
     {"events", "{\"limit\":\"10\"}",

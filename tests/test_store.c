@@ -198,7 +198,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 13);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -218,11 +218,21 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
-/* A database of this schema turned back into schema 11's shape: no job
- * token. */
+/* A database of this schema turned back into schema 12's: no arrays. */
+static void
+raw_to_schema_12(sqlite3 *db)
+{
+	raw_exec(db, "DROP INDEX jobs_array");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN array_id");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN array_index");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN array_limit");
+}
+
+/* ... and into schema 11's shape: no job token. */
 static void
 raw_to_schema_11(sqlite3 *db)
 {
+	raw_to_schema_12(db);
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN job_token");
 }
 
@@ -289,7 +299,99 @@ test_migrate_from_10(void **state)
 	job_free(got);
 }
 
-/* ... and into schema 8's: no Slurm ids, no exit_reporter. */
+/* A database of schema 12 is brought to 13: its jobs are no array's, and
+ * each reads its own args row. */
+static void
+test_migrate_from_12(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	char *argv[] = {"/bin/echo", "{}", NULL};
+	struct job j, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	j.argv = argv;
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_12(db);
+	raw_exec(db, "PRAGMA user_version = 12");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->array_id, 0);
+	assert_int_equal(got->array_limit, 0);
+	assert_non_null(got->argv);
+	assert_string_equal(got->argv[1], "{}");
+	job_free(got);
+}
+
+/* An array's elements share their first element's args row: each reads
+ * it, and it goes only with the last of them. */
+static void
+test_array_args(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	char *argv[] = {"/bin/echo", "{}", NULL}, *env[] = {"A=1", NULL};
+	struct job e[3], *v[3], *got;
+	int64_t *ids, *idx;
+	size_t n, i;
+	int pruned;
+	sqlite3 *db;
+
+	for (i = 0; i < 3; i++) {
+		memset(&e[i], 0, sizeof e[i]);
+		e[i].state = JOB_EXITED;
+		e[i].attempt = 1;
+		e[i].uid = 1000;
+		e[i].array_index = (int64_t)i * 10;
+		e[i].array_limit = 2;
+		e[i].ended_ms = 1000 + (int64_t)i;
+		v[i] = &e[i];
+	}
+	e[0].argv = argv;
+	e[0].env = env;
+	assert_int_equal(store_array_insert(f->s, v, 3, cause, sizeof cause),
+	                 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(e[i].array_id, e[0].id);
+	assert_int_equal(store_array_elements(f->s, e[0].id, &ids, &idx, &n),
+	                 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[2], e[2].id);
+	assert_int_equal(idx[2], 20);
+	free(ids);
+	free(idx);
+	assert_int_equal(store_job_get(f->s, e[2].id, &got), 0);
+	assert_non_null(got->argv);
+	assert_string_equal(got->argv[1], "{}");
+	assert_string_equal(got->env[0], "A=1");
+	assert_int_equal(got->array_limit, 2);
+	job_free(got);
+	/* the first goes (oldest): the others still read the row */
+	assert_int_equal(store_make_room(f->s, 1000, 0, INT64_MAX, 2, NULL,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 1);
+	assert_int_equal(store_job_get(f->s, e[1].id, &got), 0);
+	assert_non_null(got->argv);
+	job_free(got);
+	/* the last goes with it */
+	assert_int_equal(store_make_room(f->s, 1000, 0, INT64_MAX, 0, NULL,
+	                                 NULL, &pruned, cause, sizeof cause),
+	                 0);
+	assert_int_equal(pruned, 2);
+	db = raw_open(f->path);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM job_args"), 0);
+	sqlite3_close(db);
+}
+
 static void
 raw_to_schema_8(sqlite3 *db)
 {
@@ -482,7 +584,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 13);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -526,7 +628,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 13);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -570,7 +672,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 13);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -792,7 +894,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 12");
+	raw_exec(db, "PRAGMA user_version = 13");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -2583,6 +2685,8 @@ main(void)
 	    T(test_migrate_from_11),
 	    T(test_migrate_from_7),
 	    T(test_migrate_from_10),
+	    T(test_migrate_from_12),
+	    T(test_array_args),
 	    T(test_history_parts),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),

@@ -10,7 +10,7 @@ from typing import Any
 
 from .client import (Client, ConnectionLost, DaemonNotRunning, LimitReached, NoSuchJob,
                      NoSuchProcess, PermissionDenied, StageloadError, UntrustedSocket,
-                     WrongState, check_peer, check_socket, socket_path)
+                     WrongState, check_peer, check_socket, parse_job_id, socket_path)
 from .guard import JobNotRun, JobTerminated, SwapBudgetExceeded, guard, stage
 from .units import format_size, parse_size
 
@@ -21,7 +21,8 @@ __all__ = ["Attachment", "Client", "ConnectionLost", "DaemonNotRunning", "JobNot
            "NotLoaded", "PermissionDenied", "ReleaseWarning", "Released", "StageloadError",
            "StagedModels", "SwapBudgetExceeded", "UnknownName", "UntrustedSocket",
            "WrongState", "check_peer", "check_socket", "format_size", "guard", "on_call",
-           "parse_size", "release", "socket_path", "stage", "stand_in", "trace"]
+           "parse_job_id", "parse_size", "release", "socket_path", "stage", "stand_in",
+           "trace"]
 
 _STAGING = ("StagedModels", "StandIn", "CallHook", "Attachment", "NotLoaded", "Released",
             "ReleaseWarning", "UnknownName", "on_call", "release", "stand_in")

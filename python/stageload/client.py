@@ -350,6 +350,32 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_in_child)
 
 
+# A job id as the daemon reads it (PROTOCOL.md, "Job ids"): an int, or
+# "42", "A42" (every element of array 42), "A42_3" (its element of index 3).
+JobId = Union[int, str]
+
+
+def parse_job_id(text: JobId) -> Tuple[int, bool, Optional[int]]:
+    """(id, is_array, index) of a job id: 42 -> (42, False, None), "A42" ->
+    (42, True, None), "A42_3" -> (42, True, 3). ValueError for another
+    form. The daemon resolves them: this only reads them."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 1:
+            raise ValueError("a job id is from 1: %r" % text)
+        return text, False, None
+    if not isinstance(text, str):
+        raise ValueError("not a job id: %r" % (text,))
+    t = text
+    is_array = t[:1] in ("A", "a")
+    if is_array:
+        t = t[1:]
+    num, sep, index = t.partition("_")
+    if (not num.isdigit() or not num.isascii() or int(num) < 1 or
+            (sep and (not is_array or not index.isdigit() or not index.isascii()))):
+        raise ValueError("not a job id: %r (give 42, A42 or A42_3)" % text)
+    return int(num), is_array, int(index) if sep else None
+
+
 def _filter(user: Optional[str], mine: Optional[bool],
             state: Union[str, Sequence[str], None],
             name: Optional[str]) -> Dict[str, Any]:
@@ -558,7 +584,8 @@ class Client:
         available). options: every other submit parameter of the protocol
         by its name (job_fields.SUBMIT_PARAMS, from the daemon's table; a
         size takes "8G" too): after=[ids], held=True, group="g",
-        on_end="cmd", ..."""
+        on_end="cmd", array="1-100%4" (an array: one job per index, the
+        result's "ids"; after takes "A42" and "A42_3" too), ..."""
         params: Dict[str, Any] = {}
         for k, v in options.items():
             param = SUBMIT_PARAMS.get(k)
@@ -587,16 +614,16 @@ class Client:
             given[k] = params[k]
         return self.call("submit", **given)
 
-    def job_pid(self, id: int, pid: int, tree: Optional[bool] = None) -> Dict[str, Any]:
+    def job_pid(self, id: JobId, pid: int, tree: Optional[bool] = None) -> Dict[str, Any]:
         """tree: follow pid and its descendants only, never its process
         group (what guard() uses for the current process)."""
         return self.call("job_pid", id=id, pid=pid, tree=tree)
 
-    def job_exit(self, id: int, exit_code: Optional[int] = None,
+    def job_exit(self, id: JobId, exit_code: Optional[int] = None,
                  signal: Optional[int] = None) -> Dict[str, Any]:
         return self.call("job_exit", id=id, exit_code=exit_code, signal=signal)
 
-    def resume(self, id: int) -> Dict[str, Any]:
+    def resume(self, id: JobId) -> Dict[str, Any]:
         return self.call("resume", id=id)
 
     def status(self, all: Optional[bool] = None, limit: Optional[int] = None,
@@ -627,10 +654,10 @@ class Client:
             if not cursor:
                 return out
 
-    def show(self, id: int, env: Optional[bool] = None) -> Dict[str, Any]:
+    def show(self, id: JobId, env: Optional[bool] = None) -> Dict[str, Any]:
         return self.call("show", id=id, env=env)
 
-    def cancel(self, id: int) -> Dict[str, Any]:
+    def cancel(self, id: JobId) -> Dict[str, Any]:
         return self.call("cancel", id=id)
 
     def cancel_matching(self, user: Optional[str] = None, mine: Optional[bool] = None,
@@ -643,20 +670,21 @@ class Client:
         PermissionDenied otherwise). Waits as long as that takes."""
         return self.call("cancel_matching", timeout=None, all_users=all_users,
                          **_filter(user, mine, state, name))
-    def hold(self, id: int) -> Dict[str, Any]:
+
+    def hold(self, id: JobId) -> Dict[str, Any]:
         """Keep a queued job from starting until release(); the Job after
         the call."""
         return self.call("hold", id=id)
 
-    def release(self, id: int) -> Dict[str, Any]:
+    def release(self, id: JobId) -> Dict[str, Any]:
         return self.call("release", id=id)
 
-    def resubmit(self, id: int) -> Dict[str, Any]:
+    def resubmit(self, id: JobId) -> Dict[str, Any]:
         """Queue a new job as an ended one was submitted ({"id",
         "position", "queued", "resubmitted"})."""
         return self.call("resubmit", id=id)
 
-    def update(self, id: int, priority: Optional[int] = None,
+    def update(self, id: JobId, priority: Optional[int] = None,
                wait_free_pct: Optional[float] = None,
                wait_free_bytes: Union[int, str, None] = None,
                swap_budget: Union[int, str, None] = None,
@@ -667,7 +695,7 @@ class Client:
                          wait_free_bytes=_size(wait_free_bytes),
                          swap_budget_bytes=_size(swap_budget), expect_bytes=_size(expect))
 
-    def wait(self, id: int, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def wait(self, id: JobId, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Blocks until the job has ended (timeout None: for ever)."""
         return self.call("wait", id=id, timeout=timeout)
 
@@ -675,7 +703,8 @@ class Client:
         """Waits for every job of the caller's queued or running now (as
         `stageloadctl wait --all`); the ended Jobs, in the queue's order."""
         return [self.wait(j["id"]) for j in self.jobs(mine=True)]
-    def logs(self, id: int, offset: Optional[int] = None, follow: Optional[bool] = None,
+
+    def logs(self, id: JobId, offset: Optional[int] = None, follow: Optional[bool] = None,
              on_data: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
         """The log from offset: each chunk goes to on_data (default: kept and
         answered as result["data"]). With follow it blocks until the job

@@ -93,6 +93,7 @@ WAIT_LINES: Dict[str, str] = {
     "after": "free %f, waiting for job %a to end",
     "group": "free %f, its group (or its user's share of it) is full",
     "begin": "free %f, waiting to begin at %b",
+    "array": "free %f, its array runs as many as its limit allows",
 }
 
 

@@ -212,6 +212,29 @@ def test_submit_options_hold_release_update(env, tmp_path):
         assert c.wait(again["id"])["exit_code"] == 3
 
 
+def test_arrays(env, tmp_path):
+    """submit(array=SPEC) queues one job per index; the methods take the
+    array and its elements by name (A42, A42_3), which parse_job_id reads."""
+    assert stageload.parse_job_id("A42_3") == (42, True, 3)
+    assert stageload.parse_job_id("A42") == (42, True, None)
+    assert stageload.parse_job_id(42) == (42, False, None)
+    for bad in ("42_3", "A", "B1", "A0", 0, True):
+        with pytest.raises(ValueError):
+            stageload.parse_job_id(bad)
+    with stageload.Client() as c:
+        r = c.submit(["sh", "-c", "exit {}"], cwd=str(tmp_path), array="0-2",
+                     held=True)
+        a = "A%d" % r["array_id"]
+        assert len(r["ids"]) == 3 and r["id"] == r["array_id"], r
+        one = c.release(a + "_1")
+        assert one["array_index"] == 1 and one["id"] == r["ids"][1], one
+        assert c.wait(a + "_1")["exit_code"] == 1
+        jobs = c.cancel(a)["jobs"]
+        assert [j["state"] for j in jobs] == ["cancelled", "exited", "cancelled"]
+        with pytest.raises(stageload.StageloadError):
+            c.wait(a)
+
+
 def test_filters_cancel_matching_wait_all(env, tmp_path):
     """The job filter on status, jobs and events; cancel_matching; and
     wait_all."""
