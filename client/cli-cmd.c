@@ -19,37 +19,25 @@
 #include "text.h"
 #include "units.h"
 
-/* The rows of the filter options, one text each whichever table. */
-#define FILTER_USER                                                            \
-	{                                                                      \
-		"user", 'u', CLI_TEXT, "NAME", 0, 0,                           \
-		    "only the jobs of user NAME"                               \
-	}
-#define FILTER_MINE                                                            \
-	{                                                                      \
-		"mine", 0, CLI_FLAG, NULL, 0, 0, "only your own jobs"          \
-	}
-#define FILTER_NAME                                                            \
-	{                                                                      \
-		"name", 0, CLI_TEXT, "GLOB", 0, 0,                             \
-		    "only jobs whose name matches GLOB (fnmatch(3):\n"         \
-		    "* ? [...]; quote it from the shell)"                      \
-	}
-
 const struct cli_option cli_filter_options[] = {
-    FILTER_USER,
-    FILTER_MINE,
+    {"user", 'u', CLI_TEXT, "NAME", 0, 0, "only the jobs of user NAME"},
+    {"mine", 0, CLI_FLAG, NULL, 0, 0, "only your own jobs"},
     {"state", 0, CLI_TEXT, "STATE,...", 0, 0,
      "only jobs in one of these states: queued, admitted,\n"
      "running, exited, killed, failed, cancelled, lost"},
-    FILTER_NAME,
+    {"name", 0, CLI_TEXT, "GLOB", 0, 0,
+     "only jobs whose name matches GLOB (fnmatch(3):\n"
+     "* ? [...]; quote it from the shell)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
+/* The same rows but --state (keep their texts alike). */
 const struct cli_option cli_filter_options_ended[] = {
-    FILTER_USER,
-    FILTER_MINE,
-    FILTER_NAME,
+    {"user", 'u', CLI_TEXT, "NAME", 0, 0, "only the jobs of user NAME"},
+    {"mine", 0, CLI_FLAG, NULL, 0, 0, "only your own jobs"},
+    {"name", 0, CLI_TEXT, "GLOB", 0, 0,
+     "only jobs whose name matches GLOB (fnmatch(3):\n"
+     "* ? [...]; quote it from the shell)"},
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
