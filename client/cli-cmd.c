@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "text.h"
 #include "units.h"
 
@@ -435,6 +436,14 @@ explain(const struct cli_option *o, char *buf, size_t len)
 		snprintf(buf, len,
 		         "a duration above 0 such as 500ms, 2s, 0.5 or 1m");
 		break;
+	case CLI_LIMIT:
+		snprintf(buf, len,
+		         "a duration such as 90m, 2h or 1d (0: none)");
+		break;
+	case CLI_BEGIN:
+		snprintf(buf, len,
+		         "a time such as +30m, 23:10 or 2026-12-24T08:00");
+		break;
 	case CLI_CHOICE:
 		/* "table|json|csv" reads "table, json or csv" */
 		buf[0] = '\0';
@@ -537,6 +546,23 @@ set_value(const struct cli_option *o, const char *text, int given,
 			return -EINVAL;
 		a->opt[slot].n = ms;
 		break;
+	case CLI_LIMIT:
+		/* "--time 90" is 90 seconds to units_parse_duration_ms, and
+		 * 90 minutes to a Slurm user: a unit is asked for. */
+		if (units_parse_duration_ms(text, &ms) < 0)
+			return -EINVAL;
+		if (ms > 0 && text[strspn(text, "0123456789.")] == '\0')
+			return -EDOM;
+		a->opt[slot].n = ms;
+		break;
+	case CLI_BEGIN:
+		if (units_parse_begin_ms(text, clock_wall_ms(), &ms) < 0)
+			return units_parse_duration_ms(text, &ms) == 0 &&
+			               strpbrk(text, "smhdwy") != NULL
+			           ? -EDOM
+			           : -EINVAL;
+		a->opt[slot].n = ms;
+		break;
 	}
 	a->opt[slot].given = given;
 	a->opt[slot].text = text;
@@ -620,6 +646,20 @@ take(const struct rows *r, size_t i, const char *text, struct cli *cli,
 		         "--%s %s is %s bytes: did you mean %s%s? (write "
 		         "%sB for bytes)",
 		         o->name, text, text, text, v < 1024 ? "G" : "M", text);
+		return -EINVAL;
+	}
+	if (rc == -EDOM && o->type == CLI_LIMIT) {
+		snprintf(cause, causelen,
+		         "--%s %s has no unit: did you mean %sm? (90m, 2h, 1d)",
+		         o->name, text, text);
+		return -EINVAL;
+	}
+	if (rc == -EDOM) {
+		/* "--begin 3s": from now, or 3 s past midnight? */
+		snprintf(cause, causelen,
+		         "--%s %s: did you mean +%s? (a duration from now "
+		         "takes a +)",
+		         o->name, text, text);
 		return -EINVAL;
 	}
 	if (rc < 0) {

@@ -166,6 +166,8 @@ set_value(const struct cli_args *a, const struct job_option *o,
 	case CLI_INT:
 	case CLI_SIZE:
 	case CLI_DURATION:
+	case CLI_LIMIT:
+	case CLI_BEGIN:
 	case CLI_ID:
 		return sl_job_spec_set_int(spec, wire,
 		                           cli_number(a, o->option, 0));
@@ -216,6 +218,17 @@ cli_job_options_set(struct cli *cli, const struct cli_args *a,
 		}
 	}
 	return -1;
+}
+
+const char *
+cli_job_option_param(const char *option)
+{
+	const struct job_option *o;
+
+	for (o = job_options; o < job_options + NJOB_OPTIONS; o++)
+		if (strcmp(o->option, option) == 0)
+			return fields[o->field].wire;
+	return NULL;
 }
 
 const char *

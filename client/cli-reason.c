@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -109,9 +110,30 @@ free_compare(const struct cli_wait *w, char *buf, size_t len)
 	snprintf(buf, len, "%s %s %s", have, below ? "<" : ">=", want);
 }
 
+/* When a job may begin, as a local clock time: "23:10", with the date
+ * when it is not today ("2026-12-24 23:10"), seconds when it has them. */
+static void
+begin_text(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000), now = time(NULL);
+	struct tm tm, today;
+
+	if (ms <= 0 || localtime_r(&t, &tm) == NULL ||
+	    localtime_r(&now, &today) == NULL) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	strftime(
+	    buf, len,
+	    tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday
+	        ? (tm.tm_sec != 0 ? "%H:%M:%S" : "%H:%M")
+	        : (tm.tm_sec != 0 ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M"),
+	    &tm);
+}
+
 /* Expand a template of proto/names.h: %F the comparison, %f the free %,
  * %w what the job waits for, %R the reserved bytes, %a the job it starts
- * after, %i the job's id. */
+ * after, %i the job's id, %b when it may begin. */
 static void
 expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
        size_t len)
@@ -162,6 +184,9 @@ expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
 			case 'a':
 				snprintf(part, sizeof part, "%s",
 				         after != NULL ? after : "?");
+				break;
+			case 'b':
+				begin_text(w->begin_ms, part, sizeof part);
 				break;
 			default:
 				snprintf(part, sizeof part, "%%%c", *fmt);
@@ -244,7 +269,8 @@ void
 cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                const char *waiting_for, char *buf, size_t len)
 {
-	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0, 0};
+	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0,
+	                     0,           0};
 
 	cli_queue_line_wait(position, of, &w, buf, len);
 }
@@ -273,10 +299,18 @@ cli_job_reason(const struct sl_job *j, double free_pct, int64_t available_bytes,
                int64_t reserved_bytes, enum cli_reason_form form, char *buf,
                size_t len)
 {
-	struct cli_wait w = {
-	    j->waiting_for, free_pct,           j->wait_free_pct,
-	    reserved_bytes, j->wait_free_bytes, available_bytes,
-	    j->id};
+	struct cli_wait w = {j->waiting_for,
+	                     free_pct,
+	                     j->wait_free_pct,
+	                     reserved_bytes,
+	                     j->wait_free_bytes,
+	                     available_bytes,
+	                     j->id,
+	                     0};
+	int64_t begin;
+
+	if (sl_job_get_int(j, "begin_ms", &begin) == 0)
+		w.begin_ms = begin;
 
 	if (strcmp(j->state, "queued") != 0 || j->waiting_for[0] == '\0') {
 		snprintf(buf, len, form == CLI_REASON_COLUMN ? "" : "-");

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "text.h"
 #include "units.h"
@@ -41,7 +43,8 @@ cli_job_status(const struct sl_job *j)
 		return j->has_exit_code ? (j->exit_code & 0xff) : EXIT_ERR;
 	}
 	if (strcmp(j->state, "killed") == 0) {
-		if (strcmp(j->end_reason, "swap_budget") == 0)
+		if (strcmp(j->end_reason, "swap_budget") == 0 ||
+		    strcmp(j->end_reason, "time_limit") == 0)
 			return EXIT_JOB_BUDGET;
 		return 128 + (j->signal > 0 ? j->signal : SIGTERM);
 	}
@@ -147,13 +150,60 @@ cli_clock(int64_t ms, int64_t now, char *buf, size_t len)
 	return buf;
 }
 
+/* A member of an attempt's record (PROTOCOL.md, Job: attempts): 0 when
+ * null or missing. */
+static int64_t
+attempt_ms(const cJSON *a, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble
+	                                               : 0;
+}
+
+/* What attempt a waited in the queue: from queued until admitted, or
+ * until it ended (cancelled while queued), or until now. */
+static int64_t
+attempt_waited(const cJSON *a, int64_t now)
+{
+	int64_t q = attempt_ms(a, "queued_at_ms"),
+	        end = attempt_ms(a, "admitted_at_ms");
+
+	if (end == 0)
+		end = attempt_ms(a, "ended_at_ms");
+	if (end == 0)
+		end = now;
+	return q > 0 && end > q ? end - q : 0;
+}
+
+/* The Job's attempts, or NULL (a daemon from before them). */
+static const cJSON *
+job_attempts(const struct sl_job *j)
+{
+	const cJSON *a =
+	    j->obj != NULL
+	        ? cJSON_GetObjectItemCaseSensitive(j->obj, "attempts")
+	        : NULL;
+
+	return cJSON_IsArray(a) && cJSON_GetArraySize(a) > 0 ? a : NULL;
+}
+
 void
 cli_job_waited(const struct sl_job *j, int64_t now, char *buf, size_t len)
 {
-	int64_t end;
+	const cJSON *attempts = job_attempts(j), *a;
+	int64_t end, waited = 0;
 
 	if (j->submitted_at_ms <= 0) {
 		snprintf(buf, len, "-");
+		return;
+	}
+	/* The time queued only, summed over attempts: never the run of an
+	 * attempt a breach requeued. */
+	if (attempts != NULL) {
+		cJSON_ArrayForEach(a, attempts) waited +=
+		    attempt_waited(a, now);
+		cli_duration(waited, buf, len);
 		return;
 	}
 	if (j->admitted_at_ms > 0)
@@ -287,6 +337,15 @@ state_phrase(const char *state)
 	return other;
 }
 
+/* The Job's member that a job option sets, when above 0. */
+static int
+job_option_int(const struct sl_job *j, const char *option, int64_t *v)
+{
+	const char *param = cli_job_option_param(option);
+
+	return param != NULL && sl_job_get_int(j, param, v) == 0 && *v > 0;
+}
+
 char *
 cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 {
@@ -361,6 +420,22 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 		sb_add(&b, ", exclusive");
 	if (j->retry_on_breach > 0)
 		sb_add(&b, ", %d retries on breach", j->retry_on_breach);
+	{
+		/* The time options, by their rows (proto/job-fields.h):
+		 * the limits, and when it may begin while it has not. */
+		int64_t v;
+
+		if (job_option_int(j, "time", &v))
+			sb_add(&b, ", time limit %s",
+			       cli_duration(v, s1, sizeof s1));
+		if (job_option_int(j, "time-per-attempt", &v))
+			sb_add(&b, ", %s an attempt",
+			       cli_duration(v, s1, sizeof s1));
+		if (job_option_int(j, "begin", &v) && j->admitted_at_ms <= 0 &&
+		    !sl_job_ended(j))
+			sb_add(&b, ", begins at %s",
+			       cli_clock(v, now, t, sizeof t));
+	}
 	sb_add(&b, ".\n");
 
 	if (j->admitted_at_ms > 0) {
@@ -386,6 +461,41 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 			sb_add(&b, "Waiting for %s so far: %s.\n", d, why);
 		else
 			sb_add(&b, "Waiting for %s so far.\n", d);
+	}
+	if (j->attempt > 1 && job_attempts(j) != NULL) {
+		/* Each attempt's wait and run (PROTOCOL.md, Job: attempts). */
+		const cJSON *a;
+		int n = cJSON_GetArraySize(job_attempts(j)), k = 0;
+
+		cJSON_ArrayForEach(a, job_attempts(j))
+		{
+			int64_t st = attempt_ms(a, "started_at_ms"),
+			        en = attempt_ms(a, "ended_at_ms");
+			const cJSON *why =
+			    cJSON_GetObjectItemCaseSensitive(a, "end_reason");
+			const char *text =
+			    cJSON_IsString(why)
+			        ? names_end_text(why->valuestring)
+			        : NULL;
+
+			k++;
+			cli_duration(attempt_waited(a, now), d, sizeof d);
+			sb_add(&b, "Attempt %d: waited %s", k, d);
+			if (st > 0) {
+				cli_duration((en > 0 ? en : now) - st, s1,
+				             sizeof s1);
+				sb_add(&b, ", %s %s",
+				       en > 0 ? "ran" : "has run", s1);
+			}
+			if (k < n)
+				sb_add(&b, ", requeued%s%s", text ? ": " : "",
+				       text ? text : "");
+			else if (en > 0 && text != NULL)
+				sb_add(&b, ", %s because %s", j->state, text);
+			else if (en > 0)
+				sb_add(&b, ", %s", j->state);
+			sb_add(&b, ".\n");
+		}
 	}
 	if (j->started_at_ms > 0)
 		sb_add(&b,

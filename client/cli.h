@@ -26,7 +26,7 @@
 /* Statuses of a job (run, guard, wait), in the spirit of timeout(1) and
  * the shells: the command's own code, or 128+N for signal N, or: */
 #define EXIT_JOB_LOST 123      /* the daemon lost track of the job */
-#define EXIT_JOB_BUDGET 124    /* killed for its swap budget */
+#define EXIT_JOB_BUDGET 124    /* killed for its swap budget or time limit */
 #define EXIT_JOB_NOTRUN 125    /* cancelled, or refused, before it ran */
 #define EXIT_JOB_CANNOTRUN 126 /* could not be started */
 #define EXIT_JOB_NOTFOUND 127  /* command not found (run) */
@@ -54,6 +54,9 @@ enum cli_value {
 	                 a size sets n and pct -1 */
 	CLI_SIZE,     /* "8G", "512M", "0" (docs/units.md) */
 	CLI_DURATION, /* above 0: "500ms", "2s", "0.5" (seconds), "1m" */
+	CLI_LIMIT,    /* a duration with its unit ("90m", "2h"), or 0: none */
+	CLI_BEGIN,    /* a time to begin: "+3s", "23:10", "2026-12-24T08:00"
+	                 (docs/units.md); n is ms since the epoch */
 };
 
 /* One option of a command: a row of its entry's table. */
@@ -78,8 +81,9 @@ struct cli_args {
 	struct {
 		int given;
 		const char *text; /* as typed */
-		int64_t n;  /* CLI_INT, CLI_ID, CLI_SIZE, CLI_DURATION (ms) */
-		double pct; /* CLI_PCT, CLI_FREE */
+		int64_t n;        /* CLI_INT, CLI_ID, CLI_SIZE, CLI_DURATION and
+		                     CLI_LIMIT (ms), CLI_BEGIN (ms since the epoch) */
+		double pct;       /* CLI_PCT, CLI_FREE */
 	} opt[CLI_MAX_OPTIONS];
 };
 
@@ -156,6 +160,9 @@ enum cli_job_use { CLI_USE_RUN, CLI_USE_SUBMIT, CLI_USE_UPDATE };
  * after saying why (a usage error, out of memory). */
 int cli_job_options_set(struct cli *cli, const struct cli_args *a,
                         enum cli_job_use use, sl_job_spec *spec, int *given);
+/* The parameter an option ("time") sets, as the Job names it; NULL for
+ * none. */
+const char *cli_job_option_param(const char *option);
 /* use's options as a sentence's list: "--a, --b or --c"; returns buf. */
 const char *cli_job_options_list(enum cli_job_use use, char *buf, size_t len);
 /* The job options of use given, and the command, as a spec to submit;
@@ -366,6 +373,7 @@ struct cli_wait {
 	uint64_t wait_free_bytes; /* the job's; 0: it waits for a % */
 	int64_t available_bytes;  /* the latest sample's; 0: unknown */
 	int64_t job_id;           /* the job's, for "release 12"; 0: unknown */
+	int64_t begin_ms;         /* the job's --begin; 0: none or unknown */
 };
 /* The readable paragraph of `show`, into a malloc'd string; a queued
  * job's says why it waits, with the numbers of w (its waiting_for and

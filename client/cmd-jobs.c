@@ -294,7 +294,7 @@ cli_watch_queued(struct cli *cli, int64_t id)
 
 	memset(&progress, 0, sizeof progress);
 	for (;;) {
-		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
+		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0};
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			break;
 		if (strcmp(j.state, "queued") != 0) {
@@ -341,7 +341,7 @@ cli_watch_queued(struct cli *cli, int64_t id)
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
-	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0};
+	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0};
 	struct sl_job j;
 	int64_t id;
 	int env = cli_has(args, "env"), rc;

@@ -52,7 +52,8 @@ const struct cli_entry cmd_resubmit_entry = {
 
 const struct cli_entry cmd_update_entry = {
     .name = "update",
-    .summary = "change a queued job's priority, wait-free, budget or expect",
+    .summary = "change a queued job's priority, wait-free, budget, expect, "
+               "time limits or begin",
     .operands = "ID",
     .min_operands = 1,
     .max_operands = 1,

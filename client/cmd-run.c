@@ -94,6 +94,7 @@ struct run {
 	/* A --wait-free SIZE: its line compares the available memory, from
 	 * the notification's free % of total_bytes (0: unknown). */
 	uint64_t wait_free_bytes, total_bytes;
+	int64_t begin_ms; /* its --begin, for the queue line; 0: none */
 
 	int64_t backoff_ms;
 	int64_t reconnect_at_ms;
@@ -278,7 +279,8 @@ queue_line(const struct run *r, const struct sl_notification *n, char *buf,
 	                     -1,
 	                     r->wait_free_bytes,
 	                     0,
-	                     n->queue.id};
+	                     n->queue.id,
+	                     r->begin_ms};
 
 	if (r->total_bytes > 0)
 		w.available_bytes =
@@ -672,6 +674,17 @@ report_end(struct run *r)
 	if (rc == 0 && strcmp(j.state, "killed") == 0 &&
 	    strcmp(j.end_reason, "swap_budget") == 0)
 		r->breach = 1;
+	if (rc == 0 && strcmp(j.state, "killed") == 0 &&
+	    strcmp(j.end_reason, "time_limit") == 0) {
+		/* As timeout(1) exits; the daemon's words say which limit
+		 * ("it ran 1.0s, its time limit (--time 1.0s)"). */
+		say(r, "job %" PRId64 " %s", r->id,
+		    j.end_detail != NULL
+		        ? j.end_detail
+		        : "killed: it ran past its time limit");
+		sl_job_clear(&j);
+		return EXIT_JOB_BUDGET;
+	}
 	if (rc < 0 && rc != SL_E_STATE && r->pid_reported > 0)
 		say(r,
 		    "job %" PRId64 ": could not report the end to the "
@@ -737,6 +750,8 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		return cli_fail(cli);
 	}
 	r.wait_free_bytes = cli_spec_wait_free_bytes(spec);
+	if (sl_job_spec_get_int(spec, "begin_ms", &r.begin_ms) != 0)
+		r.begin_ms = 0;
 	rc = sl_submit(r.c, spec, &sub);
 	sl_job_spec_free(spec);
 	if (rc < 0) {

@@ -44,6 +44,8 @@ enum admit_wait {
 	ADMIT_WAIT_AFTER = NAMES_WAIT_AFTER,
 	/* its group has its most jobs running */
 	ADMIT_WAIT_GROUP = NAMES_WAIT_GROUP,
+	/* its --begin time has not come */
+	ADMIT_WAIT_BEGIN = NAMES_WAIT_BEGIN,
 };
 #define ADMIT_WAIT_LAST (NAMES_WAIT_COUNT - 1)
 

@@ -183,6 +183,8 @@ resubmit_copy(const struct peer *p, const struct job *old,
 	/* Not held: the hold was on the old job, as its place was. It starts
 	 * after nothing (jobs_after_check, at resubmit, clears the rest). */
 	j->held = 0;
+	/* Nor does it wait for the old job's --begin: it is queued now. */
+	j->begin_ms = 0;
 	/* A given expect goes with it; a learned one is learned afresh
 	 * (jobs_learn_expect, at submit). */
 	j->name_given = old->name_given;

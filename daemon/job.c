@@ -75,6 +75,7 @@ job_free(struct job *j)
 	free(j->end_detail);
 	free(j->command);
 	free(j->kill);
+	free(j->attempts);
 	free(j->after);
 	free(j->group);
 	free(j->on_end);

@@ -95,6 +95,17 @@ struct job {
 	 * the process itself and its connection closes at exec. */
 	char *exit_reporter;
 	int attempt; /* 1-based */
+	/* The attempts before this one, a JSON array of objects
+	 * (PROTOCOL.md, Job: attempts; wire.c adds this one), NULL when
+	 * none: written at each requeue. */
+	char *attempts;
+	/* Time limits (docs/jobs.md, "Time limits"): over the time it runs,
+	 * summed over attempts, and of each attempt; 0: none. */
+	int64_t time_limit_ms;
+	int64_t time_limit_per_attempt_ms;
+	/* Not admitted before this time (--begin), ms since the epoch; 0:
+	 * at once. */
+	int64_t begin_ms;
 	/* Submitted by root, the daemon's user or a member of its admin
 	 * group (jobs_privileged): its head is never passed over. In memory
 	 * only: judged at submit, and again when the daemon loads it. */

@@ -122,7 +122,7 @@ group_note_waiting(struct daemon *d, struct jobs_deps_ctx *c,
 
 	if (!jrec_is_live(r) || j->state != JOB_QUEUED || j->held ||
 	    (j->attached && r->client_id == 0) || deps_unmet(r, c) ||
-	    (g = group_limited(d, j)) < 0)
+	    j->begin_ms > c->now_ms || (g = group_limited(d, j)) < 0)
 		return;
 	if (c->waiting_uids[g] == 0) {
 		c->waiting_uid[g] = j->uid;
@@ -139,6 +139,7 @@ jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c)
 	int g, deps = 0;
 
 	memset(c, 0, sizeof *c);
+	c->now_ms = clock_wall_ms();
 	/* At most one entry a job; without it no share is held back. */
 	c->use = malloc(sizeof *c->use * (js->n ? js->n : 1));
 	for (i = 0; i < js->n; i++) {
@@ -228,6 +229,10 @@ jobs_deps_blocked(struct daemon *d, struct jrec *r,
 			return ADMIT_WAIT_AFTER;
 		}
 	}
+	/* Passed over until its time comes; the sample tick (every
+	 * interval) looks again. */
+	if (j->begin_ms > c->now_ms)
+		return ADMIT_WAIT_BEGIN;
 	if (group_full(d, j, c->running) || group_share_used(d, j, c))
 		return ADMIT_WAIT_GROUP;
 	return ADMIT_WAIT_NONE;
@@ -529,6 +534,7 @@ jobs_hold(struct daemon *d, int64_t id, int held, char *cause, size_t causelen)
 #define UPD_UNDO_0(m)
 #define UPD_UNDO_1(m) j->m = was.m;
 #define UPD_DET_J_INT(m, w) proto_add_int(det, w, (int64_t)j->m);
+#define UPD_DET_J_POS(m, w) proto_add_int(det, w, (int64_t)j->m);
 #define UPD_DET_J_NUM(m, w) cJSON_AddNumberToObject(det, w, (double)j->m);
 #define UPD_DET_J_BOOL(m, w) cJSON_AddBoolToObject(det, w, j->m);
 #define UPD_DET_0(m, w, job)

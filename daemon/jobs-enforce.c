@@ -245,6 +245,78 @@ jobs_breach(struct daemon *d, struct jrec *r, const struct sys_sample *s)
 }
 
 /*
+ * Time limits (docs/jobs.md, "Time limits"): a running job past its
+ * --time-per-attempt (this attempt's run) or its --time (its runs summed
+ * over attempts) is terminated, reason time_limit, with the numbers in its
+ * `kill`. Never a retry: only a breach is retried. No I/O and no
+ * allocation unless a job is past its limit.
+ */
+void
+jobs_time_limits(struct daemon *d, int64_t now)
+{
+	struct jobs *js = d->jobs;
+	size_t i;
+
+	for (i = 0; i < js->n; i++) {
+		struct jrec *r = js->v[i];
+		struct job *j = r->j;
+		int64_t ran, total, limit;
+		const char *which, *option;
+		char at[24], ran_s[32], limit_s[32], over[48] = "";
+		cJSON *k;
+
+		if (!jrec_is_live(r) || j->state != JOB_RUNNING ||
+		    j->started_ms <= 0 || r->term_reason != NULL ||
+		    (j->time_limit_ms <= 0 &&
+		     j->time_limit_per_attempt_ms <= 0))
+			continue;
+		ran = now > j->started_ms ? now - j->started_ms : 0;
+		total = r->ran_before_ms + ran;
+		if (j->time_limit_per_attempt_ms > 0 &&
+		    ran >= j->time_limit_per_attempt_ms) {
+			which = "per_attempt";
+			option = "--time-per-attempt";
+			limit = j->time_limit_per_attempt_ms;
+			if (j->attempt > 1)
+				snprintf(over, sizeof over, " in attempt %d",
+				         j->attempt);
+		} else if (j->time_limit_ms > 0 && total >= j->time_limit_ms) {
+			which = "total";
+			option = "--time";
+			limit = j->time_limit_ms;
+			ran = total;
+			if (j->attempt > 1)
+				snprintf(over, sizeof over, " over %d attempts",
+				         j->attempt);
+		} else
+			continue;
+		jobs_clock_hms(now, at, sizeof at);
+		units_format_duration(ran, ran_s, sizeof ran_s);
+		units_format_duration(limit, limit_s, sizeof limit_s);
+		log_info("jobs: job %" PRId64 " (%s): ran %s%s, its time limit "
+		         "(%s %s)",
+		         j->id, j->name ? j->name : "", ran_s, over, option,
+		         limit_s);
+		free(j->kill);
+		j->kill = NULL;
+		if ((k = cJSON_CreateObject()) != NULL) {
+			proto_add_int(k, "at_ms", now);
+			cJSON_AddStringToObject(k, "limit", which);
+			proto_add_int(k, "limit_ms", limit);
+			proto_add_int(k, "ran_ms", ran);
+			proto_add_int(k, "attempt", j->attempt);
+			j->kill = cJSON_PrintUnformatted(k);
+			cJSON_Delete(k);
+		}
+		jobs_kill_start(d, r, "time_limit",
+		                jobs_fmt_detail("killed at %s: it ran %s%s, "
+		                                "its time limit (%s %s)",
+		                                at, ran_s, over, option,
+		                                limit_s));
+	}
+}
+
+/*
  * A breach is acted on only when a second reading of swap used, taken now
  * in the same tick, shows it too: one reading can be wrong (a torn
  * vm.swapusage on macOS, docs/macos.md), and waiting for the next sample

@@ -59,7 +59,10 @@ struct jrec {
 	size_t nfp;
 	uint64_t growth_bytes;
 	int64_t growth_restarted_ms; /* 0: growth counts from admission */
-	long position;               /* 1-based while queued */
+	/* What its attempts before this one ran, summed (job->attempts),
+	 * for --time. */
+	int64_t ran_before_ms;
+	long position; /* 1-based while queued */
 	enum admit_wait wait;
 	int64_t wait_after; /* ADMIT_WAIT_AFTER: the first unended one */
 
@@ -218,6 +221,9 @@ void jobs_kill_term(struct daemon *d, struct jrec *r);
  * confirmed by a second reading, recorded, the victim requeued or
  * killed). */
 void jobs_enforce(struct daemon *d, const struct sys_sample *s);
+/* Also at each sample: the running jobs past a time limit are
+ * terminated (reason time_limit). */
+void jobs_time_limits(struct daemon *d, int64_t now);
 /* Another attempt is possible: not an attached job whose client has gone
  * for good. */
 int jrec_may_retry(const struct jrec *r);
@@ -281,12 +287,13 @@ struct jobs_deps_ctx {
 	int64_t *live; /* NULL when no queued job has dependencies */
 	size_t nlive;
 	int nomem; /* live could not be built: dependencies count as unmet */
+	int64_t now_ms; /* for --begin */
 };
 void jobs_deps_prepare(struct daemon *d, struct jobs_deps_ctx *c);
 void jobs_deps_release(struct jobs_deps_ctx *c);
 /* Why r cannot be the head (held, an unended dependency: sets
- * r->wait_after, its group at its limit or its user at its share of it),
- * or ADMIT_WAIT_NONE. */
+ * r->wait_after, its --begin still to come, its group at its limit or its
+ * user at its share of it), or ADMIT_WAIT_NONE. */
 enum admit_wait jobs_deps_blocked(struct daemon *d, struct jrec *r,
                                   const struct jobs_deps_ctx *c);
 /* Past JOBS_HOLD_EVENTS_PER_MINUTE a uid's holds and releases are counted

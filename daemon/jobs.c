@@ -81,6 +81,81 @@ jobs_add(struct jobs *js, struct jrec *r)
 	return 0;
 }
 
+/* What the attempts of j->attempts ran, summed. */
+static int64_t
+attempts_ran_ms(const struct job *j)
+{
+	cJSON *a, *e;
+	int64_t ran = 0;
+
+	if (j->attempts == NULL || (a = cJSON_Parse(j->attempts)) == NULL)
+		return 0;
+	cJSON_ArrayForEach(e, a)
+	{
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(
+		                e, "started_at_ms"),
+		            *x = cJSON_GetObjectItemCaseSensitive(
+		                e, "ended_at_ms");
+
+		if (cJSON_IsNumber(s) && cJSON_IsNumber(x) &&
+		    x->valuedouble > s->valuedouble)
+			ran += (int64_t)(x->valuedouble - s->valuedouble);
+	}
+	cJSON_Delete(a);
+	return ran;
+}
+
+/*
+ * The attempt that ends now (ended_ms) joins the records of those before
+ * it (PROTOCOL.md, Job: attempts): when it was queued (submitted, or the
+ * previous attempt's end), admitted, started and ended, and why it ended.
+ * -ENOMEM, the records unchanged.
+ */
+static int
+attempt_record(struct job *j, int64_t ended_ms)
+{
+	cJSON *a = j->attempts != NULL ? cJSON_Parse(j->attempts) : NULL;
+	cJSON *e, *last;
+	int64_t queued = j->submitted_ms;
+	char *text;
+
+	if (a == NULL || !cJSON_IsArray(a)) {
+		cJSON_Delete(a);
+		a = cJSON_CreateArray();
+	}
+	if (a == NULL || (e = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(a);
+		return -ENOMEM;
+	}
+	last = cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1);
+	if (last != NULL) {
+		const cJSON *x =
+		    cJSON_GetObjectItemCaseSensitive(last, "ended_at_ms");
+		if (cJSON_IsNumber(x))
+			queued = (int64_t)x->valuedouble;
+	}
+	proto_add_int(e, "attempt", j->attempt);
+	proto_add_int(e, "queued_at_ms", queued);
+	proto_add_int(e, "admitted_at_ms", j->admitted_ms);
+	if (j->started_ms > 0)
+		proto_add_int(e, "started_at_ms", j->started_ms);
+	else
+		cJSON_AddNullToObject(e, "started_at_ms");
+	proto_add_int(e, "ended_at_ms", ended_ms);
+	if (j->end_reason != NULL)
+		cJSON_AddStringToObject(e, "end_reason", j->end_reason);
+	else
+		cJSON_AddNullToObject(e, "end_reason");
+	cJSON_AddItemToArray(a, e);
+	text = cJSON_PrintUnformatted(a);
+	cJSON_Delete(a);
+	if (text == NULL)
+		return -ENOMEM;
+	free(j->attempts);
+	j->attempts = text;
+	return 0;
+}
+
 struct jrec *
 jrec_new(struct jobs *js, struct job *j)
 {
@@ -96,6 +171,7 @@ jrec_new(struct jobs *js, struct job *j)
 	r->note_of = -1;
 	r->note_free = -1;
 	r->note_wait = ADMIT_WAIT_NONE;
+	r->ran_before_ms = attempts_ran_ms(j);
 	if (jobs_add(js, r) != 0) {
 		free(r);
 		return NULL;
@@ -367,6 +443,7 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 {
 	struct job *j = r->j;
 	cJSON *det;
+	int64_t now;
 
 	/* Anything of the attempt still alive goes now, so two attempts
 	 * never overlap. */
@@ -376,7 +453,16 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 		proctree_free(r->tree);
 		r->tree = NULL;
 	}
-	jobs_stage_close(d, r, clock_wall_ms());
+	now = clock_wall_ms();
+	jobs_stage_close(d, r, now);
+	/* Its record before anything of it is reset: the requeue is
+	 * committed with it. */
+	if (attempt_record(j, now) != 0)
+		log_warnx("jobs: job %" PRId64 ": attempt %d not recorded: "
+		          "out of memory",
+		          j->id, j->attempt);
+	if (j->started_ms > 0 && now > j->started_ms)
+		r->ran_before_ms += now - j->started_ms;
 	j->state = JOB_QUEUED;
 	j->attempt++;
 	j->pid = 0;
@@ -691,6 +777,7 @@ jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full)
 		jrec_sample(d, js->v[i], s, full);
 	jobs_follow_unpiped(d, s->ts_ms);
 	jobs_enforce(d, s);
+	jobs_time_limits(d, s->ts_ms);
 	/* Always: one record's commit can succeed (and clear the error)
 	 * while another's failed, e.g. on a full disk with WAL space left,
 	 * and that one must still be written and its end announced. */

@@ -201,6 +201,14 @@ static const char *const store_migrations[] = {
      " footprint_peak_bytes INTEGER NOT NULL,"
      " swap_growth_peak_bytes INTEGER NOT NULL,"
      " PRIMARY KEY (day, uid, name)) WITHOUT ROWID;"),
+    /* 11: time limits (0: none), the time before which a job is not
+     * admitted (0: at once) and the records of the attempts before the
+     * current one (a JSON array, NULL: none). */
+    ("ALTER TABLE jobs ADD COLUMN time_limit_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN time_limit_per_attempt_ms INTEGER NOT "
+     "NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE jobs ADD COLUMN attempts TEXT;"),
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))

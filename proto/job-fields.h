@@ -79,6 +79,10 @@ X(name_given,      "name_given",      S_INT,    "name_given",      J_BOOL,   PUB
 X(exclusive,       "exclusive",       S_INT,    "exclusive",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(retry_on_breach, "retry_on_breach", S_INT,    "retry_on_breach", J_INT,    PUBLIC, P_INT,        0, 0, 100,         U_COUNT,   W_YES) \
 X(attempt,         "attempt",         S_INT,    "attempt",         J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
+X(attempts,        "attempts",        S_TEXT,   "attempts",        J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
+X(time_limit_ms,   "time_limit_ms",   S_INT,    "time_limit_ms",   J_INT,    PUBLIC, P_INT,        1, 0, INT64_MAX,   U_DURATION, W_YES) \
+X(time_limit_per_attempt_ms, "time_limit_per_attempt_ms", S_INT, "time_limit_per_attempt_ms", J_INT, PUBLIC, P_INT, 1, 0, INT64_MAX, U_DURATION, W_YES) \
+X(begin_ms,        "begin_ms",        S_INT,    "begin_ms",        J_POS,    PUBLIC, P_INT,        1, 0, INT64_MAX,   U_TIME,    W_YES) \
 X(after,           "after",           S_IDS,    "after_ids",       J_IDS,    PUBLIC, P_INTV,       0, 1, INT64_MAX,   U_NONE,    W_SPECIAL) \
 X(after_any,       "after_any",       S_INT,    "after_any",       J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
 X(held,            "held",            S_INT,    "held",            J_BOOL,   PUBLIC, P_BOOL,       0, 0, 1,           U_NONE,    W_YES) \
@@ -140,8 +144,9 @@ X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWN
  * value   how stageloadctl reads it (client/cli.h, enum cli_value), and so
  *         what it sets: CLI_FLAG sets a P_BOOL member true; CLI_TEXT a
  *         P_STRING member as typed, or a P_INTV member's job ids ("4,7");
- *         CLI_INT (lo..hi: the field's range), CLI_SIZE (bytes) and
- *         CLI_DURATION (ms) a P_INT member; CLI_PCT a P_NUM member;
+ *         CLI_INT (lo..hi: the field's range), CLI_SIZE (bytes),
+ *         CLI_DURATION and CLI_LIMIT (ms) and CLI_BEGIN (ms since the
+ *         epoch) a P_INT member; CLI_PCT a P_NUM member;
  *         CLI_FREE a percentage to member, or a size to `also` and 0 to
  *         member.
  * also    none, or a P_BOOL member the option sets true besides (after_any
@@ -183,7 +188,15 @@ X(name,              "name",            0, "NAME",       CLI_TEXT, 0, 0, none,  
 X(exclusive,         "exclusive",       0, NULL,         CLI_FLAG, 0, 0, none,            JOB,    0, \
   "run only when no other job runs") \
 X(retry_on_breach,   "retry-on-breach", 0, "N",          CLI_INT,  0, 100, none,          JOB,    0, \
-  "requeue up to N times after a breach")
+  "requeue up to N times after a breach") \
+X(time_limit_ms,     "time",            0, "DUR",        CLI_LIMIT, 0, 0, none,           JOB,    1, \
+  "kill it once it has run that long (90m, 2h, 1d;\n" \
+  "0: none), summed over its attempts") \
+X(time_limit_per_attempt_ms, "time-per-attempt", 0, "DUR", CLI_LIMIT, 0, 0, none,       JOB,    1, \
+  "kill an attempt once it has run that long") \
+X(begin_ms,          "begin",           0, "TIME",       CLI_BEGIN, 0, 0, none,           JOB,    1, \
+  "start no earlier than TIME (+30m, 23:10,\n" \
+  "2026-12-24T08:00)")
 /* clang-format on */
 
 #endif

@@ -20,7 +20,9 @@
  * what the job waits for, "%f" the free %, "%w" what the job waits for
  * (a % or, with wait_free_bytes, a size), "%R" the bytes promised to
  * running jobs, "%a" the job it starts after and "%i" the job's own id
- * (the release that lets a held one go; "ID" where it is not known). The order
+ * (the release that lets a held one go; "ID" where it is not known), "%b"
+ * when it may begin (--begin: a clock time, with the date when not
+ * today). The order
  * is admission's (daemon/admit.h) and none is first.
  */
 #define NAMES_WAIT_LIST(X)                                                     \
@@ -58,7 +60,9 @@
 	  "free %f, its group (or its user's share of it) is full",            \
 	  "its group already has as many jobs running as the daemon's "        \
 	  "group.NAME.max_running allows, or its user holds half of them "     \
-	  "(rounded up) while another user's job in the group waits")
+	  "(rounded up) while another user's job in the group waits")          \
+	X(BEGIN, "begin", "begin %b", "free %f, waiting to begin at %b",       \
+	  "it starts no earlier than %b (--begin)")
 
 /* The list expands to the enumerators. */
 /* clang-format off */
@@ -121,7 +125,8 @@ int names_state_parse(const char *name);
 	X(LOST, "lost", "the daemon lost track of it")                         \
 	X(DEPENDENCY, "dependency",                                            \
 	  "a job it starts after did not end as it needed")                    \
-	X(NO_REPORT, "no_report", "root did not report how it ended")
+	X(NO_REPORT, "no_report", "root did not report how it ended")          \
+	X(TIME_LIMIT, "time_limit", "it ran past its time limit")
 
 /* The list expands to the enumerators. */
 /* clang-format off */

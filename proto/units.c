@@ -372,6 +372,74 @@ units_parse_time_ms(const char *s, int64_t now_ms, int64_t *ms)
 	return time_ago(s, now_ms, ms);
 }
 
+/* "HH:MM" or "HH:MM:SS", local: its next occurrence after now_ms. */
+static int
+clock_next(const char *s, int64_t now_ms, int64_t *ms)
+{
+	int h, mi, sec = 0;
+	time_t now = (time_t)(now_ms / 1000), t;
+	struct tm tm;
+
+	if (digits_read(&s, 2, &h) || *s++ != ':' || digits_read(&s, 2, &mi))
+		return -EINVAL;
+	if (*s == ':') {
+		s++;
+		if (digits_read(&s, 2, &sec))
+			return -EINVAL;
+	}
+	if (*s != '\0' || h > 23 || mi > 59 || sec > 59)
+		return -EINVAL;
+	if (localtime_r(&now, &tm) == NULL)
+		return -ERANGE;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	tm.tm_isdst = -1;
+	if ((t = mktime(&tm)) == (time_t)-1)
+		return -ERANGE;
+	if ((int64_t)t * 1000 <= now_ms) {
+		/* Tomorrow at that time, by the calendar: a day around a
+		 * daylight-saving change is not 24 h. */
+		if (localtime_r(&now, &tm) == NULL)
+			return -ERANGE;
+		tm.tm_mday++;
+		tm.tm_hour = h;
+		tm.tm_min = mi;
+		tm.tm_sec = sec;
+		tm.tm_isdst = -1;
+		if ((t = mktime(&tm)) == (time_t)-1)
+			return -ERANGE;
+	}
+	*ms = (int64_t)t * 1000;
+	return 0;
+}
+
+int
+units_parse_begin_ms(const char *s, int64_t now_ms, int64_t *ms)
+{
+	int64_t d;
+	int rc;
+
+	if (s == NULL || *s == '\0')
+		return -EINVAL;
+	if (s[0] == '+') {
+		/* A unit required: "+90" could be seconds or minutes. */
+		if ((rc = units_parse_duration_ms(s + 1, &d)) != 0)
+			return rc;
+		if (strpbrk(s + 1, "smhdwy") == NULL)
+			return -EINVAL;
+		if (d > (int64_t)UNITS_MAX - now_ms)
+			return -ERANGE;
+		*ms = now_ms + d;
+		return 0;
+	}
+	if (strlen(s) >= 5 && s[2] == ':')
+		return clock_next(s, now_ms, ms);
+	if (strlen(s) >= 10 && s[4] == '-')
+		return parse_iso8601(s, ms);
+	return -EINVAL;
+}
+
 char *
 units_format_size(uint64_t bytes, char *buf, size_t len)
 {

@@ -19,6 +19,13 @@ int units_parse_duration_ms(const char *s, int64_t *ms);
  * is ms), or ISO 8601 "2026-11-30", "2026-11-30T05:00[:SS[.mmm]]" /
  * "2026-11-30 05:00", local time unless it ends in "Z" or "+01:00". */
 int units_parse_time_ms(const char *s, int64_t now_ms, int64_t *ms);
+/* When a job may begin (--begin): "+DURATION" from now_ms ("+3s",
+ * "+1h30m"; a unit required), "HH:MM" or "HH:MM:SS" local, its next
+ * occurrence after now_ms (today, else tomorrow), or an ISO date or
+ * date-time as units_parse_time_ms takes it. A duration without its '+'
+ * ("3s") and a bare number are -EINVAL: which way it counts is not
+ * clear. Returns 0, -EINVAL or -ERANGE. */
+int units_parse_begin_ms(const char *s, int64_t now_ms, int64_t *ms);
 /* "8.0G", "512M", "0B": at most 3 significant digits, into buf. */
 char *units_format_size(uint64_t bytes, char *buf, size_t len);
 /* "1h02m", "45s", "850ms". */

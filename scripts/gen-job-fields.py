@@ -2,8 +2,8 @@
 """Write python/stageload/job_fields.py from proto/job-fields.h.
 
 The C table is the one declaration of a job's fields; Python's list of
-the Job's members and of submit's and update's parameters is read from
-it here, checked in, and compared with the table by the job_fields test
+the Job's members, of submit's and update's parameters and of
+stageloadctl's job options (JOB_CLI) is read from it here, checked in, and compared with the table by the job_fields test
 (--check). Run it after changing the table:
 
     scripts/gen-job-fields.py            # rewrite the file
@@ -81,6 +81,81 @@ def read_table(path: str) -> List[Field]:
     return fields
 
 
+class CliOption(NamedTuple):
+    member: str
+    option: str
+    metavar: str  # "" for a flag
+    value: str    # CLI_SIZE ... without its prefix, lower case
+    also: str
+    run: bool     # run and guard take it too (cmds JOB), else submit only
+    update: bool
+    help: str
+
+
+def c_cells(text: str) -> List[str]:
+    """A row's cells: split at commas outside string literals, adjacent
+    literals joined, each literal's escapes read."""
+    cells, cur, i = [], "", 0
+    strs: List[str] = []
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            j, lit = i + 1, ""
+            while text[j] != '"':
+                if text[j] == "\\":
+                    lit += {"n": "\n", "t": "\t"}.get(text[j + 1], text[j + 1])
+                    j += 2
+                else:
+                    lit += text[j]
+                    j += 1
+            strs.append(lit)
+            cur += "\0"  # a literal goes here
+            i = j + 1
+        elif ch == ",":
+            cells.append((cur, strs))
+            cur, strs = "", []
+            i += 1
+        else:
+            cur += ch
+            i += 1
+    cells.append((cur, strs))
+    out = []
+    for raw, lits in cells:
+        out.append("".join(lits) if "\0" in raw else raw.strip())
+    return out
+
+
+def read_cli(path: str) -> List[CliOption]:
+    """JOB_CLI's rows: each option of stageloadctl's job options."""
+    body, inside = [], False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#define JOB_CLI(X)"):
+                inside = True
+                continue
+            if not inside:
+                continue
+            body.append(line.rstrip().rstrip("\\"))
+            if not line.rstrip().endswith("\\"):
+                break
+    rows = re.split(r"(?m)^X\(", "\n".join(body))[1:]
+    opts = []
+    for row in rows:
+        row = row.strip()
+        if not row.endswith(")"):
+            raise SystemExit("%s: a JOB_CLI row not closed: %s" % (path, row))
+        cells = c_cells(row[:-1])
+        if len(cells) != 11:
+            raise SystemExit("%s: a JOB_CLI row of %d cells, not 11: %s"
+                             % (path, len(cells), row))
+        opts.append(CliOption(
+            member=cells[0], option=cells[1],
+            metavar="" if cells[3] == "NULL" else cells[3],
+            value=cells[4][len("CLI_"):].lower(), also=cells[7],
+            run=cells[8] == "JOB", update=cells[9] == "1", help=cells[10]))
+    return opts
+
+
 PARAM_TYPES: Dict[str, str] = {
     "P_INT": "int", "P_NUM": "number", "P_BOOL": "bool",
     "P_STRING": "string", "P_STRING_REQ": "string",
@@ -99,7 +174,7 @@ def param_line(f: Field) -> str:
         f.lo if ranged else None, f.hi if ranged else None, UNITS[f.unit])
 
 
-def render(fields: List[Field]) -> str:
+def render(fields: List[Field], opts: List[CliOption]) -> str:
     out = ['"""The job fields of proto/job-fields.h, for Python.\n\n'
            "Written by scripts/gen-job-fields.py from the C table; do not "
            "edit.\n"
@@ -112,6 +187,14 @@ def render(fields: List[Field]) -> str:
            "    lo: Optional[int]  # int, number and intv: the range\n",
            "    hi: Optional[int]\n",
            "    unit: str  # size duration time percent count, or ''\n\n\n",
+           "class Option(NamedTuple):\n",
+           "    param: str  # the parameter it sets\n",
+           "    value: str  # how it is read: flag text int size duration "
+           "limit begin pct free\n",
+           "    metavar: str  # '' for a flag\n",
+           "    run: bool  # run and guard take it too, not submit alone\n",
+           "    update: bool\n",
+           "    help: str\n\n\n",
            "# The Job's members (PROTOCOL.md, Job), in its order.\n",
            "JOB_MEMBERS: Tuple[str, ...] = (\n"]
     out += ["    %r,\n" % f.wire for f in fields if f.job != "J_NO"]
@@ -125,6 +208,12 @@ def render(fields: List[Field]) -> str:
     out.append("}\n\n# update's, besides id.\n"
                "UPDATE_PARAMS: Dict[str, Param] = {\n")
     out += [param_line(f) for f in fields if f.submit != "P_NO" and f.update]
+    out.append("}\n\n# stageloadctl's job options (JOB_CLI), by long "
+               "option.\nCLI_OPTIONS: Dict[str, Option] = {\n")
+    wire = {f.member: f.wire for f in fields}
+    out += ["    %r: Option(%r, %r, %r, %s, %s,\n           %r),\n" % (
+        o.option, wire[o.member], o.value, o.metavar, o.run, o.update,
+        o.help) for o in opts]
     out.append("}\n")
     return "".join(out)
 
@@ -136,7 +225,7 @@ def main() -> int:
     ap.add_argument("--table", default=TABLE)
     ap.add_argument("--out", default=OUT)
     a = ap.parse_args()
-    text = render(read_table(a.table))
+    text = render(read_table(a.table), read_cli(a.table))
     if a.check:
         try:
             with open(a.out, encoding="utf-8") as f:

@@ -91,10 +91,8 @@ def add_field(t):
     edit(p("proto/PROTOCOL.md"), "`held` (bool, default false: queued held",
          "`dummy_count` (integer 0-100, default 0), `held` (bool, default"
          " false: queued held")
-    edit(p("proto/PROTOCOL.md"), "`wait_free_pct`, `wait_free_bytes`, "
-         "`swap_budget_bytes`, `expect_bytes`\n(ranges as in `submit`",
-         "`wait_free_pct`, `wait_free_bytes`, `swap_budget_bytes`, "
-         "`expect_bytes`, `dummy_count`\n(ranges as in `submit`")
+    edit(p("proto/PROTOCOL.md"), "`begin_ms`\n(ranges as in `submit`",
+         "`begin_ms`, `dummy_count`\n(ranges as in `submit`")
     # 5. the literal lists of what may come out
     for lst in ("public_members", "web_members"):
         edit(p("tests/test_fields.c"),

@@ -535,6 +535,32 @@ def check_public_details(d, c, doc, breach_id):
     other.close()
 
 
+def quoted_object(text, after):
+    """The member names of the first `{"a", "b", ...}` after the words
+    after."""
+    i = text.index(after)
+    m = re.search(r"`\{((?:\"\w+\",?\s*)+)\}`", text[i:])
+    return set(re.findall(r'"(\w+)"', m.group(1)))
+
+
+def check_time_members(d, c):
+    """A time limit's kill and each attempt's record carry exactly the
+    members the Job's section lists."""
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    want_kill = quoted_object(text, "with reason\n`time_limit`")
+    want_attempt = quoted_object(text, "`attempts` lists each attempt")
+    jid = c.call("submit", {"argv": ["sleep", "30"], "cwd": "/", "env": [],
+                            "wait_free_pct": 0, "time_limit_ms": 300})["id"]
+    j = poll(lambda: (lambda x: x if x["state"] == "killed" else None)(
+        c.call("show", {"id": jid})), timeout=15, what="the time limit")
+    check(j["end_reason"] == "time_limit", "time limit: end_reason %s" % j["end_reason"])
+    check(set(j["kill"] or {}) == want_kill, "time limit: kill members %s, documented %s"
+          % (sorted(j["kill"] or {}), sorted(want_kill)))
+    check(len(j["attempts"]) == 1 and set(j["attempts"][0]) == want_attempt,
+          "attempts: members %s, documented %s" % (j["attempts"], sorted(want_attempt)))
+
+
 def check_ended_bound():
     """max_ended_jobs_per_uid keeps exactly that many ended jobs of a user
     after its submit (root is exempt: as root, a user's connection)."""
@@ -834,6 +860,7 @@ def main():
         b.close()
         write_meminfo(d.proc_root, swap_total_kb=4 * GIB_KB, swap_free_kb=4 * GIB_KB)
         check_public_details(d, c, doc, r["id"])
+        check_time_members(d, c)
         check_attached_daemon_end(d, doc)
         check_spec_items(d, c, doc)
 

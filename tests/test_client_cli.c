@@ -421,7 +421,7 @@ test_paragraph(void **state)
 	free(text);
 
 	/* every ended state in words; a reason in words, or (one newer
-	 * than this client) named as a reason, never "because time_limit" */
+	 * than this client) named as a reason, never "because wall_clock" */
 	job(&j, "cancelled");
 	snprintf(j.end_reason, sizeof j.end_reason, "dependency");
 	j.ended_at_ms = 1764480061010;
@@ -431,11 +431,17 @@ test_paragraph(void **state)
 	    strstr(text, "cancelled because a job it starts after"));
 	free(text);
 	job(&j, "killed");
-	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	snprintf(j.end_reason, sizeof j.end_reason, "wall_clock");
 	j.ended_at_ms = 1764480061010;
 	text = cli_job_paragraph(&j, 1764480100000, NULL);
-	assert_non_null(strstr(text, "killed (end reason: time_limit)"));
+	assert_non_null(strstr(text, "killed (end reason: wall_clock)"));
 	assert_null(strstr(text, "because"));
+	free(text);
+	/* a time limit is one this client knows */
+	snprintf(j.end_reason, sizeof j.end_reason, "time_limit");
+	text = cli_job_paragraph(&j, 1764480100000, NULL);
+	assert_non_null(
+	    strstr(text, "killed because it ran past its time limit"));
 	free(text);
 	job(&j, "exited");
 	j.ended_at_ms = 1764480061010;
@@ -497,7 +503,7 @@ test_pct_compare(void **state)
 static void
 test_wait_reason_held(void **state)
 {
-	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12};
+	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12, 0};
 	char buf[256];
 
 	(void)state;
@@ -514,7 +520,7 @@ test_wait_reason_held(void **state)
 static void
 test_wait_reason(void **state)
 {
-	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0};
+	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0, 0};
 	char buf[256];
 
 	(void)state;
@@ -557,7 +563,7 @@ static void
 test_wait_reason_bytes(void **state)
 {
 	struct cli_wait w = {"free",           92, 0, -1, (uint64_t)22 << 30,
-	                     (int64_t)8 << 30, 0};
+	                     (int64_t)8 << 30, 0,  0};
 	char buf[256];
 
 	(void)state;

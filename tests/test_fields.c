@@ -22,6 +22,10 @@
 
 /* Everyone's: what a stranger sees of an ended job. */
 static const char *const public_members[] = {
+    "attempts",
+    "time_limit_ms",
+    "time_limit_per_attempt_ms",
+    "begin_ms",
     "slurm_job_id",
     "slurm_step_id",
     "slurm_task_id",
@@ -73,6 +77,10 @@ static const char *const owner_members[] = {
 /* All the web program may ever show of a Job: the public members, a
  * queued job's waiting_for, never a command, path or text of the job's. */
 static const char *const web_members[] = {
+    "attempts",
+    "time_limit_ms",
+    "time_limit_per_attempt_ms",
+    "begin_ms",
     "slurm_job_id",
     "slurm_step_id",
     "slurm_task_id",
@@ -120,6 +128,10 @@ static const char *const web_members[] = {
 /* The columns of a jobs row, as the migrations of daemon/store.c make
  * them. */
 static const char *const store_columns[] = {
+    "attempts",
+    "time_limit_ms",
+    "time_limit_per_attempt_ms",
+    "begin_ms",
     "slurm_job_id",
     "slurm_step_id",
     "slurm_task_id",
@@ -282,6 +294,10 @@ full_job(struct job *j)
 	j->end_reason = "swap_budget";
 	j->end_detail = "secret detail";
 	j->kill = "{\"at_ms\":4000,\"swap_budget_bytes\":5}";
+	j->attempts = "[{\"attempt\":1,\"queued_at_ms\":1000}]";
+	j->time_limit_ms = 7200000;
+	j->time_limit_per_attempt_ms = 3600000;
+	j->begin_ms = 1700000000000;
 	j->swap_base_bytes = 11;
 	j->footprint_bytes = 12;
 	j->footprint_peak_bytes = 13;
@@ -562,6 +578,8 @@ enum cli_kind {
 	V_CLI_INT,
 	V_CLI_SIZE,
 	V_CLI_DURATION,
+	V_CLI_LIMIT,
+	V_CLI_BEGIN,
 	V_CLI_PCT,
 	V_CLI_FREE
 };
@@ -587,6 +605,8 @@ cli_param_fits(enum cli_kind v, enum cli_param p)
 	case V_CLI_INT:
 	case V_CLI_SIZE:
 	case V_CLI_DURATION:
+	case V_CLI_LIMIT:
+	case V_CLI_BEGIN:
 		return p == T_P_INT;
 	case V_CLI_PCT:
 	case V_CLI_FREE:

@@ -198,7 +198,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -218,11 +218,74 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
-/* A database of this schema turned back into schema 8's shape: no Slurm
- * ids, no exit_reporter. */
+/* A database of this schema turned back into schema 10's shape: no time
+ * limits, no begin, no attempts. */
+static void
+raw_to_schema_10(sqlite3 *db)
+{
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN time_limit_ms");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN time_limit_per_attempt_ms");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN begin_ms");
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN attempts");
+}
+
+/* ... and into schema 9's: no accounting rollup either. */
+static void
+raw_to_schema_9(sqlite3 *db)
+{
+	raw_to_schema_10(db);
+	raw_exec(db, "DROP TABLE job_days");
+}
+
+/* A database of schema 10 is brought to 11: its jobs have no limits, no
+ * begin and no records of past attempts. */
+static void
+test_migrate_from_10(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	struct job j, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 2;
+	j.uid = 1000;
+	j.name = "n";
+	j.cwd = "/tmp";
+	j.time_limit_ms = 5000;
+	j.begin_ms = 7;
+	j.attempts = "[]";
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_10(db);
+	raw_exec(db, "PRAGMA user_version = 10");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->attempt, 2);
+	assert_int_equal(got->time_limit_ms, 0);
+	assert_int_equal(got->time_limit_per_attempt_ms, 0);
+	assert_int_equal(got->begin_ms, 0);
+	assert_null(got->attempts);
+	job_free(got);
+	/* and the new columns take values */
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_int_equal(got->time_limit_ms, 5000);
+	assert_int_equal(got->begin_ms, 7);
+	assert_string_equal(got->attempts, "[]");
+	job_free(got);
+}
+
+/* ... and into schema 8's: no Slurm ids, no exit_reporter. */
 static void
 raw_to_schema_8(sqlite3 *db)
 {
+	raw_to_schema_9(db);
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN slurm_job_id");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN slurm_step_id");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN slurm_task_id");
@@ -377,7 +440,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -421,7 +484,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -465,7 +528,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 10);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -687,7 +750,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 9");
+	raw_exec(db, "PRAGMA user_version = 11");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -2483,6 +2546,7 @@ main(void)
 	    T(test_migrate_from_4),
 	    T(test_migrate_from_6),
 	    T(test_migrate_from_7),
+	    T(test_migrate_from_10),
 	    T(test_history_parts),
 	    T(test_migrate_from_2),
 	    T(test_job_groups_roundtrip),

@@ -278,6 +278,77 @@ test_time_ok(void **state)
 	}
 }
 
+/* --begin: +DURATION from now, HH:MM its next occurrence, ISO. */
+static void
+test_begin(void **state)
+{
+	/* 2026-11-30T05:00:00Z, a Monday */
+	const int64_t now = 1796014800000LL;
+	static const struct {
+		const char *tz, *s;
+		int64_t ms; /* from now */
+		int rc;
+	} cases[] = {
+	    {"UTC0", "+3s", 3000, 0},
+	    {"UTC0", "+1h30m", 5400000, 0},
+	    {"UTC0", "+0s", 0, 0},
+	    /* later today, or tomorrow once past (also the very minute) */
+	    {"UTC0", "06:15", 4500000, 0},
+	    {"UTC0", "05:00:01", 1000, 0},
+	    {"UTC0", "05:00", 86400000, 0},
+	    {"UTC0", "04:59", 86400000 - 60000, 0},
+	    {"UTC0", "00:00", 19 * 3600000, 0},
+	    {"UTC0", "23:59:59", 19 * 3600000 - 1000, 0},
+	    /* local: 05:00Z is 00:00 in EST5, 14:00 in JST-9 */
+	    {"EST5", "01:00", 3600000, 0},
+	    {"JST-9", "13:00", 23 * 3600000, 0},
+	    {"UTC0", "2026-11-30T06:00Z", 3600000, 0},
+	    {"UTC0", "2026-11-30T06:00", 3600000, 0},
+	    {"EST5", "2026-11-30 01:00", 3600000, 0},
+	    {"UTC0", "2026-12-01", 19 * 3600000, 0},
+	    /* a past time is taken: no wait */
+	    {"UTC0", "2026-11-29T05:00Z", -86400000, 0},
+	    /* which way would an unsigned duration count? */
+	    {"UTC0", "3s", 0, -EINVAL},
+	    {"UTC0", "1h", 0, -EINVAL},
+	    {"UTC0", "90", 0, -EINVAL},
+	    {"UTC0", "+90", 0, -EINVAL},
+	    {"UTC0", "+", 0, -EINVAL},
+	    {"UTC0", "+-3s", 0, -EINVAL},
+	    {"UTC0", "-3s", 0, -EINVAL},
+	    {"UTC0", "1796014800000", 0, -EINVAL},
+	    {"UTC0", "24:00", 0, -EINVAL},
+	    {"UTC0", "12:60", 0, -EINVAL},
+	    {"UTC0", "12:00:60", 0, -EINVAL},
+	    {"UTC0", "1:00", 0, -EINVAL},
+	    {"UTC0", "12:00pm", 0, -EINVAL},
+	    {"UTC0", "2026-02-29T10:00", 0, -EINVAL},
+	    {"UTC0", "tomorrow", 0, -EINVAL},
+	    {"UTC0", "", 0, -EINVAL},
+	    {"UTC0", "+104240000d", 0, -ERANGE}, /* past 2^53 ms with now */
+	    {"UTC0", "+1000000000w", 0, -ERANGE},
+	};
+	size_t i;
+	int64_t v;
+	int rc;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		setenv("TZ", cases[i].tz, 1);
+		tzset();
+		v = -5;
+		rc = units_parse_begin_ms(cases[i].s, now, &v);
+		if (rc != cases[i].rc)
+			fail_msg("'%s': got %d, want %d", cases[i].s, rc,
+			         cases[i].rc);
+		if (rc == 0 && v != now + cases[i].ms)
+			fail_msg("'%s' (TZ=%s): got %lld, want %lld",
+			         cases[i].s, cases[i].tz, (long long)(v - now),
+			         (long long)cases[i].ms);
+	}
+	assert_int_equal(units_parse_begin_ms(NULL, now, &v), -EINVAL);
+}
+
 static void
 test_time_errors(void **state)
 {
@@ -430,6 +501,7 @@ main(void)
 	    cmocka_unit_test(test_duration_errors),
 	    cmocka_unit_test(test_time_ok),
 	    cmocka_unit_test(test_time_errors),
+	    cmocka_unit_test(test_begin),
 	    cmocka_unit_test(test_format_size),
 	    cmocka_unit_test(test_format_duration),
 	};

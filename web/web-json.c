@@ -12,7 +12,7 @@
 #include "web.h"
 
 /* The Job's members proto/job-fields.h marks W_YES, in its order: scalars
- * copied as they come. after and kill (W_SPECIAL) are copied below by
+ * copied as they come. after, attempts and kill (W_SPECIAL) are copied below by
  * their own members; W_NO is never shown. tests/test_fields.c holds the
  * literal list of what may come out. */
 #define WEB_W_YES(w) w,
@@ -22,11 +22,32 @@
 	WEB_##web(w)
 static const char *const job_members[] = {JOB_FIELDS(WEB_FIELD) NULL};
 
-/* The numbers of a breach kill (PROTOCOL.md, Job: kill). */
+/* The numbers of a kill (PROTOCOL.md, Job: kill): a breach's, a time
+ * limit's. */
 static const char *const kill_members[] = {
-    "at_ms",           "swap_budget_bytes", "swap_growth_bytes",
-    "swap_used_bytes", "footprint_bytes",   "free_pct",
-    "pressure",        "attempt",           NULL,
+    "at_ms",
+    "swap_budget_bytes",
+    "swap_growth_bytes",
+    "swap_used_bytes",
+    "footprint_bytes",
+    "free_pct",
+    "pressure",
+    "attempt",
+    "limit",
+    "limit_ms",
+    "ran_ms",
+    NULL,
+};
+
+/* Each attempt's record (PROTOCOL.md, Job: attempts). */
+static const char *const attempt_members[] = {
+    "attempt",
+    "queued_at_ms",
+    "admitted_at_ms",
+    "started_at_ms",
+    "ended_at_ms",
+    "end_reason",
+    NULL,
 };
 
 static const char *const sample_members[] = {
@@ -85,6 +106,21 @@ web_public_job(const cJSON *job)
 			if (after != NULL && cJSON_IsNumber(id))
 				cJSON_AddItemToArray(after,
 				                     cJSON_Duplicate(id, 0));
+		}
+	}
+	k = cJSON_GetObjectItemCaseSensitive(job, "attempts");
+	if (cJSON_IsArray(k)) {
+		cJSON *attempts = cJSON_AddArrayToObject(o, "attempts"), *e;
+
+		cJSON_ArrayForEach(e, k)
+		{
+			cJSON *eo;
+
+			if (attempts == NULL || !cJSON_IsObject(e) ||
+			    (eo = cJSON_CreateObject()) == NULL)
+				continue;
+			copy_scalars(eo, e, attempt_members);
+			cJSON_AddItemToArray(attempts, eo);
 		}
 	}
 	k = cJSON_GetObjectItemCaseSensitive(job, "kill");

@@ -115,7 +115,8 @@ wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
 	                     reserved,
 	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
 	                     (int64_t)web_num(smp, "available_bytes", 0),
-	                     (int64_t)web_num(j, "id", 0)};
+	                     (int64_t)web_num(j, "id", 0),
+	                     (int64_t)web_num(j, "begin_ms", 0)};
 
 	if (w.waiting_for == NULL)
 		w.waiting_for = "";

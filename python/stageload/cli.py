@@ -6,7 +6,8 @@
 
 `guard` (alias `run`) means what `stageloadctl guard` means and exits with
 the same codes (docs/cli.md, "Exit codes"): the command's own status, 128+N
-when a signal ended it, 124 when it was killed for its swap budget, 125 when
+when a signal ended it, 124 when it was killed for its swap budget or its
+time limit, 125 when
 it never ran (cancelled or refused), 126/127 when it could not be started,
 69 when no daemon answers, 77 when the daemon said permission denied.
 """
@@ -18,12 +19,14 @@ import os
 import re
 import signal
 import sys
+import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
 from .client import E_PERM, Client, ConnectionLost, DaemonNotRunning, StageloadError
 from .guard import JobNotRun, QueueLine, wait_admitted
-from .units import format_size, parse_size
+from .job_fields import CLI_OPTIONS
+from .units import format_size, parse_begin_ms, parse_limit_ms, parse_size
 
 EXIT_OK = 0
 EXIT_ERR = 1
@@ -87,6 +90,37 @@ def _free_arg(v: str) -> "tuple[Optional[float], Optional[int]]":
             pass
     raise argparse.ArgumentTypeError(
         "%r is neither a percentage from 0 to 100 (40, 40%%, 37.5) nor a size (30G)" % v)
+
+
+def _limit_arg(v: str) -> int:
+    try:
+        return parse_limit_ms(v)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def _begin_arg(v: str) -> int:
+    try:
+        return parse_begin_ms(v, int(time.time() * 1000))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+_TIME_VALUES = {"limit": _limit_arg, "begin": _begin_arg}
+# guard's time options (--time, --time-per-attempt, --begin): those of
+# stageloadctl run's rows read as a limit or a begin.
+_TIME_OPTIONS = {opt: o for opt, o in CLI_OPTIONS.items()
+                 if o.run and o.value in _TIME_VALUES}
+
+
+def _time_params(args: argparse.Namespace) -> Dict[str, int]:
+    """The parameters of the time options given."""
+    out = {}
+    for opt, o in _TIME_OPTIONS.items():
+        v = getattr(args, "time_" + opt.replace("-", "_"), None)
+        if v is not None:
+            out[o.param] = v
+    return out
 
 
 # The wire names of job options a daemon's refusal may use, and the
@@ -247,6 +281,9 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
                  "could never be free" % (format_size(wait_free[1]), format_size(total)))
             c.close()
             return EXIT_USAGE
+    times = _time_params(args)
+    begin_ms = next((times[o.param] for o in _TIME_OPTIONS.values()
+                     if o.value == "begin" and o.param in times), 0)
     old = {s: signal.signal(s, on_wait_signal) for s in FORWARDED}
     try:
         try:
@@ -255,7 +292,8 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
                            swap_budget=args.swap_budget,
                            expect=args.expect, priority=args.priority,
                            exclusive=args.exclusive or None,
-                           retry_on_breach=args.retry_on_breach)
+                           retry_on_breach=args.retry_on_breach,
+                           **times)
         except StageloadError as e:
             _err(daemon_words(e.message))
             if isinstance(e, ConnectionLost):
@@ -266,7 +304,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
             for s in FORWARDED:
                 signal.signal(s, on_wait_signal)
             try:
-                wait_admitted(c, job_id, line, wait_free[1] or 0)
+                wait_admitted(c, job_id, line, wait_free[1] or 0, begin_ms)
             except _Interrupted as i:
                 try:
                     c.cancel(job_id)
@@ -362,6 +400,11 @@ def _run_once(c: Client, job_id: int, command: List[str],
         _err("job %d killed: swap grew by %s, past its budget of %s"
              % (job_id, format_size(int(growth or 0)), format_size(int(budget or 0))))
         return EXIT_JOB_BUDGET
+    if job.get("state") == "killed" and job.get("end_reason") == "time_limit":
+        # As timeout(1) exits; the daemon's words say which limit.
+        _err("job %d %s" % (job_id, job.get("end_detail")
+                            or "killed: it ran past its time limit"))
+        return EXIT_JOB_BUDGET
     return status
 
 
@@ -444,6 +487,12 @@ def parser() -> argparse.ArgumentParser:
                    help="run only when no other job runs")
     g.add_argument("--retry-on-breach", type=int, metavar="N",
                    help="requeue up to N times after a breach")
+    # The time options, as stageloadctl's rows declare them
+    # (proto/job-fields.h, JOB_CLI): each sets its parameter.
+    for opt, o in _TIME_OPTIONS.items():
+        g.add_argument("--" + opt, type=_TIME_VALUES[o.value], metavar=o.metavar,
+                       dest="time_" + opt.replace("-", "_"),
+                       help=o.help.replace("\n", " ").replace("%", "%%"))
     g.add_argument("-q", "--quiet", action="store_true", help="no queue status on stderr")
     m = sub.add_parser("meter", help="run CMD and write a JSONL trace of its memory",
                        usage="stageload meter --out FILE [options] -- CMD [ARGS...]")

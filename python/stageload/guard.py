@@ -91,7 +91,21 @@ WAIT_LINES: Dict[str, str] = {
     "held": "free %f, held: stageloadctl release %i",
     "after": "free %f, waiting for job %a to end",
     "group": "free %f, its group (or its user's share of it) is full",
+    "begin": "free %f, waiting to begin at %b",
 }
+
+
+def begin_text(ms: int) -> str:
+    """When a job may begin, as a local clock time ("23:10"), with the date
+    when it is not today."""
+    if ms <= 0:
+        return "?"
+    t = time.localtime(ms / 1000)
+    today = time.localtime()
+    fmt = "%H:%M:%S" if t.tm_sec else "%H:%M"
+    if (t.tm_year, t.tm_yday) != (today.tm_year, today.tm_yday):
+        fmt = "%Y-%m-%d " + fmt
+    return time.strftime(fmt, t)
 
 
 def size_compare(available: int, want: int) -> str:
@@ -112,11 +126,11 @@ def size_compare(available: int, want: int) -> str:
 
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
                waiting_for: Optional[str], wait_free_bytes: int = 0,
-               total_bytes: int = 0, job_id: int = 0) -> str:
+               total_bytes: int = 0, job_id: int = 0, begin_ms: int = 0) -> str:
     """The line `stageloadctl run` shows while a job waits; with
     wait_free_bytes (a --wait-free SIZE) and the machine's total_bytes, the
     free memory as a size against it; job_id names the release of a held
-    job."""
+    job, begin_ms when a job given --begin may start."""
     s = "queued: position %d of %d, " % (position, of)
     why = waiting_for or "free"
     name, _, after = why.partition(" ")
@@ -139,7 +153,8 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
         want += "%"
     words = {"F": compare, "f": "%.0f%%" % free_pct,
              "w": want, "R": "memory", "a": after,
-             "i": str(job_id) if job_id > 0 else "ID"}
+             "i": str(job_id) if job_id > 0 else "ID",
+             "b": begin_text(begin_ms)}
     out, i = [], 0
     while i < len(tmpl):
         if tmpl[i] == "%" and i + 1 < len(tmpl) and tmpl[i + 1] in words:
@@ -195,7 +210,7 @@ class QueueLine:
 
 
 def wait_admitted(client: Client, job_id: int, line: QueueLine,
-                  wait_free_bytes: int = 0) -> int:
+                  wait_free_bytes: int = 0, begin_ms: int = 0) -> int:
     """Read notifications until job_id is admitted; its attempt. JobNotRun
     when it ends first. wait_free_bytes: the job waits for that much
     memory available (the line says it as a size)."""
@@ -214,7 +229,7 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
                 line.show(queue_line(p.get("position", 0), p.get("of", 0),
                                      p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
                                      p.get("waiting_for"), wait_free_bytes, total,
-                                     job_id),
+                                     job_id, begin_ms),
                           p.get("waiting_for") or "free")
             elif m == "admitted":
                 return int(p.get("attempt", 1))

@@ -14,6 +14,15 @@ class Param(NamedTuple):
     unit: str  # size duration time percent count, or ''
 
 
+class Option(NamedTuple):
+    param: str  # the parameter it sets
+    value: str  # how it is read: flag text int size duration limit begin pct free
+    metavar: str  # '' for a flag
+    run: bool  # run and guard take it too, not submit alone
+    update: bool
+    help: str
+
+
 # The Job's members (PROTOCOL.md, Job), in its order.
 JOB_MEMBERS: Tuple[str, ...] = (
     'id',
@@ -33,6 +42,10 @@ JOB_MEMBERS: Tuple[str, ...] = (
     'exclusive',
     'retry_on_breach',
     'attempt',
+    'attempts',
+    'time_limit_ms',
+    'time_limit_per_attempt_ms',
+    'begin_ms',
     'after',
     'after_any',
     'held',
@@ -85,6 +98,9 @@ SUBMIT_PARAMS: Dict[str, Param] = {
     'expect_bytes': Param('int', False, 0, 9223372036854775807, 'size'),
     'exclusive': Param('bool', False, None, None, ''),
     'retry_on_breach': Param('int', False, 0, 100, 'count'),
+    'time_limit_ms': Param('int', False, 0, 9223372036854775807, 'duration'),
+    'time_limit_per_attempt_ms': Param('int', False, 0, 9223372036854775807, 'duration'),
+    'begin_ms': Param('int', False, 0, 9223372036854775807, 'time'),
     'after': Param('intv', False, 1, 9223372036854775807, ''),
     'after_any': Param('bool', False, None, None, ''),
     'held': Param('bool', False, None, None, ''),
@@ -107,4 +123,41 @@ UPDATE_PARAMS: Dict[str, Param] = {
     'wait_free_bytes': Param('int', False, 0, 9223372036854775807, 'size'),
     'swap_budget_bytes': Param('int', False, 0, 9223372036854775807, 'size'),
     'expect_bytes': Param('int', False, 0, 9223372036854775807, 'size'),
+    'time_limit_ms': Param('int', False, 0, 9223372036854775807, 'duration'),
+    'time_limit_per_attempt_ms': Param('int', False, 0, 9223372036854775807, 'duration'),
+    'begin_ms': Param('int', False, 0, 9223372036854775807, 'time'),
+}
+
+# stageloadctl's job options (JOB_CLI), by long option.
+CLI_OPTIONS: Dict[str, Option] = {
+    'after': Option('after', 'text', 'ID[,ID...]', False, False,
+           'start after these jobs exited 0; if one\nfails, is killed or cancelled, this one is cancelled'),
+    'after-any': Option('after', 'text', 'ID[,ID...]', False, False,
+           'start after these jobs ended, however they ended'),
+    'hold': Option('held', 'flag', '', False, False,
+           "queue it held: it starts only after 'release ID'"),
+    'group': Option('group', 'text', 'NAME', False, False,
+           "its group: the daemon may limit how many of a\ngroup's jobs run at once (group.NAME.max_running)"),
+    'on-end': Option('on_end', 'text', 'CMD', False, False,
+           "when the job ends, the daemon runs CMD (/bin/sh -c)\nas you, its output appended to the job's log"),
+    'wait-free': Option('wait_free_pct', 'free', 'PCT|SIZE', True, True,
+           'start only when free memory is >= PCT%, or\n(a size, 30G) when that much is available'),
+    'swap-budget': Option('swap_budget_bytes', 'size', 'SIZE', True, True,
+           'kill it when swap grows by more than SIZE (0: none)'),
+    'expect': Option('expect_bytes', 'size', 'SIZE', True, True,
+           'memory it will use: held back from others until reached'),
+    'priority': Option('priority', 'int', 'N', True, True,
+           "-1000..1000, higher runs first (default 0;\nabove 0: root and the daemon's admin_group only)"),
+    'name': Option('name', 'text', 'NAME', True, False,
+           "a label (default: the command's name)"),
+    'exclusive': Option('exclusive', 'flag', '', True, False,
+           'run only when no other job runs'),
+    'retry-on-breach': Option('retry_on_breach', 'int', 'N', True, False,
+           'requeue up to N times after a breach'),
+    'time': Option('time_limit_ms', 'limit', 'DUR', True, True,
+           'kill it once it has run that long (90m, 2h, 1d;\n0: none), summed over its attempts'),
+    'time-per-attempt': Option('time_limit_per_attempt_ms', 'limit', 'DUR', True, True,
+           'kill an attempt once it has run that long'),
+    'begin': Option('begin_ms', 'begin', 'TIME', True, True,
+           'start no earlier than TIME (+30m, 23:10,\n2026-12-24T08:00)'),
 }

@@ -164,3 +164,33 @@ def test_console_errors_in_its_own_words(env):
         "--wait-free 40G is above the machine's total memory (24G): it could never be free")
     assert daemon_words("expect_bytes 1024 is above x; my_expect_bytes 3") == (
         "--expect 1.0K is above x; my_expect_bytes 3")
+
+
+def test_guard_time_options(env):
+    """--time, --time-per-attempt and --begin, from stageloadctl's rows
+    (proto/job-fields.h, JOB_CLI): a bare --time is questioned, an
+    unsigned --begin too, nothing queued; at the limit the job is killed
+    (time_limit) and guard exits 124, as timeout(1), saying which limit
+    (queue parity II, item 2)."""
+    before = job_count(env)
+    r = run("guard", "--time", "90", "--", "true")
+    assert r.returncode == 2 and "did you mean 90m?" in r.stderr, r
+    r = run("guard", "--begin", "3s", "--", "true")
+    assert r.returncode == 2 and "did you mean +3s?" in r.stderr, r
+    assert job_count(env) == before
+    r = run("guard", "--help")
+    for opt in ("--time DUR", "--time-per-attempt DUR", "--begin TIME"):
+        assert opt in r.stdout, r.stdout
+    r = run("guard", "-q", "--time", "1s", "--", "sleep", "10")
+    assert r.returncode == 124, r
+    assert "its time limit (--time 1.0s)" in r.stderr, r.stderr
+    with stageload.Client(env.socket) as c:
+        j = max(c.jobs(all=True), key=lambda x: x["id"])
+    assert j["state"] == "killed" and j["end_reason"] == "time_limit", j
+    assert j["time_limit_ms"] == 1000, j
+    r = run("guard", "-q", "--begin", "+1s", "--time-per-attempt", "1h", "--", "true")
+    assert r.returncode == 0, r
+    with stageload.Client(env.socket) as c:
+        j = max(c.jobs(all=True), key=lambda x: x["id"])
+    assert j["admitted_at_ms"] >= j["begin_ms"] > j["submitted_at_ms"], j
+    assert j["time_limit_per_attempt_ms"] == 3600000, j
