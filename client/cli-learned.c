@@ -63,7 +63,7 @@ cli_print_learned(const char *show_json, FILE *f)
 	cli_safe(name->valuestring, 48, safe, sizeof safe);
 	fprintf(f,
 	        "Learned from the last %d run%s of %s: peak footprint %s, "
-	        "swap growth %s",
+	        "the system's swap grew up to %s while it ran",
 	        runs, runs == 1 ? "" : "s", safe,
 	        cli_size(num(l, "footprint_peak_bytes"), fp, sizeof fp),
 	        cli_size(num(l, "swap_growth_peak_bytes"), sw, sizeof sw));

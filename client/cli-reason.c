@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "clock.h"
 
 /* A percentage with as few decimals as it needs (at most 2): "40",
  * "37.5". */
@@ -185,6 +188,12 @@ expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
 				snprintf(part, sizeof part, "%s",
 				         after != NULL ? after : "?");
 				break;
+			case 'g':
+				cli_safe(w->group != NULL && w->group[0] != '\0'
+				             ? w->group
+				             : "NAME",
+				         32, part, sizeof part);
+				break;
 			case 'b':
 				begin_text(w->begin_ms, part, sizeof part);
 				break;
@@ -202,6 +211,135 @@ expand(const char *fmt, const struct cli_wait *w, const char *after, char *buf,
 			return;
 	}
 	buf[out] = '\0';
+}
+
+/* "job 12 (ana, qwen)", "jobs 12 (ana, qwen) and 14 (bo)", "jobs 1 (a),
+ * 2 (b), 3 (c) and 4 more": the jobs of a waiting_on array, their names
+ * made safe to print. 0 when it names none. */
+static int
+on_text(const char *json, char *buf, size_t len)
+{
+	cJSON *a = json != NULL ? cJSON_Parse(json) : NULL;
+	const cJSON *o;
+	int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0, k = 0;
+	size_t out;
+
+	buf[0] = '\0';
+	if (n == 0) {
+		cJSON_Delete(a);
+		return 0;
+	}
+	snprintf(buf, len, "job%s ", n > 1 ? "s" : "");
+	cJSON_ArrayForEach(o, a)
+	{
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+		const cJSON *user = cJSON_GetObjectItemCaseSensitive(o, "user");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+		char u[80], nm[80], one[200];
+
+		if (k == 3 && n > 4) {
+			out = strlen(buf);
+			snprintf(buf + out, len - out, " and %d more", n - k);
+			break;
+		}
+		cli_safe(cJSON_IsString(user) ? user->valuestring : "", 16, u,
+		         sizeof u);
+		cli_safe(cJSON_IsString(name) ? name->valuestring : "", 24, nm,
+		         sizeof nm);
+		snprintf(one, sizeof one, "%s%" PRId64 " (%s%s%s)",
+		         k == 0       ? ""
+		         : k == n - 1 ? " and "
+		                      : ", ",
+		         cJSON_IsNumber(id) ? (int64_t)id->valuedouble : 0, u,
+		         nm[0] != '\0' ? ", " : "", nm);
+		out = strlen(buf);
+		snprintf(buf + out, len - out, "%s", one);
+		k++;
+	}
+	cJSON_Delete(a);
+	return 1;
+}
+
+/* "18 s", "2 min 10 s", "1 h 5 min": how long until a time (this file
+ * is the web program's too, which has not cli.c's cli_duration). */
+static void
+left_text(int64_t ms, char *buf, size_t len)
+{
+	int64_t s = (ms + 999) / 1000;
+
+	if (s < 60)
+		snprintf(buf, len, "%" PRId64 " s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRId64 " min %" PRId64 " s", s / 60,
+		         s % 60);
+	else
+		snprintf(buf, len, "%" PRId64 " h %" PRId64 " min", s / 3600,
+		         s / 60 % 60);
+}
+
+/* The local clock time of ms, "23:10". */
+static void
+clock_text(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%H:%M", &tm) == 0)
+		snprintf(buf, len, "?");
+}
+
+/*
+ * What a line or sentence adds when the daemon says what the job waits
+ * behind (PROTOCOL.md, Job: waiting_on, waiting_until_ms): ": job 12
+ * (ana, qwen) still growing, at most 18 s more" (settle), ": job 13 (ana)
+ * until 23:10, then others may pass" (head), ": job 12 (ana, qwen)"
+ * (exclusive, after), ": jobs ... running" (max_running, group), ":
+ * promised to job 12 (ana, qwen)" (expect).
+ */
+static void
+behind(const struct cli_wait *w, int k, char *buf, size_t len)
+{
+	char on[400], t[64], d[32];
+	int64_t now = clock_wall_ms();
+
+	buf[0] = '\0';
+	if (!on_text(w->on_json, on, sizeof on))
+		return;
+	switch (k) {
+	case NAMES_WAIT_SETTLE:
+		left_text(w->until_ms - now, d, sizeof d);
+		if (w->until_ms > now)
+			snprintf(buf, len,
+			         ": %s still growing, at most %s more", on, d);
+		else
+			snprintf(buf, len, ": %s still growing", on);
+		break;
+	case NAMES_WAIT_HEAD:
+		clock_text(w->until_ms, t, sizeof t);
+		if (w->until_ms > now)
+			/* the clock time (hol_bound is minutes: a date is
+			 * rarely needed) */
+			snprintf(buf, len,
+			         ": %s until %s, then others may pass", on, t);
+		else if (w->until_ms > 0)
+			snprintf(buf, len,
+			         ": %s, whose turn has run out: others "
+			         "may pass",
+			         on);
+		else
+			snprintf(buf, len, ": %s", on);
+		break;
+	case NAMES_WAIT_EXPECT:
+		snprintf(buf, len, ": promised to %s", on);
+		break;
+	case NAMES_WAIT_MAX_RUNNING:
+	case NAMES_WAIT_GROUP:
+		snprintf(buf, len, ": %s running", on);
+		break;
+	default:
+		snprintf(buf, len, ": %s", on);
+	}
 }
 
 void
@@ -239,6 +377,13 @@ cli_wait_reason(const struct cli_wait *w, enum cli_reason_form form, char *buf,
 			       : form == CLI_REASON_LINE ? words->line
 			                                 : words->sentence,
 			       w, after, buf, len);
+		if (form != CLI_REASON_COLUMN) {
+			char more[512];
+			size_t n = strlen(buf);
+			behind(w, k, more, sizeof more);
+			if (n < len)
+				snprintf(buf + n, len - n, "%s", more);
+		}
 		return;
 	}
 	/* A waiting_for this stageloadctl does not know: "other". */
@@ -259,7 +404,7 @@ void
 cli_queue_line_wait(int position, int of, const struct cli_wait *w, char *buf,
                     size_t len)
 {
-	char why[192];
+	char why[512];
 
 	cli_wait_reason(w, CLI_REASON_LINE, why, sizeof why);
 	snprintf(buf, len, "queued: position %d of %d, %s", position, of, why);
@@ -269,8 +414,8 @@ void
 cli_queue_line(int position, int of, double free_pct, double wait_free_pct,
                const char *waiting_for, char *buf, size_t len)
 {
-	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0, 0,
-	                     0,           0};
+	struct cli_wait w = {waiting_for, free_pct, wait_free_pct, -1, 0,   0,
+	                     0,           0,        NULL,          0,  NULL};
 
 	cli_queue_line_wait(position, of, &w, buf, len);
 }
@@ -306,7 +451,11 @@ cli_job_reason(const struct sl_job *j, double free_pct, int64_t available_bytes,
 	                     j->wait_free_bytes,
 	                     available_bytes,
 	                     j->id,
-	                     0};
+	                     0,
+	                     NULL,
+	                     0,
+	                     NULL};
+	char *on = NULL;
 	int64_t begin;
 
 	if (sl_job_get_int(j, "begin_ms", &begin) == 0)
@@ -316,5 +465,13 @@ cli_job_reason(const struct sl_job *j, double free_pct, int64_t available_bytes,
 		snprintf(buf, len, form == CLI_REASON_COLUMN ? "" : "-");
 		return;
 	}
+	if (form != CLI_REASON_COLUMN) {
+		on = sl_job_get_json(j, "waiting_on");
+		if (sl_job_get_int(j, "waiting_until_ms", &w.until_ms) < 0)
+			w.until_ms = 0;
+	}
+	w.on_json = on;
+	w.group = j->group;
 	cli_wait_reason(&w, form, buf, len);
+	free(on);
 }

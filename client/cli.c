@@ -245,16 +245,8 @@ cli_job_swap(const struct sl_job *j, char *buf, size_t len)
 void
 cli_job_state(const struct sl_job *j, char *buf, size_t len)
 {
-	if (strcmp(j->state, "queued") == 0 && j->position > 0)
-		snprintf(buf, len, "queued #%d", j->position);
-	else if (strcmp(j->state, "exited") == 0 && j->signal > 0)
-		snprintf(buf, len, "exited sig %d", j->signal);
-	else if (strcmp(j->state, "exited") == 0)
-		snprintf(buf, len, "exited %d", j->exit_code);
-	else if (j->end_reason[0] != '\0' && strcmp(j->state, "killed") == 0)
-		snprintf(buf, len, "killed (%s)", j->end_reason);
-	else
-		snprintf(buf, len, "%s", j->state);
+	cli_state_words(j->state, j->position, j->exit_code, j->signal,
+	                j->end_reason, buf, len);
 }
 
 /* A growable string for the paragraph. */
@@ -350,7 +342,7 @@ char *
 cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 {
 	struct sbuf b = {0};
-	char t[64], d[32], s1[16], s2[16];
+	char t[64], d[32], s1[16], s2[16], own[16];
 
 	sb_add(&b, "Job %lld \"", (long long)j->id);
 	sb_add_safe(&b, j->name);
@@ -390,6 +382,12 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 		    sl_job_get_int(j, "slurm_task_id", &st) == 0)
 			sb_add(&b, "Slurm: job %lld, step %lld, task %lld.\n",
 			       (long long)sj, (long long)ss, (long long)st);
+	}
+	if (j->group[0] != '\0') {
+		/* Its group (docs/jobs.md, "Groups"), whose limit it shares. */
+		sb_add(&b, "Group: ");
+		sb_add_safe(&b, j->group);
+		sb_add(&b, ".\n");
 	}
 
 	sb_add(&b, "Submitted %s",
@@ -499,13 +497,16 @@ cli_job_paragraph(const struct sl_job *j, int64_t now, const struct cli_wait *w)
 	}
 	if (j->started_at_ms > 0)
 		sb_add(&b,
-		       "Memory: footprint %s (peak %s), swap growth %s (peak "
-		       "%s)%s.\n",
+		       "Memory: footprint %s (peak %s); the system's swap grew "
+		       "%s while it ran (peak %s)%s%s.\n",
 		       cli_size(j->footprint_bytes, s1, sizeof s1),
 		       cli_size(j->footprint_peak_bytes, s2, sizeof s2),
 		       cli_size(j->swap_growth_bytes, t, sizeof t),
 		       cli_size(j->swap_growth_peak_bytes, d, sizeof d),
-		       j->job_swap_bytes > 0 ? ", some of it swapped out" : "");
+		       j->job_swap_bytes > 0 ? "; its own swap " : "",
+		       j->job_swap_bytes > 0
+		           ? cli_size(j->job_swap_bytes, own, sizeof own)
+		           : "");
 
 	if (sl_job_ended(j)) {
 		sb_add(&b,

@@ -364,6 +364,10 @@ void cli_job_expect(const struct sl_job *j, char *buf, size_t len);
 void cli_print_learned(const char *show_json, FILE *f);
 /* "exited 0", "killed (swap_budget)", "queued #2" */
 void cli_job_state(const struct sl_job *j, char *buf, size_t len);
+/* The same from the Job's members (cli-base.c: stageload-web's tables and
+ * job page say a state as status does); end_reason may be NULL. */
+void cli_state_words(const char *state, int position, int exit_code, int signal,
+                     const char *end_reason, char *buf, size_t len);
 /* What a queued job waits for and the numbers to say it with. */
 struct cli_wait {
 	const char *waiting_for;  /* the protocol's word; unknown ones: other */
@@ -374,6 +378,12 @@ struct cli_wait {
 	int64_t available_bytes;  /* the latest sample's; 0: unknown */
 	int64_t job_id;           /* the job's, for "release 12"; 0: unknown */
 	int64_t begin_ms;         /* the job's --begin; 0: none or unknown */
+	/* The jobs it waits behind: the Job's waiting_on (JSON text, an
+	 * array of {"id","user","name"}), and waiting_until_ms (0: not
+	 * known); NULL, 0 from a daemon that does not say. */
+	const char *on_json;
+	int64_t until_ms;
+	const char *group; /* its group, named in the group sentence */
 };
 /* The readable paragraph of `show`, into a malloc'd string; a queued
  * job's says why it waits, with the numbers of w (its waiting_for and

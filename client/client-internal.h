@@ -64,6 +64,10 @@ struct sl_client {
 	int log_stop;
 	int log_progress; /* a chunk arrived: the call's timeout restarts */
 	int in_cb;        /* inside the log callback: the client is busy */
+
+	/* The token of the attached job submitted last (sl_job_token) */
+	int64_t token_id;
+	char token[80];
 };
 
 /* ---- transport (client-transport.c) ---- */
@@ -93,6 +97,16 @@ void client_drop(sl_client *c);
  */
 int client_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
                 cJSON **root, const cJSON **result);
+
+/*
+ * A paged method (client.c): call it with params (consumed), then again
+ * with each result's next_cursor as "cursor", until a result has none or
+ * each, given every result, returns 1 (stop) or a negative errno (the
+ * error is set from it). Returns 0 or a negative code. sl_call_pages is
+ * the public form.
+ */
+int client_pages(sl_client *c, const char *method, cJSON *params,
+                 int (*each)(const cJSON *result, void *arg), void *arg);
 
 /* ---- decoding (client-decode.c) ---- */
 

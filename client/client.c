@@ -4,6 +4,7 @@
  * decodes the answer (client-decode.c). proto/PROTOCOL.md is the wire.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,6 +364,18 @@ sl_submit(sl_client *c, const sl_job_spec *spec, struct sl_submitted *out)
 	rc = client_call(c, "submit", params, c->timeout_ms, &root, &r);
 	if (rc < 0)
 		return rc;
+	{
+		const cJSON *tok =
+		    cJSON_GetObjectItemCaseSensitive(r, "job_token");
+		c->token_id = 0;
+		c->token[0] = '\0';
+		if (cJSON_IsString(tok) &&
+		    strlen(tok->valuestring) < sizeof c->token) {
+			c->token_id = client_i64(r, "id", 0);
+			snprintf(c->token, sizeof c->token, "%s",
+			         tok->valuestring);
+		}
+	}
 	if (out != NULL) {
 		out->id = client_i64(r, "id", 0);
 		out->position = (int)client_i64(r, "position", 0);
@@ -395,18 +408,15 @@ job_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 }
 
 /*
- * Call a method whose result holds a list of kind k and append its items
- * to the vector *items of *n (client_decode_list, with stop); params is
- * consumed. When cursor is not NULL it gets the result's next_cursor, or
- * "" at the end. Returns client_decode_list's 0 or 1, or a negative code
- * with the error set and the whole vector freed (*items NULL, *n 0).
+ * One list call: its items appended to *items (stop as in
+ * client_decode_list). Returns 1 when stop stopped it, 0, or a negative
+ * code with the error set and the whole vector freed (*items NULL, *n 0).
  */
 static int
 list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
-          int (*stop)(const void *, void *), void *arg, void **items, size_t *n,
-          char *cursor, size_t cursor_len)
+          int (*stop)(const void *, void *), void *arg, void **items, size_t *n)
 {
-	const cJSON *r, *next;
+	const cJSON *r;
 	cJSON *root;
 	int rc;
 
@@ -416,14 +426,6 @@ list_call(sl_client *c, const char *method, cJSON *params, enum client_list k,
 	if (rc < 0)
 		goto fail;
 	rc = client_decode_list(r, k, stop, arg, items, n);
-	if (cursor != NULL) {
-		next = client_member(r, "next_cursor");
-		if (cJSON_IsString(next) &&
-		    strlen(next->valuestring) < cursor_len)
-			snprintf(cursor, cursor_len, "%s", next->valuestring);
-		else
-			cursor[0] = '\0';
-	}
 	cJSON_Delete(root);
 	if (rc >= 0)
 		return rc;
@@ -435,10 +437,116 @@ fail:
 	return rc;
 }
 
-/* The page of status that has `want` ended jobs is the last (--all). */
+/* The longest next_cursor followed: a daemon's are a few dozen bytes. */
+#define CURSOR_MAX 256
+
+int
+client_pages(sl_client *c, const char *method, cJSON *params,
+             int (*each)(const cJSON *result, void *arg), void *arg)
+{
+	const cJSON *r, *next;
+	cJSON *root, *p, *cursor;
+	int rc;
+
+	if ((rc = need(c, params)) < 0)
+		return rc;
+	for (;;) {
+		if ((rc = need(c, p = cJSON_Duplicate(params, 1))) < 0)
+			break;
+		if ((rc = client_call(c, method, p, c->timeout_ms, &root, &r)) <
+		    0)
+			break;
+		if ((rc = each(r, arg)) < 0) {
+			cJSON_Delete(root);
+			rc = client_error(c, rc,
+			                  rc == -ENOMEM ? "out of memory"
+			                                : "the caller stopped "
+			                                  "reading '%s' pages",
+			                  method);
+			break;
+		}
+		next = client_member(r, "next_cursor");
+		if (rc > 0 || !cJSON_IsString(next)) {
+			cJSON_Delete(root);
+			rc = 0;
+			break;
+		}
+		cursor = strlen(next->valuestring) < CURSOR_MAX
+		             ? cJSON_CreateString(next->valuestring)
+		             : NULL;
+		cJSON_Delete(root);
+		if (cursor == NULL) {
+			rc =
+			    client_error(c, -EPROTO,
+			                 "the daemon's next_cursor for '%s' is "
+			                 "too long, or out of memory",
+			                 method);
+			break;
+		}
+		/* The cursor is the place to go on from, instead of the
+		 * first page's (events: after_id or before_id). */
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "cursor");
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "after_id");
+		cJSON_DeleteItemFromObjectCaseSensitive(params, "before_id");
+		cJSON_AddItemToObject(params, "cursor", cursor);
+	}
+	cJSON_Delete(params);
+	return rc;
+}
+
+/* A page of the public sl_call_pages: its items as JSON text. */
+struct text_pages {
+	const char *items;
+	int (*each)(const char *items_json, void *arg);
+	void *arg;
+};
+
+static int
+text_page(const cJSON *result, void *arg)
+{
+	struct text_pages *t = arg;
+	const cJSON *items = client_array(result, t->items);
+	char *text = items != NULL ? proto_print(items, 0) : strdup("[]");
+	int rc;
+
+	if (text == NULL)
+		return -ENOMEM;
+	rc = t->each(text, t->arg);
+	free(text);
+	return rc < 0 ? rc : rc > 0;
+}
+
+int
+sl_call_pages(sl_client *c, const char *method, const char *params_json,
+              const char *items, int (*each)(const char *items_json, void *arg),
+              void *arg)
+{
+	struct text_pages t = {items, each, arg};
+	cJSON *params;
+
+	if (method == NULL || method[0] == '\0' || items == NULL ||
+	    each == NULL)
+		return client_error(c, -EINVAL, "no method, items or callback");
+	if (params_json != NULL && params_json[0] != '\0') {
+		params = cJSON_Parse(params_json);
+		if (params == NULL || !cJSON_IsObject(params)) {
+			cJSON_Delete(params);
+			return client_error(
+			    c, -EINVAL, "params for '%s' must be a JSON object",
+			    method);
+		}
+	} else {
+		params = cJSON_CreateObject();
+	}
+	return client_pages(c, method, params, text_page, &t);
+}
+
+/* The pages of status up to `want` ended jobs (--all), into a vector. */
 struct status_page {
 	int all;
 	size_t want, ended;
+	void **jobs;
+	size_t *njobs;
 };
 
 static int
@@ -557,31 +665,35 @@ filter_into(cJSON *params, const sl_filter *f)
 	return params;
 }
 
+static int
+status_page(const cJSON *result, void *arg)
+{
+	struct status_page *p = arg;
+
+	return client_decode_list(result, CLIENT_JOBS, status_page_full, p,
+	                          p->jobs, p->njobs);
+}
+
 /* Protocol version 2: every page of the list, up to `want` ended jobs. */
 static int
 status_pages(sl_client *c, int all, int want, const sl_filter *f, void **jobs,
              size_t *njobs)
 {
-	struct status_page page = {all, (size_t)want, 0};
-	char cursor[128] = "";
-	cJSON *params;
+	struct status_page page = {all, (size_t)want, 0, jobs, njobs};
+	cJSON *params = cJSON_CreateObject();
 	int rc;
 
-	do {
-		params = cJSON_CreateObject();
-		if (params != NULL) {
-			if (all)
-				cJSON_AddBoolToObject(params, "all", 1);
-			proto_add_int(params, "limit", 1000);
-			if (cursor[0] != '\0')
-				cJSON_AddStringToObject(params, "cursor",
-				                        cursor);
-		}
-		params = filter_into(params, f);
-		rc = list_call(c, "status", params, CLIENT_JOBS,
-		               status_page_full, &page, jobs, njobs, cursor,
-		               sizeof cursor);
-	} while (rc == 0 && cursor[0] != '\0');
+	if (params != NULL) {
+		if (all)
+			cJSON_AddBoolToObject(params, "all", 1);
+		proto_add_int(params, "limit", 1000);
+	}
+	params = filter_into(params, f);
+	if ((rc = client_pages(c, "status", params, status_page, &page)) < 0) {
+		client_list_free(CLIENT_JOBS, *jobs, *njobs);
+		*jobs = NULL;
+		*njobs = 0;
+	}
 	return rc;
 }
 
@@ -610,7 +722,7 @@ sl_status_filtered(sl_client *c, int all, int limit, const sl_filter *f,
 			proto_add_int(params, "limit", limit);
 		params = filter_into(params, f);
 		rc = list_call(c, "status", params, CLIENT_JOBS, NULL, NULL, &v,
-		               njobs, NULL, 0);
+		               njobs);
 	}
 	*jobs = v;
 	return rc < 0 ? rc : 0;
@@ -737,10 +849,20 @@ sl_job_pid(sl_client *c, int64_t id, int64_t pid)
 	return job_call(c, "job_pid", params, c->timeout_ms, NULL);
 }
 
+const char *
+sl_job_token(const sl_client *c, int64_t id)
+{
+	return c->token_id == id && id > 0 && c->token[0] != '\0' ? c->token
+	                                                          : NULL;
+}
+
 int
 sl_stage(sl_client *c, int64_t id, const char *name)
 {
 	cJSON *params = id_params(id);
+	const char *envid = getenv("STAGELOAD_JOB_ID");
+	const char *token = getenv("STAGELOAD_JOB_TOKEN");
+	char idtext[32];
 
 	if (name == NULL) {
 		cJSON_Delete(params);
@@ -748,6 +870,12 @@ sl_stage(sl_client *c, int64_t id, const char *name)
 	}
 	if (params != NULL)
 		cJSON_AddStringToObject(params, "name", name);
+	/* From inside the job: its token, so that another daemon's job of
+	 * the same id refuses the report. */
+	snprintf(idtext, sizeof idtext, "%" PRId64, id);
+	if (params != NULL && envid != NULL && strcmp(envid, idtext) == 0 &&
+	    token != NULL && token[0] != '\0')
+		cJSON_AddStringToObject(params, "token", token);
 	return job_call(c, "stage", params, c->timeout_ms, NULL);
 }
 
@@ -816,6 +944,31 @@ sl_events_query(sl_client *c, const struct sl_events_query *q,
  * not match) and is not the end: the pages after it are read, to limit
  * events or the end of the log, so the answer is short only at the end.
  * Following, one page: the daemon's follow sends the rest. */
+/* The pages of a filtered events list, up to limit events. */
+struct event_pages {
+	int64_t limit;
+	void **events;
+	size_t *n;
+};
+
+static int
+event_pages_full(const void *event, void *arg)
+{
+	struct event_pages *p = arg;
+
+	(void)event;
+	return (int64_t)*p->n >= p->limit;
+}
+
+static int
+event_page(const cJSON *result, void *arg)
+{
+	struct event_pages *p = arg;
+
+	return client_decode_list(result, CLIENT_EVENTS, event_pages_full, p,
+	                          p->events, p->n);
+}
+
 int
 sl_events_filtered(sl_client *c, const struct sl_events_query *q,
                    const sl_filter *f, struct sl_event **events,
@@ -824,40 +977,39 @@ sl_events_filtered(sl_client *c, const struct sl_events_query *q,
 	int64_t limit = q->limit > 0 ? q->limit : 100;
 	int pages = f != NULL && f->params->child != NULL && !q->follow &&
 	            c->hello.version >= 2;
-	char cursor[64] = "";
+	struct event_pages ep = {limit, NULL, nevents};
 	cJSON *params;
 	void *v = NULL;
 	int rc;
 
 	*nevents = 0;
-	do {
-		if ((params = cJSON_CreateObject()) != NULL) {
-			if (cursor[0] != '\0')
-				cJSON_AddStringToObject(params, "cursor",
-				                        cursor);
-			else if (q->after_id > 0)
-				proto_add_int(params, "after_id", q->after_id);
-			/* 2^53, the largest a JSON integer may be, is above
-			 * every id: the newest first. */
-			if (cursor[0] == '\0' && q->before_id != 0)
-				proto_add_int(params, "before_id",
-				              q->before_id > 0
-				                  ? q->before_id
-				                  : (int64_t)1 << 53);
-			if (q->job_id > 0)
-				proto_add_int(params, "job_id", q->job_id);
-			if (q->limit > 0 || pages)
-				proto_add_int(params, "limit",
-				              limit - (int64_t)*nevents);
-			if (q->follow)
-				cJSON_AddBoolToObject(params, "follow", 1);
-		}
-		params = filter_into(params, f);
+	ep.events = &v;
+	if ((params = cJSON_CreateObject()) != NULL) {
+		if (q->after_id > 0)
+			proto_add_int(params, "after_id", q->after_id);
+		/* 2^53, the largest a JSON integer may be, is above every id:
+		 * the newest first. */
+		if (q->before_id != 0)
+			proto_add_int(params, "before_id",
+			              q->before_id > 0 ? q->before_id
+			                               : (int64_t)1 << 53);
+		if (q->job_id > 0)
+			proto_add_int(params, "job_id", q->job_id);
+		if (q->limit > 0 || pages)
+			proto_add_int(params, "limit", limit);
+		if (q->follow)
+			cJSON_AddBoolToObject(params, "follow", 1);
+	}
+	params = filter_into(params, f);
+	if (!pages) {
 		rc = list_call(c, "events", params, CLIENT_EVENTS, NULL, NULL,
-		               &v, nevents, pages ? cursor : NULL,
-		               sizeof cursor);
-	} while (rc >= 0 && pages && cursor[0] != '\0' &&
-	         (int64_t)*nevents < limit);
+		               &v, nevents);
+	} else if ((rc = client_pages(c, "events", params, event_page, &ep)) <
+	           0) {
+		client_list_free(CLIENT_EVENTS, v, *nevents);
+		v = NULL;
+		*nevents = 0;
+	}
 	*events = v;
 	return rc < 0 ? rc : 0;
 }

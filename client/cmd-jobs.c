@@ -289,12 +289,13 @@ cli_watch_queued(struct cli *cli, int64_t id)
 	struct sl_notification note;
 	struct sl_job j;
 	struct cli_progress progress;
-	char why[192], line[256], last[256] = "";
+	char why[512], line[640], last[640] = "", key[64];
 	int tty = isatty(STDERR_FILENO), subscribed = 0, of, due;
 
 	memset(&progress, 0, sizeof progress);
 	for (;;) {
-		struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0};
+		struct cli_wait w = {NULL, NAN, 0,    -1, 0,   0,
+		                     0,    0,   NULL, 0,  NULL};
 		if (sl_show(cli->client, id, 0, &j) < 0)
 			break;
 		if (strcmp(j.state, "queued") != 0) {
@@ -307,11 +308,23 @@ cli_watch_queued(struct cli *cli, int64_t id)
 		               sizeof why);
 		snprintf(line, sizeof line, "queued: position %d of %d, %s",
 		         j.position, of > j.position ? of : j.position, why);
-		/* Not a terminal: a line when the kind of wait changes,
-		 * else at most one a minute. */
+		/* Not a terminal: a line when the kind of wait or the job
+		 * it waits behind changes, else at most one a minute. */
+		{
+			char *on = sl_job_get_json(&j, "waiting_on");
+			cJSON *a = on != NULL ? cJSON_Parse(on) : NULL;
+			const cJSON *fid = cJSON_GetObjectItemCaseSensitive(
+			    cJSON_GetArrayItem(a, 0), "id");
+			snprintf(key, sizeof key, "%s %lld", j.waiting_for,
+			         cJSON_IsNumber(fid)
+			             ? (long long)fid->valuedouble
+			             : 0LL);
+			cJSON_Delete(a);
+			free(on);
+		}
 		due = strcmp(line, last) != 0 &&
-		      (tty || cli_progress_due(&progress, j.waiting_for, line,
-		                               clock_wall_ms()));
+		      (tty ||
+		       cli_progress_due(&progress, key, line, clock_wall_ms()));
 		sl_job_clear(&j);
 		if (due) {
 			fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", line);
@@ -341,7 +354,7 @@ cli_watch_queued(struct cli *cli, int64_t id)
 static int
 cmd_show(struct cli *cli, struct cli_args *args)
 {
-	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0};
+	struct cli_wait w = {NULL, NAN, 0, -1, 0, 0, 0, 0, NULL, 0, NULL};
 	struct sl_job j;
 	int64_t id;
 	int env = cli_has(args, "env"), rc;

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "clock.h"
 #include "cli.h"
 
@@ -68,11 +70,12 @@ struct run {
 	sl_client *c;
 	char path[1024];
 	int64_t id;
+	char token[80]; /* the job's STAGELOAD_JOB_TOKEN ("": none) */
 	char *const *argv;
 	int quiet;
 	int tty;       /* stderr is a terminal: update the line in place */
 	int line_open; /* a queue line is shown and not ended */
-	char last_line[256];
+	char last_line[640];
 	struct cli_progress progress; /* not a terminal: which lines to print */
 	int64_t queued_since_ms;
 
@@ -271,7 +274,7 @@ until_reconnect(const struct run *r)
  * status (a size for a --wait-free SIZE). */
 static void
 queue_line(const struct run *r, const struct sl_notification *n, char *buf,
-           size_t len)
+           size_t len, char *key, size_t keylen)
 {
 	struct cli_wait w = {n->queue.waiting_for,
 	                     n->queue.free_pct,
@@ -280,19 +283,44 @@ queue_line(const struct run *r, const struct sl_notification *n, char *buf,
 	                     r->wait_free_bytes,
 	                     0,
 	                     n->queue.id,
-	                     r->begin_ms};
+	                     r->begin_ms,
+	                     NULL,
+	                     0,
+	                     NULL};
+	cJSON *p = cJSON_Parse(n->params_json);
+	const cJSON *until =
+	    cJSON_GetObjectItemCaseSensitive(p, "waiting_until_ms");
+	char *on = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(p, "waiting_on"));
 
 	if (r->total_bytes > 0)
 		w.available_bytes =
 		    (int64_t)(n->queue.free_pct / 100 * (double)r->total_bytes);
+	/* What it waits behind, as the daemon says (PROTOCOL.md, queue). */
+	w.on_json = on;
+	if (cJSON_IsNumber(until))
+		w.until_ms = (int64_t)until->valuedouble;
 	cli_queue_line_wait(n->queue.position, n->queue.of, &w, buf, len);
+	/* A line is news when the kind of wait or the job it waits behind
+	 * changes (numbers alone do not count). */
+	{
+		const cJSON *first = cJSON_GetArrayItem(
+		    cJSON_GetObjectItemCaseSensitive(p, "waiting_on"), 0);
+		const cJSON *fid =
+		    cJSON_GetObjectItemCaseSensitive(first, "id");
+		snprintf(key, keylen, "%s %lld", n->queue.waiting_for,
+		         cJSON_IsNumber(fid) ? (long long)fid->valuedouble
+		                             : 0LL);
+	}
+	cJSON_free(on);
+	cJSON_Delete(p);
 }
 
 static void
 drain(struct run *r)
 {
 	struct sl_notification n;
-	char line[256], a[16], b[16];
+	char line[640], a[16], b[16], key[64];
 
 	if (sl_fd(r->c) != -1)
 		(void)sl_process_input(r->c);
@@ -301,8 +329,8 @@ drain(struct run *r)
 		case SL_N_QUEUE:
 			if (n.queue.id != r->id)
 				break;
-			queue_line(r, &n, line, sizeof line);
-			line_show(r, line, n.queue.waiting_for);
+			queue_line(r, &n, line, sizeof line, key, sizeof key);
+			line_show(r, line, key);
 			break;
 		case SL_N_ADMITTED:
 			if (n.admitted.id != r->id)
@@ -318,8 +346,10 @@ drain(struct run *r)
 			r->growth_bytes = n.breach.swap_growth_bytes;
 			r->budget_bytes = n.breach.swap_budget_bytes;
 			say(r,
-			    "job %" PRId64 ": swap grew by %s, past its budget "
-			    "of %s; the daemon is stopping it%s",
+			    "job %" PRId64
+			    ": the system's swap grew by %s while "
+			    "it ran, past its budget of %s; the daemon is "
+			    "stopping it%s",
 			    r->id, cli_size(r->growth_bytes, a, sizeof a),
 			    cli_size(r->budget_bytes, b, sizeof b),
 			    r->requeued ? " and will run it again" : "");
@@ -500,9 +530,25 @@ start_command(struct run *r)
 		if (n != 1 || go != 'g')
 			_exit(EXIT_JOB_NOTRUN);
 		close(gate[0]);
-		/* As a detached job has it: `stageloadctl stage` finds it. */
+		/* As a detached job has it (PROTOCOL.md, submit): `stageloadctl
+		 * stage` and the Python package find the job, its daemon and
+		 * its token. */
 		snprintf(idvar, sizeof idvar, "%" PRId64, r->id);
 		setenv("STAGELOAD_JOB_ID", idvar, 1);
+		if (r->path[0] == '/')
+			setenv("STAGELOAD_SOCKET", r->path, 1);
+		else {
+			char abs[2048], cwd[1024];
+			if (getcwd(cwd, sizeof cwd) != NULL) {
+				snprintf(abs, sizeof abs, "%s/%s", cwd,
+				         r->path);
+				setenv("STAGELOAD_SOCKET", abs, 1);
+			}
+		}
+		if (r->token[0] != '\0')
+			setenv("STAGELOAD_JOB_TOKEN", r->token, 1);
+		else
+			unsetenv("STAGELOAD_JOB_TOKEN");
 		execvp(r->argv[0], r->argv);
 		e = errno;
 		fprintf(stderr, "stageloadctl: cannot run %s: %s\n", r->argv[0],
@@ -693,8 +739,8 @@ report_end(struct run *r)
 	sl_job_clear(&j);
 	if (r->breach) {
 		say(r,
-		    "job %" PRId64 " killed: swap grew by %s, past its "
-		    "budget of %s",
+		    "job %" PRId64 " killed: the system's swap grew by %s "
+		    "while it ran, past its budget of %s",
 		    r->id, cli_size(r->growth_bytes, a, sizeof a),
 		    cli_size(r->budget_bytes, b, sizeof b));
 		return EXIT_JOB_BUDGET;
@@ -761,6 +807,9 @@ cmd_run(struct cli *cli, struct cli_args *args)
 		return rc == EXIT_ERR ? EXIT_JOB_NOTRUN : rc;
 	}
 	r.id = sub.id;
+	snprintf(r.token, sizeof r.token, "%s",
+	         sl_job_token(r.c, r.id) != NULL ? sl_job_token(r.c, r.id)
+	                                         : "");
 	r.queued_since_ms = clock_wall_ms();
 	if (r.wait_free_bytes > 0 && sl_info(r.c, &info) == 0 &&
 	    info.has_sample)

@@ -69,65 +69,70 @@ status_params(const struct cli_args *args, int all, long limit,
 	return text;
 }
 
+struct json_pages {
+	cJSON *jobs;
+	const char *group;
+	int all;
+	long ended, want;
+};
+
+/* One page's jobs into p->jobs: 1 once the wanted ended ones are in. */
+static int
+json_page(const char *items_json, void *arg)
+{
+	struct json_pages *p = arg;
+	cJSON *page = cJSON_Parse(items_json), *item;
+	int done = 0;
+
+	if (page == NULL)
+		return -ENOMEM;
+	while ((item = cJSON_DetachItemFromArray(page, 0)) != NULL) {
+		const cJSON *e =
+		    cJSON_GetObjectItemCaseSensitive(item, "ended_at_ms");
+		if ((p->group != NULL && !cli_json_in_group(item, p->group)) ||
+		    (p->all && cJSON_IsNumber(e) && p->ended++ >= p->want)) {
+			done |= p->all && p->ended > p->want;
+			cJSON_Delete(item);
+			continue;
+		}
+		cJSON_AddItemToArray(p->jobs, item);
+	}
+	cJSON_Delete(page);
+	return done;
+}
+
 static int
 status_json_pages(struct cli *cli, const struct cli_args *args, int all,
                   long limit, const char *group)
 {
-	cJSON *jobs = cJSON_CreateArray(), *page, *item, *next;
-	char *params, cursor[128] = "", *out = NULL, *text;
-	long ended = 0, want = limit > 0 ? limit : 50;
-	int rc = EXIT_OK, done = 0;
+	struct json_pages p = {cJSON_CreateArray(), group, all, 0,
+	                       limit > 0 ? limit : 50};
+	char *params = status_params(args, all, 1000, NULL), *text;
+	cJSON *r;
+	int rc = EXIT_OK;
 
-	while (jobs != NULL && !done) {
-		params = status_params(args, all, 1000,
-		                       cursor[0] != '\0' ? cursor : NULL);
-		if (params == NULL) {
-			cJSON_Delete(jobs);
-			cli_error("out of memory");
-			return EXIT_ERR;
-		}
-		rc = sl_call(cli->client, "status", params, &out);
+	if (p.jobs == NULL || params == NULL) {
+		cJSON_Delete(p.jobs);
 		free(params);
-		if (rc < 0) {
-			cJSON_Delete(jobs);
-			return cli_fail(cli);
-		}
-		page = cJSON_Parse(out);
-		sl_free(out);
-		while ((item = cJSON_DetachItemFromArray(
-		            cJSON_GetObjectItemCaseSensitive(page, "jobs"),
-		            0)) != NULL) {
-			const cJSON *e = cJSON_GetObjectItemCaseSensitive(
-			    item, "ended_at_ms");
-			if (group != NULL && !cli_json_in_group(item, group)) {
-				cJSON_Delete(item);
-				continue;
-			}
-			if (all && cJSON_IsNumber(e) && ended++ >= want) {
-				cJSON_Delete(item);
-				done = 1;
-				continue;
-			}
-			cJSON_AddItemToArray(jobs, item);
-		}
-		next = cJSON_GetObjectItemCaseSensitive(page, "next_cursor");
-		if (!cJSON_IsString(next) ||
-		    strlen(next->valuestring) >= sizeof cursor)
-			done = 1;
-		else
-			snprintf(cursor, sizeof cursor, "%s",
-			         next->valuestring);
-		cJSON_Delete(page);
-	}
-	if ((page = cJSON_CreateObject()) == NULL || jobs == NULL) {
-		cJSON_Delete(page);
-		cJSON_Delete(jobs);
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
-	cJSON_AddItemToObject(page, "jobs", jobs);
-	text = cJSON_PrintUnformatted(page);
-	cJSON_Delete(page);
+	rc =
+	    sl_call_pages(cli->client, "status", params, "jobs", json_page, &p);
+	free(params);
+	if (rc < 0) {
+		cJSON_Delete(p.jobs);
+		return cli_fail(cli);
+	}
+	rc = EXIT_OK;
+	if ((r = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(p.jobs);
+		cli_error("out of memory");
+		return EXIT_ERR;
+	}
+	cJSON_AddItemToObject(r, "jobs", p.jobs);
+	text = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
 	if (text == NULL || cli_print_json(stdout, text) < 0) {
 		cli_error("out of memory");
 		rc = EXIT_ERR;

@@ -1,8 +1,8 @@
 /*
  * stageloadctl top: a live view. On a terminal it redraws in place (free
  * %, swap, pressure, sparklines of the last minutes from history plus live
- * samples, the job table) until q or Ctrl-C; otherwise it prints one plain
- * line per sample.
+ * samples, the job table and the last few jobs that ended under it) until q
+ * or Ctrl-C; otherwise it prints one plain line per sample.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +21,8 @@
 #include "cli.h"
 
 #define JOBS_REFRESH_MS 2000
+/* The ended jobs under the table, newest first. */
+#define TOP_ENDS 5
 
 static int cmd_top(struct cli *, struct cli_args *);
 
@@ -54,6 +56,8 @@ struct top {
 	int have_last;
 	struct sl_job *jobs;
 	size_t njobs;
+	struct sl_job *ends; /* the last ended ones: TOP_ENDS at most */
+	size_t nends;
 	int64_t jobs_at_ms;
 	int jobs_dirty;
 };
@@ -256,13 +260,38 @@ static void
 refresh_jobs(struct top *t)
 {
 	struct sl_job *jobs;
-	size_t n;
+	size_t n, i, live = 0, ends = 0;
 
-	if (sl_status(t->cli->client, 0, 0, &jobs, &n) < 0)
+	/* The live jobs, then the ended ones newest first (status's order):
+	 * the first TOP_ENDS of these go under the table. */
+	if (sl_status(t->cli->client, 1, TOP_ENDS, &jobs, &n) < 0)
 		return;
+	for (i = 0; i < n; i++)
+		if (!sl_job_ended(&jobs[i]))
+			live++;
 	sl_jobs_free(t->jobs, t->njobs);
-	t->jobs = jobs;
-	t->njobs = n;
+	sl_jobs_free(t->ends, t->nends);
+	t->jobs = calloc(live > 0 ? live : 1, sizeof *t->jobs);
+	t->ends = calloc(TOP_ENDS, sizeof *t->ends);
+	t->njobs = t->nends = 0;
+	if (t->jobs == NULL || t->ends == NULL) {
+		free(t->jobs);
+		free(t->ends);
+		t->jobs = t->ends = NULL;
+		sl_jobs_free(jobs, n);
+		return;
+	}
+	/* Moved, not copied: the array's own slots are cleared. */
+	for (i = 0; i < n; i++) {
+		if (!sl_job_ended(&jobs[i]))
+			t->jobs[t->njobs++] = jobs[i];
+		else if (ends < TOP_ENDS)
+			t->ends[ends++] = jobs[i];
+		else
+			sl_job_clear(&jobs[i]);
+	}
+	t->nends = ends;
+	free(jobs);
 	t->jobs_at_ms = clock_wall_ms();
 	t->jobs_dirty = 0;
 }
@@ -324,6 +353,66 @@ draw_jobs(struct top *t, int64_t now, size_t maxrows)
 		printf("... and %zu more\033[K\n", t->njobs - shown);
 }
 
+/* The last jobs that ended, under the table: a killed one is marked
+ * with "!" (bold red with colour), as it is what top would otherwise
+ * drop without a word. */
+static void
+draw_ends(struct top *t, size_t rows, int blank)
+{
+	static const char *const head[] = {"",     "ID",    "USER",
+	                                   "NAME", "ENDED", "HOW"};
+	static const int right[] = {0, 1, 0, 0, 0, 0};
+	struct cli_table tab;
+	char c[6][128];
+	const char *cells[6] = {c[0], c[1], c[2], c[3], c[4], c[5]};
+	size_t i, shown = t->nends < rows ? t->nends : rows;
+	char *saved;
+
+	if (shown == 0 || cli_table_init(&tab, 6, head, right) < 0)
+		return;
+	for (i = 0; i < shown; i++) {
+		const struct sl_job *j = &t->ends[i];
+		snprintf(c[0], sizeof c[0], "%s",
+		         strcmp(j->state, "killed") == 0 ? "!" : " ");
+		snprintf(c[1], sizeof c[1], "%" PRId64, j->id);
+		cli_fit(j->user, 10, c[2], sizeof c[2]);
+		cli_fit(j->name, 18, c[3], sizeof c[3]);
+		cli_time(j->ended_at_ms, 0, c[4], sizeof c[4]);
+		/* The clock time alone: a date is rarely needed here. */
+		if ((saved = strchr(c[4], ' ')) != NULL)
+			memmove(c[4], saved + 1, strlen(saved + 1) + 1);
+		cli_job_state(j, c[5], sizeof c[5]);
+		cli_table_add(&tab, cells);
+	}
+	if (blank)
+		printf("\033[K\n");
+	printf("last ends (! killed)\033[K\n");
+	if (t->color) {
+		/* The marked rows in bold red: print the table to a buffer
+		 * and colour its lines that begin with the mark. */
+		char *buf = NULL, *line, *next;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		if (m != NULL) {
+			cli_table_print_rows(&tab, m, shown + 1, "\033[K");
+			fclose(m);
+			for (line = buf; line != NULL && *line != '\0';
+			     line = next) {
+				next = strchr(line, '\n');
+				if (next != NULL)
+					*next++ = '\0';
+				if (line[0] == '!')
+					printf("\033[31;1m%s\033[0m\n", line);
+				else
+					printf("%s\n", line);
+			}
+			free(buf);
+		}
+	} else
+		cli_table_print_rows(&tab, stdout, shown + 1, "\033[K");
+	cli_table_free(&tab);
+}
+
 static void
 draw(struct top *t)
 {
@@ -333,7 +422,7 @@ draw(struct top *t)
 	int64_t now = clock_wall_ms();
 	int cols, rows, blanks = 1, sparks = 1;
 	int have_swap = s->swap_total_bytes > 0 || s->swap_used_bytes > 0;
-	size_t ncols = spark_cells(), maxrows, fixed, i;
+	size_t ncols = spark_cells(), maxrows, fixed, i, endrows = 0;
 	double *fc = calloc(ncols, sizeof *fc), *sc = calloc(ncols, sizeof *sc);
 	double swap_max = 1;
 	char *line = malloc(ncols * 3 + 1);
@@ -351,6 +440,19 @@ draw(struct top *t)
 	if (t->njobs > 0 && (size_t)rows <= fixed)
 		fixed = fixed_lines(blanks, sparks = 0, have_swap);
 	maxrows = (size_t)rows > fixed ? (size_t)rows - fixed : 0;
+	/* The last ends take what the job rows leave (one job row at least
+	 * stays): a line before them, their title and header, their rows. */
+	if (t->nends > 0) {
+		size_t need = t->njobs > 0 ? 1 : 0, extra = blanks + 2;
+		if (t->njobs > 0 && t->njobs < maxrows)
+			need = t->njobs;
+		if (maxrows > need + extra)
+			endrows = maxrows - need - extra;
+		if (endrows > t->nends)
+			endrows = t->nends;
+		if (endrows > 0)
+			maxrows -= endrows + extra;
+	}
 	fputs("\033[H", stdout);
 	printf("stageload  %s  (q quits)\033[K\n",
 	       cli_time(s->sampled_at_ms, 0, tm, sizeof tm));
@@ -403,6 +505,7 @@ draw(struct top *t)
 		printf("no jobs queued or running\033[K\n");
 	else
 		draw_jobs(t, now, maxrows);
+	draw_ends(t, endrows, blanks);
 	fputs("\033[J", stdout);
 	fflush(stdout);
 out:
@@ -535,6 +638,7 @@ cmd_top(struct cli *cli, struct cli_args *args)
 	}
 	restore_terminal();
 	sl_jobs_free(t.jobs, t.njobs);
+	sl_jobs_free(t.ends, t.nends);
 	free(t.pts);
 	return status;
 }

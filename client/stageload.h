@@ -131,6 +131,20 @@ const struct sl_hello *sl_hello_info(const sl_client *c);
 int sl_call(sl_client *c, const char *method, const char *params_json,
             char **result_json);
 void sl_free(void *p);
+/*
+ * A paged method (PROTOCOL.md: status and events in protocol version 2
+ * answer a page and a next_cursor): call it with params_json (as
+ * sl_call), then again with each answer's next_cursor as "cursor" (in
+ * place of after_id and before_id, the place a cursor replaces), until an
+ * answer has none. Each answer's items (its member called items,
+ * e.g. "jobs"; "[]" when it has none) go to each as JSON text, an array,
+ * valid during the call; each returns 0 for the next page, 1 to stop
+ * there, or a negative errno to stop with that error. Returns 0 or a
+ * negative code (sl_errmsg says why).
+ */
+int sl_call_pages(sl_client *c, const char *method, const char *params_json,
+                  const char *items,
+                  int (*each)(const char *items_json, void *arg), void *arg);
 
 /* ---- samples ---- */
 
@@ -521,8 +535,15 @@ int sl_job_pid(sl_client *c, int64_t id, int64_t pid);
 int sl_job_exit(sl_client *c, int64_t id, int exit_code, int signal,
                 struct sl_job *out);
 /* A running job (detached or attached; its owner or root) entered the
- * stage name (1-256 bytes). -32005 (SL_E_STATE) once the job has ended. */
+ * stage name (1-256 bytes). -32005 (SL_E_STATE) once the job has ended.
+ * When id is $STAGELOAD_JOB_ID (the call comes from inside the job) the
+ * report carries $STAGELOAD_JOB_TOKEN: a daemon whose job of that id has
+ * another token refuses it, -32002 (SL_E_PERM). */
 int sl_stage(sl_client *c, int64_t id, const char *name);
+/* The token the daemon gave the attached job id when this client
+ * submitted it (the last one submitted), for its command's
+ * STAGELOAD_JOB_TOKEN; NULL for another id or a daemon without tokens. */
+const char *sl_job_token(const sl_client *c, int64_t id);
 
 /*
  * Stream a job's log from offset: cb gets every chunk as it arrives

@@ -350,6 +350,18 @@ control_submit(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	proto_add_int(*result, "id", id);
 	proto_add_int(*result, "position", position);
 	proto_add_int(*result, "queued", (int64_t)nq);
+	/* An attached job's command is started by its client, which puts
+	 * the token in its environment as the daemon does a detached one's. */
+	if (attached) {
+		struct jobs_view tv;
+		char tcause[64];
+		if (jobs_get(d, id, &tv, tcause, sizeof tcause) == 0) {
+			if (tv.j->job_token != NULL)
+				cJSON_AddStringToObject(*result, "job_token",
+				                        tv.j->job_token);
+			jobs_view_free(&tv);
+		}
+	}
 	/* The job gets the groups the connection had, never more from the
 	 * directory (docs/security.md, Groups); a list cut at the system's
 	 * cap may leave some out, which the submitter is told. */
@@ -505,19 +517,37 @@ control_stage(struct daemon *d, const struct peer *p, const cJSON *req_id,
               const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
 	struct jobs_view v;
-	const char *name;
+	const char *name, *token = NULL;
 	int64_t id;
 	int rc;
 
 	if ((rc = control_param_id(params, &id, cause, causelen)) != 0 ||
 	    (rc = proto_param_string(params, "name", 1, JOBS_MAX_NAME, &name,
-	                             cause, causelen)) != 0)
+	                             cause, causelen)) != 0 ||
+	    (rc = proto_param_string(params, "token", 0, 128, &token, cause,
+	                             causelen)) < 0)
 		return rc;
 	if (name[0] == '\0') {
 		snprintf(cause, causelen,
 		         "name: a stage name may not be empty");
 		return PROTO_E_PARAMS;
 	}
+	if ((rc = jobs_get(d, id, &v, cause, causelen)) != 0)
+		return rc;
+	/* A report from inside a job carries its token: one that is not
+	 * this job's comes from another daemon's job of the same id (or
+	 * from someone guessing), and is never recorded here. */
+	if (token != NULL && !jobs_token_matches(v.j, token)) {
+		jobs_view_free(&v);
+		snprintf(cause, causelen,
+		         "job %" PRId64 " of this daemon is not the job the "
+		         "report comes from (its STAGELOAD_JOB_TOKEN does not "
+		         "match): is STAGELOAD_SOCKET the socket of the daemon "
+		         "that runs it?",
+		         id);
+		return PROTO_E_PERM;
+	}
+	jobs_view_free(&v);
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
 	jobs_view_free(&v);

@@ -86,7 +86,10 @@ static const struct control_param job_pid_params[] = {{"id", PROTO_T_INT, 1},
                                                       {"tree", PROTO_T_BOOL, 0},
                                                       PARAMS_END};
 static const struct control_param stage_params[] = {
-    {"id", PROTO_T_INT, 1}, {"name", PROTO_T_STRING, 1}, PARAMS_END};
+    {"id", PROTO_T_INT, 1},
+    {"name", PROTO_T_STRING, 1},
+    {"token", PROTO_T_STRING, 0}, /* $STAGELOAD_JOB_TOKEN inside the job */
+    PARAMS_END};
 static const struct control_param job_exit_params[] = {
     {"id", PROTO_T_INT, 1},
     {"exit_code", PROTO_T_INT, 0}, /* exactly one of these two */

@@ -80,6 +80,7 @@ job_free(struct job *j)
 	free(j->group);
 	free(j->on_end);
 	free(j->exit_reporter);
+	free(j->job_token);
 	free(j);
 }
 

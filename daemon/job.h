@@ -149,6 +149,11 @@ struct job {
 	 * (store_job_bytes), kept when argv and env are dropped. In memory
 	 * only. */
 	int64_t bytes;
+	/* The job's secret (STAGELOAD_JOB_TOKEN in its environment): a
+	 * stage report that carries a token is recorded only when it is
+	 * this one, so a report that reached another daemon is refused
+	 * there. Random hex from the system's source; never in a Job. */
+	char *job_token;
 };
 
 /* Which fields a request gave: one bit per row of proto/job-fields.h,

@@ -26,6 +26,7 @@ struct queue_snap {
 	struct admit_queued *aq; /* the same, for admit_decide */
 	size_t nq;
 	struct admit_running *ar; /* the jobs holding memory */
+	struct jrec **rr;         /* and their records */
 	size_t nr;
 };
 
@@ -35,6 +36,7 @@ snap_free(struct queue_snap *s)
 	free(s->q);
 	free(s->aq);
 	free(s->ar);
+	free(s->rr);
 	memset(s, 0, sizeof *s);
 }
 
@@ -50,7 +52,8 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 	s->q = malloc(cap * sizeof *s->q);
 	s->aq = malloc(cap * sizeof *s->aq);
 	s->ar = calloc(cap, sizeof *s->ar);
-	if (s->q == NULL || s->aq == NULL || s->ar == NULL) {
+	s->rr = calloc(cap, sizeof *s->rr);
+	if (s->q == NULL || s->aq == NULL || s->ar == NULL || s->rr == NULL) {
 		snap_free(s);
 		return -ENOMEM;
 	}
@@ -61,7 +64,8 @@ jobs_snapshot(struct jobs *js, struct queue_snap *s)
 		const struct job *j = r->j;
 
 		if (jrec_holds_memory(r)) {
-			struct admit_running *a = &s->ar[s->nr++];
+			struct admit_running *a = &s->ar[s->nr];
+			s->rr[s->nr++] = r;
 			memset(a, 0, sizeof *a);
 			a->job_id = j->id;
 			a->uid = j->uid;
@@ -173,14 +177,17 @@ static void
 jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 {
 	struct jobs_note n = {.kind = JOBS_NOTE_QUEUE};
+	struct jobs_view v;
 	int free_int = (int)(free_pct + 0.5);
+	int64_t on = r->nwait_on > 0 ? r->wait_on[0] : 0;
 
 	if (!r->j->attached || r->client_id == 0)
 		return;
 	if (!r->owe_queue && r->note_pos == r->position && r->note_of == of &&
 	    r->note_free == free_int && r->note_wait == r->wait &&
-	    r->note_after == r->wait_after)
+	    r->note_after == r->wait_after && r->note_on == on)
 		return;
+	r->note_on = on;
 	r->owe_queue = 0;
 	r->note_pos = r->position;
 	r->note_of = of;
@@ -194,6 +201,8 @@ jobs_notify_queue(struct daemon *d, struct jrec *r, long of, double free_pct)
 	n.free_pct = free_pct;
 	n.wait = r->wait;
 	n.wait_after = r->wait_after;
+	jobs_view_of(r, &v);
+	n.view = &v;
 	jobs_note(d, &n);
 }
 
@@ -240,6 +249,98 @@ admit_input(struct daemon *d, const struct queue_snap *s,
 	in->cfg.max_wait_free_pct = d->cfg.max_wait_free_pct;
 }
 
+static void
+wait_on_add(struct jrec *r, int64_t id)
+{
+	int i;
+
+	for (i = 0; i < r->nwait_on; i++)
+		if (r->wait_on[i] == id)
+			return;
+	if (r->nwait_on < JOBS_WAIT_ON_MAX && id != r->j->id)
+		r->wait_on[r->nwait_on++] = id;
+}
+
+/*
+ * What the queued job s->q[i] waits behind, after a decision (in, res)
+ * gave it s->q[i]->wait: the jobs, and when it is known, until when
+ * (PROTOCOL.md, Job: waiting_on, waiting_until_ms). settle: the job
+ * admitted last, until its settle time has passed at most; head: the
+ * head, until its claim runs out (hol_bound) for a job of another user
+ * behind an unprivileged head; exclusive: the exclusive job (or, for an
+ * exclusive job, every job holding memory); max_running: the running
+ * jobs; expect: those whose reservation counts; after: those it starts
+ * after that have not ended; group: its group's running jobs.
+ */
+static void
+jobs_wait_on(const struct queue_snap *s, const struct admit_input *in,
+             const struct admit_result *res, size_t i)
+{
+	struct jrec *r = s->q[i], *o;
+	const struct job *j = r->j;
+	const struct admit_running *a, *latest = NULL;
+	size_t k;
+
+	r->nwait_on = 0;
+	r->wait_until_ms = 0;
+	switch (r->wait) {
+	case ADMIT_WAIT_SETTLE:
+		for (k = 0; k < s->nr; k++) {
+			a = &s->ar[k];
+			if (latest == NULL ||
+			    a->admitted_ms > latest->admitted_ms ||
+			    (a->admitted_ms == latest->admitted_ms &&
+			     a->job_id > latest->job_id))
+				latest = a;
+		}
+		if (latest != NULL) {
+			wait_on_add(r, latest->job_id);
+			if (in->cfg.settle_ms > 0)
+				r->wait_until_ms =
+				    latest->admitted_ms + in->cfg.settle_ms;
+		}
+		break;
+	case ADMIT_WAIT_HEAD:
+		if (res->head < 0)
+			break;
+		o = s->q[res->head];
+		wait_on_add(r, o->j->id);
+		if (!o->j->privileged && o->j->uid != j->uid &&
+		    res->claim.have && res->claim.uid == o->j->uid)
+			r->wait_until_ms =
+			    res->claim.since_ms + in->cfg.hol_bound_ms;
+		break;
+	case ADMIT_WAIT_EXCLUSIVE:
+	case ADMIT_WAIT_MAX_RUNNING:
+	case ADMIT_WAIT_EXPECT:
+		for (k = 0; k < s->nr; k++) {
+			a = &s->ar[k];
+			if ((r->wait == ADMIT_WAIT_EXCLUSIVE && !j->exclusive &&
+			     !a->exclusive) ||
+			    (r->wait == ADMIT_WAIT_EXPECT &&
+			     a->expect_bytes <= a->footprint_bytes))
+				continue;
+			wait_on_add(r, a->job_id);
+		}
+		break;
+	case ADMIT_WAIT_AFTER:
+		/* The first that has not ended (jobs_deps_blocked's). */
+		if (r->wait_after > 0)
+			wait_on_add(r, r->wait_after);
+		break;
+	case ADMIT_WAIT_GROUP:
+		for (k = 0; k < s->nr; k++) {
+			o = s->rr[k];
+			if (o->j->group != NULL && j->group != NULL &&
+			    strcmp(o->j->group, j->group) == 0)
+				wait_on_add(r, o->j->id);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
 void
 jobs_classify(struct daemon *d)
 {
@@ -259,8 +360,10 @@ jobs_classify(struct daemon *d)
 		admit_decide(&in, waits, &res);
 		/* The claim and the queue stay as they are: the pass that
 		 * admits is jobs_admit's. */
-		for (i = 0; i < s.nq; i++)
+		for (i = 0; i < s.nq; i++) {
 			s.q[i]->wait = waits[i];
+			jobs_wait_on(&s, &in, &res, i);
+		}
 		free(waits);
 	}
 	snap_free(&s);
@@ -298,8 +401,10 @@ jobs_admit(struct daemon *d)
 		admit_decide(&in, waits, &res);
 		before = js->claim;
 		js->claim = res.claim;
-		for (i = 0; i < s.nq; i++)
+		for (i = 0; i < s.nq; i++) {
 			s.q[i]->wait = waits[i];
+			jobs_wait_on(&s, &in, &res, i);
+		}
 		if (res.admit < 0 || d->stopping) {
 			if (res.admit >= 0)
 				js->claim = before; /* nothing moved */

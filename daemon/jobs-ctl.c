@@ -4,6 +4,8 @@
  * before these are called (control-jobs.c); what the job's state allows is
  * decided here.
  */
+#include <sys/random.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -17,6 +19,7 @@
 #include "platform.h"
 #include "proto.h"
 #include "store.h"
+#include "umap.h"
 
 int
 jobs_ctl_end_recorded(struct daemon *d, const struct jrec *r, char *cause,
@@ -34,9 +37,25 @@ jobs_ctl_end_recorded(struct daemon *d, const struct jrec *r, char *cause,
 	return PROTO_E_STORAGE;
 }
 
-static void
-view_of(const struct jrec *r, struct jobs_view *v)
+/* The live record of id: through idx (id -> 1 + its place in the table)
+ * when there is one, for a list; else a walk. */
+static const struct jrec *
+view_find(struct jobs *js, struct umap *idx, int64_t id)
 {
+	struct umap_slot *s;
+
+	if (idx == NULL)
+		return jobs_find(js, id);
+	s = umap_find(idx, (uint64_t)id);
+	return s != NULL && s->a > 0 && (size_t)s->a <= js->n ? js->v[s->a - 1]
+	                                                      : NULL;
+}
+
+static void
+view_of(const struct jrec *r, struct jobs_view *v, struct umap *idx)
+{
+	int i;
+
 	memset(v, 0, sizeof *v);
 	v->j = r->j;
 	v->in_table = 1;
@@ -46,8 +65,24 @@ view_of(const struct jrec *r, struct jobs_view *v)
 	v->position = r->position;
 	v->wait = r->wait;
 	v->wait_after = r->wait_after;
+	v->wait_until_ms = r->wait_until_ms;
+	for (i = 0; i < r->nwait_on; i++) {
+		const struct jrec *w = view_find(r->js, idx, r->wait_on[i]);
+		if (w == NULL)
+			continue;
+		v->wait_on[v->nwait_on].id = w->j->id;
+		v->wait_on[v->nwait_on].user = w->j->user;
+		v->wait_on[v->nwait_on].name = w->j->name;
+		v->nwait_on++;
+	}
 	v->growth_bytes = r->growth_bytes;
 	v->client_id = r->client_id;
+}
+
+void
+jobs_view_of(const struct jrec *r, struct jobs_view *v)
+{
+	view_of(r, v, NULL);
 }
 
 /* The live record (fresh queue positions) or, for an ended job, the
@@ -64,7 +99,7 @@ jobs_get(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
 	if (r != NULL) {
 		if (r->j->state == JOB_QUEUED)
 			free(jobs_queue(d->jobs, &nq));
-		view_of(r, v);
+		view_of(r, v, NULL);
 		return 0;
 	}
 	memset(v, 0, sizeof *v);
@@ -109,25 +144,39 @@ jobs_list(struct daemon *d, int ended, struct jobs_view **out, size_t *n)
 	struct jobs *js = d->jobs;
 	struct jobs_view *v;
 	struct jrec **q;
+	struct umap idx = {NULL, 0, 0}, *ip = &idx;
+	struct umap_slot *s;
 	size_t nq, i, k = 0;
 
 	*out = NULL;
 	*n = 0;
+	/* Each job a queued one waits behind is found here, not by a walk
+	 * of the table per job (out of memory: by the walk). */
+	for (i = 0; ip != NULL && i < js->n; i++) {
+		if (js->v[i]->done)
+			continue;
+		if ((s = umap_get(&idx, (uint64_t)js->v[i]->j->id)) == NULL)
+			ip = NULL;
+		else
+			s->a = (int64_t)i + 1;
+	}
 	q = jobs_queue(js, &nq);
 	v = malloc((js->n ? js->n : 1) * sizeof *v);
 	if (v == NULL || (q == NULL && js->n > 0)) {
+		umap_free(&idx);
 		free(v);
 		free(q);
 		return -ENOMEM;
 	}
 	for (i = 0; i < js->n; i++)
 		if (jrec_holds_memory(js->v[i]))
-			view_of(js->v[i], &v[k++]);
+			view_of(js->v[i], &v[k++], ip);
 	for (i = 0; i < nq; i++)
-		view_of(q[i], &v[k++]);
+		view_of(q[i], &v[k++], ip);
 	for (i = 0; ended && i < js->n; i++)
 		if (js->v[i]->end_pending)
-			view_of(js->v[i], &v[k++]);
+			view_of(js->v[i], &v[k++], ip);
+	umap_free(&idx);
 	free(q);
 	*out = v;
 	*n = k;
@@ -222,6 +271,41 @@ submit_make_room(struct daemon *d, const struct job *j, char *cause,
 	return 0;
 }
 
+/* The job's token: 16 bytes of the system's random source, in hex. */
+static int
+jobs_new_token(struct job *j)
+{
+	unsigned char raw[16];
+	char hex[2 * sizeof raw + 1];
+	size_t i;
+
+	if (getentropy(raw, sizeof raw) == -1)
+		return -errno;
+	for (i = 0; i < sizeof raw; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	free(j->job_token);
+	if ((j->job_token = strdup(hex)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+jobs_token_matches(const struct job *j, const char *token)
+{
+	size_t n, i;
+	unsigned char diff = 0;
+
+	if (j->job_token == NULL)
+		return 1; /* a job from before tokens: as it was */
+	n = strlen(j->job_token);
+	if (token == NULL || strlen(token) != n)
+		return 0;
+	/* Every byte compared, whatever differs first. */
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)(j->job_token[i] ^ token[i]);
+	return diff == 0;
+}
+
 int
 jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
             long *position, size_t *queued, char *cause, size_t causelen)
@@ -239,6 +323,14 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	j->attempt = 1;
 	j->state = JOB_QUEUED;
 	j->submitted_ms = clock_wall_ms();
+	if ((rc = jobs_new_token(j)) < 0) {
+		job_free(j);
+		snprintf(cause, causelen,
+		         "cannot read the system's random "
+		         "source: %s",
+		         strerror(-rc));
+		return PROTO_E_INTERNAL;
+	}
 	jobs_learn_expect(d, j);
 	if (store_job_insert(d->store, j, scause, sizeof scause) != 0) {
 		job_free(j);

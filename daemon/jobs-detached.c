@@ -22,6 +22,7 @@
 #include "platform.h"
 #include "proto.h"
 #include "spawn.h"
+#include "units.h"
 
 /* Most groups looked up for one user; more are not read (a group past
  * them counts as lost). */
@@ -83,6 +84,100 @@ jobs_detached_exit_hint(struct daemon *d, const struct job *j)
 			home = j->env[i] + 5;
 	platform_log_hint(buf, (size_t)n, home, hint, sizeof hint);
 	return hint[0] != '\0' ? xstrdup(hint) : NULL;
+}
+
+/* A marker line is at most this long; the monitor keeps a reserve of
+ * 4 KiB below each of the log's bounds for such closing lines. */
+#define MARK_LINE_MAX 320
+
+/* A size in the log's words ("2.6G"). */
+static char *
+mark_size(uint64_t bytes, char *buf, size_t len)
+{
+	if (units_format_size(bytes, buf, len) == NULL)
+		snprintf(buf, len, "%" PRIu64 "B", bytes);
+	return buf;
+}
+
+int
+jobs_mark_text(const struct job *j, int next_attempt, char *buf, size_t len)
+{
+	const char *reason = j->end_reason, *text;
+	char at[24], grew[24], budget[24], own[64] = "", then[48] = "";
+	cJSON *k = NULL;
+	int64_t at_ms = j->ended_ms > 0 ? j->ended_ms : clock_wall_ms();
+	uint64_t growth = 0, budget_bytes = j->swap_budget_bytes;
+	int n;
+
+	if (reason == NULL || strcmp(reason, "spawn") == 0)
+		return -1; /* ended on its own; a spawn error says so itself */
+	if (j->kill != NULL && (k = cJSON_Parse(j->kill)) != NULL) {
+		cJSON *v = cJSON_GetObjectItemCaseSensitive(k, "at_ms");
+		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+			at_ms = (int64_t)v->valuedouble;
+		v = cJSON_GetObjectItemCaseSensitive(k, "swap_growth_bytes");
+		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+			growth = (uint64_t)v->valuedouble;
+		v = cJSON_GetObjectItemCaseSensitive(k, "swap_budget_bytes");
+		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+			budget_bytes = (uint64_t)v->valuedouble;
+		cJSON_Delete(k);
+	}
+	jobs_clock_hms(at_ms, at, sizeof at);
+	if (next_attempt > 0)
+		snprintf(then, sizeof then, "; requeued for attempt %d",
+		         next_attempt);
+	if (strcmp(reason, "swap_budget") == 0) {
+		if (PLATFORM_JOB_SWAP)
+			snprintf(
+			    own, sizeof own, "; its own swap %s",
+			    mark_size(j->job_swap_bytes, grew, sizeof grew));
+		n = snprintf(buf, len,
+		             "stageload: %s at %s: the system's swap grew %s "
+		             "while it ran, over its %s budget%s%s\n",
+		             next_attempt > 0 ? "stopped" : "killed", at,
+		             mark_size(growth, grew, sizeof grew),
+		             mark_size(budget_bytes, budget, sizeof budget),
+		             own, then);
+	} else {
+		text = names_end_text(reason);
+		n = snprintf(buf, len, "stageload: %s at %s: %s (%s)%s\n",
+		             next_attempt > 0 ? "stopped"
+		                              : job_state_name(j->state),
+		             at, text != NULL ? text : reason, reason, then);
+	}
+	return n > 0 && (size_t)n < len ? n : -1;
+}
+
+void
+jobs_detached_mark(struct daemon *d, const struct job *j, int next_attempt)
+{
+	char path[1024], line[MARK_LINE_MAX];
+	struct stat sb;
+	int fd, n;
+
+	/* Only a log its monitor made: never one of an attempt that did not
+	 * start (it is not there, or an old one the next monitor replaces). */
+	if (j->attached ||
+	    (j->started_ms <= 0 && j->attempt <= 1 && next_attempt == 0))
+		return;
+	if ((n = jobs_mark_text(j, next_attempt, line, sizeof line)) < 0)
+		return;
+	if (spawn_log_path(d->cfg.state_dir, j->id, path, sizeof path) != 0)
+		return;
+	/* One small append to a file its monitor has finished with (the
+	 * job's end, or its attempt's, is known only once the monitor has
+	 * closed the log): as the exit hint reads it. */
+	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+	                    O_CLOEXEC | O_NOCTTY);
+	if (fd == -1)
+		return;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
+	    sb.st_uid == j->uid && write(fd, line, (size_t)n) != n)
+		log_warnx("jobs: job %" PRId64 ": cannot write its log's "
+		          "marker line",
+		          j->id);
+	close(fd);
 }
 
 void

@@ -17,6 +17,7 @@
 #include "enforce.h"
 #include "jobs-internal.h"
 #include "log.h"
+#include "platform.h"
 #include "proto.h"
 #include "proctree.h"
 #include "spawn.h"
@@ -137,7 +138,7 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 {
 	const struct job *j = r->j;
 	char at[24], since[64], grew[16], from[16], to[16], budget[16], fp[16];
-	char during[300] = "";
+	char during[300] = "", own[48] = "", js[16];
 	const char *stage = jobs_stage_current(r);
 
 	jobs_clock_hms(s->ts_ms, at, sizeof at);
@@ -155,12 +156,18 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 	size_str(j->footprint_bytes, fp, sizeof fp);
 	if (stage != NULL)
 		snprintf(during, sizeof during, " during %s", stage);
+	/* Swap is the system's: what the job's own processes hold is said
+	 * beside it where the system measures it (docs/jobs.md, "Swap
+	 * budgets"). */
+	if (PLATFORM_JOB_SWAP)
+		snprintf(own, sizeof own, "; its own swap %s",
+		         size_str(j->job_swap_bytes, js, sizeof js));
 	return jobs_fmt_detail(
-	    "%s%s at %s: swap grew %s %s (from %s to %s), "
-	    "over its %s budget; free %.0f%%, footprint %s, "
+	    "%s%s at %s: the system's swap grew %s while it ran (%s, from %s "
+	    "to %s), over its %s budget%s; free %.0f%%, footprint %s, "
 	    "pressure %s%s",
 	    requeued ? "breach" : "killed", during, at, grew, since, from, to,
-	    budget, s->free_pct, fp, pressure_name(s->pressure),
+	    budget, own, s->free_pct, fp, pressure_name(s->pressure),
 	    requeued ? "; requeued for another attempt" : "");
 }
 

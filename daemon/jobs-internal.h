@@ -65,6 +65,13 @@ struct jrec {
 	long position; /* 1-based while queued */
 	enum admit_wait wait;
 	int64_t wait_after; /* ADMIT_WAIT_AFTER: the first unended one */
+	/* The jobs it waits behind (waiting_on: the job still settling, the
+	 * head, the exclusive or running ones, those it starts after, its
+	 * group's) and, where known, until when (0: not known): set with
+	 * wait by jobs_wait_on. */
+	int64_t wait_on[JOBS_WAIT_ON_MAX];
+	int nwait_on;
+	int64_t wait_until_ms;
 
 	uint64_t client_id;      /* attached: the connection that owns it */
 	int64_t orphan_since_ms; /* attached, no client since (restart) */
@@ -92,6 +99,7 @@ struct jrec {
 	int note_free;
 	enum admit_wait note_wait;
 	int64_t note_after;
+	int64_t note_on; /* the first job it waited behind, when told */
 	int owe_queue; /* back in the queue: its client is told before it is
 	                  admitted again */
 	int exit_owed; /* attached: the daemon ended the attempt its client
@@ -244,6 +252,20 @@ char *jobs_detached_exit_hint(struct daemon *d, const struct job *j);
 void jobs_detached_ended(struct daemon *d, struct jrec *r,
                          const struct spawn_status *st);
 void jobs_detached_unwatch(struct jrec *r);
+/* The view of a record (jobs_get's, without refreshing the queue). */
+void jobs_view_of(const struct jrec *r, struct jobs_view *v);
+/*
+ * The marker line a detached job's log gets for an end the daemon caused
+ * (its end_reason: a kill, a cancel, ...), or for the end of an attempt
+ * that is requeued (next_attempt > 0: the attempt that follows): "stageload:
+ * killed at 23:02:11: the system's swap grew 2.6G while it ran, over its
+ * 2.0G budget". jobs_mark_text writes the line (with its newline) and
+ * returns its length, or -1 when there is none.
+ */
+int jobs_mark_text(const struct job *j, int next_attempt, char *buf,
+                   size_t len);
+void jobs_detached_mark(struct daemon *d, const struct job *j,
+                        int next_attempt);
 
 /* ---- jobs-attached.c ---- */
 

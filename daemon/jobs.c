@@ -369,6 +369,8 @@ jrec_end(struct daemon *d, struct jrec *r, enum job_state s, const char *reason,
 	j->end_reason = xstrdup(reason);
 	free(j->end_detail);
 	j->end_detail = detail;
+	/* Its log says so too, when the daemon ended it. */
+	jobs_detached_mark(d, j, 0);
 	r->end_pending = 1;
 	r->breach_kill = 0;
 	if (jrec_commit(d, r) == 0)
@@ -463,6 +465,8 @@ jrec_requeue(struct daemon *d, struct jrec *r)
 		          j->id, j->attempt);
 	if (j->started_ms > 0 && now > j->started_ms)
 		r->ran_before_ms += now - j->started_ms;
+	/* Between the attempts' output in its log: why this one stopped. */
+	jobs_detached_mark(d, j, j->attempt + 1);
 	j->state = JOB_QUEUED;
 	j->attempt++;
 	j->pid = 0;

@@ -35,6 +35,8 @@ enum jobs_note_kind {
 	JOBS_NOTE_EVENT,    /* an event is recorded */
 };
 
+struct jobs_view;
+
 struct jobs_note {
 	enum jobs_note_kind kind;
 	uint64_t client_id;              /* ADMITTED, QUEUE, BREACH, ENDED */
@@ -44,6 +46,7 @@ struct jobs_note {
 	double free_pct;                 /* QUEUE */
 	enum admit_wait wait;            /* QUEUE */
 	int64_t wait_after;              /* QUEUE: ADMIT_WAIT_AFTER's job */
+	const struct jobs_view *view;    /* QUEUE: waiting_on, until when */
 	uint64_t growth_bytes;           /* BREACH */
 	int requeued;                    /* BREACH */
 	const char *detail;              /* BREACH: the paragraph, or NULL */
@@ -75,6 +78,17 @@ void jobs_on_sample_at(struct daemon *d, const struct sys_sample *s, int full);
 const char *jobs_fast_reason(struct daemon *d, const struct sys_sample *s);
 
 /* A read-only look at one job, valid until the table next changes. */
+/* The most jobs a queued job is said to wait behind (waiting_on). */
+#define JOBS_WAIT_ON_MAX 8
+
+/* One job a queued job waits behind: its id, user and name (pointers
+ * into the table, valid while it is unchanged). */
+struct jobs_wait_on {
+	int64_t id;
+	const char *user;
+	const char *name;
+};
+
 struct jobs_view {
 	const struct job *j;
 	int in_table;         /* a record here (else loaded from the store) */
@@ -84,6 +98,11 @@ struct jobs_view {
 	long position;        /* 1-based while queued */
 	enum admit_wait wait; /* while queued */
 	int64_t wait_after;   /* ADMIT_WAIT_AFTER: the job it waits for */
+	/* While queued: the jobs it waits behind, and until when (ms since
+	 * the epoch, 0: not known): PROTOCOL.md, Job, waiting_on. */
+	struct jobs_wait_on wait_on[JOBS_WAIT_ON_MAX];
+	int nwait_on;
+	int64_t wait_until_ms;
 	uint64_t growth_bytes;
 	uint64_t client_id; /* attached: the connection that owns it */
 	struct job *stored; /* owned: freed by jobs_view_free */
@@ -140,6 +159,9 @@ int jobs_privileged(struct daemon *d, uid_t uid, gid_t gid, const gid_t *groups,
  * 0 or a PROTO_E_* code with cause.
  */
 /* j is consumed; client_id for an attached job. */
+/* 1 when token is job j's (compared in constant time), or j has none
+ * (a job from before tokens); 0 otherwise, a NULL token included. */
+int jobs_token_matches(const struct job *j, const char *token);
 int jobs_submit(struct daemon *d, struct job *j, uint64_t client_id,
                 int64_t *id, long *position, size_t *queued, char *cause,
                 size_t causelen);

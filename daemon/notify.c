@@ -410,6 +410,8 @@ notify_job(struct daemon *d, const struct jobs_note *n)
 		cJSON_AddStringToObject(
 		    o, "waiting_for",
 		    wire_waiting_for(n->wait, n->wait_after, why, sizeof why));
+		if (n->view != NULL)
+			wire_add_waiting_on(o, n->view);
 		server_notify(d, n->client_id, "queue", o);
 		return;
 	case JOBS_NOTE_BREACH:

@@ -43,6 +43,14 @@ struct sys_sample {
 };
 
 /* One process, as needed to follow and measure a job's tree. */
+/* 1 where a process's own swap is measured (proc_info's swap_bytes:
+ * Linux VmSwap), so a job's swap can be told from the system's. */
+#ifdef __linux__
+#define PLATFORM_JOB_SWAP 1
+#else
+#define PLATFORM_JOB_SWAP 0
+#endif
+
 struct proc_info {
 	pid_t pid;
 	pid_t ppid;

@@ -244,26 +244,43 @@ spawn_env_replaced(const char *e, char *const *extra)
 	return 0;
 }
 
-/* The job's environment: exactly env, with STAGELOAD_JOB_ID set (and a
- * hook's extra variables, NAME=value, in place of the job's own). */
-static char **
-spawn_build_env(char *const *env, const char *idvar, char *const *extra)
+/* The daemon's socket, which every job's environment names. */
+static char spawn_socket[1024];
+
+void
+spawn_set_socket(const char *path)
 {
-	size_t n = 0, x = 0, i, k = 0;
+	snprintf(spawn_socket, sizeof spawn_socket, "%s",
+	         path != NULL ? path : "");
+}
+
+/* The job's environment: exactly env, with the daemon's own variables
+ * (own[], NAME=value: STAGELOAD_JOB_ID, STAGELOAD_SOCKET,
+ * STAGELOAD_JOB_TOKEN) in place of any the submitter sent, and a hook's
+ * extra variables in place of the job's own. */
+static char **
+spawn_build_env(char *const *env, char *const *own, char *const *extra)
+{
+	size_t n = 0, x = 0, o = 0, i, k = 0;
 	char **out;
 
 	while (env != NULL && env[n] != NULL)
 		n++;
 	while (extra != NULL && extra[x] != NULL)
 		x++;
-	out = calloc(n + x + 2, sizeof(*out));
+	while (own[o] != NULL)
+		o++;
+	out = calloc(n + x + o + 1, sizeof(*out));
 	if (out == NULL)
 		return NULL;
 	for (i = 0; i < n; i++)
 		if (strncmp(env[i], "STAGELOAD_JOB_ID=", 17) != 0 &&
+		    strncmp(env[i], "STAGELOAD_SOCKET=", 17) != 0 &&
+		    strncmp(env[i], "STAGELOAD_JOB_TOKEN=", 20) != 0 &&
 		    !spawn_env_replaced(env[i], extra))
 			out[k++] = env[i];
-	out[k++] = (char *)idvar;
+	for (i = 0; i < o; i++)
+		out[k++] = own[i];
 	for (i = 0; i < x; i++)
 		out[k++] = extra[i];
 	out[k] = NULL;
@@ -313,7 +330,10 @@ spawn_start(const char *state_dir, const struct job *j, char *const *argv,
 	struct spawn_plan p;
 	struct spawn_msg m;
 	struct pollfd pfd;
-	char idvar[48], dir[1024];
+	char idvar[48], dir[1024], sockvar[sizeof spawn_socket + 32];
+	char tokvar[96];
+	char *own[4];
+	size_t nown = 0;
 	int rc, status, fds[2];
 	ssize_t n;
 	long max;
@@ -416,7 +436,21 @@ spawn_start(const char *state_dir, const struct job *j, char *const *argv,
 	}
 	snprintf(idvar, sizeof(idvar), "STAGELOAD_JOB_ID=%lld",
 	         (long long)j->id);
-	if ((p.envp = spawn_build_env(j->env, idvar, extra)) == NULL) {
+	own[nown++] = idvar;
+	/* Clients inside the job reach this daemon, not the one the
+	 * submitter's environment named, and the token proves their stage
+	 * reports come from the job (a hook's come after its end). */
+	if (spawn_socket[0] != '\0') {
+		snprintf(sockvar, sizeof sockvar, "STAGELOAD_SOCKET=%s",
+		         spawn_socket);
+		own[nown++] = sockvar;
+	}
+	if (!hook && j->job_token != NULL &&
+	    snprintf(tokvar, sizeof tokvar, "STAGELOAD_JOB_TOKEN=%s",
+	             j->job_token) < (int)sizeof tokvar)
+		own[nown++] = tokvar;
+	own[nown] = NULL;
+	if ((p.envp = spawn_build_env(j->env, own, extra)) == NULL) {
 		snprintf(cause, causelen, "out of memory");
 		return -ENOMEM;
 	}

@@ -166,6 +166,9 @@ struct spawn_log_bounds {
 	uint64_t per_uid_bytes; /* max_log_bytes_per_uid: all of a uid's logs */
 };
 void spawn_set_log_bounds(const struct spawn_log_bounds *b);
+/* The daemon's socket (absolute), named by every job's STAGELOAD_SOCKET.
+ * Set at start. */
+void spawn_set_socket(const char *path);
 
 /* <log_dir>/<id>.log (<state_dir>/jobs/ by default) and
  * <state_dir>/jobs/<id>.status; -ENAMETOOLONG if they do not fit. */

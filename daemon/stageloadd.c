@@ -278,6 +278,20 @@ daemon_log_bounds(const struct daemon *d)
 	spawn_set_log_bounds(&b);
 }
 
+/* Every job's STAGELOAD_SOCKET: this daemon's socket, absolute (a job
+ * runs in a directory of its own). */
+static void
+daemon_job_socket(const struct daemon *d)
+{
+	char cwd[1024], path[sizeof cwd + sizeof d->cfg.socket_path + 1];
+
+	if (d->cfg.socket_path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		snprintf(path, sizeof path, "%s", d->cfg.socket_path);
+	else
+		snprintf(path, sizeof path, "%s/%s", cwd, d->cfg.socket_path);
+	spawn_set_socket(path);
+}
+
 /*
  * The per-user default socket under /tmp (no $XDG_RUNTIME_DIR, no usable
  * home) is held to the clients' rule (socket-trust.c): its directory, when
@@ -607,6 +621,7 @@ main(int argc, char **argv)
 		fatalx("%s", cause);
 	}
 	daemon_log_bounds(d);
+	daemon_job_socket(d);
 	if (server_start(d, &server_hooks, cause, sizeof cause) != 0)
 		fatalx("%s", cause);
 	if (store_open(&d->store, d->cfg.db_path, cause, sizeof cause) != 0) {

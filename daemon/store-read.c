@@ -64,6 +64,106 @@ prep(struct store_read *r, sqlite3_stmt **st, const char *sql, char *cause,
 	return 0;
 }
 
+/* file: URI of path, percent-encoded (sqlite's URI filenames). */
+static int
+file_uri(const char *path, const char *query, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	const unsigned char *p;
+	int n;
+
+	n = snprintf(buf, len, "file:");
+	o = (size_t)n;
+	for (p = (const unsigned char *)path; *p != '\0'; p++) {
+		if (o + 4 >= len)
+			return -ENAMETOOLONG;
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("/-._~", *p) != NULL) {
+			buf[o++] = (char)*p;
+		} else {
+			buf[o++] = '%';
+			buf[o++] = hex[*p >> 4];
+			buf[o++] = hex[*p & 15];
+		}
+	}
+	n = snprintf(buf + o, len - o, "?%s", query);
+	return n < 0 || (size_t)n >= len - o ? -ENAMETOOLONG : 0;
+}
+
+static int
+file_exists(const char *path, const char *suffix)
+{
+	char p[1100];
+	FILE *f;
+
+	snprintf(p, sizeof p, "%s%s", path, suffix);
+	if ((f = fopen(p, "rb")) == NULL)
+		return errno != ENOENT;
+	fclose(f);
+	return 1;
+}
+
+/*
+ * Open read-only, creating nothing: sqlite would create the -shm (and
+ * -wal) files of a WAL database a reader opens without them, and files of
+ * root's left beside a user's database would stop that user's daemon
+ * (it trusts only its own). Without a -wal the file is all there is
+ * (immutable: no locks, no -shm); with both, they are read as they are.
+ */
+int
+store_read_open_file(const char *path, sqlite3 **dbp, char *cause,
+                     size_t causelen)
+{
+	char uri[4200];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+	int64_t app = 0;
+	FILE *f;
+	int rc;
+
+	*dbp = NULL;
+	/* Whether this user may read it, told apart from a missing file,
+	 * before sqlite says only "unable to open". */
+	if ((f = fopen(path, "rb")) == NULL)
+		return proto_cause(cause, causelen, -errno, "%s: %s", path,
+		                   strerror(errno));
+	fclose(f);
+	if (file_uri(path,
+	             file_exists(path, "-wal") && file_exists(path, "-shm")
+	                 ? "mode=ro"
+	                 : "immutable=1",
+	             uri, sizeof uri) != 0)
+		return proto_cause(cause, causelen, -ENAMETOOLONG,
+		                   "%s: path too long", path);
+	rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+	                     NULL);
+	if (rc != SQLITE_OK) {
+		proto_cause(cause, causelen, -EIO, "%s: %s", path,
+		            db != NULL ? sqlite3_errmsg(db)
+		                       : sqlite3_errstr(rc));
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 2000);
+	if (sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			app = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (app != STORE_READ_APP_ID) {
+		proto_cause(
+		    cause, causelen, -EINVAL,
+		    "%s: not a stageload database (or not readable: %s)", path,
+		    sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return -EINVAL;
+	}
+	*dbp = db;
+	return 0;
+}
+
 int
 store_read_open(struct store_read **rp, sqlite3 *db, char *cause,
                 size_t causelen)

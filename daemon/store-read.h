@@ -67,6 +67,17 @@ struct store_stage {
 
 struct store_read;
 
+/* daemon/store.c's PRAGMA application_id of a stageload database. */
+#define STORE_READ_APP_ID 0x53544c44
+
+/* Open the database at path read-only from another program (stageloadctl
+ * with the daemon down, stageload-web --db), creating nothing beside it:
+ * with no -wal and -shm beside it, immutable (no locks); otherwise
+ * mode=ro. Refuses what is not a stageload database; the cause says why
+ * (a missing file, no permission). Closed with sqlite3_close. */
+int store_read_open_file(const char *path, sqlite3 **dbp, char *cause,
+                         size_t causelen);
+
 int store_read_open(struct store_read **rp, sqlite3 *db, char *cause,
                     size_t causelen);
 void store_read_close(struct store_read *r);

@@ -209,6 +209,10 @@ static const char *const store_migrations[] = {
      "NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN begin_ms INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE jobs ADD COLUMN attempts TEXT;"),
+    /* 12: the job's token (STAGELOAD_JOB_TOKEN), which a stage report
+     * from inside the job carries; NULL for jobs from before, whose
+     * reports are taken as they were. */
+    "ALTER TABLE jobs ADD COLUMN job_token TEXT;",
 };
 #define STORE_SCHEMA_VERSION                                                   \
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))

@@ -239,6 +239,50 @@ wire_job_attempts(cJSON *o, const struct wire_ctx *c)
 }
 
 static void
+wire_waiting_on_array(cJSON *o, const struct jobs_view *v)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "waiting_on"), *w;
+	int i;
+
+	for (i = 0; a != NULL && i < v->nwait_on; i++) {
+		if ((w = cJSON_CreateObject()) == NULL)
+			break;
+		proto_add_int(w, "id", v->wait_on[i].id);
+		cJSON_AddStringToObject(
+		    w, "user",
+		    v->wait_on[i].user != NULL ? v->wait_on[i].user : "");
+		cJSON_AddStringToObject(
+		    w, "name",
+		    v->wait_on[i].name != NULL ? v->wait_on[i].name : "");
+		cJSON_AddItemToArray(a, w);
+	}
+}
+
+void
+wire_add_waiting_on(cJSON *o, const struct jobs_view *v)
+{
+	wire_waiting_on_array(o, v);
+	add_opt_int(o, "waiting_until_ms", v->wait_until_ms,
+	            v->wait_until_ms > 0);
+}
+
+/* While queued: the jobs it waits behind, public as those jobs are. */
+static void
+wire_job_waiting_on(cJSON *o, const struct wire_ctx *c)
+{
+	if (c->r != NULL && c->j->state == JOB_QUEUED)
+		wire_waiting_on_array(o, c->r);
+}
+
+static void
+wire_job_waiting_until_ms(cJSON *o, const struct wire_ctx *c)
+{
+	if (c->r != NULL && c->j->state == JOB_QUEUED)
+		add_opt_int(o, "waiting_until_ms", c->r->wait_until_ms,
+		            c->r->wait_until_ms > 0);
+}
+
+static void
 wire_job_ended_ms(cJSON *o, const struct wire_ctx *c)
 {
 	add_opt_int(o, "ended_at_ms", c->j->ended_ms,

@@ -22,6 +22,9 @@ int wire_may_see(uid_t viewer, const struct job *j);
 void wire_user_name(uid_t uid, char *buf, size_t len);
 /* A queued job's waiting_for: admit_wait_name, but "after ID" for an
  * unended dependency (after: its id). Writes buf (at least 32 bytes). */
+/* A queued job's waiting_on and waiting_until_ms (PROTOCOL.md, Job), for
+ * the queue notification. */
+void wire_add_waiting_on(cJSON *o, const struct jobs_view *v);
 const char *wire_waiting_for(enum admit_wait w, int64_t after, char *buf,
                              size_t len);
 /* The wire Job; what only a live job has (position, waiting_for, growth)

@@ -89,6 +89,8 @@ X(held,            "held",            S_INT,    "held",            J_BOOL,   PUB
 X(group,           "group",           S_TEXT,   "queue_group",     J_STRN,   PUBLIC, P_STRING,     0, 0, 0,           U_NONE,    W_YES) \
 X(position,        "position",        S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_COUNT,   W_YES) \
 X(waiting_for,     "waiting_for",     S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_YES) \
+X(waiting_on,      "waiting_on",      S_NO,     "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_NONE,    W_SPECIAL) \
+X(waiting_until_ms, "waiting_until_ms", S_NO,   "",                J_FN,     PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
 X(submitted_ms,    "submitted_at_ms", S_INT,    "submitted_ms",    J_INT,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
 X(admitted_ms,     "admitted_at_ms",  S_INT,    "admitted_ms",     J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
 X(started_ms,      "started_at_ms",   S_INT,    "started_ms",      J_POS,    PUBLIC, P_NO,         0, 0, 0,           U_TIME,    W_YES) \
@@ -121,7 +123,8 @@ X(pgid,            "pgid",            S_INT,    "pgid",            J_NO,     OWN
 X(start_time,      "start_time",      S_INT,    "start_time",      J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
 X(monitor_pid,     "monitor_pid",     S_INT,    "monitor_pid",     J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO) \
 X(swap_base_bytes, "swap_base_bytes", S_INT,    "swap_base_bytes", J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
-X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO)
+X(bytes,           "bytes",           S_INT,    "bytes",           J_NO,     OWNER,  P_NO,         0, 0, 0,           U_SIZE,    W_NO) \
+X(job_token,       "job_token",       S_TEXT,   "job_token",       J_NO,     OWNER,  P_NO,         0, 0, 0,           U_NONE,    W_NO)
 /* clang-format on */
 
 /*
@@ -177,7 +180,8 @@ X(wait_free_pct,     "wait-free",       0, "PCT|SIZE",   CLI_FREE, 0, 0, wait_fr
   "start only when free memory is >= PCT%, or\n" \
   "(a size, 30G) when that much is available") \
 X(swap_budget_bytes, "swap-budget",     0, "SIZE",       CLI_SIZE, 0, 0, none,            JOB,    1, \
-  "kill it when swap grows by more than SIZE (0: none)") \
+  "kill it when the system's swap grows by more than\n" \
+  "SIZE while it runs (0: none)") \
 X(expect_bytes,      "expect",          0, "SIZE",       CLI_SIZE, 0, 0, none,            JOB,    1, \
   "memory it will use: held back from others until reached") \
 X(priority,          "priority",        0, "N",          CLI_INT,  -1000, 1000, none,     JOB,    1, \

@@ -20,9 +20,9 @@
  * what the job waits for, "%f" the free %, "%w" what the job waits for
  * (a % or, with wait_free_bytes, a size), "%R" the bytes promised to
  * running jobs, "%a" the job it starts after and "%i" the job's own id
- * (the release that lets a held one go; "ID" where it is not known), "%b"
- * when it may begin (--begin: a clock time, with the date when not
- * today). The order
+ * (the release that lets a held one go; "ID" where it is not known), "%g"
+ * its group's name ("NAME" where it is not known) and "%b" when it may
+ * begin (--begin: a clock time, with the date when not today). The order
  * is admission's (daemon/admit.h) and none is first.
  */
 #define NAMES_WAIT_LIST(X)                                                     \
@@ -59,7 +59,7 @@
 	X(GROUP, "group", "group",                                             \
 	  "free %f, its group (or its user's share of it) is full",            \
 	  "its group already has as many jobs running as the daemon's "        \
-	  "group.NAME.max_running allows, or its user holds half of them "     \
+	  "group.%g.max_running allows, or its user holds half of them "       \
 	  "(rounded up) while another user's job in the group waits")          \
 	X(BEGIN, "begin", "begin %b", "free %f, waiting to begin at %b",       \
 	  "it starts no earlier than %b (--begin)")
@@ -117,7 +117,8 @@ int names_state_parse(const char *name);
 /* Why a job ended (end_reason): X(ENUM, name, what show says). A job that
  * ended on its own has none (null). */
 #define NAMES_END_LIST(X)                                                      \
-	X(SWAP_BUDGET, "swap_budget", "it grew swap past its budget")          \
+	X(SWAP_BUDGET, "swap_budget",                                          \
+	  "the system's swap grew past its budget while it ran")               \
 	X(CANCEL, "cancel", "it was cancelled")                                \
 	X(CLIENT_GONE, "client_gone",                                          \
 	  "the stageloadctl that ran it went away")                            \

@@ -537,8 +537,8 @@ slurm_spank_exit(spank_t sp, int ac, char **av)
 			fprintf(
 			    stderr,
 			    "stageload: task %" PRId64
-			    " killed: swap grew %s over "
-			    "its %s budget\n",
+			    " killed: the system's swap grew %s while it "
+			    "ran, over its %s budget\n",
 			    tid, units_format_size((uint64_t)grew, g, sizeof g),
 			    units_format_size((uint64_t)budget, b, sizeof b));
 		}

@@ -10,11 +10,16 @@
   the page size of version 2, while version 2 pages the same jobs;
 - bad cursors and page sizes are -32602;
 - version 2 `events` answers `next_cursor` (the last id while more follow,
-  null at the end), and takes it as `cursor`.
+  null at the end), and takes it as `cursor`;
+- libstageload's sl_call_pages (tests/pages-client.c) follows the cursors
+  of status and events to the end, page by page, and stops when its
+  callback says so.
 Runs as any user.
 """
 
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
@@ -81,6 +86,35 @@ def check_command(v1, v2):
     check(full.startswith(long_[:-1]), "cut on a UTF-8 boundary: %r" % long_)
 
 
+def lib_pages(d, method, params, items, stop=None):
+    """sl_call_pages' pages, each a list of items."""
+    cmd = [os.path.join(os.environ["SL_BIN"], "sl_pages"), d.socket, method,
+           json.dumps(params), items] + ([str(stop)] if stop else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "%s: exit %d: %s" % (cmd, r.returncode, r.stderr))
+    return [json.loads(line[len("page "):]) for line in r.stdout.splitlines()]
+
+
+def check_lib_pages(d, v1, c1):
+    ids = [j["id"] for j in v1]
+    for limit in (3, 1000):
+        got = lib_pages(d, "status", {"all": True, "limit": limit}, "jobs")
+        check([j["id"] for p in got for j in p] == ids,
+              "sl_call_pages, status in pages of %d: %s, want %s"
+              % (limit, [[j["id"] for j in p] for p in got], ids))
+        check(len(got) >= (len(ids) + limit - 1) // limit,
+              "sl_call_pages: %d pages of %d for %d jobs" % (len(got), limit, len(ids)))
+    got = lib_pages(d, "status", {"all": True, "limit": 3}, "jobs", stop=2)
+    check(len(got) == 2 and [j["id"] for p in got for j in p] == ids[:len(got[0]) + len(got[1])],
+          "sl_call_pages stops when its callback says: %s" % got)
+    events = [e["id"] for e in c1.call("events", {"after_id": 0, "limit": 10000})["events"]]
+    got = lib_pages(d, "events", {"after_id": 0, "limit": 2}, "events")
+    # (events logged in between come after those)
+    check([e["id"] for p in got for e in p][:len(events)] == events and len(got) > 2,
+          "sl_call_pages, events in pages of 2: %s, want %s first" % (got, events))
+    print("sl_call_pages: status and events page by page to the end, and stops when told")
+
+
 def main():
     with Daemon() as d:
         c1 = Client(d.socket)               # version 1
@@ -118,6 +152,7 @@ def main():
         got = [j["id"] for j in c1.call("status", {"ended": True, "limit": 5})["jobs"]]
         check(got == ended_v1[:5], "v1 ended with limit 5: %s" % got)
         check_command(v1, v2)
+        check_lib_pages(d, v1, c1)
 
         # The page's last job leaves the list between pages: the next page
         # goes on at its place; nothing that stayed is missed or repeated.

@@ -85,7 +85,7 @@ def check_job_axis(root, budget):
     assert len(b) == 1 and float(b[0].get("data-bytes")) == budget, b
     assert top < budget / 8 and b[0].get("data-above") == "1", (top, budget)
     label = "".join(next(b[0].iter(SVG + "text")).itertext())
-    assert label == "swap budget 1G, above", label
+    assert label == "swap budget 1.0G, above", label  # the CLI's form
     ticks = [t.text for e in root.iter(SVG + "g") if e.get("class") == "slp-time"
              for t in e.iter(SVG + "text")]
     assert len(ticks) >= 2, ticks
@@ -178,6 +178,33 @@ def check_young_daemon(d):
           % ((t1 - t0) / 1000, max(xs) - min(xs), x1 - x0))
 
 
+def check_fifteen_minutes(d):
+    """`plot --since 8h` on a daemon up 15 minutes (its 10 s rollups, the
+    tier an 8 h plot reads, from 15 minutes ago on): the axis starts at the
+    first of them, not 8 h back, and the free % series fills the plot's
+    width rather than its right 3 %."""
+    now = int(time.time() * 1000)
+    first = (now - 15 * 60000) // 10000 * 10000
+    rows = [(t, 20, 6000, 6000, 6000 * 20, 1 << 30, 1 << 30, 20 << 30,
+             8 << 30, 8 << 30, 20 * (8 << 30), 1)
+            for t in range(first, now - 120000, 10000)]
+    con = sqlite3.connect(d.db, timeout=30)
+    con.executemany("INSERT OR IGNORE INTO rollup_10s VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    out = os.path.join(d.dir, "fifteen.svg")
+    ctl(d, "plot", "--since", "8h", "-o", out)
+    root, series, lanes, marks, kills = parse(out)
+    x0, y0, x1, y1, top = chart(root)
+    t0, t1 = int(root.get("data-t0")), int(root.get("data-t1"))
+    # within a bucket of the first row (8 h back would be 7.75 h off)
+    assert abs(t0 - first) <= 60000, (t0 - first, t1 - t0)
+    xs = [x for x, _ in points(series["free_pct"])]
+    assert max(xs) - min(xs) >= 0.9 * (x1 - x0), (min(xs), max(xs), x0, x1)
+    print("plot: --since 8h on a daemon up 15 min: the axis spans %.1f min, "
+          "free %% %.0f of %.0f px" % ((t1 - t0) / 60000, max(xs) - min(xs), x1 - x0))
+
+
 def check_spike(d):
     """8 h of 10 s rollups (the tier an 8 h plot reads) with one 1 s spike:
     swap 6G and free 20 % in one sample of its 20. The plot draws the
@@ -263,6 +290,7 @@ def main():
         c.call("cancel", {"id": ids["queued"]})
         c.close()
         check_end_kinds(d, ids)
+        check_fifteen_minutes(d)
         check_spike(d)
 
         trace = os.path.join(d.dir, "trace.jsonl")

@@ -144,7 +144,11 @@ def check_reason(d, c, jid, column, sentence):
     assert row and got in row[0], (got, frame)
     text = ctl(d, "show", str(jid)).stdout
     m = re.search(r"^Waiting for \S+ so far: (.*)\.$", text, re.M)
-    assert m and re.fullmatch(sentence, m.group(1)), (sentence, text)
+    # The jobs it waits behind follow the words (waiting_on), when the
+    # daemon names any: the first of them by its id.
+    on = show_json(c, jid).get("waiting_on") or []
+    behind = r"(: (promised to )?jobs? %d \(.*)" % on[0]["id"] if on else ""
+    assert m and re.fullmatch(sentence + behind, m.group(1)), (sentence, behind, text)
     print("ok - %s: status %r, top, show %r" % (show_json(c, jid)["waiting_for"], got,
                                                m.group(1)))
 

@@ -161,7 +161,7 @@ b=$(last_id)
 sl_meminfo 8388608 3989504 # swap used 200M
 rc=0; wait "$runner" || rc=$?
 [ "$rc" = 124 ] || fail "breach gave $rc, want 124: $(cat "$SL_TMP/b.err")"
-grep -q "swap grew by 200M, past its budget of 100M" "$SL_TMP/b.err" || fail "breach message: $(cat "$SL_TMP/b.err")"
+grep -q "the system's swap grew by 200M while it ran, past its budget of 100M" "$SL_TMP/b.err" || fail "breach message: $(cat "$SL_TMP/b.err")"
 j=$(ctl show --json "$b")
 [ "$(jget "$j" 'j["state"]+"/"+str(j["end_reason"])')" = killed/swap_budget ] || fail "record: $j"
 ctl show "$b" | grep -q "stageloadctl wait gives 124" || fail "show of the breach"

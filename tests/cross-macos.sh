@@ -415,7 +415,7 @@ for target in $TARGETS; do
 
 	mapfile -t d_objs < <(objs_of stageloadd sldaemon slstoreread slproto)
 	mapfile -t c_objs < <(objs_of stageloadctl stageload slproto slplot slstoreread)
-	mapfile -t w_objs < <(objs_of stageload-web stageload slproto slplot)
+	mapfile -t w_objs < <(objs_of stageload-web stageload slproto slplot slstoreread)
 	link deps_probe "$objdir/tests/cross/deps_probe.o"
 	link platform_probe "$objdir/tests/cross/platform_probe.o" \
 		"$objdir/daemon/platform-darwin.o" "$objdir/daemon/platform-darwin-convert.o" \

@@ -331,7 +331,8 @@ def sc_breach_term_kill(d, m, c):
     assert j["signal"] == 9, j
     assert j["ended_at_ms"] - t_term >= GRACE_MS - 150, j["ended_at_ms"] - t_term
     det = j["end_detail"]
-    assert "swap grew 1.5G since admission (from 1.0G to 2.5G)" in det, det
+    assert ("the system's swap grew 1.5G while it ran (since admission, "
+            "from 1.0G to 2.5G)") in det, det
     assert "over its 1.0G budget" in det and "free 80%" in det, det
     kinds = [e["kind"] for e in events_of(c, jid)]
     assert kinds[-2:] == ["breach", "killed"], kinds

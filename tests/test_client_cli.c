@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../client/cli.h"
+#include "clock.h"
 
 extern const struct cli_entry cmd_run_entry, cmd_submit_entry;
 
@@ -415,7 +416,8 @@ test_paragraph(void **state)
 	assert_non_null(strstr(text, "swap budget 8.0G"));
 	assert_non_null(strstr(text, "pid 4242"));
 	assert_non_null(strstr(text, "ran for 1m00s"));
-	assert_non_null(strstr(text, "grew swap past its budget"));
+	assert_non_null(strstr(
+	    text, "the system's swap grew past its budget while it ran"));
 	assert_non_null(strstr(text, "wait gives 124"));
 	assert_non_null(strstr(text, j.end_detail));
 	free(text);
@@ -503,7 +505,7 @@ test_pct_compare(void **state)
 static void
 test_wait_reason_held(void **state)
 {
-	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12, 0};
+	struct cli_wait w = {"held", 50, 40, -1, 0, 0, 12, 0, NULL, 0, NULL};
 	char buf[256];
 
 	(void)state;
@@ -517,10 +519,52 @@ test_wait_reason_held(void **state)
 	assert_string_equal(buf, "free 50%, held: stageloadctl release ID");
 }
 
+/* A reason names the jobs it waits behind (waiting_on) and, where the
+ * daemon knows it, until when; the group sentence names the group. */
+static void
+test_wait_reason_behind(void **state)
+{
+	struct cli_wait w = {"settle", 50, 40, -1, 0, 0, 14, 0, NULL, 0, NULL};
+	char buf[512];
+
+	(void)state;
+	w.on_json = "[{\"id\":12,\"user\":\"ana\",\"name\":\"qwen\"}]";
+	w.until_ms = clock_wall_ms() + 17500;
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_string_equal(buf, "free 50%, waiting for the last job to "
+	                         "settle: job 12 (ana, qwen) still growing, "
+	                         "at most 18 s more");
+	cli_wait_reason(&w, CLI_REASON_COLUMN, buf, sizeof buf);
+	assert_string_equal(buf, "settle");
+	w.waiting_for = "head";
+	w.on_json = "[{\"id\":13,\"user\":\"ana\",\"name\":\"\"}]";
+	w.until_ms = 0;
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_string_equal(buf, "a job ahead of it holds the head of the "
+	                         "queue: job 13 (ana)");
+	w.until_ms = clock_wall_ms() + 600000;
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_non_null(strstr(buf, ": job 13 (ana) until "));
+	assert_non_null(strstr(buf, ", then others may pass"));
+	w.waiting_for = "group";
+	w.group = "gpu";
+	w.on_json = "[{\"id\":3,\"user\":\"bo\",\"name\":\"a\"},"
+	            "{\"id\":4,\"user\":\"bo\",\"name\":\"b\"}]";
+	cli_wait_reason(&w, CLI_REASON_SENTENCE, buf, sizeof buf);
+	assert_non_null(strstr(buf, "the daemon's group.gpu.max_running "
+	                            "allows"));
+	assert_non_null(strstr(buf, ": jobs 3 (bo, a) and 4 (bo, b) running"));
+	w.on_json = "[]"; /* a daemon that names none: the words as before */
+	w.waiting_for = "settle";
+	cli_wait_reason(&w, CLI_REASON_LINE, buf, sizeof buf);
+	assert_string_equal(buf,
+	                    "free 50%, waiting for the last job to settle");
+}
+
 static void
 test_wait_reason(void **state)
 {
-	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0, 0};
+	struct cli_wait w = {"free", 34.2, 40, -1, 0, 0, 0, 0, NULL, 0, NULL};
 	char buf[256];
 
 	(void)state;
@@ -562,8 +606,9 @@ test_wait_reason(void **state)
 static void
 test_wait_reason_bytes(void **state)
 {
-	struct cli_wait w = {"free",           92, 0, -1, (uint64_t)22 << 30,
-	                     (int64_t)8 << 30, 0,  0};
+	struct cli_wait w = {
+	    "free", 92,   0, -1,  (uint64_t)22 << 30, (int64_t)8 << 30, 0,
+	    0,      NULL, 0, NULL};
 	char buf[256];
 
 	(void)state;
@@ -913,6 +958,7 @@ main(void)
 	    cmocka_unit_test(test_wait_reason),
 	    cmocka_unit_test(test_wait_reason_held),
 	    cmocka_unit_test(test_wait_reason_bytes),
+	    cmocka_unit_test(test_wait_reason_behind),
 	    cmocka_unit_test(test_text_width),
 	    cmocka_unit_test(test_shell_command),
 	    cmocka_unit_test(test_sparkline),

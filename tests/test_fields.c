@@ -108,6 +108,8 @@ static const char *const web_members[] = {
     "group",
     "position",
     "waiting_for",
+    "waiting_on",
+    "waiting_until_ms",
     "submitted_at_ms",
     "admitted_at_ms",
     "started_at_ms",
@@ -182,6 +184,7 @@ static const char *const store_columns[] = {
     "name_given",
     "expect_source",
     "expect_runs",
+    "job_token",
     NULL,
 };
 
@@ -304,6 +307,7 @@ full_job(struct job *j)
 	j->swap_growth_peak_bytes = 14;
 	j->job_swap_bytes = 15;
 	j->bytes = 16;
+	j->job_token = "00112233445566778899aabbccddeeff";
 }
 
 static void
@@ -359,6 +363,12 @@ test_wire_members(void **state)
 	    cJSON_GetStringValue(cJSON_GetObjectItem(o, "waiting_for")),
 	    "settle");
 	cJSON_DeleteItemFromObject(o, "waiting_for");
+	/* and what it waits behind: none named here, no time known */
+	assert_int_equal(
+	    cJSON_GetArraySize(cJSON_GetObjectItem(o, "waiting_on")), 0);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "waiting_until_ms")));
+	cJSON_DeleteItemFromObject(o, "waiting_on");
+	cJSON_DeleteItemFromObject(o, "waiting_until_ms");
 	assert_members(o, public_members, NULL, "a stranger's queued job");
 	cJSON_Delete(o);
 }

@@ -198,7 +198,7 @@ test_fresh_database(void **state)
 
 	db = raw_open(f->path);
 	assert_int_equal(raw_int(db, "PRAGMA application_id"), APP_ID);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
 	raw_text(db, "PRAGMA journal_mode", mode, sizeof mode);
 	assert_string_equal(mode, "wal");
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master "
@@ -218,11 +218,19 @@ test_fresh_database(void **state)
 	assert_int_equal(sb.st_mode & 0777, 0600);
 }
 
-/* A database of this schema turned back into schema 10's shape: no time
- * limits, no begin, no attempts. */
+/* A database of this schema turned back into schema 11's shape: no job
+ * token. */
+static void
+raw_to_schema_11(sqlite3 *db)
+{
+	raw_exec(db, "ALTER TABLE jobs DROP COLUMN job_token");
+}
+
+/* ... and into schema 10's: no time limits, no begin, no attempts. */
 static void
 raw_to_schema_10(sqlite3 *db)
 {
+	raw_to_schema_11(db);
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN time_limit_ms");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN time_limit_per_attempt_ms");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN begin_ms");
@@ -302,6 +310,40 @@ raw_to_schema_7(sqlite3 *db)
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN name_given");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN expect_source");
 	raw_exec(db, "ALTER TABLE jobs DROP COLUMN expect_runs");
+}
+
+/* A database of schema 11 is brought to 12: its jobs have no token (a
+ * stage report's token is then not checked), and a token round-trips. */
+static void
+test_migrate_from_11(void **state)
+{
+	struct fixture *f = *state;
+	char cause[256] = "";
+	struct job j, *got;
+	sqlite3 *db;
+
+	memset(&j, 0, sizeof j);
+	j.state = JOB_QUEUED;
+	j.attempt = 1;
+	j.uid = 1000;
+	j.name = "n";
+	j.cwd = "/tmp";
+	j.job_token = "00112233445566778899aabbccddeeff";
+	assert_int_equal(store_job_insert(f->s, &j, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_string_equal(got->job_token, j.job_token);
+	job_free(got);
+	store_close(f->s);
+	f->s = NULL;
+	db = raw_open(f->path);
+	raw_to_schema_11(db);
+	raw_exec(db, "PRAGMA user_version = 11");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
+	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
+	assert_null(got->job_token);
+	job_free(got);
 }
 
 /* A database of schema 7 is brought to 8: its jobs did not say whether
@@ -440,7 +482,7 @@ test_migrate_from_4(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info("
 	                             "'jobs') WHERE name IN ('argv', 'env')"),
 	                 0);
@@ -484,7 +526,7 @@ test_migrate_from_1(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 022);
@@ -528,7 +570,7 @@ test_migrate_from_2(void **state)
 
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 	db = raw_open(f->path);
-	assert_int_equal(raw_int(db, "PRAGMA user_version"), 11);
+	assert_int_equal(raw_int(db, "PRAGMA user_version"), 12);
 	sqlite3_close(db);
 	assert_int_equal(store_job_get(f->s, j.id, &got), 0);
 	assert_int_equal(got->umask, 027);
@@ -750,7 +792,7 @@ test_refuse_foreign(void **state)
 	                 -EPROTONOSUPPORT);
 	assert_non_null(strstr(cause, "newer"));
 	db = raw_open(f->path);
-	raw_exec(db, "PRAGMA user_version = 11");
+	raw_exec(db, "PRAGMA user_version = 12");
 	sqlite3_close(db);
 	assert_int_equal(store_open(&f->s, f->path, cause, sizeof cause), 0);
 }
@@ -2545,6 +2587,7 @@ main(void)
 	    T(test_migrate_from_1),
 	    T(test_migrate_from_4),
 	    T(test_migrate_from_6),
+	    T(test_migrate_from_11),
 	    T(test_migrate_from_7),
 	    T(test_migrate_from_10),
 	    T(test_history_parts),

@@ -6,7 +6,8 @@ reported (their names escaped, whole); the kill table names the stage the
 killed job was in; each window link (15 min, 1 h, 24 h, 7 d) plots its
 span; the queue table says why a job waits in the words `stageloadctl run`
 prints for it, a size for a job that waits for one (wait_free_bytes);
-the running table shows swap growth against the budget;
+the running table shows swap growth against the budget; the page's sizes
+and states are `stageloadctl status`'s, character for character;
 a screenshot is kept
 under the build dir (artifacts/web-page.png); the page updates itself when
 the fixture changes; it fits a narrow window and turns dark in dark mode.
@@ -25,8 +26,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E402
-from webtest import (EVIL_STAGE, LONG_STAGE, Web, cleanup_jobs, daemon,  # noqa: E402
-                     env_list, make_jobs, set_memory)
+from webtest import (EVIL_STAGE, LONG_STAGE, Web, artifacts, browser,  # noqa: E402
+                     cleanup_jobs, daemon, env_list, import_selenium, make_jobs,
+                     set_memory)
 
 # The page draws the plot at 360, 640 and 960 px and shows the one that
 # fits; the browser's 1100 px window shows the widest.
@@ -34,42 +36,6 @@ PLOT = "#plot-960 svg"
 
 WINDOWS = [("15 min", 15 * 60000), ("1 h", 3600000), ("24 h", 86400000),
            ("7 d", 7 * 86400000)]
-
-
-def import_selenium():
-    """Debian's python3-selenium lives in the system Python's
-    dist-packages, which another python3 on PATH (pyenv, a venv) does not
-    search: look there too."""
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        sys.path.append("/usr/lib/python3/dist-packages")
-        try:
-            import selenium  # noqa: F401
-        except ImportError:
-            return False
-    return True
-
-
-def browser(profile):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
-    for a in ("--headless=new", "--disable-gpu", "--disable-dev-shm-usage",
-              "--no-first-run", "--window-size=1100,1000",
-              "--user-data-dir=" + profile):
-        opts.add_argument(a)
-    if os.geteuid() == 0:
-        opts.add_argument("--no-sandbox")  # Chromium's sandbox refuses root
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-
-
-def artifacts():
-    d = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("SL_BIN", "build/bin"))),
-                     "artifacts")
-    os.makedirs(d, exist_ok=True)
-    return d
 
 
 def text(e):
@@ -160,7 +126,7 @@ def check_ended(drv, ids):
     from selenium.webdriver.common.by import By
     row = drv.find_element(By.CSS_SELECTOR, '#ended tr[data-job="%d"]' % ids["killed"])
     cells = [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
-    assert cells[3] == "killed: swap_budget" and cells[4] not in ("0", "") and \
+    assert cells[3] == "killed (swap_budget)" and cells[4] not in ("0", "") and \
         cells[5] == "1.5G" and cells[6] != "-", cells
     for sel in ('#ended tr[data-job="%d"] a' % ids["killed"],
                 '#running tr[data-job="%d"] a' % ids["runner"],
@@ -183,7 +149,7 @@ def check_job_page(drv, host, ids):
         assert text(drv.find_element(By.TAG_NAME, "h1")) == "job %d" % jid
         fields = {text(r.find_element(By.TAG_NAME, "th")): text(r.find_element(By.TAG_NAME, "td"))
                   for r in drv.find_elements(By.CSS_SELECTOR, "#fields tr")}
-        assert fields["state"] == ("running" if key == "runner" else "killed: swap_budget"), fields
+        assert fields["state"] == ("running" if key == "runner" else "killed (swap_budget)"), fields
         fp = drv.find_element(By.CSS_SELECTOR, PLOT + ' path[data-series="footprint_bytes"]')
         assert re.search(r"[ML][-0-9.]+ [-0-9.]+", fp.get_attribute("d")), fp.get_attribute("d")
         budget = drv.find_element(By.CSS_SELECTOR, PLOT + " g.slp-budget")
@@ -293,6 +259,7 @@ def check_windows(drv, host):
         poll(lambda: [a.text for a in drv.find_elements(
             By.CSS_SELECTOR, "nav#window a[aria-current]")] == [label],
             what="the %s window to load" % label)
+        drv.execute_script("window.stop()")  # no reload while it is read
         svg = drv.find_element(By.CSS_SELECTOR, PLOT)
         t0, t1 = int(svg.get_attribute("data-t0")), int(svg.get_attribute("data-t1"))
         assert t1 - t0 == span, (label, t1 - t0, span)
@@ -443,6 +410,111 @@ def check_running(d, drv, ids):
     print("page: running job's swap growth against its budget (%s)" % " ".join(cells[4:8]))
 
 
+def check_time_limit(d, drv, host):
+    """A job killed by its time limit has its own end mark and legend entry
+    (not a swap kill's, and not in the kills table); /job/ID lists its one
+    attempt, which ended time_limit. A job a breach requeued lists two
+    attempts, the first requeued for swap_budget."""
+    from selenium.webdriver.common.by import By
+    css = drv.find_elements
+    c = Client(d.socket)
+    slow = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                             "name": "slow", "time_limit_ms": 500})["id"]
+    retried = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                                "name": "again", "swap_budget_bytes": 1 << 30,
+                                "retry_on_breach": 1})["id"]
+    try:
+        poll(lambda: c.call("show", {"id": slow})["state"] == "killed", timeout=15,
+             what="slow to reach its time limit")
+        assert c.call("show", {"id": slow})["end_reason"] == "time_limit"
+        poll(lambda: c.call("show", {"id": retried})["state"] == "running",
+             what="again to run")
+        set_memory(d, 80, 4.5)  # 1.5G of growth: past again's 1G
+        poll(lambda: c.call("show", {"id": retried})["attempt"] == 2 and
+             c.call("show", {"id": retried})["state"] == "running", timeout=15,
+             what="again's second attempt")
+        c.call("cancel", {"id": retried})
+        poll(lambda: c.call("show", {"id": retried})["state"] == "killed",
+             what="again to end")
+        drv.get("http://%s/?window=15m" % host)
+        marks = {e.get_attribute("data-mark")
+                 for e in css(By.CSS_SELECTOR, PLOT + ' .end-marker[data-job="%d"]' % slow)}
+        assert marks == {"timelimit"}, marks
+        keys = [e.get_attribute("data-key") for e in css(By.CSS_SELECTOR, PLOT + " .slp-key")]
+        assert "timelimit" in keys, keys
+        assert not css(By.CSS_SELECTOR, '#kills tr[data-job="%d"]' % slow)
+        rows = {}
+        for jid in (slow, retried):
+            drv.get("http://%s/job/%d" % (host, jid))
+            rows[jid] = [[text(c) for c in r.find_elements(By.TAG_NAME, "td")]
+                         for r in css(By.CSS_SELECTOR, "#attempts tbody tr")]
+        (one,) = rows[slow]
+        assert one[0] == "1" and one[-1] == "time_limit" and one[6] != "-", one
+        first, second = rows[retried]
+        assert first[-1] == "requeued: swap_budget" and second[-1] == "cancel", rows
+        assert first[6] != "-" and second[6] != "-", rows
+        drv.save_screenshot(os.path.join(artifacts(), "web-job-attempts.png"))
+        print("page: a time limit's own mark and legend entry; attempts %s / %s"
+              % (one, [first[-1], second[-1]]))
+    finally:
+        for jid in (slow, retried):
+            try:
+                c.call("cancel", {"id": jid})
+            except Exception:
+                pass
+        c.close()
+        set_memory(d, 80, 3)
+
+
+def status_words(d):
+    """`stageloadctl status --all`'s FOOTPRINT, SWAP/BUDGET and STATE of
+    each job, by id."""
+    bin_ = os.path.join(os.environ.get("SL_BIN", "build/bin"), "stageloadctl")
+    out = subprocess.run([bin_, "--socket", d.socket, "status", "--all", "-o",
+                          "id,footprint,swap,state"], capture_output=True, text=True,
+                         timeout=20, check=True).stdout
+    rows = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 4 and f[0].isdigit():
+            rows[int(f[0])] = (f[1], f[2], " ".join(f[3:]))
+    return rows
+
+
+def check_units(d, drv, host, ids):
+    """The page's sizes and states are the CLI's, character for character
+    ("8.0G", "512M", "0B", "killed (swap_budget)"): the running table's
+    footprint, swap growth/budget and state, and the recently ended
+    table's peak, growth and end with the job page's budget, against
+    `stageloadctl status`'s FOOTPRINT, SWAP/BUDGET and STATE."""
+    from selenium.webdriver.common.by import By
+
+    def cells(sel):
+        row = drv.find_element(By.CSS_SELECTOR, sel)
+        return [text(c) for c in row.find_elements(By.TAG_NAME, "td")]
+
+    def page():
+        drv.get("http://%s/?window=15m" % host)
+        run = cells('#running tr[data-job="%d"]' % ids["runner"])
+        end = cells('#ended tr[data-job="%d"]' % ids["killed"])
+        drv.get("http://%s/job/%d" % (host, ids["killed"]))
+        budget = text(drv.find_element(
+            By.CSS_SELECTOR, '#fields tr[data-field="swap budget"] td'))
+        return {ids["runner"]: (run[4], "%s/%s" % (run[5], run[6]), run[3]),
+                ids["killed"]: (end[4], "%s/%s" % (end[5], budget), end[3])}
+
+    got = {}
+
+    def same():
+        want = status_words(d)
+        got.update(page())
+        return all(want.get(k) == v for k, v in got.items()) and want
+    want = poll(same, timeout=15, step=0.5, what="the page's sizes to be the CLI's")
+    assert got[ids["runner"]][1].endswith("/8.0G"), got
+    print("page: sizes and states as `stageloadctl status` prints them: %s (status %s)"
+          % (got, {k: want[k] for k in got}))
+
+
 def main():
     require_tools("chromium", "chromedriver")
     if not import_selenium():
@@ -483,6 +555,8 @@ def main():
             check_stages(drv, ids)
             check_running(d, drv, ids)
             check_ended(drv, ids)
+            check_units(d, drv, w.host(), ids)
+            drv.get("http://%s/?window=15m" % w.host())
             shot = os.path.join(artifacts(), "web-page.png")
             drv.save_screenshot(shot)
             print("page: series, %d lanes, kill marker; screenshot %s" % (len(lanes), shot))
@@ -498,7 +572,8 @@ def main():
             check_default_window(drv, w.host())
             check_windows(drv, w.host())
             check_spike(d, drv, w.host())
-            drv.get("http://%s/?window=15m" % w.host())
+            check_time_limit(d, drv, w.host())
+            drv.live("http://%s/?window=15m" % w.host())
 
             before = drv.find_element(By.ID, "free-pct").text
             assert before == "80.0%", before

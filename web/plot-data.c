@@ -180,27 +180,29 @@ marks_from_events(struct marks *m, const cJSON *events, int64_t job)
 
 /* How a job ended, for its mark: by end_reason first (a running job
  * cancelled ends killed with reason cancel, and must not read as a swap
- * kill), then by state. "time_limit" is the reason a time limit gives. */
+ * kill), proto/names.h's words, then by state. */
 static enum svgp_end
 end_of(const cJSON *job)
 {
-	const char *st = str(job, "state"), *why = str(job, "end_reason");
+	const char *st = str(job, "state");
 
 	if (st == NULL)
 		return SVGP_END_NONE;
-	if (why != NULL) {
-		if (strcmp(why, "swap_budget") == 0)
-			return SVGP_END_KILL;
-		if (strcmp(why, "time_limit") == 0)
-			return SVGP_END_TIMELIMIT;
-		if (strcmp(why, "cancel") == 0 ||
-		    strcmp(why, "client_gone") == 0 ||
-		    strcmp(why, "dependency") == 0)
-			return SVGP_END_CANCEL;
-		if (strcmp(why, "lost") == 0)
-			return SVGP_END_LOST;
-		if (strcmp(why, "spawn") == 0)
-			return SVGP_END_FAILED;
+	switch (names_end_parse(str(job, "end_reason"))) {
+	case NAMES_END_SWAP_BUDGET:
+		return SVGP_END_KILL;
+	case NAMES_END_TIME_LIMIT:
+		return SVGP_END_TIMELIMIT;
+	case NAMES_END_CANCEL:
+	case NAMES_END_CLIENT_GONE:
+	case NAMES_END_DEPENDENCY:
+		return SVGP_END_CANCEL;
+	case NAMES_END_LOST:
+		return SVGP_END_LOST;
+	case NAMES_END_SPAWN:
+		return SVGP_END_FAILED;
+	default:
+		break;
 	}
 	if (strcmp(st, "cancelled") == 0)
 		return SVGP_END_CANCEL;
@@ -226,7 +228,9 @@ end_mark(struct marks *m, const cJSON *job)
 
 	if (e == SVGP_END_NONE || t <= 0)
 		return 0;
-	if (e == SVGP_END_KILL && cJSON_IsObject(k))
+	/* a breach's or a time limit's kill: when it was decided */
+	if ((e == SVGP_END_KILL || e == SVGP_END_TIMELIMIT) &&
+	    cJSON_IsObject(k))
 		t = (int64_t)num(k, "at_ms", (double)t);
 	snprintf(fmt, sizeof fmt, "%%s%s %%" PRId64, svgp_end_name(e));
 	if (marks_add(m, SVGP_MARK_END, t, id, fmt, "") < 0)

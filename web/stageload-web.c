@@ -41,6 +41,7 @@ usage(FILE *f)
 	fprintf(f,
 	        "usage: stageload-web [--listen ADDR:PORT] [--allow-remote] "
 	        "[--host NAME[:PORT]]... [--socket PATH]\n"
+	        "                     [--db PATH]\n"
 	        "\n"
 	        "Serves the stageload dashboard (/), Prometheus metrics "
 	        "(/metrics) and\n"
@@ -55,7 +56,13 @@ usage(FILE *f)
 	        "  --host NAME         also take requests whose Host is NAME "
 	        "(a reverse\n"
 	        "                      proxy's name); others get 421\n"
-	        "  --socket PATH       the daemon's socket\n",
+	        "  --socket PATH       the daemon's socket\n"
+	        "  --db PATH           with the daemon down, draw its history "
+	        "from PATH, a\n"
+	        "                      sanitised copy of its database "
+	        "(docs/storage.md,\n"
+	        "                      \"Privacy\"), never the database "
+	        "itself\n",
 	        WEB_DEFAULT_PORT);
 }
 
@@ -317,18 +324,20 @@ main(int argc, char **argv)
 	    {"allow-remote", no_argument, NULL, 'r'},
 	    {"host", required_argument, NULL, 'H'},
 	    {"socket", required_argument, NULL, 's'},
+	    {"db", required_argument, NULL, 'd'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	static struct web w;
-	char listen_default[32], cause[256], host[160];
+	char listen_default[32], cause[1200], host[160];
 	const char *listen = listen_default, *extra[WEB_MAX_HOSTS];
 	struct sockaddr_storage ss;
 	socklen_t sslen = 0;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *di;
 	unsigned port;
+	const char *db = NULL;
 	int ch, remote = 0, loopback = 0, nextra = 0, i, sig;
 	sigset_t set;
 
@@ -354,6 +363,9 @@ main(int argc, char **argv)
 			break;
 		case 's':
 			w.wd.socket = optarg;
+			break;
+		case 'd':
+			db = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -384,7 +396,15 @@ main(int argc, char **argv)
 		        listen);
 		return 2;
 	}
+	/* A copy this program cannot open read-only, or one that still
+	 * holds what only owners and root may see, is refused now rather
+	 * than on the day the daemon is down. */
+	if (db != NULL && web_offline_check(db, cause, sizeof cause) != 0) {
+		fprintf(stderr, "stageload-web: --db %s\n", cause);
+		return 2;
+	}
 	web_daemon_init(&w.wd, w.wd.socket);
+	w.wd.db = db;
 
 	/* Signals are taken by sigwait below; the HTTP thread inherits the
 	 * mask and never sees them. */

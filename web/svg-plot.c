@@ -122,20 +122,7 @@ svgp_esc(struct svgp_buf *b, const char *s)
 void
 svgp_size(uint64_t bytes, char *buf, size_t len)
 {
-	static const char units[] = "KMGTPE";
-	double v = (double)bytes;
-	int u = -1;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u < 0)
-		snprintf(buf, len, "%" PRIu64, bytes);
-	else if (v < 10 && v != floor(v))
-		snprintf(buf, len, "%.1f%c", v, units[u]);
-	else
-		snprintf(buf, len, "%.0f%c", v, units[u]);
+	units_format_size(bytes, buf, len);
 }
 
 /* A round top for the bytes axis: 1, 2, 4 or 8 times a power of 1024 (or

@@ -35,7 +35,8 @@ void svgp_printf(struct svgp_buf *b, const char *fmt, ...)
  * control characters (but tab and newline) dropped. */
 void svgp_esc(struct svgp_buf *b, const char *s);
 
-/* "1.5G", "512M", "0": sizes in powers of 1024, as the CLI prints. */
+/* "1.5G", "512M", "4.0G", "0B": sizes in powers of 1024, the CLI's own
+ * form (proto/units.c, units_format_size), on the page and in plots. */
 void svgp_size(uint64_t bytes, char *buf, size_t len);
 
 enum svgp_axis {

@@ -96,25 +96,52 @@ web_daemon_call(struct web_daemon *wd, const char *method, const char *params,
 	return 0;
 }
 
-/* The answer's next_cursor, as JSON text for the next request's params:
- * 1 when there is one (a version 2 page that is not the last). */
-static int
-take_cursor(const cJSON *r, char *cursor, size_t len)
-{
-	const cJSON *next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
-	char *q;
-	int ok = 0;
+/* A paged method through sl_call_pages: each gets each page's items (the
+ * result's member items) as parsed JSON, and returns as sl_call_pages'
+ * callback does. A connection found gone before the first page is tried
+ * again once, as web_daemon_call does. */
+struct web_pages {
+	int (*each)(cJSON *items, void *arg);
+	void *arg;
+	int pages;
+};
 
-	cursor[0] = '\0';
-	if (!cJSON_IsString(next) || strlen(next->valuestring) >= 64 ||
-	    (q = cJSON_PrintUnformatted(next)) == NULL)
-		return 0;
-	if (strlen(q) < len) {
-		snprintf(cursor, len, "%s", q);
-		ok = 1;
+static int
+web_pages_each(const char *items_json, void *arg)
+{
+	struct web_pages *w = arg;
+	cJSON *items = cJSON_Parse(items_json);
+	int rc;
+
+	if (items == NULL)
+		return -ENOMEM;
+	w->pages++;
+	rc = w->each(items, w->arg);
+	cJSON_Delete(items);
+	return rc;
+}
+
+static int
+web_daemon_pages(struct web_daemon *wd, const char *method, const char *params,
+                 const char *items, int (*each)(cJSON *items, void *arg),
+                 void *arg)
+{
+	struct web_pages w = {each, arg, 0};
+	int rc, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		if ((rc = web_connect(wd)) < 0)
+			return rc;
+		rc = sl_call_pages(wd->c, method, params, items, web_pages_each,
+		                   &w);
+		if (rc >= 0)
+			return 0;
+		snprintf(wd->error, sizeof wd->error, "%s", sl_errmsg(wd->c));
+		if (!sl_error_is_connection(rc) || w.pages > 0)
+			return rc;
+		sl_close(wd->c);
 	}
-	cJSON_free(q);
-	return ok;
+	return rc;
 }
 
 /* What take_jobs keeps of status's answers, and where it stops. */
@@ -148,32 +175,32 @@ take_one(struct take *t, const cJSON *j)
 	cJSON_AddItemToArray(t->into, web_public_job(j));
 }
 
+static int
+take_page(cJSON *jobs, void *arg)
+{
+	struct take *t = arg;
+	const cJSON *j;
+
+	cJSON_ArrayForEach(j, jobs)
+	{
+		take_one(t, j);
+		if (t->stop)
+			return 1;
+	}
+	return 0;
+}
+
 /* One part of status (which: its params; limit: the page's size, in
  * version 1 the ended jobs'), page after page until its end or t->stop. */
 static int
 take_part(struct web_daemon *wd, const char *which, int limit, struct take *t)
 {
-	char params[160], cursor[80] = "";
-	int rc, more = 1;
-	cJSON *r, *j;
+	char params[160];
 
-	while (more && !t->stop) {
-		snprintf(params, sizeof params, "{%s,\"limit\":%d%s%s}", which,
-		         limit, cursor[0] != '\0' ? ",\"cursor\":" : "",
-		         cursor);
-		if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
-			return rc;
-		cJSON_ArrayForEach(j,
-		                   cJSON_GetObjectItemCaseSensitive(r, "jobs"))
-		{
-			take_one(t, j);
-			if (t->stop)
-				break;
-		}
-		more = take_cursor(r, cursor, sizeof cursor);
-		cJSON_Delete(r);
-	}
-	return 0;
+	if (t->stop)
+		return 0;
+	snprintf(params, sizeof params, "{%s,\"limit\":%d}", which, limit);
+	return web_daemon_pages(wd, "status", params, "jobs", take_page, t);
 }
 
 /* Jobs of status: those holding memory and the first max_queued of the
@@ -214,6 +241,29 @@ take_jobs(struct web_daemon *wd, const cJSON *info, int ended, int64_t since_ms,
 	return take_part(wd, "\"ended\":true", WEB_STATUS_PAGE, &t);
 }
 
+struct held {
+	cJSON *into;
+	int got, want;
+};
+
+static int
+held_page(cJSON *jobs, void *arg)
+{
+	struct held *h = arg;
+	const cJSON *j;
+
+	cJSON_ArrayForEach(j, jobs)
+	{
+		const char *st = web_str(j, "state");
+		if (st == NULL ||
+		    (strcmp(st, "admitted") != 0 && strcmp(st, "running") != 0))
+			return 1; /* past the held ones */
+		cJSON_AddItemToArray(h->into, web_public_job(j));
+		h->got++;
+	}
+	return h->got >= h->want;
+}
+
 /* The jobs holding memory: status lists them first, so pages of as many
  * as info counts hold them all; a version 2 page may end early (its time
  * is up), and the next one goes on (a job admitted in between pushes the
@@ -224,34 +274,16 @@ take_held(struct web_daemon *wd, const cJSON *info, cJSON *into)
 	const cJSON *counts = cJSON_GetObjectItemCaseSensitive(info, "jobs");
 	double held =
 	    web_num(counts, "admitted", 0) + web_num(counts, "running", 0);
-	char params[160], cursor[80] = "";
-	int rc, got = 0, more = 1;
-	cJSON *r, *j;
+	struct held h = {into, 0, 0};
+	char params[96];
 
 	if (held > 1000)
 		held = 1000;
-	while (more && got < held) {
-		snprintf(params, sizeof params,
-		         "{\"all\":false,\"limit\":%.0f%s%s}", held - got,
-		         cursor[0] != '\0' ? ",\"cursor\":" : "", cursor);
-		if ((rc = web_daemon_call(wd, "status", params, &r)) < 0)
-			return rc;
-		more = take_cursor(r, cursor, sizeof cursor);
-		cJSON_ArrayForEach(j,
-		                   cJSON_GetObjectItemCaseSensitive(r, "jobs"))
-		{
-			const char *st = web_str(j, "state");
-			if (st == NULL || (strcmp(st, "admitted") != 0 &&
-			                   strcmp(st, "running") != 0)) {
-				more = 0; /* past the held ones */
-				break;
-			}
-			cJSON_AddItemToArray(into, web_public_job(j));
-			got++;
-		}
-		cJSON_Delete(r);
-	}
-	return 0;
+	if (held < 1)
+		return 0;
+	h.want = (int)held;
+	snprintf(params, sizeof params, "{\"all\":false,\"limit\":%d}", h.want);
+	return web_daemon_pages(wd, "status", params, "jobs", held_page, &h);
 }
 
 /* The latest WEB_EVENTS_KEPT events, oldest first, in wd->events: the

@@ -12,9 +12,9 @@
 #include "web.h"
 
 /* The Job's members proto/job-fields.h marks W_YES, in its order: scalars
- * copied as they come. after, attempts and kill (W_SPECIAL) are copied below by
- * their own members; W_NO is never shown. tests/test_fields.c holds the
- * literal list of what may come out. */
+ * copied as they come. after, waiting_on, attempts and kill (W_SPECIAL) are
+ * copied below by their own members; W_NO is never shown. tests/test_fields.c
+ * holds the literal list of what may come out. */
 #define WEB_W_YES(w) w,
 #define WEB_W_SPECIAL(w)
 #define WEB_W_NO(w)
@@ -106,6 +106,23 @@ web_public_job(const cJSON *job)
 			if (after != NULL && cJSON_IsNumber(id))
 				cJSON_AddItemToArray(after,
 				                     cJSON_Duplicate(id, 0));
+		}
+	}
+	/* The jobs a queued job waits behind: ids, users and names, public
+	 * as those jobs are. */
+	k = cJSON_GetObjectItemCaseSensitive(job, "waiting_on");
+	if (cJSON_IsArray(k)) {
+		static const char *const on_members[] = {"id", "user", "name",
+		                                         NULL};
+		cJSON *on = cJSON_AddArrayToObject(o, "waiting_on"), *w, *x;
+
+		cJSON_ArrayForEach(w, k)
+		{
+			if (on == NULL || !cJSON_IsObject(w) ||
+			    (x = cJSON_CreateObject()) == NULL)
+				continue;
+			copy_scalars(x, w, on_members);
+			cJSON_AddItemToArray(on, x);
 		}
 	}
 	k = cJSON_GetObjectItemCaseSensitive(job, "attempts");

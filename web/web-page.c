@@ -5,6 +5,7 @@
  * 'none'. It reloads itself every few seconds (meta refresh), keeping its
  * window.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,11 +117,19 @@ wait_words(const cJSON *j, const cJSON *smp, int64_t reserved, char *buf,
 	                     (uint64_t)web_num(j, "wait_free_bytes", 0),
 	                     (int64_t)web_num(smp, "available_bytes", 0),
 	                     (int64_t)web_num(j, "id", 0),
-	                     (int64_t)web_num(j, "begin_ms", 0)};
+	                     (int64_t)web_num(j, "begin_ms", 0),
+	                     NULL,
+	                     (int64_t)web_num(j, "waiting_until_ms", 0),
+	                     web_str(j, "group")};
+	/* The jobs it waits behind, named as run names them. */
+	char *on = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItemCaseSensitive(j, "waiting_on"));
 
 	if (w.waiting_for == NULL)
 		w.waiting_for = "";
+	w.on_json = on;
 	cli_wait_reason(&w, CLI_REASON_LINE, buf, len);
+	cJSON_free(on);
 }
 
 static int
@@ -206,12 +215,13 @@ running_table(const struct web_snap *s, struct svgp_buf *b)
 	int n = 0;
 	char buf[64];
 
-	svgp_puts(b, "<section id=\"running\"><h2>Running</h2><div "
-	             "class=\"scroll\"><table><thead><tr><th "
-	             "class=\"n\">id</th><th>user</th><th>name</th>"
-	             "<th>state</th><th class=\"n\">footprint</th><th "
-	             "class=\"n\">swap growth</th><th class=\"n\">budget</th>"
-	             "<th></th><th>started</th></tr></thead><tbody>");
+	svgp_puts(
+	    b, "<section id=\"running\"><h2>Running</h2><div "
+	       "class=\"scroll\"><table><thead><tr><th "
+	       "class=\"n\">id</th><th>user</th><th>name</th>"
+	       "<th>state</th><th class=\"n\">footprint</th><th "
+	       "class=\"n\">system swap growth</th><th class=\"n\">budget</th>"
+	       "<th></th><th>started</th></tr></thead><tbody>");
 	cJSON_ArrayForEach(j, s->jobs)
 	{
 		double g = web_num(j, "swap_growth_bytes", 0);
@@ -284,11 +294,14 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 	             "</tr></thead><tbody>");
 	cJSON_ArrayForEach(j, s->jobs)
 	{
-		const char *stage;
+		const char *stage, *why;
 		double at;
 
 		k = cJSON_GetObjectItemCaseSensitive(j, "kill");
-		if (!state_is(j, "killed") || !cJSON_IsObject(k) || n >= 20)
+		/* swap kills: a time limit's kill has no swap numbers */
+		why = web_str(j, "end_reason");
+		if (!state_is(j, "killed") || !cJSON_IsObject(k) || n >= 20 ||
+		    (why != NULL && strcmp(why, "swap_budget") != 0))
 			continue;
 		n++;
 		at = web_num(k, "at_ms", 0);
@@ -319,17 +332,17 @@ kills_table(const struct web_snap *s, struct svgp_buf *b)
 	svgp_puts(b, "</tbody></table></div></section>");
 }
 
-/* How a job ended, in a few words: its state, and its end_reason when it
- * has one ("killed: swap_budget"). */
+/* A job's state in the words of `stageloadctl status` ("killed
+ * (swap_budget)", "exited 0", "queued #2"): cli_state_words. */
 static void
 end_words(const cJSON *j, char *buf, size_t len)
 {
-	const char *st = web_str(j, "state"), *why = web_str(j, "end_reason");
+	const char *st = web_str(j, "state");
 
-	if (why != NULL && why[0] != '\0')
-		snprintf(buf, len, "%s: %s", st ? st : "?", why);
-	else
-		snprintf(buf, len, "%s", st ? st : "?");
+	cli_state_words(st ? st : "?", (int)web_num(j, "position", 0),
+	                (int)web_num(j, "exit_code", 0),
+	                (int)web_num(j, "signal", 0), web_str(j, "end_reason"),
+	                buf, len);
 }
 
 static void
@@ -356,12 +369,13 @@ ended_table(const struct web_snap *s, struct svgp_buf *b)
 	int n = 0;
 	char buf[96];
 
-	svgp_puts(b, "<section id=\"ended\"><h2>Recently ended</h2><div "
-	             "class=\"scroll\"><table><thead><tr><th "
-	             "class=\"n\">id</th><th>user</th><th>name</th>"
-	             "<th>end</th><th class=\"n\">peak</th><th "
-	             "class=\"n\">swap growth</th><th class=\"n\">ran</th>"
-	             "<th>ended</th></tr></thead><tbody>");
+	svgp_puts(b,
+	          "<section id=\"ended\"><h2>Recently ended</h2><div "
+	          "class=\"scroll\"><table><thead><tr><th "
+	          "class=\"n\">id</th><th>user</th><th>name</th>"
+	          "<th>end</th><th class=\"n\">peak</th><th "
+	          "class=\"n\">system swap growth</th><th class=\"n\">ran</th>"
+	          "<th>ended</th></tr></thead><tbody>");
 	cJSON_ArrayForEach(j, s->jobs)
 	{
 		if (web_num(j, "ended_at_ms", 0) <= 0 || n >= WEB_ENDED_ROWS)
@@ -518,8 +532,8 @@ job_fields(struct svgp_buf *b, const cJSON *j, int64_t now)
 	}
 	field_size(b, "footprint", j, "footprint_bytes");
 	field_size(b, "footprint peak", j, "footprint_peak_bytes");
-	field_size(b, "swap growth", j, "swap_growth_bytes");
-	field_size(b, "swap growth peak", j, "swap_growth_peak_bytes");
+	field_size(b, "system swap growth", j, "swap_growth_bytes");
+	field_size(b, "system swap growth peak", j, "swap_growth_peak_bytes");
 	if (web_num(j, "swap_budget_bytes", 0) > 0)
 		field_size(b, "swap budget", j, "swap_budget_bytes");
 	else
@@ -537,6 +551,85 @@ job_fields(struct svgp_buf *b, const cJSON *j, int64_t now)
 	svgp_puts(b, "</tbody></table></div></section>");
 }
 
+/* A member of an attempt's record in ms, 0 when null or missing. */
+static int64_t
+attempt_ms(const cJSON *a, const char *name)
+{
+	double v = web_num(a, name, 0);
+
+	return v > 0 ? (int64_t)v : 0;
+}
+
+static void
+td_ms(struct svgp_buf *b, int64_t ms)
+{
+	char d[32];
+
+	if (ms < 0) {
+		svgp_puts(b, "<td class=\"n\">-</td>");
+		return;
+	}
+	units_format_duration(ms, d, sizeof d);
+	svgp_printf(b, "<td class=\"n\">%s</td>", d);
+}
+
+/* The job's attempts (PROTOCOL.md, Job: attempts), the first first: when
+ * each was queued, admitted, started and ended, how long it waited in the
+ * queue and ran (as stageloadctl show says them), and why it ended; none
+ * for a daemon from before them. */
+static void
+attempts_table(struct svgp_buf *b, const cJSON *j, int64_t now)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "attempts"), *a;
+	int n = cJSON_GetArraySize(arr), k = 0;
+	char s[64];
+
+	if (!cJSON_IsArray(arr) || n == 0)
+		return;
+	svgp_puts(b, "<section id=\"attempts\"><h2>Attempts</h2><div "
+	             "class=\"scroll\"><table><thead><tr><th "
+	             "class=\"n\">#</th><th>queued</th><th>admitted</th>"
+	             "<th>started</th><th>ended</th><th class=\"n\">waited"
+	             "</th><th class=\"n\">ran</th><th>end</th></tr></thead>"
+	             "<tbody>");
+	cJSON_ArrayForEach(a, arr)
+	{
+		int64_t q = attempt_ms(a, "queued_at_ms"),
+		        ad = attempt_ms(a, "admitted_at_ms"),
+		        st = attempt_ms(a, "started_at_ms"),
+		        en = attempt_ms(a, "ended_at_ms"), w = ad ? ad : en;
+		const char *why = web_str(a, "end_reason");
+
+		/* the current attempt's end is the Job's */
+		if (++k == n && why == NULL)
+			why = web_str(j, "end_reason");
+		svgp_printf(b,
+		            "<tr data-attempt=\"%.0f\"><td class=\"n\">%.0f"
+		            "</td>",
+		            web_num(a, "attempt", k), web_num(a, "attempt", k));
+		clock_str(q, now, s, sizeof s);
+		td_text(b, s);
+		clock_str(ad, now, s, sizeof s);
+		td_text(b, s);
+		clock_str(st, now, s, sizeof s);
+		td_text(b, s);
+		clock_str(en, now, s, sizeof s);
+		td_text(b, s);
+		/* queued until admitted, or until it ended (cancelled while
+		 * queued), or until now */
+		td_ms(b, q > 0 ? (w ? w : now) - q : -1);
+		td_ms(b, st > 0 ? (en ? en : now) - st : -1);
+		if (k < n)
+			snprintf(s, sizeof s, "requeued%s%s", why ? ": " : "",
+			         why ? why : "");
+		else
+			snprintf(s, sizeof s, "%s", why ? why : "-");
+		td_text(b, s);
+		svgp_puts(b, "</tr>");
+	}
+	svgp_puts(b, "</tbody></table></div></section>");
+}
+
 /* The id of a /job/ID path: digits, 1 to 2^53; 0 when it is not one. */
 static int64_t
 job_path_id(const char *path)
@@ -550,6 +643,41 @@ job_path_id(const char *path)
 	for (; *p != '\0'; p++)
 		id = id * 10 + (*p - '0');
 	return id <= ((int64_t)1 << 53) ? id : 0;
+}
+
+/* /job/ID with the daemon down and --db: says so, then reads the job
+ * from the copy; the HTTP status (200: *job, *hist and events filled). */
+static int
+offline_job(struct web_daemon *wd, int64_t id, struct svgp_buf *b, cJSON **job,
+            cJSON **hist, cJSON *events)
+{
+	struct web_offline off;
+	char why[512];
+	int rc;
+
+	svgp_puts(b, "<p id=\"daemon\" class=\"bad\">daemon not reachable: ");
+	svgp_esc(b, wd->error);
+	svgp_puts(b, "</p>");
+	rc = web_offline_open(&off, wd->db, why, sizeof why);
+	if (rc == 0) {
+		rc = web_offline_job(&off, id, job, hist, events, why,
+		                     sizeof why);
+		web_offline_close(&off);
+	}
+	if (rc != 0) {
+		svgp_puts(b, "<p id=\"offline-error\" class=\"bad\">");
+		if (rc == -ENOENT)
+			svgp_printf(b, "no job %" PRId64 " in <code>", id);
+		else
+			svgp_puts(b, "no history: ");
+		svgp_esc(b, rc == -ENOENT ? wd->db : why);
+		svgp_puts(b, rc == -ENOENT ? "</code></p>" : "</p>");
+		return rc == -ENOENT ? 404 : 503;
+	}
+	svgp_puts(b, "<p id=\"offline-source\">As <code>");
+	svgp_esc(b, wd->db);
+	svgp_puts(b, "</code> has it.</p>");
+	return 200;
 }
 
 int
@@ -574,7 +702,12 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
 	            id);
 	snprintf(params, sizeof params, "{\"id\":%" PRId64 "}", id);
 	rc = id > 0 ? web_daemon_call(wd, "show", params, &shown) : SL_E_NOJOB;
-	if (rc < 0) {
+	if (rc < 0 && rc != SL_E_NOJOB && wd->db != NULL) {
+		/* The daemon is down: the job as the copy (--db) has it. */
+		status = offline_job(wd, id, b, &job, &hist, events);
+		if (status != 200)
+			goto out;
+	} else if (rc < 0) {
 		status = rc == SL_E_NOJOB ? 404 : 503;
 		svgp_puts(b, "<p id=\"daemon\" class=\"bad\">");
 		if (rc == SL_E_NOJOB)
@@ -585,19 +718,21 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
 		}
 		svgp_puts(b, "</p>");
 		goto out;
+	} else {
+		/* Only the allow-listed members: never argv, env, cwd,
+		 * on_end or end_detail, whoever this program runs as. */
+		job = web_public_job(shown);
+		snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}", id);
+		(void)web_daemon_call(wd, "history", params, &hist);
+		snprintf(params, sizeof params,
+		         "{\"job_id\":%" PRId64 ",\"limit\":1000}", id);
+		if (web_daemon_call(wd, "events", params, &evr) == 0)
+			cJSON_ArrayForEach(
+			    e, cJSON_GetObjectItemCaseSensitive(evr, "events"))
+			    cJSON_AddItemToArray(events, web_public_event(e));
 	}
-	/* Only the allow-listed members: never argv, env, cwd, on_end or
-	 * end_detail, whoever this program runs as. */
-	job = web_public_job(shown);
-	snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}", id);
-	(void)web_daemon_call(wd, "history", params, &hist);
-	snprintf(params, sizeof params,
-	         "{\"job_id\":%" PRId64 ",\"limit\":1000}", id);
-	if (web_daemon_call(wd, "events", params, &evr) == 0)
-		cJSON_ArrayForEach(
-		    e, cJSON_GetObjectItemCaseSensitive(evr, "events"))
-		    cJSON_AddItemToArray(events, web_public_event(e));
 	job_fields(b, job, now);
+	attempts_table(b, job, now);
 	svgp_puts(b, "<section id=\"plot\">");
 	for (i = 0; i < NPLOT_WIDTHS; i++) {
 		struct plotd_opts o = {0};
@@ -631,36 +766,53 @@ out:
 	return b->oom ? 500 : status;
 }
 
+/* Where a page's history comes from: the daemon, or with the daemon down
+ * the copy of its database (--db). */
+struct hist_src {
+	struct web_daemon *wd;
+	struct web_offline *off; /* NULL: the daemon */
+};
+
+static cJSON *
+src_history(const struct hist_src *src, int64_t since, int64_t until,
+            int64_t step)
+{
+	char params[160], why[256];
+	cJSON *hist = NULL;
+
+	if (src->off != NULL) {
+		(void)web_offline_history(src->off, since, until, step, &hist,
+		                          why, sizeof why);
+		return hist;
+	}
+	snprintf(params, sizeof params,
+	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
+	         ",\"step_ms\":%" PRId64 "}",
+	         since, until, step);
+	web_daemon_call(src->wd, "history", params, &hist);
+	return hist;
+}
+
 /* The history of window w up to t1. The default window (from_first)
  * starts at the first sample in it: a daemon up 15 min fills the plot
  * rather than its right quarter; it is asked again from there at the step
  * of the window that fits (a window the user picks is drawn whole). *t0
  * is where the plot starts. */
 static cJSON *
-window_history(struct web_daemon *wd, size_t w, int from_first, int64_t *t0,
-               int64_t t1)
+window_history(const struct hist_src *src, size_t w, int from_first,
+               int64_t *t0, int64_t t1)
 {
-	char params[160];
-	cJSON *hist = NULL;
+	cJSON *hist;
 	size_t f = 0;
 
-	snprintf(params, sizeof params,
-	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
-	         ",\"step_ms\":%" PRId64 "}",
-	         *t0, t1 + 1, windows[w].step_ms);
-	web_daemon_call(wd, "history", params, &hist);
+	hist = src_history(src, *t0, t1 + 1, windows[w].step_ms);
 	if (!from_first || plotd_first_ts(hist) <= *t0 + windows[w].step_ms)
 		return hist;
 	*t0 = plotd_first_ts(hist);
 	while (f + 1 < NWINDOWS && windows[f].span_ms < t1 - *t0)
 		f++;
-	snprintf(params, sizeof params,
-	         "{\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64
-	         ",\"step_ms\":%" PRId64 "}",
-	         *t0, t1 + 1, windows[f].step_ms);
 	cJSON_Delete(hist);
-	hist = NULL;
-	web_daemon_call(wd, "history", params, &hist);
+	hist = src_history(src, *t0, t1 + 1, windows[f].step_ms);
 	if (plotd_first_ts(hist) > *t0)
 		*t0 = plotd_first_ts(hist);
 	return hist;
@@ -700,6 +852,77 @@ system_plots(struct svgp_buf *b, const struct web_snap *s, const cJSON *hist,
 	if (list.oom)
 		b->oom = 1;
 	svgp_buf_free(&list);
+}
+
+/* With the daemon down: how to start it, and where its history is. */
+static void
+start_hint(const struct web_daemon *wd, struct svgp_buf *b)
+{
+	svgp_puts(b, "<p id=\"start\">Start it with <code>"
+#ifdef __APPLE__
+	             "sudo launchctl kickstart system/org.stageload.stageloadd"
+#else
+	             "sudo systemctl start stageloadd"
+#endif
+	             "</code> (or <code>stageloadd</code> for a daemon of your "
+	             "own); <code>stageloadctl doctor</code> says what keeps "
+	             "it from running.");
+	if (wd->db == NULL)
+		svgp_puts(b, " Its history shows here while it is down when "
+		             "stageload-web is given <code>--db PATH</code>, a "
+		             "sanitised copy of its database "
+		             "(docs/dashboards.md).");
+	svgp_puts(b, "</p>");
+}
+
+/* The daemon is down and --db names a copy of its database: the window
+ * up to the copy's last record, its plot and the jobs that ended in it. */
+static void
+offline_view(struct web_daemon *wd, size_t w, int from_first,
+             struct svgp_buf *b)
+{
+	struct web_offline off;
+	struct hist_src src = {wd, &off};
+	struct web_snap s = {0};
+	cJSON *events = NULL, *hist;
+	int64_t last = 0, t0, t1;
+	char why[512], when[64];
+	int rc;
+
+	svgp_puts(b, "<section id=\"offline\">");
+	rc = web_offline_open(&off, wd->db, why, sizeof why);
+	if (rc == 0)
+		rc = web_offline_last_ms(&off, &last, why, sizeof why);
+	if (rc == 0 && last <= 0)
+		rc = snprintf(why, sizeof why, "%s has no samples", wd->db);
+	if (rc == 0) {
+		t1 = last;
+		t0 = t1 - windows[w].span_ms;
+		rc = web_offline_snap(&off, t0, t1, &s, &events, why,
+		                      sizeof why);
+	}
+	if (rc != 0) {
+		svgp_puts(b, "<p id=\"offline-error\" class=\"bad\">no "
+		             "history: ");
+		svgp_esc(b, why);
+		svgp_puts(b, "</p>");
+		goto out;
+	}
+	s.now_ms = clock_wall_ms();
+	clock_str(last, s.now_ms, when, sizeof when);
+	svgp_puts(b, "<p id=\"offline-source\">History from <code>");
+	svgp_esc(b, wd->db);
+	svgp_printf(b, "</code>, up to its last record at %s.</p>", when);
+	hist = window_history(&src, w, from_first, &t0, t1);
+	system_plots(b, &s, hist, t0, t1);
+	cJSON_Delete(hist);
+	ended_table(&s, b);
+out:
+	svgp_puts(b, "</section>");
+	web_snap_free(&s);
+	cJSON_Delete(events);
+	if (off.db != NULL)
+		web_offline_close(&off);
 }
 
 int
@@ -742,7 +965,8 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 	if (s.up) {
 		const cJSON *smp =
 		    cJSON_GetObjectItemCaseSensitive(s.info, "sample");
-		cJSON *hist = window_history(wd, w, warg == NULL, &t0, t1);
+		struct hist_src src = {wd, NULL};
+		cJSON *hist = window_history(&src, w, warg == NULL, &t0, t1);
 
 		system_plots(b, &s, hist, t0, t1);
 		cJSON_Delete(hist);
@@ -752,6 +976,10 @@ web_page(struct web_daemon *wd, const struct web_request *rq,
 		svgp_puts(b, "</div>");
 		running_table(&s, b);
 		kills_table(&s, b);
+	} else {
+		start_hint(wd, b);
+		if (wd->db != NULL)
+			offline_view(wd, w, warg == NULL, b);
 	}
 	svgp_puts(b, "<footer class=\"mut\"><p><a href=\"/metrics\">metrics"
 	             "</a> · <a href=\"/api/status\">api/status</a> · <a "

@@ -48,6 +48,9 @@ struct web_daemon {
 	cJSON *events;
 	int64_t events_last;
 	char error[256]; /* why the last attempt failed, "" when up */
+	/* --db: a sanitised copy of the database (docs/storage.md), whose
+	 * history the page draws while the daemon is down; NULL without */
+	const char *db;
 };
 
 /* What one answer is built from. Each member is NULL when not asked for
@@ -95,6 +98,37 @@ char *web_json_print(const cJSON *o);
  * string (NULL when absent or not a string). */
 double web_num(const cJSON *o, const char *name, double def);
 const char *web_str(const cJSON *o, const char *name);
+
+/* web-offline.c: a sanitised copy of the database (--db), read through
+ * daemon/store-read.c while the daemon is down. Open checks that the file
+ * opens read-only and holds nothing private (web_offline_check at start:
+ * the cause says why not); the rest read the open copy into the objects
+ * the daemon answers with, public members only. */
+struct web_offline {
+	struct sqlite3 *db;
+};
+int web_offline_check(const char *path, char *cause, size_t len);
+int web_offline_open(struct web_offline *off, const char *path, char *cause,
+                     size_t len);
+void web_offline_close(struct web_offline *off);
+/* The time of the newest sample, job end or event in the copy, 0 when
+ * it has no sample. */
+int web_offline_last_ms(struct web_offline *off, int64_t *last, char *cause,
+                        size_t len);
+/* A history result as the daemon's `history` answers it. */
+int web_offline_history(struct web_offline *off, int64_t since, int64_t until,
+                        int64_t step, cJSON **out, char *cause, size_t len);
+/* snap's jobs (those whose lives meet [t0, t1], newest first) and
+ * *events (of [t0, t1], oldest first; snap->events points at them, and
+ * the caller frees them after web_snap_free); snap->up stays 0. */
+int web_offline_snap(struct web_offline *off, int64_t t0, int64_t t1,
+                     struct web_snap *snap, cJSON **events, char *cause,
+                     size_t len);
+/* One job of the copy for /job/ID: its public Job, its history as the
+ * daemon's history {job_id} answers it, and its events (its stages)
+ * appended to events; -ENOENT when the copy has no such job. */
+int web_offline_job(struct web_offline *off, int64_t id, cJSON **job,
+                    cJSON **history, cJSON *events, char *cause, size_t len);
 
 /* The pages. Each appends its body to out and returns the HTTP status;
  * *type is the Content-Type. */

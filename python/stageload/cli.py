@@ -152,7 +152,7 @@ def _split_command(argv: Sequence[str]) -> "tuple[List[str], List[str]]":
     return argv, []
 
 
-def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
+def _start(argv: List[str], job_id: int, env: Dict[str, str]) -> "tuple[int, int]":
     """Fork the command in a process group of its own, held at a gate
     until the daemon knows its pid (PROTOCOL.md, job_pid); (pid, gate fd)."""
     r, w = os.pipe()
@@ -168,6 +168,7 @@ def _start(argv: List[str], job_id: int) -> "tuple[int, int]":
                 os._exit(EXIT_JOB_NOTRUN)
             os.close(r)
             os.environ["STAGELOAD_JOB_ID"] = str(job_id)
+            os.environ.update(env)
             try:
                 os.execvp(argv[0], argv)
             except OSError as e:
@@ -314,7 +315,7 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
             except JobNotRun as e:
                 _err(e.message)
                 return EXIT_JOB_NOTRUN
-            rc = _run_once(c, job_id, command, interrupted)
+            rc = _run_once(c, job_id, command, interrupted, sub.get("job_token"))
             if rc is not None:
                 return rc
             if not args.quiet:
@@ -331,10 +332,14 @@ def cmd_guard(args: argparse.Namespace, command: List[str]) -> int:
 
 
 def _run_once(c: Client, job_id: int, command: List[str],
-              interrupted: List[int]) -> Optional[int]:
+              interrupted: List[int], token: Optional[str] = None) -> Optional[int]:
     """Run the command once; its exit status, or None when the daemon put
     the job back in the queue (a breach with retries left)."""
-    pid, gate = _start(command, job_id)
+    # As a detached job's: its daemon and token (PROTOCOL.md, submit).
+    env = {"STAGELOAD_SOCKET": os.path.abspath(c.path)}
+    if token:
+        env["STAGELOAD_JOB_TOKEN"] = token
+    pid, gate = _start(command, job_id, env)
 
     def forward(sig: int, frame: Any) -> None:
         try:
@@ -397,7 +402,7 @@ def _run_once(c: Client, job_id: int, command: List[str],
     if job.get("state") == "killed" and job.get("end_reason") == "swap_budget":
         growth = (breach or {}).get("swap_growth_bytes", job.get("swap_growth_peak_bytes", 0))
         budget = job.get("swap_budget_bytes", 0)
-        _err("job %d killed: swap grew by %s, past its budget of %s"
+        _err("job %d killed: the system's swap grew by %s while it ran, past its budget of %s"
              % (job_id, format_size(int(growth or 0)), format_size(int(budget or 0))))
         return EXIT_JOB_BUDGET
     if job.get("state") == "killed" and job.get("end_reason") == "time_limit":
@@ -475,7 +480,8 @@ def parser() -> argparse.ArgumentParser:
                    help="start only when free memory is >= PCT%%, or (a size, 30G) when "
                    "that much is available")
     g.add_argument("--swap-budget", type=_size_arg, metavar="SIZE",
-                   help="kill it when swap grows by more than SIZE (0: none; default: "
+                   help="kill it when the system's swap grows by more than SIZE while it runs "
+                   "(0: none; default: "
                    "the daemon's)")
     g.add_argument("--expect", type=_size_arg, metavar="SIZE",
                    help="memory it will use: held back from others until reached")

@@ -744,7 +744,11 @@ class Client:
         return self.call("report", since_ms=since_ms, until_ms=until_ms, by=by,
                          **_filter(user, mine, None, name))
 
-    def stage(self, id: int, name: str) -> Dict[str, Any]:
+    def stage(self, id: int, name: str, token: Optional[str] = None) -> Dict[str, Any]:
         """The running job id entered stage name (its owner or root);
-        WrongState once it has ended."""
+        WrongState once it has ended. token: the job's
+        $STAGELOAD_JOB_TOKEN, which a report from inside the job carries:
+        a daemon whose job id has another token refuses it (Forbidden)."""
+        if token:
+            return self.call("stage", id=id, name=name, token=token)
         return self.call("stage", id=id, name=name)

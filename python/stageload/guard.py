@@ -43,7 +43,8 @@ class JobTerminated(Exception):
 
 class SwapBudgetExceeded(JobTerminated):
     """Swap grew past the job's budget. paragraph is the daemon's
-    explanation ("killed during decode at 05:12:03: swap grew 8.4G ...");
+    explanation ("killed during decode at 05:12:03: the system's swap grew
+    8.4G while it ran ...");
     requeued is true when a retry follows (decorator form only)."""
 
     def __init__(self, paragraph: str, job_id: Optional[int] = None,
@@ -124,13 +125,66 @@ def size_compare(available: int, want: int) -> str:
     return "%s %s %s" % (have, "<" if below else ">=", w)
 
 
+def _on_text(waiting_on: Any) -> str:
+    """"job 12 (ana, qwen)", "jobs 3 (bo, a) and 4 (bo, b)": the jobs of a
+    waiting_on list, as stageloadctl names them."""
+    jobs = [w for w in (waiting_on or []) if isinstance(w, dict)]
+    if not jobs:
+        return ""
+    one = []
+    for w in jobs[:4] if len(jobs) <= 4 else jobs[:3]:
+        user = str(w.get("user") or "")[:16]
+        name = str(w.get("name") or "")[:24]
+        one.append("%s (%s%s)" % (w.get("id"), user, ", " + name if name else ""))
+    if len(jobs) > 4:
+        text = ", ".join(one) + " and %d more" % (len(jobs) - 3)
+    elif len(one) > 1:
+        text = ", ".join(one[:-1]) + " and " + one[-1]
+    else:
+        text = one[0]
+    return ("jobs " if len(jobs) > 1 else "job ") + text
+
+
+def behind_words(kind: str, waiting_on: Any, until_ms: Optional[int]) -> str:
+    """What follows the reason when the daemon names the jobs a queued job
+    waits behind (PROTOCOL.md, Job: waiting_on, waiting_until_ms), in
+    stageloadctl's words: ": job 12 (ana, qwen) still growing, at most 18 s
+    more", ": job 13 (ana) until 23:10, then others may pass", ..."""
+    on = _on_text(waiting_on)
+    if not on:
+        return ""
+    now = time.time() * 1000
+    if kind == "settle":
+        if until_ms and until_ms > now:
+            left = int((until_ms - now + 999) // 1000)
+            more = ("%d s" % left if left < 60 else "%d min %d s" % (left // 60, left % 60)
+                    if left < 3600 else "%d h %d min" % (left // 3600, left // 60 % 60))
+            return ": %s still growing, at most %s more" % (on, more)
+        return ": %s still growing" % on
+    if kind == "head":
+        if until_ms and until_ms > now:
+            return ": %s until %s, then others may pass" % (
+                on, time.strftime("%H:%M", time.localtime(until_ms / 1000)))
+        if until_ms:
+            return ": %s, whose turn has run out: others may pass" % on
+        return ": %s" % on
+    if kind == "expect":
+        return ": promised to %s" % on
+    if kind in ("max_running", "group"):
+        return ": %s running" % on
+    return ": %s" % on
+
+
 def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
                waiting_for: Optional[str], wait_free_bytes: int = 0,
-               total_bytes: int = 0, job_id: int = 0, begin_ms: int = 0) -> str:
+               total_bytes: int = 0, job_id: int = 0, begin_ms: int = 0,
+               waiting_on: Any = None, waiting_until_ms: Optional[int] = None) -> str:
     """The line `stageloadctl run` shows while a job waits; with
     wait_free_bytes (a --wait-free SIZE) and the machine's total_bytes, the
     free memory as a size against it; job_id names the release of a held
-    job, begin_ms when a job given --begin may start."""
+    job, begin_ms when a job given --begin may start; waiting_on and
+    waiting_until_ms (the queue notification's) name the jobs it waits
+    behind and until when."""
     s = "queued: position %d of %d, " % (position, of)
     why = waiting_for or "free"
     name, _, after = why.partition(" ")
@@ -163,7 +217,7 @@ def queue_line(position: int, of: int, free_pct: float, wait_free_pct: float,
         else:
             out.append(tmpl[i])
             i += 1
-    return s + "".join(out)
+    return s + "".join(out) + behind_words(name, waiting_on, waiting_until_ms)
 
 
 # Not on a terminal, a line whose wait is of the same kind as the last one
@@ -229,8 +283,11 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
                 line.show(queue_line(p.get("position", 0), p.get("of", 0),
                                      p.get("free_pct", 0.0), p.get("wait_free_pct", 0.0),
                                      p.get("waiting_for"), wait_free_bytes, total,
-                                     job_id, begin_ms),
-                          p.get("waiting_for") or "free")
+                                     job_id, begin_ms, p.get("waiting_on"),
+                                     p.get("waiting_until_ms")),
+                          "%s %s" % (p.get("waiting_for") or "free",
+                                     [w.get("id") for w in p.get("waiting_on") or []
+                                      if isinstance(w, dict)][:1]))
             elif m == "admitted":
                 return int(p.get("attempt", 1))
             elif m == "ended":
@@ -244,9 +301,13 @@ def wait_admitted(client: Client, job_id: int, line: QueueLine,
 def stage(name: str, socket: Optional[str] = None) -> bool:
     """Tell the daemon the current job ($STAGELOAD_JOB_ID: set inside a
     guard, a detached job, `stageloadctl run`) entered stage name, and mark
-    it in every running MemoryMeter of this process. False (after a
-    warning) when the job has ended or no daemon answers; True when it was
-    recorded, or there is no job to report to."""
+    it in every running MemoryMeter of this process. The report goes to
+    the job's own daemon ($STAGELOAD_SOCKET, which a job's environment
+    names, unless socket is given) with the job's $STAGELOAD_JOB_TOKEN,
+    so a daemon that runs another job of that id refuses it. False
+    (after a warning) when the job has ended, the report was refused or
+    no daemon answers; True when it was recorded, or there is no job to
+    report to."""
     from . import meter as _meter
     _meter._mark_all(name)
     job = os.environ.get("STAGELOAD_JOB_ID")
@@ -254,7 +315,7 @@ def stage(name: str, socket: Optional[str] = None) -> bool:
         return True
     try:
         with Client(socket, timeout=10.0) as c:
-            c.stage(int(job), name)
+            c.stage(int(job), name, token=os.environ.get("STAGELOAD_JOB_TOKEN"))
         return True
     except WrongState as e:
         warnings.warn("stage %r not recorded: %s" % (name, e.message), stacklevel=2)
@@ -289,10 +350,11 @@ class guard:
         self.client: Optional[Client] = None
         self.job_id: Optional[int] = None
         self.inside_job = False  # $STAGELOAD_JOB_ID was set: nothing registered
+        self.job_token: Optional[str] = None  # the daemon's, for stage reports
         self.attempt = 0
         self._decorated = False
         self._old_handler: Any = None
-        self._old_env: Optional[str] = None
+        self._old_env: Dict[str, Optional[str]] = {}
         self._running = False
 
     # ---- the decorator ----
@@ -381,6 +443,7 @@ class guard:
                                      priority=self.priority, exclusive=self.exclusive,
                                      retry_on_breach=self.retry_on_breach or None)
             self.job_id = int(sub["id"])
+            self.job_token = sub.get("job_token")
             try:
                 self.attempt = wait_admitted(self.client, self.job_id, QueueLine(self.quiet))
             except KeyboardInterrupt:
@@ -399,8 +462,18 @@ class guard:
             return
         self._old_handler = signal.signal(signal.SIGTERM, self._on_term)
         self._running = True
-        self._old_env = os.environ.get("STAGELOAD_JOB_ID")
-        os.environ["STAGELOAD_JOB_ID"] = str(self.job_id)
+        # The block's environment names its job and daemon as a
+        # detached job's does (PROTOCOL.md, submit), for stage reports
+        # and for the programs it starts.
+        mine = {"STAGELOAD_JOB_ID": str(self.job_id),
+                "STAGELOAD_SOCKET": os.path.abspath(self.client.path),
+                "STAGELOAD_JOB_TOKEN": self.job_token}
+        self._old_env = {k: os.environ.get(k) for k in mine}
+        for k, v in mine.items():
+            if v:
+                os.environ[k] = v
+            else:
+                os.environ.pop(k, None)
         try:
             self.client.job_pid(self.job_id or 0, os.getpid(), tree=True)
         except BaseException:
@@ -413,10 +486,11 @@ class guard:
             signal.signal(signal.SIGTERM, self._old_handler
                           if self._old_handler is not None else signal.SIG_DFL)
             self._running = False
-            if self._old_env is None:
-                os.environ.pop("STAGELOAD_JOB_ID", None)
-            else:
-                os.environ["STAGELOAD_JOB_ID"] = self._old_env
+            for k, v in self._old_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def _finish(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                 tb: Optional[TracebackType]) -> Optional[Dict[str, Any]]:
@@ -505,7 +579,7 @@ class guard:
         if job.get("end_reason") != "swap_budget" and not (budget and growth > budget):
             return None
         return {"swap_growth_bytes": growth, "swap_budget_bytes": budget,
-                "detail": "killed: swap grew %s, over its %s budget"
+                "detail": "killed: the system's swap grew %s while it ran, over its %s budget"
                           % (format_size(growth), format_size(budget))}
 
     def _on_term(self, signum: int, frame: Optional[FrameType]) -> None:
@@ -513,7 +587,8 @@ class guard:
         if b is None:
             b = self._breach_asked()
         if b is not None:
-            para = b.get("detail") or ("swap grew %s bytes, past its budget of %s bytes"
+            para = b.get("detail") or ("the system's swap grew %s bytes while it ran, "
+                                       "past its budget of %s bytes"
                                        % (b.get("swap_growth_bytes"),
                                           b.get("swap_budget_bytes")))
             raise SwapBudgetExceeded(para, self.job_id, bool(b.get("requeued")),

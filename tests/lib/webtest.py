@@ -11,6 +11,7 @@ free memory.
 import http.client
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -182,3 +183,52 @@ def cleanup_jobs(d):
         c.close()
     except OSError:
         pass
+
+
+def import_selenium():
+    """Debian's python3-selenium lives in the system Python's
+    dist-packages, which another python3 on PATH (pyenv, a venv) does not
+    search: look there too."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        sys.path.append("/usr/lib/python3/dist-packages")
+        try:
+            import selenium  # noqa: F401
+        except ImportError:
+            return False
+    return True
+
+
+def browser(profile):
+    """Headless Chromium whose get() stops the page's reload (its meta
+    refresh, every 5 s) once it has loaded: on a loaded machine a check
+    taking longer would read the page while it is built again. live()
+    loads a page and lets it reload itself."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    class Still(webdriver.Chrome):
+        def get(self, url):
+            super().get(url)
+            self.execute_script("window.stop()")
+
+        def live(self, url):
+            super().get(url)
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium")
+    for a in ("--headless=new", "--disable-gpu", "--disable-dev-shm-usage",
+              "--no-first-run", "--window-size=1100,1000",
+              "--user-data-dir=" + profile):
+        opts.add_argument(a)
+    if os.geteuid() == 0:
+        opts.add_argument("--no-sandbox")  # Chromium's sandbox refuses root
+    return Still(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+def artifacts():
+    d = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("SL_BIN", "build/bin"))),
+                     "artifacts")
+    os.makedirs(d, exist_ok=True)
+    return d

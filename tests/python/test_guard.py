@@ -206,7 +206,7 @@ def test_console_script_exit_codes(env, tmp_path):
             sltest.poll(lambda: os.path.exists(mark), what="the command to start")
             set_swap_used(env, 500)
             assert p.wait(10) == 124
-            assert "killed: swap grew by 500M, past its budget of 100M" in p.stderr.read()
+            assert "killed: the system's swap grew by 500M while it ran, past its budget of 100M" in p.stderr.read()
         finally:
             p.kill()
             p.wait()
@@ -388,7 +388,7 @@ def test_daemon_restart_during_the_block(env, tmp_path):
             sltest.poll(lambda: c.show(jid2)["state"] == "running", what="re-adopted")
         set_swap_used(env, 500)
         assert p.wait(10) == 0
-        assert "breach: killed: swap grew 500M, over its 100M budget" in read(out)
+        assert "breach: killed: the system's swap grew 500M while it ran, over its 100M budget" in read(out)
     finally:
         p.kill()
         p.wait()
