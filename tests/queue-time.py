@@ -192,7 +192,7 @@ def sc_attempts_waited(d, m, c):
     assert re.fullmatch(r"[0-9.]+s", w) and float(w[:-1]) * 1000 < ran(a1), (w, a1, out.stdout)
     assert abs(float(w[:-1]) * 1000 - waited) <= 100, (w, waited)
     out = ctl(d, "show", str(jid))
-    assert re.search(r"Attempt 1: waited \S+, ran \S+, requeued: it grew swap past its budget",
+    assert re.search(r"Attempt 1: waited \S+, ran \S+, requeued: the system's swap grew past its budget while it ran",
                      out.stdout), out.stdout
     assert re.search(r"Attempt 2: waited \S+, ran \S+, killed because it was cancelled",
                      out.stdout), out.stdout
