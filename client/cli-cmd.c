@@ -32,11 +32,30 @@ const struct cli_option cli_filter_options[] = {
     {NULL, 0, 0, NULL, 0, 0, NULL},
 };
 
+/* The same rows but --state (keep their texts alike). */
+const struct cli_option cli_filter_options_ended[] = {
+    {"user", 'u', CLI_TEXT, "NAME", 0, 0, "only the jobs of user NAME"},
+    {"mine", 0, CLI_FLAG, NULL, 0, 0, "only your own jobs"},
+    {"name", 0, CLI_TEXT, "GLOB", 0, 0,
+     "only jobs whose name matches GLOB (fnmatch(3):\n"
+     "* ? [...]; quote it from the shell)"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+static int has_option(const struct cli_args *a, const char *name);
+
+/* --state, when the command has it. */
+static const char *
+filter_states(const struct cli_args *args)
+{
+	return has_option(args, "state") ? cli_text(args, "state", NULL) : NULL;
+}
+
 int
 cli_filter(struct cli *cli, const struct cli_args *args, sl_filter **out)
 {
 	const char *user = cli_text(args, "user", NULL);
-	const char *states = cli_text(args, "state", NULL);
+	const char *states = filter_states(args);
 	const char *name = cli_text(args, "name", NULL);
 	int mine = cli_has(args, "mine");
 	char word[32];
@@ -86,7 +105,7 @@ int
 cli_filter_params(const struct cli_args *args, cJSON *params)
 {
 	const char *user = cli_text(args, "user", NULL);
-	const char *states = cli_text(args, "state", NULL);
+	const char *states = filter_states(args);
 	const char *name = cli_text(args, "name", NULL);
 	const char *p, *end;
 	cJSON *a;
@@ -764,6 +783,20 @@ cli_parse(const struct cli_entry *e, int argc, char **argv, struct cli *cli,
 		         a->argv[e->max_operands]);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* 1 when the command has option name. */
+static int
+has_option(const struct cli_args *a, const char *name)
+{
+	struct rows r;
+	size_t i;
+
+	if (rows_init(&r, a->entry) == 0)
+		for (i = 0; i < r.nown; i++)
+			if (strcmp(r.row[i]->name, name) == 0)
+				return 1;
 	return 0;
 }
 

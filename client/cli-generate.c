@@ -460,7 +460,8 @@ bash(FILE *f)
 			      "return; }\n",
 			      f);
 		else if (e->operands != NULL &&
-		         strncmp(e->operands, "ID", 2) == 0)
+		         strncmp(e->operands + (e->operands[0] == '['), "ID",
+		                 2) == 0)
 			/* an operand: the job ids there are */
 			fputs("\t\t[[ $cur == -* ]] || { _stageloadctl_ids; "
 			      "return; }\n",

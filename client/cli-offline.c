@@ -1,10 +1,10 @@
 /*
- * stageloadctl history (and report) without the daemon: the database read directly,
- * read-only, with the user's own rights (never more: a system daemon's
- * database is root's, mode 0600, so that is `sudo stageloadctl history`).
- * The reading is the daemon's own (daemon/store-read.c, linked here): the
- * same tier, the same sums and averages, the same gap marks and stages,
- * so a range prints the same before and after the daemon stops
+ * stageloadctl history (and report) without the daemon: the database read
+ * directly, read-only, with the user's own rights (never more: a system
+ * daemon's database is root's, mode 0600, so that is `sudo stageloadctl
+ * history`). The reading is the daemon's own (daemon/store-read.c, linked
+ * here): the same tier, the same sums and averages, the same gap marks and
+ * stages, so a range prints the same before and after the daemon stops
  * (tests/admin-history.py compares them). This file opens the database
  * and turns the buckets into libstageload's, as the daemon's answer would
  * carry them. docs/cli.md, "history".
@@ -297,12 +297,11 @@ report_row(struct sl_report_row *w, const struct store_report_row *r)
 
 int
 cli_offline_report(const char *path, const struct sl_report_query *q,
-                   struct sl_report **out, char *cause, size_t causelen)
+                   const cJSON *filter, struct sl_report **out, char *cause,
+                   size_t causelen)
 {
 	struct store_report_query sq = {.since_ms = q->since_ms,
-	                                .until_ms = q->until_ms,
-	                                .uid = q->uid,
-	                                .name = q->name};
+	                                .until_ms = q->until_ms};
 	const struct store_report_row *rows;
 	struct store_report *rep = NULL;
 	struct store_read *r = NULL;
@@ -315,6 +314,10 @@ cli_offline_report(const char *path, const struct sl_report_query *q,
 	if (by < 0)
 		return proto_cause(cause, causelen, -EINVAL, "by: %s", q->by);
 	sq.by = (enum store_report_by)by;
+	/* the daemon's own reading of the filter params (store-filter.c) */
+	if (filter != NULL && store_filter_read(filter, getuid(), &sq.filter,
+	                                        cause, causelen) != 0)
+		return -EINVAL;
 	if (sq.until_ms <= 0)
 		sq.until_ms = clock_wall_ms();
 	if ((rc = store_read_open_file(path, &db, cause, causelen)) != 0)

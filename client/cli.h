@@ -228,10 +228,14 @@ int cli_offline_job_history(const char *path, int64_t job_id, int64_t since_ms,
                             struct sl_history **out, char *cause,
                             size_t causelen);
 /* report's rows summed from the database at path itself, as the daemon
- * sums them (until_ms 0: now); -ENOENT for a database from before
- * accounting. */
+ * sums them (until_ms 0: now) of the jobs that pass filter (the filter
+ * params as the daemon takes them, cli_filter_params; NULL: every job);
+ * -ENOENT for a database from before accounting, -EINVAL with cause for
+ * a filter the daemon would refuse. */
+struct cJSON;
 int cli_offline_report(const char *path, const struct sl_report_query *q,
-                       struct sl_report **out, char *cause, size_t causelen);
+                       const struct cJSON *filter, struct sl_report **out,
+                       char *cause, size_t causelen);
 /* The database of the daemon that would serve socket_path (socket_given:
  * named by --socket or $STAGELOAD_SOCKET): the system daemon's for the
  * system socket and for root; else this user's when it names a socket or
@@ -247,6 +251,9 @@ int cli_generate(FILE *f, const char *kind);
  * --mine, --state and --name, the daemon's job filter (PROTOCOL.md, "Job
  * filters"). */
 extern const struct cli_option cli_filter_options[];
+/* The same but --state, for report (a rollup of ended jobs, which keeps
+ * no state): cli_filter and cli_filter_params take either table. */
+extern const struct cli_option cli_filter_options_ended[];
 /* The filter they give into *f (NULL when none is given: free it with
  * sl_filter_free); -1 to go on, else the exit code of a usage error (an
  * unknown user or state). */

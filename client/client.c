@@ -112,6 +112,8 @@ sl_history(sl_client *c, int64_t since_ms, int64_t until_ms, int64_t step_ms,
 	return rc < 0 ? client_error(c, rc, "out of memory") : 0;
 }
 
+static cJSON *filter_into(cJSON *params, const sl_filter *f);
+
 int
 sl_report(sl_client *c, const struct sl_report_query *q, struct sl_report **out)
 {
@@ -129,10 +131,9 @@ sl_report(sl_client *c, const struct sl_report_query *q, struct sl_report **out)
 		proto_add_int(params, "until_ms", q->until_ms);
 	if (q->by != NULL)
 		cJSON_AddStringToObject(params, "by", q->by);
-	if (q->uid >= 0)
-		proto_add_int(params, "uid", q->uid);
-	if (q->name != NULL)
-		cJSON_AddStringToObject(params, "name", q->name);
+	params = filter_into(params, q->filter);
+	if ((rc = need(c, params)) < 0)
+		return rc;
 	rc = client_call(c, "report", params, c->timeout_ms, &root, &r);
 	if (rc < 0)
 		return rc;

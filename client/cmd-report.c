@@ -1,7 +1,6 @@
 /* stageloadctl report: accounting of ended jobs per user and name. */
 #include <errno.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +27,6 @@ static const struct cli_option report_options[] = {
      "to the day that holds T, that day included (default now)"},
     {"by", 0, CLI_CHOICE, "user|name|user,name", 0, 0,
      "one row per user, per job name or per both (default\nuser,name)"},
-    {"user", 0, CLI_TEXT, "NAME", 0, 0, "only that user's jobs"},
-    {"mine", 0, CLI_FLAG, NULL, 0, 0, "only my jobs"},
-    {"name", 0, CLI_TEXT, "GLOB", 0, 0,
-     "only job names that match GLOB (\"gen-*\")"},
     {"csv", 0, CLI_FLAG, NULL, 0, 0, "comma-separated, a header line first"},
     {"db", 0, CLI_TEXT, "PATH", 0, 0,
      "with the daemon down, the database to read\n(default: the one it "
@@ -44,6 +39,7 @@ const struct cli_entry cmd_report_entry = {
     .summary = "accounting of ended jobs per user and name: runs, how they "
                "ended, run times, peaks",
     .options = report_options,
+    .more_options = cli_filter_options_ended,
     .json = "one object per row and line; keys as the CSV's columns",
     .exec = cmd_report,
 };
@@ -360,7 +356,8 @@ report_days(const struct sl_report *r, int since_given, int quiet)
  * the same, docs/cli.md "history"). */
 static int
 report_offline(struct cli *cli, const struct cli_args *args,
-               const struct sl_report_query *q, struct sl_report **out)
+               const struct sl_report_query *q, const cJSON *filter,
+               struct sl_report **out)
 {
 	char db[1024], cause[1200];
 	const char *why = sl_errmsg(cli->client);
@@ -374,13 +371,15 @@ report_offline(struct cli *cli, const struct cli_args *args,
 		cli_error("%s; and no database to read (--db names one)", why);
 		return EXIT_UNAVAILABLE;
 	}
-	rc = cli_offline_report(db, q, out, cause, sizeof cause);
+	rc = cli_offline_report(db, q, filter, out, cause, sizeof cause);
 	if (rc == -EACCES || rc == -EPERM) {
 		cli_error("%s; cannot read its database: %s (the system "
 		          "daemon's is root's: sudo %s report)",
 		          why, cause, cli->prog);
 		return EXIT_NOPERM;
 	}
+	if (rc == -EINVAL)
+		return cli_usage_error(cli, "%s", cause);
 	if (rc != 0) {
 		cli_error("%s; cannot read its database: %s", why, cause);
 		return EXIT_UNAVAILABLE;
@@ -407,46 +406,50 @@ report_time(struct cli *cli, const struct cli_args *args, const char *opt,
 static int
 cmd_report(struct cli *cli, struct cli_args *args)
 {
-	struct sl_report_query q = {.uid = -1};
-	const char *user = cli_text(args, "user", NULL);
+	struct sl_report_query q = {0};
 	int64_t now = clock_wall_ms();
 	struct sl_report *r = NULL;
+	sl_filter *f = NULL;
+	cJSON *fp = NULL;
 	int rc;
 
 	q.by = cli_text(args, "by", "user,name");
-	q.name = cli_text(args, "name", NULL);
 	if ((rc = report_time(cli, args, "since", now, &q.since_ms)) >= 0 ||
 	    (rc = report_time(cli, args, "until", now, &q.until_ms)) >= 0)
 		return rc;
 	if (q.until_ms > 0 && q.until_ms < q.since_ms)
 		return cli_usage_error(cli, "--until must be after --since");
-	if (user != NULL && cli_has(args, "mine"))
-		return cli_usage_error(cli, "--user and --mine: one of them");
-	if (cli_has(args, "mine"))
-		q.uid = (int64_t)getuid();
-	else if (user != NULL) {
-		struct passwd *pw = getpwnam(user);
-		long n;
-
-		if (pw != NULL)
-			q.uid = (int64_t)pw->pw_uid;
-		else if (cli_parse_int(user, 0, 2147483647L, &n) == 0)
-			q.uid = n;
-		else
-			return cli_usage_error(cli, "--user %s: no such user",
-			                       user);
-	}
+	/* status's filter options, read by the same code */
+	if ((rc = cli_filter(cli, args, &f)) >= 0)
+		return rc;
+	q.filter = f;
 	if (cli->client == NULL && (cli->client = sl_client_new()) == NULL) {
+		sl_filter_free(f);
 		cli_error("out of memory");
 		return EXIT_ERR;
 	}
 	if (sl_connect(cli->client, cli->socket) < 0) {
-		if (!sl_error_is_connection(sl_errcode(cli->client)))
+		if (!sl_error_is_connection(sl_errcode(cli->client))) {
+			sl_filter_free(f);
 			return cli_fail(cli);
-		if ((rc = report_offline(cli, args, &q, &r)) != 0)
+		}
+		if ((fp = cJSON_CreateObject()) == NULL ||
+		    cli_filter_params(args, fp) != 0) {
+			cJSON_Delete(fp);
+			sl_filter_free(f);
+			cli_error("out of memory");
+			return EXIT_ERR;
+		}
+		rc = report_offline(cli, args, &q, fp, &r);
+		cJSON_Delete(fp);
+		sl_filter_free(f);
+		if (rc != 0)
 			return rc;
-	} else if (sl_report(cli->client, &q, &r) < 0) {
-		return cli_fail(cli);
+	} else {
+		rc = sl_report(cli->client, &q, &r);
+		sl_filter_free(f);
+		if (rc < 0)
+			return cli_fail(cli);
 	}
 	report_days(r, cli_has(args, "since"),
 	            cli->json || cli_has(args, "csv"));

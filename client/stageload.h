@@ -234,13 +234,14 @@ void sl_history_free(struct sl_history *h);
 
 /* What report asks (PROTOCOL.md, "report"): the days that hold since_ms
  * to until_ms (until_ms 0: now), by "user", "name" or "user,name" (NULL:
- * "user,name"), of one uid (-1: every uid) and of names matching a glob
- * (NULL: every name). */
+ * "user,name"), of the jobs that pass filter (NULL: every job; see
+ * sl_filter below: its user, mine and name, as status takes them; the
+ * daemon refuses a state, -32602, as a rollup counts ended jobs only). */
+struct sl_filter;
 struct sl_report_query {
 	int64_t since_ms, until_ms;
 	const char *by;
-	int64_t uid;
-	const char *name;
+	const struct sl_filter *filter;
 };
 
 struct sl_report_kill {

@@ -15,14 +15,13 @@
 #include "daemon.h"
 #include "proto.h"
 #include "store.h"
+#include "store-filter.h"
 #include "store-report.h"
 
 /* job_days rows read per fill (about 0.5 ms), and answer rows written
  * (docs/benchmarks.md, "Accounting"). */
 #define REPORT_READ_PART 250
 #define REPORT_WRITE_PART 50
-/* A name glob, as a job name is bounded. */
-#define REPORT_NAME_MAX 256
 
 struct report_answer {
 	struct store_report *rep;
@@ -116,7 +115,7 @@ control_report(struct daemon *d, const struct peer *p, const cJSON *req_id,
                const cJSON *params, cJSON **result, char *cause,
                size_t causelen)
 {
-	struct store_report_query q = {.since_ms = 0, .uid = -1};
+	struct store_report_query q = {.since_ms = 0};
 	struct report_answer *a;
 	const char *by = "user,name";
 	char why[256];
@@ -130,10 +129,10 @@ control_report(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	                          &q.until_ms, cause, causelen)) < 0 ||
 	    (rc = proto_param_string(params, "by", 0, 16, &by, cause,
 	                             causelen)) < 0 ||
-	    (rc = proto_param_int(params, "uid", 0, 0, UINT32_MAX, &q.uid,
-	                          cause, causelen)) < 0 ||
-	    (rc = proto_param_string(params, "name", 0, REPORT_NAME_MAX,
-	                             &q.name, cause, causelen)) < 0)
+	    /* the filter of status (user, mine, name; its state is not a
+	     * param of report: the dispatch table refuses it) */
+	    (rc = store_filter_read(params, p->uid, &q.filter, cause,
+	                            causelen)) != 0)
 		return rc;
 	if (q.until_ms < q.since_ms) {
 		snprintf(cause, causelen, "until_ms is before since_ms");

@@ -133,8 +133,9 @@ static const struct control_param events_params[] = {
 static const struct control_param report_params[] = {
     {"since_ms", PROTO_T_INT, 0},
     {"until_ms", PROTO_T_INT, 0},
-    {"by", PROTO_T_STRING, 0}, /* user, name, user,name */
-    {"uid", PROTO_T_INT, 0},
+    {"by", PROTO_T_STRING, 0},   /* user, name, user,name */
+    {"user", PROTO_T_STRING, 0}, /* status's filter but its state */
+    {"mine", PROTO_T_BOOL, 0},
     {"name", PROTO_T_STRING, 0}, /* a glob */
     PARAMS_END};
 

@@ -3,7 +3,9 @@
  * filters"): the params user, mine, state and name, read once from a
  * request into a struct job_filter and matched against each job. status,
  * events (and an events follow) and cancel_matching read them here, so
- * every method that takes a filter takes the same one.
+ * every method that takes a filter takes the same one. The pure part,
+ * struct job_filter, its reading and a job's parts matched, is
+ * store-filter.h's, which report (and stageloadctl report --db) shares.
  */
 #ifndef SL_JOBS_FILTER_H
 #define SL_JOBS_FILTER_H
@@ -14,32 +16,18 @@
 #include <cjson/cJSON.h>
 
 #include "job.h"
+#include "store-filter.h"
 
 struct daemon;
 struct store_event;
 
-/* A name pattern's longest (a job name's is 256 bytes). */
-#define JOB_FILTER_NAME_MAX 256
-
-struct job_filter {
-	int has_uid; /* user or mine */
-	uid_t uid;
-	unsigned states; /* 1u << enum job_state for each one given; 0: any */
-	int has_name;
-	char name[JOB_FILTER_NAME_MAX + 1]; /* a glob (store_report_glob) */
-};
-
-/* The filter params of a request from caller (mine: the caller's own
- * jobs); 0, or PROTO_E_PARAMS with cause (an unknown user or state, user
- * with mine). */
+/* store_filter_read and store_filter_match (store-filter.h). */
 int jobs_filter_read(const cJSON *params, uid_t caller, struct job_filter *f,
                      char *cause, size_t causelen);
 /* 1 when the filter leaves a job out at all. */
 int jobs_filter_any(const struct job_filter *f);
 /* 1 when the job passes. */
 int jobs_filter_match(const struct job_filter *f, const struct job *j);
-/* The same from a job's parts (state < 0: not compared): what a caller
- * that has no struct job (a row of counts by user and name) matches. */
 int jobs_filter_match_parts(const struct job_filter *f, uid_t uid,
                             const char *name, int state);
 /*

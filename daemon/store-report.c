@@ -192,7 +192,6 @@ store_report_glob(const char *pat, const char *s)
 struct store_report {
 	sqlite3_stmt *st;
 	struct store_report_query q;
-	char *name_glob;
 	int64_t day_lo, day_hi;
 	/* where the next read begins: after (day, uid, name) */
 	int64_t next_day, next_uid;
@@ -346,11 +345,6 @@ store_report_begin(struct store_read *r, const struct store_report_query *q,
 	if ((rep = calloc(1, sizeof *rep)) == NULL)
 		return proto_cause(cause, causelen, -ENOMEM, "out of memory");
 	rep->q = *q;
-	rep->q.name = NULL;
-	if (q->name != NULL && (rep->name_glob = strdup(q->name)) == NULL) {
-		free(rep);
-		return proto_cause(cause, causelen, -ENOMEM, "out of memory");
-	}
 	rep->day_lo = q->since_ms / STORE_REPORT_DAY_MS;
 	rep->day_hi = q->until_ms / STORE_REPORT_DAY_MS;
 	rep->oldest_ms = -1;
@@ -396,10 +390,7 @@ report_add_row(struct store_report *rep, sqlite3_stmt *st)
 
 	/* The filters are applied here, not in the query: a part then
 	 * reads max_rows rows whatever they keep. */
-	if (rep->q.uid >= 0 && uid != rep->q.uid)
-		return 0;
-	if (rep->name_glob != NULL &&
-	    !store_report_glob(rep->name_glob, name != NULL ? name : ""))
+	if (!store_filter_match(&rep->q.filter, (uid_t)uid, name, -1))
 		return 0;
 	r = row_get(
 	    rep, rep->q.by & STORE_REPORT_BY_USER ? uid : -1,
@@ -598,7 +589,6 @@ store_report_free(struct store_report *rep)
 	}
 	free(rep->rows);
 	free(rep->slots);
-	free(rep->name_glob);
 	free(rep->next_name);
 	free(rep);
 }

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "store-filter.h"
 #include "store-read.h"
 
 #define STORE_REPORT_DAY_MS (24LL * 3600 * 1000)
@@ -51,8 +52,9 @@ enum store_report_by {
 struct store_report_query {
 	int64_t since_ms, until_ms; /* the days that hold them, both in */
 	enum store_report_by by;
-	int64_t uid;      /* -1: every uid */
-	const char *name; /* a glob (store_report_glob) of names, or NULL */
+	/* the rows whose uid and name pass (store-filter.h; its states
+	 * are not compared: a row counts ended jobs of every end) */
+	struct job_filter filter;
 };
 
 /* 1 when the glob pat (*, ?, [a-z], [!a-z], \\ to quote) matches all of

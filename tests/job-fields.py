@@ -2,7 +2,9 @@
 """proto/job-fields.h against what is written from it or about it:
 Python's generated list is current (scripts/gen-job-fields.py --check),
 PROTOCOL.md names every member of the Job and every parameter of submit
-and update that the table declares, in their sections, and Python's
+and update that the table declares, in their sections, and every member
+only the owner and root see in the status and show rows of "Who may
+call what", and Python's
 Client.submit sends every submit parameter of the table, which a real
 daemon then shows in the Job."""
 import os
@@ -119,6 +121,17 @@ def main() -> int:
                        ("update", list(job_fields.UPDATE_PARAMS))):
         for n in missing(doc.get(sec, ""), names):
             fails.append("PROTOCOL.md, %s: %s is not named" % (sec, n))
+    # "Who may call what": the status and show rows name every member
+    # only the owner and root see (env: show's alone, asked for)
+    with open(os.path.join(SRC, "proto", "PROTOCOL.md"), encoding="utf-8") as f:
+        rows = {m.group(1): m.group(2) for m in
+                re.finditer(r"^\| `(status|show)` \| (.*)$", f.read(), re.M)}
+    for method in ("status", "show"):
+        names = [n for n in job_fields.OWNER_MEMBERS
+                 if method == "show" or n != "env"]
+        for n in missing(rows.get(method, ""), names):
+            fails.append("PROTOCOL.md, Who may call what, %s: the owner's %s "
+                         "is not named" % (method, n))
     python_submit_sends_all(fails)
     if os.environ.get("SL_BIN"):
         python_submit_daemon(fails)

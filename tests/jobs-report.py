@@ -171,15 +171,24 @@ def sc_figures(d, m, c):
     r = report(c, by="name")
     assert sorted(x["name"] for x in r["rows"]) == ["alpha", "beta"], r
     assert all("user" not in x for x in r["rows"]), r
-    # filters: a name glob, a uid
+    # status's filter: a name glob, a user by name or uid, mine
     r = report(c, name="al*")
     assert [x["name"] for x in r["rows"]] == ["alpha"], r
-    assert report(c, uid=os.getuid() + 12345)["rows"] == [], r
+    assert report(c, user=str(os.getuid() + 12345))["rows"] == [], r
+    whole = report(c)["rows"]
+    assert report(c, user=user)["rows"] == whole, whole
+    assert report(c, user=str(os.getuid()), name="b*")["rows"] == \
+        [x for x in whole if x["name"] == "beta"], whole
+    assert report(c, mine=True)["rows"] == whole, whole
     # a range of days without them
     r = report(c, since_ms=0, until_ms=DAY_MS)
     assert r["rows"] == [], r
     # bad params
-    for p in ({"by": "host"}, {"since_ms": 5, "until_ms": 1}, {"uid": -1}):
+    # (state means nothing to a rollup of ended jobs: refused, as is the
+    # uid of before the filter; user is a name or digits)
+    for p in ({"by": "host"}, {"since_ms": 5, "until_ms": 1}, {"uid": 0},
+              {"state": ["exited"]}, {"user": "no-such-user-x"},
+              {"user": user, "mine": True}):
         try:
             report(c, **p)
             raise AssertionError("accepted %r" % p)
@@ -206,7 +215,7 @@ def sc_pruned(d, m, c):
     for jid in ids:
         wait_state(u, jid, "exited", "cancelled")
     jobs = [show(u, jid) for jid in ids]
-    before = report(c, uid=NOBODY)["rows"]
+    before = report(c, user=str(NOBODY))["rows"]
     e, runs = expected(jobs)
     assert len(before) == 1, before
     check_row(before[0], e, runs)
@@ -220,8 +229,11 @@ def sc_pruned(d, m, c):
             raise AssertionError("job %d was not pruned" % jid)
         except RpcError:
             pass
-    after = [x for x in report(c, uid=NOBODY)["rows"] if x["name"] != "gamma"]
+    after = [x for x in report(c, user=str(NOBODY))["rows"] if x["name"] != "gamma"]
     assert after == before, (after, before)
+    # mine: the caller's own rows, whoever calls
+    mine = [x for x in report(u, mine=True)["rows"] if x["name"] != "gamma"]
+    assert mine == before, (mine, before)
     u.close()
 
 
@@ -254,6 +266,20 @@ def sc_cli(d, m, c):
     assert out.returncode == 0 and "oldest" in out.stderr, out
     out = ctl(d, "report", "--by", "host")
     assert out.returncode == 2, out
+    # status's filter options: --user (a name or a uid), --mine, --name
+    user = rows[0]["user"]
+    for args in (["--user", user], ["-u", str(os.getuid())], ["--mine"]):
+        out = ctl(d, "report", "--json", *args)
+        assert out.returncode == 0, (args, out)
+        assert [json.loads(x) for x in out.stdout.splitlines()] == rows, (args, out)
+    out = ctl(d, "report", "--json", "--mine", "--name", "b*")
+    assert [json.loads(x)["name"] for x in out.stdout.splitlines()] == ["beta"], out
+    out = ctl(d, "report", "--user", str(os.getuid() + 12345), "--json")
+    assert out.returncode == 0 and out.stdout == "", out
+    for args in (["--state", "exited"], ["--user", "no-such-user-x"],
+                 ["--user", user, "--mine"]):
+        out = ctl(d, "report", *args)
+        assert out.returncode == 2, (args, out)
 
 
 def sc_offline(d, m, c):
@@ -265,6 +291,18 @@ def sc_offline(d, m, c):
     out = ctl(d, "report", "--json", "--db", d.db)
     assert out.returncode == 0, out
     assert out.stdout == want, (out.stdout, want)
+    # the filter as the daemon reads it (store-filter.c): the same rows
+    d.start()
+    filters = (["--mine", "--name", "b*"], ["--user", str(os.getuid() + 12345)],
+               ["-u", str(os.getuid()), "--name", "al*"])
+    wants = [ctl(d, "report", "--json", *f).stdout for f in filters]
+    assert wants[0] and not wants[1] and wants[2], wants
+    assert d.stop(signal.SIGTERM) == 0
+    for f, w in zip(filters, wants):
+        out = ctl(d, "report", "--json", "--db", d.db, *f)
+        assert out.returncode == 0 and out.stdout == w, (f, out, w)
+    out = ctl(d, "report", "--db", d.db, "--user", "no-such-user-x")
+    assert out.returncode == 2, out
     nobody = NOBODY
 
     def drop():

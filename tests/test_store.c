@@ -2449,8 +2449,7 @@ test_report_days(void **state)
 	struct fixture *f = *state;
 	struct store_report_query q = {.since_ms = T0,
 	                               .until_ms = T0 + 3 * STORE_REPORT_DAY_MS,
-	                               .by = STORE_REPORT_BY_BOTH,
-	                               .uid = -1};
+	                               .by = STORE_REPORT_BY_BOTH};
 	const struct store_report_row *rows;
 	struct store_report *rep;
 	struct job *jobs[130], *j;
@@ -2523,7 +2522,6 @@ test_report_days(void **state)
 
 	/* By user: one row each, every job counted once. */
 	q.by = STORE_REPORT_BY_USER;
-	q.name = NULL;
 	rep = report_all(f, &q, 0);
 	n = store_report_rows(rep, &rows);
 	assert_int_equal(n, 2);
@@ -2532,8 +2530,17 @@ test_report_days(void **state)
 	assert_int_equal(rows[1].runs, 1);
 	store_report_free(rep);
 	/* One uid, a glob of names, a range of one day. */
-	q.uid = 501;
-	q.name = "n09*";
+	{
+		/* read as the daemon reads report's params: user as digits
+		 * is a uid (no such login name here) */
+		cJSON *p = cJSON_Parse("{\"user\":\"501\",\"name\":\"n09*\"}");
+
+		assert_non_null(p);
+		assert_int_equal(
+		    store_filter_read(p, 0, &q.filter, cause, sizeof cause), 0);
+		cJSON_Delete(p);
+		assert_true(q.filter.has_uid && q.filter.uid == 501);
+	}
 	q.since_ms = day0;
 	q.until_ms = day0 + 1000;
 	rep = report_all(f, &q, 3);

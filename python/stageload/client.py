@@ -762,15 +762,16 @@ class Client:
                          **_filter(user, mine, state, name))
 
     def report(self, since_ms: Optional[int] = None, until_ms: Optional[int] = None,
-               by: Optional[str] = None, uid: Optional[int] = None,
-               name: Optional[str] = None) -> Dict[str, Any]:
+               by: Optional[str] = None, user: Optional[str] = None,
+               mine: Optional[bool] = None, name: Optional[str] = None) -> Dict[str, Any]:
         """Accounting of ended jobs ({"by", "since_ms", "until_ms",
         "oldest_ms", "rows"}): per "user", "name" or "user,name" (the
         default), over the UTC days that hold since_ms to until_ms, of
-        one uid and of names matching a glob when given (PROTOCOL.md,
-        report)."""
-        return self.call("report", since_ms=since_ms, until_ms=until_ms, by=by, uid=uid,
-                         name=name)
+        the jobs status's filter passes (PROTOCOL.md, "Job filters"):
+        user (a login name, or a uid as digits), mine, name a glob; no
+        state, as a rollup counts ended jobs only (PROTOCOL.md, report)."""
+        return self.call("report", since_ms=since_ms, until_ms=until_ms, by=by,
+                         **_filter(user, mine, None, name))
 
     def stage(self, id: int, name: str, token: Optional[str] = None) -> Dict[str, Any]:
         """The running job id entered stage name (its owner or root);

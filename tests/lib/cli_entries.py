@@ -80,6 +80,13 @@ def main():
                                  % (name, m.group(1), tab))
                     opts += tables[tab]
             operands = field("operands")
+            # operands a command runs without (min_operands 0) are shown
+            # optional in its usage line, man page and docs: [ID...]
+            if (operands and field("min_operands") in (None, "0")
+                    and not operands.strip('"').startswith("[")):
+                sys.exit("%s: cmd_%s_entry takes no operand at least, but "
+                         "its usage shows %s as required (write [%s])"
+                         % (name, m.group(1), operands, operands.strip('"')))
             flags = "json" if field("json") else "nojson"
             if field("flags") and "CLI_COMMAND_LINE" in field("flags"):
                 flags += ",cmdline"

@@ -157,7 +157,8 @@ def test_detached_job_methods(env, tmp_path):
         assert rep["by"] == "name" and rep["oldest_ms"] is not None
         assert [(r["name"], r["runs"], r["exited_0"]) for r in rep["rows"]] == \
             [("py-client", 1, 1)]
-        assert c.report(uid=os.getuid() + 1, name="py-client")["rows"] == []
+        assert c.report(user=str(os.getuid() + 1), name="py-client")["rows"] == []
+        assert c.report(by="name", mine=True, name="py-*")["rows"] == rep["rows"]
         with pytest.raises(stageload.WrongState):
             c.cancel(jid)
         assert c.resume(jid)["state"] == "exited"  # an ended job: as it ended
