@@ -127,7 +127,7 @@ jobs_get_lean(struct daemon *d, int64_t id, struct jobs_view *v, char *cause,
 	struct job *stored = NULL;
 
 	if (r != NULL) {
-		view_of(r, v);
+		view_of(r, v, NULL);
 		return 0;
 	}
 	memset(v, 0, sizeof *v);
