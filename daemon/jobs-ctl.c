@@ -4,6 +4,7 @@
  * before these are called (control-jobs.c); what the job's state allows is
  * decided here.
  */
+#include <sys/types.h> /* before sys/random.h: macOS declares getentropy with size_t */
 #include <sys/random.h>
 
 #include <errno.h>

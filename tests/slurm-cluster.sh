@@ -243,7 +243,7 @@ rc=0
 wait "$b" || rc=$?
 meminfo n1 60 0
 [ "$rc" != 0 ] || fail "the step did not fail"
-grep -Eq "^stageload: task [01] killed: swap grew 200M over its 100M budget$" "$T/b.err" ||
+grep -Eq "^stageload: task [01] killed: the system's swap grew 200M while it ran, over its 100M budget$" "$T/b.err" ||
 	fail "srun did not print the stageload line: $(cat "$T/b.err")"
 killed=$(sed -n 's/^stageload: task \([01]\) killed.*/\1/p' "$T/b.err")
 grep -q "survived $((1 - killed))" "$T/b.out" || fail "the other task did not run on: $(cat "$T/b.out")"

@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from sltest import Client, kill_leftovers, poll, require_tools, skip  # noqa: E402
-from webtest import (EVIL_STAGE, LONG_STAGE, Web, artifacts, browser,  # noqa: E402
+from webtest import (EVIL_STAGE, LONG_STAGE, Web, artifacts, browser, live_text,  # noqa: E402
                      cleanup_jobs, daemon, env_list, import_selenium, make_jobs,
                      set_memory)
 
@@ -575,10 +575,10 @@ def main():
             check_time_limit(d, drv, w.host())
             drv.live("http://%s/?window=15m" % w.host())
 
-            before = drv.find_element(By.ID, "free-pct").text
+            before = live_text(drv, "free-pct")
             assert before == "80.0%", before
             set_memory(d, 40, 3)
-            poll(lambda: drv.find_element(By.ID, "free-pct").text == "40.0%",
+            poll(lambda: live_text(drv, "free-pct") == "40.0%",
                  timeout=30, step=0.5, what="the page to show free 40%")
             print("page: updated itself after the fixture changed (%s -> 40.0%%)" % before)
 

@@ -59,9 +59,9 @@ class Web:
         line = self.proc.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         if not m:
-            self.stop()
+            _, err = self.stop()
             raise AssertionError("stageload-web did not start: %r %s" %
-                                 (line, self.proc.stderr.read()))
+                                 (line, err))
         self.port = int(m.group(1))
         return self
 
@@ -225,6 +225,19 @@ def browser(profile):
     if os.geteuid() == 0:
         opts.add_argument("--no-sandbox")  # Chromium's sandbox refuses root
     return Still(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+def live_text(drv, element_id):
+    """The text of an element of a page that reloads itself, read in one
+    script call (an element found first may be gone by the time its text
+    is asked for); None while the page is being loaded again."""
+    from selenium.common.exceptions import WebDriverException
+    try:
+        return drv.execute_script(
+            "var e = document.getElementById(arguments[0]);"
+            " return e ? e.textContent : null", element_id)
+    except WebDriverException:
+        return None
 
 
 def artifacts():
