@@ -143,9 +143,10 @@ int control_wait_free_bytes_check(struct daemon *d, int privileged,
 int control_submit_count(struct daemon *d, const struct peer *p, char *cause,
                          size_t causelen);
 /* The job as the peer may see it, as most job methods answer. */
-/* The "id" param of a job method: an integer (1..2^63-1), or a string
- * naming a job ("42") or an array's element ("A42_3"), resolved to its
- * job id; a whole array ("A42") is PROTO_E_PARAMS here. */
+/* The "id" param of a job method (control-ids.c): an integer
+ * (1..2^63-1), or a string naming a job ("42") or an array's element
+ * ("A42_3"), resolved to its job id; a whole array ("A42") is
+ * PROTO_E_PARAMS here. */
 int control_param_id(struct daemon *d, const cJSON *params, int64_t *id,
                      char *cause, size_t causelen);
 /* The same, where a whole array may be named: then *ids (malloc'd) holds

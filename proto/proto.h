@@ -206,7 +206,7 @@ enum proto_type {
 	PROTO_T_STRV, /* an array of strings */
 	PROTO_T_INTV, /* an array of integers: proto_param_intv */
 	/* a job: an integer, or a string naming one ("42", "A42_3") or an
-	 * array ("A42"), as the daemon resolves them (control-jobs.c) */
+	 * array ("A42"), as the daemon resolves them (control-ids.c) */
 	PROTO_T_ID,
 	PROTO_T_IDV, /* an array of PROTO_T_ID */
 };
