@@ -118,7 +118,7 @@ int store_exec_cut(struct store *s, const char *sql, int64_t cut);
 void store_checkpointer_start(struct store *s);
 void store_checkpointer_stop(struct store *s);
 
-/* store-jobs.c: recount store_usage from the rows (at open, and at a
+/* store-prune.c: recount store_usage from the rows (at open, and at a
  * prune after it could not be kept): one query. */
 int store_usage_load(struct store *s);
 
@@ -128,8 +128,20 @@ int store_usage_load(struct store *s);
 int store_health_note(struct store *s, enum store_area a, const char *what,
                       int rc, const char *why, char *cause, size_t causelen);
 
-/* store-jobs.c: store_prune's part for jobs, in its transaction. */
+/* store-prune.c: store_prune's part for jobs, in its transaction. */
 int store_prune_jobs(struct store *s, int64_t now_ms,
                      const struct store_retention *r);
+
+/* store-prune.c: add to uid's counts of stored bytes and jobs (all and
+ * ended), as a row is inserted, ends or is pruned. */
+void store_usage_add(struct store *s, uid_t uid, int64_t bytes,
+                     int64_t ended_bytes, int64_t jobs, int64_t ended);
+
+/* store-jobs.c: bind text, or NULL for a NULL pointer (a copy). */
+void store_bind_text_or_null(sqlite3_stmt *st, int i, const char *text);
+
+/* store-days.c: count the ended job j in its day's job_days row, inside
+ * the caller's transaction. An sqlite result. */
+int store_days_add(struct store *s, const struct job *j);
 
 #endif

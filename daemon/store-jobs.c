@@ -1,7 +1,8 @@
 /*
  * Jobs and events: inserting, updating and loading jobs, walking the
- * unended and ended ones, adding and listing events, and the jobs' part of
- * retention (store_jobs_expiring, store_prune_jobs). Each write commits
+ * unended and ended ones, adding and listing events (retention and the
+ * per-uid bounds are store-prune.c's, the per-day rollup store-days.c's).
+ * Each write commits
  * before it returns and records its outcome in the store's health
  * (store_health_note in store.c).
  */
@@ -18,9 +19,6 @@
 #include "job.h"
 #include "store-internal.h"
 #include "store-report.h"
-
-static void usage_add(struct store *s, uid_t uid, int64_t bytes,
-                      int64_t ended_bytes, int64_t jobs, int64_t ended);
 
 /* argv and env are stored as JSON arrays so dashboards can json_extract
  * them; NULL stays NULL. */
@@ -145,8 +143,8 @@ store_json_groups(const char *text, gid_t **out, int *n)
 	return 0;
 }
 
-static void
-bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
+void
+store_bind_text_or_null(sqlite3_stmt *st, int i, const char *text)
 {
 	if (text == NULL)
 		sqlite3_bind_null(st, i);
@@ -270,7 +268,7 @@ store_expect_bind(sqlite3_stmt *st, int i, enum job_expect_source e)
 #define BIND_S_NO(m)
 #define BIND_S_INT(m) sqlite3_bind_int64(st, k++, (int64_t)j->m);
 #define BIND_S_DBL(m) sqlite3_bind_double(st, k++, j->m);
-#define BIND_S_TEXT(m) bind_text_or_null(st, k++, j->m);
+#define BIND_S_TEXT(m) store_bind_text_or_null(st, k++, j->m);
 #define BIND_S_STATE(m)                                                        \
 	sqlite3_bind_text(st, k++, job_state_name(j->m), -1, SQLITE_STATIC);
 #define BIND_S_EXPECT(m) store_expect_bind(st, k++, j->m);
@@ -304,8 +302,8 @@ store_args_bind(sqlite3_stmt *st, int64_t id, const struct job *j)
 		return -ENOMEM;
 	}
 	sqlite3_bind_int64(st, 1, id);
-	bind_text_or_null(st, 2, argv);
-	bind_text_or_null(st, 3, env);
+	store_bind_text_or_null(st, 2, argv);
+	store_bind_text_or_null(st, 3, env);
 	cJSON_free(argv);
 	cJSON_free(env);
 	return 0;
@@ -464,9 +462,9 @@ insert_jobs(struct store *s, struct job **v, size_t n, int array, char *cause,
 	if ((rc = store_run(s->commit)) != SQLITE_OK)
 		goto fail;
 	for (i = 0; i < n; i++)
-		usage_add(s, v[i]->uid, v[i]->bytes,
-		          JOB_STATE_ENDED(v[i]->state) ? v[i]->bytes : 0, 1,
-		          JOB_STATE_ENDED(v[i]->state));
+		store_usage_add(s, v[i]->uid, v[i]->bytes,
+		                JOB_STATE_ENDED(v[i]->state) ? v[i]->bytes : 0,
+		                1, JOB_STATE_ENDED(v[i]->state));
 	return 0;
 fail:
 	insert_undo(v, n);
@@ -494,184 +492,6 @@ store_array_insert(struct store *s, struct job **v, size_t n, char *cause,
 	return store_health_note(s, STORE_AREA_SUBMIT, "array insert",
 	                         insert_jobs(s, v, n, 1, why, sizeof why), why,
 	                         cause, causelen);
-}
-
-/* ---- accounting (store-report.h) ---- */
-
-/* The job_days row a job counts in: its own name's, or the uid's
- * "(other)" once the day has STORE_REPORT_NAMES_PER_DAY names. An sqlite
- * result; *name is the row's. */
-static int
-days_name(struct store *s, int64_t day, uid_t uid, const char *want,
-          const char **name)
-{
-	sqlite3_stmt *st;
-	int rc, have = 0;
-	int64_t n = 0;
-
-	*name = want;
-	rc = sqlite3_prepare_v2(s->db,
-	                        "SELECT (SELECT count(*) FROM job_days WHERE"
-	                        " day = ?1 AND uid = ?2 AND name = ?3),"
-	                        " (SELECT count(*) FROM job_days WHERE"
-	                        " day = ?1 AND uid = ?2 AND name != ?4)",
-	                        -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return rc;
-	sqlite3_bind_int64(st, 1, day);
-	sqlite3_bind_int64(st, 2, (int64_t)uid);
-	sqlite3_bind_text(st, 3, want, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, STORE_REPORT_OTHER, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		have = sqlite3_column_int(st, 0) > 0;
-		n = sqlite3_column_int64(st, 1);
-		rc = SQLITE_OK;
-	}
-	sqlite3_finalize(st);
-	if (rc == SQLITE_OK && !have && n >= STORE_REPORT_NAMES_PER_DAY)
-		*name = STORE_REPORT_OTHER;
-	return rc;
-}
-
-static int
-store_days_add(struct store *s, const struct job *j)
-{
-	int64_t ended = j->ended_ms > 0 ? j->ended_ms : 0;
-	int64_t day = ended / STORE_REPORT_DAY_MS, run = 0, waited;
-	uint32_t hist[STORE_REPORT_HIST] = {0};
-	const char *name = NULL;
-	char *hist_text = NULL, *kb_text = NULL;
-	cJSON *kb = NULL;
-	sqlite3_stmt *st = NULL;
-	int rc, killed = j->state == JOB_KILLED;
-	int ran = j->started_ms > 0 && ended >= j->started_ms;
-
-	if ((rc = days_name(s, day, j->uid, j->name ? j->name : "", &name)) !=
-	    SQLITE_OK)
-		return rc;
-	/* The row as it is, to add the job to (its killed_by and run_hist
-	 * are merged here; the numbers in SQL). */
-	rc = sqlite3_prepare_v2(s->db,
-	                        "SELECT killed_by, run_hist FROM job_days"
-	                        " WHERE day = ?1 AND uid = ?2 AND name = ?3",
-	                        -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return rc;
-	sqlite3_bind_int64(st, 1, day);
-	sqlite3_bind_int64(st, 2, (int64_t)j->uid);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *t = (const char *)sqlite3_column_text(st, 0);
-
-		kb = t != NULL ? cJSON_Parse(t) : NULL;
-		(void)store_report_hist_parse(
-		    (const char *)sqlite3_column_text(st, 1), hist);
-		rc = SQLITE_DONE;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (rc != SQLITE_DONE)
-		return rc;
-	if (kb == NULL && (kb = cJSON_CreateObject()) == NULL)
-		return SQLITE_NOMEM;
-	if (killed) {
-		const char *reason =
-		    j->end_reason && *j->end_reason ? j->end_reason : "other";
-		cJSON *c = cJSON_GetObjectItemCaseSensitive(kb, reason);
-
-		if (c != NULL)
-			cJSON_SetNumberValue(c, c->valuedouble + 1);
-		else
-			cJSON_AddNumberToObject(kb, reason, 1);
-	}
-	if (ran) {
-		run = ended - j->started_ms;
-		hist[store_report_hist_bucket(run)]++;
-	}
-	waited = (ran ? j->started_ms : ended) - j->submitted_ms;
-	if (waited < 0 || j->submitted_ms <= 0)
-		waited = 0;
-	kb_text = cJSON_PrintUnformatted(kb);
-	cJSON_Delete(kb);
-	hist_text = store_report_hist_text(hist);
-	if (kb_text == NULL || hist_text == NULL) {
-		rc = SQLITE_NOMEM;
-		goto out;
-	}
-	rc = sqlite3_prepare_v2(
-	    s->db,
-	    "INSERT INTO job_days (day, uid, name, user, runs, exited_0,"
-	    " exited_nonzero, failed, killed, cancelled, lost, killed_by, ran,"
-	    " run_ms, run_hist, waited_ms, footprint_peak_bytes,"
-	    " swap_growth_peak_bytes) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7,"
-	    " ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
-	    " ON CONFLICT (day, uid, name) DO UPDATE SET user = excluded.user,"
-	    " runs = runs + 1, exited_0 = exited_0 + excluded.exited_0,"
-	    " exited_nonzero = exited_nonzero + excluded.exited_nonzero,"
-	    " failed = failed + excluded.failed,"
-	    " killed = killed + excluded.killed,"
-	    " cancelled = cancelled + excluded.cancelled,"
-	    " lost = lost + excluded.lost, killed_by = excluded.killed_by,"
-	    " ran = ran + excluded.ran, run_ms = run_ms + excluded.run_ms,"
-	    " run_hist = excluded.run_hist,"
-	    " waited_ms = waited_ms + excluded.waited_ms,"
-	    " footprint_peak_bytes = max(footprint_peak_bytes,"
-	    "  excluded.footprint_peak_bytes),"
-	    " swap_growth_peak_bytes = max(swap_growth_peak_bytes,"
-	    "  excluded.swap_growth_peak_bytes)",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
-	sqlite3_bind_int64(st, 1, day);
-	sqlite3_bind_int64(st, 2, (int64_t)j->uid);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-	bind_text_or_null(st, 4, j->user);
-	sqlite3_bind_int(st, 5,
-	                 j->state == JOB_EXITED && j->exit_code == 0 &&
-	                     j->term_signal == 0);
-	sqlite3_bind_int(st, 6,
-	                 j->state == JOB_EXITED &&
-	                     (j->exit_code != 0 || j->term_signal != 0));
-	sqlite3_bind_int(st, 7, j->state == JOB_FAILED);
-	sqlite3_bind_int(st, 8, killed);
-	sqlite3_bind_int(st, 9, j->state == JOB_CANCELLED);
-	sqlite3_bind_int(st, 10, j->state == JOB_LOST);
-	sqlite3_bind_text(st, 11, kb_text, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 12, ran);
-	sqlite3_bind_int64(st, 13, run);
-	sqlite3_bind_text(st, 14, hist_text, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 15, waited);
-	sqlite3_bind_int64(st, 16, (int64_t)j->footprint_peak_bytes);
-	sqlite3_bind_int64(st, 17, (int64_t)j->swap_growth_peak_bytes);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-out:
-	sqlite3_finalize(st);
-	free(kb_text);
-	free(hist_text);
-	return rc;
-}
-
-int
-store_account(struct store *s, struct job *const *jobs, size_t n, char *cause,
-              size_t causelen)
-{
-	size_t i;
-	int rc;
-
-	if ((rc = store_run(s->begin)) != SQLITE_OK)
-		return store_fail(s, rc, "accounting", cause, causelen);
-	for (i = 0; i < n && rc == SQLITE_OK; i++)
-		if (JOB_STATE_ENDED(jobs[i]->state))
-			rc = store_days_add(s, jobs[i]);
-	if (rc == SQLITE_OK)
-		rc = store_run(s->commit);
-	if (rc != SQLITE_OK) {
-		rc = store_fail(s, rc, "accounting", cause, causelen);
-		store_abort(s);
-		return rc;
-	}
-	return 0;
 }
 
 static int
@@ -716,7 +536,7 @@ update_job(struct store *s, const struct job *j, char *cause, size_t causelen)
 		return rc;
 	}
 	if (days)
-		usage_add(s, j->uid, 0, j->bytes, 0, 1);
+		store_usage_add(s, j->uid, 0, j->bytes, 0, 1);
 	return 0;
 }
 
@@ -906,7 +726,7 @@ insert_event(struct store *s, struct store_event *e, char *cause,
 	sqlite3_bind_int64(st, 3, (int64_t)e->uid);
 	sqlite3_bind_text(st, 4, e->kind != NULL ? e->kind : "", -1,
 	                  SQLITE_TRANSIENT);
-	bind_text_or_null(st, 5, e->detail);
+	store_bind_text_or_null(st, 5, e->detail);
 	rc = store_run(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_OK)
@@ -1003,290 +823,5 @@ store_job_events(struct store *s, int64_t job_id, const char *kind,
 	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
 	rc = event_rows(st, cb, arg);
 	sqlite3_finalize(st);
-	return rc;
-}
-
-int
-store_jobs_expiring(struct store *s, int64_t now_ms,
-                    const struct store_retention *r,
-                    void (*cb)(void *arg, int64_t id), void *arg)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	if (r->jobs_ms <= 0)
-		return 0;
-	rc = sqlite3_prepare_v2(
-	    s->db,
-	    "SELECT id FROM jobs WHERE state IN " JOB_ENDED_STATES
-	    " AND ended_ms < ?1",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_errno(rc);
-	sqlite3_bind_int64(st, 1, now_ms - r->jobs_ms);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		cb(arg, sqlite3_column_int64(st, 0));
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : store_errno(rc);
-}
-
-static int
-prune_usage(struct store *s, int64_t cut)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	rc = sqlite3_prepare_v2(
-	    s->db,
-	    "SELECT uid, count(*), total(b) FROM (SELECT uid, bytes"
-	    " AS b FROM jobs WHERE state IN " JOB_ENDED_STATES
-	    " AND ended_ms < ?1) GROUP BY uid",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return rc;
-	sqlite3_bind_int64(st, 1, cut);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t n = sqlite3_column_int64(st, 1);
-		int64_t b = (int64_t)sqlite3_column_double(st, 2);
-
-		usage_add(s, (uid_t)sqlite3_column_int64(st, 0), -b, -b, -n,
-		          -n);
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* store_prune's part for jobs, inside its transaction: the ended jobs past
- * r->jobs_ms with their samples and events, and daemon events as old. An
- * sqlite result. */
-int
-store_prune_jobs(struct store *s, int64_t now_ms,
-                 const struct store_retention *r)
-{
-	const int64_t keep[] = {r->raw_ms, r->t10s_ms, r->t1m_ms, r->t10m_ms,
-	                        r->jobs_ms};
-	int64_t longest = 0;
-	size_t k;
-	int rc;
-
-	/* Accounting is kept as long as the longest retention (forever
-	 * when any of them is), in whole days. */
-	for (k = 0; k < sizeof keep / sizeof keep[0]; k++) {
-		if (keep[k] <= 0) {
-			longest = 0;
-			break;
-		}
-		if (keep[k] > longest)
-			longest = keep[k];
-	}
-	if (longest > 0 &&
-	    (rc = store_exec_cut(s, "DELETE FROM job_days WHERE day < ?1",
-	                         (now_ms - longest) / STORE_REPORT_DAY_MS)) !=
-	        SQLITE_OK)
-		return rc;
-	if (r->jobs_ms > 0) {
-		int64_t cut = now_ms - r->jobs_ms;
-
-		/* store_usage loses what goes: only those rows are read
-		 * (store_prune recounts if the transaction fails). */
-		if ((rc = prune_usage(s, cut)) != SQLITE_OK)
-			return rc;
-		if ((rc = store_exec_cut(
-		         s,
-		         "DELETE FROM job_samples WHERE job_id IN"
-		         " (SELECT id FROM jobs WHERE state "
-		         "IN " JOB_ENDED_STATES " AND ended_ms < ?1)",
-		         cut)) != SQLITE_OK ||
-		    (rc = store_exec_cut(
-		         s,
-		         "DELETE FROM job_args WHERE job_id IN"
-		         " (SELECT CASE WHEN array_id > 0 THEN array_id ELSE id"
-		         " END FROM jobs WHERE state IN " JOB_ENDED_STATES
-		         " AND ended_ms < ?1) AND NOT EXISTS (SELECT 1 FROM "
-		         "jobs"
-		         " j2 WHERE j2.array_id > 0 AND j2.array_id ="
-		         " job_args.job_id AND NOT (j2.state "
-		         "IN " JOB_ENDED_STATES " AND j2.ended_ms < ?1))",
-		         cut)) != SQLITE_OK ||
-		    (rc = store_exec_cut(s,
-		                         "DELETE FROM events WHERE job_id IN"
-		                         " (SELECT id FROM jobs WHERE state "
-		                         "IN " JOB_ENDED_STATES
-		                         " AND ended_ms < ?1)"
-		                         " OR (job_id = 0 AND ts_ms < ?1)",
-		                         cut)) != SQLITE_OK ||
-		    (rc = store_exec_cut(
-		         s,
-		         "DELETE FROM jobs WHERE state IN " JOB_ENDED_STATES
-		         " AND ended_ms < ?1",
-		         cut)) != SQLITE_OK ||
-		    (rc = store_exec_cut(s,
-		                         "DELETE FROM learned_peaks"
-		                         " WHERE ended_ms < ?1",
-		                         cut)) != SQLITE_OK)
-			return rc;
-	}
-	return SQLITE_OK;
-}
-
-/* ---- bounds per user ---- */
-
-static int64_t
-strv_bytes(char *const *v)
-{
-	int64_t n = 0;
-
-	for (; v != NULL && *v != NULL; v++)
-		n += (int64_t)strlen(*v);
-	return n;
-}
-
-int64_t
-store_job_bytes(const struct job *j)
-{
-	return strv_bytes(j->argv) + strv_bytes(j->env) +
-	       (j->cwd != NULL ? (int64_t)strlen(j->cwd) : 0) +
-	       (j->name != NULL ? (int64_t)strlen(j->name) : 0) +
-	       (j->on_end != NULL ? (int64_t)strlen(j->on_end) : 0) +
-	       (j->group != NULL ? (int64_t)strlen(j->group) : 0);
-}
-
-/* Add to uid's counts (negative to take away). Out of memory the counts
- * are recounted at the next prune (usage_stale). */
-static void
-usage_add(struct store *s, uid_t uid, int64_t bytes, int64_t ended_bytes,
-          int64_t jobs, int64_t ended)
-{
-	struct umap_slot *b = umap_get(&s->usage_bytes, (uint64_t)uid + 1);
-	struct umap_slot *r;
-
-	if (b == NULL) {
-		s->usage_stale = 1;
-		return;
-	}
-	b->a += bytes;
-	b->b += ended_bytes;
-	if ((r = umap_get(&s->usage_rows, (uint64_t)uid + 1)) == NULL) {
-		s->usage_stale = 1;
-		return;
-	}
-	r->a += jobs;
-	r->b += ended;
-}
-
-void
-store_usage(struct store *s, uid_t uid, struct store_usage *u)
-{
-	struct umap_slot *b = umap_find(&s->usage_bytes, (uint64_t)uid + 1);
-	struct umap_slot *r = umap_find(&s->usage_rows, (uint64_t)uid + 1);
-
-	memset(u, 0, sizeof *u);
-	if (b != NULL) {
-		u->bytes = b->a;
-		u->ended_bytes = b->b;
-	}
-	if (r != NULL) {
-		u->jobs = r->a;
-		u->ended = r->b;
-	}
-}
-
-int
-store_usage_load(struct store *s)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	rc = sqlite3_prepare_v2(
-	    s->db,
-	    "SELECT uid, total(b), total(e * b), count(*), total(e) FROM"
-	    " (SELECT uid, state IN " JOB_ENDED_STATES " AS e, bytes"
-	    " AS b FROM jobs) GROUP BY uid",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_errno(rc);
-	umap_clear(&s->usage_bytes);
-	umap_clear(&s->usage_rows);
-	s->usage_stale = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		usage_add(s, (uid_t)sqlite3_column_int64(st, 0),
-		          (int64_t)sqlite3_column_double(st, 1),
-		          (int64_t)sqlite3_column_double(st, 2),
-		          sqlite3_column_int64(st, 3),
-		          (int64_t)sqlite3_column_double(st, 4));
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : store_errno(rc);
-}
-
-int
-store_make_room(struct store *s, uid_t uid, int64_t need_bytes,
-                int64_t max_bytes, int64_t max_ended,
-                void (*cb)(void *arg, int64_t id), void *arg, int *pruned,
-                char *cause, size_t causelen)
-{
-	sqlite3_stmt *st = s->jobs_oldest_ended;
-	struct store_usage u;
-	int64_t *ids = NULL, *nids, bytes = 0, gone_bytes = 0;
-	size_t n = 0, cap = 0, i;
-	int rc;
-
-	*pruned = 0;
-	store_usage(s, uid, &u);
-	/* The oldest first, as many as it takes. */
-	sqlite3_bind_int64(st, 1, (int64_t)uid);
-	while ((u.bytes - gone_bytes + need_bytes > max_bytes ||
-	        u.ended - (int64_t)n > max_ended) &&
-	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap == 0 ? 64 : 2 * cap;
-			if ((nids = realloc(ids, cap * sizeof *ids)) == NULL) {
-				sqlite3_reset(st);
-				free(ids);
-				store_cause(cause, causelen,
-				            "pruning: out of memory");
-				return -ENOMEM;
-			}
-			ids = nids;
-		}
-		ids[n++] = sqlite3_column_int64(st, 0);
-		gone_bytes += sqlite3_column_int64(st, 1);
-	}
-	rc = sqlite3_reset(st);
-	if (rc != SQLITE_OK) {
-		free(ids);
-		return store_fail(s, rc, "listing the oldest ended jobs", cause,
-		                  causelen);
-	}
-	if (n == 0) {
-		free(ids);
-		return 0;
-	}
-	if ((rc = store_run(s->begin)) != SQLITE_OK)
-		goto fail;
-	for (i = 0; i < n; i++) {
-		sqlite3_bind_int64(s->del_job_samples, 1, ids[i]);
-		sqlite3_bind_int64(s->del_job_events, 1, ids[i]);
-		sqlite3_bind_int64(s->del_job, 1, ids[i]);
-		sqlite3_bind_int64(s->del_job_args, 1, ids[i]);
-		if ((rc = store_run(s->del_job_samples)) != SQLITE_OK ||
-		    (rc = store_run(s->del_job_events)) != SQLITE_OK ||
-		    (rc = store_run(s->del_job_args)) != SQLITE_OK ||
-		    (rc = store_run(s->del_job)) != SQLITE_OK)
-			goto fail;
-	}
-	if ((rc = store_run(s->commit)) != SQLITE_OK)
-		goto fail;
-	bytes = gone_bytes;
-	usage_add(s, uid, -bytes, -bytes, -(int64_t)n, -(int64_t)n);
-	for (i = 0; cb != NULL && i < n; i++)
-		cb(arg, ids[i]);
-	free(ids);
-	*pruned = (int)n;
-	return 0;
-fail:
-	free(ids);
-	rc =
-	    store_fail(s, rc, "pruning the oldest ended jobs", cause, causelen);
-	store_abort(s);
 	return rc;
 }
