@@ -301,6 +301,27 @@ await_admission(sl_client *c, int64_t id, char *why, size_t len)
 	}
 }
 
+/* STAGELOAD_JOB_ID, STAGELOAD_SOCKET and (when the daemon gave one)
+ * STAGELOAD_JOB_TOKEN in the task's environment, over any the user's
+ * own environment brought. */
+static int
+task_env(spank_t sp, const char *path, int64_t jid, const char *token)
+{
+	char idbuf[32];
+
+	snprintf(idbuf, sizeof idbuf, "%" PRId64, jid);
+	if (spank_setenv(sp, "STAGELOAD_JOB_ID", idbuf, 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "STAGELOAD_SOCKET", path, 1) != ESPANK_SUCCESS)
+		return -1;
+	if (token != NULL)
+		return spank_setenv(sp, "STAGELOAD_JOB_TOKEN", token, 1) ==
+		               ESPANK_SUCCESS
+		           ? 0
+		           : -1;
+	(void)spank_unsetenv(sp, "STAGELOAD_JOB_TOKEN");
+	return 0;
+}
+
 int
 slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
@@ -392,6 +413,15 @@ slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (sl_call(c, "job_pid", params, NULL) < 0) {
 		slurm_error("stageload: task %u: job %" PRId64 ": job_pid: %s",
 		            id.task, sub.id, sl_errmsg(c));
+		goto out;
+	}
+	/* The task's environment names its job and daemon, as a detached
+	 * job's does, so stage reports from inside it reach this node's
+	 * daemon and carry the job's token (PROTOCOL.md, submit). */
+	if (task_env(sp, path, sub.id, sl_job_token(c, sub.id)) < 0) {
+		slurm_error("stageload: task %u: job %" PRId64
+		            ": cannot set its environment",
+		            id.task, sub.id);
 		goto out;
 	}
 	rc = 0;

@@ -213,7 +213,7 @@ cd "$T/work"
 meminfo n1 10
 sees n1 10
 # shellcheck disable=SC2016 # the task's shell expands it
-as_nobody srun -w n1 --stageload-wait-free=50 sh -c 'echo ran as $(id -u)' \
+as_nobody srun -w n1 --stageload-wait-free=50 sh -c 'echo ran as $(id -u); echo "env $STAGELOAD_JOB_ID $STAGELOAD_SOCKET $STAGELOAD_JOB_TOKEN"' \
 	>"$T/wf.out" 2>"$T/wf.err" &
 wf=$!
 queued() { [ "$(ctl n1 --json status | jq_ '[x["state"] for x in j["jobs"]]')" = "['queued']" ]; }
@@ -226,9 +226,13 @@ meminfo n1 60
 wait "$wf" || fail "srun failed after memory came back: $(cat "$T/wf.err")"
 grep -q "ran as 65534" "$T/wf.out" || fail "the task did not run as nobody: $(cat "$T/wf.out")"
 j=$(ctl n1 --json status --all)
+# its environment names its job, this node's daemon and the job's token
+wid=$(echo "$j" | jq_ 'j["jobs"][0]["id"]')
+grep -Eq "^env $wid $T/n1/sl.sock [0-9a-f]{32}\$" "$T/wf.out" ||
+	fail "the task's environment does not name job $wid, its daemon and token: $(cat "$T/wf.out")"
 [ "$(echo "$j" | jq_ '[(x["user"], x["state"], x["exit_code"], x["name"].startswith("slurm-"), x["wait_free_pct"]) for x in j["jobs"]]')" = "[('nobody', 'exited', 0, True, 50)]" ] ||
 	fail "the task's job: $j"
-ok "--stageload-wait-free=50 waits at 10 % free (Slurm: RUNNING), runs at 60 % as nobody; root reported exit 0"
+ok "--stageload-wait-free=50 waits at 10 % free (Slurm: RUNNING), runs at 60 % as nobody with STAGELOAD_JOB_ID, _SOCKET and _JOB_TOKEN; root reported exit 0"
 
 # --- a breach kills one task of two; the other runs on ---
 # srun's own context asks the daemon of "its host": n1 here.
