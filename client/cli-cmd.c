@@ -2,141 +2,20 @@
  * The commands of stageloadctl as entries: the list (cmd-list.h), the one
  * parser of their arguments, which checks every option against the entry
  * before the command runs, and the help made from the entries. Errors are
- * said here too, in one style.
+ * said here too, in one style (a daemon's refusal in the words of the
+ * command line: cli-daemon-errors.c; the options that pick jobs:
+ * cli-filter.c).
  */
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
 #include "clock.h"
 #include "text.h"
 #include "units.h"
-
-const struct cli_option cli_filter_options[] = {
-    {"user", 'u', CLI_TEXT, "NAME", 0, 0, "only the jobs of user NAME"},
-    {"mine", 0, CLI_FLAG, NULL, 0, 0, "only your own jobs"},
-    {"state", 0, CLI_TEXT, "STATE,...", 0, 0,
-     "only jobs in one of these states: queued, admitted,\n"
-     "running, exited, killed, failed, cancelled, lost"},
-    {"name", 0, CLI_TEXT, "GLOB", 0, 0,
-     "only jobs whose name matches GLOB (fnmatch(3):\n"
-     "* ? [...]; quote it from the shell)"},
-    {NULL, 0, 0, NULL, 0, 0, NULL},
-};
-
-/* The same rows but --state (keep their texts alike). */
-const struct cli_option cli_filter_options_ended[] = {
-    {"user", 'u', CLI_TEXT, "NAME", 0, 0, "only the jobs of user NAME"},
-    {"mine", 0, CLI_FLAG, NULL, 0, 0, "only your own jobs"},
-    {"name", 0, CLI_TEXT, "GLOB", 0, 0,
-     "only jobs whose name matches GLOB (fnmatch(3):\n"
-     "* ? [...]; quote it from the shell)"},
-    {NULL, 0, 0, NULL, 0, 0, NULL},
-};
-
-static int has_option(const struct cli_args *a, const char *name);
-
-/* --state, when the command has it. */
-static const char *
-filter_states(const struct cli_args *args)
-{
-	return has_option(args, "state") ? cli_text(args, "state", NULL) : NULL;
-}
-
-int
-cli_filter(struct cli *cli, const struct cli_args *args, sl_filter **out)
-{
-	const char *user = cli_text(args, "user", NULL);
-	const char *states = filter_states(args);
-	const char *name = cli_text(args, "name", NULL);
-	int mine = cli_has(args, "mine");
-	char word[32];
-	const char *p, *end;
-	size_t len;
-	sl_filter *f;
-
-	*out = NULL;
-	if (user == NULL && states == NULL && name == NULL && !mine)
-		return -1;
-	if (user != NULL && mine)
-		return cli_usage_error(cli, "--user and --mine: one or the "
-		                            "other");
-	/* A name nobody has would list nothing, as if that user had no
-	 * jobs; digits are a uid. */
-	if (user != NULL && getpwnam(user) == NULL &&
-	    strspn(user, "0123456789") != strlen(user))
-		return cli_usage_error(cli, "--user %s: no such user", user);
-	if ((f = sl_filter_new()) == NULL ||
-	    (user != NULL && sl_filter_set_user(f, user) != 0) ||
-	    (mine && sl_filter_set_mine(f, 1) != 0) ||
-	    (name != NULL && sl_filter_set_name(f, name) != 0)) {
-		sl_filter_free(f);
-		cli_error("out of memory");
-		return EXIT_ERR;
-	}
-	for (p = states; p != NULL; p = end != NULL ? end + 1 : NULL) {
-		end = strchr(p, ',');
-		len = end != NULL ? (size_t)(end - p) : strlen(p);
-		snprintf(word, sizeof word, "%.*s", (int)(len < 31 ? len : 31),
-		         p);
-		if (len >= sizeof word || sl_filter_add_state(f, word) != 0) {
-			sl_filter_free(f);
-			return cli_usage_error(
-			    cli,
-			    "--state: no state '%s' (states: queued, "
-			    "admitted, running, exited, killed, failed, "
-			    "cancelled, lost)",
-			    word);
-		}
-	}
-	*out = f;
-	return -1;
-}
-
-int
-cli_filter_params(const struct cli_args *args, cJSON *params)
-{
-	const char *user = cli_text(args, "user", NULL);
-	const char *states = filter_states(args);
-	const char *name = cli_text(args, "name", NULL);
-	const char *p, *end;
-	cJSON *a;
-
-	if ((user != NULL &&
-	     cJSON_AddStringToObject(params, "user", user) == NULL) ||
-	    (cli_has(args, "mine") &&
-	     cJSON_AddTrueToObject(params, "mine") == NULL) ||
-	    (name != NULL &&
-	     cJSON_AddStringToObject(params, "name", name) == NULL))
-		return -ENOMEM;
-	if (states == NULL)
-		return 0;
-	if ((a = cJSON_AddArrayToObject(params, "state")) == NULL)
-		return -ENOMEM;
-	for (p = states; p != NULL; p = end != NULL ? end + 1 : NULL) {
-		cJSON *s;
-		char *w;
-
-		end = strchr(p, ',');
-		if ((w = strndup(p, end != NULL ? (size_t)(end - p)
-		                                : strlen(p))) == NULL)
-			return -ENOMEM;
-		s = cJSON_CreateString(w);
-		free(w);
-		if (s == NULL)
-			return -ENOMEM;
-		cJSON_AddItemToArray(a, s);
-	}
-	return 0;
-}
 
 /* A size option given as a bare number below this (other than 0) is
  * refused with a suggestion: 1M bytes and up are plausibly meant. */
@@ -223,110 +102,6 @@ cli_usage_error(const struct cli *cli, const char *fmt, ...)
 	if (msg != small && msg != fmt)
 		free((char *)msg);
 	return EXIT_USAGE;
-}
-
-/* The wire names of job options a daemon's refusal may use, and the
- * options that set them; _bytes ones are followed by a byte count. */
-static const struct {
-	const char *wire, *option;
-	int bytes;
-} wire_words[] = {
-    {"wait_free_bytes", "--wait-free", 1},
-    {"swap_budget_bytes", "--swap-budget", 1},
-    {"expect_bytes", "--expect", 1},
-    {"wait_free_pct", "--wait-free", 0},
-    {"retry_on_breach", "--retry-on-breach", 0},
-};
-
-void
-cli_daemon_words(const char *msg, char *buf, size_t len)
-{
-	size_t out = 0, i, n;
-	const char *p = msg, *q;
-	char size[24];
-	int done;
-
-	if (len == 0)
-		return;
-	while (*p != '\0' && out + 1 < len) {
-		done = 0;
-		for (i = 0; i < sizeof wire_words / sizeof wire_words[0]; i++) {
-			n = strlen(wire_words[i].wire);
-			/* whole words only */
-			if (strncmp(p, wire_words[i].wire, n) != 0 ||
-			    (p > msg &&
-			     (p[-1] == '_' || isalnum((unsigned char)p[-1]))) ||
-			    p[n] == '_' || isalnum((unsigned char)p[n]))
-				continue;
-			q = p + n;
-			if (wire_words[i].bytes && q[0] == ' ' &&
-			    isdigit((unsigned char)q[1])) {
-				unsigned long long v =
-				    strtoull(q + 1, (char **)&q, 10);
-				cli_size(v, size, sizeof size);
-				out += (size_t)snprintf(
-				    buf + out, len - out, "%s %s",
-				    wire_words[i].option, size);
-			} else {
-				out +=
-				    (size_t)snprintf(buf + out, len - out, "%s",
-				                     wire_words[i].option);
-			}
-			p = q;
-			done = 1;
-			break;
-		}
-		if (out >= len) {
-			out = len - 1;
-			break;
-		}
-		if (done)
-			continue;
-		/* "(25276502016 bytes, 24G)": the size says it */
-		if (p[0] == '(' && isdigit((unsigned char)p[1])) {
-			q = p + 1 + strspn(p + 1, "0123456789");
-			if (strncmp(q, " bytes, ", 8) == 0) {
-				buf[out++] = '(';
-				p = q + 8;
-				continue;
-			}
-		}
-		buf[out++] = *p++;
-	}
-	buf[out] = '\0';
-}
-
-int
-cli_fail(struct cli *cli)
-{
-	int code = sl_errcode(cli->client);
-	char msg[1024];
-
-	cli_daemon_words(sl_errmsg(cli->client), msg, sizeof msg);
-	cli_error("%s", msg);
-	return cli_exit_for_error(code);
-}
-
-int
-cli_fail_job(struct cli *cli, int64_t id)
-{
-	int code = sl_errcode(cli->client);
-	char msg[1024], name[32];
-	const char *p;
-	size_t n;
-
-	cli_daemon_words(sl_errmsg(cli->client), msg, sizeof msg);
-	/* "job 4: job 4 is not yours" says the id twice */
-	n = (size_t)snprintf(name, sizeof name, "job %" PRId64, id);
-	for (p = strstr(msg, name); p != NULL; p = strstr(p + 1, name))
-		if ((p == msg || !isalnum((unsigned char)p[-1])) &&
-		    !isdigit((unsigned char)p[n]))
-			break;
-	if (p != NULL)
-		cli_error("%s", msg);
-	else
-		cli_error("%s: %s", name, msg);
-	return cli_exit_for_error(code);
 }
 
 int
@@ -787,7 +562,7 @@ cli_parse(const struct cli_entry *e, int argc, char **argv, struct cli *cli,
 }
 
 /* 1 when the command has option name. */
-static int
+int
 has_option(const struct cli_args *a, const char *name)
 {
 	struct rows r;

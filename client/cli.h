@@ -144,6 +144,9 @@ const char *cli_text(const struct cli_args *a, const char *name,
                      const char *dflt);
 int64_t cli_number(const struct cli_args *a, const char *name, int64_t dflt);
 double cli_pct(const struct cli_args *a, const char *name, double dflt);
+/* 1 when the command has option name (cli-cmd.c; cli-filter.c asks it
+ * of --state). */
+int has_option(const struct cli_args *a, const char *name);
 
 /*
  * cli-job-options.c: the job options of proto/job-fields.h's JOB_CLI, as
