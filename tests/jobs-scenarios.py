@@ -43,11 +43,14 @@ class Memory:
             self.free_pct = free_pct
         if swap_used_gib is not None:
             self.swap_used_kb = int(swap_used_gib * GIB_KB)
+        # the time before the write: a test descheduled between the two
+        # would otherwise look for the daemon's first sample of the new
+        # values after that sample
+        t = int(time.time() * 1000)
         write_meminfo(self.d.proc_root, total_kb=TOTAL_KB,
                       avail_kb=int(TOTAL_KB * self.free_pct / 100),
                       swap_total_kb=SWAP_TOTAL_KB,
                       swap_free_kb=SWAP_TOTAL_KB - self.swap_used_kb)
-        t = int(time.time() * 1000)
         if sync:
             c = Client(self.d.socket)
 
