@@ -834,3 +834,23 @@ cli_spec_wait_free_bytes(const sl_job_spec *spec)
 	           ? (uint64_t)v
 	           : 0;
 }
+
+void
+cli_csv_field(const char *t)
+{
+	char *safe = cli_safe_dup(t != NULL ? t : "");
+	const char *s = safe != NULL ? safe : "", *p;
+
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		fputs(s, stdout);
+	} else {
+		putchar('"');
+		for (p = s; *p != '\0'; p++) {
+			if (*p == '"')
+				putchar('"');
+			putchar(*p);
+		}
+		putchar('"');
+	}
+	free(safe);
+}

@@ -328,6 +328,10 @@ const char *cli_size(uint64_t bytes, char *buf, size_t len);
 const char *cli_safe(const char *s, size_t max, char *buf, size_t len);
 /* The same, whole, into a malloc'd string (NULL when out of memory). */
 char *cli_safe_dup(const char *s);
+/* Text from users as one CSV field on stdout: escaped as cli_safe does,
+ * quoted when it holds a comma, a quote or a line break (RFC 4180); NULL
+ * is an empty field. */
+void cli_csv_field(const char *t);
 /* Print JSON text (cJSON's, one value) and a newline to f with the
  * controls, C1 and bidi characters in its strings as JSON escapes
  * (PROTO_TEXT_JSON): the same JSON to a reader, safe on a terminal.

@@ -100,30 +100,6 @@ print_table(const struct sl_history *h)
 		printf("(no samples in this span)\n");
 }
 
-/* A stage name as a CSV field: quoted when it holds a comma, a quote or a
- * line break (RFC 4180), escaped as text from users is. */
-static void
-csv_stage(const char *name)
-{
-	char safe[1100];
-	const char *p;
-
-	if (name == NULL)
-		return;
-	cli_safe(name, 0, safe, sizeof safe);
-	if (strpbrk(safe, ",\"\r\n") == NULL) {
-		fputs(safe, stdout);
-		return;
-	}
-	putchar('"');
-	for (p = safe; *p != '\0'; p++) {
-		if (*p == '"')
-			putchar('"');
-		putchar(*p);
-	}
-	putchar('"');
-}
-
 /*
  * The column time is ts_ms as local time ("2026-11-30 05:00:00", with
  * milliseconds when the step is under a second), for a reader or a
@@ -157,7 +133,7 @@ print_csv(const struct sl_history *h)
 			       b->footprint_bytes.avg, b->footprint_bytes.max,
 			       b->swap_bytes.min, b->swap_bytes.avg,
 			       b->swap_bytes.max, t);
-			csv_stage(h->stages != NULL ? h->stages[i] : NULL);
+			cli_csv_field(h->stages != NULL ? h->stages[i] : NULL);
 			putchar('\n');
 		} else
 			printf("%" PRId64 ",%" PRId64 ",%.2f,%.2f,%.2f,%.0f,"

@@ -190,25 +190,6 @@ print_json_rows(const struct sl_report *r)
 	return EXIT_OK;
 }
 
-/* A CSV field: quoted when it holds a comma, a quote or a line break. */
-static void
-csv_field(const char *t)
-{
-	const char *p;
-
-	if (strpbrk(t, ",\"\r\n") == NULL) {
-		fputs(t, stdout);
-		return;
-	}
-	putchar('"');
-	for (p = t; *p != '\0'; p++) {
-		if (*p == '"')
-			putchar('"');
-		putchar(*p);
-	}
-	putchar('"');
-}
-
 static void
 print_csv(const struct sl_report *r)
 {
@@ -226,14 +207,11 @@ print_csv(const struct sl_report *r)
 
 			if (k > 0)
 				putchar(',');
-			if (t != NULL) {
-				char *safe = cli_safe_dup(t);
-
-				csv_field(safe != NULL ? safe : "");
-				free(safe);
-			} else if (!(strcmp(c.key[k], "run_time_median_ms") ==
-			                 0 &&
-			             v < 0))
+			if (t != NULL)
+				cli_csv_field(t);
+			else if (!(strcmp(c.key[k], "run_time_median_ms") ==
+			               0 &&
+			           v < 0))
 				printf("%" PRId64, v);
 		}
 		putchar('\n');
