@@ -2,9 +2,9 @@
  * Job ids as a client writes them, and whole arrays: the one resolver of
  * job ids (an integer, "42", "A42", "A42_3"; control_resolve), the "id"
  * param of the job methods read through it (control_param_id, and
- * control_param_ref where a whole array may be named), and a whole array's
- * elements checked and answered (control_element_owner,
- * control_answer_array).
+ * control_param_ref where a whole array may be named), and a whole array
+ * answered (control_answer_array; its elements are checked by
+ * control.c's control_element_owner).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -136,22 +136,6 @@ control_param_id(struct daemon *d, const cJSON *params, int64_t *id,
 		                       causelen);
 	return control_resolve(d, v, "id", 0, id, &array_id, &ids, &n, cause,
 	                       causelen);
-}
-
-int
-control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
-                      struct jobs_view *v, char *cause, size_t causelen)
-{
-	int rc;
-
-	if ((rc = jobs_get_lean(d, id, v, cause, causelen)) != 0)
-		return rc;
-	if (!wire_may_see(p->uid, v->j)) {
-		jobs_view_free(v);
-		snprintf(cause, causelen, "job %" PRId64 " is not yours", id);
-		return PROTO_E_PERM;
-	}
-	return 0;
 }
 
 int

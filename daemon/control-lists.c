@@ -536,17 +536,6 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return 0;
 }
 
-static cJSON *
-mma_json(double mn, double avg, double mx)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	proto_add_int(o, "min", (int64_t)mn);
-	proto_add_int(o, "avg", (int64_t)avg);
-	proto_add_int(o, "max", (int64_t)mx);
-	return o;
-}
-
 /* A job's history answer: its buckets read, written JOB_HISTORY_PART
  * at a time. */
 #define JOB_HISTORY_PART 500
@@ -586,17 +575,8 @@ job_history_fill(struct daemon *d, void *state, struct answers_buf *out,
 		const char *stage =
 		    store_stage_at(h->st, h->nst, b->ts_ms,
 		                   b->ts_ms + (h->step > 0 ? h->step : 1));
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = store_read_job_bucket_json(b);
 
-		proto_add_int(o, "ts_ms", b->ts_ms);
-		proto_add_int(o, "n", b->n);
-		cJSON_AddItemToObject(o, "footprint_bytes",
-		                      mma_json(b->footprint_min,
-		                               b->footprint_avg,
-		                               b->footprint_max));
-		cJSON_AddItemToObject(
-		    o, "swap_bytes",
-		    mma_json(b->swap_min, b->swap_avg, b->swap_max));
 		if (stage != NULL)
 			cJSON_AddStringToObject(o, "stage", stage);
 		else

@@ -288,13 +288,17 @@ control_dispatch(struct daemon *d, const struct peer *p, const char *method,
 	                           params, result, cause, causelen);
 }
 
-int
-control_job_owner(struct daemon *d, const struct peer *p, int64_t id,
-                  struct jobs_view *v, char *cause, size_t causelen)
+/* The job, read by get, when the peer may see it. */
+static int
+job_owner(struct daemon *d, const struct peer *p, int64_t id,
+          struct jobs_view *v,
+          int (*get)(struct daemon *, int64_t, struct jobs_view *, char *,
+                     size_t),
+          char *cause, size_t causelen)
 {
 	int rc;
 
-	if ((rc = jobs_get(d, id, v, cause, causelen)) != 0)
+	if ((rc = get(d, id, v, cause, causelen)) != 0)
 		return rc;
 	if (!wire_may_see(p->uid, v->j)) {
 		jobs_view_free(v);
@@ -302,6 +306,20 @@ control_job_owner(struct daemon *d, const struct peer *p, int64_t id,
 		return PROTO_E_PERM;
 	}
 	return 0;
+}
+
+int
+control_job_owner(struct daemon *d, const struct peer *p, int64_t id,
+                  struct jobs_view *v, char *cause, size_t causelen)
+{
+	return job_owner(d, p, id, v, jobs_get, cause, causelen);
+}
+
+int
+control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
+                      struct jobs_view *v, char *cause, size_t causelen)
+{
+	return job_owner(d, p, id, v, jobs_get_lean, cause, causelen);
 }
 
 static cJSON *
@@ -555,23 +573,6 @@ ctl_info(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	return 0;
 }
 
-static cJSON *
-minavgmax(double min, double avg, double max, int integral)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (integral) {
-		proto_add_int(o, "min", (int64_t)(min + 0.5));
-		proto_add_int(o, "avg", (int64_t)(avg + 0.5));
-		proto_add_int(o, "max", (int64_t)(max + 0.5));
-	} else {
-		cJSON_AddNumberToObject(o, "min", min);
-		cJSON_AddNumberToObject(o, "avg", avg);
-		cJSON_AddNumberToObject(o, "max", max);
-	}
-	return o;
-}
-
 /*
  * Samples are committed in batches, so history commits them before it
  * answers, and an answer is never behind. When that fails (a full disk), a
@@ -617,29 +618,6 @@ history_free(void *state)
 	free(h);
 }
 
-static cJSON *
-history_bucket_json(const struct history_bucket *b)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	proto_add_int(o, "ts_ms", b->ts_ms);
-	proto_add_int(o, "n", b->n);
-	cJSON_AddItemToObject(
-	    o, "free_pct",
-	    minavgmax(b->free_pct_min, b->free_pct_avg, b->free_pct_max, 0));
-	cJSON_AddItemToObject(
-	    o, "swap_used_bytes",
-	    minavgmax(b->swap_used_min, b->swap_used_avg, b->swap_used_max, 1));
-	cJSON_AddItemToObject(
-	    o, "available_bytes",
-	    minavgmax(b->available_min, b->available_avg, b->available_max, 1));
-	cJSON_AddStringToObject(
-	    o, "pressure_max",
-	    pressure_name((enum pressure_level)b->pressure_max));
-	cJSON_AddBoolToObject(o, "gap", b->gap_before != 0);
-	return o;
-}
-
 static int
 history_fill(struct daemon *d, void *state, struct answers_buf *out,
              char *cause, size_t causelen)
@@ -669,7 +647,7 @@ history_fill(struct daemon *d, void *state, struct answers_buf *out,
 			rc = answers_append(out, ",", 1);
 		if (rc == 0)
 			rc = answers_append_json(out,
-			                         history_bucket_json(&b[i]));
+			                         store_read_bucket_json(&b[i]));
 	}
 	free(b);
 	if (rc == 0 && h->cur.done)

@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "names.h"
+#include "proto.h"
 #include "text.h"
 #include "store-read.h"
 
@@ -669,4 +671,67 @@ sqlite3 *
 store_read_db(struct store_read *r)
 {
 	return r->db;
+}
+
+/* min, avg and max; sizes whole (rounded for the system's averages, cut
+ * for a job's, as each answer always had them). */
+static cJSON *
+mma_json(double min, double avg, double max, int whole, double round)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL)
+		return NULL;
+	if (whole) {
+		proto_add_int(o, "min", (int64_t)(min + round));
+		proto_add_int(o, "avg", (int64_t)(avg + round));
+		proto_add_int(o, "max", (int64_t)(max + round));
+	} else {
+		cJSON_AddNumberToObject(o, "min", min);
+		cJSON_AddNumberToObject(o, "avg", avg);
+		cJSON_AddNumberToObject(o, "max", max);
+	}
+	return o;
+}
+
+cJSON *
+store_read_bucket_json(const struct history_bucket *b)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL)
+		return NULL;
+	proto_add_int(o, "ts_ms", b->ts_ms);
+	proto_add_int(o, "n", b->n);
+	cJSON_AddItemToObject(
+	    o, "free_pct",
+	    mma_json(b->free_pct_min, b->free_pct_avg, b->free_pct_max, 0, 0));
+	cJSON_AddItemToObject(o, "swap_used_bytes",
+	                      mma_json(b->swap_used_min, b->swap_used_avg,
+	                               b->swap_used_max, 1, 0.5));
+	cJSON_AddItemToObject(o, "available_bytes",
+	                      mma_json(b->available_min, b->available_avg,
+	                               b->available_max, 1, 0.5));
+	cJSON_AddStringToObject(o, "pressure_max",
+	                        names_pressure_name(b->pressure_max));
+	cJSON_AddBoolToObject(o, "gap", b->gap_before != 0);
+	return o;
+}
+
+cJSON *
+store_read_job_bucket_json(const struct job_bucket *b)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL)
+		return NULL;
+	proto_add_int(o, "ts_ms", b->ts_ms);
+	proto_add_int(o, "n", b->n);
+	cJSON_AddItemToObject(o, "footprint_bytes",
+	                      mma_json(b->footprint_min, b->footprint_avg,
+	                               b->footprint_max, 1, 0));
+	cJSON_AddItemToObject(
+	    o, "swap_bytes",
+	    mma_json(b->swap_min, b->swap_avg, b->swap_max, 1, 0));
+	return o;
 }

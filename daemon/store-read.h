@@ -121,4 +121,10 @@ int store_stage_push(struct store_stage **st, size_t *n, const char *name,
 const char *store_stage_at(const struct store_stage *st, size_t n, int64_t t0,
                            int64_t t1);
 
+/* A bucket as history's answer has it (PROTOCOL.md, history): the
+ * daemon's answers and stageload-web's --db pages write them alike.
+ * NULL when out of memory. A job's has no stage: the caller adds it. */
+struct cJSON *store_read_bucket_json(const struct history_bucket *b);
+struct cJSON *store_read_job_bucket_json(const struct job_bucket *b);
+
 #endif

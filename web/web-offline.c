@@ -155,46 +155,6 @@ web_offline_check(const char *path, char *cause, size_t len)
 	return rc;
 }
 
-/* A bucket as the daemon's history answer has it (daemon/control.c,
- * history_bucket_json). */
-static cJSON *
-minavgmax(double min, double avg, double max, int integral)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (integral) {
-		min = (double)(int64_t)(min + 0.5);
-		avg = (double)(int64_t)(avg + 0.5);
-		max = (double)(int64_t)(max + 0.5);
-	}
-	cJSON_AddNumberToObject(o, "min", min);
-	cJSON_AddNumberToObject(o, "avg", avg);
-	cJSON_AddNumberToObject(o, "max", max);
-	return o;
-}
-
-static cJSON *
-bucket_json(const struct history_bucket *b)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(o, "ts_ms", (double)b->ts_ms);
-	cJSON_AddNumberToObject(o, "n", (double)b->n);
-	cJSON_AddItemToObject(
-	    o, "free_pct",
-	    minavgmax(b->free_pct_min, b->free_pct_avg, b->free_pct_max, 0));
-	cJSON_AddItemToObject(
-	    o, "swap_used_bytes",
-	    minavgmax(b->swap_used_min, b->swap_used_avg, b->swap_used_max, 1));
-	cJSON_AddItemToObject(
-	    o, "available_bytes",
-	    minavgmax(b->available_min, b->available_avg, b->available_max, 1));
-	cJSON_AddStringToObject(o, "pressure_max",
-	                        names_pressure_name(b->pressure_max));
-	cJSON_AddBoolToObject(o, "gap", b->gap_before != 0);
-	return o;
-}
-
 static int
 off_history(sqlite3 *db, int64_t since, int64_t until, int64_t step,
             cJSON **out, char *cause, size_t len)
@@ -223,7 +183,8 @@ off_history(sqlite3 *db, int64_t since, int64_t until, int64_t step,
 			rc = store_read_history_next(r, &c, 0, &b, &n, cause,
 			                             len);
 			for (i = 0; rc == 0 && i < n; i++)
-				cJSON_AddItemToArray(arr, bucket_json(&b[i]));
+				cJSON_AddItemToArray(
+				    arr, store_read_bucket_json(&b[i]));
 			free(b);
 			b = NULL;
 		}
@@ -546,22 +507,7 @@ web_offline_job(struct web_offline *off, int64_t id, cJSON **job,
 	cJSON_AddNumberToObject(*history, "step_ms", (double)step);
 	arr = cJSON_AddArrayToObject(*history, "buckets");
 	for (i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-
-		/* whole bytes, cut, as control-lists.c's mma_json */
-		cJSON_AddNumberToObject(o, "ts_ms", (double)jb[i].ts_ms);
-		cJSON_AddNumberToObject(o, "n", (double)jb[i].n);
-		cJSON_AddItemToObject(
-		    o, "footprint_bytes",
-		    minavgmax((double)(int64_t)jb[i].footprint_min,
-		              (double)(int64_t)jb[i].footprint_avg,
-		              (double)(int64_t)jb[i].footprint_max, 0));
-		cJSON_AddItemToObject(o, "swap_bytes",
-		                      minavgmax((double)(int64_t)jb[i].swap_min,
-		                                (double)(int64_t)jb[i].swap_avg,
-		                                (double)(int64_t)jb[i].swap_max,
-		                                0));
-		cJSON_AddItemToArray(arr, o);
+		cJSON_AddItemToArray(arr, store_read_job_bucket_json(&jb[i]));
 	}
 out:
 	free(jb);
