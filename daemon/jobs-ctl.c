@@ -417,6 +417,7 @@ array_element_new(const struct job *t, const char *command)
 	*j = *t;
 	j->argv = j->env = NULL;
 	j->end_reason = j->end_detail = j->kill = j->array = NULL;
+	j->job_token = j->attempts = NULL;
 	j->groups = NULL;
 	j->after = NULL;
 	if (t->ngroups > 0 && (j->groups = malloc(sizeof *j->groups *
@@ -472,6 +473,16 @@ jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
 		if ((v[i] = array_element_new(t, cmd)) == NULL)
 			goto nomem;
 		v[i]->array_index = indices[i];
+	}
+	/* each element its own token, as any job (STAGELOAD_JOB_TOKEN) */
+	for (i = 0; i < n; i++) {
+		if ((rc = jobs_new_token(v[i])) < 0) {
+			snprintf(cause, causelen,
+			         "cannot read the system's random source: %s",
+			         strerror(-rc));
+			rc = PROTO_E_INTERNAL;
+			goto out;
+		}
 	}
 	need = store_job_bytes(t);
 	if (n > 1)

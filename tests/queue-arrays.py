@@ -9,6 +9,7 @@ Run one scenario with: queue-arrays.py NAME...
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
@@ -109,7 +110,9 @@ def sc_limit(d, m, c):
 
 def sc_subst(d, m, c):
     """{} becomes the index anywhere in a word; {{}} is a literal {}."""
-    script = 'printf "%s|" "$@" > ' + d.dir + "/sub.$STAGELOAD_ARRAY_INDEX"
+    script = ('printf "%s|" "$@" > ' + d.dir + "/sub.$STAGELOAD_ARRAY_INDEX; "
+              'echo "$STAGELOAD_JOB_ID $STAGELOAD_JOB_TOKEN" > ' + d.dir
+              + "/tok.$STAGELOAD_ARRAY_INDEX")
     r = submit_array(c, d, ["bash", "-c", script, "x", "seed={}", "{{}}",
                             "a{}b{}", "{x}"], "1,5,9")
     aid = r["array_id"]
@@ -118,6 +121,13 @@ def sc_subst(d, m, c):
     for i in (1, 5, 9):
         assert read("%s/sub.%d" % (d.dir, i)) == \
             "seed=%d|{}|a%db%d|{x}|" % (i, i, i), read("%s/sub.%d" % (d.dir, i))
+    # each element has a token of its own, as any job, for its stage reports
+    toks = {}
+    for j in jobs:
+        jid, tok = read("%s/tok.%d" % (d.dir, j["array_index"])).split()
+        assert int(jid) == j["id"] and re.fullmatch(r"[0-9a-f]{32}", tok), (jid, tok)
+        toks[tok] = jid
+    assert len(toks) == 3, toks
     # the argv is stored once: every element shows the same one (show A
     # gives each as the lists do, its command line; show A_i its argv)
     assert len({j["command"] for j in jobs}) == 1 and "seed={}" in jobs[0]["command"], jobs
