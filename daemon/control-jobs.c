@@ -782,7 +782,8 @@ control_cancel_matching(struct daemon *d, const struct peer *p,
 	size_t n = 0, i;
 
 	(void)result;
-	if ((rc = jobs_filter_read(params, p->uid, &f, cause, causelen)) != 0 ||
+	if ((rc = store_filter_read(params, p->uid, &f, cause, causelen)) !=
+	        0 ||
 	    (rc = proto_param_bool(params, "all_users", 0, &all_users, cause,
 	                           causelen)) < 0)
 		return rc;

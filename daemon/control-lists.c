@@ -274,7 +274,7 @@ control_status(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		return PROTO_E_INTERNAL;
 	}
 	w->viewer = p->uid;
-	if ((rc = jobs_filter_read(params, p->uid, &w->f, cause, causelen)) !=
+	if ((rc = store_filter_read(params, p->uid, &w->f, cause, causelen)) !=
 	    0) {
 		free(w);
 		return rc;
@@ -487,7 +487,7 @@ control_events(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
-	if ((rc = jobs_filter_read(params, p->uid, &w->f, cause, causelen)) !=
+	if ((rc = store_filter_read(params, p->uid, &w->f, cause, causelen)) !=
 	        0 ||
 	    (rc = answers_page_begin(&w->pg, v2, limit, cursor, cause,
 	                             causelen)) != 0) {

@@ -90,15 +90,6 @@ jobs_detached_exit_hint(struct daemon *d, const struct job *j)
  * 4 KiB below each of the log's bounds for such closing lines. */
 #define MARK_LINE_MAX 320
 
-/* A size in the log's words ("2.6G"). */
-static char *
-mark_size(uint64_t bytes, char *buf, size_t len)
-{
-	if (units_format_size(bytes, buf, len) == NULL)
-		snprintf(buf, len, "%" PRIu64 "B", bytes);
-	return buf;
-}
-
 int
 jobs_mark_text(const struct job *j, int next_attempt, char *buf, size_t len)
 {
@@ -129,16 +120,17 @@ jobs_mark_text(const struct job *j, int next_attempt, char *buf, size_t len)
 		         next_attempt);
 	if (strcmp(reason, "swap_budget") == 0) {
 		if (PLATFORM_JOB_SWAP)
-			snprintf(
-			    own, sizeof own, "; its own swap %s",
-			    mark_size(j->job_swap_bytes, grew, sizeof grew));
-		n = snprintf(buf, len,
-		             "stageload: %s at %s: the system's swap grew %s "
-		             "while it ran, over its %s budget%s%s\n",
-		             next_attempt > 0 ? "stopped" : "killed", at,
-		             mark_size(growth, grew, sizeof grew),
-		             mark_size(budget_bytes, budget, sizeof budget),
-		             own, then);
+			snprintf(own, sizeof own, "; its own swap %s",
+			         jobs_size_words(j->job_swap_bytes, grew,
+			                         sizeof grew));
+		n = snprintf(
+		    buf, len,
+		    "stageload: %s at %s: the system's swap grew %s "
+		    "while it ran, over its %s budget%s%s\n",
+		    next_attempt > 0 ? "stopped" : "killed", at,
+		    jobs_size_words(growth, grew, sizeof grew),
+		    jobs_size_words(budget_bytes, budget, sizeof budget), own,
+		    then);
 	} else {
 		text = names_end_text(reason);
 		n = snprintf(buf, len, "stageload: %s at %s: %s (%s)%s\n",

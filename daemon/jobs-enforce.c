@@ -25,8 +25,8 @@
 
 static pid_t sig_pids[PROCTREE_MAX_PIDS];
 
-static char *
-size_str(uint64_t bytes, char *buf, size_t len)
+char *
+jobs_size_words(uint64_t bytes, char *buf, size_t len)
 {
 	if (units_format_size(bytes, buf, len) == NULL)
 		snprintf(buf, len, "%" PRIu64 "B", bytes);
@@ -149,11 +149,11 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 		         "since its growth restarted at %s", t);
 	} else
 		snprintf(since, sizeof since, "since admission");
-	size_str(r->growth_bytes, grew, sizeof grew);
-	size_str(j->swap_base_bytes, from, sizeof from);
-	size_str(s->swap_used_bytes, to, sizeof to);
-	size_str(j->swap_budget_bytes, budget, sizeof budget);
-	size_str(j->footprint_bytes, fp, sizeof fp);
+	jobs_size_words(r->growth_bytes, grew, sizeof grew);
+	jobs_size_words(j->swap_base_bytes, from, sizeof from);
+	jobs_size_words(s->swap_used_bytes, to, sizeof to);
+	jobs_size_words(j->swap_budget_bytes, budget, sizeof budget);
+	jobs_size_words(j->footprint_bytes, fp, sizeof fp);
 	if (stage != NULL)
 		snprintf(during, sizeof during, " during %s", stage);
 	/* Swap is the system's: what the job's own processes hold is said
@@ -161,7 +161,7 @@ breach_paragraph(const struct jrec *r, const struct sys_sample *s, int requeued)
 	 * budgets"). */
 	if (PLATFORM_JOB_SWAP)
 		snprintf(own, sizeof own, "; its own swap %s",
-		         size_str(j->job_swap_bytes, js, sizeof js));
+		         jobs_size_words(j->job_swap_bytes, js, sizeof js));
 	return jobs_fmt_detail(
 	    "%s%s at %s: the system's swap grew %s while it ran (%s, from %s "
 	    "to %s), over its %s budget%s; free %.0f%%, footprint %s, "
@@ -406,8 +406,9 @@ jobs_enforce(struct daemon *d, const struct sys_sample *s)
 		if (victim < 0) {
 			char seen[16], again[16];
 
-			size_str(s->swap_used_bytes, seen, sizeof seen);
-			size_str(judged.swap_used_bytes, again, sizeof again);
+			jobs_size_words(s->swap_used_bytes, seen, sizeof seen);
+			jobs_size_words(judged.swap_used_bytes, again,
+			                sizeof again);
 			log_warnx("jobs: job %" PRId64 " (%s): breach not "
 			          "confirmed: swap used read %s, then %s at "
 			          "once: nothing killed",

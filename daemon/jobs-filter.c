@@ -19,23 +19,9 @@ jobs_filter_any(const struct job_filter *f)
 }
 
 int
-jobs_filter_read(const cJSON *params, uid_t caller, struct job_filter *f,
-                 char *cause, size_t causelen)
-{
-	return store_filter_read(params, caller, f, cause, causelen);
-}
-
-int
-jobs_filter_match_parts(const struct job_filter *f, uid_t uid, const char *name,
-                        int state)
-{
-	return store_filter_match(f, uid, name, state);
-}
-
-int
 jobs_filter_match(const struct job_filter *f, const struct job *j)
 {
-	return jobs_filter_match_parts(f, j->uid, j->name, (int)j->state);
+	return store_filter_match(f, j->uid, j->name, (int)j->state);
 }
 
 /* The state an event kind says a job entered; -1 for none. */
@@ -71,9 +57,9 @@ jobs_filter_event(struct daemon *d, const struct job_filter *f,
 		cache->job_id = e->job_id;
 		cache->name_ok = 0;
 		/* a job pruned since has no name left to match */
-		if (jobs_get(d, e->job_id, &v, cause, sizeof cause) == 0) {
+		if (jobs_get_lean(d, e->job_id, &v, cause, sizeof cause) == 0) {
 			cache->name_ok =
-			    jobs_filter_match_parts(f, v.j->uid, v.j->name, -1);
+			    store_filter_match(f, v.j->uid, v.j->name, -1);
 			jobs_view_free(&v);
 		}
 	}

@@ -21,15 +21,11 @@
 struct daemon;
 struct store_event;
 
-/* store_filter_read and store_filter_match (store-filter.h). */
-int jobs_filter_read(const cJSON *params, uid_t caller, struct job_filter *f,
-                     char *cause, size_t causelen);
+/* A filter is read with store_filter_read (store-filter.h). */
 /* 1 when the filter leaves a job out at all. */
 int jobs_filter_any(const struct job_filter *f);
 /* 1 when the job passes. */
 int jobs_filter_match(const struct job_filter *f, const struct job *j);
-int jobs_filter_match_parts(const struct job_filter *f, uid_t uid,
-                            const char *name, int state);
 /*
  * An event passes when its job does by user and name (the daemon's own
  * events, of no job, pass only a filter that has neither), and, with

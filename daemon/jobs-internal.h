@@ -101,10 +101,10 @@ struct jrec {
 	enum admit_wait note_wait;
 	int64_t note_after;
 	int64_t note_on; /* the first job it waited behind, when told */
-	int owe_queue; /* back in the queue: its client is told before it is
-	                  admitted again */
-	int exit_owed; /* attached: the daemon ended the attempt its client
-	                  has not reported yet; that job_exit only asks */
+	int owe_queue;   /* back in the queue: its client is told before it is
+	                    admitted again */
+	int exit_owed;   /* attached: the daemon ended the attempt its client
+	                    has not reported yet; that job_exit only asks */
 
 	struct jobs_stage *stage; /* jobs-stage.c; NULL before the first */
 };
@@ -346,5 +346,9 @@ void jobs_onend_shutdown(struct daemon *d);
  * is announced only once committed. */
 int jobs_ctl_end_recorded(struct daemon *d, const struct jrec *r, char *cause,
                           size_t causelen);
+
+/* jobs-enforce.c: a size in the words of the log and of a kill's record
+ * ("2.6G"); buf of 24 bytes holds any. Returns buf. */
+char *jobs_size_words(uint64_t bytes, char *buf, size_t len);
 
 #endif

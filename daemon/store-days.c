@@ -1,8 +1,9 @@
 /*
  * The per-day rollup of ended jobs that `report` reads (store-report.h):
  * a job counted in its day's row as it ends, in the transaction that ends
- * it, or later by store_account; past STORE_REPORT_NAMES_PER_DAY names a
- * uid's day folds the rest into "(other)".
+ * it (store_account does the same for tests and benchmarks that seed the
+ * table); past STORE_REPORT_NAMES_PER_DAY names a uid's day folds the rest
+ * into "(other)".
  */
 #include <errno.h>
 #include <stdint.h>
