@@ -118,10 +118,9 @@ def make_jobs(d, m, c):
     c.call("cancel", {"id": run})
     ids["beta"].append(run)
     # cancelled before it starts
-    held = submit(c, d, "exit 0", name="beta", hold=True) \
-        if False else submit(c, d, "exit 0", name="beta", wait_free_pct=99)
-    c.call("cancel", {"id": held})
-    ids["beta"].append(held)
+    queued = submit(c, d, "exit 0", name="beta", wait_free_pct=99)
+    c.call("cancel", {"id": queued})
+    ids["beta"].append(queued)
     # could not start (a cwd that is gone)
     gone = d.dir + "/gone"
     os.mkdir(gone)
@@ -201,6 +200,9 @@ def sc_pruned(d, m, c):
     """The figures outlive the ended jobs: once they are pruned past the
     per-uid bound (max_ended_jobs_per_uid; root is exempt, so as a
     user), the report is the same."""
+    if os.geteuid() != 0:
+        print("note: not root: pruning as another user is not tried")
+        return
     os.chmod(d.dir, 0o711)
     u = client_as(NOBODY, d.socket)
 
@@ -304,6 +306,10 @@ def sc_offline(d, m, c):
     out = ctl(d, "report", "--db", d.db, "--user", "no-such-user-x")
     assert out.returncode == 2, out
     nobody = NOBODY
+    if os.geteuid() != 0:
+        print("note: not root: --db as another user is not tried")
+        d.start()
+        return
 
     def drop():
         os.setgid(nobody)

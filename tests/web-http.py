@@ -149,13 +149,17 @@ def check_api(d, w, ids):
     # A range that has ended: its buckets no longer change.
     for q in ({"since_ms": now - 60000, "until_ms": now - 2000, "step_ms": 1000},
               {"since_ms": now - 60000, "until_ms": now - 2000, "step_ms": 7000},
-              {"since_ms": now - 3600000, "until_ms": now, "step_ms": 600000},
+              {"since_ms": now - 3600000, "until_ms": now - 2000, "step_ms": 600000},
               {"job_id": ids["killed"], "step_ms": 500},
               {"job_id": ids["runner"], "since_ms": now - 30000, "until_ms": now - 1000,
                "step_ms": 2000}):
-        web = get_json(w, "/api/history?" + "&".join("%s=%d" % kv for kv in q.items()))
-        proto = c.call("history", q)
-        assert web == proto, (q, web, proto)
+        # the last bucket of a coarse tier is a rollup row still growing
+        # between the two reads: they agree once no sample lands between
+        def same(q=q):
+            web = get_json(w, "/api/history?" + "&".join("%s=%d" % kv for kv in q.items()))
+            proto = c.call("history", q)
+            return (web, proto) if web == proto else None
+        web, proto = poll(same, timeout=10, step=0.05, what="/api/history %r to equal history" % q)
         assert web["buckets"], q
     print("api: /api/history = the protocol's history for 5 ranges and steps")
 
@@ -202,12 +206,13 @@ def check_api(d, w, ids):
         return [j["id"] for j in web] == [j["id"] for j in proto]
     user = pwd.getpwuid(os.getuid()).pw_name
     for q, params in (("state=killed", {"state": ["killed"]}),
-                      ("name=k*&all=1", {"name": "k*", "all": True}),
+                      ("name=h*&all=1", {"name": "h*", "all": True}),
                       ("user=%s&state=running,exited" % user,
                        {"user": user, "state": ["running", "exited"]})):
         poll(lambda: same_ids(q, params), timeout=10, step=0.05,
              what="/api/status?%s to equal status" % q)
     assert get_json(w, "/api/status?state=killed")["jobs"], "no killed job"
+    assert [j["name"] for j in get_json(w, "/api/status?name=h*&all=1")["jobs"]] == ["hog"]
     web = get_json(w, "/api/events?after_id=0&limit=10000&state=killed,exited")
     proto = c.call("events", {"after_id": 0, "limit": 10000,
                               "state": ["killed", "exited"]})["events"]

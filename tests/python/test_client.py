@@ -241,7 +241,9 @@ def test_filters_cancel_matching_wait_all(env, tmp_path):
     wait_all."""
     with stageload.Client() as c:
         a = c.submit(["sleep", "30"], cwd=str(tmp_path), name="f-a")["id"]
-        b = c.submit(["sleep", "30"], cwd=str(tmp_path), name="g-b")["id"]
+        # b ignores SIGTERM: still live, within its grace, when wait_all asks
+        b = c.submit(["sh", "-c", "trap '' TERM; sleep 30"], cwd=str(tmp_path),
+                     name="g-b")["id"]
         assert [j["id"] for j in c.jobs(name="f-*")] == [a]
         assert sorted(j["id"] for j in c.jobs(mine=True, state="queued,admitted,running")) == [a, b]
         assert c.status(state=["exited"])["jobs"] == []
@@ -252,7 +254,7 @@ def test_filters_cancel_matching_wait_all(env, tmp_path):
         assert e.value.code == slc.E_PARAMS
         assert c.cancel_matching(name="f-*") == {"cancelled": 1, "ids": [a]}
         c.cancel_matching(state=["queued", "admitted", "running"])
-        ended = c.wait_all()  # b at least, being terminated, is live
+        ended = c.wait_all()  # b at least, within its grace, is live
         assert b in [j["id"] for j in ended], ended
         assert {j["state"] for j in ended} == {"killed"}, ended
         assert c.jobs(mine=True) == []
