@@ -3,8 +3,7 @@
  * job ids (an integer, "42", "A42", "A42_3"; control_resolve), the "id"
  * param of the job methods read through it (control_param_id, and
  * control_param_ref where a whole array may be named), and a whole array
- * answered (control_answer_array; its elements are checked by
- * control.c's control_element_owner).
+ * shown, cancelled, held or released a slice at a time (control_array_start).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -13,7 +12,10 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <uv.h>
 
+#include "admit.h"
+#include "answers.h"
 #include "array-spec.h"
 #include "control.h"
 #include "jobs.h"
@@ -138,40 +140,169 @@ control_param_id(struct daemon *d, const cJSON *params, int64_t *id,
 	                       causelen);
 }
 
-int
-control_answer_array(struct daemon *d, const struct peer *p, int64_t array_id,
-                     const int64_t *ids, size_t n, cJSON **result, char *cause,
-                     size_t causelen)
+/*
+ * A whole array's action and answer, a slice of the loop's time at a time
+ * (answers.c): each element's cancel or hold is a commit, and an array has
+ * up to max_queued_per_uid of them. First the action on every element it
+ * applies to (nothing is written yet, so a failure is the client's error,
+ * saying how many were done), then {"array_id": A, "jobs": [each element's
+ * Job, as the lists have it]}.
+ */
+struct array_walk {
+	int64_t array_id, *ids;
+	size_t n, i, done, written;
+	enum control_array_act act;
+	int acting, answering; /* the phases: the action, then the answer */
+	uid_t uid;
+	char who[64];
+};
+
+static void
+array_walk_free(void *state)
 {
-	cJSON *jobs, *job;
-	size_t i;
-	int rc;
+	struct array_walk *w = state;
 
-	*result = cJSON_CreateObject();
-	proto_add_int(*result, "array_id", array_id);
-	jobs = cJSON_AddArrayToObject(*result, "jobs");
-	jobs_positions(d); /* once for all of them */
-	for (i = 0; i < n; i++) {
-		struct jobs_view v;
+	free(w->ids);
+	free(w);
+}
 
-		/* As the lists have a job (command, not argv: the elements
-		 * share one, which show of an element gives), so that an
-		 * array of 1000 is not 1000 reads of its env. */
-		if ((rc = jobs_get_lean(d, ids[i], &v, cause, causelen)) ==
-		    PROTO_E_NOJOB)
-			continue; /* pruned meanwhile */
-		if (rc != 0) {
-			cJSON_Delete(*result);
-			*result = NULL;
+/* The action on one element: 1 done, 0 not for it (ended, not queued,
+ * pruned), else a PROTO_E_* code. */
+static int
+array_act_one(struct daemon *d, struct array_walk *w, int64_t id, char *cause,
+              size_t causelen)
+{
+	struct jobs_view v;
+	int rc, live, queued;
+
+	if ((rc = jobs_get_lean(d, id, &v, cause, causelen)) == PROTO_E_NOJOB)
+		return 0;
+	if (rc != 0)
+		return rc;
+	live = v.live && !v.terminating;
+	queued = v.live && v.j->state == JOB_QUEUED;
+	jobs_view_free(&v);
+	if (w->act == CONTROL_ARRAY_CANCEL && live)
+		rc = jobs_cancel(d, id, w->who, cause, causelen);
+	else if (w->act != CONTROL_ARRAY_CANCEL && queued)
+		rc = jobs_hold(d, id, w->act == CONTROL_ARRAY_HOLD, cause,
+		               causelen);
+	else
+		return 0;
+	/* one that ended meanwhile is as it is */
+	return rc == 0 ? 1 : rc == PROTO_E_STATE ? 0 : rc;
+}
+
+/* An element's Job as the lists have it (command, not argv: the elements
+ * share one, which show of an element gives), so that an array of 1000 is
+ * not 1000 reads of its env; NULL when it was pruned meanwhile. */
+static cJSON *
+array_element_json(struct daemon *d, uid_t uid, int64_t id)
+{
+	struct jobs_view v;
+	char cause[128];
+	cJSON *job;
+
+	if (jobs_get_lean(d, id, &v, cause, sizeof cause) != 0)
+		return NULL;
+	job = wire_job_list(&v, uid);
+	if (job != NULL && v.live && v.j->state == JOB_QUEUED &&
+	    v.wait == ADMIT_WAIT_NONE)
+		cJSON_ReplaceItemInObjectCaseSensitive(job, "waiting_for",
+		                                       cJSON_CreateNull());
+	jobs_view_free(&v);
+	return job;
+}
+
+static int
+array_walk_fill(struct daemon *d, void *state, struct answers_buf *out,
+                char *cause, size_t causelen)
+{
+	struct array_walk *w = state;
+	uint64_t t0 = uv_hrtime();
+	char why[256], head[64];
+	cJSON *job;
+	int rc = 0;
+
+	for (; w->acting && w->i < w->n; w->i++) {
+		if (uv_hrtime() - t0 > ANSWERS_SLICE_NS)
+			return 1;
+		if ((rc = array_act_one(d, w, w->ids[w->i], why, sizeof why)) <
+		    0) {
+			snprintf(
+			    cause, causelen,
+			    "%s (%zu of the array's %zu elements were done "
+			    "before it)",
+			    why, w->done, w->n);
 			return rc;
 		}
-		job = wire_job_list(&v, p->uid);
-		if (job != NULL && v.live && v.j->state == JOB_QUEUED &&
-		    v.wait == ADMIT_WAIT_NONE)
-			cJSON_ReplaceItemInObjectCaseSensitive(
-			    job, "waiting_for", cJSON_CreateNull());
-		jobs_view_free(&v);
-		cJSON_AddItemToArray(jobs, job);
+		w->done += (size_t)rc;
+	}
+	if (w->acting || !w->answering) {
+		w->acting = 0;
+		w->answering = 1;
+		w->i = 0;
+		jobs_positions(d); /* once for all of them */
+		snprintf(head, sizeof head,
+		         "{\"array_id\":%" PRId64 ",\"jobs\":[", w->array_id);
+		rc = answers_append(out, head, strlen(head));
+	}
+	for (; w->i < w->n && rc == 0; w->i++) {
+		if (uv_hrtime() - t0 > ANSWERS_SLICE_NS)
+			return 1;
+		if ((job = array_element_json(d, w->uid, w->ids[w->i])) == NULL)
+			continue;
+		if (w->written++ > 0)
+			rc = answers_append(out, ",", 1);
+		if (rc == 0)
+			rc = answers_append_json(out, job);
+		else
+			cJSON_Delete(job);
+	}
+	if (rc == 0)
+		rc = answers_append(out, "]}", 2);
+	if (rc != 0) {
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
 	}
 	return 0;
+}
+
+static const struct answers_ops array_walk_ops = {array_walk_fill,
+                                                  array_walk_free};
+
+int
+control_array_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                    int64_t array_id, int64_t *ids, size_t n,
+                    enum control_array_act act, char *cause, size_t causelen)
+{
+	struct array_walk *w;
+	struct jobs_view v;
+	int rc;
+
+	/* An array is one user's: its first element says whose. */
+	if (act != CONTROL_ARRAY_SHOW && n > 0) {
+		if ((rc = control_element_owner(d, p, ids[0], &v, cause,
+		                                causelen)) != 0) {
+			free(ids);
+			return rc;
+		}
+		jobs_view_free(&v);
+	}
+	if ((w = calloc(1, sizeof *w)) == NULL) {
+		free(ids);
+		snprintf(cause, causelen, "out of memory");
+		return PROTO_E_INTERNAL;
+	}
+	w->array_id = array_id;
+	w->ids = ids;
+	w->n = n;
+	w->act = act;
+	w->acting = act != CONTROL_ARRAY_SHOW;
+	w->uid = p->uid;
+	wire_user_name(p->uid, w->who, sizeof w->who);
+	if ((rc = answers_start(d, p, req_id, &array_walk_ops, w, cause,
+	                        causelen)) != 0)
+		return rc;
+	return CONTROL_DEFERRED;
 }

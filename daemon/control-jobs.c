@@ -477,12 +477,9 @@ control_show(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		free(ids);
 		return rc;
 	}
-	if (ids != NULL) {
-		rc = control_answer_array(d, p, array_id, ids, n, result, cause,
-		                          causelen);
-		free(ids);
-		return rc;
-	}
+	if (ids != NULL)
+		return control_array_start(d, p, req_id, array_id, ids, n,
+		                           CONTROL_ARRAY_SHOW, cause, causelen);
 	if ((rc = answer_job(d, p, id, env, result, cause, causelen)) != 0)
 		return rc;
 	add_stages(d, id, *result);
@@ -653,35 +650,17 @@ control_cancel(struct daemon *d, const struct peer *p, const cJSON *req_id,
 {
 	struct jobs_view v;
 	int64_t id, array_id, *ids;
-	size_t n, i;
+	size_t n;
 	int rc;
 	char who[64];
 
 	if ((rc = control_param_ref(d, params, &id, &array_id, &ids, &n, cause,
 	                            causelen)) != 0)
 		return rc;
-	if (ids != NULL) {
-		/* Every element that has not ended; the rest as they are. */
-		wire_user_name(p->uid, who, sizeof who);
-		for (i = 0; i < n; i++) {
-			if ((rc = control_element_owner(d, p, ids[i], &v, cause,
-			                                causelen)) != 0) {
-				free(ids);
-				return rc;
-			}
-			if (v.live && (rc = jobs_cancel(d, ids[i], who, cause,
-			                                causelen)) != 0) {
-				jobs_view_free(&v);
-				free(ids);
-				return rc;
-			}
-			jobs_view_free(&v);
-		}
-		rc = control_answer_array(d, p, array_id, ids, n, result, cause,
-		                          causelen);
-		free(ids);
-		return rc;
-	}
+	if (ids != NULL) /* every element that has not ended */
+		return control_array_start(d, p, req_id, array_id, ids, n,
+		                           CONTROL_ARRAY_CANCEL, cause,
+		                           causelen);
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
 	if (!v.live) {

@@ -198,38 +198,23 @@ control_submit_queue(struct daemon *d, const cJSON *params, struct job *j,
 }
 
 static int
-control_hold_set(struct daemon *d, const struct peer *p, const cJSON *params,
-                 int held, cJSON **result, char *cause, size_t causelen)
+control_hold_set(struct daemon *d, const struct peer *p, const cJSON *req_id,
+                 const cJSON *params, int held, cJSON **result, char *cause,
+                 size_t causelen)
 {
 	struct jobs_view v;
 	int64_t id, array_id, *ids;
-	size_t n, i;
-	int rc, queued;
+	size_t n;
+	int rc;
 
 	if ((rc = control_param_ref(d, params, &id, &array_id, &ids, &n, cause,
 	                            causelen)) != 0)
 		return rc;
-	if (ids != NULL) {
-		/* Its queued elements; the rest as they are. */
-		for (i = 0; i < n; i++) {
-			if ((rc = control_element_owner(d, p, ids[i], &v, cause,
-			                                causelen)) != 0) {
-				free(ids);
-				return rc;
-			}
-			queued = v.live && v.j->state == JOB_QUEUED;
-			jobs_view_free(&v);
-			if (queued && (rc = jobs_hold(d, ids[i], held, cause,
-			                              causelen)) != 0) {
-				free(ids);
-				return rc;
-			}
-		}
-		rc = control_answer_array(d, p, array_id, ids, n, result, cause,
-		                          causelen);
-		free(ids);
-		return rc;
-	}
+	if (ids != NULL) /* its queued elements; the rest as they are */
+		return control_array_start(d, p, req_id, array_id, ids, n,
+		                           held ? CONTROL_ARRAY_HOLD
+		                                : CONTROL_ARRAY_RELEASE,
+		                           cause, causelen);
 	if ((rc = control_job_owner(d, p, id, &v, cause, causelen)) != 0)
 		return rc;
 	jobs_view_free(&v);
@@ -242,8 +227,8 @@ int
 control_hold(struct daemon *d, const struct peer *p, const cJSON *req_id,
              const cJSON *params, cJSON **result, char *cause, size_t causelen)
 {
-	(void)req_id;
-	return control_hold_set(d, p, params, 1, result, cause, causelen);
+	return control_hold_set(d, p, req_id, params, 1, result, cause,
+	                        causelen);
 }
 
 int
@@ -251,8 +236,8 @@ control_release(struct daemon *d, const struct peer *p, const cJSON *req_id,
                 const cJSON *params, cJSON **result, char *cause,
                 size_t causelen)
 {
-	(void)req_id;
-	return control_hold_set(d, p, params, 0, result, cause, causelen);
+	return control_hold_set(d, p, req_id, params, 0, result, cause,
+	                        causelen);
 }
 
 /* The numbers and flags submit takes (proto/job-fields.h), as old had

@@ -169,10 +169,21 @@ int control_answer_job(struct daemon *d, const struct peer *p, int64_t id,
  * element. */
 int control_element_owner(struct daemon *d, const struct peer *p, int64_t id,
                           struct jobs_view *v, char *cause, size_t causelen);
-/* A whole array's answer: {"array_id": A, "jobs": [each element's Job]}. */
-int control_answer_array(struct daemon *d, const struct peer *p,
-                         int64_t array_id, const int64_t *ids, size_t n,
-                         cJSON **result, char *cause, size_t causelen);
+/* What a method does to a whole array. */
+enum control_array_act {
+	CONTROL_ARRAY_SHOW,
+	CONTROL_ARRAY_CANCEL, /* its live elements */
+	CONTROL_ARRAY_HOLD,   /* its queued elements */
+	CONTROL_ARRAY_RELEASE
+};
+/* A whole array's action, then its answer {"array_id": A, "jobs": [each
+ * element's Job]}, a slice of the loop's time at a time (answers.c); the
+ * caller must own the array but to show it. ids (the elements) are owned
+ * from here. CONTROL_DEFERRED, or a PROTO_E_* code with cause. */
+int control_array_start(struct daemon *d, const struct peer *p,
+                        const cJSON *req_id, int64_t array_id, int64_t *ids,
+                        size_t n, enum control_array_act act, char *cause,
+                        size_t causelen);
 /* Before history answers: commit the buffered samples. 0, or, when that
  * fails and [.., until] reaches the oldest sample not yet committed (of
  * the system, job_id 0, or of that job), PROTO_E_STORAGE with the cause. */
