@@ -36,7 +36,8 @@ const struct cli_entry cmd_submit_entry = {
     .flags = CLI_COMMAND_LINE,
     .options = cli_submit_queue_options,
     .more_options = cli_job_options,
-    .json = "{\"id\",\"position\",\"queued\"} instead of the id alone",
+    .json = "{\"id\",\"position\",\"queued\"} instead of the id alone\n"
+            "(and \"array_id\" for an array)",
     .exec = cmd_submit,
 };
 

@@ -8,7 +8,7 @@
  *
  * This program never reads the daemon's own database: a copy that still
  * holds a private column (proto/job-fields.h's OWNER text columns: cwd,
- * on_end, end_detail), a job's argv or environment (job_args) or the
+ * on_end, end_detail, job_token), a job's argv or environment (job_args) or the
  * events of a job other than its stages is refused, as is a file it
  * cannot open read-only.
  */
