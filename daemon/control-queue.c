@@ -19,8 +19,11 @@
 #include "units.h"
 #include "wire.h"
 
-/* At most this many jobs a job may start after. */
+/* At most this many items in after, and this many jobs once its arrays
+ * are counted by element: each is checked at submit and looked at by
+ * every pass of the queue while the job waits. */
 #define CONTROL_MAX_AFTER 64
+#define CONTROL_MAX_AFTER_JOBS 1024
 /* The longest on-end command. */
 #define CONTROL_MAX_ON_END 4096
 
@@ -121,6 +124,15 @@ after_read(struct daemon *d, const cJSON *params, int64_t **out, size_t *n,
 		                                 causelen)) != 0) {
 			free(vec);
 			return rc;
+		}
+		if ((ids != NULL ? k : 1) > CONTROL_MAX_AFTER_JOBS - len) {
+			free(ids);
+			free(vec);
+			snprintf(cause, causelen,
+			         "invalid params: 'after' names more than %d "
+			         "jobs (an array counts each element)",
+			         CONTROL_MAX_AFTER_JOBS);
+			return PROTO_E_PARAMS;
 		}
 		rc = ids != NULL ? ids_append(&vec, &len, &cap, ids, k)
 		                 : ids_append(&vec, &len, &cap, &id, 1);

@@ -368,7 +368,9 @@ jobs_after_check(struct daemon *d, struct job *j, char *cause, size_t causelen)
 				return PROTO_E_PARAMS;
 			}
 		}
-		if ((rc = jobs_get(d, j->after[i], &v, cause, causelen)) != 0)
+		/* lean: no queue pass, no argv, per job after */
+		if ((rc = jobs_get_lean(d, j->after[i], &v, cause, causelen)) !=
+		    0)
 			return rc;
 		if (j->uid != 0 && v.j->uid != j->uid) {
 			snprintf(cause, causelen,

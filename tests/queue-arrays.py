@@ -258,6 +258,14 @@ def sc_after(d, m, c):
     out = ctl(d, "submit", "--after", "A%d" % aid, "--", "true")
     assert out.returncode == 0, out
     wait_state(c, int(out.stdout), "exited")
+    # after names at most 1024 jobs, arrays counted by element
+    big = [submit_array(c, d, ["true"], "1-600", held=True)["array_id"]
+           for _ in range(2)]
+    e = rpc_error(c.call, "submit", {"argv": ["true"], "cwd": "/", "env": [],
+                                     "after": ["A%d" % a for a in big]})
+    assert e.code == -32602 and "more than 1024 jobs" in e.message, e
+    for a in big:
+        c.call("cancel", {"id": "A%d" % a})
 
 
 def sc_bounds(d, m, c):
