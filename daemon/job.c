@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "job.h"
+#include "proto.h"
 #include "text.h"
 
 const char *
@@ -152,4 +155,51 @@ cut:
 	buf[n] = '\0';
 	snprintf(out, outlen, "%s", buf);
 	return n;
+}
+
+/* An int member, or null when absent. */
+static void
+add_int_or_null(cJSON *o, const char *name, int64_t v, int present)
+{
+	if (present)
+		proto_add_int(o, name, v);
+	else
+		cJSON_AddNullToObject(o, name);
+}
+
+cJSON *
+job_attempts_json(const struct job *j, int ended, int64_t ended_ms)
+{
+	cJSON *a = j->attempts != NULL ? cJSON_Parse(j->attempts) : NULL;
+	cJSON *e, *last;
+	int64_t queued = j->submitted_ms;
+
+	if (a == NULL || !cJSON_IsArray(a)) {
+		cJSON_Delete(a);
+		a = cJSON_CreateArray();
+	}
+	if (a == NULL || (e = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(a);
+		return NULL;
+	}
+	/* queued when submitted, or when the attempt before ended */
+	last = cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1);
+	if (last != NULL) {
+		const cJSON *x =
+		    cJSON_GetObjectItemCaseSensitive(last, "ended_at_ms");
+		if (cJSON_IsNumber(x))
+			queued = (int64_t)x->valuedouble;
+	}
+	proto_add_int(e, "attempt", j->attempt);
+	proto_add_int(e, "queued_at_ms", queued);
+	add_int_or_null(e, "admitted_at_ms", j->admitted_ms,
+	                j->admitted_ms > 0);
+	add_int_or_null(e, "started_at_ms", j->started_ms, j->started_ms > 0);
+	add_int_or_null(e, "ended_at_ms", ended_ms, ended && ended_ms > 0);
+	if (ended && j->end_reason != NULL)
+		cJSON_AddStringToObject(e, "end_reason", j->end_reason);
+	else
+		cJSON_AddNullToObject(e, "end_reason");
+	cJSON_AddItemToArray(a, e);
+	return a;
 }

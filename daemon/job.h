@@ -183,4 +183,10 @@ size_t job_command(char *const *argv, char *out, size_t outlen);
  * job or to show it. Sets j->command first; -ENOMEM. */
 int job_drop_args(struct job *j);
 
+/* Its attempts as the Job shows them (PROTOCOL.md, Job: attempts): the
+ * records of those before (j->attempts), then this one as it stands, its
+ * end (ended_ms, end_reason) when ended. NULL when out of memory. */
+struct cJSON *job_attempts_json(const struct job *j, int ended,
+                                int64_t ended_ms);
+
 #endif

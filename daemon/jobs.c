@@ -114,40 +114,9 @@ attempts_ran_ms(const struct job *j)
 static int
 attempt_record(struct job *j, int64_t ended_ms)
 {
-	cJSON *a = j->attempts != NULL ? cJSON_Parse(j->attempts) : NULL;
-	cJSON *e, *last;
-	int64_t queued = j->submitted_ms;
-	char *text;
+	cJSON *a = job_attempts_json(j, 1, ended_ms);
+	char *text = a != NULL ? cJSON_PrintUnformatted(a) : NULL;
 
-	if (a == NULL || !cJSON_IsArray(a)) {
-		cJSON_Delete(a);
-		a = cJSON_CreateArray();
-	}
-	if (a == NULL || (e = cJSON_CreateObject()) == NULL) {
-		cJSON_Delete(a);
-		return -ENOMEM;
-	}
-	last = cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1);
-	if (last != NULL) {
-		const cJSON *x =
-		    cJSON_GetObjectItemCaseSensitive(last, "ended_at_ms");
-		if (cJSON_IsNumber(x))
-			queued = (int64_t)x->valuedouble;
-	}
-	proto_add_int(e, "attempt", j->attempt);
-	proto_add_int(e, "queued_at_ms", queued);
-	proto_add_int(e, "admitted_at_ms", j->admitted_ms);
-	if (j->started_ms > 0)
-		proto_add_int(e, "started_at_ms", j->started_ms);
-	else
-		cJSON_AddNullToObject(e, "started_at_ms");
-	proto_add_int(e, "ended_at_ms", ended_ms);
-	if (j->end_reason != NULL)
-		cJSON_AddStringToObject(e, "end_reason", j->end_reason);
-	else
-		cJSON_AddNullToObject(e, "end_reason");
-	cJSON_AddItemToArray(a, e);
-	text = cJSON_PrintUnformatted(a);
 	cJSON_Delete(a);
 	if (text == NULL)
 		return -ENOMEM;

@@ -203,39 +203,10 @@ wire_job_waiting_for(cJSON *o, const struct wire_ctx *c)
 static void
 wire_job_attempts(cJSON *o, const struct wire_ctx *c)
 {
-	const struct job *j = c->j;
-	cJSON *a = j->attempts != NULL ? cJSON_Parse(j->attempts) : NULL;
-	cJSON *e, *last;
-	int64_t queued = j->submitted_ms;
+	cJSON *a = job_attempts_json(c->j, c->ended, c->j->ended_ms);
 
-	if (a == NULL || !cJSON_IsArray(a)) {
-		cJSON_Delete(a);
-		if ((a = cJSON_CreateArray()) == NULL)
-			return;
-	}
-	last = cJSON_GetArrayItem(a, cJSON_GetArraySize(a) - 1);
-	if (last != NULL) {
-		const cJSON *x =
-		    cJSON_GetObjectItemCaseSensitive(last, "ended_at_ms");
-		if (cJSON_IsNumber(x))
-			queued = (int64_t)x->valuedouble;
-	}
-	if ((e = cJSON_CreateObject()) != NULL) {
-		proto_add_int(e, "attempt", j->attempt);
-		proto_add_int(e, "queued_at_ms", queued);
-		add_opt_int(e, "admitted_at_ms", j->admitted_ms,
-		            j->admitted_ms > 0);
-		add_opt_int(e, "started_at_ms", j->started_ms,
-		            j->started_ms > 0);
-		add_opt_int(e, "ended_at_ms", j->ended_ms,
-		            c->ended && j->ended_ms > 0);
-		if (c->ended && j->end_reason != NULL)
-			cJSON_AddStringToObject(e, "end_reason", j->end_reason);
-		else
-			cJSON_AddNullToObject(e, "end_reason");
-		cJSON_AddItemToArray(a, e);
-	}
-	cJSON_AddItemToObject(o, "attempts", a);
+	if (a != NULL)
+		cJSON_AddItemToObject(o, "attempts", a);
 }
 
 static void
