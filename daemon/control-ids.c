@@ -149,10 +149,12 @@ control_param_id(struct daemon *d, const cJSON *params, int64_t *id,
  * Job, as the lists have it]}.
  */
 struct array_walk {
+	struct daemon *d;
 	int64_t array_id, *ids;
 	size_t n, i, done, written;
 	enum control_array_act act;
 	int acting, answering; /* the phases: the action, then the answer */
+	int frozen;            /* jobs_array_freeze while it cancels or holds */
 	uid_t uid;
 	char who[64];
 };
@@ -162,6 +164,8 @@ array_walk_free(void *state)
 {
 	struct array_walk *w = state;
 
+	if (w->frozen)
+		jobs_array_thaw(w->d, w->array_id);
 	free(w->ids);
 	free(w);
 }
@@ -238,6 +242,10 @@ array_walk_fill(struct daemon *d, void *state, struct answers_buf *out,
 		}
 		w->done += (size_t)rc;
 	}
+	if (w->frozen) {
+		w->frozen = 0;
+		jobs_array_thaw(d, w->array_id);
+	}
 	if (w->acting || !w->answering) {
 		w->acting = 0;
 		w->answering = 1;
@@ -294,6 +302,7 @@ control_array_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
 		snprintf(cause, causelen, "out of memory");
 		return PROTO_E_INTERNAL;
 	}
+	w->d = d;
 	w->array_id = array_id;
 	w->ids = ids;
 	w->n = n;
@@ -301,6 +310,16 @@ control_array_start(struct daemon *d, const struct peer *p, const cJSON *req_id,
 	w->acting = act != CONTROL_ARRAY_SHOW;
 	w->uid = p->uid;
 	wire_user_name(p->uid, w->who, sizeof w->who);
+	/* Between slices, none of its elements starts only to be cancelled
+	 * or held by the next; a release lets each go as it comes. */
+	if (act == CONTROL_ARRAY_CANCEL || act == CONTROL_ARRAY_HOLD) {
+		if (jobs_array_freeze(d, array_id) != 0) {
+			array_walk_free(w);
+			snprintf(cause, causelen, "out of memory");
+			return PROTO_E_INTERNAL;
+		}
+		w->frozen = 1;
+	}
 	if ((rc = answers_start(d, p, req_id, &array_walk_ops, w, cause,
 	                        causelen)) != 0)
 		return rc;

@@ -5,8 +5,10 @@
  * dependency ended otherwise than as it needed is cancelled with reason
  * "dependency". The rules are in docs/jobs.md, "Dependencies and holds".
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jobs-internal.h"
@@ -219,6 +221,57 @@ group_share_used(struct daemon *d, const struct job *j,
 	return 0;
 }
 
+static int
+array_frozen(const struct jobs *js, int64_t array_id)
+{
+	size_t i;
+
+	for (i = 0; i < js->nfrozen; i++)
+		if (js->frozen[i] == array_id)
+			return 1;
+	return 0;
+}
+
+int
+jobs_array_freeze(struct daemon *d, int64_t array_id)
+{
+	struct jobs *js = d->jobs;
+
+	if (js->nfrozen == js->capfrozen) {
+		size_t cap = js->capfrozen ? js->capfrozen * 2 : 4;
+		int64_t *nv = realloc(js->frozen, cap * sizeof *nv);
+
+		if (nv == NULL)
+			return -ENOMEM;
+		js->frozen = nv;
+		js->capfrozen = cap;
+	}
+	js->frozen[js->nfrozen++] = array_id;
+	return 0;
+}
+
+void
+jobs_array_thaw(struct daemon *d, int64_t array_id)
+{
+	struct jobs *js = d->jobs;
+	size_t i;
+
+	if (js == NULL) /* shut down while a walk was under way */
+		return;
+	for (i = 0; i < js->nfrozen; i++)
+		if (js->frozen[i] == array_id) {
+			js->frozen[i] = js->frozen[--js->nfrozen];
+			break;
+		}
+	if (js->nfrozen == 0) {
+		free(js->frozen);
+		js->frozen = NULL;
+		js->capfrozen = 0;
+	}
+	/* what the walk left (it failed, or only held some) may go now */
+	jobs_admit_soon(d);
+}
+
 enum admit_wait
 jobs_deps_blocked(struct daemon *d, struct jrec *r,
                   const struct jobs_deps_ctx *c)
@@ -245,6 +298,8 @@ jobs_deps_blocked(struct daemon *d, struct jrec *r,
 		return ADMIT_WAIT_BEGIN;
 	if (group_full(d, j, c->running) || group_share_used(d, j, c))
 		return ADMIT_WAIT_GROUP;
+	if (j->array_id > 0 && array_frozen(d->jobs, j->array_id))
+		return ADMIT_WAIT_ARRAY;
 	if (j->array_limit > 0) {
 		struct umap_slot *a;
 

@@ -134,6 +134,9 @@ struct jobs {
 	/* jobs-deps.c: each uid's holds and releases in its current minute */
 	struct hold_rate *holds;
 	size_t nholds, capholds;
+	/* jobs-deps.c: the arrays a cancel or hold walks (a few at most) */
+	int64_t *frozen;
+	size_t nfrozen, capfrozen;
 	int loading; /* jobs_init is loading the store's unended jobs */
 	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };

@@ -880,6 +880,7 @@ jobs_shutdown(struct daemon *d)
 		jrec_free(d, r);
 	}
 	free(js->v);
+	free(js->frozen);
 	while ((p = js->pending) != NULL) {
 		js->pending = p->next;
 		free(p->detail);

@@ -182,6 +182,12 @@ int jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
  * one is never admitted. PROTO_E_STATE when it is not queued. */
 int jobs_hold(struct daemon *d, int64_t id, int held, char *cause,
               size_t causelen);
+/* A whole array's cancel or hold is under way (control-ids.c walks it a
+ * slice of the loop at a time): until the thaw, none of its elements is
+ * admitted, so none starts between slices only to be ended by the next.
+ * Freezes nest; -ENOMEM when it cannot be noted. */
+int jobs_array_freeze(struct daemon *d, int64_t array_id);
+void jobs_array_thaw(struct daemon *d, int64_t array_id);
 /* update: a queued job's fields that seen marks (those proto/job-fields.h
  * marks for update) take their values from vals; the front has checked
  * them as submit would and applied the rules across fields. PROTO_E_STATE
