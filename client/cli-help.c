@@ -51,7 +51,8 @@ static const struct {
              "wait --notify 12 13\n"
              "wait --all\n"},
     {"logs", "logs 12\n"
-             "logs -f -n 20 12\n"},
+             "logs -f -n 20 12\n"
+             "logs -f A42\n"},
     {"events", "events\n"
                "events -f --job 12\n"
                "events --since 1h --user ana\n"

@@ -1,10 +1,13 @@
 /*
  * stageloadctl logs: a job's output, escaped for the terminal unless the
  * socket is one the caller may trust; -f follows it, -n its last lines.
+ * An array's logs (A42) are printed one after another under headers, or
+ * with -f followed all at once, as tail -f follows several files.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +61,29 @@ struct log_out {
 	int escape; /* the viewer is not the job's user */
 	char tail[4];
 	size_t ntail; /* an incomplete character held for the next chunk */
+	/* An array's element: its header, and the output shared with the
+	 * other elements' followers (NULL for a job alone). */
+	struct log_print *pr;
+	int64_t id;
+	char label[64];
 };
+
+/* The output an array's logs share: whose bytes came last, so that a
+ * header is written each time the output passes to another element. */
+struct log_print {
+	pthread_mutex_t lock;
+	int64_t last; /* 0: nothing written yet */
+};
+
+/* Called with pr->lock held: o's header, unless its bytes came last. */
+static void
+log_header(struct log_out *o)
+{
+	if (o->pr->last == o->id)
+		return;
+	printf("%s==> %s <==\n", o->pr->last != 0 ? "\n" : "", o->label);
+	o->pr->last = o->id;
+}
 
 /* Escape data to stdout; flags may hold PROTO_TEXT_PARTIAL, and then an
  * incomplete character at the end is kept in o->tail. */
@@ -94,6 +119,10 @@ write_log(void *arg, int64_t offset, const char *data, size_t len)
 	int rc = 0;
 
 	(void)offset;
+	if (o->pr != NULL) {
+		pthread_mutex_lock(&o->pr->lock);
+		log_header(o);
+	}
 	errno = 0;
 	if (!o->escape) {
 		rc = fwrite(data, 1, len, stdout) != len ? -1 : 0;
@@ -102,7 +131,8 @@ write_log(void *arg, int64_t offset, const char *data, size_t len)
 			joined = malloc(o->ntail + len);
 			if (joined == NULL) {
 				o->err = ENOMEM;
-				return -EPIPE;
+				rc = -1;
+				goto out;
 			}
 			memcpy(joined, o->tail, o->ntail);
 			memcpy(joined + o->ntail, data, len);
@@ -115,9 +145,12 @@ write_log(void *arg, int64_t offset, const char *data, size_t len)
 	}
 	if (rc != 0 || fflush(stdout) != 0) {
 		o->err = errno != 0 ? errno : EIO;
-		return -EPIPE;
+		rc = -1;
 	}
-	return 0;
+out:
+	if (o->pr != NULL)
+		pthread_mutex_unlock(&o->pr->lock);
+	return rc != 0 ? -EPIPE : 0;
 }
 
 /*
@@ -178,53 +211,134 @@ log_tail_add(void *arg, int64_t offset, const char *data, size_t len)
 }
 
 static int logs_one(struct cli *cli, struct cli_args *args, int64_t id,
-                    int header);
+                    struct log_print *pr);
+
+/*
+ * logs -f A42: one follower per element at a time, at most LOGS_FOLLOWERS
+ * at once, each on its own connection (a follow holds one until its job
+ * ends), taking the elements in index order. The daemon sends each log
+ * from its start, so an element followed late loses nothing.
+ */
+#define LOGS_FOLLOWERS 16
+
+struct log_follow {
+	struct cli *cli;
+	struct cli_args *args;
+	struct log_print pr;
+	const int64_t *ids;
+	int n, next; /* the next element to follow: under pr.lock */
+	int rc;      /* the first failure's exit status */
+};
+
+static void *
+log_follower(void *arg)
+{
+	struct log_follow *f = arg;
+	struct cli c = *f->cli;
+	int k, rc = EXIT_OK;
+
+	c.client = NULL;
+	for (;;) {
+		pthread_mutex_lock(&f->pr.lock);
+		k = f->rc == EXIT_OK && f->next < f->n ? f->next++ : -1;
+		pthread_mutex_unlock(&f->pr.lock);
+		if (k < 0)
+			break;
+		if ((rc = cli_connect(&c)) != EXIT_OK ||
+		    (rc = logs_one(&c, f->args, f->ids[k], &f->pr)) != EXIT_OK)
+			break;
+	}
+	pthread_mutex_lock(&f->pr.lock);
+	if (rc != EXIT_OK && f->rc == EXIT_OK)
+		f->rc = rc;
+	pthread_mutex_unlock(&f->pr.lock);
+	sl_client_free(c.client);
+	return NULL;
+}
+
+static int
+logs_follow_all(struct cli *cli, struct cli_args *args, const int64_t *ids,
+                int n)
+{
+	struct log_follow f;
+	pthread_t t[LOGS_FOLLOWERS];
+	int k, started;
+
+	memset(&f, 0, sizeof f);
+	f.cli = cli;
+	f.args = args;
+	f.ids = ids;
+	f.n = n;
+	f.rc = EXIT_OK;
+	pthread_mutex_init(&f.pr.lock, NULL);
+	for (started = 0; started < n && started < LOGS_FOLLOWERS; started++)
+		if (pthread_create(&t[started], NULL, log_follower, &f) != 0)
+			break;
+	if (started == 0) /* no thread: the elements in turn */
+		log_follower(&f);
+	for (k = 0; k < started; k++)
+		pthread_join(t[k], NULL);
+	pthread_mutex_destroy(&f.pr.lock);
+	return f.rc;
+}
 
 static int
 cmd_logs(struct cli *cli, struct cli_args *args)
 {
+	struct log_print pr;
 	int64_t id, *ids;
 	int rc, n, k;
 
 	if (cli_parse_id(args->argv[0], &id) == 0) {
 		if ((rc = cli_connect(cli)) != 0)
 			return rc;
-		return logs_one(cli, args, id, 0);
+		return logs_one(cli, args, id, NULL);
 	}
-	/* A42: each element's log under a header, in index order (-f
-	 * follows each to its end in turn); A42_3: that element's. */
+	/* A42_3: that element's log alone; A42: each element's under a
+	 * header, in index order, or with -f all at once. */
 	if ((rc = cli_job_refs(cli, 1, args->argv, &ids, &n)) >= 0)
 		return rc;
-	for (k = 0, rc = EXIT_OK; k < n && rc == EXIT_OK; k++)
-		rc = logs_one(cli, args, ids[k],
-		              args->argv[0][strcspn(args->argv[0], "_")] ==
-		                  '\0');
+	if (args->argv[0][strcspn(args->argv[0], "_")] != '\0')
+		rc = logs_one(cli, args, ids[0], NULL);
+	else if (cli_has(args, "follow"))
+		rc = logs_follow_all(cli, args, ids, n);
+	else {
+		pthread_mutex_init(&pr.lock, NULL);
+		pr.last = 0;
+		for (k = 0, rc = EXIT_OK; k < n && rc == EXIT_OK; k++)
+			rc = logs_one(cli, args, ids[k], &pr);
+		pthread_mutex_destroy(&pr.lock);
+	}
 	free(ids);
 	return rc;
 }
 
-/* One job's log; with header, a line naming it first. */
+/* One job's log; with pr, an array's element, whose header comes before
+ * its bytes (and first, when its elements are printed in turn). */
 static int
-logs_one(struct cli *cli, struct cli_args *args, int64_t id, int header)
+logs_one(struct cli *cli, struct cli_args *args, int64_t id,
+         struct log_print *pr)
 {
-	struct log_out out = {0, 0, {0}, 0};
+	struct log_out out;
 	struct sl_job j;
 	int rc;
 
-	if (header) {
+	memset(&out, 0, sizeof out);
+	out.pr = pr;
+	out.id = id;
+	if (sl_show(cli->client, id, 0, &j) < 0)
+		return cli_fail(cli);
+	if (pr != NULL) {
 		int64_t aid, ai;
 
-		if (sl_show(cli->client, id, 0, &j) < 0)
-			return cli_fail(cli);
-		if (sl_job_get_int(&j, "array_id", &aid) == 0 &&
+		if (sl_job_get_int(&j, "array_id", &aid) == 0 && aid > 0 &&
 		    sl_job_get_int(&j, "array_index", &ai) == 0)
-			printf("==> A%" PRId64 "_%" PRId64 " (job %" PRId64
-			       ") <==\n",
-			       aid, ai, id);
+			snprintf(out.label, sizeof out.label,
+			         "A%" PRId64 "_%" PRId64 " (job %" PRId64 ")",
+			         aid, ai, id);
 		else
-			printf("==> job %" PRId64 " <==\n", id);
-		fflush(stdout);
-		sl_job_clear(&j);
+			snprintf(out.label, sizeof out.label, "job %" PRId64,
+			         id);
 	}
 	if (!cli_has(args, "raw")) {
 		/* Whose job it is decides whether its bytes are escaped: raw
@@ -236,12 +350,18 @@ logs_one(struct cli *cli, struct cli_args *args, int64_t id, int header)
 		 * is refused there, before it could claim our uid. */
 		const struct sl_hello *h = sl_hello_info(cli->client);
 		int64_t viewer = (int64_t)geteuid();
-		if (sl_show(cli->client, id, 0, &j) < 0)
-			return cli_fail(cli);
 		out.escape = j.uid != viewer || h == NULL || h->uid != viewer;
-		sl_job_clear(&j);
 	}
-	if (cli_has(args, "follow"))
+	sl_job_clear(&j);
+	if (pr != NULL && !cli_has(args, "follow")) {
+		pthread_mutex_lock(&pr->lock);
+		log_header(&out);
+		fflush(stdout);
+		pthread_mutex_unlock(&pr->lock);
+	}
+	/* One job's wait in the queue is shown; an array's elements just
+	 * wait, their headers coming with their output. */
+	if (cli_has(args, "follow") && pr == NULL)
 		cli_watch_queued(cli, id);
 	if (cli_has(args, "lines")) {
 		struct log_tail t = {NULL, 0, 0,
@@ -268,10 +388,17 @@ logs_one(struct cli *cli, struct cli_args *args, int64_t id, int header)
 	}
 	/* A character the log ended inside: its bytes, escaped. */
 	errno = 0;
-	if (out.err == 0 && out.ntail > 0 &&
-	    (log_put_escaped(&out, out.tail, out.ntail, 0) != 0 ||
-	     fflush(stdout) != 0))
-		out.err = errno != 0 ? errno : EIO;
+	if (out.err == 0 && out.ntail > 0) {
+		if (pr != NULL) {
+			pthread_mutex_lock(&pr->lock);
+			log_header(&out);
+		}
+		if (log_put_escaped(&out, out.tail, out.ntail, 0) != 0 ||
+		    fflush(stdout) != 0)
+			out.err = errno != 0 ? errno : EIO;
+		if (pr != NULL)
+			pthread_mutex_unlock(&pr->lock);
+	}
 	if (out.err != 0) {
 		if (out.err != EPIPE) /* a reader that left knows */
 			cli_error("cannot write output: %s", strerror(out.err));

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
@@ -235,6 +236,38 @@ def sc_cli(d, m, c):
         assert out.returncode == 2 and "1-100%4" in out.stderr, (bad, out)
 
 
+def sc_follow(d, m, c):
+    """logs -f A42 follows every element at once: element 2's output is
+    shown while element 1 still runs (it ends only once that was seen),
+    each under a header when the output passes to it."""
+    go = d.dir + "/go"
+    r = submit_array(c, d, ["bash", "-c",
+                            "if [ {} = 1 ]; then echo one-a; "
+                            "while [ ! -e %s ]; do sleep 0.05; done; "
+                            "echo one-b; else echo two; fi" % go], "1-2")
+    a = "A%d" % r["array_id"]
+    p = subprocess.Popen([CTL, "--socket", d.socket, "logs", "-f", a],
+                         stdout=subprocess.PIPE, text=True)
+    seen = []
+    reader = threading.Thread(target=lambda: seen.extend(p.stdout), daemon=True)
+    reader.start()
+    try:
+        poll(lambda: "two\n" in seen and "one-a\n" in seen,
+             what="both elements' output while element 1 runs")
+        assert p.poll() is None, seen
+        open(go, "w").close()
+        assert p.wait(timeout=30) == 0, seen
+        reader.join(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    heads = [ln.split()[1] for ln in seen if ln.startswith("==> ")]
+    assert sorted(set(heads)) == [a + "_1", a + "_2"], seen
+    # one-b came after two: its element's header again before it
+    assert heads[-1] == a + "_1" and seen[-1] == "one-b\n", seen
+
+
 def sc_after(d, m, c):
     """after A42 waits for every element; an element's failure cancels
     the job after it, as a failed job does."""
@@ -336,6 +369,7 @@ SCENARIOS = [
     ("subst", sc_subst, {}),
     ("controls", sc_controls, {}),
     ("cli", sc_cli, {}),
+    ("follow", sc_follow, {}),
     ("after", sc_after, {}),
     ("bounds", sc_bounds, {"extra_conf": "max_queued_per_uid = 6\n"
                                          "max_stored_bytes_per_uid = 1M\n"}),
