@@ -495,6 +495,7 @@ jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
 		goto out;
 	}
 	*array_id = t->id;
+	jobs_events_batch(d, 1);
 	for (k = 0; k < n; k++) {
 		struct job *j = v[k];
 
@@ -520,6 +521,7 @@ jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
 		if (first == NULL)
 			first = r;
 	}
+	jobs_events_batch(d, 0);
 	free(v);
 	free(jobs_queue(js, queued));
 	*position = first != NULL ? first->position : 0;

@@ -204,19 +204,42 @@ jobs_flush_events(struct daemon *d)
 	struct pending_event *p;
 	char cause[256];
 
-	while ((p = js->pending) != NULL) {
-		if (jobs_event_held(js, &p->e))
+	struct store_event *v[JOBS_EVENTS_BATCH];
+	size_t n, i;
+
+	while (js->pending != NULL && js->batching == 0) {
+		/* the events up to the first held back, in one commit */
+		for (n = 0, p = js->pending; p != NULL && n < JOBS_EVENTS_BATCH;
+		     p = p->next) {
+			if (jobs_event_held(js, &p->e))
+				break;
+			v[n++] = &p->e;
+		}
+		if (n == 0)
 			return 1;
-		if (store_event_add(d->store, &p->e, cause, sizeof cause) != 0)
+		if (store_events_add(d->store, v, n, cause, sizeof cause) != 0)
 			return -1;
-		jobs_announce_event(d, &p->e);
-		js->pending = p->next;
-		if (js->pending == NULL)
-			js->pending_tail = &js->pending;
-		free(p->detail);
-		free(p);
+		for (i = 0; i < n; i++) {
+			p = js->pending;
+			jobs_announce_event(d, &p->e);
+			js->pending = p->next;
+			if (js->pending == NULL)
+				js->pending_tail = &js->pending;
+			free(p->detail);
+			free(p);
+		}
 	}
 	return 0;
+}
+
+void
+jobs_events_batch(struct daemon *d, int on)
+{
+	struct jobs *js = d->jobs;
+
+	js->batching += on ? 1 : -1;
+	if (js->batching == 0)
+		jobs_flush_events(d);
 }
 
 /* Record an event (detail: JSON object, consumed). Announced once it is

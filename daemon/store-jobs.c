@@ -735,15 +735,47 @@ insert_event(struct store *s, struct store_event *e, char *cause,
 	return 0;
 }
 
+/* n events in one transaction (one alone needs none): an array's
+ * submitted events are 1,000 commits otherwise. */
+static int
+insert_events(struct store *s, struct store_event **v, size_t n, char *cause,
+              size_t causelen)
+{
+	size_t i;
+	int rc;
+
+	if (n == 1)
+		return insert_event(s, v[0], cause, causelen);
+	if ((rc = store_run(s->begin)) != SQLITE_OK)
+		return store_fail(s, rc, "writing events", cause, causelen);
+	for (i = 0; i < n; i++)
+		if ((rc = insert_event(s, v[i], cause, causelen)) != 0) {
+			store_abort(s);
+			return rc;
+		}
+	if ((rc = store_run(s->commit)) != SQLITE_OK) {
+		rc = store_fail(s, rc, "writing events", cause, causelen);
+		store_abort(s);
+	}
+	return rc;
+}
+
 int
-store_event_add(struct store *s, struct store_event *e, char *cause,
-                size_t causelen)
+store_events_add(struct store *s, struct store_event **v, size_t n, char *cause,
+                 size_t causelen)
 {
 	char why[STORE_CAUSE_MAX] = "";
 
 	return store_health_note(s, STORE_AREA_EVENTS, "event",
-	                         insert_event(s, e, why, sizeof why), why,
+	                         insert_events(s, v, n, why, sizeof why), why,
 	                         cause, causelen);
+}
+
+int
+store_event_add(struct store *s, struct store_event *e, char *cause,
+                size_t causelen)
+{
+	return store_events_add(s, &e, 1, cause, causelen);
 }
 
 /* cb for each row of "SELECT id, ts_ms, job_id, uid, kind, detail": 0,

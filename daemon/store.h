@@ -178,6 +178,9 @@ struct store_event {
 /* Commits the event and sets e->id. */
 int store_event_add(struct store *s, struct store_event *e, char *cause,
                     size_t causelen);
+/* The same for n events, in one transaction: all or none. */
+int store_events_add(struct store *s, struct store_event **v, size_t n,
+                     char *cause, size_t causelen);
 /* Events with id > after_id, oldest first, at most limit (<= 0: all), of
  * job job_id only when it is > 0 (read by its index, however old the job).
  * The event's strings are valid only during the callback; a non-zero return

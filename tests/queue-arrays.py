@@ -215,7 +215,13 @@ def sc_cli(d, m, c):
     a = out.stdout.strip()
     assert a.startswith("A"), out.stdout
     aid = int(a[1:])
-    assert len(elements(c, aid)) == 200
+    ids = [k["id"] for k in elements(c, aid)]
+    assert len(ids) == 200
+    # each element's submitted event, committed together, in order
+    ev = [e for e in c.call("events", {"limit": 1000})["events"]
+          if e["kind"] == "submitted" and e["job_id"] in ids]
+    assert [e["job_id"] for e in ev] == ids, ev[:3]
+    assert [e["detail"]["array_index"] for e in ev] == list(range(1, 201))
     out = ctl(d, "release", a)
     # the first may start before the release's walk reaches the last
     assert out.returncode == 0 and out.stdout.count("released") >= 199, \

@@ -1631,23 +1631,29 @@ test_events(void **state)
 	struct fixture *f = *state;
 	static const char *kinds[] = {"daemon_start", "submitted", "admitted",
 	                              "started", "exited"};
-	struct store_event e;
+	struct store_event e[5], *last[2] = {&e[3], &e[4]};
 	struct evlist l;
-	char cause[256] = "", detail[64];
+	char cause[256] = "", detail[5][64];
 	size_t i;
 
 	for (i = 0; i < 5; i++) {
-		memset(&e, 0, sizeof e);
-		e.ts_ms = T0 + (int64_t)i;
-		e.job_id = i == 0 ? 0 : 12;
-		e.uid = i == 0 ? 0 : 501;
-		e.kind = kinds[i];
-		snprintf(detail, sizeof detail, "{\"n\":%zu}", i);
-		e.detail = i == 4 ? NULL : detail;
-		assert_int_equal(store_event_add(f->s, &e, cause, sizeof cause),
-		                 0);
-		assert_int_equal(e.id, (int64_t)i + 1);
+		memset(&e[i], 0, sizeof e[i]);
+		e[i].ts_ms = T0 + (int64_t)i;
+		e[i].job_id = i == 0 ? 0 : 12;
+		e[i].uid = i == 0 ? 0 : 501;
+		e[i].kind = kinds[i];
+		snprintf(detail[i], sizeof detail[i], "{\"n\":%zu}", i);
+		e[i].detail = i == 4 ? NULL : detail[i];
+		if (i < 3)
+			assert_int_equal(
+			    store_event_add(f->s, &e[i], cause, sizeof cause),
+			    0);
 	}
+	/* the last two in one transaction, as an array's are */
+	assert_int_equal(store_events_add(f->s, last, 2, cause, sizeof cause),
+	                 0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(e[i].id, (int64_t)i + 1);
 	memset(&l, 0, sizeof l);
 	assert_int_equal(store_events(f->s, 0, 0, 0, collect_event, &l), 0);
 	assert_int_equal(l.n, 5);
