@@ -5,6 +5,7 @@
  * time (answers.h), so no report holds the loop however many days and
  * names it sums.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,10 @@ report_fill(struct daemon *d, void *state, struct answers_buf *out, char *cause,
 	if (a->reading) {
 		rc = store_report_next(a->rep, REPORT_READ_PART, why,
 		                       sizeof why);
+		if (rc == -E2BIG) {
+			snprintf(cause, causelen, "report: %s", why);
+			return PROTO_E_LIMIT;
+		}
 		if (rc < 0) {
 			snprintf(cause, causelen, "storage error: report: %s",
 			         why);

@@ -204,6 +204,7 @@ struct store_report {
 	size_t *slots; /* index + 1, 0: free */
 	size_t nslots;
 	int sorted;
+	int too_many; /* a row past STORE_REPORT_MAX_ROWS was wanted */
 };
 
 static uint64_t
@@ -255,7 +256,8 @@ rows_grow(struct store_report *rep)
 	return 0;
 }
 
-/* The row of (uid, name), made when absent; NULL out of memory. */
+/* The row of (uid, name), made when absent; NULL out of memory or past
+ * STORE_REPORT_MAX_ROWS (rep->too_many). */
 static struct store_report_row *
 row_get(struct store_report *rep, int64_t uid, const char *user,
         const char *name)
@@ -271,6 +273,10 @@ row_get(struct store_report *rep, int64_t uid, const char *user,
 		if (row_is(r, uid, name))
 			return r;
 		s = (s + 1) % rep->nslots;
+	}
+	if (rep->nrows >= STORE_REPORT_MAX_ROWS) {
+		rep->too_many = 1;
+		return NULL;
 	}
 	r = &rep->rows[rep->nrows];
 	memset(r, 0, sizeof *r);
@@ -397,7 +403,7 @@ report_add_row(struct store_report *rep, sqlite3_stmt *st)
 	    rep->q.by & STORE_REPORT_BY_USER ? (user ? user : "") : NULL,
 	    rep->q.by & STORE_REPORT_BY_NAME ? (name ? name : "") : NULL);
 	if (r == NULL)
-		return -ENOMEM;
+		return rep->too_many ? -E2BIG : -ENOMEM;
 	if (r->user != NULL && user != NULL && strcmp(r->user, user) != 0) {
 		/* The newest day's login name of the uid. */
 		char *u = strdup(user);
@@ -458,14 +464,21 @@ store_report_next(struct store_report *rep, int64_t max_rows, char *cause,
 		rep->next_day = sqlite3_column_int64(st, 0);
 		rep->next_uid = sqlite3_column_int64(st, 1);
 		free(rep->next_name);
-		if ((rep->next_name = strdup(name ? name : "")) == NULL ||
-		    report_add_row(rep, st) != 0) {
+		if ((rep->next_name = strdup(name ? name : "")) == NULL)
 			err = -ENOMEM;
+		else
+			err = report_add_row(rep, st);
+		if (err != 0)
 			break;
-		}
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
+	if (err == -E2BIG)
+		return proto_cause(cause, causelen, err,
+		                   "more than %d rows: narrow the report (a "
+		                   "later since, an earlier until, a user or "
+		                   "name filter, or by user or by name alone)",
+		                   STORE_REPORT_MAX_ROWS);
 	if (err != 0)
 		return proto_cause(cause, causelen, err, "out of memory");
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)

@@ -63,6 +63,12 @@ struct store_report_query {
 int store_report_glob(const char *pat, const char *s);
 
 /* One row of the answer: a sum of job_days rows. */
+/* A report sums rows by key; at most this many keys (each about 1 KiB,
+ * its histogram most of it), so that one request's memory is bounded
+ * (docs/security.md): past it the report is -E2BIG, saying how to narrow
+ * it. */
+#define STORE_REPORT_MAX_ROWS 20000
+
 struct store_report_row {
 	int64_t uid;  /* -1 when summed over users */
 	char *user;   /* NULL when summed over users */

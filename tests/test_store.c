@@ -2609,6 +2609,44 @@ test_report_job_end(void **state)
 	job_free(j);
 }
 
+/* A report of more keys than STORE_REPORT_MAX_ROWS is refused, saying how
+ * to narrow it; by user alone the same days are one row. */
+static void
+test_report_bound(void **state)
+{
+	struct fixture *f = *state;
+	struct store_report_query q = {.since_ms = T0,
+	                               .until_ms = T0 + STORE_REPORT_DAY_MS,
+	                               .by = STORE_REPORT_BY_BOTH};
+	const struct store_report_row *rows;
+	struct store_report *rep;
+	char cause[256] = "", sql[512];
+	sqlite3 *db = raw_open(f->path);
+	int rc;
+
+	snprintf(sql, sizeof sql,
+	         "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+	         "FROM k WHERE i <= %d) INSERT INTO job_days SELECT %lld, "
+	         "501, 'n' || i, 'ana', 1, 1, 0, 0, 0, 0, 0, NULL, 1, 1000, "
+	         "'1:1', 0, 0, 0 FROM k",
+	         STORE_REPORT_MAX_ROWS, (long long)(T0 / STORE_REPORT_DAY_MS));
+	raw_exec(db, sql);
+	sqlite3_close(db);
+	assert_int_equal(store_report_begin(store_reader(f->s), &q, &rep, cause,
+	                                    sizeof cause),
+	                 0);
+	while ((rc = store_report_next(rep, 5000, cause, sizeof cause)) == 1)
+		;
+	assert_int_equal(rc, -E2BIG);
+	assert_non_null(strstr(cause, "narrow the report"));
+	store_report_free(rep);
+	q.by = STORE_REPORT_BY_USER;
+	rep = report_all(f, &q, 5000);
+	assert_int_equal(store_report_rows(rep, &rows), 1);
+	assert_int_equal(rows[0].runs, STORE_REPORT_MAX_ROWS + 1);
+	store_report_free(rep);
+}
+
 /* The histogram's buckets and its median's bound (store-report.h). */
 static void
 test_report_hist(void **state)
@@ -2729,6 +2767,7 @@ main(void)
 	    T(test_usage_and_make_room),
 	    T(test_report_days),
 	    T(test_report_job_end),
+	    T(test_report_bound),
 	    T(test_report_hist),
 	    T(test_report_glob),
 #undef T
