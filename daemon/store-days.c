@@ -22,23 +22,61 @@
 /* The job_days row a job counts in: its own name's, or the uid's
  * "(other)" once the day has STORE_REPORT_NAMES_PER_DAY names. An sqlite
  * result; *name is the row's. */
+/* The statements, prepared once with the store's (store_days_prepare). */
+#define DAYS_NAME_SQL                                                          \
+	"SELECT (SELECT count(*) FROM job_days WHERE"                          \
+	" day = ?1 AND uid = ?2 AND name = ?3),"                               \
+	" (SELECT count(*) FROM job_days WHERE"                                \
+	" day = ?1 AND uid = ?2 AND name != ?4)"
+#define DAYS_ROW_SQL                                                           \
+	"SELECT killed_by, run_hist FROM job_days"                             \
+	" WHERE day = ?1 AND uid = ?2 AND name = ?3"
+#define DAYS_ADD_SQL                                                           \
+	"INSERT INTO job_days (day, uid, name, user, runs, exited_0,"          \
+	" exited_nonzero, failed, killed, cancelled, lost, killed_by, ran,"    \
+	" run_ms, run_hist, waited_ms, footprint_peak_bytes,"                  \
+	" swap_growth_peak_bytes) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7,"      \
+	" ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"                     \
+	" ON CONFLICT (day, uid, name) DO UPDATE SET user = excluded.user,"    \
+	" runs = runs + 1, exited_0 = exited_0 + excluded.exited_0,"           \
+	" exited_nonzero = exited_nonzero + excluded.exited_nonzero,"          \
+	" failed = failed + excluded.failed,"                                  \
+	" killed = killed + excluded.killed,"                                  \
+	" cancelled = cancelled + excluded.cancelled,"                         \
+	" lost = lost + excluded.lost, killed_by = excluded.killed_by,"        \
+	" ran = ran + excluded.ran, run_ms = run_ms + excluded.run_ms,"        \
+	" run_hist = excluded.run_hist,"                                       \
+	" waited_ms = waited_ms + excluded.waited_ms,"                         \
+	" footprint_peak_bytes = max(footprint_peak_bytes,"                    \
+	"  excluded.footprint_peak_bytes),"                                    \
+	" swap_growth_peak_bytes = max(swap_growth_peak_bytes,"                \
+	"  excluded.swap_growth_peak_bytes)"
+
+int
+store_days_prepare(struct store *s, char *cause, size_t causelen)
+{
+	int rc;
+
+	if ((rc = store_prepare(s, &s->days_name, DAYS_NAME_SQL, cause,
+	                        causelen)) != 0 ||
+	    (rc = store_prepare(s, &s->days_row, DAYS_ROW_SQL, cause,
+	                        causelen)) != 0)
+		return rc;
+	return store_prepare(s, &s->days_add, DAYS_ADD_SQL, cause, causelen);
+}
+
+/* The job_days row a job counts in: its own name's, or the uid's
+ * "(other)" once the day has STORE_REPORT_NAMES_PER_DAY names. An sqlite
+ * result; *name is the row's. */
 static int
 days_name(struct store *s, int64_t day, uid_t uid, const char *want,
           const char **name)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = s->days_name;
 	int rc, have = 0;
 	int64_t n = 0;
 
 	*name = want;
-	rc = sqlite3_prepare_v2(s->db,
-	                        "SELECT (SELECT count(*) FROM job_days WHERE"
-	                        " day = ?1 AND uid = ?2 AND name = ?3),"
-	                        " (SELECT count(*) FROM job_days WHERE"
-	                        " day = ?1 AND uid = ?2 AND name != ?4)",
-	                        -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return rc;
 	sqlite3_bind_int64(st, 1, day);
 	sqlite3_bind_int64(st, 2, (int64_t)uid);
 	sqlite3_bind_text(st, 3, want, -1, SQLITE_STATIC);
@@ -48,7 +86,8 @@ days_name(struct store *s, int64_t day, uid_t uid, const char *want,
 		n = sqlite3_column_int64(st, 1);
 		rc = SQLITE_OK;
 	}
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_OK && !have && n >= STORE_REPORT_NAMES_PER_DAY)
 		*name = STORE_REPORT_OTHER;
 	return rc;
@@ -72,12 +111,7 @@ store_days_add(struct store *s, const struct job *j)
 		return rc;
 	/* The row as it is, to add the job to (its killed_by and run_hist
 	 * are merged here; the numbers in SQL). */
-	rc = sqlite3_prepare_v2(s->db,
-	                        "SELECT killed_by, run_hist FROM job_days"
-	                        " WHERE day = ?1 AND uid = ?2 AND name = ?3",
-	                        -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return rc;
+	st = s->days_row;
 	sqlite3_bind_int64(st, 1, day);
 	sqlite3_bind_int64(st, 2, (int64_t)j->uid);
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
@@ -89,7 +123,8 @@ store_days_add(struct store *s, const struct job *j)
 		    (const char *)sqlite3_column_text(st, 1), hist);
 		rc = SQLITE_DONE;
 	}
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	st = NULL;
 	if (rc != SQLITE_DONE)
 		return rc;
@@ -119,30 +154,7 @@ store_days_add(struct store *s, const struct job *j)
 		rc = SQLITE_NOMEM;
 		goto out;
 	}
-	rc = sqlite3_prepare_v2(
-	    s->db,
-	    "INSERT INTO job_days (day, uid, name, user, runs, exited_0,"
-	    " exited_nonzero, failed, killed, cancelled, lost, killed_by, ran,"
-	    " run_ms, run_hist, waited_ms, footprint_peak_bytes,"
-	    " swap_growth_peak_bytes) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7,"
-	    " ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
-	    " ON CONFLICT (day, uid, name) DO UPDATE SET user = excluded.user,"
-	    " runs = runs + 1, exited_0 = exited_0 + excluded.exited_0,"
-	    " exited_nonzero = exited_nonzero + excluded.exited_nonzero,"
-	    " failed = failed + excluded.failed,"
-	    " killed = killed + excluded.killed,"
-	    " cancelled = cancelled + excluded.cancelled,"
-	    " lost = lost + excluded.lost, killed_by = excluded.killed_by,"
-	    " ran = ran + excluded.ran, run_ms = run_ms + excluded.run_ms,"
-	    " run_hist = excluded.run_hist,"
-	    " waited_ms = waited_ms + excluded.waited_ms,"
-	    " footprint_peak_bytes = max(footprint_peak_bytes,"
-	    "  excluded.footprint_peak_bytes),"
-	    " swap_growth_peak_bytes = max(swap_growth_peak_bytes,"
-	    "  excluded.swap_growth_peak_bytes)",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		goto out;
+	st = s->days_add;
 	sqlite3_bind_int64(st, 1, day);
 	sqlite3_bind_int64(st, 2, (int64_t)j->uid);
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
@@ -167,7 +179,10 @@ store_days_add(struct store *s, const struct job *j)
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
 out:
-	sqlite3_finalize(st);
+	if (st != NULL) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
 	free(kb_text);
 	free(hist_text);
 	return rc;

@@ -89,6 +89,8 @@ struct store {
 	sqlite3_stmt *ev_list_job, *ev_list_before_job;
 	sqlite3_stmt *job_was_ended, *jobs_oldest_ended;
 	sqlite3_stmt *del_job_samples, *del_job_events, *del_job, *del_job_args;
+	/* store-days.c's */
+	sqlite3_stmt *days_name, *days_row, *days_add;
 
 	/* Per uid (key uid + 1) what its job rows hold (store_usage):
 	 * bytes: a = all rows, b = ended rows; rows: a = all, b = ended. */
@@ -140,8 +142,14 @@ void store_usage_add(struct store *s, uid_t uid, int64_t bytes,
 /* store-jobs.c: bind text, or NULL for a NULL pointer (a copy). */
 void store_bind_text_or_null(sqlite3_stmt *st, int i, const char *text);
 
+/* store.c: prepare sql once, for the store's life (finalized at close). */
+int store_prepare(struct store *s, sqlite3_stmt **st, const char *sql,
+                  char *cause, size_t causelen);
+
 /* store-days.c: count the ended job j in its day's job_days row, inside
- * the caller's transaction. An sqlite result. */
+ * the caller's transaction. An sqlite result. Its statements are
+ * prepared with the others, by store_days_prepare. */
 int store_days_add(struct store *s, const struct job *j);
+int store_days_prepare(struct store *s, char *cause, size_t causelen);
 
 #endif

@@ -427,7 +427,7 @@ fail:
 	return rc;
 }
 
-static int
+int
 store_prepare(struct store *s, sqlite3_stmt **st, const char *sql, char *cause,
               size_t causelen)
 {
@@ -574,7 +574,7 @@ store_prepare_all(struct store *s, char *cause, size_t causelen)
 	     " AND NOT EXISTS (SELECT 1 FROM jobs j2 WHERE j2.array_id > 0"
 	     " AND j2.array_id = job_args.job_id AND j2.id != ?1)");
 #undef PREP
-	return 0;
+	return store_days_prepare(s, cause, causelen);
 }
 
 /*
