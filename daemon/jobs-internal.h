@@ -137,7 +137,7 @@ struct jobs {
 	/* jobs-deps.c: the arrays a cancel or hold walks (a few at most) */
 	int64_t *frozen;
 	size_t nfrozen, capfrozen;
-	int loading; /* jobs_init is loading the store's unended jobs */
+	int loading;  /* jobs_init is loading the store's unended jobs */
 	int batching; /* jobs_events_batch: events wait to commit together */
 	int64_t last_admit_ms; /* the latest admission (jobs_awake_counts) */
 };
@@ -184,7 +184,8 @@ int jrec_commit(struct daemon *d, struct jrec *r);
 #define JOBS_EVENTS_BATCH 256
 /* Between on (1) and off (0) the events recorded wait, and are committed
  * in transactions of JOBS_EVENTS_BATCH at the off (an array's submitted
- * events: one commit each took 0.4-0.5 s for 1,000). Nests. */
+ * events, one commit each before: docs/benchmarks.md, "Whole arrays").
+ * Nests. */
 void jobs_events_batch(struct daemon *d, int on);
 /* Record an event (detail: JSON object, consumed); announced once it is
  * committed. */

@@ -22,7 +22,6 @@ Root is exempt from both. Needs root, to connect as another uid.
 """
 
 import fcntl
-import importlib.util
 import json
 import os
 import select
@@ -34,11 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, connect_as, kill_leftovers, poll, skip  # noqa: E402
+from sltest import Client, Daemon, connect_as, kill_leftovers, poll, scenarios, skip  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("scen", os.path.join(HERE, "jobs-scenarios.py"))
-scen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scen)
+scen = scenarios()
 
 NOBODY = 65534
 OTHER = 65533

@@ -8,7 +8,6 @@ Run one scenario with: job-messages.py NAME...
 """
 
 import fcntl
-import importlib.util
 import os
 import re
 import struct
@@ -19,13 +18,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, client_as, kill_leftovers, poll  # noqa: E402
+from sltest import Client, Daemon, client_as, kill_leftovers, poll, scenarios  # noqa: E402
 from ptyjob import PtyJob  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-js = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(js)
+js = scenarios()
 submit, show, wait_state, samples, read, events_of = (
     js.submit, js.show, js.wait_state, js.samples, js.read, js.events_of)
 

@@ -7,7 +7,6 @@ measures.
 Run one scenario with: jobs-learn.py NAME...
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -15,12 +14,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import poll  # noqa: E402
+from sltest import poll, scenarios  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-sc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sc)
+sc = scenarios()
 
 MIB = 1 << 20
 GROW_MIB = 256

@@ -9,7 +9,6 @@ Run one scenario with: jobs-report.py NAME...
 """
 
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -19,12 +18,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, client_as, poll  # noqa: E402
+from sltest import Client, RpcError, client_as, poll, scenarios  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-js = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(js)
+js = scenarios()
 submit, show, wait_state, samples, read = (
     js.submit, js.show, js.wait_state, js.samples, js.read)
 

@@ -17,14 +17,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, poll  # noqa: E402
+from sltest import Client, poll, scenarios  # noqa: E402
 
-import importlib.util  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
-scen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scen)
+scen = scenarios()
 
 
 def main():

@@ -9,14 +9,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, RpcError, poll, require_tools, skip, fill_fs  # noqa: E402
+from sltest import Client, RpcError, fill_fs, poll, require_tools, scenarios, skip  # noqa: E402
 
-import importlib.util  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
-scen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scen)
+scen = scenarios()
 
 
 def main():

@@ -18,19 +18,15 @@ fixture proc root (docs/daemon.md, "Test hooks"):
 Jobs are real processes. Run one scenario with: platform-hooks.py NAME...
 """
 
-import importlib.util
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, poll, scenarios, write_meminfo  # noqa: E402
 
 # The scenario runner (run_scenarios) is jobs-scenarios.py's.
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-sc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sc)
+sc = scenarios()
 
 GIB_KB = 1 << 20
 TOTAL_KB = 16 * GIB_KB

@@ -7,7 +7,6 @@ docs/jobs.md, "Arrays", states the rules.
 Run one scenario with: queue-arrays.py NAME...
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -16,12 +15,9 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import RpcError, client_as, poll  # noqa: E402
+from sltest import RpcError, client_as, poll, scenarios  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-js = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(js)
+js = scenarios()
 submit, show, wait_state, samples, read, env_list = (
     js.submit, js.show, js.wait_state, js.samples, js.read, js.env_list)
 

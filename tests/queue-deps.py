@@ -5,7 +5,6 @@ real processes; docs/jobs.md, "Dependencies and holds", states the rules.
 Run one scenario with: queue-deps.py NAME...
 """
 
-import importlib.util
 import os
 import select
 import signal
@@ -14,12 +13,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, client_as, poll  # noqa: E402
+from sltest import Client, RpcError, client_as, poll, scenarios  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-js = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(js)
+js = scenarios()
 submit, show, wait_state, samples, read, events_of = (
     js.submit, js.show, js.wait_state, js.samples, js.read, js.events_of)
 

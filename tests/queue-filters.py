@@ -7,7 +7,6 @@ root and as another user, and wait --all. PROTOCOL.md, "Job filters".
 Run one scenario with: queue-filters.py NAME...
 """
 
-import importlib.util
 import os
 import re
 import shutil
@@ -16,12 +15,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, client_as, poll, users_bin  # noqa: E402
+from sltest import Client, RpcError, client_as, poll, scenarios, users_bin  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-js = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(js)
+js = scenarios()
 submit, show, wait_state = js.submit, js.show, js.wait_state
 
 BIN = os.environ.get("SL_BIN", "build/bin")

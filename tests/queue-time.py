@@ -8,7 +8,6 @@ from sleeps.
 Run one scenario with: queue-time.py NAME...
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -18,12 +17,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, poll  # noqa: E402
+from sltest import Client, RpcError, poll, scenarios  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-js = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(js)
+js = scenarios()
 submit, show, wait_state, samples, read, events_of = (
     js.submit, js.show, js.wait_state, js.samples, js.read, js.events_of)
 GRACE_MS = js.GRACE_MS

@@ -8,7 +8,6 @@ case), with the default fast interval (0.1 s).
 Run one scenario with: sampling-fast.py NAME...
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -16,12 +15,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, Daemon, poll, write_meminfo  # noqa: E402
+from sltest import Client, Daemon, poll, scenarios, write_meminfo  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "jobs_scenarios", os.path.join(HERE, "jobs-scenarios.py"))
-sc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sc)
+sc = scenarios()
 
 GIB_KB = 1 << 20
 

@@ -33,13 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
-from sltest import Client, RpcError, missing_tools, poll, require_tools, skip, fill_fs  # noqa: E402
+from sltest import (Client, RpcError, fill_fs, missing_tools, poll, require_tools, scenarios, skip)  # noqa: E402
 
-import importlib.util  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("scen", os.path.join(HERE, "jobs-scenarios.py"))
-scen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scen)
+scen = scenarios()
 
 # From the meminfo write to the job's death: a sample (100 ms), SIGTERM,
 # and the scheduling of a loaded machine. Storage must add nothing.

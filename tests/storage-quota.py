@@ -22,7 +22,6 @@ the file system holds. With max_stored_bytes_per_uid at 4 MiB:
 Root only (mount, and connecting as other uids).
 """
 
-import importlib.util
 import json
 import os
 import signal
@@ -32,12 +31,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from sltest import Client, Daemon, RpcError, client_as, poll, skip  # noqa: E402
+from sltest import Client, Daemon, RpcError, client_as, poll, scenarios, skip  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "scen", os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs-scenarios.py"))
-scen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scen)
+scen = scenarios()
 
 # From the fixture's swap jump to the job's death, on a loaded machine
 # (as in storage-faults.py); the daemon samples every 100 ms.

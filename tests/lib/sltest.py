@@ -5,6 +5,7 @@ thing faked is the system memory it reads, through a fixture proc root.
 """
 
 import errno
+import importlib.util
 import json
 import os
 import select
@@ -454,3 +455,15 @@ def client_as(uid, path):
     r = c.call("hello", {"version": 1, "client": "sltest"})
     assert r["uid"] == uid, r
     return c
+
+
+def scenarios():
+    """tests/jobs-scenarios.py as a module: its fixture daemon, job
+    helpers and run_scenarios, which the scenario files share (its name
+    has a dash, so it is loaded by path, not imported)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "jobs-scenarios.py")
+    spec = importlib.util.spec_from_file_location("jobs_scenarios", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
