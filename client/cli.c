@@ -91,14 +91,11 @@ cli_parse_id(const char *s, int64_t *id)
 }
 
 int
-cli_job_refs(struct cli *cli, int argc, char **argv, int64_t **ids, int *n)
+cli_check_job_refs(struct cli *cli, int argc, char **argv)
 {
-	int64_t id, index, aid, *got, *v = NULL, *nv;
-	size_t k, len = 0, cap = 0;
-	int i, is_array, rc;
+	int64_t id, index;
+	int i, is_array;
 
-	*ids = NULL;
-	*n = 0;
 	for (i = 0; i < argc; i++)
 		if (cli_parse_id(argv[i], &id) < 0 &&
 		    array_id_parse(argv[i], &id, &is_array, &index) != 0)
@@ -107,7 +104,20 @@ cli_job_refs(struct cli *cli, int argc, char **argv, int64_t **ids, int *n)
 			    "bad job id '%s' (give 42, an "
 			    "array A42 or its element A42_3)",
 			    argv[i]);
-	if ((rc = cli_connect(cli)) != 0)
+	return 0;
+}
+
+int
+cli_job_refs(struct cli *cli, int argc, char **argv, int64_t **ids, int *n)
+{
+	int64_t id = 0, aid, *got, *v = NULL, *nv;
+	size_t k, len = 0, cap = 0;
+	int i, rc;
+
+	*ids = NULL;
+	*n = 0;
+	if ((rc = cli_check_job_refs(cli, argc, argv)) != 0 ||
+	    (rc = cli_connect(cli)) != 0)
 		return rc;
 	for (i = 0; i < argc; i++) {
 		if (cli_parse_id(argv[i], &id) == 0) {

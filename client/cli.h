@@ -311,6 +311,9 @@ int cli_parse_id(const char *s, int64_t *id);
  * array 42, A42_3 one element (sl_resolve: the daemon resolves them).
  * -1 to go on (*ids malloc'd), else the exit code. */
 int cli_job_refs(struct cli *cli, int argc, char **argv, int64_t **ids, int *n);
+/* 0 when every operand is 42, A42 or A42_3, else the usage error's exit
+ * code (said). */
+int cli_check_job_refs(struct cli *cli, int argc, char **argv);
 int cli_parse_int(const char *s, long min, long max, long *out);
 /* "40", "40%", "37.5": 0..100 */
 int cli_parse_pct(const char *s, double *out);

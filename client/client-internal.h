@@ -87,6 +87,10 @@ int client_socket_path_resolve(const char *explicit_path,
 /* Set the client's error (code and message); returns code. */
 int client_error(sl_client *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* params_json (NULL or "": none, *params NULL) as a JSON object; a text
+ * that is not one is -EINVAL, said on c. */
+int client_params(sl_client *c, const char *method, const char *params_json,
+                  cJSON **params);
 /* Close the socket but keep buffered notifications: a caller whose
  * connection dropped may still want what arrived before. */
 void client_drop(sl_client *c);

@@ -631,26 +631,37 @@ client_call(sl_client *c, const char *method, cJSON *params, int timeout_ms,
 }
 
 int
+client_params(sl_client *c, const char *method, const char *params_json,
+              cJSON **params)
+{
+	*params = NULL;
+	if (params_json == NULL || params_json[0] == '\0')
+		return 0;
+	*params = cJSON_Parse(params_json);
+	if (*params == NULL || !cJSON_IsObject(*params)) {
+		cJSON_Delete(*params);
+		*params = NULL;
+		return client_error(c, -EINVAL,
+		                    "params for '%s' must be a JSON object",
+		                    method);
+	}
+	return 0;
+}
+
+int
 sl_call(sl_client *c, const char *method, const char *params_json,
         char **result_json)
 {
 	const cJSON *result;
-	cJSON *params = NULL, *root;
+	cJSON *params, *root;
 	int rc;
 
 	if (result_json != NULL)
 		*result_json = NULL;
 	if (method == NULL || method[0] == '\0')
 		return client_error(c, -EINVAL, "no method to call");
-	if (params_json != NULL && params_json[0] != '\0') {
-		params = cJSON_Parse(params_json);
-		if (params == NULL || !cJSON_IsObject(params)) {
-			cJSON_Delete(params);
-			return client_error(
-			    c, -EINVAL, "params for '%s' must be a JSON object",
-			    method);
-		}
-	}
+	if ((rc = client_params(c, method, params_json, &params)) < 0)
+		return rc;
 	rc = client_call(c, method, params, c->timeout_ms, &root, &result);
 	if (rc < 0)
 		return rc;

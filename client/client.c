@@ -305,21 +305,15 @@ sl_call_pages(sl_client *c, const char *method, const char *params_json,
 {
 	struct text_pages t = {items, each, arg};
 	cJSON *params;
+	int rc;
 
 	if (method == NULL || method[0] == '\0' || items == NULL ||
 	    each == NULL)
 		return client_error(c, -EINVAL, "no method, items or callback");
-	if (params_json != NULL && params_json[0] != '\0') {
-		params = cJSON_Parse(params_json);
-		if (params == NULL || !cJSON_IsObject(params)) {
-			cJSON_Delete(params);
-			return client_error(
-			    c, -EINVAL, "params for '%s' must be a JSON object",
-			    method);
-		}
-	} else {
+	if ((rc = client_params(c, method, params_json, &params)) < 0)
+		return rc;
+	if (params == NULL)
 		params = cJSON_CreateObject();
-	}
 	return client_pages(c, method, params, text_page, &t);
 }
 

@@ -248,15 +248,8 @@ hold_each(struct cli *cli, struct cli_args *args, int held)
 	int64_t id, index, *ids;
 	int i, k, n, rc, is_array, status = EXIT_OK;
 
-	for (i = 0; i < args->argc; i++)
-		if (cli_parse_id(args->argv[i], &id) < 0 &&
-		    array_id_parse(args->argv[i], &id, &is_array, &index) != 0)
-			return cli_usage_error(
-			    cli,
-			    "bad job id '%s' (give 42, an "
-			    "array A42 or its element A42_3)",
-			    args->argv[i]);
-	if ((rc = cli_connect(cli)) != 0)
+	if ((rc = cli_check_job_refs(cli, args->argc, args->argv)) != 0 ||
+	    (rc = cli_connect(cli)) != 0)
 		return rc;
 	for (i = 0; i < args->argc; i++) {
 		if (cli_parse_id(args->argv[i], &id) < 0 &&
