@@ -607,6 +607,22 @@ cli_text(const struct cli_args *a, const char *name, const char *dflt)
 	return a->opt[s].given ? a->opt[s].text : dflt;
 }
 
+int
+cli_time_option(struct cli *cli, const struct cli_args *a, const char *name,
+                const char *dflt, int64_t now, int64_t *ms)
+{
+	const char *t = cli_text(a, name, dflt);
+
+	*ms = 0;
+	if (t != NULL && units_parse_time_ms(t, now, ms) < 0)
+		return cli_usage_error(cli,
+		                       "--%s takes a time such as 1h, 7d, "
+		                       "\"2026-11-30 05:00\" or an epoch, not "
+		                       "'%s'",
+		                       name, t);
+	return -1;
+}
+
 int64_t
 cli_number(const struct cli_args *a, const char *name, int64_t dflt)
 {

@@ -143,6 +143,13 @@ int cli_has(const struct cli_args *a, const char *name);
 const char *cli_text(const struct cli_args *a, const char *name,
                      const char *dflt);
 int64_t cli_number(const struct cli_args *a, const char *name, int64_t dflt);
+/* The time option name (its text, or dflt: NULL for none, *ms 0) read
+ * against now (docs/units.md: 1h, "2026-11-30 05:00", an epoch), as ms
+ * since the epoch. Times are read when the command runs, not by the
+ * parser, since "1h" means an hour before now. -1 to go on, else the
+ * usage error's exit code (said). */
+int cli_time_option(struct cli *cli, const struct cli_args *a, const char *name,
+                    const char *dflt, int64_t now, int64_t *ms);
 double cli_pct(const struct cli_args *a, const char *name, double dflt);
 /* 1 when the command has option name (cli-cmd.c; cli-filter.c asks it
  * of --state). */

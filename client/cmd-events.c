@@ -188,22 +188,6 @@ events_tail(struct cli *cli, const struct events_filter *f, long n,
 }
 
 static int
-events_time(struct cli *cli, const struct cli_args *args, const char *name,
-            int64_t now, int64_t *ms)
-{
-	const char *s = cli_text(args, name, NULL);
-
-	*ms = 0;
-	if (s != NULL && units_parse_time_ms(s, now, ms) < 0)
-		return cli_usage_error(cli,
-		                       "--%s takes a time such as 1h, "
-		                       "\"2026-11-30 05:00\" or an epoch, not "
-		                       "'%s'",
-		                       name, s);
-	return -1;
-}
-
-static int
 events_run(struct cli *cli, struct cli_args *args, struct events_filter *fp,
            sl_filter *df)
 {
@@ -286,8 +270,10 @@ cmd_events(struct cli *cli, struct cli_args *args)
 
 	memset(&f, 0, sizeof f);
 	f.job_id = cli_number(args, "job", 0);
-	if ((rc = events_time(cli, args, "since", now, &f.since_ms)) >= 0 ||
-	    (rc = events_time(cli, args, "until", now, &f.until_ms)) >= 0)
+	if ((rc = cli_time_option(cli, args, "since", NULL, now,
+	                          &f.since_ms)) >= 0 ||
+	    (rc = cli_time_option(cli, args, "until", NULL, now,
+	                          &f.until_ms)) >= 0)
 		return rc;
 	if ((rc = cli_filter(cli, args, &df)) >= 0)
 		return rc;

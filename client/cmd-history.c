@@ -277,31 +277,23 @@ static int
 cmd_history(struct cli *cli, struct cli_args *args)
 {
 	const char *since = cli_text(args, "since", "1h");
-	const char *until = cli_text(args, "until", NULL);
 	const char *format = cli_text(args, "format", "table");
 	int64_t now = clock_wall_ms(), since_ms, until_ms = 0;
 	int64_t step_ms = cli_number(args, "step", 0);
 	int64_t job_id = cli_number(args, "job", 0);
 	enum format fmt = FMT_TABLE;
 	struct sl_history *h;
+	int rc;
 
 	if (strcmp(format, "json") == 0 || cli->json)
 		fmt = FMT_JSON;
 	else if (strcmp(format, "csv") == 0)
 		fmt = FMT_CSV;
-	/* Times are read against now, so here rather than by the parser. */
-	if (units_parse_time_ms(since, now, &since_ms) < 0)
-		return cli_usage_error(cli,
-		                       "--since takes a time such as 1h, "
-		                       "\"2026-11-30 05:00\" or an epoch, not "
-		                       "'%s'",
-		                       since);
-	if (until != NULL && units_parse_time_ms(until, now, &until_ms) < 0)
-		return cli_usage_error(cli,
-		                       "--until takes a time such as 1h, "
-		                       "\"2026-11-30 05:00\" or an epoch, not "
-		                       "'%s'",
-		                       until);
+	if ((rc = cli_time_option(cli, args, "since", "1h", now, &since_ms)) >=
+	        0 ||
+	    (rc = cli_time_option(cli, args, "until", NULL, now, &until_ms)) >=
+	        0)
+		return rc;
 	if (until_ms > 0 && until_ms <= since_ms)
 		return cli_usage_error(cli, "--until must be after --since");
 	if (until_ms == 0 && since_ms >= now)

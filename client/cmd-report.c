@@ -367,21 +367,6 @@ report_offline(struct cli *cli, const struct cli_args *args,
 }
 
 static int
-report_time(struct cli *cli, const struct cli_args *args, const char *opt,
-            int64_t now, int64_t *out)
-{
-	const char *t = cli_text(args, opt, NULL);
-
-	*out = 0;
-	if (t != NULL && units_parse_time_ms(t, now, out) < 0)
-		return cli_usage_error(cli,
-		                       "--%s takes a time such as 7d, "
-		                       "\"2026-11-30\" or an epoch, not '%s'",
-		                       opt, t);
-	return -1;
-}
-
-static int
 cmd_report(struct cli *cli, struct cli_args *args)
 {
 	struct sl_report_query q = {0};
@@ -392,8 +377,10 @@ cmd_report(struct cli *cli, struct cli_args *args)
 	int rc;
 
 	q.by = cli_text(args, "by", "user,name");
-	if ((rc = report_time(cli, args, "since", now, &q.since_ms)) >= 0 ||
-	    (rc = report_time(cli, args, "until", now, &q.until_ms)) >= 0)
+	if ((rc = cli_time_option(cli, args, "since", NULL, now,
+	                          &q.since_ms)) >= 0 ||
+	    (rc = cli_time_option(cli, args, "until", NULL, now,
+	                          &q.until_ms)) >= 0)
 		return rc;
 	if (q.until_ms > 0 && q.until_ms < q.since_ms)
 		return cli_usage_error(cli, "--until must be after --since");
