@@ -157,7 +157,7 @@ cat >"$T/etc/health.sh" <<EOC
 exec "$SL_BIN/stageload-slurm-health" --config "$T/etc/slurm-health.conf" 2>>"$T/health-\$SLURMD_NODENAME.log"
 EOC
 chmod 755 "$T/etc/health.sh"
-echo "required $PLUGIN socket=$T/%n/sl.sock max_wait=3s" >"$T/etc/plugstack.conf"
+echo "required $PLUGIN socket=$T/%n/sl.sock max_wait=8s" >"$T/etc/plugstack.conf"
 cat >"$T/etc/slurm.conf" <<EOC
 ClusterName=sltest
 SlurmctldHost=$host(127.0.0.1)
@@ -277,11 +277,12 @@ srun -w n2 --stageload-wait-free=50 true >/dev/null 2>"$T/mw.err" || rc=$?
 took=$(($(date +%s) - start))
 [ "$rc" != 0 ] || fail "a task past max_wait did not fail"
 grep -q "past max_wait: not started" "$T/mw.err" || fail "max_wait message: $(cat "$T/mw.err")"
-[ "$took" -le 8 ] || fail "max_wait=3s took ${took}s"
+# 8 s: room for the tasks above to be admitted on a loaded machine
+if [ "$took" -lt 7 ] || [ "$took" -gt 14 ]; then fail "max_wait=8s took ${took}s"; fi
 ctl n2 --json status --all | jq_ '[x["state"] for x in j["jobs"]][0] == "cancelled"' | grep -q True ||
 	fail "the job past max_wait: $(ctl n2 status --all)"
 meminfo n2 60
-ok "max_wait=3s fails a task still waiting (${took}s), its job cancelled"
+ok "max_wait=8s fails a task still waiting (${took}s), its job cancelled"
 
 # --- node health ---
 drained() { # drained NODE REASON_PREFIX
