@@ -709,6 +709,33 @@ cli_safe_dup(const char *s)
 	return proto_text_escape_dup(s, strlen(s), 0, NULL);
 }
 
+void
+cli_tally_add(struct cli_tally *t, const char *word)
+{
+	size_t i;
+
+	for (i = 0; i < t->len; i++)
+		if (strcmp(t->word[i], word) == 0) {
+			t->n[i]++;
+			return;
+		}
+	if (t->len < sizeof t->word / sizeof t->word[0]) {
+		t->word[t->len] = word;
+		t->n[t->len++] = 1;
+	}
+}
+
+void
+cli_tally_print(const struct cli_tally *t, const char *ref)
+{
+	size_t i;
+
+	printf("%s:", ref);
+	for (i = 0; i < t->len; i++)
+		printf("%s %ld %s", i > 0 ? "," : "", t->n[i], t->word[i]);
+	printf("%s\n", t->len == 0 ? " no elements" : "");
+}
+
 int
 cli_print_json(FILE *f, const char *json)
 {

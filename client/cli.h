@@ -346,6 +346,17 @@ void cli_csv_field(const char *t);
  * controls, C1 and bidi characters in its strings as JSON escapes
  * (PROTO_TEXT_JSON): the same JSON to a reader, safe on a terminal.
  * -ENOMEM (nothing printed) when out of memory. */
+/* What a whole array's hold, release or cancel did, told in one line,
+ * "A42: 198 cancelled, 2 exited": how many elements each word (a state,
+ * or what was done) counts, in the order first seen. The words must live
+ * until it is printed. */
+struct cli_tally {
+	const char *word[12];
+	long n[12];
+	size_t len;
+};
+void cli_tally_add(struct cli_tally *t, const char *word);
+void cli_tally_print(const struct cli_tally *t, const char *ref);
 int cli_print_json(FILE *f, const char *json);
 /* sl_call(method, params) and its JSON result printed as it came, but
  * terminal-safe (cli_print_json); an exit code. */

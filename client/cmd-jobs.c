@@ -468,7 +468,8 @@ cancel_one(struct cli *cli, int64_t id)
 static int
 cancel_array(struct cli *cli, const char *ref)
 {
-	const cJSON *jobs, *it, *id, *state, *ended;
+	const cJSON *jobs, *it, *state, *ended;
+	struct cli_tally t = {{NULL}, {0}, 0};
 	char params[96], *out = NULL;
 	cJSON *r;
 
@@ -480,20 +481,18 @@ cancel_array(struct cli *cli, const char *ref)
 	jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
 	cJSON_ArrayForEach(it, jobs)
 	{
-		id = cJSON_GetObjectItemCaseSensitive(it, "id");
 		state = cJSON_GetObjectItemCaseSensitive(it, "state");
 		ended = cJSON_GetObjectItemCaseSensitive(it, "ended_at_ms");
-		if (!cJSON_IsNumber(id) || !cJSON_IsString(state))
+		if (!cJSON_IsString(state))
 			continue;
-		if (strcmp(state->valuestring, "cancelled") == 0 ||
-		    cJSON_IsNumber(ended))
-			printf("job %" PRId64 ": %s\n",
-			       (int64_t)id->valuedouble, state->valuestring);
-		else
-			printf("job %" PRId64 ": terminating (SIGTERM, then "
-			       "SIGKILL after the grace period)\n",
-			       (int64_t)id->valuedouble);
+		cli_tally_add(&t,
+		              strcmp(state->valuestring, "cancelled") == 0 ||
+		                      cJSON_IsNumber(ended)
+		                  ? state->valuestring
+		                  : "terminating (SIGTERM, then SIGKILL "
+		                    "after the grace period)");
 	}
+	cli_tally_print(&t, ref);
 	cJSON_Delete(r);
 	return -1;
 }

@@ -215,7 +215,8 @@ cli_submit_shell(const struct cli_args *a, sl_job_spec *spec,
 static int
 hold_array(struct cli *cli, const char *ref, int held)
 {
-	const cJSON *jobs, *it, *id, *state;
+	const cJSON *jobs, *it, *state;
+	struct cli_tally t = {{NULL}, {0}, 0};
 	char params[96], *out = NULL;
 	cJSON *r;
 
@@ -227,16 +228,17 @@ hold_array(struct cli *cli, const char *ref, int held)
 	jobs = cJSON_GetObjectItemCaseSensitive(r, "jobs");
 	cJSON_ArrayForEach(it, jobs)
 	{
-		id = cJSON_GetObjectItemCaseSensitive(it, "id");
 		state = cJSON_GetObjectItemCaseSensitive(it, "state");
-		if (!cJSON_IsNumber(id) || !cJSON_IsString(state))
+		if (!cJSON_IsString(state))
 			continue;
-		printf("job %" PRId64 ": %s\n", (int64_t)id->valuedouble,
-		       strcmp(state->valuestring, "queued") != 0
-		           ? state->valuestring
-		       : held ? "held"
-		              : "released");
+		/* a queued element was held or released; the rest are as
+		 * their state says */
+		cli_tally_add(&t, strcmp(state->valuestring, "queued") != 0
+		                      ? state->valuestring
+		                  : held ? "held"
+		                         : "released");
 	}
+	cli_tally_print(&t, ref);
 	cJSON_Delete(r);
 	return -1;
 }
