@@ -197,7 +197,12 @@ def check_input_cap():
                       what="the breach event")[0]["detail"]
             first = scen.first_sample(root, t_breach - 2 * scen.INTERVAL_MS,
                                       lambda b: b["swap_used_bytes"]["max"] > (2 << 30))
-            assert first == br["sampled_at_ms"], (first, br)
+            # decided on a sample of the new values, no later than the
+            # first one history holds: a sample the timer takes ahead of
+            # the stored schedule (sampler.c, not "full") drives
+            # enforcement but is not stored, as under ASan once
+            assert br["swap_used_bytes"] > (2 << 30), br
+            assert t_breach <= br["sampled_at_ms"] <= first, (t_breach, first, br)
             print("ok   during the attack: uid %d and root served (root info %.1f ms), "
                   "breach killed %d ms after the fixture passed the budget"
                   % (OTHER, slowest * 1000, lag_ms))

@@ -323,12 +323,16 @@ def sc_breach_term_kill(d, m, c):
     poll(lambda: read(mark), what="SIGTERM to reach the job")
     t_term = os.stat(mark).st_mtime * 1000
     assert t_term - t_breach <= INTERVAL_MS + SLACK_MS, t_term - t_breach
-    # The breach was decided on the first sample past the budget.
+    # The breach was decided on the first sample past the budget: one of
+    # the new values, no later than the first history holds (a sample
+    # the timer takes ahead of the stored schedule, sampler.c's not
+    # "full" ones, drives enforcement but is not stored).
     br = poll(lambda: [e for e in events_of(c, jid) if e["kind"] == "breach"],
               what="the breach event")[0]["detail"]
     first = first_sample(c, t_breach - 2 * INTERVAL_MS,
                          lambda b: b["swap_used_bytes"]["max"] > (2 << 30))
-    assert first == br["sampled_at_ms"], (first, br)
+    assert br["swap_used_bytes"] > (2 << 30), br
+    assert t_breach <= br["sampled_at_ms"] <= first, (t_breach, first, br)
     j = wait_state(c, jid, "killed", timeout=GRACE_MS / 1000 + 5)
     assert j["end_reason"] == "swap_budget", j
     assert j["signal"] == 9, j

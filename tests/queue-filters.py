@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
@@ -318,28 +319,34 @@ def sc_bulk_cancel(d, m, c):
 def sc_wait_all(d, m, c):
     """wait --all waits for every live job of the caller's, and exits as
     wait does for several; a bare wait stays a usage error."""
-    go = d.dir + "/go"
-    a = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done; exit 0" % go)
-    b = submit(c, d, "while [ ! -e %s ]; do sleep 0.05; done; exit 3" % go)
-    wait_state(c, a, "running")
-    wait_state(c, b, "running")
+    # Both held: wait --all lists the live jobs first, then says on
+    # stderr that the first it waits for is held (a line, its output not
+    # being a terminal), so both are on its list before either can end.
+    a = submit(c, d, "exit 0", held=True)
+    b = submit(c, d, "exit 3", held=True)
     out = ctl(d, "wait")
     assert out.returncode == 2, out
     out = ctl(d, "wait", "--all", str(a))
     assert out.returncode == 2, out
-    # both jobs run until go exists: what wait --all prints of them it
-    # can only have heard after waiting for their ends
     p = subprocess.Popen([CTL, "--socket", d.socket, "wait", "--all"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
+    errs = []
+    reader = threading.Thread(target=lambda: errs.extend(p.stderr),
+                              daemon=True)
+    reader.start()
     try:
-        open(go, "w").close()
-        out, err = p.communicate(timeout=30)
+        poll(lambda: any("held" in e for e in errs),
+             what="wait --all to say a job is held")
+        for j in (a, b):
+            c.call("release", {"id": j})
+        out = p.stdout.read()
+        p.wait(timeout=30)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 3, (p.returncode, out, err)
+    assert p.returncode == 3, (p.returncode, out, errs)
     assert "job %d: exited 0" % a in out and "job %d: exited 3" % b in out, out
     out = ctl(d, "wait", "--all")
     assert out.returncode == 0 and "no jobs" in out.stdout, out
