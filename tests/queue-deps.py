@@ -601,7 +601,8 @@ def sc_group_share(d, m, c):
     for jid in more:
         wait_state(c, jid, "running")
     assert show(c, ba)["waiting_for"] == "after %d" % bq, show(c, ba)
-    for jid in more + [bh, bq, ba]:
+    # ba before bq: bq's cancel would end ba too ("dependency")
+    for jid in more + [bh, ba, bq]:
         c.call("cancel", {"id": jid})
     a.close()
     b.close()
