@@ -157,9 +157,8 @@ cut:
 	return n;
 }
 
-/* An int member, or null when absent. */
-static void
-add_int_or_null(cJSON *o, const char *name, int64_t v, int present)
+void
+job_add_int_or_null(struct cJSON *o, const char *name, int64_t v, int present)
 {
 	if (present)
 		proto_add_int(o, name, v);
@@ -192,10 +191,11 @@ job_attempts_json(const struct job *j, int ended, int64_t ended_ms)
 	}
 	proto_add_int(e, "attempt", j->attempt);
 	proto_add_int(e, "queued_at_ms", queued);
-	add_int_or_null(e, "admitted_at_ms", j->admitted_ms,
-	                j->admitted_ms > 0);
-	add_int_or_null(e, "started_at_ms", j->started_ms, j->started_ms > 0);
-	add_int_or_null(e, "ended_at_ms", ended_ms, ended && ended_ms > 0);
+	job_add_int_or_null(e, "admitted_at_ms", j->admitted_ms,
+	                    j->admitted_ms > 0);
+	job_add_int_or_null(e, "started_at_ms", j->started_ms,
+	                    j->started_ms > 0);
+	job_add_int_or_null(e, "ended_at_ms", ended_ms, ended && ended_ms > 0);
 	if (ended && j->end_reason != NULL)
 		cJSON_AddStringToObject(e, "end_reason", j->end_reason);
 	else

@@ -186,6 +186,10 @@ int job_drop_args(struct job *j);
 /* Its attempts as the Job shows them (PROTOCOL.md, Job: attempts): the
  * records of those before (j->attempts), then this one as it stands, its
  * end (ended_ms, end_reason) when ended. NULL when out of memory. */
+struct cJSON;
+/* An int member of o, or null when not present (a time not reached). */
+void job_add_int_or_null(struct cJSON *o, const char *name, int64_t v,
+                         int present);
 struct cJSON *job_attempts_json(const struct job *j, int ended,
                                 int64_t ended_ms);
 

@@ -150,15 +150,6 @@ strv_json(char *const *v)
 	return a;
 }
 
-static void
-add_opt_int(cJSON *o, const char *name, int64_t v, int present)
-{
-	if (present)
-		proto_add_int(o, name, v);
-	else
-		cJSON_AddNullToObject(o, name);
-}
-
 const char *
 wire_waiting_for(enum admit_wait w, int64_t after, char *buf, size_t len)
 {
@@ -181,9 +172,9 @@ struct wire_ctx {
 static void
 wire_job_position(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "position", c->r ? c->r->position : 0,
-	            c->r != NULL && c->j->state == JOB_QUEUED &&
-	                c->r->position > 0);
+	job_add_int_or_null(o, "position", c->r ? c->r->position : 0,
+	                    c->r != NULL && c->j->state == JOB_QUEUED &&
+	                        c->r->position > 0);
 }
 
 static void
@@ -233,8 +224,8 @@ void
 wire_add_waiting_on(cJSON *o, const struct jobs_view *v)
 {
 	wire_waiting_on_array(o, v);
-	add_opt_int(o, "waiting_until_ms", v->wait_until_ms,
-	            v->wait_until_ms > 0);
+	job_add_int_or_null(o, "waiting_until_ms", v->wait_until_ms,
+	                    v->wait_until_ms > 0);
 }
 
 /* While queued: the jobs it waits behind, public as those jobs are. */
@@ -249,15 +240,15 @@ static void
 wire_job_waiting_until_ms(cJSON *o, const struct wire_ctx *c)
 {
 	if (c->r != NULL && c->j->state == JOB_QUEUED)
-		add_opt_int(o, "waiting_until_ms", c->r->wait_until_ms,
-		            c->r->wait_until_ms > 0);
+		job_add_int_or_null(o, "waiting_until_ms", c->r->wait_until_ms,
+		                    c->r->wait_until_ms > 0);
 }
 
 static void
 wire_job_ended_ms(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "ended_at_ms", c->j->ended_ms,
-	            c->ended && c->j->ended_ms > 0);
+	job_add_int_or_null(o, "ended_at_ms", c->j->ended_ms,
+	                    c->ended && c->j->ended_ms > 0);
 }
 
 static void
@@ -275,16 +266,17 @@ wire_job_exit_code(cJSON *o, const struct wire_ctx *c)
 {
 	const struct job *j = c->j;
 
-	add_opt_int(o, "exit_code", j->exit_code,
-	            c->ended && j->term_signal == 0 && j->started_ms > 0 &&
-	                (j->state == JOB_EXITED || j->state == JOB_KILLED));
+	job_add_int_or_null(
+	    o, "exit_code", j->exit_code,
+	    c->ended && j->term_signal == 0 && j->started_ms > 0 &&
+	        (j->state == JOB_EXITED || j->state == JOB_KILLED));
 }
 
 static void
 wire_job_term_signal(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "signal", c->j->term_signal,
-	            c->ended && c->j->term_signal > 0);
+	job_add_int_or_null(o, "signal", c->j->term_signal,
+	                    c->ended && c->j->term_signal > 0);
 }
 
 static void
@@ -314,35 +306,36 @@ wire_job_kill(cJSON *o, const struct wire_ctx *c)
 static void
 wire_job_slurm_job_id(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "slurm_job_id", c->j->slurm_job_id,
-	            c->j->slurm_job_id > 0);
+	job_add_int_or_null(o, "slurm_job_id", c->j->slurm_job_id,
+	                    c->j->slurm_job_id > 0);
 }
 
 static void
 wire_job_slurm_step_id(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "slurm_step_id", c->j->slurm_step_id,
-	            c->j->slurm_job_id > 0);
+	job_add_int_or_null(o, "slurm_step_id", c->j->slurm_step_id,
+	                    c->j->slurm_job_id > 0);
 }
 
 static void
 wire_job_slurm_task_id(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "slurm_task_id", c->j->slurm_task_id,
-	            c->j->slurm_job_id > 0);
+	job_add_int_or_null(o, "slurm_task_id", c->j->slurm_task_id,
+	                    c->j->slurm_job_id > 0);
 }
 
 /* An element's array and index; null when the job is not one. */
 static void
 wire_job_array_id(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "array_id", c->j->array_id, c->j->array_id > 0);
+	job_add_int_or_null(o, "array_id", c->j->array_id, c->j->array_id > 0);
 }
 
 static void
 wire_job_array_index(cJSON *o, const struct wire_ctx *c)
 {
-	add_opt_int(o, "array_index", c->j->array_index, c->j->array_id > 0);
+	job_add_int_or_null(o, "array_index", c->j->array_index,
+	                    c->j->array_id > 0);
 }
 
 /* Lists only: the argv as one line, null when not the viewer's. */
@@ -426,7 +419,7 @@ wire_job_str(cJSON *o, const char *name, const char *v, int null)
 #define JOB_J_EXPECT(o, c, m, w)                                               \
 	wire_job_str(o, w, job_expect_source_name(c.j->m), 1);
 #define JOB_J_IDS(o, c, m, w) wire_job_ids(o, w, c.j->m, c.j->n##m);
-#define JOB_J_POS(o, c, m, w) add_opt_int(o, w, c.j->m, c.j->m > 0);
+#define JOB_J_POS(o, c, m, w) job_add_int_or_null(o, w, c.j->m, c.j->m > 0);
 #define JOB_J_FN(o, c, m, w) wire_job_##m(o, &c);
 #define JOB_VIS_PUBLIC(c) 1
 #define JOB_VIS_OWNER(c) c.visible
