@@ -202,9 +202,8 @@ jobs_flush_events(struct daemon *d)
 {
 	struct jobs *js = d->jobs;
 	struct pending_event *p;
-	char cause[256];
-
 	struct store_event *v[JOBS_EVENTS_BATCH];
+	char cause[256];
 	size_t n, i;
 
 	while (js->pending != NULL && js->batching == 0) {
