@@ -387,6 +387,9 @@ jobs_submit(struct daemon *d, struct job *j, uint64_t client_id, int64_t *id,
 	free(jobs_queue(js, queued));
 	*id = j->id;
 	*position = r->position;
+	/* A list before the pass that admits it says what it waits for,
+	 * not "none" (jobs_admit runs on the next loop turn). */
+	jobs_classify(d);
 	jobs_admit_soon(d);
 	return 0;
 }
@@ -525,6 +528,7 @@ jobs_submit_array(struct daemon *d, struct job *t, const int64_t *indices,
 	free(v);
 	free(jobs_queue(js, queued));
 	*position = first != NULL ? first->position : 0;
+	jobs_classify(d); /* as jobs_submit */
 	jobs_admit_soon(d);
 	return 0;
 nomem:

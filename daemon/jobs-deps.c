@@ -669,6 +669,7 @@ jobs_update(struct daemon *d, int64_t id, const struct job *vals,
 	det = cJSON_CreateObject();
 	JOB_FIELDS(UPD_DET)
 	jobs_event(d, j, NAMES_EVENT_UPDATED, det);
+	jobs_classify(d); /* what it waits for under its new values */
 	jobs_admit_soon(d);
 	return 0;
 }

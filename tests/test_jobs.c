@@ -479,8 +479,7 @@ position_of(int64_t id, enum admit_wait *wait)
 	return p;
 }
 
-/* What the job waits for (ADMIT_WAIT_NONE before the first admission
- * pass, and once it is admitted). */
+/* What the job waits for (ADMIT_WAIT_NONE once it is admitted). */
 static enum admit_wait
 wait_of(int64_t id)
 {
@@ -763,6 +762,29 @@ teardown(void **state)
  * max_running holds; attached clients hear their place (QUEUE) and their
  * admission (ADMITTED) in that order.
  */
+/* What a job waits for is known when submit returns, before the admit
+ * timer's pass: a list another client reads in the same turn of the loop
+ * says "free" or "head", not "none" (which means being admitted). */
+static void
+test_waits_known_at_submit(void **state)
+{
+	struct spec sa = {"a", 1, 11, 0, 50, 0, 0};
+	struct spec sb = {"b", 1, 12, 0, 0, 0, 0};
+	int64_t a, b;
+
+	(void)state;
+	sample(30, 0);
+	turn();
+	a = submit_ex(&sa, NULL, NULL);
+	assert_int_equal(wait_of(a), ADMIT_WAIT_FREE);
+	b = submit_ex(&sb, NULL, NULL);
+	assert_int_equal(wait_of(b), ADMIT_WAIT_HEAD);
+	/* the pass agrees */
+	turn();
+	assert_int_equal(wait_of(a), ADMIT_WAIT_FREE);
+	assert_int_equal(wait_of(b), ADMIT_WAIT_HEAD);
+}
+
 static void
 test_admission_order(void **state)
 {
@@ -1594,6 +1616,7 @@ main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 	    T(test_admission_order),
+	    T(test_waits_known_at_submit),
 	    T(test_breach_youngest_victim),
 	    T(test_breach_unconfirmed),
 	    T(test_growth_restarts_after_victim),
