@@ -415,6 +415,27 @@ def check_bounds(w):
           "closed after %.1f s, then answered" % closed_s)
 
 
+def check_job_stages(d, w):
+    """/job/ID marks every stage of a job with the most a job may report
+    (100 stages, 200 events): its events come a page at a time, and a page
+    may also end early when its slice of the daemon's loop is over."""
+    c = Client(d.socket)
+    jid = c.call("submit", {"argv": ["sleep", "60"], "cwd": d.dir, "env": env_list(),
+                            "name": "stages", "priority": 10})["id"]  # ahead of the waiter
+    poll(lambda: c.call("show", {"id": jid})["state"] == "running", what="the job to run")
+    for i in range(100):
+        c.call("stage", {"id": jid, "name": "s%d" % i})
+    st, _, body = w.get("/job/%d" % jid)
+    assert st == 200, st
+    marks = re.findall(r'<li data-mark="stage" data-job="%d"><time>[^<]*</time> stage'
+                       r' · <a href="/job/%d">job %d</a> · (s[0-9]+)</li>' % (jid, jid, jid), body)
+    assert marks == ["s%d" % i for i in range(100)], (marks[:5] + ["..."] + marks[-5:],
+                                                      body[body.find('id="marks"'):][:1500])
+    c.call("cancel", {"id": jid})
+    c.close()
+    print("job page: all 100 stages of a job marked (200 events, 3 pages)")
+
+
 def main():
     d = daemon()
     try:
@@ -428,6 +449,7 @@ def main():
             check_front(w)
             check_bounds(w)
             check_queue_rows(d, w, ids)
+            check_job_stages(d, w)
             check_listen(d)
             check_restart(d, w)
         print("OK")

@@ -359,6 +359,7 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 	struct svgp_plot p;
 	const cJSON *b;
 	int64_t t0, t1, id = (int64_t)num(job, "id", 0);
+	size_t i;
 	int rc = -ENOMEM;
 
 	cJSON_ArrayForEach(b,
@@ -371,21 +372,28 @@ plotd_job(const struct plotd_opts *o, const cJSON *job, const cJSON *history,
 			goto out;
 	}
 	lane_of(job, &lane);
+	if (end_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
+		goto out;
+	marks_fix(&m);
 	t0 = lane.started_ms > 0 ? lane.started_ms : lane.submitted_ms;
-	/* A job still running ends at its latest sample. */
+	/* A job still running ends at its latest sample or stage, whichever
+	 * came last: a stage reported since the last sample shows. */
 	t1 = lane.ended_ms > 0 ? lane.ended_ms : t0;
 	if (fp.n > 0 && fp.v[fp.n - 1].t_ms > t1)
 		t1 = fp.v[fp.n - 1].t_ms;
 	if (fp.n > 0 && fp.v[0].t_ms < t0)
 		t0 = fp.v[0].t_ms;
+	for (i = 0; i < m.n; i++) {
+		if (m.v[i].t_ms > t1)
+			t1 = m.v[i].t_ms;
+		if (m.v[i].t_ms < t0)
+			t0 = m.v[i].t_ms;
+	}
 	if (t1 <= t0)
 		t1 = t0 + 1000;
 	/* A little room on both sides, so the ends and the kill show. */
 	t0 -= (t1 - t0) / 50;
 	t1 += (t1 - t0) / 50;
-	if (end_mark(&m, job) < 0 || marks_from_events(&m, events, id) < 0)
-		goto out;
-	marks_fix(&m);
 	memset(series, 0, sizeof series);
 	series[0].id = "footprint_bytes";
 	series[0].label = "footprint";

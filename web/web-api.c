@@ -330,13 +330,61 @@ api_history(struct web_daemon *wd, const struct web_request *rq,
 	return api_out(b, r);
 }
 
+/* The events after after_id, up to limit, into a: the daemon's pages
+ * until limit or the end (a page may end early, its slice of the daemon's
+ * loop over, with more to come), API_EVENTS_PAGES of them at most, so a
+ * filter that passes few events over a long log does not hold this
+ * program's one thread. *last: the last event read, shown or not. The
+ * daemon's error code, or 0. */
+#define API_EVENTS_PAGES 100
+static int
+api_events_read(struct web_daemon *wd, cJSON *p, int64_t limit, cJSON *a,
+                int64_t *last)
+{
+	const cJSON *e, *next;
+	char *params;
+	cJSON *r;
+	int64_t n = 0, cur;
+	int rc, pages;
+
+	for (pages = 1;; pages++) {
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "limit");
+		cJSON_AddNumberToObject(p, "limit", (double)(limit - n));
+		if ((params = cJSON_PrintUnformatted(p)) == NULL)
+			return -ENOMEM;
+		rc = web_daemon_call(wd, "events", params, &r);
+		free(params);
+		if (rc < 0)
+			return rc;
+		cJSON_ArrayForEach(
+		    e, cJSON_GetObjectItemCaseSensitive(r, "events"))
+		{
+			cJSON_AddItemToArray(a, web_public_event(e));
+			*last = (int64_t)web_num(e, "id", (double)*last);
+			n++;
+		}
+		next = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
+		if (!cJSON_IsString(next)) {
+			cJSON_Delete(r);
+			return 0;
+		}
+		if ((cur = strtoll(next->valuestring, NULL, 10)) > *last)
+			*last = cur;
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "after_id");
+		cJSON_DeleteItemFromObjectCaseSensitive(p, "cursor");
+		cJSON_AddStringToObject(p, "cursor", next->valuestring);
+		cJSON_Delete(r);
+		if (n >= limit || pages == API_EVENTS_PAGES)
+			return 0;
+	}
+}
+
 static int
 api_events(struct web_daemon *wd, const struct web_request *rq,
            struct svgp_buf *b)
 {
 	int64_t after = 0, limit = 100;
-	char *params = NULL;
-	cJSON *r = NULL, *o, *a, *e, *p;
+	cJSON *o, *a, *p;
 	int rc;
 
 	static const char *const known[] = {"after_id", "limit", "user",
@@ -348,35 +396,25 @@ api_events(struct web_daemon *wd, const struct web_request *rq,
 	    web_arg_int(rq, "limit", 1, 10000, &limit) < 0)
 		return api_error(b, 400, 0,
 		                 "after_id: an integer; limit: 1-10000");
-	if ((p = cJSON_CreateObject()) != NULL &&
-	    cJSON_AddNumberToObject(p, "after_id", (double)after) != NULL &&
-	    cJSON_AddNumberToObject(p, "limit", (double)limit) != NULL &&
-	    api_filter(rq, p) >= 0)
-		params = cJSON_PrintUnformatted(p);
-	cJSON_Delete(p);
-	if (params == NULL)
-		return api_error(b, 500, 0, "out of memory");
-	rc = web_daemon_call(wd, "events", params, &r);
-	free(params);
-	if (rc < 0 && sl_error_is_connection(rc))
-		return daemon_down(wd, b);
-	if (rc < 0)
-		return api_error(b, 400, rc, wd->error);
 	o = cJSON_CreateObject();
 	a = cJSON_AddArrayToObject(o, "events");
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(r, "events"))
-	{
-		cJSON_AddItemToArray(a, web_public_event(e));
-		after = (int64_t)web_num(e, "id", (double)after);
+	p = cJSON_CreateObject();
+	if (o == NULL || a == NULL || p == NULL ||
+	    cJSON_AddNumberToObject(p, "after_id", (double)after) == NULL ||
+	    api_filter(rq, p) < 0) {
+		cJSON_Delete(o);
+		cJSON_Delete(p);
+		return api_error(b, 500, 0, "out of memory");
 	}
-	/* With a filter, a page may end early past events it passed over:
-	 * its cursor, the id of the last event read, is where the next
-	 * begins. */
-	e = cJSON_GetObjectItemCaseSensitive(r, "next_cursor");
-	if (cJSON_IsString(e) && strtoll(e->valuestring, NULL, 10) > after)
-		after = strtoll(e->valuestring, NULL, 10);
+	rc = api_events_read(wd, p, limit, a, &after);
+	cJSON_Delete(p);
+	if (rc < 0) {
+		cJSON_Delete(o);
+		if (sl_error_is_connection(rc))
+			return daemon_down(wd, b);
+		return api_error(b, 400, rc, wd->error);
+	}
 	cJSON_AddNumberToObject(o, "last_id", (double)after);
-	cJSON_Delete(r);
 	return api_out(b, o);
 }
 

@@ -286,6 +286,34 @@ take_held(struct web_daemon *wd, const cJSON *info, cJSON *into)
 	return web_daemon_pages(wd, "status", params, "jobs", held_page, &h);
 }
 
+static int
+job_events_page(cJSON *items, void *arg)
+{
+	cJSON *into = arg, *e, *pe;
+
+	cJSON_ArrayForEach(e, items)
+	{
+		if (cJSON_GetArraySize(into) >= WEB_JOB_EVENTS)
+			return 1;
+		if ((pe = web_public_event(e)) == NULL)
+			return -ENOMEM;
+		cJSON_AddItemToArray(into, pe);
+	}
+	return cJSON_GetArraySize(into) >= WEB_JOB_EVENTS;
+}
+
+int
+web_daemon_job_events(struct web_daemon *wd, int64_t id, cJSON *into)
+{
+	char params[96];
+
+	/* The daemon's default page: a job's 100 stages are 200 events. */
+	snprintf(params, sizeof params,
+	         "{\"job_id\":%" PRId64 ",\"limit\":100}", id);
+	return web_daemon_pages(wd, "events", params, "events", job_events_page,
+	                        into);
+}
+
 /* The latest WEB_EVENTS_KEPT events, oldest first, in wd->events: the
  * first answer reads all the daemon has, once; each later one only the
  * events after the newest it holds (reading the same 500 again for every

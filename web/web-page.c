@@ -685,10 +685,9 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
              struct svgp_buf *b, const char **type)
 {
 	int64_t id = job_path_id(rq->path), now = clock_wall_ms();
-	cJSON *shown = NULL, *job = NULL, *hist = NULL, *evr = NULL;
+	cJSON *shown = NULL, *job = NULL, *hist = NULL;
 	cJSON *events = cJSON_CreateArray();
 	struct svgp_buf list = {0};
-	const cJSON *e;
 	char params[96], title[64];
 	int rc, status = 200;
 	size_t i;
@@ -724,12 +723,7 @@ web_job_page(struct web_daemon *wd, const struct web_request *rq,
 		job = web_public_job(shown);
 		snprintf(params, sizeof params, "{\"job_id\":%" PRId64 "}", id);
 		(void)web_daemon_call(wd, "history", params, &hist);
-		snprintf(params, sizeof params,
-		         "{\"job_id\":%" PRId64 ",\"limit\":1000}", id);
-		if (web_daemon_call(wd, "events", params, &evr) == 0)
-			cJSON_ArrayForEach(
-			    e, cJSON_GetObjectItemCaseSensitive(evr, "events"))
-			    cJSON_AddItemToArray(events, web_public_event(e));
+		(void)web_daemon_job_events(wd, id, events);
 	}
 	job_fields(b, job, now);
 	attempts_table(b, job, now);
@@ -761,7 +755,6 @@ out:
 	cJSON_Delete(shown);
 	cJSON_Delete(job);
 	cJSON_Delete(hist);
-	cJSON_Delete(evr);
 	cJSON_Delete(events);
 	return b->oom ? 500 : status;
 }

@@ -30,6 +30,8 @@
 #define WEB_QUEUED_MAX 100
 /* Lanes drawn at most; the rest are counted below the plot. */
 #define WEB_LANES_MAX 40
+/* Events of one job a job page reads at most (its stages and end). */
+#define WEB_JOB_EVENTS 1000
 
 /* The connection to the daemon, used from the HTTP thread only. */
 struct web_daemon {
@@ -87,6 +89,10 @@ void web_snap_free(struct web_snap *snap);
 /* One call, reconnecting once when the connection had dropped. */
 int web_daemon_call(struct web_daemon *wd, const char *method,
                     const char *params, cJSON **result);
+/* Job id's events into the array into, public members only, oldest
+ * first, at most WEB_JOB_EVENTS: every page read (a page may end early,
+ * its slice of the daemon's loop over, with the rest to come). */
+int web_daemon_job_events(struct web_daemon *wd, int64_t id, cJSON *into);
 
 /* web-json.c: the public members only; new objects. */
 cJSON *web_public_job(const cJSON *job);
