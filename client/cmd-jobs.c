@@ -220,36 +220,50 @@ show_stages(struct cli *cli, int64_t id)
 	sl_free(out);
 }
 
+/* The newest output_dropped event of a page (newest first) into *arg: 1
+ * (stop) once found. */
+static int
+dropped_page(const char *items, void *arg)
+{
+	cJSON **found = arg, *page = cJSON_Parse(items), *e;
+	const cJSON *kind;
+
+	if (page == NULL)
+		return -ENOMEM;
+	cJSON_ArrayForEach(e, page)
+	{
+		kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+		if (cJSON_IsString(kind) &&
+		    strcmp(kind->valuestring, "output_dropped") == 0) {
+			*found = cJSON_Duplicate(e, 1);
+			break;
+		}
+	}
+	cJSON_Delete(page);
+	return *found != NULL;
+}
+
 /* A detached job whose log stopped growing (docs/jobs.md): the daemon's
  * newest output_dropped event says from which byte of its output and at
- * which bound. */
+ * which bound. The job's events newest first, page by page (a version 2
+ * page may end early), until one is found. */
 static void
 show_output_dropped(struct cli *cli, int64_t id)
 {
-	const cJSON *evs, *e, *kind, *det, *from, *bound;
-	char params[96], *out = NULL;
-	cJSON *r = NULL;
-	const cJSON *last = NULL;
+	const cJSON *det, *from, *bound;
+	cJSON *last = NULL;
+	char params[96];
 
 	snprintf(params, sizeof params,
 	         "{\"job_id\":%" PRId64 ",\"before_id\":9007199254740992,"
 	         "\"limit\":1000}",
 	         id);
-	if (sl_call(cli->client, "events", params, &out) != 0 ||
-	    (r = cJSON_Parse(out)) == NULL)
-		goto done;
-	evs = cJSON_GetObjectItemCaseSensitive(r, "events");
-	cJSON_ArrayForEach(e, evs)
-	{
-		kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
-		if (cJSON_IsString(kind) &&
-		    strcmp(kind->valuestring, "output_dropped") == 0) {
-			last = e; /* newest first: the first is the newest */
-			break;
-		}
+	if (sl_call_pages(cli->client, "events", params, "events", dropped_page,
+	                  &last) < 0 ||
+	    last == NULL) {
+		cJSON_Delete(last);
+		return;
 	}
-	if (last == NULL)
-		goto done;
 	det = cJSON_GetObjectItemCaseSensitive(last, "detail");
 	from = cJSON_GetObjectItemCaseSensitive(det, "from_byte");
 	bound = cJSON_GetObjectItemCaseSensitive(det, "bound");
@@ -259,9 +273,7 @@ show_output_dropped(struct cli *cli, int64_t id)
 	               strcmp(bound->valuestring, "max_log_bytes_per_uid") == 0
 	           ? "max_log_bytes_per_uid"
 	           : "min_free_disk");
-done:
-	cJSON_Delete(r);
-	sl_free(out);
+	cJSON_Delete(last);
 }
 
 /* The numbers a reason is said with: the daemon's latest free % and what

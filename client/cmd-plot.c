@@ -48,6 +48,9 @@ const struct cli_entry cmd_plot_entry = {
     .exec = cmd_plot,
 };
 
+/* Jobs a system plot reads at most (lanes: plotd_system draws fewer). */
+#define PLOT_JOBS_MAX 1000
+
 /* One call; the result as cJSON (NULL and a report on failure). */
 static cJSON *
 plot_call(struct cli *cli, const char *method, const char *params)
@@ -179,10 +182,42 @@ read_file(const char *path, char *cause, size_t causelen)
 }
 
 static int
+plot_jobs_page(const char *items, void *arg)
+{
+	cJSON *into = arg, *page = cJSON_Parse(items), *j;
+
+	if (page == NULL)
+		return -ENOMEM;
+	while ((j = cJSON_DetachItemFromArray(page, 0)) != NULL &&
+	       cJSON_GetArraySize(into) < PLOT_JOBS_MAX)
+		cJSON_AddItemToArray(into, j);
+	cJSON_Delete(j);
+	cJSON_Delete(page);
+	return cJSON_GetArraySize(into) >= PLOT_JOBS_MAX;
+}
+
+/* The jobs whose lanes a system plot draws: the live ones and the newest
+ * ended ones, PLOT_JOBS_MAX at most, every page read (a version 2 page
+ * ends early when its slice of the daemon's loop is over). */
+static cJSON *
+plot_jobs(struct cli *cli)
+{
+	cJSON *jobs = cJSON_CreateArray();
+
+	if (jobs != NULL && sl_call_pages(cli->client, "status",
+	                                  "{\"all\":true,\"limit\":1000}",
+	                                  "jobs", plot_jobs_page, jobs) < 0) {
+		cJSON_Delete(jobs); /* plot_system reports it */
+		return NULL;
+	}
+	return jobs;
+}
+
+static int
 plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
             int64_t until, struct svgp_buf *b)
 {
-	cJSON *info = NULL, *hist = NULL, *status = NULL, *events = NULL;
+	cJSON *info = NULL, *hist = NULL, *jobs = NULL, *events = NULL;
 	struct plotd_opts oo = *o;
 	char params[192];
 	int64_t step = (until - since) / 600, first;
@@ -220,8 +255,7 @@ plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
 		if (plotd_first_ts(hist) > since)
 			since = plotd_first_ts(hist);
 	}
-	if ((status = plot_call(cli, "status",
-	                        "{\"all\":true,\"limit\":1000}")) == NULL ||
+	if ((jobs = plot_jobs(cli)) == NULL ||
 	    (events = plot_events(cli, 0)) == NULL)
 		goto out;
 	oo.bytes_max = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
@@ -229,9 +263,7 @@ plot_system(struct cli *cli, const struct plotd_opts *o, int64_t since,
 	    "swap_total_bytes"));
 	if (oo.bytes_max != oo.bytes_max) /* NaN: no sample yet */
 		oo.bytes_max = 0;
-	if (plotd_system(&oo, hist,
-	                 cJSON_GetObjectItemCaseSensitive(status, "jobs"),
-	                 events, since, until, b) != 0) {
+	if (plotd_system(&oo, hist, jobs, events, since, until, b) != 0) {
 		cli_error("out of memory");
 		goto out;
 	}
@@ -241,7 +273,7 @@ out:
 		rc = cli_fail(cli);
 	cJSON_Delete(info);
 	cJSON_Delete(hist);
-	cJSON_Delete(status);
+	cJSON_Delete(jobs);
 	cJSON_Delete(events);
 	return rc;
 }
